@@ -1,0 +1,126 @@
+"""A strict JSON codec for the package's frozen dataclasses, driven by their type hints.
+
+Encoding turns dataclasses into dicts (their ``kind``/``role`` literal included), tuples into lists.
+Decoding walks the declared types, so a stored value comes back as exactly the type it was, and
+anything that does not fit (a missing field, a wrong type, an unknown ``kind``) raises
+``DecodeError`` with the path of the offending value. Unions of dataclasses are told apart by their
+``kind`` or ``role`` literal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+__all__ = ["DecodeError", "decode", "encode"]
+
+T = TypeVar("T")
+
+
+class DecodeError(ValueError):
+    """A stored value does not match the type it should decode to."""
+
+
+def encode(value: Any) -> Any:
+    """The JSON-ready form of a dataclass value (recursively)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): encode(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _tag_of(cls: type) -> tuple[str, str] | None:
+    for name in ("kind", "role"):
+        hint = _hints(cls).get(name)
+        if hint is not None and get_origin(hint) is Literal:
+            return name, str(get_args(hint)[0])
+    return None
+
+
+def decode(tp: Any, data: Any, path: str = "$") -> Any:
+    """Decode ``data`` (parsed JSON) as type ``tp``; raise ``DecodeError`` when it does not fit."""
+    if tp is Any:
+        return data
+    if tp is type(None):
+        if data is not None:
+            raise DecodeError(f"{path}: expected null")
+        return None
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return _decode_union(get_args(tp), data, path)
+    if origin is Literal:
+        if data not in get_args(tp):
+            raise DecodeError(f"{path}: expected one of {get_args(tp)!r}, got {data!r}")
+        return data
+    if origin is tuple:
+        args = get_args(tp)
+        if not isinstance(data, list):
+            raise DecodeError(f"{path}: expected a list")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
+        if len(args) != len(data):
+            raise DecodeError(f"{path}: expected {len(args)} items, got {len(data)}")
+        return tuple(
+            decode(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True))
+        )
+    if origin is dict:
+        key_tp, val_tp = get_args(tp)
+        if not isinstance(data, dict):
+            raise DecodeError(f"{path}: expected an object")
+        return {decode(key_tp, k, path): decode(val_tp, v, f"{path}.{k}") for k, v in data.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _decode_dataclass(tp, data, path)
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise DecodeError(f"{path}: expected a number")
+        return float(data)
+    if tp in (str, int, bool):
+        if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
+            raise DecodeError(f"{path}: expected {tp.__name__}, got {type(data).__name__}")
+        return data
+    raise DecodeError(f"{path}: cannot decode type {tp!r}")
+
+
+def _decode_union(options: tuple[Any, ...], data: Any, path: str) -> Any:
+    if isinstance(data, dict):
+        for option in options:
+            if isinstance(option, type) and dataclasses.is_dataclass(option):
+                tag = _tag_of(option)
+                if tag is not None and data.get(tag[0]) == tag[1]:
+                    return _decode_dataclass(option, data, path)
+    errors: list[str] = []
+    for option in options:
+        try:
+            return decode(option, data, path)
+        except DecodeError as exc:
+            errors.append(str(exc))
+    raise DecodeError(f"{path}: matches none of the allowed types ({'; '.join(errors)})")
+
+
+def _decode_dataclass(cls: type[T], data: Any, path: str) -> T:
+    if not isinstance(data, dict):
+        raise DecodeError(f"{path}: expected an object for {cls.__name__}")
+    hints = _hints(cls)  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    known = set()
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        known.add(f.name)
+        if f.name in data:
+            kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise DecodeError(f"{path}: {cls.__name__} is missing field {f.name!r}")
+    unknown = set(data) - known
+    if unknown:
+        raise DecodeError(f"{path}: {cls.__name__} has unknown fields {sorted(unknown)}")
+    return cls(**kwargs)

@@ -1,0 +1,53 @@
+"""Runtime configuration: one frozen value, validated on construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UsageError
+
+__all__ = ["Config"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """Limits and switches of a runtime; every field has the spec's default.
+
+    ``max_transcript_messages`` caps the history messages of one request (a tool call and its
+    result count as two); ``window_step`` is how many user turns the window start moves at once;
+    ``context_window`` is the token budget of one request; ``auto_compact`` enables every
+    automatic compaction path; ``max_steps`` bounds the model calls of one prompt;
+    ``provider_retries`` is how often a transient provider failure is retried inside a step.
+    """
+
+    max_loaded_skills: int = 3
+    max_transcript_messages: int = 60
+    window_step: int = 1
+    context_window: int = 200_000
+    auto_compact: bool = True
+    compact_threshold: float = 0.9
+    keep_user_turns: int = 2
+    max_steps: int = 100
+    provider_retries: int = 2
+    retry_base_delay: float = 0.5
+    timezone: str | None = None
+
+    def __post_init__(self) -> None:
+        positive = {
+            "max_loaded_skills": self.max_loaded_skills,
+            "max_transcript_messages": self.max_transcript_messages,
+            "window_step": self.window_step,
+            "context_window": self.context_window,
+            "max_steps": self.max_steps,
+        }
+        for name, value in positive.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise UsageError(f"Config.{name} must be a positive integer, got {value!r}")
+        if self.provider_retries < 0:
+            raise UsageError("Config.provider_retries must be >= 0")
+        if self.keep_user_turns < 0:
+            raise UsageError("Config.keep_user_turns must be >= 0")
+        if not 0 < self.compact_threshold <= 1:
+            raise UsageError("Config.compact_threshold must be in (0, 1]")
+        if self.retry_base_delay < 0:
+            raise UsageError("Config.retry_base_delay must be >= 0")

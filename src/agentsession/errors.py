@@ -1,0 +1,145 @@
+"""The error tree: one root, developer misuse apart from provider and storage failures.
+
+```
+AgentSessionError
+├── UsageError                 the caller used the API wrongly (bad argument, bad config)
+│   ├── SessionBusyError       an operation that needs an idle session ran during a turn
+│   ├── UnknownFormatError     ags.lower() got a wire format it does not know
+│   └── UnknownModelError      ags.get_model() got a model string it cannot resolve
+├── SessionNotFoundError       no session with that id in the store
+├── ConflictError              another writer appended to the same session first
+├── BudgetExceededError        the request does not fit the context window (nothing admitted)
+├── MaxStepsExceededError      one prompt made more model calls than Config.max_steps
+├── RequestValidationError     a lowered request breaks its wire format's rules (a bug report)
+├── ProviderError              the model provider failed; admitted context stays stored
+│   ├── TransientProviderError rate limit, 5xx, timeout: retried inside the step
+│   └── CredentialsError       no credentials for the provider
+└── StoreError                 the store failed or holds something unreadable
+    └── CorruptEntryError      a stored row cannot be decoded
+```
+
+Vendor exceptions are translated at the boundary with ``raise … from`` so the original stays
+available as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentSessionError",
+    "BudgetExceededError",
+    "ConflictError",
+    "CorruptEntryError",
+    "CredentialsError",
+    "MaxStepsExceededError",
+    "ProviderError",
+    "RequestValidationError",
+    "SessionBusyError",
+    "SessionNotFoundError",
+    "StoreError",
+    "TransientProviderError",
+    "UnknownFormatError",
+    "UnknownModelError",
+    "UsageError",
+]
+
+
+class AgentSessionError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class UsageError(AgentSessionError, ValueError):
+    """The caller used the API wrongly: a bad argument, a bad configuration, a wrong state."""
+
+
+class SessionBusyError(UsageError):
+    """An idle-only operation was called while a turn runs or a write is pending."""
+
+
+class UnknownFormatError(UsageError):
+    """``lower()`` was asked for a wire format it does not know."""
+
+
+class UnknownModelError(UsageError):
+    """``get_model()`` was given a model string it cannot resolve."""
+
+
+class SessionNotFoundError(AgentSessionError, LookupError):
+    """The store has no session with the given id."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session with id {session_id!r}")
+        self.session_id = session_id
+
+
+class ConflictError(AgentSessionError):
+    """Another writer appended to the session first; nothing of this write was stored."""
+
+
+class BudgetExceededError(AgentSessionError):
+    """The request does not fit the model's context budget; nothing was admitted.
+
+    ``text`` carries the user input back so the caller can keep it; ``contributors`` names the
+    biggest parts of the request with their token counts, largest first.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        text: str | None = None,
+        tokens: int = 0,
+        budget: int = 0,
+        contributors: tuple[tuple[str, int], ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.text = text
+        self.tokens = tokens
+        self.budget = budget
+        self.contributors = contributors
+
+
+class MaxStepsExceededError(AgentSessionError):
+    """One prompt made more model calls than ``Config.max_steps`` allows."""
+
+
+class RequestValidationError(AgentSessionError):
+    """A lowered request breaks its wire format's rules; raised before anything is sent.
+
+    This is a bug report: ``position`` is the index of the offending message.
+    """
+
+    def __init__(self, message: str, *, fmt: str = "", position: int | None = None) -> None:
+        where = f" at message {position}" if position is not None else ""
+        super().__init__(f"{fmt}: {message}{where}" if fmt else f"{message}{where}")
+        self.fmt = fmt
+        self.position = position
+
+
+class ProviderError(AgentSessionError):
+    """The model provider failed. Admitted context stays stored; ``session.retry()`` resumes."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TransientProviderError(ProviderError):
+    """A failure worth retrying with the same request: rate limit, 5xx, timeout."""
+
+
+class CredentialsError(ProviderError):
+    """No usable credentials for the provider (e.g. the API key variable is unset)."""
+
+
+class StoreError(AgentSessionError):
+    """The store failed (refused a write, is not a database) or holds unreadable data."""
+
+
+class CorruptEntryError(StoreError):
+    """A stored log row cannot be decoded: unknown kind, newer version, or malformed JSON."""
+
+    def __init__(self, message: str, *, session_id: str = "", seq: int | None = None) -> None:
+        where = f" (session {session_id}, seq {seq})" if seq is not None else ""
+        super().__init__(f"{message}{where}")
+        self.session_id = session_id
+        self.seq = seq

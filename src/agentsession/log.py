@@ -1,0 +1,308 @@
+"""The durable session log: entry types and their versioned stored form.
+
+A session is an append-only log of entries numbered ``seq`` 0, 1, 2, … Each entry is a frozen
+dataclass with a ``kind`` literal. The stored form is one JSON object per entry, written by
+``dump_entry`` as ``(kind, version, json)``; ``load_entry`` reads every version ever written by
+first upgrading older payloads step by step (``_UPGRADES``), so old databases and session files
+keep loading. Vendor SDK types are never stored.
+
+The user transcript and the model view are both derived from this log; nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from .codec import DecodeError, decode, encode
+from .errors import CorruptEntryError
+from .request import ContentPart, ToolCall, Usage
+
+__all__ = [
+    "TRANSCRIPT_KINDS",
+    "VERSIONS",
+    "AssistantEntry",
+    "ComponentChange",
+    "ContextEpoch",
+    "Dispatch",
+    "EpochReason",
+    "Interrupted",
+    "LogEntry",
+    "MidConversationSystemMessage",
+    "ModelSwitched",
+    "ProviderFailed",
+    "Record",
+    "Summary",
+    "SystemPromptCheckpoint",
+    "ToolResultEntry",
+    "UserEntry",
+    "dump_entry",
+    "load_entry",
+    "now",
+]
+
+
+def now() -> str:
+    """The current UTC time in the log's timestamp format (ISO 8601)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class UserEntry:
+    """User input as given: a string, or a tuple of text and image parts."""
+
+    content: str | tuple[ContentPart, ...]
+    timestamp: str = ""
+    kind: Literal["user"] = "user"
+
+
+@dataclass(frozen=True)
+class AssistantEntry:
+    """A model response with the usage figures the provider reported for it."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    provider: str = ""
+    provider_data: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    timestamp: str = ""
+    kind: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True)
+class ToolResultEntry:
+    """The settled result of one tool call."""
+
+    call_id: str
+    name: str
+    content: str | tuple[ContentPart, ...]
+    is_error: bool = False
+    timestamp: str = ""
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True)
+class ComponentChange:
+    """One component's admitted change: ``update`` is ``None`` when it was removed.
+
+    ``baseline`` is stored beside the update so a later baseline can be rebuilt from the last
+    admitted state when the component is unavailable then; ``hash`` is the checkpoint value.
+    """
+
+    key: str
+    update: str | None
+    baseline: str | None
+    hash: str | None
+    kind: Literal["component_change"] = "component_change"
+
+
+@dataclass(frozen=True)
+class MidConversationSystemMessage:
+    """A durable chronological instruction: the newly effective state of changed components.
+
+    ``text`` is exactly what the model was sent; ``changes`` advance the epoch's checkpoint in the
+    same transaction. Hidden from the user transcript.
+    """
+
+    text: str
+    changes: tuple[ComponentChange, ...]
+    epoch: int
+    tools_added: tuple[str, ...] = ()
+    tools_removed: tuple[str, ...] = ()
+    timestamp: str = ""
+    kind: Literal["mid_conversation_system"] = "mid_conversation_system"
+
+
+EpochReason: TypeAlias = Literal["start", "compaction", "model_switch", "window", "manual"]
+
+
+@dataclass(frozen=True)
+class ContextEpoch:
+    """The start of a context epoch: its immutable baseline and initial checkpoint.
+
+    ``baseline`` holds keyed component strings verbatim (reused across restarts); ``checkpoint``
+    maps each key to the hash of its update string; ``removed`` lists keys of the previous epoch that
+    are gone. ``history_start`` is the first log ``seq`` the model view of this epoch reads.
+    """
+
+    epoch: int
+    baseline: tuple[tuple[str, str], ...]
+    checkpoint: tuple[tuple[str, str], ...]
+    history_start: int
+    reason: EpochReason = "start"
+    model: str = ""
+    removed: tuple[str, ...] = ()
+    timestamp: str = ""
+    kind: Literal["epoch"] = "epoch"
+
+
+@dataclass(frozen=True)
+class SystemPromptCheckpoint:
+    """The public record of one dispatched request's system context.
+
+    ``message_count`` is the number of user-transcript messages at dispatch; ``changed`` maps a
+    component key to its rendered text, or ``None`` when it was removed. The first dispatch of an
+    epoch records every baseline section; later ones record only what changed.
+    """
+
+    message_count: int
+    timestamp: str
+    changed: dict[str, str | None]
+    kind: Literal["system_prompt_checkpoint"] = "system_prompt_checkpoint"
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """A request was sent to the model (committed right before the call)."""
+
+    model: str
+    step: int
+    digest: str
+    cache: str = ""
+    timestamp: str = ""
+    kind: Literal["dispatch"] = "dispatch"
+
+
+@dataclass(frozen=True)
+class ProviderFailed:
+    """The dispatched request failed; the admitted context stays for ``retry()``."""
+
+    error: str
+    error_type: str = ""
+    timestamp: str = ""
+    kind: Literal["provider_failed"] = "provider_failed"
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A dispatched step found unfinished on reopen (the process died), recorded truthfully."""
+
+    reason: str
+    timestamp: str = ""
+    kind: Literal["interrupted"] = "interrupted"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A compaction summary; it opens the epoch that follows it."""
+
+    text: str
+    covers_until: int
+    timestamp: str = ""
+    kind: Literal["summary"] = "summary"
+
+
+@dataclass(frozen=True)
+class ModelSwitched:
+    """The session's model changed; a new epoch follows."""
+
+    model: str
+    previous: str
+    timestamp: str = ""
+    kind: Literal["model_switched"] = "model_switched"
+
+
+LogEntry: TypeAlias = (
+    UserEntry
+    | AssistantEntry
+    | ToolResultEntry
+    | MidConversationSystemMessage
+    | ContextEpoch
+    | SystemPromptCheckpoint
+    | Dispatch
+    | ProviderFailed
+    | Interrupted
+    | Summary
+    | ModelSwitched
+)
+
+#: Entry kinds that make up the user transcript (``session.messages``).
+TRANSCRIPT_KINDS: tuple[str, ...] = ("user", "assistant", "tool_result")
+
+_TYPES: dict[str, type[Any]] = {
+    str(cls.__dataclass_fields__["kind"].default): cls
+    for cls in (
+        UserEntry,
+        AssistantEntry,
+        ToolResultEntry,
+        MidConversationSystemMessage,
+        ContextEpoch,
+        SystemPromptCheckpoint,
+        Dispatch,
+        ProviderFailed,
+        Interrupted,
+        Summary,
+        ModelSwitched,
+    )
+}
+
+#: The version each kind is written with today.
+VERSIONS: dict[str, int] = dict.fromkeys(_TYPES, 1)
+
+#: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
+_UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+@dataclass(frozen=True)
+class Record:
+    """A stored entry with its position in the session log."""
+
+    seq: int
+    entry: LogEntry
+
+
+def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
+    """The stored form of ``entry``: its kind, the current version of that kind, and JSON."""
+    payload = encode(entry)
+    return entry.kind, VERSIONS[entry.kind], json.dumps(payload, ensure_ascii=False)
+
+
+def load_entry(
+    kind: str, version: int, data: str, *, session_id: str = "", seq: int | None = None
+) -> LogEntry:
+    """Decode a stored entry of any known version; ``CorruptEntryError`` when it cannot be."""
+    cls = _TYPES.get(kind)
+    if cls is None:
+        raise CorruptEntryError(f"unknown entry kind {kind!r}", session_id=session_id, seq=seq)
+    current = VERSIONS[kind]
+    if version > current:
+        raise CorruptEntryError(
+            f"entry kind {kind!r} has version {version}, newer than this agentsession reads"
+            f" ({current}); upgrade agentsession",
+            session_id=session_id,
+            seq=seq,
+        )
+    try:
+        payload = json.loads(data)
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise CorruptEntryError(
+            f"entry is not valid JSON: {exc}", session_id=session_id, seq=seq
+        ) from exc
+    if not isinstance(payload, dict):
+        raise CorruptEntryError("entry is not a JSON object", session_id=session_id, seq=seq)
+    while version < current:
+        upgrade = _UPGRADES.get((kind, version))
+        if upgrade is None:
+            raise CorruptEntryError(
+                f"no upgrade for {kind!r} version {version}", session_id=session_id, seq=seq
+            )
+        payload = upgrade(payload)
+        version += 1
+    payload.setdefault("kind", kind)
+    if payload["kind"] != kind:
+        raise CorruptEntryError(
+            f"entry says kind {payload['kind']!r} but is stored as {kind!r}",
+            session_id=session_id,
+            seq=seq,
+        )
+    try:
+        entry: LogEntry = decode(cls, payload)
+    except DecodeError as exc:
+        raise CorruptEntryError(
+            f"malformed {kind!r} entry: {exc}", session_id=session_id, seq=seq
+        ) from exc
+    return entry

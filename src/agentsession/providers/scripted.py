@@ -1,0 +1,99 @@
+"""``ScriptedModel``: the offline model for demos and tests.
+
+Replies are consumed in order: a ``str`` is assistant text, a list of ``ToolCall`` is a tool-call
+turn, an ``Exception`` instance is raised as a provider failure. Alternatively one callable gets
+each request and returns such a reply. Every neutral request is recorded in ``.requests``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TypeAlias
+
+from ..errors import ProviderError, UsageError
+from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id, text_of
+from .base import ModelDone, ModelEvent, ModelProfile, ModelTextDelta, ModelToolCall
+
+__all__ = ["Reply", "ScriptedModel"]
+
+Reply: TypeAlias = str | Sequence[ToolCall] | BaseException
+
+_STREAM_CHUNK = 16
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class ScriptedModel:
+    """A model that plays back scripted replies and records every request it got."""
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] | Callable[[Request], Reply] = (),
+        *,
+        name: str = "scripted",
+        profile: ModelProfile | None = None,
+    ) -> None:
+        self._name = name
+        self._profile = profile or ModelProfile()
+        self._script: list[Reply] | None
+        self._fn: Callable[[Request], Reply] | None
+        if callable(replies):
+            self._script, self._fn = None, replies
+        else:
+            self._script, self._fn = list(replies), None
+        self.requests: list[Request] = []
+
+    @property
+    def name(self) -> str:
+        """The model name recorded in the log."""
+        return self._name
+
+    @property
+    def profile(self) -> ModelProfile:
+        """The scripted model's capabilities (native system messages anywhere)."""
+        return self._profile
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies are left (0 for a callable script)."""
+        return len(self._script) if self._script is not None else 0
+
+    def _next_reply(self, request: Request) -> Reply:
+        if self._fn is not None:
+            return self._fn(request)
+        assert self._script is not None
+        if not self._script:
+            raise ProviderError("ScriptedModel has no scripted reply left for this request")
+        return self._script.pop(0)
+
+    async def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
+        """Record ``request`` and yield the next scripted reply as events."""
+        self.requests.append(request)
+        reply = self._next_reply(request)
+        if isinstance(reply, BaseException):
+            raise reply
+        input_tokens = sum(_estimate_tokens(t) for _, t in request.system) + sum(
+            _estimate_tokens(text_of(m.content)) for m in request.messages
+        )
+        if isinstance(reply, str):
+            for i in range(0, len(reply), _STREAM_CHUNK):
+                yield ModelTextDelta(reply[i : i + _STREAM_CHUNK])
+            message = AssistantMessage(content=reply, provider="scripted")
+        else:
+            calls: list[ToolCall] = []
+            for call in reply:
+                if not isinstance(call, ToolCall):
+                    raise UsageError(
+                        f"ScriptedModel replies must be str, a list of ToolCall or an exception;"
+                        f" got {type(call).__name__}"
+                    )
+                if not call.id:
+                    call = replace(call, id=new_call_id())
+                calls.append(call)
+                yield ModelToolCall(call)
+            message = AssistantMessage(tool_calls=tuple(calls), provider="scripted")
+        usage = Usage(input_tokens=input_tokens, output_tokens=_estimate_tokens(message.content))
+        yield ModelDone(message=message, usage=usage, model=self._name)

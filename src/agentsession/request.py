@@ -1,0 +1,164 @@
+"""The neutral request: what every wire format is lowered from.
+
+A request is ``system`` (the epoch's baseline as ordered ``(key, text)`` pairs), ``messages``
+(chronological; role ``system`` is a mid-conversation system message) and ``tools`` (declarations
+in a deterministic order). Values are frozen dataclasses with a ``kind`` (parts) or ``role``
+(messages) literal, so lowering can match exhaustively and the stored form stays explicit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "AssistantMessage",
+    "ContentPart",
+    "ImagePart",
+    "Message",
+    "Request",
+    "SystemMessage",
+    "TextPart",
+    "ToolCall",
+    "ToolResultMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+    "new_call_id",
+    "text_of",
+]
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A piece of text inside a message."""
+
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image, either inline (``data`` is base64) or by ``url``."""
+
+    media_type: str
+    data: str | None = None
+    url: str | None = None
+    kind: Literal["image"] = "image"
+
+
+ContentPart: TypeAlias = TextPart | ImagePart
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id for calls whose model gave none."""
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model made: ``ToolCall("read_file", {"path": "a.txt"})``."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token figures a provider reported for one response (0 when not reported)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """User input: a string stays a string; block input is a tuple of parts."""
+
+    content: str | tuple[ContentPart, ...]
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    """A model reply: text and/or tool calls.
+
+    ``provider_data`` holds opaque provider-specific items (e.g. reasoning signatures) keyed by
+    the provider that produced them; a request to another provider does not carry them.
+    """
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    provider: str = ""
+    provider_data: dict[str, Any] = field(default_factory=dict)
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True)
+class ToolResultMessage:
+    """The result of one tool call, paired to it by ``call_id``."""
+
+    call_id: str
+    name: str
+    content: str | tuple[ContentPart, ...]
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+@dataclass(frozen=True)
+class SystemMessage:
+    """A mid-conversation system message: the newly effective state of changed components.
+
+    ``tools_added`` / ``tools_removed`` name tool declarations that join or leave at this point;
+    profiles with native in-place tool changes announce them here instead of changing ``tools``.
+    """
+
+    content: str
+    tools_added: tuple[str, ...] = ()
+    tools_removed: tuple[str, ...] = ()
+    role: Literal["system"] = "system"
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | SystemMessage
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool declaration: name, description and a JSON schema for the arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Request:
+    """The neutral request a model receives.
+
+    ``system`` is the baseline as ``(key, text)`` pairs in component order; ``messages`` is the
+    windowed history with mid-conversation system messages in place; ``tools`` are declarations.
+    ``sources`` maps each message index to the log ``seq`` numbers it came from; it is for
+    inspection only and never lowered into a wire format.
+    """
+
+    system: tuple[tuple[str, str], ...] = ()
+    messages: tuple[Message, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    sources: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def system_text(self) -> str:
+        """The baseline joined as one string, the way single-string system prompts get it."""
+        return "\n\n".join(text for _, text in self.system if text)
+
+
+def text_of(content: str | tuple[ContentPart, ...]) -> str:
+    """The text of a content value, images left out."""
+    if isinstance(content, str):
+        return content
+    return "".join(p.text for p in content if isinstance(p, TextPart))
