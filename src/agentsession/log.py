@@ -125,7 +125,7 @@ class ContextEpoch:
     """The start of a context epoch: its immutable baseline and initial checkpoint.
 
     ``baseline`` holds keyed component strings verbatim (reused across restarts); ``checkpoint``
-    maps each key to the hash of its update string; ``removed`` lists keys of the previous epoch that
+    maps each key to the hash of its update string; ``removed`` lists keys of the prior epoch that
     are gone. ``history_start`` is the first log ``seq`` the model view of this epoch reads.
     """
 
