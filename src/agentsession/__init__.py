@@ -1,1 +1,131 @@
-"""agentsession."""
+"""agentsession: durable LLM-agent sessions.
+
+The model always acts on the current System Context, the provider's prompt cache stays warm while
+that context changes, nothing admitted is lost or sent twice, and every request can be shown
+exactly. Everything public is importable from here; see ``__all__``.
+"""
+
+from __future__ import annotations
+
+from .config import Config
+from .context import (
+    ABSENT,
+    UNAVAILABLE,
+    ComponentHandle,
+    ContextComponent,
+    PluginScope,
+    Rendered,
+)
+from .errors import (
+    AgentSessionError,
+    BudgetExceededError,
+    ConflictError,
+    CorruptEntryError,
+    CredentialsError,
+    MaxStepsExceededError,
+    ProviderError,
+    RequestValidationError,
+    SessionBusyError,
+    SessionNotFoundError,
+    StoreError,
+    TransientProviderError,
+    UnknownFormatError,
+    UnknownModelError,
+    UsageError,
+)
+from .events import (
+    ContextAdmitted,
+    Event,
+    PromptResult,
+    ProviderRetry,
+    StepCommitted,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+    TurnFinished,
+)
+from .log import (
+    ContextEpoch,
+    MidConversationSystemMessage,
+    SystemPromptCheckpoint,
+)
+from .providers import Model, ModelProfile, ScriptedModel
+from .request import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    Request,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from .runtime import Runtime
+from .session import Session
+from .store import MemoryStore, SessionInfo, SQLiteStore, Store
+from .tools import Tool, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ABSENT",
+    "UNAVAILABLE",
+    "AgentSessionError",
+    "AssistantMessage",
+    "BudgetExceededError",
+    "ComponentHandle",
+    "Config",
+    "ConflictError",
+    "ContextAdmitted",
+    "ContextComponent",
+    "ContextEpoch",
+    "CorruptEntryError",
+    "CredentialsError",
+    "Event",
+    "ImagePart",
+    "MaxStepsExceededError",
+    "MemoryStore",
+    "Message",
+    "MidConversationSystemMessage",
+    "Model",
+    "ModelProfile",
+    "PluginScope",
+    "PromptResult",
+    "ProviderError",
+    "ProviderRetry",
+    "Rendered",
+    "Request",
+    "RequestValidationError",
+    "Runtime",
+    "SQLiteStore",
+    "ScriptedModel",
+    "Session",
+    "SessionBusyError",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "StepCommitted",
+    "Store",
+    "StoreError",
+    "SystemMessage",
+    "SystemPromptCheckpoint",
+    "TextDelta",
+    "TextPart",
+    "Tool",
+    "ToolCall",
+    "ToolCallStarted",
+    "ToolResultEvent",
+    "ToolResultMessage",
+    "ToolSpec",
+    "TransientProviderError",
+    "TurnFinished",
+    "UnknownFormatError",
+    "UnknownModelError",
+    "Usage",
+    "UsageError",
+    "UserMessage",
+    "__version__",
+    "tool",
+]

@@ -1,0 +1,129 @@
+"""Context components: one independently loaded fact of the System Context.
+
+A component has a stable namespaced key (``core.date``, ``plugin.<name>.<key>``) and one loader.
+The loader returns, from one coherent sample, ``Rendered(baseline, update)`` — the string used in a
+baseline and the absolute current-state string sent when it changed (its hash is the checkpoint
+value) — or ``UNAVAILABLE`` (keep the prior state, emit nothing) or ``ABSENT`` (successfully
+loaded absence: removal text, once). Loaders may be sync or async. A loader that raises counts as
+unavailable, so a broken source never breaks a session; the error is kept for diagnosis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
+
+from ..errors import UsageError
+
+__all__ = [
+    "ABSENT",
+    "UNAVAILABLE",
+    "Absent",
+    "ContextComponent",
+    "LoadResult",
+    "Loader",
+    "Rendered",
+    "Unavailable",
+    "content_hash",
+]
+
+_log = logging.getLogger("agentsession.context")
+_KEY = re.compile(r"^[a-z][a-z0-9_-]*(\.[A-Za-z0-9_-]+)+(:[^\s]+)?$")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A loaded value: ``baseline`` for a fresh System Context, ``update`` when it changed.
+
+    ``update`` defaults to the baseline text; it must state the full current value, never a diff.
+    """
+
+    baseline: str
+    update: str | None = None
+
+    @property
+    def update_text(self) -> str:
+        """The update string (the baseline when none was given)."""
+        return self.baseline if self.update is None else self.update
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """The value cannot be loaded right now: keep the prior state, emit nothing."""
+
+    reason: str = ""
+    kind: Literal["unavailable"] = "unavailable"
+
+
+@dataclass(frozen=True)
+class Absent:
+    """The source was loaded and has no value: the component is removed (announced once)."""
+
+    kind: Literal["absent"] = "absent"
+
+
+UNAVAILABLE: Final = Unavailable()
+ABSENT: Final = Absent()
+
+LoadResult: TypeAlias = Rendered | Unavailable | Absent
+Loader: TypeAlias = Callable[[], LoadResult | str | Awaitable[LoadResult | str]]
+
+
+def content_hash(text: str) -> str:
+    """The checkpoint hash of an update string."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class ContextComponent:
+    """A keyed producer of one System Context fact.
+
+    ``load`` returns ``Rendered``, ``UNAVAILABLE``, ``ABSENT`` or a plain string (baseline and
+    update alike). ``removal`` is the text announced when the component goes away.
+    """
+
+    def __init__(self, key: str, load: Loader, *, removal: str | None = None) -> None:
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise UsageError(
+                f"context component key {key!r} must be namespaced like 'plugin.name.key'"
+            )
+        if not callable(load):
+            raise UsageError(f"context component {key}: load must be callable")
+        self.key = key
+        self._load = load
+        self.removal = removal
+        self.last_error: BaseException | None = None
+
+    def __repr__(self) -> str:
+        return f"ContextComponent({self.key!r})"
+
+    def removal_text(self) -> str:
+        """What the model is told when this component stops applying."""
+        return self.removal or removal_text(self.key)
+
+    async def sample(self) -> LoadResult:
+        """Load once; a raising or ill-typed loader counts as unavailable."""
+        try:
+            value = self._load()
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:  # stale-while-revalidate: keep the prior state
+            self.last_error = exc
+            _log.warning("context component %s failed to load: %r", self.key, exc)
+            return Unavailable(f"{type(exc).__name__}: {exc}")
+        if isinstance(value, str):
+            return Rendered(value)
+        if isinstance(value, Rendered | Unavailable | Absent):
+            return value
+        self.last_error = TypeError(f"loader returned {type(value).__name__}")
+        _log.warning("context component %s returned %r", self.key, type(value))
+        return Unavailable(f"loader returned {type(value).__name__}")
+
+
+def removal_text(key: str) -> str:
+    """The default removal announcement for a component key."""
+    return f"[{key}] This context no longer applies; disregard what it said before."

@@ -1,0 +1,123 @@
+"""The component registry: deterministic order, unique keys, scoped replayable plugin scopes.
+
+Built-in components keep their declaration order; plugin components follow in lexicographic key
+order, so the rendered context does not depend on registration timing. A duplicate key fails
+assembly with ``UsageError``. Plugins register through a ``PluginScope``: ``scope.replay(comps)``
+replaces everything the scope registered, so a hot reload that drops a component removes it (the
+next boundary announces the removal once), one that keeps it changes nothing, and a new one is
+announced once. Nothing here samples a component: sources are read lazily at the boundary.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from ..errors import UsageError
+from .component import ContextComponent
+
+__all__ = ["ComponentHandle", "ComponentRegistry", "PluginScope"]
+
+
+class ComponentHandle:
+    """A registration; ``remove()`` unregisters the component (idempotent)."""
+
+    def __init__(self, registry: ComponentRegistry, component: ContextComponent) -> None:
+        self._registry = registry
+        self.component = component
+
+    @property
+    def key(self) -> str:
+        """The registered component's key."""
+        return self.component.key
+
+    def remove(self) -> None:
+        """Unregister; the next safe boundary tells the model the component no longer applies."""
+        self._registry._remove(self.component)
+
+
+class PluginScope:
+    """All components one plugin registered; ``replay`` swaps them in one step."""
+
+    def __init__(self, registry: ComponentRegistry, name: str) -> None:
+        self._registry = registry
+        self.name = name
+        self._handles: dict[str, ComponentHandle] = {}
+
+    @property
+    def keys(self) -> list[str]:
+        """Keys this scope currently holds, sorted."""
+        return sorted(self._handles)
+
+    def register(self, component: ContextComponent) -> ComponentHandle:
+        """Register one component under this scope."""
+        handle = self._registry.register(component)
+        self._handles[component.key] = handle
+        return handle
+
+    def replay(self, components: Iterable[ContextComponent]) -> None:
+        """Replace this scope's components with ``components`` (a plugin reload)."""
+        new = list(components)
+        keys = [c.key for c in new]
+        if len(set(keys)) != len(keys):
+            raise UsageError(f"plugin {self.name}: duplicate component keys in {keys}")
+        with self._registry._lock:
+            for comp in new:
+                owner = self._registry._plugins.get(comp.key)
+                if owner is not None and comp.key not in self._handles:
+                    raise UsageError(f"duplicate context component key {comp.key!r}")
+            for handle in self._handles.values():
+                self._registry._plugins.pop(handle.key, None)
+            self._handles = {}
+            for comp in new:
+                self._registry._plugins[comp.key] = comp
+                self._handles[comp.key] = ComponentHandle(self._registry, comp)
+
+    def clear(self) -> None:
+        """Remove every component of this scope (plugin unloaded)."""
+        self.replay(())
+
+
+class ComponentRegistry:
+    """Built-ins in declaration order, then plugin components by key."""
+
+    def __init__(self, builtins: Iterable[ContextComponent] = ()) -> None:
+        self._lock = threading.RLock()
+        self._builtins: list[ContextComponent] = []
+        self._plugins: dict[str, ContextComponent] = {}
+        for comp in builtins:
+            self.add_builtin(comp)
+
+    def _has(self, key: str) -> bool:
+        return key in self._plugins or any(c.key == key for c in self._builtins)
+
+    def add_builtin(self, component: ContextComponent) -> None:
+        """Append a built-in component (declaration order is kept)."""
+        with self._lock:
+            if self._has(component.key):
+                raise UsageError(f"duplicate context component key {component.key!r}")
+            self._builtins.append(component)
+
+    def register(self, component: ContextComponent) -> ComponentHandle:
+        """Register a plugin component; ``UsageError`` for a duplicate key."""
+        if not isinstance(component, ContextComponent):
+            raise UsageError(f"expected a ContextComponent, got {type(component).__name__}")
+        with self._lock:
+            if self._has(component.key):
+                raise UsageError(f"duplicate context component key {component.key!r}")
+            self._plugins[component.key] = component
+        return ComponentHandle(self, component)
+
+    def scope(self, name: str) -> PluginScope:
+        """A scope for one plugin's components."""
+        return PluginScope(self, name)
+
+    def _remove(self, component: ContextComponent) -> None:
+        with self._lock:
+            if self._plugins.get(component.key) is component:
+                del self._plugins[component.key]
+
+    def components(self) -> list[ContextComponent]:
+        """Every component in rendering order."""
+        with self._lock:
+            return [*self._builtins, *(self._plugins[k] for k in sorted(self._plugins))]

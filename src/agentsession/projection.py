@@ -1,0 +1,91 @@
+"""Projection: durable log records → the model view.
+
+The model view of an epoch is every conversation entry from the epoch's ``history_start`` on,
+with this epoch's mid-conversation system messages in place and its compaction summary first.
+Each projected message keeps the log ``seq`` numbers it came from (for inspection; never sent).
+Runtime metadata (dispatch records, checkpoints, epochs) never becomes a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .log import (
+    AssistantEntry,
+    ContextEpoch,
+    MidConversationSystemMessage,
+    Record,
+    Summary,
+    ToolResultEntry,
+    UserEntry,
+)
+from .request import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__ = ["ViewMessage", "messages_of", "project", "summary_text", "to_message"]
+
+SUMMARY_PREFIX = "Summary of the earlier conversation (older messages are no longer shown):\n\n"
+
+
+@dataclass(frozen=True)
+class ViewMessage:
+    """A model-view message and the log entries it came from."""
+
+    message: Message
+    seqs: tuple[int, ...]
+
+
+def summary_text(summary: Summary) -> str:
+    """How a compaction summary reads in the model view."""
+    return SUMMARY_PREFIX + summary.text
+
+
+def to_message(record: Record) -> Message | None:
+    """The model-view message of one conversation record, or ``None`` for metadata."""
+    entry = record.entry
+    match entry:
+        case UserEntry():
+            return UserMessage(entry.content)
+        case AssistantEntry():
+            return AssistantMessage(
+                content=entry.content,
+                tool_calls=entry.tool_calls,
+                provider=entry.provider,
+                provider_data=entry.provider_data,
+            )
+        case ToolResultEntry():
+            return ToolResultMessage(entry.call_id, entry.name, entry.content, entry.is_error)
+        case MidConversationSystemMessage():
+            return SystemMessage(entry.text, entry.tools_added, entry.tools_removed)
+        case Summary():
+            return UserMessage(summary_text(entry))
+        case _:
+            return None
+
+
+def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewMessage]:
+    """The model view of ``records`` under ``epoch`` (all of them when there is no epoch yet)."""
+    start = epoch.history_start if epoch is not None else 0
+    number = epoch.epoch if epoch is not None else -1
+    view: list[ViewMessage] = []
+    for record in records:
+        entry = record.entry
+        if record.seq < start:
+            continue
+        if isinstance(entry, MidConversationSystemMessage) and entry.epoch != number:
+            continue
+        message = to_message(record)
+        if message is not None:
+            view.append(ViewMessage(message, (record.seq,)))
+    return view
+
+
+def messages_of(view: Sequence[ViewMessage]) -> tuple[Message, ...]:
+    """Just the messages of a view."""
+    return tuple(v.message for v in view)
