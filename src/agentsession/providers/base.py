@@ -33,6 +33,11 @@ class ModelProfile:
     ``"anywhere"``, ``"after_user"`` (only directly after user input or tool results) or
     ``"none"`` (wrap it into the user turn). ``native_tool_changes``: the provider can announce
     tools joining or leaving in place, so the ``tools`` list stays stable within an epoch.
+    ``system_role`` names the native role of a mid-conversation message where the format has a
+    choice (OpenAI: ``"system"`` or ``"developer"``). ``max_output_tokens`` is sent where the
+    format requires a cap (Anthropic). ``cache_markers``: place explicit prompt-cache
+    breakpoints (Anthropic ``cache_control``). ``reasoning``: the model returns reasoning
+    items worth replaying (OpenAI Responses, requested as encrypted content).
     """
 
     provider: str = "scripted"
@@ -41,6 +46,10 @@ class ModelProfile:
     native_tool_changes: bool = False
     supports_images: bool = True
     context_window: int = 200_000
+    system_role: Literal["system", "developer"] = "system"
+    max_output_tokens: int = 8192
+    cache_markers: bool = True
+    reasoning: bool = False
 
 
 @dataclass(frozen=True)

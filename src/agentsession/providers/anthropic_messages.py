@@ -1,0 +1,209 @@
+"""Lowering to the Anthropic Messages format (``anthropic-messages``).
+
+The baseline becomes one top-level ``system`` text block per component key. Consecutive user
+input and tool results merge into one user turn (tool results first, as the API demands). A
+mid-conversation system message is a native ``role: "system"`` entry where the profile and the
+position allow it (after a user turn, before an assistant turn or at the end) and otherwise an
+escaped text block in the user turn at the same position. With ``native_tool_changes`` the
+message also carries ``tool_addition`` / ``tool_removal`` blocks; a tool first added mid-epoch
+is defined inline there, so the top-level ``tools`` list stays byte-stable. Cache breakpoints
+sit on the last tool, the last baseline block and the newest user turn: content that the next
+request repeats unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from ..request import (
+    AssistantMessage,
+    ContentPart,
+    ImagePart,
+    Request,
+    SystemMessage,
+    TextPart,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from ._lowering import (
+    Lowered,
+    native_system_ok,
+    provider_items,
+    reject,
+    require_image_support,
+    text_parts,
+    wrap_system,
+)
+from .base import ModelProfile
+
+__all__ = ["FMT", "TOOL_CHANGES_BETA", "lower_anthropic"]
+
+FMT = "anthropic-messages"
+TOOL_CHANGES_BETA = "inline-tools-2026-09-15"
+_CACHE = {"type": "ephemeral"}
+
+
+def _part(part: ContentPart, profile: ModelProfile, position: int) -> dict[str, Any]:
+    match part:
+        case TextPart():
+            return {"type": "text", "text": part.text}
+        case ImagePart():
+            require_image_support(FMT, profile, part, position)
+            if part.data is not None:
+                source: dict[str, Any] = {
+                    "type": "base64",
+                    "media_type": part.media_type,
+                    "data": part.data,
+                }
+            else:
+                source = {"type": "url", "url": part.url}
+            return {"type": "image", "source": source}
+        case _:
+            assert_never(part)
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+
+
+def _inline_tools(request: Request) -> set[str]:
+    """Tools whose first mention in the history is an addition: defined inline, not up front."""
+    first: dict[str, str] = {}
+    for message in request.messages:
+        if isinstance(message, SystemMessage):
+            for name in message.tools_removed:
+                first.setdefault(name, "removed")
+            for name in message.tools_added:
+                first.setdefault(name, "added")
+    return {name for name, how in first.items() if how == "added"}
+
+
+class _Builder:
+    """Accumulates wire messages, merging consecutive user-side content into one turn."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.origins: list[int] = []
+
+    def user_turn(self, origin: int) -> list[dict[str, Any]]:
+        if self.messages and self.messages[-1]["role"] == "user":
+            content: list[dict[str, Any]] = self.messages[-1]["content"]
+            return content
+        self.messages.append({"role": "user", "content": []})
+        self.origins.append(origin)
+        fresh: list[dict[str, Any]] = self.messages[-1]["content"]
+        return fresh
+
+    def add(self, message: dict[str, Any], origin: int) -> None:
+        self.messages.append(message)
+        self.origins.append(origin)
+
+
+def lower_anthropic(request: Request, profile: ModelProfile, model: str | None) -> Lowered:
+    """Lower ``request`` to a Messages API body (the keyword arguments of ``messages.create``)."""
+    inline = _inline_tools(request) if profile.native_tool_changes else set()
+    specs = {spec.name: spec for spec in request.tools}
+    defined: set[str] = set()
+    pending_changes: list[dict[str, Any]] = []  # tool blocks waiting for a legal native spot
+    uses_tool_changes = False
+    out = _Builder()
+
+    def tool_blocks(message: SystemMessage, position: int) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        for name in message.tools_added:
+            if name in inline and name not in defined:
+                if name not in specs:
+                    reject(FMT, f"tools_added names {name!r}, which request.tools lacks", position)
+                defined.add(name)
+                tool: dict[str, Any] = {"type": "tool_definition", "definition": _tool(specs[name])}
+            else:
+                tool = {"type": "tool_reference", "name": name}
+            blocks.append({"type": "tool_addition", "tool": tool})
+        for name in message.tools_removed:
+            blocks.append(
+                {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}}
+            )
+        return blocks
+
+    def flush_changes(position: int) -> None:
+        if pending_changes and out.messages and out.messages[-1]["role"] == "user":
+            out.add({"role": "system", "content": list(pending_changes)}, position)
+            pending_changes.clear()
+
+    messages = request.messages
+    for i, message in enumerate(messages):
+        match message:
+            case UserMessage():
+                parts = [_part(p, profile, i) for p in text_parts(message.content)]
+                if not parts:
+                    reject(FMT, "a user message needs content", i)
+                out.user_turn(i).extend(parts)
+            case ToolResultMessage():
+                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id}
+                result_parts = text_parts(message.content)
+                if result_parts:
+                    block["content"] = [_part(p, profile, i) for p in result_parts]
+                if message.is_error:
+                    block["is_error"] = True
+                out.user_turn(i).append(block)
+            case AssistantMessage():
+                flush_changes(i)
+                replay = provider_items(message, FMT)
+                if replay is not None and isinstance(replay.get("content"), list):
+                    content: list[dict[str, Any]] = list(replay["content"])
+                else:
+                    content = [{"type": "text", "text": message.content}] if message.content else []
+                    content += [
+                        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                        for c in message.tool_calls
+                    ]
+                if content:  # an empty reply carries nothing; the API rejects empty turns
+                    out.add({"role": "assistant", "content": content}, i)
+            case SystemMessage():
+                changes = tool_blocks(message, i) if profile.native_tool_changes else []
+                uses_tool_changes = uses_tool_changes or bool(changes)
+                if native_system_ok(messages, i, profile) and profile.system_placement != "none":
+                    blocks = [{"type": "text", "text": message.content}] if message.content else []
+                    blocks = pending_changes + blocks + changes
+                    pending_changes.clear()
+                    if blocks:
+                        out.add({"role": "system", "content": blocks}, i)
+                else:
+                    if message.content:
+                        out.user_turn(i).append(
+                            {"type": "text", "text": wrap_system(message.content)}
+                        )
+                    # Tool changes exist only as native blocks: they move forward to the next
+                    # spot where a system message may stand (before the next assistant turn).
+                    pending_changes.extend(changes)
+            case _:
+                assert_never(message)
+    flush_changes(len(messages))
+    if pending_changes:
+        reject(FMT, "tool changes have no position where a system message may stand", None)
+
+    tools = [_tool(spec) for spec in request.tools if spec.name not in inline]
+    system: list[dict[str, Any]] = [{"type": "text", "text": t} for _, t in request.system if t]
+    if profile.cache_markers:
+        if tools:
+            tools[-1]["cache_control"] = dict(_CACHE)
+        if system:
+            system[-1]["cache_control"] = dict(_CACHE)
+        for wire in reversed(out.messages):
+            if wire["role"] == "user":
+                wire["content"][-1]["cache_control"] = dict(_CACHE)
+                break
+
+    body: dict[str, Any] = {}
+    if model is not None:
+        body["model"] = model
+    body["max_tokens"] = profile.max_output_tokens
+    if system:
+        body["system"] = system
+    body["messages"] = out.messages
+    if tools:
+        body["tools"] = tools
+    if uses_tool_changes:
+        body["betas"] = [TOOL_CHANGES_BETA]
+    return Lowered(body, out.origins)

@@ -1,0 +1,142 @@
+"""Per-model profiles: what each provider's models accept, looked up by model id.
+
+A profile decides how a mid-conversation system message lowers (native role, and where it may
+stand, or wrapped into the user turn), whether tool changes are announced in place, and a few
+budget figures. The rules come from the providers' documentation (cited in docs/providers.md);
+an unknown model gets its provider's conservative default, so a new model never receives a
+placement its API might reject.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..errors import UnknownFormatError
+from .base import ModelProfile
+
+__all__ = [
+    "ANTHROPIC_NATIVE_SYSTEM_MODELS",
+    "FORMATS",
+    "default_profile",
+    "profile_for",
+]
+
+FORMATS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic-messages", "gemini")
+"""The wire formats ``lower()`` knows."""
+
+# Claude models that accept ``role: "system"`` entries inside ``messages`` (and, in beta, the
+# ``tool_addition`` / ``tool_removal`` blocks on the same models). Claude Sonnet 5 is
+# explicitly excluded by the documentation, so the patterns are anchored: ``claude-sonnet-5``
+# alone (or with a date suffix) does not match ``claude-sonnet-5-5``.
+ANTHROPIC_NATIVE_SYSTEM_MODELS: tuple[str, ...] = (
+    r"claude-opus-4-8",
+    r"claude-opus-5",
+    r"claude-opus-5-5",
+    r"claude-fable-5",
+    r"claude-fable-5-1",
+    r"claude-mythos-5",
+    r"claude-mythos-5-1",
+    r"claude-sonnet-5-5",
+    r"claude-haiku-5-5",
+)
+_DATE_SUFFIX = r"(?:-\d{8}|-latest)?"
+
+_DEFAULTS: dict[str, ModelProfile] = {
+    # Chat Completions accepts system/developer messages at any position; "system" is the role
+    # every OpenAI-compatible server understands.
+    "openai-chat": ModelProfile(
+        provider="openai",
+        wire_format="openai-chat",
+        system_placement="anywhere",
+        system_role="system",
+        context_window=128_000,
+    ),
+    "openai-responses": ModelProfile(
+        provider="openai",
+        wire_format="openai-responses",
+        system_placement="anywhere",
+        system_role="developer",
+        context_window=128_000,
+    ),
+    # Older Claude models reject role "system" in messages: wrapping is the safe default.
+    "anthropic-messages": ModelProfile(
+        provider="anthropic",
+        wire_format="anthropic-messages",
+        system_placement="none",
+        native_tool_changes=False,
+        context_window=200_000,
+    ),
+    # Gemini has only the top-level system_instruction.
+    "gemini": ModelProfile(
+        provider="gemini",
+        wire_format="gemini",
+        system_placement="none",
+        context_window=1_048_576,
+    ),
+}
+
+
+def default_profile(fmt: str) -> ModelProfile:
+    """The conservative profile of a wire format, used when no model is known."""
+    try:
+        return _DEFAULTS[fmt]
+    except KeyError:
+        raise UnknownFormatError(
+            f"unknown wire format {fmt!r}; known formats: {', '.join(FORMATS)}"
+        ) from None
+
+
+def _anthropic_native(model: str) -> bool:
+    name = model.rsplit("/", 1)[-1].lower()
+    return any(
+        re.fullmatch(pattern + _DATE_SUFFIX, name) for pattern in ANTHROPIC_NATIVE_SYSTEM_MODELS
+    )
+
+
+def _openai_reasoning(model: str) -> bool:
+    name = model.lower()
+    return bool(re.match(r"(o\d|gpt-5)", name))
+
+
+def profile_for(provider: str, model: str, *, wire_format: str | None = None) -> ModelProfile:
+    """The profile of ``model`` at ``provider``.
+
+    ``provider`` is one of ``openai``, ``openai-compatible``, ``anthropic``, ``gemini``;
+    ``wire_format`` overrides the provider's default format (OpenAI: ``openai-responses``).
+    """
+    match provider:
+        case "anthropic":
+            base = default_profile("anthropic-messages")
+            if _anthropic_native(model):
+                big = bool(re.match(r"claude-(opus-5|fable|mythos)", model.lower()))
+                return replace(
+                    base,
+                    system_placement="after_user",
+                    native_tool_changes=True,
+                    context_window=1_000_000 if big else base.context_window,
+                    max_output_tokens=16_384,
+                )
+            return base
+        case "openai":
+            fmt = wire_format or "openai-responses"
+            base = default_profile(fmt)
+            reasoning = _openai_reasoning(model)
+            window = 1_047_576 if model.lower().startswith("gpt-4.1") else 400_000
+            return replace(
+                base,
+                system_role="developer",
+                reasoning=reasoning and fmt == "openai-responses",
+                context_window=window,
+            )
+        case "openai-compatible":
+            # Local servers (llama.cpp, vLLM, Ollama) speak Chat Completions; their chat
+            # templates vary, so pass a profile with system_placement="none" for a template
+            # that only accepts a leading system message.
+            return replace(default_profile(wire_format or "openai-chat"), provider=provider)
+        case "gemini":
+            return default_profile("gemini")
+        case _:
+            from ..errors import UnknownModelError
+
+            raise UnknownModelError(f"unknown provider {provider!r}")
