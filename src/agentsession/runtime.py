@@ -180,6 +180,10 @@ class Runtime:
         """Close the store."""
         await self.store.close()
 
+    def close_sync(self) -> None:
+        """``close()`` for plain scripts."""
+        run_sync(self.close())
+
 
 def _heuristic_title(text: str) -> str:
     words = text.split()

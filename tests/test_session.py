@@ -1,0 +1,198 @@
+"""The turn loop end to end on SQLite: tools, errors, events, transcript, reopen, sync facade."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import agentsession as ags
+
+Make = Callable[..., ags.Runtime]
+
+
+@ags.tool
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+@ags.tool
+def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"boom: {reason}")
+
+
+async def test_multi_step_turn_stores_calls_and_results(make_runtime: Make) -> None:
+    runtime = make_runtime([[ags.ToolCall("add", {"a": 2, "b": 3})], "The sum is 5."], tools=[add])
+    session = await runtime.create_session()
+    result = await session.prompt("What is 2 + 3?")
+    assert result.text == "The sum is 5."
+    assert result.steps == 2
+    roles = [m.role for m in session.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    tool_message = session.messages[2]
+    assert isinstance(tool_message, ags.ToolResultMessage)
+    assert tool_message.content == "5" and not tool_message.is_error
+    model = runtime.model
+    assert isinstance(model, ags.ScriptedModel)
+    second = model.requests[1]
+    assert [m.role for m in second.messages] == ["user", "assistant", "tool"]
+    assert [t.name for t in second.tools] == ["add"]
+
+
+async def test_tool_that_raises_becomes_error_result(make_runtime: Make) -> None:
+    runtime = make_runtime(
+        [[ags.ToolCall("explode", {"reason": "x"})], "I saw the error."], tools=[explode]
+    )
+    session = await runtime.create_session()
+    result = await session.prompt("go")
+    assert result.text == "I saw the error."
+    tool_message = session.messages[2]
+    assert isinstance(tool_message, ags.ToolResultMessage)
+    assert tool_message.is_error
+    assert "RuntimeError: boom: x" in str(tool_message.content)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"a": 1}, "missing required b"),
+        ({"a": 1, "b": "two"}, "b must be of type integer"),
+        ({"a": 1, "b": 2, "c": 3}, "unexpected c"),
+    ],
+)
+async def test_bad_arguments_get_a_clear_error_result(
+    make_runtime: Make, arguments: dict[str, Any], expected: str
+) -> None:
+    runtime = make_runtime([[ags.ToolCall("add", arguments)], "ok"], tools=[add])
+    session = await runtime.create_session()
+    await session.prompt("go")
+    result = session.messages[2]
+    assert isinstance(result, ags.ToolResultMessage)
+    assert result.is_error
+    assert "Invalid arguments for tool add" in str(result.content)
+    assert expected in str(result.content)
+
+
+async def test_unknown_tool_is_refused_not_forwarded(make_runtime: Make) -> None:
+    runtime = make_runtime([[ags.ToolCall("rm_rf", {})], "fine"], tools=[add])
+    session = await runtime.create_session()
+    await session.prompt("go")
+    result = session.messages[2]
+    assert isinstance(result, ags.ToolResultMessage)
+    assert result.content == "Unknown tool: rm_rf" and result.is_error
+
+
+async def test_parallel_calls_each_get_one_result(make_runtime: Make) -> None:
+    calls = [ags.ToolCall("add", {"a": 1, "b": 1}), ags.ToolCall("add", {"a": 2, "b": 2})]
+    runtime = make_runtime([calls, "done"], tools=[add])
+    session = await runtime.create_session()
+    await session.prompt("go")
+    assistant = session.messages[1]
+    assert isinstance(assistant, ags.AssistantMessage)
+    results = [m for m in session.messages if isinstance(m, ags.ToolResultMessage)]
+    assert [r.call_id for r in results] == [c.id for c in assistant.tool_calls]
+    assert [r.content for r in results] == ["2", "4"]
+
+
+async def test_stream_yields_events_in_order(make_runtime: Make) -> None:
+    runtime = make_runtime(
+        [[ags.ToolCall("add", {"a": 1, "b": 2})], "three, as a long enough reply to stream"],
+        tools=[add],
+    )
+    session = await runtime.create_session()
+    events = [e async for e in session.stream("sum?")]
+    kinds = [e.kind for e in events]
+    assert kinds[-1] == "turn_finished"
+    assert kinds.index("tool_call_started") < kinds.index("tool_result")
+    deltas = [e.text for e in events if isinstance(e, ags.TextDelta)]
+    assert len(deltas) > 1
+    assert "".join(deltas) == "three, as a long enough reply to stream"
+    committed = [e for e in events if isinstance(e, ags.StepCommitted)]
+    assert [c.what for c in committed] == [
+        "admission",
+        "response",
+        "tool_result",
+        "admission",
+        "response",
+    ]
+    seqs = [c.first_seq for c in committed]
+    assert seqs == sorted(seqs)
+
+
+async def test_reopen_in_new_runtime_keeps_transcript(make_runtime: Make) -> None:
+    runtime = make_runtime(["hello there"])
+    session = await runtime.create_session()
+    await session.prompt("hi")
+    other = make_runtime(["again"])
+    reopened = await other.open_session(session.id)
+    assert reopened.messages == session.messages
+    await reopened.prompt("more")
+    assert [m.role for m in reopened.messages] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_open_unknown_session_is_typed_error(make_runtime: Make) -> None:
+    runtime = make_runtime()
+    with pytest.raises(ags.SessionNotFoundError):
+        await runtime.open_session("does-not-exist")
+
+
+async def test_transcript_hides_runtime_metadata(make_runtime: Make) -> None:
+    runtime = make_runtime(["a", "b"])
+    session = await runtime.create_session()
+    await session.prompt("one")
+    await session.prompt("two")
+    log_kinds = {r.entry.kind for r in await session.log()}
+    assert {"epoch", "dispatch", "system_prompt_checkpoint"} <= log_kinds
+    assert {m.role for m in session.messages} == {"user", "assistant"}
+    assert len(session.messages) == 4
+
+
+async def test_concurrent_prompt_is_busy(make_runtime: Make) -> None:
+    runtime = make_runtime(["a", "b"])
+    session = await runtime.create_session()
+    stream = session.stream("first")
+    await anext(stream)
+    with pytest.raises(ags.SessionBusyError):
+        await session.prompt("second")
+    async for _ in stream:
+        pass
+    assert (await session.prompt("third")).text == "b"
+
+
+async def test_max_steps_stops_a_looping_model(make_runtime: Make) -> None:
+    loop_forever = lambda request: [ags.ToolCall("add", {"a": 1, "b": 1})]  # noqa: E731
+    runtime = make_runtime(
+        model=ags.ScriptedModel(loop_forever),
+        tools=[add],
+        config=ags.Config(max_steps=3, retry_base_delay=0),
+    )
+    session = await runtime.create_session()
+    with pytest.raises(ags.MaxStepsExceededError):
+        await session.prompt("loop")
+    assert len(runtime.model.requests) == 3  # type: ignore[attr-defined]
+
+
+async def test_empty_prompt_is_usage_error(make_runtime: Make) -> None:
+    session = await make_runtime(["x"]).create_session()
+    with pytest.raises(ags.UsageError):
+        await session.prompt([])
+
+
+def test_sync_facade(db_path: Any, tmp_path: Any) -> None:
+    model = ags.ScriptedModel(["sync reply"])
+    runtime = ags.Runtime(store=ags.SQLiteStore(db_path), model=model, project_dir=tmp_path)
+    try:
+        session = runtime.create_session_sync()
+        assert session.prompt_sync("hello").text == "sync reply"
+        again = runtime.open_session_sync(session.id)
+        assert [m.role for m in again.messages] == ["user", "assistant"]
+    finally:
+        runtime.close_sync()
