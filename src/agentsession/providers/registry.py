@@ -1,0 +1,85 @@
+"""``get_model()``: a model string to a client satisfying the ``Model`` protocol.
+
+``"openai:gpt-4.1"`` (Responses API; ``"openai-chat:…"`` for Chat Completions),
+``"anthropic:claude-opus-4-8"``, ``"gemini:gemini-2.5-pro"`` and
+``"openai-compatible:http://127.0.0.1:8080/v1#qwen3"``. Nothing is imported or checked until the
+first call, so a model can be built (and its profile read) without an SDK or a key.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnknownModelError
+from ._client import SDKModel
+from .anthropic_client import AnthropicModel
+from .base import ModelProfile
+from .gemini_client import GeminiModel
+from .openai_client import OpenAIChatModel, OpenAIResponsesModel
+from .profiles import profile_for
+
+__all__ = ["PREFIXES", "get_model"]
+
+PREFIXES = (
+    "openai",
+    "openai-chat",
+    "openai-responses",
+    "openai-compatible",
+    "anthropic",
+    "gemini",
+)
+
+
+def get_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    profile: ModelProfile | None = None,
+    timeout: float = 120.0,
+    streaming: bool = True,
+) -> SDKModel:
+    """The client for ``spec`` (``"<provider>:<model>"``).
+
+    ``base_url`` overrides the endpoint (tests point it at a loopback server); ``api_key``
+    overrides the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or
+    ``GOOGLE_API_KEY``); ``profile`` overrides the per-model profile. An unknown prefix or an
+    empty model name raises ``UnknownModelError``.
+    """
+    prefix, sep, rest = spec.partition(":")
+    if not sep or prefix not in PREFIXES:
+        raise UnknownModelError(
+            f"cannot resolve model {spec!r}; use one of "
+            + ", ".join(f"'{p}:<model>'" for p in PREFIXES)
+        )
+    model = rest
+    if prefix == "openai-compatible":
+        url, hash_sign, model = rest.rpartition("#")
+        if not hash_sign or not url:
+            raise UnknownModelError(
+                f"cannot resolve model {spec!r}; use 'openai-compatible:<base_url>#<model>'"
+            )
+        base_url = base_url or url
+    if not model:
+        raise UnknownModelError(f"model string {spec!r} names no model")
+    cls: type[SDKModel]
+    match prefix:
+        case "anthropic":
+            cls, prof = AnthropicModel, profile or profile_for("anthropic", model)
+        case "gemini":
+            cls, prof = GeminiModel, profile or profile_for("gemini", model)
+        case "openai-compatible":
+            cls, prof = OpenAIChatModel, profile or profile_for("openai-compatible", model)
+        case "openai-chat":
+            prof = profile or profile_for("openai", model, wire_format="openai-chat")
+            cls = OpenAIChatModel
+        case _:
+            prof = profile or profile_for("openai", model, wire_format="openai-responses")
+            cls = OpenAIResponsesModel
+    return cls(
+        model,
+        profile=prof,
+        name=spec,
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout,
+        streaming=streaming,
+    )
