@@ -3,5 +3,7 @@
 from __future__ import annotations
 
 from .base import SessionInfo, Store
+from .memory import MemoryStore
+from .sqlite import SQLiteStore
 
-__all__ = ["SessionInfo", "Store"]
+__all__ = ["MemoryStore", "SQLiteStore", "SessionInfo", "Store"]
