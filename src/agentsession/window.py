@@ -1,0 +1,202 @@
+"""The transcript window: which history messages the next request carries.
+
+At most ``cap`` counted messages go out. What counts: every user message, every assistant
+message (one, however many tool calls it makes) and every tool result (one each), so a call and
+its result are two. Mid-conversation system messages are System Context: they never count, stay
+in place inside the kept range and are left out with the range around them (the caller folds
+their state into a new epoch baseline).
+
+The window starts at a turn: a user message, or index 0 when the history opens with something
+else (the messages before the first user message, e.g. a compaction summary, form a turn of their
+own). It never moves backward and moves forward ``step`` turns at a time, never past the newest
+turn, so the request prefix changes rarely. When the newest turn alone exceeds the cap, its user
+message stays and the newest complete call/result groups that fit follow it; the number of
+elided messages is reported for a note on that user message. Nothing here splits a group, so no
+call loses its result and no result its call. Pure and deterministic: the same input, the same
+window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from .errors import UsageError
+from .request import AssistantMessage, Message, SystemMessage, TextPart, UserMessage
+
+__all__ = [
+    "Window",
+    "elision_note",
+    "message_count",
+    "select_window",
+    "with_elision_note",
+]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The kept part of a history, as indices into the ``messages`` given to `select_window`.
+
+    ``start`` is where the window starts: the first index of its turn (a user message, or 0 for a
+    history that opens without one); pass it back as ``start`` next time. ``indices`` are the
+    kept messages in order. ``count`` is how many of them count toward the cap. ``elided`` is how
+    many counted messages of the newest turn were left out between its user message and the kept
+    groups (0 unless the newest turn alone exceeded the cap). ``omitted_system`` are the
+    mid-conversation system messages at or after ``start`` that were left out with an elided
+    range. ``advanced`` is true when ``start`` differs from the start that was given.
+    """
+
+    start: int
+    indices: tuple[int, ...]
+    count: int
+    elided: int = 0
+    omitted_system: tuple[int, ...] = ()
+    advanced: bool = False
+
+    @property
+    def note_index(self) -> int | None:
+        """The kept user message that gets the elision note, or None when nothing was elided.
+
+        Also None when the elided turn has no user message (a history that opens without one);
+        the omission then goes unannounced.
+        """
+        if self.elided and self.indices and self.indices[0] == self.start:
+            return self.start
+        return None
+
+
+def _counts(message: Message) -> int:
+    return 0 if isinstance(message, SystemMessage) else 1
+
+
+def message_count(messages: Sequence[Message]) -> int:
+    """How many of ``messages`` count toward the window cap (all but system messages)."""
+    return sum(_counts(m) for m in messages)
+
+
+def elision_note(elided: int) -> str:
+    """The note appended to a kept user message: ``[N earlier messages of this turn omitted]``."""
+    noun = "message" if elided == 1 else "messages"
+    return f"[{elided} earlier {noun} of this turn omitted]"
+
+
+def with_elision_note(message: UserMessage, elided: int) -> UserMessage:
+    """``message`` with the elision note appended (the same message when ``elided`` is 0).
+
+    A string stays a string (the note follows a blank line); block content gets a text block at
+    the end, after existing text and images. The stored message is never changed: this builds
+    the model-view copy.
+    """
+    if elided <= 0:
+        return message
+    note = elision_note(elided)
+    if isinstance(message.content, str):
+        text = f"{message.content}\n\n{note}" if message.content else note
+        return UserMessage(content=text)
+    return UserMessage(content=(*message.content, TextPart(note)))
+
+
+def _turn_starts(messages: Sequence[Message]) -> list[int]:
+    # Index 0 is a turn start even when it is not a user message: the history since the epoch
+    # start may open with a summary or an assistant message, and the window must reach it.
+    starts = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    return starts
+
+
+def _groups(messages: Sequence[Message], begin: int, end: int) -> list[tuple[int, int]]:
+    """Split ``messages[begin:end]`` into ``[lo, hi)`` groups that are never split further.
+
+    A group is an assistant message with everything up to the next assistant message: its tool
+    results and any system messages between them. Whatever precedes the first assistant message
+    forms a leading group of its own.
+    """
+    bounds = [i for i in range(begin, end) if isinstance(messages[i], AssistantMessage)]
+    if not bounds or bounds[0] != begin:
+        bounds.insert(0, begin)
+    bounds.append(end)
+    return [(lo, hi) for lo, hi in pairwise(bounds) if lo < hi]
+
+
+def select_window(
+    messages: Sequence[Message], cap: int, *, step: int = 1, start: int = 0
+) -> Window:
+    """Choose the window over ``messages`` (the model-view history since the epoch start).
+
+    ``cap`` is the most counted messages to keep; ``step`` how many turns the start moves at once
+    when ``messages[start:]`` exceeds the cap; ``start`` the current window start. A start inside
+    a turn moves forward to the next turn start (or back to the newest one when there is none
+    after it); a start out of range (the history was replaced) counts as 0.
+
+    When even the newest turn exceeds the cap, its user message is kept with the newest complete
+    groups whose counted messages fit in ``cap - 1``. If not even the newest group fits, it is
+    kept anyway: dropping it would hide the results the model is about to act on, and splitting
+    it would orphan a call or a result. That is the only case in which ``count`` exceeds ``cap``.
+    A history that opens without a user message and consists of one turn keeps the newest groups
+    that fit ``cap`` (at least one), without a user message to carry the note.
+    """
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise UsageError(f"window cap must be a positive integer, got {cap!r}")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise UsageError(f"window step must be a positive integer, got {step!r}")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise UsageError(f"window start must be a non-negative integer, got {start!r}")
+    n = len(messages)
+    if n == 0:
+        return Window(start=0, indices=(), count=0, advanced=start != 0)
+
+    starts = _turn_starts(messages)
+    base = start if start < n else 0
+    # The first turn start at or after ``base``; past the newest turn, the newest turn.
+    pos = next((k for k, s in enumerate(starts) if s >= base), len(starts) - 1)
+
+    # counted[i] = counted messages in messages[i:], so each candidate start costs O(1).
+    counted = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        counted[i] = counted[i + 1] + _counts(messages[i])
+    while counted[starts[pos]] > cap and pos < len(starts) - 1:
+        pos = min(pos + step, len(starts) - 1)
+    first = starts[pos]
+
+    if counted[first] <= cap:
+        return Window(
+            start=first,
+            indices=tuple(range(first, n)),
+            count=counted[first],
+            advanced=first != start,
+        )
+    return _elide(messages, first, cap, advanced=first != start)
+
+
+def _elide(messages: Sequence[Message], first: int, cap: int, *, advanced: bool) -> Window:
+    """Keep the newest turn's user message and the newest complete groups that fit."""
+    n = len(messages)
+    anchored = isinstance(messages[first], UserMessage)
+    body = first + 1 if anchored else first
+    room = cap - 1 if anchored else cap
+    groups = _groups(messages, body, n)
+
+    kept_from = n
+    used = 0
+    for lo, hi in reversed(groups):
+        weight = message_count(messages[lo:hi])
+        # The newest group is kept whatever it weighs (see select_window); older ones only
+        # while they fit, and never one older than a group that did not fit.
+        if kept_from != n and used + weight > room:
+            break
+        kept_from = lo
+        used += weight
+
+    head = (first,) if anchored else ()
+    indices = head + tuple(range(kept_from, n))
+    dropped = range(body, kept_from)
+    return Window(
+        start=first,
+        indices=indices,
+        count=len(head) + used,
+        elided=message_count([messages[i] for i in dropped]),
+        omitted_system=tuple(i for i in dropped if isinstance(messages[i], SystemMessage)),
+        advanced=advanced,
+    )
