@@ -1,0 +1,290 @@
+"""The command line in real processes: run, sessions, show, chat, and one-line errors."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession.cli import print_transcript
+
+TIMEOUT = 60
+SCRIPT = shutil.which("agentsession", path=str(Path(sys.executable).parent))
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+def cli(cwd: Path, *args: str, stdin: str = "", module: bool = False) -> Outcome:
+    """Run the CLI in a new process, with no model configured in the environment."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSESSION_MODEL"}
+    env["PYTHONIOENCODING"] = "utf-8"
+    if module or SCRIPT is None:
+        command = [sys.executable, "-m", "agentsession", *args]
+    else:
+        command = [SCRIPT, *args]
+    done = subprocess.run(
+        command,
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        check=False,
+    )
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+def assert_clean_error(result: Outcome, *fragments: str) -> str:
+    """A non-zero exit with exactly one ``error: ...`` line on stderr and no traceback."""
+    assert result.code != 0, result
+    assert "Traceback" not in result.out + result.err, result.err
+    errors = [line for line in result.err_lines if line.startswith("error: ")]
+    assert len(errors) == 1, result.err
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    return errors[0]
+
+
+def session_id_of(result: Outcome) -> str:
+    ids = [line.split()[1] for line in result.err_lines if line.startswith("session ")]
+    assert len(ids) == 1, result.err
+    return ids[0]
+
+
+async def stored_transcript(db: Path, session_id: str, cwd: Path) -> tuple[ags.Session, str]:
+    """The session as the library opens it, and its transcript printed the way ``show`` does."""
+    runtime = ags.Runtime(store=ags.SQLiteStore(db), model=ags.ScriptedModel(), project_dir=cwd)
+    try:
+        session = await runtime.open_session(session_id)
+        buffer = io.StringIO()
+        print_transcript(session.messages, buffer)
+        return session, buffer.getvalue()
+    finally:
+        await runtime.close()
+
+
+def without_context_notes(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.strip().startswith("[")]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "cli.db"
+
+
+@pytest.mark.parametrize("module", [False, True], ids=["console-script", "python-m"])
+def test_run_prints_the_turn_and_names_the_demo_model(
+    tmp_path: Path, db: Path, module: bool
+) -> None:
+    result = cli(tmp_path, "--db", str(db), "run", "count these four words", module=module)
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    out = result.out
+    assert "→ count_words({'text': 'count these four words'})" in out
+    assert "← count_words: 4" in out
+    assert "assistant: (scripted demo model) `count_words` returned '4'." in out
+    # The call is printed before its result, the result before the answer.
+    assert out.index("→ count_words") < out.index("← count_words") < out.index("assistant:")
+    demo_lines = [line for line in result.err_lines if "scripted demo model" in line]
+    assert len(demo_lines) == 1
+    assert "--model" in demo_lines[0] and "AGENTSESSION_MODEL" in demo_lines[0]
+    assert db.is_file()
+
+
+def test_sessions_lists_the_session_with_its_title(tmp_path: Path, db: Path) -> None:
+    first = cli(tmp_path, "--db", str(db), "run", "the first little question")
+    second = cli(tmp_path, "--db", str(db), "run", "another one")
+    assert first.code == second.code == 0
+    ids = [session_id_of(first), session_id_of(second)]
+
+    listing = cli(tmp_path, "--db", str(db), "sessions")
+    assert listing.code == 0, listing.err
+    lines = listing.out.splitlines()
+    assert len(lines) == 2
+    rows = {line.split()[0]: line for line in lines}
+    assert set(rows) == set(ids)
+    assert rows[ids[0]].endswith("the first little question")
+    assert rows[ids[1]].endswith("another one")
+    # The model was not needed to list sessions, so it is not announced.
+    assert not any("scripted demo model" in line for line in listing.err_lines)
+
+
+async def test_show_in_a_new_process_prints_the_stored_transcript(tmp_path: Path, db: Path) -> None:
+    run = cli(tmp_path, "--db", str(db), "run", "how long is this")
+    assert run.code == 0, run.err
+    session_id = session_id_of(run)
+
+    show = cli(tmp_path, "--db", str(db), "show", session_id, module=True)
+    assert show.code == 0, show.err
+    session, expected = await stored_transcript(db, session_id, tmp_path)
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    assert show.out == f"# {session.title}\n{expected}"
+    assert session.title == "how long is this"
+    # What the turn printed live (after the user's own line) is what was stored.
+    assert show.out.splitlines()[1] == "user: how long is this"
+    assert show.out.splitlines()[2:] == without_context_notes(run.out)
+
+
+async def test_run_with_session_continues_it(tmp_path: Path, db: Path) -> None:
+    first = cli(tmp_path, "--db", str(db), "run", "one two")
+    session_id = session_id_of(first)
+    again = cli(tmp_path, "--db", str(db), "run", "--session", session_id, "three four five")
+    assert again.code == 0, again.err
+    assert session_id_of(again) == session_id
+    assert "← count_words: 3" in again.out
+
+    session, transcript = await stored_transcript(db, session_id, tmp_path)
+    users = [m.content for m in session.messages if m.role == "user"]
+    assert users == ["one two", "three four five"]
+    assert len(session.messages) == 8
+    listing = cli(tmp_path, "--db", str(db), "sessions")
+    assert len(listing.out.splitlines()) == 1
+    show = cli(tmp_path, "--db", str(db), "show", session_id)
+    assert show.out == f"# {session.title}\n{transcript}"
+
+
+async def test_chat_reads_lines_until_end_of_input(tmp_path: Path, db: Path) -> None:
+    chat = cli(tmp_path, "--db", str(db), "chat", stdin="alpha beta\ngamma delta epsilon\n")
+    assert chat.code == 0, chat.err
+    assert "Traceback" not in chat.err
+    assert chat.out.count("you: ") == 3  # two turns, then the prompt that met end of input
+    assert "returned '2'" in chat.out and "returned '3'" in chat.out
+    session_id = session_id_of(chat)
+
+    session, _ = await stored_transcript(db, session_id, tmp_path)
+    users = [m.content for m in session.messages if m.role == "user"]
+    assert users == ["alpha beta", "gamma delta epsilon"]
+    assert [m.role for m in session.messages].count("tool") == 2
+
+    more = cli(
+        tmp_path, "--db", str(db), "chat", "--session", session_id, stdin="zeta\n\nignored\n"
+    )
+    assert more.code == 0, more.err
+    session, _ = await stored_transcript(db, session_id, tmp_path)
+    users = [m.content for m in session.messages if m.role == "user"]
+    assert users == ["alpha beta", "gamma delta epsilon", "zeta"]  # an empty line ends the chat
+
+
+# -- bad input: one clear line, a non-zero exit, no traceback ------------------------------------
+
+
+@pytest.mark.parametrize("command", ["show", "run"])
+def test_unknown_session_id(tmp_path: Path, db: Path, command: str) -> None:
+    cli(tmp_path, "--db", str(db), "run", "make the database exist")
+    if command == "show":
+        result = cli(tmp_path, "--db", str(db), "show", "no-such-session")
+    else:
+        result = cli(tmp_path, "--db", str(db), "run", "--session", "no-such-session", "hi")
+    assert_clean_error(result, "no-such-session")
+    assert result.out == ""
+
+
+@pytest.mark.parametrize("command", [["sessions"], ["show", "x"], ["run", "hi"]])
+def test_db_file_that_is_not_sqlite(tmp_path: Path, command: list[str]) -> None:
+    garbage = tmp_path / "garbage.db"
+    data = bytes(range(256)) * 64
+    garbage.write_bytes(data)
+    result = cli(tmp_path, "--db", str(garbage), *command)
+    assert_clean_error(result, str(garbage), "not a database")
+    assert garbage.read_bytes() == data  # left as it was
+
+
+@pytest.mark.parametrize("command", [["sessions"], ["run", "hi"]])
+def test_db_path_that_is_a_directory(tmp_path: Path, command: list[str]) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    result = cli(tmp_path, "--db", str(folder), *command)
+    assert_clean_error(result, str(folder), "directory")
+    assert list(folder.iterdir()) == []
+
+
+def insert_row(db: Path, session_id: str, kind: str, data: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        (seq,) = conn.execute(
+            "SELECT max(seq) + 1 FROM entries WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        with conn:
+            conn.execute(
+                "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
+                " VALUES (?, ?, ?, 1, ?, '2026-01-01T00:00:00+00:00')",
+                (session_id, seq, kind, data),
+            )
+        return int(seq)
+    finally:
+        conn.close()
+
+
+def test_show_with_a_corrupt_entry_row(tmp_path: Path, db: Path) -> None:
+    session_id = session_id_of(cli(tmp_path, "--db", str(db), "run", "fine so far"))
+    seq = insert_row(db, session_id, "user", '{"content": "broken')
+    result = cli(tmp_path, "--db", str(db), "show", session_id)
+    assert_clean_error(result, "not valid JSON", session_id, f"seq {seq}")
+
+
+def test_continuing_past_an_unknown_entry_kind(tmp_path: Path, db: Path) -> None:
+    session_id = session_id_of(cli(tmp_path, "--db", str(db), "run", "fine so far"))
+    seq = insert_row(db, session_id, "from_the_future", "{}")
+    result = cli(tmp_path, "--db", str(db), "run", "--session", session_id, "and now?")
+    assert_clean_error(result, "unknown entry kind 'from_the_future'", f"seq {seq}")
+
+
+def test_unknown_model_prefix(tmp_path: Path, db: Path) -> None:
+    import agentsession.providers as providers
+
+    if not hasattr(providers, "get_model"):
+        pytest.skip("agentsession.providers.get_model is not implemented yet")
+    result = cli(tmp_path, "--db", str(db), "--model", "nope:x", "run", "hi")
+    assert_clean_error(result, "nope")
+    assert not any("scripted demo model" in line for line in result.err_lines)
+
+
+def test_options_may_follow_the_command(tmp_path: Path, db: Path) -> None:
+    run = cli(tmp_path, "run", "--db", str(db), "after the command")
+    assert run.code == 0, run.err
+    listing = cli(tmp_path, "sessions", "--db", str(db))
+    assert listing.out.split()[0] == session_id_of(run)
+    assert listing.out.rstrip().endswith("after the command")
+
+
+def test_offline_demo_runs_and_shows_from_a_new_process(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSESSION_MODEL"}
+    env["AGENTSESSION_DEMO_DB"] = str(tmp_path / "demo" / "demo.db")
+    env["PYTHONIOENCODING"] = "utf-8"
+    done = subprocess.run(
+        [sys.executable, "-m", "agentsession.demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    live, _, shown = done.stdout.partition("(a new process)\n")
+    assert shown, done.stdout
+    assert "14 log entries stored" in live
+    assert shown.splitlines()[0] == "# How many words are in this sentence?"
+    assert "← count_words: 7" in shown and "← count_words: 6" in shown
+    assert shown.count("user: ") == 2
