@@ -196,3 +196,27 @@ def test_sync_facade(db_path: Any, tmp_path: Any) -> None:
         assert [m.role for m in again.messages] == ["user", "assistant"]
     finally:
         runtime.close_sync()
+
+
+async def test_switch_model_drops_other_providers_opaque_data(make_runtime: Make) -> None:
+    def signed(request: ags.Request) -> Any:
+        return "thinking done"
+
+    first = ags.ScriptedModel(signed, name="scripted:first")
+    runtime = make_runtime(model=first)
+    session = await runtime.create_session()
+    await session.prompt("hello")
+    # Store an assistant reply carrying opaque data of another provider, as a real client would.
+    from agentsession.log import AssistantEntry
+
+    await session._append(  # the reply of a provider that signs its reasoning
+        [AssistantEntry(content="signed", provider="anthropic", provider_data={"sig": "abc"})]
+    )
+    second = ags.ScriptedModel(["ok"], name="scripted:second")
+    await session.switch_model(second)
+    await session.prompt("next")
+    (request,) = second.requests
+    carried = [m for m in request.messages if isinstance(m, ags.AssistantMessage)]
+    assert [m.content for m in carried] == ["thinking done", "signed"]
+    assert all(m.provider_data == {} for m in carried)
+    assert request.messages[0].content == "hello"

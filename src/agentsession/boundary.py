@@ -35,7 +35,7 @@ from .log import (
     UserEntry,
 )
 from .projection import ViewMessage, project
-from .request import Request, ToolSpec, UserMessage
+from .request import AssistantMessage, Request, ToolSpec, UserMessage
 from .window import select_window, with_elision_note
 
 __all__ = ["Admission", "BoundaryInput", "admit", "build_request", "request_digest"]
@@ -57,6 +57,8 @@ class BoundaryInput:
     message_count: int
     epoch_reason: EpochReason | None
     timestamp: str
+    epoch_dispatched: bool = True
+    provider: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class Admission:
     epoch: ContextEpoch
     changed: tuple[str, ...]
     new_epoch: bool
+    tokens: int = 0
 
 
 def request_digest(request: Request) -> str:
@@ -86,8 +89,13 @@ def build_request(
     epoch: ContextEpoch,
     tools: Sequence[ToolSpec],
     config: Config,
+    provider: str = "",
 ) -> tuple[Request, int, int]:
-    """The windowed request of ``view``; also the window's start index and elided count."""
+    """The windowed request of ``view``; also the window's start index and elided count.
+
+    Opaque provider data (e.g. reasoning signatures) is kept only on messages produced by
+    ``provider``: another provider cannot read it.
+    """
     window = select_window(
         [v.message for v in view], config.max_transcript_messages, step=config.window_step
     )
@@ -95,6 +103,10 @@ def build_request(
     messages = [v.message for v in kept]
     if window.note_index is not None and isinstance(messages[0], UserMessage):
         messages[0] = with_elision_note(messages[0], window.elided)
+    for i, message in enumerate(messages):
+        foreign = isinstance(message, AssistantMessage) and message.provider != provider
+        if foreign and isinstance(message, AssistantMessage) and message.provider_data:
+            messages[i] = replace(message, provider_data={})
     request = Request(
         system=epoch.baseline,
         messages=tuple(messages),
@@ -111,7 +123,7 @@ async def sample_all(components: Sequence[ContextComponent]) -> dict[str, LoadRe
 
 async def admit(
     data: BoundaryInput,
-    preflight: Callable[[Request], None],
+    preflight: Callable[[Request], int],
 ) -> Admission:
     """Run steps 2–5 of the boundary and return what to commit; raises when preflight rejects."""
     records = list(data.records)
@@ -139,7 +151,7 @@ async def admit(
             mid = message_for(changes, removals, epoch.epoch, data.timestamp)
         trial = [*records, Record(seq, mid)] if mid is not None else records
         view = project(trial, epoch)
-        _, start, elided = build_request(view, epoch, data.tools, data.config)
+        _, start, elided = build_request(view, epoch, data.tools, data.config, data.provider)
         if start > 0 or elided:
             # The prefix changes anyway: fold the current state into a fresh baseline so
             # nothing leaves the model's view with the old mid-conversation messages.
@@ -158,7 +170,9 @@ async def admit(
             removed=removed,
             timestamp=data.timestamp,
         )
-        _, start, _ = build_request(project(records, epoch), epoch, data.tools, data.config)
+        _, start, _ = build_request(
+            project(records, epoch), epoch, data.tools, data.config, data.provider
+        )
         if start > 0:
             first = project(records, epoch)[start].seqs[0]
             epoch = replace(epoch, history_start=first)
@@ -171,12 +185,15 @@ async def admit(
         seq += 1
 
     view = project(records, epoch)
-    request, _, _ = build_request(view, epoch, data.tools, data.config)
-    preflight(request)
+    request, _, _ = build_request(view, epoch, data.tools, data.config, data.provider)
+    tokens = preflight(request)
 
-    if reason is not None:
+    if reason is not None or not data.epoch_dispatched:
+        # The first request of an epoch records every baseline section (and removals).
         changed: dict[str, str | None] = dict(epoch.baseline)
         changed.update(dict.fromkeys(epoch.removed))
+        if mid is not None:
+            changed.update({c.key: c.update for c in mid.changes})
     elif mid is not None:
         changed = {c.key: c.update for c in mid.changes}
     else:
@@ -190,4 +207,5 @@ async def admit(
         epoch=epoch,
         changed=tuple(changed),
         new_epoch=reason is not None,
+        tokens=tokens,
     )

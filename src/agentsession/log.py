@@ -126,7 +126,8 @@ class ContextEpoch:
 
     ``baseline`` holds keyed component strings verbatim (reused across restarts); ``checkpoint``
     maps each key to the hash of its update string; ``removed`` lists keys of the prior epoch that
-    are gone. ``history_start`` is the first log ``seq`` the model view of this epoch reads.
+    are gone. ``history_start`` is the first log ``seq`` the model view of this epoch reads;
+    ``summary_seq`` points at the compaction summary that opens the epoch (version 2).
     """
 
     epoch: int
@@ -136,6 +137,7 @@ class ContextEpoch:
     reason: EpochReason = "start"
     model: str = ""
     removed: tuple[str, ...] = ()
+    summary_seq: int | None = None
     timestamp: str = ""
     kind: Literal["epoch"] = "epoch"
 
@@ -241,10 +243,18 @@ _TYPES: dict[str, type[Any]] = {
 }
 
 #: The version each kind is written with today.
-VERSIONS: dict[str, int] = dict.fromkeys(_TYPES, 1)
+VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 2}
+
+
+def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 epochs were never opened by a compaction summary.
+    return {**payload, "summary_seq": None}
+
 
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
-_UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+_UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    ("epoch", 1): _epoch_v1_to_v2,
+}
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ class ViewMessage:
 
     message: Message
     seqs: tuple[int, ...]
+    summary: bool = False
 
 
 def summary_text(summary: Summary) -> str:
@@ -70,12 +71,23 @@ def to_message(record: Record) -> Message | None:
 
 
 def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewMessage]:
-    """The model view of ``records`` under ``epoch`` (all of them when there is no epoch yet)."""
+    """The model view of ``records`` under ``epoch`` (all of them when there is no epoch yet).
+
+    A compaction epoch opens with its summary, wherever the summary entry sits in the log.
+    """
     start = epoch.history_start if epoch is not None else 0
     number = epoch.epoch if epoch is not None else -1
+    summary_seq = epoch.summary_seq if epoch is not None else None
     view: list[ViewMessage] = []
+    opening: list[ViewMessage] = []
     for record in records:
         entry = record.entry
+        if isinstance(entry, Summary):
+            if record.seq == summary_seq:
+                opening.append(
+                    ViewMessage(UserMessage(summary_text(entry)), (record.seq,), summary=True)
+                )
+            continue
         if record.seq < start:
             continue
         if isinstance(entry, MidConversationSystemMessage) and entry.epoch != number:
@@ -83,7 +95,7 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
         message = to_message(record)
         if message is not None:
             view.append(ViewMessage(message, (record.seq,)))
-    return view
+    return opening + view
 
 
 def messages_of(view: Sequence[ViewMessage]) -> tuple[Message, ...]:

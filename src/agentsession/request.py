@@ -68,7 +68,11 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token figures a provider reported for one response (0 when not reported)."""
+    """Token figures a provider reported for one response (0 when not reported).
+
+    ``input_tokens`` counts all input, cached included; ``cached_input_tokens`` (read from the
+    provider's prompt cache) and ``cache_write_tokens`` (written to it) are parts of it.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0

@@ -14,7 +14,7 @@ from datetime import datetime
 from os import PathLike
 from pathlib import Path
 
-from .budget import EstimateCounter, TokenCounter, measure, preflight
+from .budget import TokenCounter, calibrate, default_counter, preflight
 from .config import Config
 from .context.builtins import date_component, environment_component
 from .context.component import ContextComponent
@@ -52,6 +52,7 @@ class Runtime:
         config: Config | None = None,
         clock: Callable[[], datetime] | None = None,
         title_model: Model | None = None,
+        summarizer: Model | None = None,
         token_counter: TokenCounter | None = None,
     ) -> None:
         if store is None:
@@ -64,7 +65,8 @@ class Runtime:
         self.config = config or Config()
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
         self.title_model = title_model
-        self.token_counter: TokenCounter = token_counter or EstimateCounter()
+        self.summarizer = summarizer
+        self.token_counter: TokenCounter = token_counter or default_counter()
         self.tools: list[Tool] = []
         for item in tools:
             if not isinstance(item, Tool):
@@ -104,21 +106,27 @@ class Runtime:
         """A replayable scope for one plugin's components (``scope.replay([...])`` on reload)."""
         return self.registry.scope(name)
 
-    def preflight_for(self, model: Model, user: UserEntry | None) -> Callable[[Request], None]:
-        """The budget check of one admission (raises ``BudgetExceededError``)."""
-        budget = min(self.config.context_window, model.profile.context_window)
+    def budget_for(self, model: Model) -> int:
+        """The token budget of one request to ``model``."""
+        return min(self.config.context_window, model.profile.context_window)
+
+    def preflight_for(self, model: Model, user: UserEntry | None) -> Callable[[Request], int]:
+        """The budget check of one admission: the request's tokens, or ``BudgetExceededError``."""
+        budget = self.budget_for(model)
         text = text_of(user.content) if user is not None else None
 
-        def check(request: Request) -> None:
-            preflight(request, self.token_counter, budget, text=text)
+        def check(request: Request) -> int:
+            return preflight(request, self.token_counter, budget, text=text).total
 
         return check
 
-    def observe_usage(self, request: Request, usage: Usage) -> None:
-        """Calibrate the token estimate from what a provider reported for ``request``."""
-        if usage.input_tokens > 0 and isinstance(self.token_counter, EstimateCounter):
-            estimated = measure(request, self.token_counter).total
-            self.token_counter.calibrate(estimated, usage.input_tokens)
+    def observe_usage(self, model: Model, request: Request, usage: Usage) -> None:
+        """Calibrate the token estimate from what a real provider reported for ``request``.
+
+        The scripted model's figures are guesses and would pull the estimate off.
+        """
+        if usage.input_tokens > 0 and model.profile.provider != "scripted":
+            calibrate(self.token_counter, request, usage.input_tokens)
 
     async def make_title(self, transcript: Sequence[Message]) -> str | None:
         """A title from the user transcript alone (no System Context, no metadata)."""

@@ -20,9 +20,19 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .boundary import Admission, BoundaryInput, admit, build_request, request_digest
+from .boundary import (
+    Admission,
+    BoundaryInput,
+    admit,
+    build_request,
+    request_digest,
+    sample_all,
+)
+from .compaction import plan_compaction, summary_request
+from .context.engine import effective_state, fresh_baseline
 from .errors import (
     AgentSessionError,
+    BudgetExceededError,
     MaxStepsExceededError,
     ProviderError,
     SessionBusyError,
@@ -49,16 +59,18 @@ from .log import (
     EpochReason,
     Interrupted,
     LogEntry,
+    MidConversationSystemMessage,
     ModelSwitched,
     ProviderFailed,
     Record,
+    Summary,
     SystemPromptCheckpoint,
     ToolResultEntry,
     UserEntry,
     now,
 )
 from .projection import project, to_message
-from .providers.base import Model, ModelDone, ModelTextDelta, ModelToolCall
+from .providers.base import Model, ModelDone, ModelTextDelta, ModelToolCall, complete
 from .request import (
     ContentPart,
     Message,
@@ -173,6 +185,7 @@ class Session:
         """Re-send the failed or interrupted step exactly as admitted, then finish the turn."""
         self._enter()
         try:
+            await self._recover()
             tail = await self._tail_since_dispatch()
             if tail is None or any(isinstance(r.entry, AssistantEntry) for r in tail):
                 raise UsageError("nothing to retry: the last dispatched step has its response")
@@ -190,6 +203,62 @@ class Session:
         user = UserEntry(_normalize_content(text), timestamp=now())
         admission = await self._admission(user, step=1)
         return admission.request
+
+    async def compact(self) -> bool:
+        """Summarise the history before the last ``Config.keep_user_turns`` user turns.
+
+        The summary opens a new epoch with a freshly rendered baseline; earlier history stays in
+        the log. Returns ``False`` when there is nothing before the kept turns to summarise.
+        """
+        self._enter()
+        try:
+            await self._recover()
+            return await self._compact()
+        finally:
+            self._busy = False
+
+    async def _compact(self) -> bool:
+        epoch, records, _ = await self._view_records()
+        if epoch is None:
+            return False
+        plan = plan_compaction(project(records, epoch), self._runtime.config.keep_user_turns)
+        if plan is None:
+            return False
+        summarizer = self._runtime.summarizer or self._model
+        request = summary_request(
+            plan.head, self._runtime.token_counter, self._runtime.budget_for(summarizer)
+        )
+        try:
+            done = await complete(summarizer, request)
+        except AgentSessionError:
+            raise
+        except Exception as exc:
+            raise ProviderError(f"the summariser failed: {type(exc).__name__}: {exc}") from exc
+        text = done.message.content.strip()
+        if not text:
+            raise ProviderError("the summariser returned an empty summary")
+        components = self._runtime.registry.components()
+        samples = await sample_all(components)
+        mids = [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
+        baseline, checkpoint, removed = fresh_baseline(
+            effective_state(epoch, mids), components, samples
+        )
+        stamp = now()
+        summary_seq = self._next_seq
+        new_epoch = ContextEpoch(
+            epoch=epoch.epoch + 1,
+            baseline=baseline,
+            checkpoint=checkpoint,
+            history_start=plan.cut_seq,
+            reason="compaction",
+            model=self._model.name,
+            removed=removed,
+            summary_seq=summary_seq,
+            timestamp=stamp,
+        )
+        await self._append([Summary(text, plan.cut_seq, stamp), new_epoch])
+        self._epoch_reason = None
+        return True
 
     async def switch_model(self, model: Model) -> None:
         """Talk to ``model`` from the next request on; that request starts a new epoch."""
@@ -230,18 +299,25 @@ class Session:
         record: Record | None = await self._store.last(self.id, ["epoch"])
         return record
 
-    async def _view_records(self) -> tuple[ContextEpoch | None, list[Record]]:
-        """The current epoch and the log from its history start: O(window) rows."""
+    async def _view_records(self) -> tuple[ContextEpoch | None, list[Record], bool]:
+        """The current epoch, its log from the history start on, and whether it was dispatched.
+
+        Reads O(window) rows: the epoch is found through the kind index.
+        """
         epoch_record = await self._epoch()
         if epoch_record is None:
-            return None, await self._store.read(self.id, 0)
+            return None, await self._store.read(self.id, 0), False
         epoch = epoch_record.entry
         assert isinstance(epoch, ContextEpoch)
-        start = min(epoch.history_start, epoch_record.seq)
-        return epoch, await self._store.read(self.id, start)
+        start = min(epoch.history_start, epoch.summary_seq or epoch_record.seq, epoch_record.seq)
+        records = await self._store.read(self.id, start)
+        dispatched = any(
+            isinstance(r.entry, Dispatch) and r.seq > epoch_record.seq for r in records
+        )
+        return epoch, records, dispatched
 
     async def _admission(self, user: UserEntry | None, *, step: int) -> Admission:
-        epoch, records = await self._view_records()
+        epoch, records, dispatched = await self._view_records()
         tools = [t.spec for t in self._runtime.tools]
         data = BoundaryInput(
             records=records,
@@ -256,16 +332,39 @@ class Session:
             message_count=len(self._transcript) + (1 if user is not None else 0),
             epoch_reason=self._epoch_reason,
             timestamp=now(),
+            epoch_dispatched=dispatched,
+            provider=self._model.profile.provider,
         )
         return await admit(data, self._runtime.preflight_for(self._model, user))
 
+    async def _admit(self, user: UserEntry | None, *, step: int) -> Admission:
+        """Admission with automatic compaction: over the threshold, or over the budget."""
+        config = self._runtime.config
+        try:
+            admission = await self._admission(user, step=step)
+        except BudgetExceededError:
+            if not config.auto_compact or not await self._compact():
+                raise
+            return await self._admission(user, step=step)
+        budget = self._runtime.budget_for(self._model)
+        over = admission.tokens > budget * config.compact_threshold
+        if config.auto_compact and over and await self._compact():
+            return await self._admission(user, step=step)
+        return admission
+
     async def _rebuild_request(self) -> Request:
         """The request of the current epoch, exactly as last admitted (no sampling)."""
-        epoch, records = await self._view_records()
+        epoch, records, _ = await self._view_records()
         if epoch is None:
             raise UsageError("nothing to retry: no request was ever admitted")
         tools = [t.spec for t in self._runtime.tools]
-        request, _, _ = build_request(project(records, epoch), epoch, tools, self._runtime.config)
+        request, _, _ = build_request(
+            project(records, epoch),
+            epoch,
+            tools,
+            self._runtime.config,
+            self._model.profile.provider,
+        )
         return request
 
     async def _tail_since_dispatch(self) -> list[Record] | None:
@@ -285,7 +384,9 @@ class Session:
             return
         responses = [e for e in entries if isinstance(e, AssistantEntry)]
         if not responses:
-            await self._append([Interrupted("the process ended before the response was stored")])
+            await self._append(
+                [Interrupted("the process ended before the response was stored", now())]
+            )
             return
         answered = {e.call_id for e in entries if isinstance(e, ToolResultEntry)}
         missing = [c for c in responses[-1].tool_calls if c.id not in answered]
@@ -313,7 +414,7 @@ class Session:
                 )
                 replay = False
             else:
-                admission = await self._admission(user, step=step)
+                admission = await self._admit(user, step=step)
                 records = await self._append(admission.entries)
                 request = admission.request
                 self._epoch_reason = None
@@ -341,7 +442,7 @@ class Session:
                 timestamp=now(),
             )
             records = await self._append([entry])
-            self._runtime.observe_usage(request, done.usage)
+            self._runtime.observe_usage(self._model, request, done.usage)
             yield StepCommitted(step, records[0].seq, records[-1].seq, "response")
             if not message.tool_calls:
                 await self._name_session()

@@ -1,0 +1,109 @@
+"""Compaction: a model-written summary of old history opens a new context epoch.
+
+The last ``keep_user_turns`` user turns stay verbatim (a turn is never split); everything the
+model view holds before them — including an earlier summary — is rendered as plain text and
+summarised by the model or a configured summariser into fixed sections. The summary and the new
+epoch (a freshly rendered baseline: components re-sampled, not summarised) commit in one
+transaction, so a crash during compaction leaves the old epoch untouched. Earlier history and
+mid-conversation messages stay in the log, out of the model view.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .budget import TokenCounter
+from .projection import ViewMessage
+from .request import (
+    AssistantMessage,
+    Request,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+    text_of,
+)
+
+__all__ = ["SUMMARY_INSTRUCTIONS", "CompactionPlan", "plan_compaction", "summary_request"]
+
+SUMMARY_INSTRUCTIONS = """\
+You are compacting an agent conversation so it can continue within a limited context window.
+Write a faithful, self-contained summary of the conversation below using exactly these sections:
+
+## Goal
+## Facts and decisions
+## Work done (tools used and what they returned that still matters)
+## Open items and next steps
+
+Keep names, numbers, paths and identifiers exactly. Do not invent anything. Do not restate the
+system instructions; they are provided separately."""
+
+_ITEM_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What to summarise (``head``) and where the kept tail starts in the log (``cut_seq``)."""
+
+    head: tuple[ViewMessage, ...]
+    cut_seq: int
+    kept_turns: int
+
+
+def plan_compaction(view: Sequence[ViewMessage], keep_user_turns: int) -> CompactionPlan | None:
+    """Split the model view before its last ``keep_user_turns`` user turns (at least one).
+
+    ``None`` when there is nothing before the kept tail to summarise.
+    """
+    starts = [i for i, v in enumerate(view) if isinstance(v.message, UserMessage) and not v.summary]
+    keep = max(1, keep_user_turns)
+    while keep > 0 and len(starts) <= keep:
+        keep -= 1
+    if keep == 0 or not starts:
+        return None
+    cut = starts[-keep]
+    head = tuple(view[:cut])
+    if not any(not isinstance(v.message, SystemMessage) for v in head):
+        return None
+    return CompactionPlan(head=head, cut_seq=view[cut].seqs[0], kept_turns=keep)
+
+
+def render_history(view: Sequence[ViewMessage]) -> str:
+    """The part of the history to summarise, as plain text (long items clipped)."""
+    lines: list[str] = []
+    for item in view:
+        message = item.message
+        match message:
+            case UserMessage():
+                lines.append(f"USER: {_clip(text_of(message.content))}")
+            case AssistantMessage():
+                if message.content:
+                    lines.append(f"ASSISTANT: {_clip(message.content)}")
+                for call in message.tool_calls:
+                    args = json.dumps(call.arguments, ensure_ascii=False)
+                    lines.append(f"TOOL CALL {call.name}: {_clip(args)}")
+            case ToolResultMessage():
+                label = "TOOL ERROR" if message.is_error else "TOOL RESULT"
+                lines.append(f"{label} {message.name}: {_clip(text_of(message.content))}")
+            case SystemMessage():
+                continue  # context updates are re-rendered into the new baseline, not summarised
+    return "\n\n".join(lines)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= _ITEM_CHARS:
+        return text
+    return text[:_ITEM_CHARS] + f" […{len(text) - _ITEM_CHARS} more characters]"
+
+
+def summary_request(head: Sequence[ViewMessage], counter: TokenCounter, budget: int) -> Request:
+    """The summariser's request; the oldest lines are dropped if the text exceeds the budget."""
+    text = render_history(head)
+    limit = max(1, int(budget * 0.8))
+    while counter.count(text) > limit and "\n\n" in text:
+        text = text.split("\n\n", 1)[1]
+    return Request(
+        system=(("compaction", SUMMARY_INSTRUCTIONS),),
+        messages=(UserMessage(f"Conversation to summarise:\n\n{text}"),),
+    )
