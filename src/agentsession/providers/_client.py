@@ -30,7 +30,7 @@ def translate_error(exc: BaseException, vendor: str) -> ProviderError:
     if isinstance(exc, ProviderError):
         return exc
     name = type(exc).__name__
-    text = f"{vendor}: {exc}"
+    text = f"{vendor}: {str(exc) or name}"
     if "ResponseValidation" in name:
         return ProviderError(f"{vendor}: malformed response: {exc}")
     status = getattr(exc, "status_code", None)
@@ -123,6 +123,15 @@ class SDKModel(ABC):
     def lower(self, request: Request) -> dict[str, Any]:
         """The validated body this client would send for ``request``."""
         return lower(request, self.wire_format, profile=self._profile, model=self.model)
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connections (a later call opens a new one)."""
+        sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            await self._close_sdk(sdk)
+
+    async def _close_sdk(self, sdk: Any) -> None:
+        await sdk.close()
 
     @abstractmethod
     def _make_sdk(self) -> Any:

@@ -114,6 +114,9 @@ class GeminiModel(SDKModel):
         )
         return genai.Client(api_key=key, http_options=options)
 
+    async def _close_sdk(self, sdk: Any) -> None:
+        await sdk.aio.aclose()
+
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         counter = [0]
         if not self.streaming:
