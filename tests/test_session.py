@@ -220,3 +220,20 @@ async def test_switch_model_drops_other_providers_opaque_data(make_runtime: Make
     assert [m.content for m in carried] == ["thinking done", "signed"]
     assert all(m.provider_data == {} for m in carried)
     assert request.messages[0].content == "hello"
+
+
+async def test_dispatch_records_carry_a_cache_diagnosis(make_runtime: Make, clock: Any) -> None:
+    from datetime import datetime
+
+    from agentsession.log import Dispatch
+
+    runtime = make_runtime([[ags.ToolCall("add", {"a": 1, "b": 2})], "3", "again"], tools=[add])
+    session = await runtime.create_session()
+    await session.prompt("sum")
+    clock.moment = datetime(2026, 7, 1)
+    await session.prompt("more")
+    other = ags.ScriptedModel(["switched"], name="scripted:other")
+    await session.switch_model(other)
+    await session.prompt("last")
+    caches = [r.entry.cache for r in await session.log() if isinstance(r.entry, Dispatch)]
+    assert caches == ["first", "hit", "hit", "model_changed"]

@@ -51,6 +51,7 @@ from .events import (
     ToolResultEvent,
     TurnFinished,
 )
+from .inspect import diagnose
 from .log import (
     TRANSCRIPT_KINDS,
     AssistantEntry,
@@ -409,14 +410,15 @@ class Session:
                 )
             if replay:
                 request = await self._rebuild_request()
-                records = await self._append(
-                    [Dispatch(self._model.name, step, request_digest(request), "", now())]
-                )
+                again = Dispatch(self._model.name, step, request_digest(request), "", now())
+                records = await self._append([self._diagnosed(again, request)])
                 replay = False
             else:
                 admission = await self._admit(user, step=step)
-                records = await self._append(admission.entries)
                 request = admission.request
+                *head, dispatch = admission.entries
+                assert isinstance(dispatch, Dispatch)
+                records = await self._append([*head, self._diagnosed(dispatch, request)])
                 self._epoch_reason = None
                 if admission.changed:
                     yield ContextAdmitted(admission.changed, admission.new_epoch)
@@ -459,6 +461,15 @@ class Session:
                 records = await self._append([result_entry])
                 yield ToolResultEvent(call.id, call.name, outcome.content, outcome.is_error)
                 yield StepCommitted(step, records[0].seq, records[-1].seq, "tool_result")
+
+    def _diagnosed(self, dispatch: Dispatch, request: Request) -> Dispatch:
+        """``dispatch`` with the cache diagnosis against the previous request of this process."""
+        if self._last_request is None and self._next_seq == 0:
+            cache = "first"
+        else:
+            cache = diagnose(self._last_request, self._last_model, request, self._model.name)
+        self._last_request, self._last_model = request, self._model.name
+        return replace(dispatch, cache=cache)
 
     async def _run_tool(self, call: ToolCall, available: set[str]) -> ToolOutcome:
         tool: Tool | None = self._runtime.tool_named(call.name)
