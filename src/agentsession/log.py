@@ -268,7 +268,14 @@ class Record:
 def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
     """The stored form of ``entry``: its kind, the current version of that kind, and JSON."""
     payload = encode(entry)
-    return entry.kind, VERSIONS[entry.kind], json.dumps(payload, ensure_ascii=False)
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates (a model's JSON can hold "\ud800") have no UTF-8 form; JSON escapes
+        # carry them losslessly into any store or file.
+        text = json.dumps(payload, ensure_ascii=True)
+    return entry.kind, VERSIONS[entry.kind], text
 
 
 def load_entry(

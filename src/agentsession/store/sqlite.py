@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -56,21 +55,6 @@ _SESSION_COLUMNS = (
 def default_path() -> Path:
     """Where ``SQLiteStore()`` keeps its database: ``sessions.db`` in the user data directory."""
     return Path(platformdirs.user_data_dir("agentsession")) / "sessions.db"
-
-
-def _utf8_safe(data: str) -> str:
-    r"""``data`` (JSON text) in a form SQLite can store as UTF-8.
-
-    Python strings may hold lone surrogates (a model's JSON can contain ``"\ud800"``); they have
-    no UTF-8 encoding, but JSON ``\u`` escapes carry them losslessly.
-    """
-    if data.isascii():
-        return data
-    try:
-        data.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(json.loads(data), ensure_ascii=True)
-    return data
 
 
 def _info(row: tuple[Any, ...]) -> SessionInfo:
@@ -302,7 +286,7 @@ class SQLiteStore:
                     f"entry {index} of the batch ({getattr(entry, 'kind', '?')}) cannot be"
                     f" stored as JSON: {exc}"
                 ) from exc
-            rows.append((kind, version, _utf8_safe(data)))
+            rows.append((kind, version, data))
 
         def op(conn: sqlite3.Connection) -> None:
             with _write(conn):
