@@ -214,3 +214,21 @@ async def test_window_step_changes_prefix_less_often(make_runtime: Make) -> None
         epochs = [r for r in await session.log() if isinstance(r.entry, ContextEpoch)]
         counts[step] = len(epochs)
     assert counts[5] < counts[1]
+
+
+async def test_model_switch_after_compaction_keeps_the_summary(make_runtime: Make) -> None:
+    runtime = make_runtime(
+        ["a", "b", "c"],
+        summarizer=ags.ScriptedModel(["what happened before"]),
+        config=ags.Config(keep_user_turns=1, retry_base_delay=0),
+    )
+    session = await runtime.create_session()
+    for text in ("1", "2", "3"):
+        await session.prompt(text)
+    assert await session.compact()
+    other = ags.ScriptedModel(["new model"], name="scripted:other")
+    await session.switch_model(other)
+    await session.prompt("4")
+    (request,) = other.requests
+    assert "what happened before" in str(request.messages[0].content)
+    assert [m.content for m in request.messages[1:]] == ["3", "c", "4"]

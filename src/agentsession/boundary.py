@@ -168,6 +168,12 @@ async def admit(
             reason=reason,
             model=data.model,
             removed=removed,
+            # A model switch keeps the history, so a compaction summary keeps opening it.
+            summary_seq=(
+                data.epoch.summary_seq
+                if reason == "model_switch" and data.epoch is not None
+                else None
+            ),
             timestamp=data.timestamp,
         )
         _, start, _ = build_request(
@@ -175,7 +181,7 @@ async def admit(
         )
         if start > 0:
             first = project(records, epoch)[start].seqs[0]
-            epoch = replace(epoch, history_start=first)
+            epoch = replace(epoch, history_start=first, summary_seq=None)
         pending.append(epoch)
         seq += 1
     assert epoch is not None
