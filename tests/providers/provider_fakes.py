@@ -97,7 +97,7 @@ def serve() -> Iterator[LocalServer]:
     httpd.daemon_threads = True
     httpd.block_on_close = False
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state
