@@ -49,7 +49,7 @@ from .log import (
     MidConversationSystemMessage,
     SystemPromptCheckpoint,
 )
-from .providers import Model, ModelProfile, ScriptedModel
+from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
 from .request import (
     AssistantMessage,
     ImagePart,
@@ -127,5 +127,7 @@ __all__ = [
     "UsageError",
     "UserMessage",
     "__version__",
+    "get_model",
+    "lower",
     "tool",
 ]
