@@ -48,7 +48,12 @@ def get_model(
     if not sep or prefix not in PREFIXES:
         raise UnknownModelError(
             f"cannot resolve model {spec!r}; use one of "
-            + ", ".join(f"'{p}:<model>'" for p in PREFIXES)
+            + ", ".join(
+                "'openai-compatible:<base_url>#<model>'"
+                if p == "openai-compatible"
+                else f"'{p}:<model>'"
+                for p in PREFIXES
+            )
         )
     model = rest
     if prefix == "openai-compatible":
