@@ -53,7 +53,7 @@ async def test_compact_keeps_last_turns_and_opens_epoch(make_runtime: Make) -> N
         "three",
         "four",
     ]
-    checkpoints = await session.system_prompt_checkpoints()
+    checkpoints = session.system_prompt_checkpoints()
     assert list(checkpoints[-1].changed) == ["core.date", "core.environment"]
 
 

@@ -14,13 +14,13 @@ from datetime import datetime
 from os import PathLike
 from pathlib import Path
 
-from .budget import TokenCounter, calibrate, default_counter, preflight
+from .budget import TokenCounter, calibrate, counter_for, default_counter, preflight
 from .config import Config
 from .context.builtins import date_component, environment_component
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .errors import AgentSessionError, UsageError
-from .log import UserEntry, now
+from .log import TRANSCRIPT_KINDS, SystemPromptCheckpoint, UserEntry, now
 from .providers.base import Model, complete
 from .providers.scripted import ScriptedModel
 from .request import Message, Request, Usage, UserMessage, text_of
@@ -66,7 +66,7 @@ class Runtime:
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
         self.title_model = title_model
         self.summarizer = summarizer
-        self.token_counter: TokenCounter = token_counter or default_counter()
+        self.token_counter: TokenCounter = token_counter or _counter_for(model)
         self.tools: list[Tool] = []
         for item in tools:
             if not isinstance(item, Tool):
@@ -164,13 +164,15 @@ class Runtime:
             project_dir=str(self.project_dir),
         )
         await self.store.create_session(info)
-        return Session(self, info, [])
+        return Session(self, info, [], [])
 
     async def open_session(self, session_id: str) -> Session:
         """A stored session (``SessionNotFoundError`` when there is none), in any process."""
         info = await self.store.get_session(session_id)
-        records = await self.store.read(session_id, kinds=["user", "assistant", "tool_result"])
-        return Session(self, info, transcript_from(records))
+        kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
+        records = await self.store.read(session_id, kinds=kinds)
+        checkpoints = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
+        return Session(self, info, transcript_from(records), checkpoints)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first."""
@@ -191,6 +193,13 @@ class Runtime:
     def close_sync(self) -> None:
         """``close()`` for plain scripts."""
         run_sync(self.close())
+
+
+def _counter_for(model: Model | None) -> TokenCounter:
+    """Exact offline counting for OpenAI's own models where an encoding ships; else an estimate."""
+    if model is None or model.profile.provider != "openai":
+        return default_counter()
+    return counter_for("openai:" + model.name.rpartition(":")[2], fallback=default_counter())
 
 
 def _heuristic_title(text: str) -> str:

@@ -94,10 +94,17 @@ _INTERRUPTED_RESULT = "No result: the process ended before this tool call finish
 class Session:
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
-    def __init__(self, runtime: Runtime, info: SessionInfo, transcript: list[Message]) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        info: SessionInfo,
+        transcript: list[Message],
+        checkpoints: list[SystemPromptCheckpoint],
+    ) -> None:
         self._runtime = runtime
         self._info = info
         self._transcript = transcript
+        self._checkpoints = checkpoints
         self._next_seq = info.next_seq
         self._busy = False
         self._model_override: Model | None = None
@@ -136,12 +143,9 @@ class Session:
         """Whether a turn is running."""
         return self._busy
 
-    async def system_prompt_checkpoints(self) -> list[SystemPromptCheckpoint]:
-        """Every dispatched request's system-context record, as isolated copies."""
-        records = await self._store.read(self.id, kinds=["system_prompt_checkpoint"])
-        return [
-            copy.deepcopy(r.entry) for r in records if isinstance(r.entry, SystemPromptCheckpoint)
-        ]
+    def system_prompt_checkpoints(self) -> list[SystemPromptCheckpoint]:
+        """The system-context record of each dispatched request that changed it (copies)."""
+        return copy.deepcopy(self._checkpoints)
 
     async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
         """Raw log records in ``[start, end)`` (for inspection and export)."""
@@ -294,6 +298,8 @@ class Session:
                 message = to_message(record)
                 assert message is not None
                 self._transcript.append(message)
+            elif isinstance(record.entry, SystemPromptCheckpoint):
+                self._checkpoints.append(record.entry)
         return records
 
     async def _epoch(self) -> Record | None:

@@ -295,7 +295,7 @@ async def test_system_prompt_checkpoints(make_runtime: Make, clock: Clock) -> No
     await session.prompt("2")
     status.value = ags.ABSENT
     await session.prompt("3")
-    checkpoints = await session.system_prompt_checkpoints()
+    checkpoints = session.system_prompt_checkpoints()
     assert len(checkpoints) == 2
     first, removal = checkpoints
     assert list(first.changed) == ["core.date", "core.environment", "plugin.s.v"]
@@ -303,7 +303,7 @@ async def test_system_prompt_checkpoints(make_runtime: Make, clock: Clock) -> No
     assert removal.changed == {"plugin.s.v": None}
     assert removal.message_count == 5
     first.changed["core.date"] = "tampered"
-    assert (await session.system_prompt_checkpoints())[0].changed["core.date"] != "tampered"
+    assert session.system_prompt_checkpoints()[0].changed["core.date"] != "tampered"
 
 
 async def test_model_switch_starts_epoch_and_hides_old_messages(

@@ -1,0 +1,59 @@
+"""The built-in components: host-local date (or a configured zone) and the environment."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession.context import Rendered, date_component, environment_component
+
+
+def load(component: ags.ContextComponent) -> Rendered:
+    result = asyncio.run(component.sample())
+    assert isinstance(result, Rendered)
+    return result
+
+
+def test_date_is_host_local_by_default() -> None:
+    component = date_component(lambda: datetime(2026, 3, 1, 23, 59))
+    rendered = load(component)
+    assert rendered.baseline == "Today's date: Sunday, 2026-03-01."
+    assert rendered.update_text == "Today's date is now Sunday, 2026-03-01."
+
+
+def test_configured_time_zone_replaces_host_zone() -> None:
+    moment = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
+    assert "2026-03-01" in load(date_component(lambda: moment)).baseline
+    assert "2026-03-02" in load(date_component(lambda: moment, "Pacific/Kiritimati")).baseline
+
+
+def test_unknown_time_zone_is_usage_error() -> None:
+    with pytest.raises(ags.UsageError, match="time zone"):
+        date_component(lambda: datetime(2026, 1, 1), "Mars/Olympus")
+
+
+def test_environment_reports_directory_and_git(tmp_path: Path) -> None:
+    plain = load(environment_component(tmp_path))
+    assert f"Working directory: {tmp_path}" in plain.baseline
+    assert "git repository: no" in plain.baseline
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    inside = tmp_path / "sub"
+    inside.mkdir()
+    assert "git repository: yes" in load(environment_component(inside)).baseline
+
+
+def test_bad_component_keys_are_refused() -> None:
+    for key in ("date", "Plugin.x", "plugin.", "plugin x.y", ""):
+        with pytest.raises(ags.UsageError):
+            ags.ContextComponent(key, lambda: "x")
+
+
+async def test_ill_typed_loader_counts_as_unavailable() -> None:
+    component = ags.ContextComponent("plugin.bad.value", lambda: 42)  # type: ignore[arg-type,return-value]
+    result = await component.sample()
+    assert result.kind == "unavailable"  # type: ignore[union-attr]
