@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from .config import Config
+from .context.component import ContextComponent
 from .providers.scripted import Reply, ScriptedModel
 from .request import Request, ToolCall, ToolResultMessage, UserMessage, text_of
 from .tools import Tool, tool
@@ -72,10 +73,16 @@ async def _run(db: Path) -> str:
     from .runtime import Runtime
     from .store.sqlite import SQLiteStore
 
+    # A plugin fact that changes between the turns: the second request carries it as one
+    # mid-conversation system message, and everything before it stays byte-identical.
+    mode = {"value": "Answer in full sentences."}
+    style = ContextComponent("plugin.demo.style", lambda: mode["value"])
+    model = demo_model()
     runtime = Runtime(
         store=SQLiteStore(db),
-        model=demo_model(),
+        model=model,
         tools=demo_tools(),
+        components=[style],
         config=Config(retry_base_delay=0),
     )
     session = await runtime.create_session()
@@ -84,6 +91,10 @@ async def _run(db: Path) -> str:
         print(f"user: {text}")
         await print_events(session.stream(text))
         print()
+        mode["value"] = "Answer as briefly as possible."
+    last, earlier = model.requests[-1], model.requests[1]
+    kept = last.messages[: len(earlier.messages)] == earlier.messages
+    print(f"the last request extends the earlier one byte for byte: {kept}")
     entries = await session.log()
     kinds = ", ".join(sorted({r.entry.kind for r in entries}))
     print(f"{len(entries)} log entries stored ({kinds})")
