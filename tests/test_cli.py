@@ -284,7 +284,10 @@ def test_offline_demo_runs_and_shows_from_a_new_process(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     live, _, shown = done.stdout.partition("(a new process)\n")
     assert shown, done.stdout
-    assert "14 log entries stored" in live
+    assert "16 log entries stored" in live
+    assert "mid_conversation_system" in live
+    assert "[context update: plugin.demo.style]" in live
+    assert "extends the earlier one byte for byte: True" in live
     assert shown.splitlines()[0] == "# How many words are in this sentence?"
     assert "← count_words: 7" in shown and "← count_words: 6" in shown
     assert shown.count("user: ") == 2
