@@ -237,3 +237,19 @@ async def test_dispatch_records_carry_a_cache_diagnosis(make_runtime: Make, cloc
     await session.prompt("last")
     caches = [r.entry.cache for r in await session.log() if isinstance(r.entry, Dispatch)]
     assert caches == ["first", "hit", "hit", "model_changed"]
+
+
+async def test_same_provider_keeps_its_opaque_data(make_runtime: Make) -> None:
+    from agentsession.log import AssistantEntry
+
+    model = ags.ScriptedModel(
+        ["a", "b"], name="anthropic:x", profile=ags.ModelProfile(provider="anthropic")
+    )
+    runtime = make_runtime(model=model)
+    session = await runtime.create_session()
+    await session.prompt("hello")
+    data = {"anthropic-messages": {"signature": "sig"}}
+    await session._append([AssistantEntry(content="t", provider="anthropic", provider_data=data)])
+    await session.prompt("next")
+    kept = [m for m in model.requests[-1].messages if isinstance(m, ags.AssistantMessage)]
+    assert kept[-1].provider_data == data
