@@ -33,6 +33,7 @@ from .context.engine import effective_state, fresh_baseline
 from .errors import (
     AgentSessionError,
     BudgetExceededError,
+    ConflictError,
     MaxStepsExceededError,
     ProviderError,
     SessionBusyError,
@@ -110,6 +111,8 @@ class Session:
         self._model_override: Model | None = None
         self._epoch_reason: EpochReason | None = None
         self._last_request: Request | None = None
+        self._pending: list[LogEntry] = []
+        self._pending_error: StoreError | None = None
         self._last_model: str | None = None
 
     # -- public views -------------------------------------------------------------------------
@@ -187,15 +190,23 @@ class Session:
             self._busy = False
 
     async def retry(self) -> PromptResult:
-        """Re-send the failed or interrupted step exactly as admitted, then finish the turn."""
+        """Finish a turn that did not finish.
+
+        A step whose response never arrived (provider failure, process killed) is re-sent
+        exactly as admitted; a turn that stopped after its tool results were stored (a refused
+        write, since flushed) continues with the next model call.
+        """
         self._enter()
         try:
             await self._recover()
             tail = await self._tail_since_dispatch()
-            if tail is None or any(isinstance(r.entry, AssistantEntry) for r in tail):
-                raise UsageError("nothing to retry: the last dispatched step has its response")
+            if tail is None:
+                raise UsageError("nothing to retry: no request was ever dispatched")
+            responses = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)]
+            if responses and not responses[-1].tool_calls:
+                raise UsageError("nothing to retry: the last turn finished")
             result: PromptResult | None = None
-            async for event in self._run(None, replay=True):
+            async for event in self._run(None, replay=not responses):
                 if isinstance(event, TurnFinished):
                     result = event.result
             assert result is not None
@@ -208,6 +219,25 @@ class Session:
         user = UserEntry(_normalize_content(text), timestamp=now())
         admission = await self._admission(user, step=1)
         return admission.request
+
+    @property
+    def pending(self) -> int:
+        """How many entries the store refused and ``flush()`` has yet to write."""
+        return len(self._pending)
+
+    async def flush(self) -> int:
+        """Write the entries a refused commit kept in memory; return how many were written.
+
+        Raises ``StoreError`` again (keeping them) while the store still refuses. Afterwards
+        ``retry()`` continues an unfinished turn.
+        """
+        if self._busy:
+            raise SessionBusyError(f"session {self.id} is running a turn")
+        if not self._pending:
+            return 0
+        records = await self._append(self._pending)
+        self._pending = []
+        return len(records)
 
     async def compact(self) -> bool:
         """Summarise the history before the last ``Config.keep_user_turns`` user turns.
@@ -288,7 +318,36 @@ class Session:
     def _enter(self) -> None:
         if self._busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
+        if self._pending:
+            raise SessionBusyError(
+                f"session {self.id} has {len(self._pending)} entries the store refused;"
+                " call session.flush() first"
+            )
         self._busy = True
+
+    async def _commit(self, entries: Sequence[LogEntry]) -> list[Record] | None:
+        """Append after a provider or tool call; keep the entries pending if the store refuses.
+
+        Nothing a model or tool produced is dropped: ``flush()`` writes it later, without
+        calling them again. A conflicting writer is not a refusal and still raises.
+        """
+        if not self._pending:
+            try:
+                return await self._append(entries)
+            except ConflictError:
+                raise
+            except StoreError as exc:
+                self._pending_error = exc
+        self._pending.extend(entries)
+        return None
+
+    def _raise_pending(self) -> None:
+        assert self._pending_error is not None
+        raise StoreError(
+            f"the store refused to write ({self._pending_error}); {len(self._pending)} entries"
+            " are kept in memory: call session.flush() to write them (they are lost if the"
+            " process ends first)"
+        ) from self._pending_error
 
     async def _append(self, entries: Sequence[LogEntry]) -> list[Record]:
         records: list[Record] = await self._store.append(self.id, self._next_seq, entries)
@@ -449,10 +508,13 @@ class Session:
                 usage=done.usage,
                 timestamp=now(),
             )
-            records = await self._append([entry])
+            saved = await self._commit([entry])
             self._runtime.observe_usage(self._model, request, done.usage)
-            yield StepCommitted(step, records[0].seq, records[-1].seq, "response")
+            if saved:
+                yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
             if not message.tool_calls:
+                if self._pending:
+                    self._raise_pending()
                 await self._name_session()
                 result = PromptResult(message.content, step, usage, self.id)
                 yield TurnFinished(result)
@@ -464,9 +526,12 @@ class Session:
                 result_entry = ToolResultEntry(
                     call.id, call.name, outcome.content, outcome.is_error, now()
                 )
-                records = await self._append([result_entry])
+                saved = await self._commit([result_entry])
                 yield ToolResultEvent(call.id, call.name, outcome.content, outcome.is_error)
-                yield StepCommitted(step, records[0].seq, records[-1].seq, "tool_result")
+                if saved:
+                    yield StepCommitted(step, saved[0].seq, saved[-1].seq, "tool_result")
+            if self._pending:
+                self._raise_pending()
 
     def _diagnosed(self, dispatch: Dispatch, request: Request) -> Dispatch:
         """``dispatch`` with the cache diagnosis against the previous request of this process."""
@@ -528,8 +593,10 @@ class Session:
             return
         title = await self._runtime.make_title(self._transcript)
         if title:
-            await self._store.set_title(self.id, title)
             self._info = replace(self._info, title=title)
+            # A title is a convenience: a store that refuses it must not fail the turn.
+            with contextlib.suppress(StoreError):
+                await self._store.set_title(self.id, title)
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
