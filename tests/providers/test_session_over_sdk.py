@@ -81,3 +81,84 @@ async def test_timeout_keeps_admitted_context_for_retry(
     finally:
         await runtime.close()
         await model.aclose()  # type: ignore[attr-defined]
+
+
+def chunk(delta: dict[str, Any] | None, usage: dict[str, Any] | None = None) -> str:
+    from provider_fakes import sse
+
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}]
+    return sse(
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4.1",
+            "choices": choices,
+            "usage": usage,
+        }
+    )
+
+
+async def test_streamed_turn_through_session_events(server: LocalServer, tmp_path: Path) -> None:
+    @ags.tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    usage = {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}
+    call = {"index": 0, "id": "call_a", "type": "function"}
+    server.reply(
+        Reply(
+            sse=[
+                chunk({"role": "assistant", "content": "Let me "}),
+                chunk({"content": "look."}),
+                chunk(
+                    {"tool_calls": [{**call, "function": {"name": "read_file", "arguments": ""}}]}
+                ),
+                chunk(
+                    {"tool_calls": [{"index": 0, "function": {"arguments": '{"path":"a.txt"}'}}]}
+                ),
+                chunk(None, usage),
+                "data: [DONE]\n\n",
+            ]
+        ),
+        Reply(
+            sse=[
+                chunk({"role": "assistant", "content": "It says "}),
+                chunk({"content": "hello."}),
+                chunk(None, usage),
+                "data: [DONE]\n\n",
+            ]
+        ),
+    )
+    model = ags.get_model("openai-chat:gpt-4.1", base_url=server.url, api_key="test")
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "s.db"),
+        model=model,
+        project_dir=tmp_path,
+        tools=[read_file],
+    )
+    try:
+        session = await runtime.create_session()
+        events = [e async for e in session.stream("what is in a.txt?")]
+        deltas = [e.text for e in events if isinstance(e, ags.TextDelta)]
+        assert deltas == ["Let me ", "look.", "It says ", "hello."]
+        started = [e for e in events if isinstance(e, ags.ToolCallStarted)]
+        assert [(e.call.name, e.call.arguments, e.call.id) for e in started] == [
+            ("read_file", {"path": "a.txt"}, "call_a")
+        ]
+        assert isinstance(events[-1], ags.TurnFinished)
+        assert events[-1].result.text == "It says hello."
+        assistant = session.messages[1]
+        assert isinstance(assistant, ags.AssistantMessage)
+        assert assistant.content == "Let me look." and assistant.tool_calls[0].id == "call_a"
+        second = server.requests[1].json
+        assert second["messages"][-1] == {
+            "role": "tool",
+            "tool_call_id": "call_a",
+            "content": "contents of a.txt",
+        }
+        assert second["stream"] is True
+    finally:
+        await runtime.close()
+        await model.aclose()  # type: ignore[attr-defined]
