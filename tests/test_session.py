@@ -253,3 +253,21 @@ async def test_same_provider_keeps_its_opaque_data(make_runtime: Make) -> None:
     await session.prompt("next")
     kept = [m for m in model.requests[-1].messages if isinstance(m, ags.AssistantMessage)]
     assert kept[-1].provider_data == data
+
+
+async def test_reopening_with_another_model_starts_an_epoch(make_runtime: Make) -> None:
+    from agentsession.log import ContextEpoch
+
+    runtime = make_runtime(["a"])
+    session = await runtime.create_session()
+    await session.prompt("one")
+    other = ags.ScriptedModel(["b", "c"], name="scripted:other")
+    reopened = await make_runtime(model=other).open_session(session.id)
+    await reopened.prompt("two")
+    await reopened.prompt("three")
+    epochs = [r.entry for r in await reopened.log() if isinstance(r.entry, ContextEpoch)]
+    assert [(e.reason, e.model) for e in epochs] == [
+        ("start", "scripted"),
+        ("model_switch", "scripted:other"),
+    ]
+    assert [m.content for m in other.requests[0].messages] == ["one", "a", "two"]

@@ -396,7 +396,7 @@ class Session:
             model=self._model.name,
             step=step,
             message_count=len(self._transcript) + (1 if user is not None else 0),
-            epoch_reason=self._epoch_reason,
+            epoch_reason=self._epoch_reason or _switched(epoch, self._model),
             timestamp=now(),
             epoch_dispatched=dispatched,
             provider=self._model.profile.provider,
@@ -600,6 +600,16 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
+
+
+def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:
+    """``"model_switch"`` when the epoch was rendered for another model than the current one.
+
+    This covers a session reopened in a process configured with a different model.
+    """
+    if epoch is not None and epoch.model and epoch.model != model.name:
+        return "model_switch"
+    return None
 
 
 def _normalize_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
