@@ -344,3 +344,17 @@ async def test_title_sees_only_the_user_transcript(make_runtime: Make) -> None:
     assert "SECRET-CONTEXT" not in sent and "core.date" not in sent and "2026" not in sent
     infos = await runtime.list_sessions()
     assert infos[0].title == "Planning a trip"
+
+
+async def test_new_prompt_after_a_failure_follows_the_failed_input(make_runtime: Make) -> None:
+    runtime = make_runtime(["ok", ValueError("bad gateway"), "after"])
+    session = await runtime.create_session()
+    await session.prompt("1")
+    with pytest.raises(ags.ProviderError):
+        await session.prompt("2")
+    assert (await session.prompt("3")).text == "after"
+    last = requests(runtime)[-1]
+    assert [m.content for m in last.messages] == ["1", "ok", "2", "3"]
+    assert [m.content for m in session.messages] == ["1", "ok", "2", "3", "after"]
+    with pytest.raises(ags.UsageError, match="nothing to retry"):
+        await session.retry()
