@@ -232,3 +232,22 @@ async def test_model_switch_after_compaction_keeps_the_summary(make_runtime: Mak
     (request,) = other.requests
     assert "what happened before" in str(request.messages[0].content)
     assert [m.content for m in request.messages[1:]] == ["3", "c", "4"]
+
+
+async def test_failed_summariser_over_the_threshold_does_not_fail_a_fitting_prompt(
+    make_runtime: Make,
+) -> None:
+    summarizer = ags.ScriptedModel([RuntimeError("summariser down")])
+    runtime = make_runtime(
+        ["a", "b", "c"],
+        summarizer=summarizer,
+        config=ags.Config(
+            context_window=2_000, compact_threshold=0.01, keep_user_turns=1, retry_base_delay=0
+        ),
+    )
+    session = await runtime.create_session()
+    await session.prompt("1")
+    await session.prompt("2")
+    assert (await session.prompt("3")).text == "c"
+    assert len(summarizer.requests) == 1
+    assert "summary" not in [r.entry.kind for r in await session.log()]

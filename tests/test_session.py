@@ -182,8 +182,10 @@ async def test_max_steps_stops_a_looping_model(make_runtime: Make) -> None:
 
 async def test_empty_prompt_is_usage_error(make_runtime: Make) -> None:
     session = await make_runtime(["x"]).create_session()
-    with pytest.raises(ags.UsageError):
-        await session.prompt([])
+    for empty in ([], "", "  \n"):
+        with pytest.raises(ags.UsageError):
+            await session.prompt(empty)
+    assert await session.log() == []
 
 
 def test_sync_facade(db_path: Any, tmp_path: Any) -> None:
@@ -271,3 +273,27 @@ async def test_reopening_with_another_model_starts_an_epoch(make_runtime: Make) 
         ("model_switch", "scripted:other"),
     ]
     assert [m.content for m in other.requests[0].messages] == ["one", "a", "two"]
+
+
+async def test_switch_to_a_model_of_the_same_name_keeps_the_epoch(make_runtime: Make) -> None:
+    from agentsession.log import ContextEpoch
+
+    runtime = make_runtime(["a"])
+    session = await runtime.create_session()
+    await session.prompt("one")
+    again = ags.ScriptedModel(["b"])  # a new client object for the same model
+    await session.switch_model(again)
+    await session.prompt("two")
+    epochs = [r for r in await session.log() if isinstance(r.entry, ContextEpoch)]
+    assert len(epochs) == 1
+    first = runtime.model.requests[0]  # type: ignore[attr-defined]
+    assert again.requests[0].system == first.system
+    assert again.requests[0].messages[: len(first.messages)] == first.messages
+
+
+async def test_package_errors_from_the_model_keep_their_type(make_runtime: Make) -> None:
+    runtime = make_runtime([ags.RequestValidationError("orphaned result", fmt="gemini")])
+    session = await runtime.create_session()
+    with pytest.raises(ags.RequestValidationError):
+        await session.prompt("hi")
+    assert (await session.log())[-1].entry.kind == "provider_failed"

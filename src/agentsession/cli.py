@@ -115,18 +115,14 @@ def _model(spec: str | None) -> Model:
 
 
 def _runtime(args: argparse.Namespace, *, needs_model: bool) -> Runtime:
-    from .config import Config
     from .demo import demo_tools
     from .runtime import Runtime
     from .store.sqlite import SQLiteStore
 
     model = _model(args.model) if needs_model else None
-    return Runtime(
-        store=SQLiteStore(args.db),
-        model=model,
-        tools=demo_tools(),
-        config=Config(retry_base_delay=0.5),
-    )
+    # The demo tools belong to the demo model; a real model gets no tools from the CLI yet.
+    demo = model is None or model.profile.provider == "scripted"
+    return Runtime(store=SQLiteStore(args.db), model=model, tools=demo_tools() if demo else ())
 
 
 async def _run(args: argparse.Namespace) -> int:

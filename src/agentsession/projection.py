@@ -8,7 +8,7 @@ Runtime metadata (dispatch records, checkpoints, epochs) never becomes a message
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .log import (
@@ -28,7 +28,7 @@ from .request import (
     UserMessage,
 )
 
-__all__ = ["ViewMessage", "messages_of", "project", "summary_text", "to_message"]
+__all__ = ["ViewMessage", "project", "summary_text", "to_message"]
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages are no longer shown):\n\n"
 
@@ -96,8 +96,3 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
         if message is not None:
             view.append(ViewMessage(message, (record.seq,)))
     return opening + view
-
-
-def messages_of(view: Sequence[ViewMessage]) -> tuple[Message, ...]:
-    """Just the messages of a view."""
-    return tuple(v.message for v in view)

@@ -304,8 +304,8 @@ class Session:
             if model.name != self._model.name:
                 entry = ModelSwitched(model.name, self._model.name, now())
                 await self._append([entry])
+                self._epoch_reason = "model_switch"
             self._model_override = model
-            self._epoch_reason = "model_switch"
         finally:
             self._busy = False
 
@@ -375,7 +375,9 @@ class Session:
             return None, await self._store.read(self.id, 0), False
         epoch = epoch_record.entry
         assert isinstance(epoch, ContextEpoch)
-        start = min(epoch.history_start, epoch.summary_seq or epoch_record.seq, epoch_record.seq)
+        start = min(epoch.history_start, epoch_record.seq)
+        if epoch.summary_seq is not None:
+            start = min(start, epoch.summary_seq)
         records = await self._store.read(self.id, start)
         dispatched = any(
             isinstance(r.entry, Dispatch) and r.seq > epoch_record.seq for r in records
@@ -413,9 +415,14 @@ class Session:
                 raise
             return await self._admission(user, step=step)
         budget = self._runtime.budget_for(self._model)
-        over = admission.tokens > budget * config.compact_threshold
-        if config.auto_compact and over and await self._compact():
-            return await self._admission(user, step=step)
+        if config.auto_compact and admission.tokens > budget * config.compact_threshold:
+            # The request fits: a summariser that fails here must not fail the prompt.
+            try:
+                compacted = await self._compact()
+            except ProviderError:
+                return admission
+            if compacted:
+                return await self._admission(user, step=step)
         return admission
 
     async def _rebuild_request(self) -> Request:
@@ -572,10 +579,10 @@ class Session:
                 await self._record_failure(exc)
                 raise
             except AgentSessionError as exc:
+                # The package's own errors keep their type: a RequestValidationError is a bug
+                # report and a UsageError a misuse, not a provider failure.
                 await self._record_failure(exc)
-                if isinstance(exc, ProviderError):
-                    raise
-                raise ProviderError(f"model {self._model.name} failed: {exc}") from exc
+                raise
             except Exception as exc:
                 await self._record_failure(exc)
                 raise ProviderError(
@@ -614,6 +621,8 @@ def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:
 
 def _normalize_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
     if isinstance(text, str):
+        if not text.strip():
+            raise UsageError("a prompt needs text or at least one content part")
         return text
     parts = tuple(text)
     if not parts:

@@ -163,7 +163,7 @@ def lower_anthropic(request: Request, profile: ModelProfile, model: str | None) 
             case SystemMessage():
                 changes = tool_blocks(message, i) if profile.native_tool_changes else []
                 uses_tool_changes = uses_tool_changes or bool(changes)
-                if native_system_ok(messages, i, profile) and profile.system_placement != "none":
+                if native_system_ok(messages, i, profile):
                     blocks = [{"type": "text", "text": message.content}] if message.content else []
                     blocks = pending_changes + blocks + changes
                     pending_changes.clear()
