@@ -19,7 +19,7 @@ from .config import Config
 from .context.builtins import date_component, environment_component
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
-from .errors import AgentSessionError, UsageError
+from .errors import UsageError
 from .log import TRANSCRIPT_KINDS, SystemPromptCheckpoint, UserEntry, now
 from .providers.base import Model, complete
 from .providers.scripted import ScriptedModel
@@ -147,7 +147,7 @@ class Runtime:
         request = Request(system=(("title", TITLE_INSTRUCTIONS),), messages=(UserMessage(body),))
         try:
             done = await complete(model, request)
-        except AgentSessionError:
+        except Exception:  # a title is a convenience: its model failing must not fail the turn
             return fallback
         title = done.message.content.strip().strip("\"'").strip()
         return title[:80] if title else fallback

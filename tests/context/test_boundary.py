@@ -358,3 +358,10 @@ async def test_new_prompt_after_a_failure_follows_the_failed_input(make_runtime:
     assert [m.content for m in session.messages] == ["1", "ok", "2", "3", "after"]
     with pytest.raises(ags.UsageError, match="nothing to retry"):
         await session.retry()
+
+
+async def test_failing_title_model_falls_back_to_the_first_words(make_runtime: Make) -> None:
+    runtime = make_runtime(["Sure."], title_model=ags.ScriptedModel([OSError("no network")]))
+    session = await runtime.create_session()
+    assert (await session.prompt("Help me plan a trip")).text == "Sure."
+    assert session.title == "Help me plan a trip"
