@@ -47,6 +47,8 @@ from .events import (
 from .log import (
     ContextEpoch,
     MidConversationSystemMessage,
+    RuntimeContextSnapshot,
+    SkillRevision,
     SystemPromptCheckpoint,
 )
 from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
@@ -100,12 +102,14 @@ __all__ = [
     "Request",
     "RequestValidationError",
     "Runtime",
+    "RuntimeContextSnapshot",
     "SQLiteStore",
     "ScriptedModel",
     "Session",
     "SessionBusyError",
     "SessionInfo",
     "SessionNotFoundError",
+    "SkillRevision",
     "StepCommitted",
     "Store",
     "StoreError",

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from .codec import DecodeError, decode, encode
 from .errors import CorruptEntryError
@@ -35,6 +35,8 @@ __all__ = [
     "ModelSwitched",
     "ProviderFailed",
     "Record",
+    "RuntimeContextSnapshot",
+    "SkillRevision",
     "Summary",
     "SystemPromptCheckpoint",
     "ToolResultEntry",
@@ -208,6 +210,39 @@ class ModelSwitched:
     kind: Literal["model_switched"] = "model_switched"
 
 
+@dataclass(frozen=True)
+class SkillRevision:
+    """One explicitly selected skill as it was read: its name, where from, and which revision.
+
+    ``revision`` is the content hash of what was read, so repeated selections of a skill whose
+    file changed in between keep their own, independent revisions.
+    """
+
+    name: str
+    location: str
+    revision: str
+    kind: Literal["skill_revision"] = "skill_revision"
+
+
+@dataclass(frozen=True)
+class RuntimeContextSnapshot:
+    """An explicit skill selection, saved with the user turn it belongs to.
+
+    ``user_turn`` is the zero-based ordinal of that turn among real user messages; ``content`` is
+    the exact text the model view shows (the ``<skill …>`` blocks), saved so that a reopened
+    session replays it even after the files changed or vanished. ``placement="user"`` prepends it
+    to that user message in the model view; ``None`` (version-2 data) replays it as a separate
+    user message right after that turn's user message. The stored user input is never rewritten.
+    """
+
+    user_turn: int
+    content: str
+    timestamp: str = ""
+    skills: tuple[SkillRevision, ...] = ()
+    placement: Literal["user"] | None = "user"
+    kind: Literal["runtime_context"] = "runtime_context"
+
+
 LogEntry: TypeAlias = (
     UserEntry
     | AssistantEntry
@@ -220,26 +255,14 @@ LogEntry: TypeAlias = (
     | Interrupted
     | Summary
     | ModelSwitched
+    | RuntimeContextSnapshot
 )
 
 #: Entry kinds that make up the user transcript (``session.messages``).
 TRANSCRIPT_KINDS: tuple[str, ...] = ("user", "assistant", "tool_result")
 
 _TYPES: dict[str, type[Any]] = {
-    str(cls.__dataclass_fields__["kind"].default): cls
-    for cls in (
-        UserEntry,
-        AssistantEntry,
-        ToolResultEntry,
-        MidConversationSystemMessage,
-        ContextEpoch,
-        SystemPromptCheckpoint,
-        Dispatch,
-        ProviderFailed,
-        Interrupted,
-        Summary,
-        ModelSwitched,
-    )
+    str(cls.__dataclass_fields__["kind"].default): cls for cls in get_args(LogEntry)
 }
 
 #: The version each kind is written with today.

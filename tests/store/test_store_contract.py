@@ -26,6 +26,8 @@ from agentsession.log import (
     MidConversationSystemMessage,
     ModelSwitched,
     ProviderFailed,
+    RuntimeContextSnapshot,
+    SkillRevision,
     Summary,
     SystemPromptCheckpoint,
     ToolResultEntry,
@@ -446,6 +448,16 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "interrupted": st.builds(Interrupted, reason=_text, timestamp=_text),
     "summary": st.builds(Summary, text=_text, covers_until=_small_int, timestamp=_text),
     "model_switched": st.builds(ModelSwitched, model=_text, previous=_text, timestamp=_text),
+    "runtime_context": st.builds(
+        RuntimeContextSnapshot,
+        user_turn=_small_int,
+        content=_text,
+        timestamp=_text,
+        skills=st.lists(
+            st.builds(SkillRevision, name=_text, location=_text, revision=_text), max_size=3
+        ).map(tuple),
+        placement=st.sampled_from(["user", None]),
+    ),
 }
 _entry = st.one_of(*ENTRY_STRATEGIES.values())
 
