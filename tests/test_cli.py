@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
-from agentsession.cli import print_transcript
+from agentsession.console import print_transcript
 
 TIMEOUT = 60
 SCRIPT = shutil.which("agentsession", path=str(Path(sys.executable).parent))

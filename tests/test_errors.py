@@ -10,8 +10,8 @@ import pytest
 
 import agentsession as ags
 import agentsession.errors as errors_module
-from agentsession.boundary import request_digest
 from agentsession.log import Dispatch, ProviderFailed
+from agentsession.request import digest as request_digest
 
 Make = Callable[..., ags.Runtime]
 

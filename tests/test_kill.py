@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import agentsession as ags
-from agentsession.boundary import request_digest
 from agentsession.log import Dispatch, Interrupted, ToolResultEntry, UserEntry
+from agentsession.request import digest as request_digest
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 import agentsession as ags
+from agentsession.providers.base import ModelDone, ModelEvent
 
 Make = Callable[..., ags.Runtime]
 
@@ -200,26 +201,43 @@ def test_sync_facade(db_path: Any, tmp_path: Any) -> None:
         runtime.close_sync()
 
 
-async def test_switch_model_drops_other_providers_opaque_data(make_runtime: Make) -> None:
-    def signed(request: ags.Request) -> Any:
-        return "thinking done"
+class SigningModel:
+    """A model whose provider signs its replies with opaque data, as reasoning models do."""
 
-    first = ags.ScriptedModel(signed, name="scripted:first")
+    def __init__(self, name: str, provider: str, data: dict[str, Any]) -> None:
+        self._name, self._data = name, data
+        self._profile = ags.ModelProfile(provider=provider, reports_usage=False)
+        self.requests: list[ags.Request] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def profile(self) -> ags.ModelProfile:
+        return self._profile
+
+    async def stream(self, request: ags.Request) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        message = ags.AssistantMessage(
+            content=f"signed {len(self.requests)}",
+            provider=self._profile.provider,
+            provider_data=self._data,
+        )
+        yield ModelDone(message)
+
+
+async def test_switch_model_drops_other_providers_opaque_data(make_runtime: Make) -> None:
+    first = SigningModel("anthropic:x", "anthropic", {"anthropic-messages": {"sig": "abc"}})
     runtime = make_runtime(model=first)
     session = await runtime.create_session()
     await session.prompt("hello")
-    # Store an assistant reply carrying opaque data of another provider, as a real client would.
-    from agentsession.log import AssistantEntry
-
-    await session._append(  # the reply of a provider that signs its reasoning
-        [AssistantEntry(content="signed", provider="anthropic", provider_data={"sig": "abc"})]
-    )
     second = ags.ScriptedModel(["ok"], name="scripted:second")
     await session.switch_model(second)
     await session.prompt("next")
     (request,) = second.requests
     carried = [m for m in request.messages if isinstance(m, ags.AssistantMessage)]
-    assert [m.content for m in carried] == ["thinking done", "signed"]
+    assert [m.content for m in carried] == ["signed 1"]
     assert all(m.provider_data == {} for m in carried)
     assert request.messages[0].content == "hello"
 
@@ -242,16 +260,11 @@ async def test_dispatch_records_carry_a_cache_diagnosis(make_runtime: Make, cloc
 
 
 async def test_same_provider_keeps_its_opaque_data(make_runtime: Make) -> None:
-    from agentsession.log import AssistantEntry
-
-    model = ags.ScriptedModel(
-        ["a", "b"], name="anthropic:x", profile=ags.ModelProfile(provider="anthropic")
-    )
+    data = {"anthropic-messages": {"signature": "sig"}}
+    model = SigningModel("anthropic:x", "anthropic", data)
     runtime = make_runtime(model=model)
     session = await runtime.create_session()
     await session.prompt("hello")
-    data = {"anthropic-messages": {"signature": "sig"}}
-    await session._append([AssistantEntry(content="t", provider="anthropic", provider_data=data)])
     await session.prompt("next")
     kept = [m for m in model.requests[-1].messages if isinstance(m, ags.AssistantMessage)]
     assert kept[-1].provider_data == data

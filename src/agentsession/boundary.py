@@ -1,29 +1,29 @@
 """The safe provider-turn boundary: what runs right before every provider call.
 
 In order: (1) the new user input is promoted and tool results are already settled in the log;
-(2) every component is sampled once; (3) samples are compared with the epoch's checkpoint by hash;
-(4) all changes combine into one ``MidConversationSystemMessage`` placed after the new input and
-results; (5) the request is built (projection, window, tools) and preflighted — a rejection raises
-before anything is admitted; (6) the caller commits the returned entries in one transaction and
-only then calls the provider.
+(2) every component was sampled once by the caller (the same samples serve a compaction at this
+boundary); (3) samples are compared with the epoch's checkpoint by hash; (4) all changes combine
+into one ``MidConversationSystemMessage`` placed after the new input and results; (5) the
+request is built (projection, window, tools) and preflighted — a rejection raises before anything
+is admitted; (6) the caller commits the returned entries in one transaction and only then calls
+the provider.
 
-A new epoch starts when there is none yet, when one was requested (compaction, model switch), or
-when the window has to drop messages: its baseline is rendered from the same samples, so nothing
-the model was told is lost when old mid-conversation messages leave the view, and no redundant
-update message is emitted. ``admit`` is pure apart from sampling; it never writes.
+``admit`` decides in one pass over one projection: it projects the log (with the new input and
+the update message in place), chooses the window once, and from that decides whether a new epoch
+starts — when there is none yet, when one was asked for (model switch), or when the window has to
+drop messages. A new epoch's baseline is rendered from the same samples, so nothing the model was
+told is lost when old mid-conversation messages leave the view, and no redundant update message
+is emitted. The request is then built once. ``admit`` is pure: it neither samples nor writes.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .codec import encode
 from .config import Config
 from .context.component import ContextComponent, LoadResult
-from .context.engine import diff, effective_state, fresh_baseline, message_for
+from .context.engine import ComponentState, diff, effective_state, fresh_baseline, message_for
 from .log import (
     ContextEpoch,
     Dispatch,
@@ -32,24 +32,28 @@ from .log import (
     MidConversationSystemMessage,
     Record,
     SystemPromptCheckpoint,
-    UserEntry,
 )
 from .projection import ViewMessage, project
-from .request import AssistantMessage, Request, ToolSpec, UserMessage
-from .window import select_window, with_elision_note
+from .request import AssistantMessage, Request, SystemMessage, ToolSpec, UserMessage, digest
+from .window import Window, select_window, with_elision_note
 
-__all__ = ["Admission", "BoundaryInput", "admit", "build_request", "request_digest"]
+__all__ = ["Admission", "BoundaryInput", "admit", "build_request"]
 
 
 @dataclass(frozen=True)
 class BoundaryInput:
-    """Everything the boundary reads: the log since the epoch start and the live sources."""
+    """Everything the boundary reads: the log since the epoch start and one sample per source.
+
+    ``promoted`` are the entries this boundary promotes into the log ahead of the update message
+    (the new user input and what belongs to it), in order.
+    """
 
     records: Sequence[Record]
     epoch: ContextEpoch | None
     next_seq: int
-    new_user: UserEntry | None
+    promoted: Sequence[LogEntry]
     components: Sequence[ContextComponent]
+    samples: Mapping[str, LoadResult]
     tools: Sequence[ToolSpec]
     config: Config
     model: str
@@ -73,140 +77,90 @@ class Admission:
     tokens: int = 0
 
 
-def request_digest(request: Request) -> str:
-    """A stable digest of what a request sends (sources excluded): proves a replay unchanged."""
-    payload = {
-        "system": encode(request.system),
-        "messages": encode(request.messages),
-        "tools": encode(request.tools),
-    }
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
 def build_request(
     view: Sequence[ViewMessage],
-    epoch: ContextEpoch,
+    window: Window,
+    baseline: tuple[tuple[str, str], ...],
     tools: Sequence[ToolSpec],
-    config: Config,
     provider: str = "",
-) -> tuple[Request, int, int]:
-    """The windowed request of ``view``; also the window's start index and elided count.
+    *,
+    drop_system: bool = False,
+) -> Request:
+    """The request of the ``window`` over ``view``, with ``baseline`` as its system part.
 
-    Opaque provider data (e.g. reasoning signatures) is kept only on messages produced by
-    ``provider``: another provider cannot read it.
+    ``drop_system`` leaves out mid-conversation messages: a new epoch folds them into its
+    baseline. Opaque provider data (e.g. reasoning signatures) is kept only on messages produced
+    by ``provider``: another provider cannot read it.
     """
-    window = select_window(
-        [v.message for v in view], config.max_transcript_messages, step=config.window_step
-    )
     kept = [view[i] for i in window.indices]
+    if drop_system:
+        kept = [v for v in kept if not isinstance(v.message, SystemMessage)]
     messages = [v.message for v in kept]
-    if window.note_index is not None and isinstance(messages[0], UserMessage):
+    if window.note_index is not None and messages and isinstance(messages[0], UserMessage):
         messages[0] = with_elision_note(messages[0], window.elided)
     for i, message in enumerate(messages):
         foreign = isinstance(message, AssistantMessage) and message.provider != provider
         if foreign and isinstance(message, AssistantMessage) and message.provider_data:
             messages[i] = replace(message, provider_data={})
-    request = Request(
-        system=epoch.baseline,
+    return Request(
+        system=baseline,
         messages=tuple(messages),
         tools=tuple(tools),
         sources=tuple(v.seqs for v in kept),
     )
-    return request, window.start, window.elided
 
 
-async def sample_all(components: Sequence[ContextComponent]) -> dict[str, LoadResult]:
-    """Sample every component exactly once, in order."""
-    return {comp.key: await comp.sample() for comp in components}
+def window_of(view: Sequence[ViewMessage], config: Config) -> Window:
+    """The transcript window over ``view`` under ``config``."""
+    return select_window(
+        [v.message for v in view], config.max_transcript_messages, step=config.window_step
+    )
 
 
-async def admit(
-    data: BoundaryInput,
-    preflight: Callable[[Request], int],
-) -> Admission:
-    """Run steps 2–5 of the boundary and return what to commit; raises when preflight rejects."""
+def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission:
+    """Run steps 3–5 of the boundary and return what to commit; raises when preflight rejects."""
     records = list(data.records)
     pending: list[LogEntry] = []
     seq = data.next_seq
-    if data.new_user is not None:
-        records.append(Record(seq, data.new_user))
-        pending.append(data.new_user)
+    for entry in data.promoted:
+        records.append(Record(seq, entry))
+        pending.append(entry)
         seq += 1
 
-    samples = await sample_all(data.components)
-    mids = [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
-    state = effective_state(data.epoch, mids) if data.epoch is not None else {}
-
-    reason: EpochReason | None = data.epoch_reason
-    history_start = 0
+    state = effective_state(data.epoch, _mids(records)) if data.epoch is not None else {}
+    reason: EpochReason | None = "start" if data.epoch is None else data.epoch_reason
     mid: MidConversationSystemMessage | None = None
-    epoch = data.epoch
-    if epoch is None:
-        reason = "start"
-    elif reason is None:
-        changes = diff(state, data.components, samples)
+    if reason is None and data.epoch is not None:
+        changes = diff(state, data.components, data.samples)
         if changes:
             removals = {c.key: c.removal_text() for c in data.components}
-            mid = message_for(changes, removals, epoch.epoch, data.timestamp)
-        trial = [*records, Record(seq, mid)] if mid is not None else records
-        view = project(trial, epoch)
-        _, start, elided = build_request(view, epoch, data.tools, data.config, data.provider)
-        if start > 0 or elided:
-            # The prefix changes anyway: fold the current state into a fresh baseline so
-            # nothing leaves the model's view with the old mid-conversation messages.
-            reason, mid, history_start = "window", None, view[start].seqs[0]
-    else:
-        history_start = epoch.history_start
+            mid = message_for(changes, removals, data.epoch.epoch, data.timestamp)
+            records.append(Record(seq, mid))
+
+    view = project(records, data.epoch)
+    window = window_of(view, data.config)
+    if reason is None and (window.start > 0 or window.elided):
+        # The prefix changes anyway: fold the current state into a fresh baseline, so nothing
+        # leaves the model's view with the old mid-conversation messages.
+        reason, mid = "window", None
+
+    epoch = data.epoch
     if reason is not None:
-        baseline, checkpoint, removed = fresh_baseline(state, data.components, samples)
-        epoch = ContextEpoch(
-            epoch=(data.epoch.epoch + 1) if data.epoch is not None else 0,
-            baseline=baseline,
-            checkpoint=checkpoint,
-            history_start=history_start,
-            reason=reason,
-            model=data.model,
-            removed=removed,
-            # A model switch keeps the history, so a compaction summary keeps opening it.
-            summary_seq=(
-                data.epoch.summary_seq
-                if reason == "model_switch" and data.epoch is not None
-                else None
-            ),
-            timestamp=data.timestamp,
-        )
-        _, start, _ = build_request(
-            project(records, epoch), epoch, data.tools, data.config, data.provider
-        )
-        if start > 0:
-            first = project(records, epoch)[start].seqs[0]
-            epoch = replace(epoch, history_start=first, summary_seq=None)
+        epoch = _new_epoch(data, reason, state, view, window)
         pending.append(epoch)
         seq += 1
     assert epoch is not None
     if mid is not None:
         pending.append(mid)
-        records.append(Record(seq, mid))
-        seq += 1
 
-    view = project(records, epoch)
-    request, _, _ = build_request(view, epoch, data.tools, data.config, data.provider)
+    request = build_request(
+        view, window, epoch.baseline, data.tools, data.provider, drop_system=reason is not None
+    )
     tokens = preflight(request)
-
-    if reason is not None or not data.epoch_dispatched:
-        # The first request of an epoch records every baseline section (and removals).
-        changed: dict[str, str | None] = dict(epoch.baseline)
-        changed.update(dict.fromkeys(epoch.removed))
-        if mid is not None:
-            changed.update({c.key: c.update for c in mid.changes})
-    elif mid is not None:
-        changed = {c.key: c.update for c in mid.changes}
-    else:
-        changed = {}
+    changed = _changed(data, epoch, mid, new_epoch=reason is not None)
     if changed:
         pending.append(SystemPromptCheckpoint(data.message_count, data.timestamp, changed))
-    pending.append(Dispatch(data.model, data.step, request_digest(request), "", data.timestamp))
+    pending.append(Dispatch(data.model, data.step, digest(request), timestamp=data.timestamp))
     return Admission(
         request=request,
         entries=tuple(pending),
@@ -215,3 +169,58 @@ async def admit(
         new_epoch=reason is not None,
         tokens=tokens,
     )
+
+
+def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
+    return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
+
+
+def _new_epoch(
+    data: BoundaryInput,
+    reason: EpochReason,
+    state: Mapping[str, ComponentState],
+    view: Sequence[ViewMessage],
+    window: Window,
+) -> ContextEpoch:
+    """The epoch that starts at this boundary; its history starts where the window starts."""
+    prior = data.epoch
+    baseline, checkpoint, removed = fresh_baseline(state, data.components, data.samples)
+    # A window that keeps the front keeps the history start, so a compaction summary keeps
+    # opening it (model switch, elision inside the newest turn); one that moved starts at its
+    # first turn and leaves the summary behind.
+    history_start = prior.history_start if prior is not None else 0
+    summary_seq = prior.summary_seq if prior is not None else None
+    if window.start > 0:
+        history_start, summary_seq = view[window.start].seqs[0], None
+    return ContextEpoch(
+        epoch=prior.epoch + 1 if prior is not None else 0,
+        baseline=baseline,
+        checkpoint=checkpoint,
+        history_start=history_start,
+        reason=reason,
+        model=data.model,
+        removed=removed,
+        summary_seq=summary_seq,
+        timestamp=data.timestamp,
+    )
+
+
+def _changed(
+    data: BoundaryInput,
+    epoch: ContextEpoch,
+    mid: MidConversationSystemMessage | None,
+    *,
+    new_epoch: bool,
+) -> dict[str, str | None]:
+    """What the ``SystemPromptCheckpoint`` of this dispatch records.
+
+    The first request of an epoch records every baseline section and the removals; a later one
+    only what its update message changed.
+    """
+    changed: dict[str, str | None] = {}
+    if new_epoch or not data.epoch_dispatched:
+        changed.update(dict(epoch.baseline))
+        changed.update(dict.fromkeys(epoch.removed))
+    if mid is not None:
+        changed.update({c.key: c.update for c in mid.changes})
+    return changed

@@ -13,116 +13,43 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from .console import print_events, print_transcript
 from .errors import AgentSessionError
-from .events import (
-    ContextAdmitted,
-    Event,
-    PromptResult,
-    ProviderRetry,
-    StepCommitted,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultEvent,
-    TurnFinished,
-)
 from .providers.base import Model
-from .request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
+from .tools import Tool
 
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-__all__ = ["main", "print_events", "print_transcript"]
-
-_PREVIEW = 200
+__all__ = ["build_parser", "main"]
 
 
-def _short(text: str) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "…"
-
-
-async def print_events(
-    events: AsyncIterator[Event], out: TextIO | None = None
-) -> PromptResult | None:
-    """Print a turn's events as they arrive; return the result when the turn finished."""
-    out = out or sys.stdout
-    in_text = False
-    result: PromptResult | None = None
-    async for event in events:
-        match event:
-            case TextDelta():
-                if not in_text:
-                    out.write("assistant: ")
-                    in_text = True
-                out.write(event.text)
-            case ToolCallStarted():
-                out.write(f"  → {event.call.name}({_short(str(event.call.arguments))})\n")
-            case ToolResultEvent():
-                mark = "✗" if event.is_error else "←"
-                out.write(f"  {mark} {event.name}: {_short(event.content)}\n")
-            case ContextAdmitted():
-                label = "new context epoch" if event.new_epoch else "context update"
-                out.write(f"  [{label}: {', '.join(event.keys)}]\n")
-            case ProviderRetry():
-                out.write(f"  [provider failed, retry {event.attempt}: {event.error}]\n")
-            case StepCommitted():
-                pass
-            case TurnFinished():
-                result = event.result
-        out.flush()
-    if in_text:
-        out.write("\n")
-    return result
-
-
-def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> None:
-    """Print a user transcript."""
-    out = out or sys.stdout
-    for message in messages:
-        match message:
-            case UserMessage():
-                out.write(f"user: {text_of(message.content)}\n")
-            case AssistantMessage():
-                if message.content:
-                    out.write(f"assistant: {message.content}\n")
-                for call in message.tool_calls:
-                    out.write(f"  → {call.name}({_short(str(call.arguments))})\n")
-            case ToolResultMessage():
-                mark = "✗" if message.is_error else "←"
-                out.write(f"  {mark} {message.name}: {_short(text_of(message.content))}\n")
-            case _:
-                pass
-
-
-def _model(spec: str | None) -> Model:
+def _model(spec: str | None) -> tuple[Model, list[Tool]]:
+    """The configured model, or the offline demo model with the demo's own tools."""
     spec = spec or os.environ.get("AGENTSESSION_MODEL")
     if spec:
         from .providers import get_model
 
-        model: Model = get_model(spec)
-        return model
-    from .demo import demo_model
+        return get_model(spec), []
+    from .demo import demo_model, demo_tools
 
     print(
         "No model configured (--model or AGENTSESSION_MODEL); using the offline scripted demo "
         "model.",
         file=sys.stderr,
     )
-    return demo_model()
+    return demo_model(), demo_tools()
 
 
 def _runtime(args: argparse.Namespace, *, needs_model: bool) -> Runtime:
-    from .demo import demo_tools
     from .runtime import Runtime
     from .store.sqlite import SQLiteStore
 
-    model = _model(args.model) if needs_model else None
-    # The demo tools belong to the demo model; a real model gets no tools from the CLI yet.
-    demo = model is None or model.profile.provider == "scripted"
-    return Runtime(store=SQLiteStore(args.db), model=model, tools=demo_tools() if demo else ())
+    model, tools = _model(args.model) if needs_model else (None, [])
+    return Runtime(store=SQLiteStore(args.db), model=model, tools=tools)
 
 
 async def _run(args: argparse.Namespace) -> int:

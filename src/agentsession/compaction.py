@@ -2,19 +2,23 @@
 
 The last ``keep_user_turns`` user turns stay verbatim (a turn is never split); everything the
 model view holds before them — including an earlier summary — is rendered as plain text and
-summarised by the model or a configured summariser into fixed sections. The summary and the new
-epoch (a freshly rendered baseline: components re-sampled, not summarised) commit in one
-transaction, so a crash during compaction leaves the old epoch untouched. Earlier history and
-mid-conversation messages stay in the log, out of the model view.
+summarised by the model or a configured summariser into fixed sections. ``compaction_entries``
+turns the summary text into the two values the session commits in one transaction: the
+``Summary`` and the new epoch, whose baseline is rendered from the boundary's samples (components
+are re-sampled, never summarised). A crash during compaction leaves the old epoch untouched.
+Earlier history and mid-conversation messages stay in the log, out of the model view.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .budget import TokenCounter
+from .context.component import ContextComponent, LoadResult
+from .context.engine import ComponentState, fresh_baseline
+from .log import ContextEpoch, Summary
 from .projection import ViewMessage
 from .request import (
     AssistantMessage,
@@ -25,7 +29,13 @@ from .request import (
     text_of,
 )
 
-__all__ = ["SUMMARY_INSTRUCTIONS", "CompactionPlan", "plan_compaction", "summary_request"]
+__all__ = [
+    "SUMMARY_INSTRUCTIONS",
+    "CompactionPlan",
+    "compaction_entries",
+    "plan_compaction",
+    "summary_request",
+]
 
 SUMMARY_INSTRUCTIONS = """\
 You are compacting an agent conversation so it can continue within a limited context window.
@@ -107,3 +117,35 @@ def summary_request(head: Sequence[ViewMessage], counter: TokenCounter, budget: 
         system=(("compaction", SUMMARY_INSTRUCTIONS),),
         messages=(UserMessage(f"Conversation to summarise:\n\n{text}"),),
     )
+
+
+def compaction_entries(
+    plan: CompactionPlan,
+    summary: str,
+    *,
+    epoch: ContextEpoch,
+    state: Mapping[str, ComponentState],
+    components: Sequence[ContextComponent],
+    samples: Mapping[str, LoadResult],
+    model: str,
+    summary_seq: int,
+    timestamp: str,
+) -> tuple[Summary, ContextEpoch]:
+    """The summary entry and the epoch it opens, to be committed together at ``summary_seq``.
+
+    ``state`` is the effective System Context of the old epoch: a component unavailable in
+    ``samples`` keeps what the model was last told in the new baseline.
+    """
+    baseline, checkpoint, removed = fresh_baseline(state, components, samples)
+    opened = ContextEpoch(
+        epoch=epoch.epoch + 1,
+        baseline=baseline,
+        checkpoint=checkpoint,
+        history_start=plan.cut_seq,
+        reason="compaction",
+        model=model,
+        removed=removed,
+        summary_seq=summary_seq,
+        timestamp=timestamp,
+    )
+    return Summary(summary, plan.cut_seq, timestamp), opened

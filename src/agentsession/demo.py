@@ -69,7 +69,7 @@ def demo_model() -> ScriptedModel:
 
 
 async def _run(db: Path) -> str:
-    from .cli import print_events
+    from .console import print_events
     from .runtime import Runtime
     from .store.sqlite import SQLiteStore
 

@@ -25,6 +25,7 @@ __all__ = [
     "TRANSCRIPT_KINDS",
     "VERSIONS",
     "AssistantEntry",
+    "CacheDiagnosis",
     "ComponentChange",
     "ContextEpoch",
     "Dispatch",
@@ -159,15 +160,37 @@ class SystemPromptCheckpoint:
     kind: Literal["system_prompt_checkpoint"] = "system_prompt_checkpoint"
 
 
+CacheDiagnosis: TypeAlias = Literal[
+    "first",
+    "unknown",
+    "hit",
+    "model_changed",
+    "tools_changed",
+    "system_changed",
+    "messages_changed",
+]
+"""The expected prompt-cache outcome of a request against the one dispatched before it."""
+
+
 @dataclass(frozen=True)
 class Dispatch:
-    """A request was sent to the model (committed right before the call)."""
+    """A request was sent to the model (committed right before the call).
+
+    ``digest`` identifies the whole request (a retry must reproduce it). ``cache`` is the local
+    cache diagnosis against the previous dispatch; the part digests and ``message_count`` let the
+    next request be diagnosed against this one without keeping the request (also after a reopen):
+    ``messages_digest`` chains the digests of the first ``message_count`` messages.
+    """
 
     model: str
     step: int
     digest: str
-    cache: str = ""
+    cache: CacheDiagnosis = "unknown"
     timestamp: str = ""
+    tools_digest: str = ""
+    system_digest: str = ""
+    messages_digest: str = ""
+    message_count: int = 0
     kind: Literal["dispatch"] = "dispatch"
 
 
@@ -266,7 +289,7 @@ _TYPES: dict[str, type[Any]] = {
 }
 
 #: The version each kind is written with today.
-VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 2}
+VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 2, "dispatch": 2}
 
 
 def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
@@ -274,9 +297,18 @@ def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "summary_seq": None}
 
 
+def _dispatch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 stored the diagnosis as free text and no part digests: a value outside the
+    # diagnosis type says nothing we can use, and the next request cannot be compared with it.
+    cache = payload.get("cache")
+    known = get_args(CacheDiagnosis)
+    return {**payload, "cache": cache if cache in known else "unknown"}
+
+
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
 _UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
+    ("dispatch", 1): _dispatch_v1_to_v2,
 }
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .log import (
+    TRANSCRIPT_KINDS,
     AssistantEntry,
     ContextEpoch,
     MidConversationSystemMessage,
@@ -28,7 +29,7 @@ from .request import (
     UserMessage,
 )
 
-__all__ = ["ViewMessage", "project", "summary_text", "to_message"]
+__all__ = ["ViewMessage", "project", "summary_text", "to_message", "transcript_from"]
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages are no longer shown):\n\n"
 
@@ -96,3 +97,14 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
         if message is not None:
             view.append(ViewMessage(message, (record.seq,)))
     return opening + view
+
+
+def transcript_from(records: Iterable[Record]) -> list[Message]:
+    """The user transcript of ``records``: user, assistant and tool messages only."""
+    out: list[Message] = []
+    for record in records:
+        if record.entry.kind in TRANSCRIPT_KINDS:
+            message = to_message(record)
+            assert message is not None
+            out.append(message)
+    return out

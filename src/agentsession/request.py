@@ -8,9 +8,13 @@ in a deterministic order). Values are frozen dataclasses with a ``kind`` (parts)
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
+
+from .codec import encode
 
 __all__ = [
     "AssistantMessage",
@@ -25,6 +29,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UserMessage",
+    "digest",
     "new_call_id",
     "text_of",
 ]
@@ -166,3 +171,14 @@ def text_of(content: str | tuple[ContentPart, ...]) -> str:
     if isinstance(content, str):
         return content
     return "".join(p.text for p in content if isinstance(p, TextPart))
+
+
+def digest(request: Request) -> str:
+    """A stable digest of what ``request`` sends (sources excluded): proves a replay unchanged."""
+    payload = {
+        "system": encode(request.system),
+        "messages": encode(request.messages),
+        "tools": encode(request.tools),
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -2,40 +2,38 @@
 
 A runtime is shared by all sessions it creates or opens. It owns the component registry (built-in
 ``core.date`` and ``core.environment`` first, plugin components after them by key), the tools,
-the token counter used for preflight, and title generation. Sessions read everything live from
-here at each safe boundary, so registering a component affects the next request of every session.
+the token budget and the titler, and hands them to each session as one ``SessionDeps`` value; a
+session never sees the runtime itself. Sessions sample the registry at each safe boundary, so
+registering a component affects the next request of every session.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
 
-from .budget import TokenCounter, calibrate, counter_for, default_counter, preflight
+from .budget import TokenCounter, counter_for, default_counter
+from .budget_policy import BudgetPolicy
 from .config import Config
 from .context.builtins import date_component, environment_component
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
+from .deps import SessionDeps
 from .errors import UsageError
-from .log import TRANSCRIPT_KINDS, SystemPromptCheckpoint, UserEntry, now
-from .providers.base import Model, complete
-from .providers.scripted import ScriptedModel
-from .request import Message, Request, Usage, UserMessage, text_of
-from .session import Session, transcript_from
+from .log import TRANSCRIPT_KINDS, SystemPromptCheckpoint, now
+from .projection import transcript_from
+from .providers.base import Model
+from .session import Session
 from .store.base import SessionInfo, Store
 from .sync import run_sync
+from .titles import Titler
 from .tools import Tool
+from .writer import LogWriter
 
 __all__ = ["Runtime"]
-
-TITLE_INSTRUCTIONS = (
-    "Name the conversation below in at most six words. Reply with the title only: no quotes, "
-    "no punctuation at the end."
-)
-_TITLE_INPUT_CHARS = 4_000
 
 
 class Runtime:
@@ -64,18 +62,7 @@ class Runtime:
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
         self.config = config or Config()
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
-        self.title_model = title_model
-        self.summarizer = summarizer
-        self.token_counter: TokenCounter = token_counter or _counter_for(model)
-        self.tools: list[Tool] = []
-        for item in tools:
-            if not isinstance(item, Tool):
-                raise UsageError(
-                    f"tools must be decorated with @ags.tool; got {type(item).__name__}"
-                )
-            if self.tool_named(item.name) is not None:
-                raise UsageError(f"two tools are named {item.name!r}")
-            self.tools.append(item)
+        self.tools: tuple[Tool, ...] = _checked_tools(tools)
         self.registry = ComponentRegistry(
             [
                 date_component(self.clock, self.config.timezone),
@@ -84,6 +71,16 @@ class Runtime:
         )
         for component in components:
             self.registry.register(component)
+        counter = token_counter or _counter_for(model)
+        self._deps = SessionDeps(
+            store=store,
+            config=self.config,
+            tools=self.tools,
+            registry=self.registry,
+            budget=BudgetPolicy(counter, context_window=self.config.context_window),
+            titler=Titler(title_model, model),
+            summarizer=summarizer,
+        )
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -94,9 +91,14 @@ class Runtime:
             raise UsageError("this Runtime has no model: pass model=ags.get_model(...) or similar")
         return self._model
 
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter every preflight of this runtime measures with."""
+        return self._deps.budget.counter
+
     def tool_named(self, name: str) -> Tool | None:
         """The registered tool called ``name``, if any."""
-        return next((t for t in self.tools if t.name == name), None)
+        return self._deps.tool_named(name)
 
     def register_component(self, component: ContextComponent) -> ComponentHandle:
         """Add a plugin component; the next safe boundary of each session announces it once."""
@@ -105,52 +107,6 @@ class Runtime:
     def plugin(self, name: str) -> PluginScope:
         """A replayable scope for one plugin's components (``scope.replay([...])`` on reload)."""
         return self.registry.scope(name)
-
-    def budget_for(self, model: Model) -> int:
-        """The token budget of one request to ``model``."""
-        return min(self.config.context_window, model.profile.context_window)
-
-    def preflight_for(self, model: Model, user: UserEntry | None) -> Callable[[Request], int]:
-        """The budget check of one admission: the request's tokens, or ``BudgetExceededError``."""
-        budget = self.budget_for(model)
-        text = text_of(user.content) if user is not None else None
-
-        def check(request: Request) -> int:
-            return preflight(request, self.token_counter, budget, text=text).total
-
-        return check
-
-    def observe_usage(self, model: Model, request: Request, usage: Usage) -> None:
-        """Calibrate the token estimate from what a real provider reported for ``request``.
-
-        The scripted model's figures are guesses and would pull the estimate off.
-        """
-        if usage.input_tokens > 0 and model.profile.provider != "scripted":
-            calibrate(self.token_counter, request, usage.input_tokens)
-
-    async def make_title(self, transcript: Sequence[Message]) -> str | None:
-        """A title from the user transcript alone (no System Context, no metadata)."""
-        first = next((m for m in transcript if isinstance(m, UserMessage)), None)
-        if first is None:
-            return None
-        fallback = _heuristic_title(text_of(first.content))
-        model = self.title_model
-        if model is None and self._model is not None and not isinstance(self._model, ScriptedModel):
-            model = self._model
-        if model is None:
-            return fallback
-        lines = []
-        for message in transcript:
-            if message.role in ("user", "assistant") and text_of(message.content).strip():
-                lines.append(f"{message.role}: {text_of(message.content).strip()}")
-        body = "\n".join(lines)[:_TITLE_INPUT_CHARS]
-        request = Request(system=(("title", TITLE_INSTRUCTIONS),), messages=(UserMessage(body),))
-        try:
-            done = await complete(model, request)
-        except Exception:  # a title is a convenience: its model failing must not fail the turn
-            return fallback
-        title = done.message.content.strip().strip("\"'").strip()
-        return title[:80] if title else fallback
 
     # -- sessions -----------------------------------------------------------------------------
 
@@ -164,7 +120,8 @@ class Runtime:
             project_dir=str(self.project_dir),
         )
         await self.store.create_session(info)
-        return Session(self, info, [], [])
+        writer = LogWriter(self.store, info.id, 0, [], [])
+        return Session(self._deps, info, self.model, writer)
 
     async def open_session(self, session_id: str) -> Session:
         """A stored session (``SessionNotFoundError`` when there is none), in any process."""
@@ -172,7 +129,10 @@ class Runtime:
         kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
         records = await self.store.read(session_id, kinds=kinds)
         checkpoints = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
-        return Session(self, info, transcript_from(records), checkpoints)
+        writer = LogWriter(
+            self.store, info.id, info.next_seq, transcript_from(records), checkpoints
+        )
+        return Session(self._deps, info, self._model, writer)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first."""
@@ -195,14 +155,19 @@ class Runtime:
         run_sync(self.close())
 
 
+def _checked_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:
+    checked: list[Tool] = []
+    for item in tools:
+        if not isinstance(item, Tool):
+            raise UsageError(f"tools must be decorated with @ags.tool; got {type(item).__name__}")
+        if any(t.name == item.name for t in checked):
+            raise UsageError(f"two tools are named {item.name!r}")
+        checked.append(item)
+    return tuple(checked)
+
+
 def _counter_for(model: Model | None) -> TokenCounter:
     """Exact offline counting for OpenAI's own models where an encoding ships; else an estimate."""
     if model is None or model.profile.provider != "openai":
         return default_counter()
     return counter_for("openai:" + model.name.rpartition(":")[2], fallback=default_counter())
-
-
-def _heuristic_title(text: str) -> str:
-    words = text.split()
-    title = " ".join(words[:8])
-    return title[:60] + ("…" if len(title) > 60 or len(words) > 8 else "")

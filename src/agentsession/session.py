@@ -1,44 +1,32 @@
 """Session: the turn loop and the public operations on one durable session.
 
-A prompt runs steps until the model answers with text: each step passes the safe boundary
-(``boundary.admit``), commits the admission in one transaction, calls the model (retrying
-transient failures with the same request), commits the response, then runs and commits each tool
-result. ``stream()`` yields typed events as this happens and ``prompt()`` is built on it.
+A prompt runs steps until the model answers with text: each step samples the System Context
+once, passes the safe boundary (``boundary.admit``), commits the admission in one transaction,
+calls the model (``model_call``: transient failures retried with the same request), commits the
+response, then runs and commits each tool result. ``stream()`` yields typed events as this
+happens; ``prompt()`` and ``retry()`` drain the same stream.
 
-Reads for the next request are O(window): the newest epoch is found through the kind index and
-only the log from its history start is read. The user transcript is loaded once at open and kept
-in memory; runtime metadata never enters it. A failed provider call leaves the admitted entries
-stored; ``retry()`` re-sends exactly the request rebuilt from the log.
+The session owns no storage logic: its ``LogWriter`` knows what is durable, what is pending and
+which seq comes next; ``recovery`` says how an unfinished step is closed; ``compaction`` turns a
+summary into the entries to commit. Everything else it needs comes in one ``SessionDeps`` value.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Literal
 
-from .boundary import (
-    Admission,
-    BoundaryInput,
-    admit,
-    build_request,
-    request_digest,
-    sample_all,
-)
-from .compaction import plan_compaction, summary_request
-from .context.engine import effective_state, fresh_baseline
+from .admission import Admitter
+from .boundary import Admission
+from .deps import SessionDeps
 from .errors import (
     AgentSessionError,
-    BudgetExceededError,
-    ConflictError,
     MaxStepsExceededError,
-    ProviderError,
     SessionBusyError,
     StoreError,
-    TransientProviderError,
     UsageError,
 )
 from .events import (
@@ -52,68 +40,47 @@ from .events import (
     ToolResultEvent,
     TurnFinished,
 )
-from .inspect import diagnose
+from .inspect import fingerprinted
 from .log import (
-    TRANSCRIPT_KINDS,
     AssistantEntry,
-    ContextEpoch,
     Dispatch,
-    EpochReason,
-    Interrupted,
     LogEntry,
-    MidConversationSystemMessage,
     ModelSwitched,
     ProviderFailed,
     Record,
-    Summary,
     SystemPromptCheckpoint,
     ToolResultEntry,
     UserEntry,
     now,
 )
-from .projection import project, to_message
-from .providers.base import Model, ModelDone, ModelTextDelta, ModelToolCall, complete
-from .request import (
-    ContentPart,
-    Message,
-    Request,
-    ToolCall,
-    Usage,
-)
-from .store.base import SessionInfo, Store
+from .model_call import as_package_error, call_model
+from .providers.base import Model, ModelDone
+from .recovery import Cause, closing_entries, step_state
+from .request import ContentPart, Message, Request, ToolCall, Usage, digest
+from .store.base import SessionInfo
 from .sync import run_sync
-from .tools import Tool, ToolOutcome
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
+from .tools import ToolOutcome
+from .writer import LogWriter
 
 __all__ = ["Session"]
 
-_INTERRUPTED_RESULT = "No result: the process ended before this tool call finished."
+_Resume = Literal["new", "replay", "continue"]
 
 
 class Session:
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(
-        self,
-        runtime: Runtime,
-        info: SessionInfo,
-        transcript: list[Message],
-        checkpoints: list[SystemPromptCheckpoint],
+        self, deps: SessionDeps, info: SessionInfo, model: Model | None, writer: LogWriter
     ) -> None:
-        self._runtime = runtime
+        self._deps = deps
         self._info = info
-        self._transcript = transcript
-        self._checkpoints = checkpoints
-        self._next_seq = info.next_seq
+        self._model = model
+        self._writer = writer
+        self._admitter = Admitter(deps, writer)
         self._busy = False
-        self._model_override: Model | None = None
-        self._epoch_reason: EpochReason | None = None
-        self._last_request: Request | None = None
-        self._pending: list[LogEntry] = []
-        self._pending_error: StoreError | None = None
-        self._last_model: str | None = None
+        self._last_dispatch: Dispatch | None = None
+        self._last_dispatch_known = False
 
     # -- public views -------------------------------------------------------------------------
 
@@ -129,30 +96,36 @@ class Session:
 
     @property
     def model(self) -> Model:
-        """The model this session currently talks to."""
+        """The model this session currently talks to (``UsageError`` when it has none)."""
+        if self._model is None:
+            raise UsageError(
+                f"session {self.id} has no model: give the Runtime a model, or pass"
+                " open_session(id, model=...)"
+            )
         return self._model
-
-    @property
-    def _model(self) -> Model:
-        return self._model_override or self._runtime.model
 
     @property
     def messages(self) -> list[Message]:
         """The user transcript: user, assistant and tool messages only (copies)."""
-        return list(self._transcript)
+        return list(self._writer.transcript)
 
     @property
     def busy(self) -> bool:
         """Whether a turn is running."""
         return self._busy
 
+    @property
+    def pending(self) -> int:
+        """How many entries the store refused and ``flush()`` has yet to write."""
+        return len(self._writer.pending)
+
     def system_prompt_checkpoints(self) -> list[SystemPromptCheckpoint]:
         """The system-context record of each dispatched request that changed it (copies)."""
-        return copy.deepcopy(self._checkpoints)
+        return copy.deepcopy(self._writer.checkpoints)
 
     async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
         """Raw log records in ``[start, end)`` (for inspection and export)."""
-        return await self._store.read(self.id, start, end)
+        return await self._deps.store.read(self.id, start, end)
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -160,12 +133,7 @@ class Session:
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> PromptResult:
         """Run one prompt to the final text reply and return it."""
-        result: PromptResult | None = None
-        async for event in self.stream(text, skills=skills):
-            if isinstance(event, TurnFinished):
-                result = event.result
-        assert result is not None
-        return result
+        return await _drain(self.stream(text, skills=skills))
 
     def prompt_sync(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
@@ -179,15 +147,11 @@ class Session:
         """Run one prompt, yielding events as they happen; the last is ``TurnFinished``."""
         if skills:
             raise UsageError("skill selection is not available yet in this version")
-        content = _normalize_content(text)
-        self._enter()
-        try:
+        user = UserEntry(_normalize_content(text), timestamp=now())
+        async with self._exclusive():
             await self._recover()
-            user = UserEntry(content, timestamp=now())
-            async for event in self._run(user):
+            async for event in self._turn([user], "new"):
                 yield event
-        finally:
-            self._busy = False
 
     async def retry(self) -> PromptResult:
         """Finish a turn that did not finish.
@@ -196,34 +160,24 @@ class Session:
         exactly as admitted; a turn that stopped after its tool results were stored (a refused
         write, since flushed) continues with the next model call.
         """
-        self._enter()
-        try:
+        return await _drain(self._retry())
+
+    async def _retry(self) -> AsyncIterator[Event]:
+        async with self._exclusive():
             await self._recover()
-            tail = await self._tail_since_dispatch()
+            tail = await self._writer.tail_since_dispatch()
             if tail is None:
                 raise UsageError("nothing to retry: no request was ever dispatched")
-            responses = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)]
-            if responses and not responses[-1].tool_calls:
+            state = step_state(tail)
+            if state.finished:
                 raise UsageError("nothing to retry: the last turn finished")
-            result: PromptResult | None = None
-            async for event in self._run(None, replay=not responses):
-                if isinstance(event, TurnFinished):
-                    result = event.result
-            assert result is not None
-            return result
-        finally:
-            self._busy = False
+            async for event in self._turn([], "continue" if state.responded else "replay"):
+                yield event
 
     async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
         """The neutral request the next prompt would send; nothing is admitted."""
         user = UserEntry(_normalize_content(text), timestamp=now())
-        admission = await self._admission(user, step=1)
-        return admission.request
-
-    @property
-    def pending(self) -> int:
-        """How many entries the store refused and ``flush()`` has yet to write."""
-        return len(self._pending)
+        return await self._admitter.preview([user], self.model)
 
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.
@@ -233,11 +187,7 @@ class Session:
         """
         if self._busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
-        if not self._pending:
-            return 0
-        records = await self._append(self._pending)
-        self._pending = []
-        return len(records)
+        return await self._writer.flush()
 
     async def compact(self) -> bool:
         """Summarise the history before the last ``Config.keep_user_turns`` user turns.
@@ -245,378 +195,203 @@ class Session:
         The summary opens a new epoch with a freshly rendered baseline; earlier history stays in
         the log. Returns ``False`` when there is nothing before the kept turns to summarise.
         """
-        self._enter()
-        try:
+        async with self._exclusive():
             await self._recover()
-            return await self._compact()
-        finally:
-            self._busy = False
-
-    async def _compact(self) -> bool:
-        epoch, records, _ = await self._view_records()
-        if epoch is None:
-            return False
-        plan = plan_compaction(project(records, epoch), self._runtime.config.keep_user_turns)
-        if plan is None:
-            return False
-        summarizer = self._runtime.summarizer or self._model
-        request = summary_request(
-            plan.head, self._runtime.token_counter, self._runtime.budget_for(summarizer)
-        )
-        try:
-            done = await complete(summarizer, request)
-        except AgentSessionError:
-            raise
-        except Exception as exc:
-            raise ProviderError(f"the summariser failed: {type(exc).__name__}: {exc}") from exc
-        text = done.message.content.strip()
-        if not text:
-            raise ProviderError("the summariser returned an empty summary")
-        components = self._runtime.registry.components()
-        samples = await sample_all(components)
-        mids = [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
-        baseline, checkpoint, removed = fresh_baseline(
-            effective_state(epoch, mids), components, samples
-        )
-        stamp = now()
-        summary_seq = self._next_seq
-        new_epoch = ContextEpoch(
-            epoch=epoch.epoch + 1,
-            baseline=baseline,
-            checkpoint=checkpoint,
-            history_start=plan.cut_seq,
-            reason="compaction",
-            model=self._model.name,
-            removed=removed,
-            summary_seq=summary_seq,
-            timestamp=stamp,
-        )
-        await self._append([Summary(text, plan.cut_seq, stamp), new_epoch])
-        self._epoch_reason = None
-        return True
+            return await self._admitter.compact(await self._admitter.sample(), self.model)
 
     async def switch_model(self, model: Model) -> None:
         """Talk to ``model`` from the next request on; that request starts a new epoch."""
         if not isinstance(model, Model):
             raise UsageError(f"expected a Model, got {type(model).__name__}")
-        self._enter()
-        try:
-            if model.name != self._model.name:
-                entry = ModelSwitched(model.name, self._model.name, now())
-                await self._append([entry])
-                self._epoch_reason = "model_switch"
-            self._model_override = model
-        finally:
-            self._busy = False
+        async with self._exclusive():
+            previous = self._model.name if self._model is not None else ""
+            if model.name != previous:
+                await self._writer.append([ModelSwitched(model.name, previous, now())])
+                self._admitter.epoch_reason = "model_switch"
+            self._model = model
 
-    # -- internals ----------------------------------------------------------------------------
+    # -- the turn loop ------------------------------------------------------------------------
 
-    @property
-    def _store(self) -> Store:
-        return self._runtime.store
-
-    def _enter(self) -> None:
+    @contextlib.asynccontextmanager
+    async def _exclusive(self) -> AsyncIterator[None]:
+        """Hold the session for one operation: refused while busy or while writes are pending."""
         if self._busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
-        if self._pending:
+        if self._writer.pending:
             raise SessionBusyError(
-                f"session {self.id} has {len(self._pending)} entries the store refused;"
+                f"session {self.id} has {len(self._writer.pending)} entries the store refused;"
                 " call session.flush() first"
             )
         self._busy = True
-
-    async def _commit(self, entries: Sequence[LogEntry]) -> list[Record] | None:
-        """Append after a provider or tool call; keep the entries pending if the store refuses.
-
-        Nothing a model or tool produced is dropped: ``flush()`` writes it later, without
-        calling them again. A conflicting writer is not a refusal and still raises.
-        """
-        if not self._pending:
-            try:
-                return await self._append(entries)
-            except ConflictError:
-                raise
-            except StoreError as exc:
-                self._pending_error = exc
-        self._pending.extend(entries)
-        return None
-
-    def _raise_pending(self) -> None:
-        assert self._pending_error is not None
-        raise StoreError(
-            f"the store refused to write ({self._pending_error}); {len(self._pending)} entries"
-            " are kept in memory: call session.flush() to write them (they are lost if the"
-            " process ends first)"
-        ) from self._pending_error
-
-    async def _append(self, entries: Sequence[LogEntry]) -> list[Record]:
-        records: list[Record] = await self._store.append(self.id, self._next_seq, entries)
-        self._next_seq += len(entries)
-        for record in records:
-            if record.entry.kind in TRANSCRIPT_KINDS:
-                message = to_message(record)
-                assert message is not None
-                self._transcript.append(message)
-            elif isinstance(record.entry, SystemPromptCheckpoint):
-                self._checkpoints.append(record.entry)
-        return records
-
-    async def _epoch(self) -> Record | None:
-        record: Record | None = await self._store.last(self.id, ["epoch"])
-        return record
-
-    async def _view_records(self) -> tuple[ContextEpoch | None, list[Record], bool]:
-        """The current epoch, its log from the history start on, and whether it was dispatched.
-
-        Reads O(window) rows: the epoch is found through the kind index.
-        """
-        epoch_record = await self._epoch()
-        if epoch_record is None:
-            return None, await self._store.read(self.id, 0), False
-        epoch = epoch_record.entry
-        assert isinstance(epoch, ContextEpoch)
-        start = min(epoch.history_start, epoch_record.seq)
-        if epoch.summary_seq is not None:
-            start = min(start, epoch.summary_seq)
-        records = await self._store.read(self.id, start)
-        dispatched = any(
-            isinstance(r.entry, Dispatch) and r.seq > epoch_record.seq for r in records
-        )
-        return epoch, records, dispatched
-
-    async def _admission(self, user: UserEntry | None, *, step: int) -> Admission:
-        epoch, records, dispatched = await self._view_records()
-        tools = [t.spec for t in self._runtime.tools]
-        data = BoundaryInput(
-            records=records,
-            epoch=epoch,
-            next_seq=self._next_seq,
-            new_user=user,
-            components=self._runtime.registry.components(),
-            tools=tools,
-            config=self._runtime.config,
-            model=self._model.name,
-            step=step,
-            message_count=len(self._transcript) + (1 if user is not None else 0),
-            epoch_reason=self._epoch_reason or _switched(epoch, self._model),
-            timestamp=now(),
-            epoch_dispatched=dispatched,
-            provider=self._model.profile.provider,
-        )
-        return await admit(data, self._runtime.preflight_for(self._model, user))
-
-    async def _admit(self, user: UserEntry | None, *, step: int) -> Admission:
-        """Admission with automatic compaction: over the threshold, or over the budget."""
-        config = self._runtime.config
         try:
-            admission = await self._admission(user, step=step)
-        except BudgetExceededError:
-            if not config.auto_compact or not await self._compact():
-                raise
-            return await self._admission(user, step=step)
-        budget = self._runtime.budget_for(self._model)
-        if config.auto_compact and admission.tokens > budget * config.compact_threshold:
-            # The request fits: a summariser that fails here must not fail the prompt.
-            try:
-                compacted = await self._compact()
-            except ProviderError:
-                return admission
-            if compacted:
-                return await self._admission(user, step=step)
-        return admission
+            yield
+        finally:
+            self._busy = False
 
-    async def _rebuild_request(self) -> Request:
-        """The request of the current epoch, exactly as last admitted (no sampling)."""
-        epoch, records, _ = await self._view_records()
-        if epoch is None:
-            raise UsageError("nothing to retry: no request was ever admitted")
-        tools = [t.spec for t in self._runtime.tools]
-        request, _, _ = build_request(
-            project(records, epoch),
-            epoch,
-            tools,
-            self._runtime.config,
-            self._model.profile.provider,
-        )
-        return request
-
-    async def _tail_since_dispatch(self) -> list[Record] | None:
-        last = await self._store.last(self.id, ["dispatch"])
-        if last is None:
-            return None
-        records: list[Record] = await self._store.read(self.id, last.seq)
-        return records
-
-    async def _recover(self) -> None:
-        """Record truthfully a step that a dead process left dispatched but unfinished."""
-        tail = await self._tail_since_dispatch()
-        if not tail:
-            return
-        entries = [r.entry for r in tail]
-        if any(isinstance(e, ProviderFailed | Interrupted) for e in entries):
-            return
-        responses = [e for e in entries if isinstance(e, AssistantEntry)]
-        if not responses:
-            await self._append(
-                [Interrupted("the process ended before the response was stored", now())]
-            )
-            return
-        answered = {e.call_id for e in entries if isinstance(e, ToolResultEntry)}
-        missing = [c for c in responses[-1].tool_calls if c.id not in answered]
-        if missing:
-            synthetic: list[LogEntry] = [
-                ToolResultEntry(c.id, c.name, _INTERRUPTED_RESULT, True, now()) for c in missing
-            ]
-            synthetic.append(Interrupted("the process ended while tools were running", now()))
-            await self._append(synthetic)
-
-    async def _run(self, user: UserEntry | None, *, replay: bool = False) -> AsyncIterator[Event]:
-        config = self._runtime.config
+    async def _turn(self, promoted: list[LogEntry], resume: _Resume) -> AsyncIterator[Event]:
+        """Run steps until the model answers with text (or a step cannot go on)."""
+        config = self._deps.config
         usage = Usage()
-        step = 0
-        while True:
-            step += 1
+        for step in range(1, config.max_steps + 2):
             if step > config.max_steps:
                 raise MaxStepsExceededError(
                     f"the prompt reached Config.max_steps={config.max_steps} model calls"
                 )
-            if replay:
-                request = await self._rebuild_request()
-                again = Dispatch(self._model.name, step, request_digest(request), "", now())
-                records = await self._append([self._diagnosed(again, request)])
-                replay = False
+            if resume == "continue":
+                request = await self._admitter.rebuild(self.model)
             else:
-                admission = await self._admit(user, step=step)
-                request = admission.request
-                *head, dispatch = admission.entries
-                assert isinstance(dispatch, Dispatch)
-                records = await self._append([*head, self._diagnosed(dispatch, request)])
-                self._epoch_reason = None
-                if admission.changed:
-                    yield ContextAdmitted(admission.changed, admission.new_epoch)
-            user = None
-            yield StepCommitted(step, records[0].seq, records[-1].seq, "admission")
-
-            done: ModelDone | None = None
-            async for event in self._call_model(request):
-                if isinstance(event, ModelDone):
-                    done = event
-                else:
+                request, events = await self._dispatch(promoted, step, replay=resume == "replay")
+                for event in events:
                     yield event
+            resume, promoted = "new", []
+            done: ModelDone | None = None
+            async for model_event in self._ask(request):
+                if isinstance(model_event, ModelDone):
+                    done = model_event
+                else:
+                    yield model_event
             assert done is not None
             usage = _add_usage(usage, done.usage)
-            message = done.message
-            entry = AssistantEntry(
-                content=message.content,
-                tool_calls=message.tool_calls,
-                provider=message.provider,
-                provider_data=message.provider_data,
-                model=done.model or self._model.name,
-                usage=done.usage,
-                timestamp=now(),
-            )
-            saved = await self._commit([entry])
-            self._runtime.observe_usage(self._model, request, done.usage)
-            if saved:
-                yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
-            if not message.tool_calls:
-                if self._pending:
-                    self._raise_pending()
-                await self._name_session()
-                result = PromptResult(message.content, step, usage, self.id)
-                yield TurnFinished(result)
+            async for event in self._respond(step, request, done, usage):
+                yield event
+            if not done.message.tool_calls:
                 return
-            available = {spec.name for spec in request.tools}
-            for call in message.tool_calls:
-                yield ToolCallStarted(call)
-                outcome = await self._run_tool(call, available)
-                result_entry = ToolResultEntry(
-                    call.id, call.name, outcome.content, outcome.is_error, now()
-                )
-                saved = await self._commit([result_entry])
-                yield ToolResultEvent(call.id, call.name, outcome.content, outcome.is_error)
-                if saved:
-                    yield StepCommitted(step, saved[0].seq, saved[-1].seq, "tool_result")
-            if self._pending:
-                self._raise_pending()
 
-    def _diagnosed(self, dispatch: Dispatch, request: Request) -> Dispatch:
-        """``dispatch`` with the cache diagnosis against the previous request of this process."""
-        if self._last_request is None and self._next_seq == 0:
-            cache = "first"
+    async def _ask(self, request: Request) -> AsyncIterator[TextDelta | ProviderRetry | ModelDone]:
+        """The provider call of a step; a failure is recorded in the log, then raised."""
+        config = self._deps.config
+        try:
+            async for event in call_model(
+                self.model,
+                request,
+                retries=config.provider_retries,
+                base_delay=config.retry_base_delay,
+            ):
+                yield event
+        except AgentSessionError as exc:
+            await self._record_failure(exc)
+            raise
+        except Exception as exc:
+            await self._record_failure(exc)
+            raise as_package_error(exc, f"model {self.model.name}") from exc
+
+    async def _dispatch(
+        self, promoted: list[LogEntry], step: int, *, replay: bool
+    ) -> tuple[Request, list[Event]]:
+        """Admit and commit one request right before the provider call; return it and events."""
+        admitted: Admission | None = None
+        if replay:
+            request = await self._admitter.rebuild(self.model)
+            entries: list[LogEntry] = [
+                Dispatch(self.model.name, step, digest(request), timestamp=now())
+            ]
         else:
-            cache = diagnose(self._last_request, self._last_model, request, self._model.name)
-        self._last_request, self._last_model = request, self._model.name
-        return replace(dispatch, cache=cache)
+            admitted = await self._admitter.admit(promoted, step, self.model)
+            request = admitted.request
+            entries = list(admitted.entries)
+        dispatch = entries.pop()
+        assert isinstance(dispatch, Dispatch)
+        stamped = fingerprinted(dispatch, request, await self._previous_dispatch())
+        records = await self._writer.append([*entries, stamped])
+        self._last_dispatch = stamped
+        self._admitter.admitted()
+        events: list[Event] = []
+        if admitted is not None and admitted.changed:
+            events.append(ContextAdmitted(admitted.changed, admitted.new_epoch))
+        events.append(StepCommitted(step, records[0].seq, records[-1].seq, "admission"))
+        return request, events
+
+    async def _respond(
+        self, step: int, request: Request, done: ModelDone, usage: Usage
+    ) -> AsyncIterator[Event]:
+        """Commit the response; finish the turn or run its tool calls and commit each result."""
+        message = done.message
+        entry = AssistantEntry(
+            content=message.content,
+            tool_calls=message.tool_calls,
+            provider=message.provider,
+            provider_data=message.provider_data,
+            model=done.model or self.model.name,
+            usage=done.usage,
+            timestamp=now(),
+        )
+        saved = await self._writer.commit([entry])
+        if self.model.profile.reports_usage and done.usage.input_tokens > 0:
+            self._deps.budget.observe(request, done.usage.input_tokens)
+        if saved:
+            yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
+        if not message.tool_calls:
+            if self._writer.pending:
+                self._writer.raise_pending()
+            await self._name_session()
+            yield TurnFinished(PromptResult(message.content, step, usage, self.id))
+            return
+        available = {spec.name for spec in request.tools}
+        for call in message.tool_calls:
+            yield ToolCallStarted(call)
+            outcome = await self._run_tool(call, available)
+            result = ToolResultEntry(call.id, call.name, outcome.content, outcome.is_error, now())
+            saved = await self._writer.commit([result])
+            yield ToolResultEvent(call.id, call.name, outcome.content, outcome.is_error)
+            if saved:
+                yield StepCommitted(step, saved[0].seq, saved[-1].seq, "tool_result")
+        if self._writer.pending:
+            self._writer.raise_pending()
 
     async def _run_tool(self, call: ToolCall, available: set[str]) -> ToolOutcome:
-        tool: Tool | None = self._runtime.tool_named(call.name)
+        tool = self._deps.tool_named(call.name)
         if tool is None or call.name not in available:
             return ToolOutcome(f"Unknown tool: {call.name}", True)
         return await tool.invoke(dict(call.arguments))
 
-    async def _call_model(
-        self, request: Request
-    ) -> AsyncIterator[TextDelta | ProviderRetry | ModelDone]:
-        retries = self._runtime.config.provider_retries
-        attempt = 0
-        while True:
-            try:
-                async for event in self._model.stream(request):
-                    if isinstance(event, ModelTextDelta):
-                        yield TextDelta(event.text)
-                    elif isinstance(event, ModelToolCall):
-                        continue
-                    else:
-                        yield event
-                return
-            except TransientProviderError as exc:
-                if attempt < retries:
-                    attempt += 1
-                    yield ProviderRetry(attempt, str(exc))
-                    await asyncio.sleep(self._runtime.config.retry_base_delay * 2 ** (attempt - 1))
-                    continue
-                await self._record_failure(exc)
-                raise
-            except AgentSessionError as exc:
-                # The package's own errors keep their type: a RequestValidationError is a bug
-                # report and a UsageError a misuse, not a provider failure.
-                await self._record_failure(exc)
-                raise
-            except Exception as exc:
-                await self._record_failure(exc)
-                raise ProviderError(
-                    f"model {self._model.name} failed: {type(exc).__name__}: {exc}"
-                ) from exc
+    # -- the boundary -------------------------------------------------------------------------
+
+    async def _previous_dispatch(self) -> Dispatch | None:
+        """The session's last dispatch record (read once from the log, then kept)."""
+        if not self._last_dispatch_known:
+            found = await self._deps.store.last(self.id, ["dispatch"])
+            entry = found.entry if found is not None else None
+            self._last_dispatch = entry if isinstance(entry, Dispatch) else None
+            self._last_dispatch_known = True
+        return self._last_dispatch
+
+    # -- recovery, failures, titles -----------------------------------------------------------
+
+    async def _recover(self, cause: Cause = "process") -> None:
+        """Record truthfully a step that was dispatched but left unfinished."""
+        tail = await self._writer.tail_since_dispatch()
+        closing = closing_entries(tail or [], now(), cause)
+        if closing:
+            await self._writer.append(closing)
 
     async def _record_failure(self, exc: BaseException) -> None:
         # Best effort: the admitted context is already durable; a failed write here must not
         # hide the provider error the caller needs to see.
         with contextlib.suppress(StoreError):
-            await self._append([ProviderFailed(str(exc), type(exc).__name__, now())])
+            await self._writer.append([ProviderFailed(str(exc), type(exc).__name__, now())])
 
     async def _name_session(self) -> None:
         if self._info.title is not None:
             return
-        title = await self._runtime.make_title(self._transcript)
+        title = await self._deps.titler.title(self._writer.transcript)
         if title:
             self._info = replace(self._info, title=title)
             # A title is a convenience: a store that refuses it must not fail the turn.
             with contextlib.suppress(StoreError):
-                await self._store.set_title(self.id, title)
+                await self._deps.store.set_title(self.id, title)
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
 
 
-def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:
-    """``"model_switch"`` when the epoch was rendered for another model than the current one.
-
-    This covers a session reopened in a process configured with a different model.
-    """
-    if epoch is not None and epoch.model and epoch.model != model.name:
-        return "model_switch"
-    return None
+async def _drain(events: AsyncIterator[Event]) -> PromptResult:
+    """Run a turn's events to the end and return its result."""
+    result: PromptResult | None = None
+    async for event in events:
+        if isinstance(event, TurnFinished):
+            result = event.result
+    assert result is not None
+    return result
 
 
 def _normalize_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
@@ -637,14 +412,3 @@ def _add_usage(a: Usage, b: Usage) -> Usage:
         a.cached_input_tokens + b.cached_input_tokens,
         a.cache_write_tokens + b.cache_write_tokens,
     )
-
-
-def transcript_from(records: Sequence[Record]) -> list[Message]:
-    """The user transcript of ``records``."""
-    out: list[Message] = []
-    for record in records:
-        if record.entry.kind in TRANSCRIPT_KINDS:
-            message = to_message(record)
-            assert message is not None
-            out.append(message)
-    return out

@@ -107,7 +107,8 @@ EXPECTED: list[LogEntry] = [
     SystemPromptCheckpoint(
         6, T, {"core.date": "Today is Friday, 2 January 2026.", "plugin.demo.status": None}
     ),
-    Dispatch("openai:gpt-4.1", 3, "sha256:abc123", cache="warm", timestamp=T),
+    # Version 1 stored the diagnosis as free text; a value outside today's type reads "unknown".
+    Dispatch("openai:gpt-4.1", 3, "sha256:abc123", cache="unknown", timestamp=T),
     ProviderFailed("rate limited (429)", "TransientProviderError", timestamp=T),
     Interrupted("the process ended after dispatch", timestamp=T),
     Summary("The user asked for a summary; revenue grew 12%.", 13, timestamp=T),

@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +18,7 @@ from agentsession.errors import ConflictError, CorruptEntryError, SessionNotFoun
 from agentsession.log import (
     VERSIONS,
     AssistantEntry,
+    CacheDiagnosis,
     ComponentChange,
     ContextEpoch,
     Dispatch,
@@ -442,7 +443,16 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         changed=st.dictionaries(_text, st.none() | _text, max_size=4),
     ),
     "dispatch": st.builds(
-        Dispatch, model=_text, step=_small_int, digest=_text, cache=_text, timestamp=_text
+        Dispatch,
+        model=_text,
+        step=_small_int,
+        digest=_text,
+        cache=st.sampled_from(get_args(CacheDiagnosis)),
+        timestamp=_text,
+        tools_digest=_text,
+        system_digest=_text,
+        messages_digest=_text,
+        message_count=_small_int,
     ),
     "provider_failed": st.builds(ProviderFailed, error=_text, error_type=_text, timestamp=_text),
     "interrupted": st.builds(Interrupted, reason=_text, timestamp=_text),

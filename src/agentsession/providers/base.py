@@ -38,9 +38,11 @@ class ModelProfile:
     format requires a cap (Anthropic). ``cache_markers``: place explicit prompt-cache
     breakpoints (Anthropic ``cache_control``). ``reasoning``: the model returns reasoning
     items worth replaying (OpenAI Responses, requested as encrypted content).
+    ``reports_usage``: its usage figures are real, so they may calibrate token estimates;
+    ``writes_titles``: it may be asked to name a session.
     """
 
-    provider: str = "scripted"
+    provider: str = ""
     wire_format: str = "neutral"
     system_placement: Literal["anywhere", "after_user", "none"] = "anywhere"
     native_tool_changes: bool = False
@@ -50,6 +52,8 @@ class ModelProfile:
     max_output_tokens: int = 8192
     cache_markers: bool = True
     reasoning: bool = False
+    reports_usage: bool = True
+    writes_titles: bool = True
 
 
 @dataclass(frozen=True)

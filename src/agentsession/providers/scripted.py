@@ -37,7 +37,11 @@ class ScriptedModel:
         profile: ModelProfile | None = None,
     ) -> None:
         self._name = name
-        self._profile = profile or ModelProfile()
+        # Its usage figures are guesses and its replies are scripted: it neither calibrates
+        # token estimates nor names sessions, unless a caller's own profile says otherwise.
+        self._profile = profile or ModelProfile(
+            provider="scripted", reports_usage=False, writes_titles=False
+        )
         self._script: list[Reply] | None
         self._fn: Callable[[Request], Reply] | None
         if callable(replies):
