@@ -18,6 +18,8 @@ class Config:
     ``context_window`` is the token budget of one request; ``auto_compact`` enables every
     automatic compaction path; ``max_steps`` bounds the model calls of one prompt;
     ``provider_retries`` is how often a transient provider failure is retried inside a step.
+    ``reserve_output_tokens`` is the room a request must leave for the reply; None derives it
+    from the model's output limit, 0 lets a request fill the whole budget.
     """
 
     max_loaded_skills: int = 3
@@ -31,6 +33,7 @@ class Config:
     provider_retries: int = 2
     retry_base_delay: float = 0.5
     timezone: str | None = None
+    reserve_output_tokens: int | None = None
 
     def __post_init__(self) -> None:
         positive = {
@@ -43,6 +46,19 @@ class Config:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UsageError(f"Config.{name} must be a positive integer, got {value!r}")
+        reserve = self.reserve_output_tokens
+        if reserve is not None and (
+            not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 0
+        ):
+            raise UsageError(
+                f"Config.reserve_output_tokens must be None or a non-negative integer, "
+                f"got {reserve!r}"
+            )
+        if reserve is not None and reserve >= self.context_window:
+            raise UsageError(
+                f"Config.reserve_output_tokens ({reserve}) leaves no room in "
+                f"Config.context_window ({self.context_window})"
+            )
         if self.provider_retries < 0:
             raise UsageError("Config.provider_retries must be >= 0")
         if self.keep_user_turns < 0:
