@@ -104,7 +104,12 @@ async def test_one_token_over_budget_without_auto_compaction(make_runtime: Make)
     tokens = await request_tokens(session, runtime, "second")
     tight = make_runtime(
         ["never"],
-        config=ags.Config(auto_compact=False, context_window=tokens - 1, retry_base_delay=0),
+        config=ags.Config(
+            auto_compact=False,
+            context_window=tokens - 1,
+            reserve_output_tokens=0,
+            retry_base_delay=0,
+        ),
     )
     reopened = await tight.open_session(session.id)
     before = await reopened.log()
@@ -116,7 +121,10 @@ async def test_one_token_over_budget_without_auto_compaction(make_runtime: Make)
     assert requests(tight) == []
     # Exactly at the budget it fits.
     exact = make_runtime(
-        ["fits"], config=ags.Config(auto_compact=False, context_window=tokens, retry_base_delay=0)
+        ["fits"],
+        config=ags.Config(
+            auto_compact=False, context_window=tokens, reserve_output_tokens=0, retry_base_delay=0
+        ),
     )
     assert (await (await exact.open_session(session.id)).prompt("second")).text == "fits"
 
@@ -132,7 +140,11 @@ async def test_one_token_over_budget_with_auto_compaction(make_runtime: Make) ->
         ["after compaction"],
         summarizer=summarizer,
         config=ags.Config(
-            context_window=tokens - 1, keep_user_turns=1, compact_threshold=1.0, retry_base_delay=0
+            context_window=tokens - 1,
+            reserve_output_tokens=0,
+            keep_user_turns=1,
+            compact_threshold=1.0,
+            retry_base_delay=0,
         ),
     )
     reopened = await tight.open_session(session.id)

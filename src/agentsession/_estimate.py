@@ -40,7 +40,7 @@ def _base_estimate(text: str) -> int:
         first = piece[0]
         if first.isascii() and first.isalpha():
             tokens += -(-len(piece) // _LETTERS_PER_TOKEN)
-        elif first.isdigit():
+        elif "0" <= first <= "9":
             tokens += -(-len(piece) // _DIGITS_PER_TOKEN)
         elif not first.isascii():
             # By UTF-8 length: two-byte scripts (Cyrillic, Greek, accents) pack several

@@ -68,8 +68,11 @@ class Admitter:
             if not config.auto_compact or not await self.compact(samples, model):
                 raise
             return self._admission(await self.writer.epoch_view(), promoted, samples, model, step)
-        budget = self.deps.budget.budget(model.profile.context_window)
-        if config.auto_compact and admission.tokens > budget * config.compact_threshold:
+        limit = self.deps.budget.limit(
+            model_window=model.profile.context_window,
+            max_output_tokens=model.profile.max_output_tokens,
+        )
+        if config.auto_compact and admission.tokens > limit * config.compact_threshold:
             # The request fits: a summariser that fails here must not fail the prompt.
             try:
                 compacted = await self.compact(samples, model)

@@ -319,16 +319,6 @@ def counter_for_encoding(
     return fallback if fallback is not None else EstimateCounter()
 
 
-def counter_for(model: str, *, fallback: TokenCounter | None = None) -> TokenCounter:
-    """Deprecated: use `counter_for_encoding` with the model profile's tokenizer.
-
-    Model names are not parsed here any more, so this always gives ``fallback`` (or a fresh
-    estimate). Kept only so existing callers import until they select by encoding.
-    """
-    del model
-    return counter_for_encoding(None, fallback=fallback)
-
-
 # --- the policy -----------------------------------------------------------------------------
 
 _RESERVE_SHARE = 4

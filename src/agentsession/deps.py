@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .budget_policy import BudgetPolicy
+from .budget import BudgetPolicy
 from .config import Config
 from .context.component import ContextComponent
 from .context.registry import ComponentRegistry

@@ -15,8 +15,7 @@ from datetime import datetime
 from os import PathLike
 from pathlib import Path
 
-from .budget import TokenCounter, counter_for, default_counter
-from .budget_policy import BudgetPolicy
+from .budget import BudgetPolicy, TokenCounter, counter_for_encoding, default_counter
 from .config import Config
 from .context.builtins import date_component, environment_component
 from .context.component import ContextComponent
@@ -77,7 +76,7 @@ class Runtime:
             config=self.config,
             tools=self.tools,
             registry=self.registry,
-            budget=BudgetPolicy(counter, context_window=self.config.context_window),
+            budget=BudgetPolicy.from_config(counter, self.config),
             titler=Titler(title_model, model),
             summarizer=summarizer,
         )
@@ -167,7 +166,7 @@ def _checked_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:
 
 
 def _counter_for(model: Model | None) -> TokenCounter:
-    """Exact offline counting for OpenAI's own models where an encoding ships; else an estimate."""
-    if model is None or model.profile.provider != "openai":
+    """Exact offline counting where the model's tokenizer ships; else a calibrated estimate."""
+    if model is None:
         return default_counter()
-    return counter_for("openai:" + model.name.rpartition(":")[2], fallback=default_counter())
+    return counter_for_encoding(None, fallback=default_counter())
