@@ -17,7 +17,9 @@ class Config:
     result count as two); ``window_step`` is how many user turns the window start moves at once;
     ``context_window`` is the token budget of one request; ``auto_compact`` enables every
     automatic compaction path; ``max_steps`` bounds the model calls of one prompt;
-    ``provider_retries`` is how often a transient provider failure is retried inside a step.
+    ``provider_retries`` is how often a transient provider failure is retried inside a step;
+    ``load_project_instructions=False`` skips the project's instruction files (``AGENTS.md``,
+    ``CLAUDE.md``) and keeps only the global user file.
     """
 
     max_loaded_skills: int = 3
@@ -31,6 +33,7 @@ class Config:
     provider_retries: int = 2
     retry_base_delay: float = 0.5
     timezone: str | None = None
+    load_project_instructions: bool = True
 
     def __post_init__(self) -> None:
         positive = {
