@@ -258,6 +258,19 @@ def test_nested_discovery_follows_the_real_location(tmp_path: Path, home: Path, 
     assert svc.note_read(repo / "link_in/a.py") == ["pkg/AGENTS.md"]
 
 
+def test_files_at_or_above_the_project_folder_never_join_on_read(home: Path, repo: Path) -> None:
+    project = repo / "app"
+    project.mkdir()
+    svc = service(project, home)
+    write(project / "AGENTS.md", "created after the session was")
+    write(repo / "AGENTS.md", "root, created later too")
+
+    assert svc.note_read(project / "main.py") == []
+    assert svc.note_read(repo / "top.py") == []
+    assert svc.restore(["app/AGENTS.md", "AGENTS.md"]) == []
+    assert svc.components() == []
+
+
 def test_restore_rejoins_recorded_files_and_ignores_foreign_paths(home: Path, repo: Path) -> None:
     write(repo / "AGENTS.md", "root")
     write(repo / "pkg/AGENTS.md", "pkg")
