@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import agentsession as ags
 from agentsession.context.component import ContextComponent, LoadResult, Rendered, Unavailable
 from agentsession.instructions import (
     GLOBAL_KEY,
@@ -239,3 +240,19 @@ def test_foreign_and_non_canonical_keys_name_no_path() -> None:
     assert path_from_key("core.instructions:a%2f") is None  # lower-case hex is not canonical
     assert path_from_key("core.instructions:%41") is None  # "A" is never encoded
     assert path_from_key("core.instructions:pkg/AGENTS.md") == "pkg/AGENTS.md"
+
+
+def test_a_bad_limit_is_a_usage_error(repo: Path, tmp_path: Path) -> None:
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ags.UsageError, match="max_bytes"):
+            build(repo, tmp_path, max_bytes=bad)
+
+
+def test_a_folder_named_like_the_file_is_not_an_instruction_file(
+    repo: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "home/.config/agentsession/AGENTS.md").mkdir(parents=True)
+    (repo / "AGENTS.md").mkdir()
+    (repo / "CLAUDE.md").write_text("the fallback", encoding="utf-8")
+    svc = build(repo, tmp_path)
+    assert [c.key for c in svc.components()] == ["core.instructions:CLAUDE.md"]

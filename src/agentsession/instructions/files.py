@@ -31,6 +31,7 @@ __all__ = [
     "FileOutcome",
     "InstructionDiagnostic",
     "candidate_in",
+    "is_file_like",
     "is_within",
     "read_instruction_file",
 ]
@@ -87,20 +88,19 @@ def is_within(path: str | Path, root: str | Path) -> bool:
         return False
 
 
-def _is_file_like(path: Path) -> bool:
-    # A symlink counts so that a bad one is reported when read rather than silently ignored.
-    return path.is_symlink() or path.is_file()
+def is_file_like(path: Path) -> bool:
+    """Whether ``path`` is a file or a symlink (a bad link is reported when read, not ignored)."""
+    try:
+        return path.is_symlink() or path.is_file()
+    except OSError:
+        return False
 
 
 def candidate_in(folder: Path) -> Path | None:
     """The instruction file of ``folder``: ``AGENTS.md``, else ``CLAUDE.md``, else none."""
     for name in (INSTRUCTION_FILE, CLAUDE_FILE):
-        path = folder / name
-        try:
-            if _is_file_like(path):
-                return path
-        except OSError:
-            continue
+        if is_file_like(folder / name):
+            return folder / name
     return None
 
 

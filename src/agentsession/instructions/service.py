@@ -34,12 +34,14 @@ from typing import Literal
 
 from ..config import Config
 from ..context.component import ABSENT, ContextComponent, LoadResult, Rendered, Unavailable
+from ..errors import UsageError
 from .files import (
     CLAUDE_FILE,
     INSTRUCTION_FILE,
     MAX_INSTRUCTION_BYTES,
     InstructionDiagnostic,
     candidate_in,
+    is_file_like,
     is_within,
     read_instruction_file,
 )
@@ -147,6 +149,8 @@ class InstructionService:
         nested: Iterable[str] = (),
         max_bytes: int = MAX_INSTRUCTION_BYTES,
     ) -> None:
+        if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
+            raise UsageError(f"max_bytes must be a positive integer, got {max_bytes!r}")
         self.project_dir = Path(os.path.realpath(project_dir))
         self.repository_root = repository_root(self.project_dir)
         self.load_project = (config or Config()).load_project_instructions
@@ -163,7 +167,7 @@ class InstructionService:
         self.restore(nested)
 
     def _discover(self, home: Path | None) -> None:
-        if self.global_path is not None and os.path.lexists(self.global_path):
+        if self.global_path is not None and is_file_like(self.global_path):
             shown = self.global_path
             if home is not None and is_within(shown, home):
                 shown = Path("~") / shown.relative_to(home)
