@@ -1,4 +1,4 @@
-"""The instruction service on real folders: discovery, nested files, edits, removals, the engine."""
+"""The instruction service on real folders: discovery, nested files, edits, removals."""
 
 from __future__ import annotations
 
