@@ -20,6 +20,8 @@ class Config:
     ``provider_retries`` is how often a transient provider failure is retried inside a step.
     ``reserve_output_tokens`` is the room a request must leave for the reply; None derives it
     from the model's output limit, 0 lets a request fill the whole budget.
+    ``load_project_instructions=False`` skips the project's instruction files (``AGENTS.md``,
+    ``CLAUDE.md``) and keeps only the global user file.
     """
 
     max_loaded_skills: int = 3
@@ -34,6 +36,7 @@ class Config:
     retry_base_delay: float = 0.5
     timezone: str | None = None
     reserve_output_tokens: int | None = None
+    load_project_instructions: bool = True
 
     def __post_init__(self) -> None:
         positive = {
