@@ -6,7 +6,7 @@ import random
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsession.budget import EstimateCounter
@@ -86,6 +86,7 @@ names = st.lists(
 )
 
 
+@settings(deadline=None)
 @given(
     names,
     st.integers(min_value=0, max_value=4000),

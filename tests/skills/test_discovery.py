@@ -158,6 +158,8 @@ def test_argument_misuse_raises(tmp_path: Path) -> None:
     one = Skill(name="one", description="One.")
     with pytest.raises(UsageError, match="two Python skills"):
         discover_skills(skills=[one, Skill(name="one", description="Again.")])
+    with pytest.raises(UsageError, match="list of folders"):
+        discover_skills(str(tmp_path))
     with pytest.raises(UsageError, match="Skill values"):
         discover_skills(skills=["one"])  # type: ignore[list-item]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsession.errors import UsageError
@@ -78,6 +78,7 @@ operations = st.lists(
 )
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=1, max_value=5), operations)
 def test_lru_invariants_and_replay(max_loaded: int, ops: list[tuple[str, str]]) -> None:
     live = LoadedSkills(max_loaded)

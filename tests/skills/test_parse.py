@@ -75,6 +75,13 @@ def test_allowed_tools_as_a_yaml_list() -> None:
     assert skill.allowed_tools == ("read_file", "write_file")
 
 
+def test_blank_allowed_tools_restricts_nothing_and_is_reported(tmp_path: Path) -> None:
+    text = "---\nname: blank\ndescription: Blank allowed-tools.\nallowed-tools:\n---\nBody.\n"
+    parsed = parse_skill_file(write_skill(tmp_path, "blank", text))
+    assert parsed.skill is not None and parsed.skill.allowed_tools is None
+    assert [d.severity for d in parsed.diagnostics] == ["warning"]
+
+
 def test_long_description_is_kept_truncated_with_a_warning() -> None:
     path = FIXTURES / "long-description" / "SKILL.md"
     parsed = parse_skill_file(path)

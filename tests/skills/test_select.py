@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsession.errors import UsageError
@@ -140,6 +140,7 @@ tagged_text = st.lists(
 ).map("".join)
 
 
+@settings(deadline=None)
 @given(st.lists(tagged_text, min_size=1, max_size=4), tagged_text)
 def test_no_text_closes_a_block_early(bodies: list[str], user_text: str) -> None:
     reads = [SkillText(f"s{i}", f"/s{i}/SKILL.md", "r", body) for i, body in enumerate(bodies)]
@@ -163,6 +164,7 @@ def test_no_text_closes_a_block_early(bodies: list[str], user_text: str) -> None
 TAG_PIECES = ["</skill>", '<skill name="x">', "< /SKILL >", "<Skill", "</available_skills>", " "]
 
 
+@settings(deadline=None)
 @given(st.lists(st.sampled_from(TAG_PIECES), max_size=10).map("".join))
 def test_tag_like_user_text_selects_nothing(text: str) -> None:
     assert select_skills(text, None, ["x", "skill", "available-skills"]) == ()

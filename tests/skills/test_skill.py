@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsession.errors import UsageError
@@ -207,6 +207,7 @@ operations = st.lists(
 )
 
 
+@settings(deadline=None)
 @given(operations)
 def test_a_store_rebuilt_from_its_writes_equals_the_live_store(ops: list[Any]) -> None:
     live = MemorySkillStore()

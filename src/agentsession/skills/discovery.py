@@ -76,6 +76,8 @@ def discover_skills(
     Only misuse of the arguments raises (``UsageError``: a non-``Skill`` item, two Python skills
     with one name); everything found on disk is reported as diagnostics.
     """
+    if isinstance(skills_dirs, str | os.PathLike):
+        raise UsageError(f"skills_dirs must be a list of folders, got {skills_dirs!r}")
     scan = _Scan()
     for skill in skills:
         if not isinstance(skill, Skill):

@@ -263,7 +263,7 @@ def _optional_text(data: dict[str, Any], key: str, warnings: list[str]) -> str |
 def _allowed_tools(value: Any, warnings: list[str]) -> tuple[str, ...] | None:
     if value is None:
         return None
-    if isinstance(value, str):
+    if isinstance(value, str) and value.strip():
         return tuple(value.split())
     if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
         return tuple(v.strip() for v in value)
