@@ -64,23 +64,34 @@ def decode(tp: Any, data: Any, path: str = "$") -> Any:
             raise DecodeError(f"{path}: expected one of {get_args(tp)!r}, got {data!r}")
         return data
     if origin is tuple:
-        args = get_args(tp)
-        if not isinstance(data, list):
-            raise DecodeError(f"{path}: expected a list")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
-        if len(args) != len(data):
-            raise DecodeError(f"{path}: expected {len(args)} items, got {len(data)}")
-        return tuple(
-            decode(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True))
-        )
+        return _decode_tuple(get_args(tp), data, path)
     if origin is dict:
-        key_tp, val_tp = get_args(tp)
-        if not isinstance(data, dict):
-            raise DecodeError(f"{path}: expected an object")
-        return {decode(key_tp, k, path): decode(val_tp, v, f"{path}.{k}") for k, v in data.items()}
+        return _decode_dict(get_args(tp), data, path)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _decode_dataclass(tp, data, path)
+    return _decode_scalar(tp, data, path)
+
+
+def _decode_tuple(args: tuple[Any, ...], data: Any, path: str) -> tuple[Any, ...]:
+    if not isinstance(data, list):
+        raise DecodeError(f"{path}: expected a list")
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
+    if len(args) != len(data):
+        raise DecodeError(f"{path}: expected {len(args)} items, got {len(data)}")
+    return tuple(
+        decode(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True))
+    )
+
+
+def _decode_dict(args: tuple[Any, ...], data: Any, path: str) -> dict[Any, Any]:
+    key_tp, val_tp = args
+    if not isinstance(data, dict):
+        raise DecodeError(f"{path}: expected an object")
+    return {decode(key_tp, k, path): decode(val_tp, v, f"{path}.{k}") for k, v in data.items()}
+
+
+def _decode_scalar(tp: Any, data: Any, path: str) -> Any:
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, int | float):
             raise DecodeError(f"{path}: expected a number")
