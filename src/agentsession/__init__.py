@@ -68,7 +68,7 @@ from .request import (
 from .runtime import Runtime
 from .session import Session
 from .store import MemoryStore, SessionInfo, SQLiteStore, Store
-from .tools import Tool, tool
+from .tools import Tool, ToolContext, ToolOutcome, tool
 
 __version__ = "0.1.0"
 
@@ -120,6 +120,8 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallStarted",
+    "ToolContext",
+    "ToolOutcome",
     "ToolResultEvent",
     "ToolResultMessage",
     "ToolSpec",
