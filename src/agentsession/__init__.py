@@ -7,6 +7,7 @@ exactly. Everything public is importable from here; see ``__all__``.
 
 from __future__ import annotations
 
+from .builtin_tools import builtin_tools
 from .config import Config
 from .context import (
     ABSENT,
@@ -51,6 +52,7 @@ from .log import (
     SkillRevision,
     SystemPromptCheckpoint,
 )
+from .permissions import Decision, PermissionPreset
 from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
 from .request import (
     AssistantMessage,
@@ -86,6 +88,7 @@ __all__ = [
     "ContextEpoch",
     "CorruptEntryError",
     "CredentialsError",
+    "Decision",
     "Event",
     "ImagePart",
     "MaxStepsExceededError",
@@ -94,6 +97,7 @@ __all__ = [
     "MidConversationSystemMessage",
     "Model",
     "ModelProfile",
+    "PermissionPreset",
     "PluginScope",
     "PromptResult",
     "ProviderError",
@@ -133,6 +137,7 @@ __all__ = [
     "UsageError",
     "UserMessage",
     "__version__",
+    "builtin_tools",
     "get_model",
     "lower",
     "tool",
