@@ -171,6 +171,21 @@ def test_effects_without_outside_paths(
         assert decide(preset, tool, args, world["project"]).kind == expected[preset.name]
 
 
+def test_any_effect_with_a_path_outside_needs_access_outside(world: dict[str, Path]) -> None:
+    @ags.tool(effect="execute", paths=["script"])
+    def run_script(script: str) -> str:
+        return script
+
+    project = world["project"]
+    inside = {"script": "sub/build.sh"}
+    escape = {"script": "link_out/evil.sh"}
+    assert decide(WORKSPACE_WRITE, run_script, inside, project).kind == "ask"
+    denied = decide(WORKSPACE_WRITE, run_script, escape, project)
+    assert denied.kind == "deny" and denied.needs == ("execute", "write_elsewhere")
+    assert "run_script would use" in denied.reason and "outside the project" in denied.reason
+    assert decide(FULL_ACCESS, run_script, escape, project).allowed
+
+
 def test_the_builtin_table_matches_the_design() -> None:
     rows = {
         "read-only": ("allow", "deny", "deny", "deny", "deny"),
