@@ -7,6 +7,7 @@ exactly. Everything public is importable from here; see ``__all__``.
 
 from __future__ import annotations
 
+from .builtin_tools import builtin_tools
 from .config import Config
 from .context import (
     ABSENT,
@@ -51,6 +52,7 @@ from .log import (
     SkillRevision,
     SystemPromptCheckpoint,
 )
+from .permissions import Decision, PermissionPreset
 from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
 from .request import (
     AssistantMessage,
@@ -68,7 +70,7 @@ from .request import (
 from .runtime import Runtime
 from .session import Session
 from .store import MemoryStore, SessionInfo, SQLiteStore, Store
-from .tools import Tool, tool
+from .tools import Tool, ToolContext, ToolOutcome, tool
 
 __version__ = "0.1.0"
 
@@ -86,6 +88,7 @@ __all__ = [
     "ContextEpoch",
     "CorruptEntryError",
     "CredentialsError",
+    "Decision",
     "Event",
     "ImagePart",
     "MaxStepsExceededError",
@@ -94,6 +97,7 @@ __all__ = [
     "MidConversationSystemMessage",
     "Model",
     "ModelProfile",
+    "PermissionPreset",
     "PluginScope",
     "PromptResult",
     "ProviderError",
@@ -120,6 +124,8 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallStarted",
+    "ToolContext",
+    "ToolOutcome",
     "ToolResultEvent",
     "ToolResultMessage",
     "ToolSpec",
@@ -131,6 +137,7 @@ __all__ = [
     "UsageError",
     "UserMessage",
     "__version__",
+    "builtin_tools",
     "get_model",
     "lower",
     "tool",

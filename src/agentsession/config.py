@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from .errors import UsageError
 
@@ -22,6 +23,13 @@ class Config:
     from the model's output limit, 0 lets a request fill the whole budget.
     ``load_project_instructions=False`` skips the project's instruction files (``AGENTS.md``,
     ``CLAUDE.md``) and keeps only the global user file.
+
+    ``max_tool_result_chars`` bounds one tool result (head and tail kept; ``None`` or ``0``
+    disables it) and ``tool_timeout`` one tool call in seconds (``None`` or ``0``: no limit); a
+    tool's own declaration overrides both. ``permission_preset`` names the preset of new
+    sessions; ``permission_presets`` adds user-defined presets by name, each a mapping of
+    ``read``, ``write_project``, ``write_elsewhere``, ``execute``, ``network`` to ``"allow"``,
+    ``"ask"`` or ``"deny"`` (validated by ``agentsession.permissions.preset_table``).
     """
 
     max_loaded_skills: int = 3
@@ -37,6 +45,10 @@ class Config:
     timezone: str | None = None
     reserve_output_tokens: int | None = None
     load_project_instructions: bool = True
+    max_tool_result_chars: int | None = 40_000
+    tool_timeout: float | None = 300.0
+    permission_preset: str = "workspace-write"
+    permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         positive = {
@@ -70,3 +82,17 @@ class Config:
             raise UsageError("Config.compact_threshold must be in (0, 1]")
         if self.retry_base_delay < 0:
             raise UsageError("Config.retry_base_delay must be >= 0")
+        _optional_limit("max_tool_result_chars", self.max_tool_result_chars, (int,))
+        _optional_limit("tool_timeout", self.tool_timeout, (int, float))
+        if not isinstance(self.permission_preset, str) or not self.permission_preset:
+            raise UsageError("Config.permission_preset must name a preset")
+        if not isinstance(self.permission_presets, Mapping):
+            raise UsageError("Config.permission_presets must map preset names to their rules")
+
+
+def _optional_limit(name: str, value: object, kinds: tuple[type, ...]) -> None:
+    """``None`` or a non-negative number of the given kinds (``0`` disables the limit)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:  # type: ignore[operator]
+        raise UsageError(f"Config.{name} must be None or >= 0, got {value!r}")

@@ -2,27 +2,42 @@
 
 ``@tool`` turns a sync or async function into a ``Tool`` with a JSON schema derived from its type
 hints and docstring (``Args:`` section for parameter descriptions). Calling a tool never raises
-into the session: arguments that do not match the schema and exceptions inside the function both
-become an error result the model reads. ``effect`` declares what the tool does so a permission
-preset can be enforced on it, independent of any prompt text.
+into the session: arguments that do not match the schema, exceptions inside the function and a
+timeout all become an error result the model reads. Every result passes ``clean_text``: lone
+surrogates replaced, length bounded (head and tail kept), so a tool can never store text that
+breaks a later request.
+
+A tool declares what it does, for the permission preset to enforce independent of any prompt
+text: its ``effect``, which arguments are file-system ``paths`` it touches, and whether it is
+``destructive``. A parameter annotated ``ToolContext`` is left out of the schema and receives the
+per-call context. Sync functions run on a daemon thread owned by the call (not the default
+executor, whose threads are joined at interpreter exit), so a hanging sync tool can be abandoned
+at its timeout or on cancellation without blocking the event loop or the process's exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import json
 import re
+import threading
 import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, overload
 
+from .config import Config
 from .errors import UsageError
+from .hygiene import clean_text
 from .request import ToolSpec
+from .tool_context import ToolContext
 
-__all__ = ["Effect", "Tool", "ToolOutcome", "tool"]
+__all__ = ["Effect", "Tool", "ToolContext", "ToolOutcome", "tool"]
 
 Effect: TypeAlias = Literal["read", "write", "execute", "network"]
 _EFFECTS = ("read", "write", "execute", "network")
@@ -31,7 +46,10 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a tool call produced: the text the model reads, and whether it is an error."""
+    """What a tool call produced: the text the model reads, and whether it is an error.
+
+    A tool function may return one itself to report an error without raising.
+    """
 
     content: str
     is_error: bool = False
@@ -39,13 +57,46 @@ class ToolOutcome:
 
 @dataclass(frozen=True)
 class Tool:
-    """A callable tool with its declaration."""
+    """A callable tool with its declaration.
+
+    ``paths`` names the arguments that are file-system paths the call touches (a string, or a
+    list of strings); the permission check resolves them. ``destructive`` asks for approval
+    under presets that ask for anything, even inside the project. ``timeout`` (seconds) and
+    ``max_result_chars`` override ``Config.tool_timeout`` and ``Config.max_tool_result_chars``
+    for this tool; ``0`` disables either. ``context_param`` is the parameter that receives the
+    ``ToolContext``, if the function has one.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
     fn: Callable[..., Any] = field(repr=False)
     effect: Effect = "read"
+    paths: tuple[str, ...] = ()
+    destructive: bool = False
+    timeout: float | None = None
+    max_result_chars: int | None = None
+    context_param: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.effect not in _EFFECTS:
+            raise UsageError(f"tool effect must be one of {_EFFECTS}, got {self.effect!r}")
+        paths = (self.paths,) if isinstance(self.paths, str) else tuple(self.paths)
+        object.__setattr__(self, "paths", paths)
+        properties = self.parameters.get("properties", {})
+        for name in paths:
+            if name not in properties:
+                raise UsageError(
+                    f"tool {self.name}: paths names {name!r}, which is not one of its "
+                    f"parameters ({', '.join(properties) or 'none'})"
+                )
+            if not _accepts_text(properties[name]):
+                raise UsageError(
+                    f"tool {self.name}: path parameter {name!r} must be a string or a list of "
+                    "strings"
+                )
+        _check_limit(f"tool {self.name}: timeout", self.timeout, number=True)
+        _check_limit(f"tool {self.name}: max_result_chars", self.max_result_chars, number=False)
 
     @property
     def spec(self) -> ToolSpec:
@@ -56,21 +107,121 @@ class Tool:
         """Call the underlying function directly (the decorator keeps functions usable)."""
         return self.fn(*args, **kwargs)
 
-    async def invoke(self, arguments: dict[str, Any]) -> ToolOutcome:
-        """Validate ``arguments`` and run the function; every failure becomes an error result."""
+    async def invoke(
+        self,
+        arguments: dict[str, Any],
+        *,
+        context: ToolContext | None = None,
+        config: Config | None = None,
+    ) -> ToolOutcome:
+        """Validate ``arguments`` and run the function; every failure becomes an error result.
+
+        ``context`` is handed to a function that asks for it (default: the current folder as
+        the project); ``config`` supplies the default timeout and result limit, which the
+        tool's own declaration overrides. The result text is cleaned and bounded.
+        """
+        config = config or Config()
+        limit = self.max_result_chars
+        if limit is None:
+            limit = config.max_tool_result_chars
+        outcome = await self._run(arguments, context, config)
+        return ToolOutcome(clean_text(outcome.content, limit), outcome.is_error)
+
+    async def _run(
+        self, arguments: dict[str, Any], context: ToolContext | None, config: Config
+    ) -> ToolOutcome:
         problem = validate_arguments(self.parameters, arguments)
         if problem is not None:
             return ToolOutcome(f"Invalid arguments for tool {self.name}: {problem}", True)
+        kwargs = dict(arguments)
+        if self.context_param is not None:
+            kwargs[self.context_param] = context or ToolContext(Path.cwd())
+        seconds = self.timeout if self.timeout is not None else config.tool_timeout
+        scope = asyncio.timeout(seconds or None)
         try:
-            if inspect.iscoroutinefunction(self.fn):
-                value = await self.fn(**arguments)
-            else:
-                value = await asyncio.to_thread(self.fn, **arguments)
-                if inspect.isawaitable(value):
-                    value = await value
+            async with scope:
+                value = await self._call(kwargs)
+        except TimeoutError as exc:
+            if scope.expired():
+                return ToolOutcome(
+                    f"Tool {self.name} did not finish within {seconds:g} seconds; the call was "
+                    "abandoned and its result will not be used.",
+                    True,
+                )
+            return _failure(self.name, exc)
         except Exception as exc:  # a tool's failure is the model's information, not a crash
-            return ToolOutcome(f"Tool {self.name} failed: {type(exc).__name__}: {exc}", True)
+            return _failure(self.name, exc)
+        if isinstance(value, ToolOutcome):
+            return value
         return ToolOutcome(_to_text(value))
+
+    async def _call(self, kwargs: dict[str, Any]) -> Any:
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(**kwargs)
+        value = await run_on_daemon_thread(self.fn, kwargs, name=f"agentsession-tool-{self.name}")
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+
+def _failure(name: str, exc: BaseException) -> ToolOutcome:
+    return ToolOutcome(f"Tool {name} failed: {type(exc).__name__}: {exc}", True)
+
+
+def _check_limit(what: str, value: float | None, *, number: bool) -> None:
+    if value is None:
+        return
+    kinds: tuple[type, ...] = (int, float) if number else (int,)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:
+        kind = "number" if number else "integer"
+        raise UsageError(f"{what} must be None or a non-negative {kind}, got {value!r}")
+
+
+def _accepts_text(prop: dict[str, Any]) -> bool:
+    """Whether a parameter's schema admits a string or a list of strings (a path argument)."""
+    if "anyOf" in prop:
+        return any(_accepts_text(option) for option in prop["anyOf"])
+    kind = prop.get("type")
+    if kind is None and "enum" not in prop:
+        return True  # untyped (Any)
+    if kind == "array":
+        return _accepts_text(prop.get("items", {}))
+    return kind == "string"
+
+
+async def run_on_daemon_thread(
+    fn: Callable[..., Any], kwargs: dict[str, Any], *, name: str = "agentsession-call"
+) -> Any:
+    """Run ``fn(**kwargs)`` on a new daemon thread and await its result.
+
+    Cancelling the awaiting task returns at once; the thread then finishes (or hangs) on its
+    own without holding up the event loop or the interpreter's exit, and its result is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def deliver(ok: bool, payload: Any) -> None:
+        if future.done():  # the caller gave up (cancelled or timed out)
+            return
+        if ok:
+            future.set_result(payload)
+        else:
+            future.set_exception(payload)
+
+    def work() -> None:
+        try:
+            result: tuple[bool, Any] = (True, context.run(fn, **kwargs))
+        except StopIteration as exc:  # a Future refuses StopIteration itself
+            result = (False, RuntimeError(f"StopIteration: {exc}"))
+        except BaseException as exc:
+            result = (False, exc)
+        # A closed loop raises RuntimeError: nobody waits for this result any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(deliver, *result)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await future
 
 
 def _to_text(value: Any) -> str:
@@ -90,7 +241,14 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, effect: Effect = "read"
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = "read",
+    paths: Sequence[str] | str = (),
+    destructive: bool = False,
+    timeout: float | None = None,
+    max_result_chars: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -101,8 +259,18 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     effect: Effect = "read",
+    paths: Sequence[str] | str = (),
+    destructive: bool = False,
+    timeout: float | None = None,
+    max_result_chars: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Declare a function as a tool: ``@tool`` or ``@tool(effect="write")``."""
+    """Declare a function as a tool: ``@tool`` or ``@tool(effect="write", paths=["path"])``.
+
+    ``effect`` is what the tool does (``read``, ``write``, ``execute``, ``network``); ``paths``
+    names the arguments that are file-system paths it touches; ``destructive`` makes presets
+    that ask for approval ask for this tool too; ``timeout`` and ``max_result_chars`` override
+    the configured defaults (``0`` disables them).
+    """
     if effect not in _EFFECTS:
         raise UsageError(f"tool effect must be one of {_EFFECTS}, got {effect!r}")
 
@@ -111,12 +279,18 @@ def tool(
         if not _NAME.match(tool_name):
             raise UsageError(f"tool name {tool_name!r} must match {_NAME.pattern}")
         summary, arg_docs = _parse_docstring(inspect.getdoc(func) or "")
+        parameters, context_param = _schema_for(func, arg_docs)
         return Tool(
             name=tool_name,
             description=description if description is not None else summary,
-            parameters=_schema_for(func, arg_docs),
+            parameters=parameters,
             fn=func,
             effect=effect,
+            paths=(paths,) if isinstance(paths, str) else tuple(paths),
+            destructive=bool(destructive),
+            timeout=timeout,
+            max_result_chars=max_result_chars,
+            context_param=context_param,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -149,19 +323,28 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), args
 
 
-def _schema_for(func: Callable[..., Any], arg_docs: dict[str, str]) -> dict[str, Any]:
+def _schema_for(
+    func: Callable[..., Any], arg_docs: dict[str, str]
+) -> tuple[dict[str, Any], str | None]:
+    """The JSON schema of ``func``'s parameters, and the name of its ``ToolContext`` parameter."""
     try:
         hints = typing.get_type_hints(func)
     except Exception as exc:
         raise UsageError(f"cannot resolve type hints of tool {func.__name__}: {exc}") from exc
     properties: dict[str, Any] = {}
     required: list[str] = []
+    context_param: str | None = None
     for param in inspect.signature(func).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise UsageError(f"tool {func.__name__} cannot take *args or **kwargs")
         if param.kind is param.POSITIONAL_ONLY:
             raise UsageError(f"tool {func.__name__}: parameter {param.name} is positional-only")
         hint = hints.get(param.name, Any)
+        if hint is ToolContext:
+            if context_param is not None:
+                raise UsageError(f"tool {func.__name__} has two ToolContext parameters")
+            context_param = param.name
+            continue
         prop = _json_type(hint, f"{func.__name__}.{param.name}")
         if param.name in arg_docs:
             prop = {**prop, "description": arg_docs[param.name]}
@@ -177,7 +360,7 @@ def _schema_for(func: Callable[..., Any], arg_docs: dict[str, str]) -> dict[str,
         "required": required,
         "additionalProperties": False,
     }
-    return schema
+    return schema, context_param
 
 
 def _json_type(hint: Any, where: str) -> dict[str, Any]:

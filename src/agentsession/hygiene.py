@@ -1,0 +1,80 @@
+"""Text hygiene: every string that enters the log must encode, and tool output must stay bounded.
+
+Two pure functions, usable on any text before it is stored: ``replace_surrogates`` turns lone
+surrogate code points (``os.listdir`` yields them for file names that are not valid UTF-8) into
+U+FFFD, joining well-formed surrogate pairs into the character they stand for; ``truncate_middle``
+keeps the head and the tail of an over-long text with a marker saying how much was cut, because the
+end of a command's output (the error, the summary) matters as much as its start. ``clean_text``
+applies both and appends a short note when characters were replaced. NUL characters are valid
+Unicode and are kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["clean_text", "has_surrogates", "replace_surrogates", "truncate_middle"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def has_surrogates(text: str) -> bool:
+    """Whether ``text`` holds surrogate code points (it then cannot be encoded as UTF-8)."""
+    return _SURROGATE.search(text) is not None
+
+
+def replace_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with every lone surrogate replaced by U+FFFD, and how many were replaced.
+
+    A high surrogate directly followed by a low one is a pair that some decoders leave split; it is
+    joined into the character it encodes rather than lost.
+    """
+    if not has_surrogates(text):
+        return text, 0
+    before = text.count(REPLACEMENT)
+    # UTF-16 with surrogatepass writes every code point as-is; decoding joins valid pairs and turns
+    # each unpaired surrogate into U+FFFD.
+    cleaned = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return cleaned, cleaned.count(REPLACEMENT) - before
+
+
+def truncate_middle(text: str, limit: int | None) -> tuple[str, int]:
+    """``text`` cut to at most ``limit`` characters keeping head and tail, and how many were cut.
+
+    The cut is replaced by a marker line naming the number of omitted characters; the marker
+    counts towards ``limit`` (a limit too small for the marker keeps the head alone). ``None`` or
+    ``0`` disables the limit.
+    """
+    if not limit or len(text) <= limit:
+        return text, 0
+    total = len(text)
+    # The marker's length depends on the count it names; the total's digit count bounds it.
+    marker_size = len(_marker(total, total))
+    keep = limit - marker_size
+    if keep <= 0:
+        return text[:limit], total - limit
+    head = (keep + 1) // 2
+    tail = keep - head
+    cut = total - keep
+    return text[:head] + _marker(cut, total) + (text[total - tail :] if tail else ""), cut
+
+
+def _marker(cut: int, total: int) -> str:
+    return f"\n[... {cut:,} of {total:,} characters omitted ...]\n"
+
+
+def clean_text(text: str, limit: int | None = None) -> str:
+    """``text`` made safe to store: surrogates replaced (with a note), then bounded by ``limit``.
+
+    The note is appended after truncation so that it is never the part that gets cut.
+    """
+    cleaned, replaced = replace_surrogates(text)
+    bounded, _ = truncate_middle(cleaned, limit)
+    if replaced:
+        plural = "s" if replaced != 1 else ""
+        bounded += (
+            f"\n[note: {replaced} invalid character{plural} (lone surrogate{plural}, e.g. from a"
+            " file name that is not valid UTF-8) replaced with U+FFFD]"
+        )
+    return bounded

@@ -1,0 +1,344 @@
+"""Permission presets and the decision taken before every tool call.
+
+A preset says, for five capabilities — read, write inside the project, write elsewhere, execute,
+network — whether a tool call is allowed, needs the user's approval, or is denied. ``decide`` is
+pure and reads only what cannot be talked into anything: the tool's *declared* effect, its declared
+path arguments resolved on disk (``..`` and symlinks followed, also through the nearest existing
+parent of a file not yet created), and the optional ``allowed_tools`` of a skill, which can only
+narrow. No prompt, file or tool output is an input, so no text claiming "full-access" changes a
+decision.
+
+What a call needs: a read needs ``read``; a write needs ``write_project`` for each path inside the
+project and ``write_elsewhere`` for each path outside it (a write tool that declares no path
+arguments counts as writing inside the project); execute and network need their own capability.
+Any path outside the project — read or written — also needs ``write_elsewhere``: only a preset that
+lets tools act anywhere lets them look anywhere. A ``destructive`` tool asks for approval under a
+preset that asks for anything, even where it would otherwise be allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+from .config import Config
+from .errors import UsageError
+from .tool_context import is_within, resolve_path
+from .tools import Tool
+
+__all__ = [
+    "BUILTIN_PRESETS",
+    "CAPABILITIES",
+    "DEFAULT_PRESET",
+    "FULL_ACCESS",
+    "READ_ONLY",
+    "WORKSPACE_WRITE",
+    "Capability",
+    "Decision",
+    "Level",
+    "PermissionPreset",
+    "decide",
+    "get_preset",
+    "preset_table",
+]
+
+Level: TypeAlias = Literal["allow", "ask", "deny"]
+Capability: TypeAlias = Literal["read", "write_project", "write_elsewhere", "execute", "network"]
+CAPABILITIES: tuple[Capability, ...] = (
+    "read",
+    "write_project",
+    "write_elsewhere",
+    "execute",
+    "network",
+)
+_LEVELS: tuple[Level, ...] = ("allow", "ask", "deny")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ABILITY: dict[Capability, str] = {
+    "read": "reading files",
+    "write_project": "writing files inside the project",
+    "write_elsewhere": "reading and writing outside the project",
+    "execute": "running commands",
+    "network": "network access",
+}
+_EFFECT_TEXT = {
+    "read": "reads files",
+    "write": "writes files",
+    "execute": "runs commands",
+    "network": "uses the network",
+}
+_VERB = {"read": "read", "write": "write", "execute": "use", "network": "use"}
+
+
+@dataclass(frozen=True)
+class PermissionPreset:
+    """What tools may do under one named preset: each capability is allow, ask or deny."""
+
+    name: str
+    read: Level
+    write_project: Level
+    write_elsewhere: Level
+    execute: Level
+    network: Level
+    kind: Literal["permission_preset"] = "permission_preset"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise UsageError(
+                f"permission preset name {self.name!r} must be 1-64 letters, digits, '.', '_' "
+                "or '-', starting with a letter or digit"
+            )
+        for capability in CAPABILITIES:
+            level = getattr(self, capability)
+            if level not in _LEVELS:
+                raise UsageError(
+                    f"permission preset {self.name!r}: {capability} must be one of "
+                    f"{', '.join(_LEVELS)}, got {level!r}"
+                )
+
+    @classmethod
+    def from_rules(cls, name: str, rules: Mapping[str, Any]) -> PermissionPreset:
+        """A preset from a mapping of capability → level; a capability left out is denied."""
+        if not isinstance(rules, Mapping):
+            raise UsageError(f"permission preset {name!r} must be a mapping of capability → level")
+        unknown = sorted(str(key) for key in rules if key not in CAPABILITIES)
+        if unknown:
+            raise UsageError(
+                f"permission preset {name!r}: unknown capability {', '.join(unknown)} "
+                f"(known: {', '.join(CAPABILITIES)})"
+            )
+        levels = {capability: rules.get(capability, "deny") for capability in CAPABILITIES}
+        return cls(name=name, **levels)
+
+    def level(self, capability: Capability) -> Level:
+        """The level of one capability."""
+        value: Level = getattr(self, capability)
+        return value
+
+    @property
+    def asks(self) -> bool:
+        """Whether this preset asks for approval for anything (then destructive tools ask too)."""
+        return any(self.level(c) == "ask" for c in CAPABILITIES)
+
+    def summary(self) -> str:
+        """A plain description of the preset, for the model and for people."""
+        groups: dict[Level, list[str]] = {level: [] for level in _LEVELS}
+        for capability in CAPABILITIES:
+            groups[self.level(capability)].append(_ABILITY[capability])
+        lines = [f"Permission preset: {self.name}."]
+        titles = {"allow": "Allowed", "ask": "Needs the user's approval", "deny": "Not allowed"}
+        for level in _LEVELS:
+            if groups[level]:
+                lines.append(f"{titles[level]}: {', '.join(groups[level])}.")
+        lines.append(
+            "The runtime enforces this on every tool call; only the user can change the preset."
+        )
+        return "\n".join(lines)
+
+
+READ_ONLY = PermissionPreset("read-only", "allow", "deny", "deny", "deny", "deny")
+WORKSPACE_WRITE = PermissionPreset("workspace-write", "allow", "allow", "deny", "ask", "deny")
+FULL_ACCESS = PermissionPreset("full-access", "allow", "allow", "allow", "allow", "allow")
+BUILTIN_PRESETS: Mapping[str, PermissionPreset] = MappingProxyType(
+    {p.name: p for p in (READ_ONLY, WORKSPACE_WRITE, FULL_ACCESS)}
+)
+DEFAULT_PRESET = WORKSPACE_WRITE.name
+
+
+def preset_table(config: Config | None = None) -> dict[str, PermissionPreset]:
+    """The built-in presets plus the user-defined ones of ``config``, validated, by name.
+
+    A user-defined preset may be a mapping of rules or a ``PermissionPreset``; a name that clashes
+    with a built-in preset, an unknown capability or level, and a ``Config.permission_preset``
+    that names no preset are each a ``UsageError``.
+    """
+    table = dict(BUILTIN_PRESETS)
+    config = config or Config()
+    for name, rules in config.permission_presets.items():
+        if name in BUILTIN_PRESETS:
+            raise UsageError(
+                f"permission preset {name!r} is built in and cannot be redefined; give your "
+                "preset another name"
+            )
+        if isinstance(rules, PermissionPreset):
+            if rules.name != name:
+                raise UsageError(f"permission preset {rules.name!r} is listed under {name!r}")
+            table[name] = rules
+        else:
+            table[name] = PermissionPreset.from_rules(name, rules)
+    get_preset(config.permission_preset, table)
+    return table
+
+
+def get_preset(name: str, table: Mapping[str, PermissionPreset] | None = None) -> PermissionPreset:
+    """The preset called ``name`` (from ``table``, default the built-ins); else ``UsageError``."""
+    presets = BUILTIN_PRESETS if table is None else table
+    preset = presets.get(name)
+    if preset is None:
+        raise UsageError(
+            f"unknown permission preset {name!r}; known presets: {', '.join(sorted(presets))}"
+        )
+    return preset
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict on one tool call, before it runs.
+
+    ``reason`` is written for the model (a denial becomes the call's result) and for the person
+    asked to approve. ``needs`` lists the capabilities the call uses; ``outside`` the resolved
+    paths it touches outside the project (a call allowed or approved with such paths runs with
+    ``ToolContext.allow_outside``).
+    """
+
+    kind: Literal["allow", "ask", "deny"]
+    reason: str = ""
+    preset: str = ""
+    tool: str = ""
+    needs: tuple[Capability, ...] = ()
+    outside: tuple[str, ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the call may run without asking anyone."""
+        return self.kind == "allow"
+
+
+@dataclass(frozen=True)
+class _Target:
+    raw: str
+    resolved: Path | None  # None: no file system accepts this name
+    inside: bool
+
+    def shown(self) -> str:
+        raw = self.raw if len(self.raw) <= 200 else self.raw[:200] + "…"
+        if self.resolved is None:
+            return f"{raw!r} (not a valid path)"
+        if str(self.resolved) == raw:
+            return str(self.resolved)
+        return f"{raw!r} ({self.resolved})"
+
+
+def decide(
+    preset: PermissionPreset,
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    project_dir: str | Path,
+    *,
+    allowed_tools: Collection[str] | None = None,
+) -> Decision:
+    """Whether ``tool`` may run with ``arguments`` under ``preset`` in ``project_dir``.
+
+    Reads only the tool's declared effect, its declared path arguments and ``allowed_tools`` (a
+    skill's list: a tool outside it is denied, a tool inside it is still subject to the preset).
+    """
+    if allowed_tools is not None and tool.name not in allowed_tools:
+        listed = ", ".join(sorted(allowed_tools)) or "none"
+        return Decision(
+            "deny",
+            f"Permission denied: {tool.name} is not one of the tools the active skill allows "
+            f"({listed}).",
+            preset.name,
+            tool.name,
+        )
+    targets = _targets(tool, arguments, Path(project_dir))
+    needs = _needs(tool, targets)
+    outside = tuple(str(t.resolved or t.raw) for t in targets if not t.inside)
+    level = _strictest(preset.level(c) for c in needs)
+    if level == "allow" and tool.destructive and preset.asks:
+        reason = (
+            f"Approval needed under preset '{preset.name}': {tool.name} is marked destructive, "
+            "and this preset asks the user before destructive tools run."
+        )
+        return Decision("ask", reason, preset.name, tool.name, needs, outside)
+    if level == "allow":
+        return Decision("allow", "", preset.name, tool.name, needs, outside)
+    blocking = tuple(c for c in needs if preset.level(c) == level)
+    what = "; ".join(_what(tool, c, targets) for c in blocking)
+    if level == "ask":
+        asked = ", ".join(_ABILITY[c] for c in blocking)
+        reason = (
+            f"Approval needed under preset '{preset.name}': {what}; this preset asks the user "
+            f"before {asked}."
+        )
+        return Decision("ask", reason, preset.name, tool.name, needs, outside)
+    reason = (
+        f"Permission denied by preset '{preset.name}': {what}; {_allows(preset)}."
+        f"{_hint(needs)} Only the user can change the permission preset."
+    )
+    return Decision("deny", reason, preset.name, tool.name, needs, outside)
+
+
+def _targets(tool: Tool, arguments: Mapping[str, Any], root: Path) -> list[_Target]:
+    """The declared path arguments of the call, resolved against ``root``."""
+    args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
+    properties = tool.parameters.get("properties", {})
+    found: list[_Target] = []
+    for name in tool.paths:
+        value = args.get(name, properties.get(name, {}).get("default"))
+        values = value if isinstance(value, list | tuple) else [value]
+        for item in values:
+            if item is None:
+                continue
+            found.append(_target(item, root))
+    return found
+
+
+def _target(item: object, root: Path) -> _Target:
+    if not isinstance(item, str):
+        return _Target(repr(item), None, False)  # not a path the check can follow: outside
+    try:
+        resolved = resolve_path(item, root)
+    except ValueError:
+        return _Target(item, None, False)
+    return _Target(item, resolved, is_within(resolved, root))
+
+
+def _needs(tool: Tool, targets: list[_Target]) -> tuple[Capability, ...]:
+    base: dict[str, Capability] = {
+        "read": "read",
+        "write": "write_project",
+        "execute": "execute",
+        "network": "network",
+    }
+    needs: list[Capability] = []
+    if tool.effect != "write" or not targets or any(t.inside for t in targets):
+        needs.append(base[tool.effect])
+    if any(not t.inside for t in targets):
+        needs.append("write_elsewhere")
+    return tuple(needs)
+
+
+def _strictest(levels: Iterable[Level]) -> Level:
+    return max(levels, key=_LEVELS.index, default="allow")
+
+
+def _what(tool: Tool, capability: Capability, targets: list[_Target]) -> str:
+    if capability != "write_elsewhere":
+        return f"{tool.name} {_EFFECT_TEXT[tool.effect]}"
+    outside = [t.shown() for t in targets if not t.inside]
+    shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+    return f"{tool.name} would {_VERB[tool.effect]} {shown}, outside the project"
+
+
+def _allows(preset: PermissionPreset) -> str:
+    allowed = [_ABILITY[c] for c in CAPABILITIES if preset.level(c) == "allow"]
+    if not allowed:
+        return "this preset allows nothing"
+    if allowed == [_ABILITY["read"]]:
+        return "this preset allows reading only"
+    return f"this preset allows {', '.join(allowed)}"
+
+
+def _hint(needs: tuple[Capability, ...]) -> str:
+    fitting = [
+        name
+        for name, preset in BUILTIN_PRESETS.items()
+        if all(preset.level(c) == "allow" for c in needs)
+    ]
+    if not fitting:
+        return ""
+    return f" It would need a preset such as '{fitting[0]}'."
