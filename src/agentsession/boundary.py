@@ -10,16 +10,20 @@ the provider.
 
 ``admit`` decides in one pass over one projection: it projects the log (with the new input and
 the update message in place), chooses the window once, and from that decides whether a new epoch
-starts — when there is none yet, when one was asked for (model switch), or when the window has to
-drop messages. A new epoch's baseline is rendered from the same samples, so nothing the model was
-told is lost when old mid-conversation messages leave the view, and no redundant update message
-is emitted. The request is then built once. ``admit`` is pure: it neither samples nor writes.
+starts — when there is none yet, when one was asked for (model switch), when the window has to
+drop messages, or when the tools changed on a profile that cannot announce tool changes in place
+(the request's first bytes change anyway). On a profile with native tool changes, tools that join
+or leave ride on the update message (``tools_added``/``tools_removed``) and the request keeps
+declaring every tool of the epoch, so its tool list stays byte-stable. A new epoch's baseline is
+rendered from the same samples, so nothing the model was told is lost when old mid-conversation
+messages leave the view, and no redundant update message is emitted. The request is then built
+once. ``admit`` is pure: it neither samples nor writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .config import Config
 from .context.component import ContextComponent, LoadResult
@@ -37,7 +41,16 @@ from .projection import ViewMessage, project
 from .request import AssistantMessage, Request, SystemMessage, ToolSpec, UserMessage, digest
 from .window import Window, select_window, with_elision_note
 
-__all__ = ["Admission", "BoundaryInput", "admit", "build_request"]
+__all__ = [
+    "Admission",
+    "BoundaryInput",
+    "EpochTools",
+    "admit",
+    "build_request",
+    "epoch_tools",
+    "request_tools",
+    "window_of",
+]
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,10 @@ class BoundaryInput:
     """Everything the boundary reads: the log since the epoch start and one sample per source.
 
     ``promoted`` are the entries this boundary promotes into the log ahead of the update message
-    (the new user input and what belongs to it), in order.
+    (the new user input and what belongs to it), in order. ``tools`` are the tools on offer now,
+    in order; ``tool_specs`` every declaration the session still knows (tools that left
+    included), so an epoch's declarations can be rebuilt; ``native_tool_changes`` is the
+    profile's capability.
     """
 
     records: Sequence[Record]
@@ -63,11 +79,17 @@ class BoundaryInput:
     timestamp: str
     epoch_dispatched: bool = True
     provider: str = ""
+    tool_specs: Mapping[str, ToolSpec] = field(default_factory=dict)
+    native_tool_changes: bool = False
 
 
 @dataclass(frozen=True)
 class Admission:
-    """What to commit before the provider call, and the request to send after the commit."""
+    """What to commit before the provider call, and the request to send after the commit.
+
+    ``offered`` names the tools the model may call after this admission (a declared tool that
+    left in place is not among them).
+    """
 
     request: Request
     entries: tuple[LogEntry, ...]
@@ -75,6 +97,60 @@ class Admission:
     changed: tuple[str, ...]
     new_epoch: bool
     tokens: int = 0
+    offered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EpochTools:
+    """The tools of an epoch: ``declared`` in the request (in order), ``offered`` to the model."""
+
+    declared: tuple[str, ...]
+    offered: tuple[str, ...]
+
+
+def epoch_tools(
+    epoch: ContextEpoch, mids: Sequence[MidConversationSystemMessage], current: Sequence[str]
+) -> EpochTools:
+    """The tools ``epoch`` declared and offers after its update messages so far.
+
+    An epoch written before tools were recorded declared the application's tools: ``current``.
+    """
+    declared = list(epoch.tools if epoch.tools is not None else current)
+    offered = list(declared)
+    for mid in mids:
+        if mid.epoch != epoch.epoch:
+            continue
+        for name in mid.tools_removed:
+            if name in offered:
+                offered.remove(name)
+        for name in mid.tools_added:
+            if name not in declared:
+                declared.append(name)
+            if name not in offered:
+                offered.append(name)
+    return EpochTools(tuple(declared), tuple(offered))
+
+
+def request_tools(
+    epoch: ContextEpoch,
+    mids: Sequence[MidConversationSystemMessage],
+    tools: Sequence[ToolSpec],
+    specs: Mapping[str, ToolSpec],
+    *,
+    native: bool,
+) -> tuple[ToolSpec, ...] | None:
+    """The declarations a request of ``epoch`` carries; ``None`` when they cannot be rebuilt.
+
+    Without native tool changes that is the tools on offer; with them, every tool the epoch
+    declared, in order, so that the list stays the same for the whole epoch.
+    """
+    if not native or epoch.tools is None:
+        return tuple(tools)
+    known = {**specs, **{t.name: t for t in tools}}
+    names = epoch_tools(epoch, mids, [t.name for t in tools]).declared
+    if any(name not in known for name in names):
+        return None
+    return tuple(known[name] for name in names)
 
 
 def build_request(
@@ -127,14 +203,18 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         pending.append(entry)
         seq += 1
 
-    state = effective_state(data.epoch, _mids(records)) if data.epoch is not None else {}
+    mids = _mids(records)
+    state = effective_state(data.epoch, mids) if data.epoch is not None else {}
     reason: EpochReason | None = "start" if data.epoch is None else data.epoch_reason
     mid: MidConversationSystemMessage | None = None
     if reason is None and data.epoch is not None:
-        changes = diff(state, data.components, data.samples)
-        if changes:
-            removals = {c.key: c.removal_text() for c in data.components}
-            mid = message_for(changes, removals, data.epoch.epoch, data.timestamp)
+        added, removed = _tool_changes(data, mids)
+        in_place = data.native_tool_changes or not (added or removed)
+        if not in_place or _unreproducible(data, mids, added):
+            reason = "tools"
+        else:
+            mid = _update(data, state, added, removed)
+        if mid is not None:
             records.append(Record(seq, mid))
 
     view = project(records, data.epoch)
@@ -149,12 +229,20 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         epoch = _new_epoch(data, reason, state, view, window)
         pending.append(epoch)
         seq += 1
+        tools: tuple[ToolSpec, ...] = tuple(data.tools)
+    else:
+        assert epoch is not None
+        if mid is not None:
+            pending.append(mid)
+        rebuilt = request_tools(
+            epoch, _mids(records), data.tools, data.tool_specs, native=data.native_tool_changes
+        )
+        assert rebuilt is not None  # _unreproducible said so
+        tools = rebuilt
     assert epoch is not None
-    if mid is not None:
-        pending.append(mid)
 
     request = build_request(
-        view, window, epoch.baseline, data.tools, data.provider, drop_system=reason is not None
+        view, window, epoch.baseline, tools, data.provider, drop_system=reason is not None
     )
     tokens = preflight(request)
     changed = _changed(data, epoch, mid, new_epoch=reason is not None)
@@ -168,7 +256,50 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         changed=tuple(changed),
         new_epoch=reason is not None,
         tokens=tokens,
+        offered=tuple(t.name for t in data.tools),
     )
+
+
+def _tool_changes(
+    data: BoundaryInput, mids: Sequence[MidConversationSystemMessage]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Tools that join and leave at this boundary, against what the epoch offers so far."""
+    assert data.epoch is not None
+    current = [t.name for t in data.tools]
+    offered = epoch_tools(data.epoch, mids, current).offered
+    added = tuple(name for name in current if name not in offered)
+    removed = tuple(name for name in offered if name not in current)
+    return added, removed
+
+
+def _unreproducible(
+    data: BoundaryInput, mids: Sequence[MidConversationSystemMessage], added: Sequence[str]
+) -> bool:
+    """Whether a declaration of this epoch is no longer known (its request cannot be rebuilt)."""
+    assert data.epoch is not None
+    if not data.native_tool_changes or data.epoch.tools is None:
+        return False
+    known = set(data.tool_specs) | {t.name for t in data.tools}
+    declared = epoch_tools(data.epoch, mids, [t.name for t in data.tools]).declared
+    return any(name not in known for name in (*declared, *added))
+
+
+def _update(
+    data: BoundaryInput,
+    state: Mapping[str, ComponentState],
+    added: tuple[str, ...],
+    removed: tuple[str, ...],
+) -> MidConversationSystemMessage | None:
+    """The one update message of this boundary, or ``None`` when nothing changed."""
+    assert data.epoch is not None
+    changes = diff(state, data.components, data.samples)
+    if not changes and not added and not removed:
+        return None
+    removals = {c.key: c.removal_text() for c in data.components}
+    message = message_for(changes, removals, data.epoch.epoch, data.timestamp)
+    if not changes:
+        message = replace(message, text="")
+    return replace(message, tools_added=added, tools_removed=removed)
 
 
 def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
@@ -202,6 +333,7 @@ def _new_epoch(
         removed=removed,
         summary_seq=summary_seq,
         timestamp=data.timestamp,
+        tools=tuple(t.name for t in data.tools),
     )
 
 

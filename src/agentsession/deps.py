@@ -9,13 +9,14 @@ ordinary implementation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from .budget import BudgetPolicy
 from .config import Config
 from .context.component import ContextComponent
 from .context.registry import ComponentRegistry
+from .permissions import PermissionPreset
 from .providers.base import Model
 from .store.base import Store
 from .titles import Titler
@@ -35,6 +36,7 @@ class SessionDeps:
     budget: BudgetPolicy
     titler: Titler
     summarizer: Model | None = None
+    presets: Mapping[str, PermissionPreset] = field(default_factory=dict)
 
     def tool_named(self, name: str) -> Tool | None:
         """The application tool called ``name``, if any."""

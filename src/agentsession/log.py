@@ -24,20 +24,28 @@ from .request import ContentPart, ToolCall, Usage
 __all__ = [
     "TRANSCRIPT_KINDS",
     "VERSIONS",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "AssistantEntry",
     "CacheDiagnosis",
     "ComponentChange",
     "ContextEpoch",
     "Dispatch",
     "EpochReason",
+    "InstructionsFound",
     "Interrupted",
     "LogEntry",
     "MidConversationSystemMessage",
     "ModelSwitched",
+    "PermissionChanged",
     "ProviderFailed",
     "Record",
     "RuntimeContextSnapshot",
+    "SkillActivated",
+    "SkillLoaded",
     "SkillRevision",
+    "SkillStoreWrite",
+    "SkillUnloaded",
     "Summary",
     "SystemPromptCheckpoint",
     "ToolResultEntry",
@@ -120,7 +128,9 @@ class MidConversationSystemMessage:
     kind: Literal["mid_conversation_system"] = "mid_conversation_system"
 
 
-EpochReason: TypeAlias = Literal["start", "compaction", "model_switch", "window", "manual"]
+EpochReason: TypeAlias = Literal[
+    "start", "compaction", "model_switch", "window", "manual", "tools", "location"
+]
 
 
 @dataclass(frozen=True)
@@ -130,7 +140,9 @@ class ContextEpoch:
     ``baseline`` holds keyed component strings verbatim (reused across restarts); ``checkpoint``
     maps each key to the hash of its update string; ``removed`` lists keys of the prior epoch that
     are gone. ``history_start`` is the first log ``seq`` the model view of this epoch reads;
-    ``summary_seq`` points at the compaction summary that opens the epoch (version 2).
+    ``summary_seq`` points at the compaction summary that opens the epoch (version 2). ``tools``
+    names the tools the epoch's first request declared, in order (version 3; ``None`` in older
+    epochs, which declared whatever the application's tools were).
     """
 
     epoch: int
@@ -142,6 +154,7 @@ class ContextEpoch:
     removed: tuple[str, ...] = ()
     summary_seq: int | None = None
     timestamp: str = ""
+    tools: tuple[str, ...] | None = None
     kind: Literal["epoch"] = "epoch"
 
 
@@ -266,6 +279,94 @@ class RuntimeContextSnapshot:
     kind: Literal["runtime_context"] = "runtime_context"
 
 
+@dataclass(frozen=True)
+class PermissionChanged:
+    """The session's permission preset changed (recorded by ``set_permission_preset``)."""
+
+    preset: str
+    previous: str
+    timestamp: str = ""
+    kind: Literal["permission_changed"] = "permission_changed"
+
+
+@dataclass(frozen=True)
+class SkillLoaded:
+    """A skill joined the loaded skills (its instructions and tools join the request)."""
+
+    name: str
+    revision: str
+    location: str = ""
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["skill_loaded"] = "skill_loaded"
+
+
+@dataclass(frozen=True)
+class SkillUnloaded:
+    """A skill left the loaded skills (pushed out by newer reads); its history stays."""
+
+    name: str
+    revision: str = ""
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["skill_unloaded"] = "skill_unloaded"
+
+
+@dataclass(frozen=True)
+class SkillActivated:
+    """A loaded skill was read again and became the active (most recent) one."""
+
+    name: str
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["skill_activated"] = "skill_activated"
+
+
+@dataclass(frozen=True)
+class SkillStoreWrite:
+    """One write to a skill's durable per-session store; ``value`` is JSON text."""
+
+    skill: str
+    key: str
+    value: str = "null"
+    deleted: bool = False
+    timestamp: str = ""
+    kind: Literal["skill_store"] = "skill_store"
+
+
+@dataclass(frozen=True)
+class InstructionsFound:
+    """Nested instruction files a tool's read discovered; they join the System Context."""
+
+    paths: tuple[str, ...]
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["instructions_found"] = "instructions_found"
+
+
+@dataclass(frozen=True)
+class ApprovalRequested:
+    """A tool call waits for the user's approval (its preset asks); the turn pauses."""
+
+    call_id: str
+    name: str
+    reason: str
+    timestamp: str = ""
+    kind: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True)
+class ApprovalDecided:
+    """The user's answer to an approval request; ``always`` approves the tool for the session."""
+
+    call_id: str
+    approved: bool
+    always: bool = False
+    note: str = ""
+    timestamp: str = ""
+    kind: Literal["approval_decided"] = "approval_decided"
+
+
 LogEntry: TypeAlias = (
     UserEntry
     | AssistantEntry
@@ -279,6 +380,14 @@ LogEntry: TypeAlias = (
     | Summary
     | ModelSwitched
     | RuntimeContextSnapshot
+    | PermissionChanged
+    | SkillLoaded
+    | SkillUnloaded
+    | SkillActivated
+    | SkillStoreWrite
+    | InstructionsFound
+    | ApprovalRequested
+    | ApprovalDecided
 )
 
 #: Entry kinds that make up the user transcript (``session.messages``).
@@ -289,12 +398,17 @@ _TYPES: dict[str, type[Any]] = {
 }
 
 #: The version each kind is written with today.
-VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 2, "dispatch": 2}
+VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 3, "dispatch": 2}
 
 
 def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
     # Version 1 epochs were never opened by a compaction summary.
     return {**payload, "summary_seq": None}
+
+
+def _epoch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 epochs did not record their tools: they declared the application's tools.
+    return {**payload, "tools": None}
 
 
 def _dispatch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +422,7 @@ def _dispatch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
 _UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
+    ("epoch", 2): _epoch_v2_to_v3,
     ("dispatch", 1): _dispatch_v1_to_v2,
 }
 

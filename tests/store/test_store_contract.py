@@ -17,18 +17,27 @@ from hypothesis import strategies as st
 from agentsession.errors import ConflictError, CorruptEntryError, SessionNotFoundError, StoreError
 from agentsession.log import (
     VERSIONS,
+    ApprovalDecided,
+    ApprovalRequested,
     AssistantEntry,
     CacheDiagnosis,
     ComponentChange,
     ContextEpoch,
     Dispatch,
+    EpochReason,
+    InstructionsFound,
     Interrupted,
     LogEntry,
     MidConversationSystemMessage,
     ModelSwitched,
+    PermissionChanged,
     ProviderFailed,
     RuntimeContextSnapshot,
+    SkillActivated,
+    SkillLoaded,
     SkillRevision,
+    SkillStoreWrite,
+    SkillUnloaded,
     Summary,
     SystemPromptCheckpoint,
     ToolResultEntry,
@@ -431,10 +440,12 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         baseline=_pairs,
         checkpoint=_pairs,
         history_start=_small_int,
-        reason=st.sampled_from(["start", "compaction", "model_switch", "window", "manual"]),
+        reason=st.sampled_from(get_args(EpochReason)),
         model=_text,
         removed=_names,
+        summary_seq=st.none() | _small_int,
         timestamp=_text,
+        tools=st.none() | _names,
     ),
     "system_prompt_checkpoint": st.builds(
         SystemPromptCheckpoint,
@@ -467,6 +478,41 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
             st.builds(SkillRevision, name=_text, location=_text, revision=_text), max_size=3
         ).map(tuple),
         placement=st.sampled_from(["user", None]),
+    ),
+    "permission_changed": st.builds(
+        PermissionChanged, preset=_text, previous=_text, timestamp=_text
+    ),
+    "skill_loaded": st.builds(
+        SkillLoaded, name=_text, revision=_text, location=_text, call_id=_text, timestamp=_text
+    ),
+    "skill_unloaded": st.builds(
+        SkillUnloaded, name=_text, revision=_text, call_id=_text, timestamp=_text
+    ),
+    "skill_activated": st.builds(SkillActivated, name=_text, call_id=_text, timestamp=_text),
+    "skill_store": st.builds(
+        SkillStoreWrite,
+        skill=_text,
+        key=_text,
+        value=st.sampled_from(["null", '{"a": [1, 2]}', '"text"']),
+        deleted=st.booleans(),
+        timestamp=_text,
+    ),
+    "instructions_found": st.builds(
+        InstructionsFound,
+        paths=st.lists(_text, max_size=3).map(tuple),
+        call_id=_text,
+        timestamp=_text,
+    ),
+    "approval_requested": st.builds(
+        ApprovalRequested, call_id=_text, name=_text, reason=_text, timestamp=_text
+    ),
+    "approval_decided": st.builds(
+        ApprovalDecided,
+        call_id=_text,
+        approved=st.booleans(),
+        always=st.booleans(),
+        note=_text,
+        timestamp=_text,
     ),
 }
 _entry = st.one_of(*ENTRY_STRATEGIES.values())

@@ -119,5 +119,14 @@ class ComponentRegistry:
 
     def components(self) -> list[ContextComponent]:
         """Every component in rendering order."""
+        return [*self.builtins(), *self.plugins()]
+
+    def builtins(self) -> list[ContextComponent]:
+        """The built-in components, in declaration order."""
         with self._lock:
-            return [*self._builtins, *(self._plugins[k] for k in sorted(self._plugins))]
+            return list(self._builtins)
+
+    def plugins(self) -> list[ContextComponent]:
+        """The plugin components, in lexicographic key order."""
+        with self._lock:
+            return [self._plugins[k] for k in sorted(self._plugins)]

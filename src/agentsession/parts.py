@@ -1,0 +1,105 @@
+"""What one session is made of beyond its log: its gate, its tools and its System Context sources.
+
+The runtime's parts (``SessionDeps``) are shared by every session; the parts here belong to one
+session and are rebuilt from its log when it is opened: the permission gate (preset, approvals),
+the instruction files found for its project folder (nested ones restored from
+``instructions_found`` entries), and the toolbox that runs its calls. ``components()`` is the
+ordered System Context of one boundary: the runtime's built-ins, then ``core.permissions``, the
+instruction files, the session parts' components, then plugin components by key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .context.component import ContextComponent
+from .deps import SessionDeps
+from .gate import PermissionGate
+from .instructions import InstructionService
+from .log import InstructionsFound, LogEntry, now
+from .request import ToolCall
+from .tool_context import ToolContext
+from .toolbox import CallObserver, Toolbox, ToolSource
+
+__all__ = ["STATE_KINDS", "InstructionTracker", "SessionParts", "build_parts"]
+
+#: Entry kinds that carry session state (read once when a session is opened).
+STATE_KINDS: tuple[str, ...] = (
+    "permission_changed",
+    "approval_requested",
+    "approval_decided",
+    "instructions_found",
+)
+
+
+class InstructionTracker:
+    """The session's instruction files; nested ones join when a tool reads below them."""
+
+    def __init__(self, service: InstructionService) -> None:
+        self.service = service
+
+    def observe(self, call: ToolCall, context: ToolContext) -> list[LogEntry]:
+        """An ``instructions_found`` entry for the files the call's reads discovered."""
+        found: list[str] = []
+        for path in context.reads:
+            found.extend(self.service.note_read(path))
+        if not found:
+            return []
+        return [InstructionsFound(tuple(found), call.id, now())]
+
+
+@dataclass
+class SessionParts:
+    """One session's gate, toolbox and context sources."""
+
+    deps: SessionDeps
+    gate: PermissionGate
+    toolbox: Toolbox
+    instructions: InstructionTracker
+    sources: Sequence[ContextSource] = field(default_factory=tuple)
+
+    def components(self) -> list[ContextComponent]:
+        """The System Context of the next boundary, in rendering order."""
+        registry = self.deps.registry
+        parts: list[ContextComponent] = [self.gate.component()]
+        parts.extend(self.instructions.service.components())
+        for source in self.sources:
+            parts.extend(source.components())
+        return [*registry.builtins(), *parts, *registry.plugins()]
+
+
+class ContextSource(ToolSource):
+    """A session part that also contributes context components (skills, MCP resources)."""
+
+    def components(self) -> Sequence[ContextComponent]:
+        """Its components for the next boundary, in order."""
+        ...
+
+
+def build_parts(
+    deps: SessionDeps,
+    session_id: str,
+    project_dir: Path,
+    state: Iterable[LogEntry],
+    sources: Sequence[ContextSource] = (),
+    observers: Sequence[CallObserver] = (),
+) -> SessionParts:
+    """The parts of one session, with their state restored from ``state`` (oldest first)."""
+    entries = list(state)
+    gate = PermissionGate(deps.presets, deps.config.permission_preset, project_dir)
+    gate.restore(entries)
+    nested = [p for e in entries if isinstance(e, InstructionsFound) for p in e.paths]
+    service = InstructionService(project_dir, config=deps.config, nested=nested)
+    tracker = InstructionTracker(service)
+    toolbox = Toolbox(
+        deps.tools,
+        gate=gate,
+        project_dir=project_dir,
+        session_id=session_id,
+        config=deps.config,
+        sources=sources,
+        observers=(tracker, *observers),
+    )
+    return SessionParts(deps, gate, toolbox, tracker, sources)
