@@ -63,8 +63,10 @@ CHAT_FULL = {
 }
 
 
-def _chunk(delta: dict[str, Any] | None, usage: dict[str, Any] | None = None) -> str:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}]
+def _chunk(
+    delta: dict[str, Any] | None, usage: dict[str, Any] | None = None, finish: str | None = None
+) -> str:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
     body = {
         "id": "c1",
         "object": "chat.completion.chunk",
@@ -93,6 +95,7 @@ CHAT_STREAM = [
     ),
     _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":'}}]}),
     _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"a.txt"}'}}]}),
+    _chunk({}, finish="tool_calls"),
     _chunk(None, CHAT_FULL["usage"]),  # type: ignore[arg-type]
     "data: [DONE]\n\n",
 ]
@@ -292,9 +295,14 @@ GEMINI_FULL = {
 }
 
 
-def _gem_chunk(parts: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> str:
+def _gem_chunk(
+    parts: list[dict[str, Any]], usage: dict[str, Any] | None = None, finish: str | None = None
+) -> str:
+    candidate: dict[str, Any] = {"index": 0, "content": {"role": "model", "parts": parts}}
+    if finish:
+        candidate["finishReason"] = finish
     body: dict[str, Any] = {
-        "candidates": [{"index": 0, "content": {"role": "model", "parts": parts}}],
+        "candidates": [candidate],
         "modelVersion": "gemini-2.5-pro",
         "responseId": "r1",
     }
@@ -309,6 +317,7 @@ GEMINI_STREAM = [
     _gem_chunk(
         [{"functionCall": {"id": "call_a", "name": "read_file", "args": {"path": "a.txt"}}}],
         GEMINI_USAGE,
+        "STOP",
     ),
 ]
 
