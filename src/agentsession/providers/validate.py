@@ -14,6 +14,7 @@ from typing import Any
 
 from ._lowering import reject
 from .base import ModelProfile
+from .openai_chat import strict_alternation
 from .profiles import default_profile
 
 __all__ = [
@@ -134,16 +135,23 @@ def validate_anthropic(body: dict[str, Any], profile: ModelProfile | None = None
 
 
 def validate_openai_chat(body: dict[str, Any], profile: ModelProfile | None = None) -> None:
-    """Chat Completions rules: tool messages directly answer the preceding tool calls."""
+    """Chat Completions rules: tool messages directly answer the preceding tool calls.
+
+    For a profile that wraps system text (strict chat templates), also no two user messages in
+    a row.
+    """
     fmt = "openai-chat"
     messages: list[dict[str, Any]] = body.get("messages") or []
     if not messages:
         reject(fmt, "messages is empty", None)
+    strict = profile is not None and strict_alternation(profile)
     pending: list[str] = []
     answered: list[str] = []
     call_at = 0
     for i, message in enumerate(messages):
         role = message.get("role")
+        if strict and role == "user" and i and messages[i - 1].get("role") == "user":
+            reject(fmt, "two user messages in a row; this model's template needs alternation", i)
         if role == "tool":
             call_id = message.get("tool_call_id")
             if call_id not in pending or call_id in answered:
