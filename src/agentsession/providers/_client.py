@@ -67,7 +67,7 @@ def require_event_stream(headers: Mapping[str, str], vendor: str) -> None:
     media = content_type.split(";", 1)[0].strip().lower()
     if media != "text/event-stream":
         raise ProviderError(
-            f"{vendor}: asked for a stream, got a {media or 'untyped'} response instead"
+            f"{vendor}: asked for a stream, got a response of type {media or '(none)'}"
         )
 
 
