@@ -1,4 +1,5 @@
-"""Models and wire formats: the scripted model, profiles, lowering, real SDK clients."""
+"""Models and wire formats: the model protocol, profiles, lowering, real SDK clients, the offline
+fake (re-exported for the public API only; nothing here treats it specially)."""
 
 from __future__ import annotations
 
