@@ -371,3 +371,28 @@ async def test_an_error_inside_a_stream_is_classified(server: LocalServer) -> No
         await run(VENDORS["openai-chat"].model(server))
     with pytest.raises(TransientProviderError, match="Overloaded"):
         await run(VENDORS["anthropic"].model(server))
+
+
+async def test_a_failed_responses_stream_is_classified(server: LocalServer) -> None:
+    stream = VENDORS["openai-responses"].stream[:-1]
+    failed = {
+        **RESP_FULL,
+        "status": "failed",
+        "error": {"code": "server_error", "message": "The server had an error"},
+    }
+    event = {"type": "response.failed", "sequence_number": 4, "response": failed}
+    error_event = {
+        "type": "error",
+        "sequence_number": 4,
+        "code": "context_length_exceeded",
+        "message": "Your input exceeds the context window of this model.",
+        "param": None,
+    }
+    server.reply(
+        Reply(sse=[*stream, sse(event, "response.failed")]),
+        Reply(sse=[*stream, sse(error_event, "error")]),
+    )
+    with pytest.raises(TransientProviderError, match="The server had an error"):
+        await run(VENDORS["openai-responses"].model(server))
+    with pytest.raises(ContextOverflowError):
+        await run(VENDORS["openai-responses"].model(server))

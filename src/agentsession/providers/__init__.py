@@ -1,5 +1,7 @@
-"""Models and wire formats: the model protocol, profiles, lowering, real SDK clients, the offline
-fake (re-exported for the public API only; nothing here treats it specially)."""
+"""Models and wire formats: the model protocol, profiles, lowering, real SDK clients.
+
+The offline fake is re-exported for the public API only; nothing here treats it specially.
+"""
 
 from __future__ import annotations
 
