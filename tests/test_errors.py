@@ -28,6 +28,7 @@ TREE: dict[str, str] = {
     "RequestValidationError": "AgentSessionError",
     "ProviderError": "AgentSessionError",
     "TransientProviderError": "ProviderError",
+    "ContextOverflowError": "ProviderError",
     "CredentialsError": "ProviderError",
     "StoreError": "AgentSessionError",
     "CorruptEntryError": "StoreError",

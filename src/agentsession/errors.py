@@ -12,22 +12,29 @@ AgentSessionError
 ├── MaxStepsExceededError      one prompt made more model calls than Config.max_steps
 ├── RequestValidationError     a lowered request breaks its wire format's rules (a bug report)
 ├── ProviderError              the model provider failed; admitted context stays stored
-│   ├── TransientProviderError rate limit, 5xx, timeout: retried inside the step
+│   ├── TransientProviderError rate limit, 5xx, timeout, a cut stream: retried inside the step
+│   ├── ContextOverflowError   the provider says the request is longer than its context
 │   └── CredentialsError       no credentials for the provider
 └── StoreError                 the store failed or holds something unreadable
     └── CorruptEntryError      a stored row cannot be decoded
 ```
 
-Vendor exceptions are translated at the boundary with ``raise … from`` so the original stays
-available as ``__cause__``.
+Vendor exceptions are translated once per vendor, from the SDK's typed exceptions, with
+``raise … from`` so the original stays available as ``__cause__``; a ``ProviderError`` keeps the
+HTTP status, the error body and the response headers the provider sent.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
 
 __all__ = [
     "AgentSessionError",
     "BudgetExceededError",
     "ConflictError",
+    "ContextOverflowError",
     "CorruptEntryError",
     "CredentialsError",
     "MaxStepsExceededError",
@@ -116,15 +123,71 @@ class RequestValidationError(AgentSessionError):
 
 
 class ProviderError(AgentSessionError):
-    """The model provider failed. Admitted context stays stored; ``session.retry()`` resumes."""
+    """The model provider failed. Admitted context stays stored; ``session.retry()`` resumes.
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    ``status`` is the HTTP status (``None`` when no response arrived), ``body`` the error body as
+    the SDK parsed it (a dict for JSON, else text), ``headers`` the response headers with
+    lower-case names (empty when there were none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: object = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.body = body
+        self.headers: Mapping[str, str] = {k.lower(): v for k, v in (headers or {}).items()}
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds the provider asked to wait before retrying, or ``None`` when it did not say.
+
+        Read from ``Retry-After`` (delta-seconds or an HTTP date, counted from now) or the
+        millisecond variant ``retry-after-ms`` some providers send; never negative.
+        """
+        millis = _seconds(self.headers.get("retry-after-ms"))
+        if millis is not None:
+            return millis / 1000
+        value = self.headers.get("retry-after")
+        if value is None:
+            return None
+        seconds = _seconds(value)
+        if seconds is not None:
+            return seconds
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is always GMT
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+def _seconds(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 and seconds != float("inf") else None
 
 
 class TransientProviderError(ProviderError):
-    """A failure worth retrying with the same request: rate limit, 5xx, timeout."""
+    """A failure worth retrying with the same request: rate limit, 5xx, timeout, a cut stream."""
+
+
+class ContextOverflowError(ProviderError):
+    """The provider refused the request as longer than the model's context window.
+
+    Retrying the same request cannot succeed; compacting the history (or a model with a larger
+    window) can.
+    """
 
 
 class CredentialsError(ProviderError):

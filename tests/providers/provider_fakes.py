@@ -26,6 +26,9 @@ class Reply:
     sse: list[str] | None = None  # raw SSE event texts, sent one by one
     delay: float = 0.0
     content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    # an SSE reply sent chunked whose connection drops before the final chunk: a cut stream
+    cut: bool = False
 
 
 @dataclass
@@ -71,9 +74,16 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                     self.send_response(reply.status)
                     self.send_header("content-type", "text/event-stream")
                     self.send_header("connection", "close")
+                    if reply.cut:
+                        self.send_header("transfer-encoding", "chunked")
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     for event in reply.sse:
-                        self.wfile.write(event.encode())
+                        data = event.encode()
+                        if reply.cut:
+                            data = b"%x\r\n%s\r\n" % (len(data), data)
+                        self.wfile.write(data)
                         self.wfile.flush()
                     self.close_connection = True
                     return
@@ -83,6 +93,8 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                 self.send_response(reply.status)
                 self.send_header("content-type", reply.content_type)
                 self.send_header("content-length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):

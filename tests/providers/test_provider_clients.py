@@ -3,12 +3,9 @@ responses parsed back into the neutral form, and vendor failures mapped onto the
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
-from provider_fakes import LocalServer, Reply, sse
+from provider_fakes import LocalServer, Reply
+from vendor_replies import CHAT_FULL, KEYS, REQUEST, SYSTEM, TOOLS, VENDORS, run
 
 from agentsession.errors import (
     CredentialsError,
@@ -17,355 +14,8 @@ from agentsession.errors import (
     TransientProviderError,
     UnknownModelError,
 )
-from agentsession.providers import (
-    ModelDone,
-    ModelTextDelta,
-    ModelToolCall,
-    get_model,
-)
-from agentsession.request import Request, ToolResultMessage, ToolSpec, UserMessage
-
-SYSTEM = (("core.identity", "You are careful."), ("core.date", "Today is 2026-01-01."))
-TOOLS = (ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}}),)
-REQUEST = Request(SYSTEM, (UserMessage("Read a.txt"),), TOOLS)
-KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
-
-# --- recorded-shape responses ----------------------------------------------------------------
-
-CHAT_FULL = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "created": 1,
-    "model": "gpt-4.1",
-    "choices": [
-        {
-            "index": 0,
-            "finish_reason": "tool_calls",
-            "message": {
-                "role": "assistant",
-                "content": "Hello there",
-                "tool_calls": [
-                    {
-                        "id": "call_a",
-                        "type": "function",
-                        "function": {"name": "read_file", "arguments": '{"path":"a.txt"}'},
-                    }
-                ],
-            },
-        }
-    ],
-    "usage": {
-        "prompt_tokens": 100,
-        "completion_tokens": 5,
-        "total_tokens": 105,
-        "prompt_tokens_details": {"cached_tokens": 64},
-    },
-}
-
-
-def _chunk(delta: dict[str, Any] | None, usage: dict[str, Any] | None = None) -> str:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}]
-    body = {
-        "id": "c1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-4.1",
-        "choices": choices,
-        "usage": usage,
-    }
-    return sse(body)
-
-
-CHAT_STREAM = [
-    _chunk({"role": "assistant", "content": "Hello"}),
-    _chunk({"content": " there"}),
-    _chunk(
-        {
-            "tool_calls": [
-                {
-                    "index": 0,
-                    "id": "call_a",
-                    "type": "function",
-                    "function": {"name": "read_file", "arguments": ""},
-                }
-            ]
-        }
-    ),
-    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":'}}]}),
-    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"a.txt"}'}}]}),
-    _chunk(None, CHAT_FULL["usage"]),  # type: ignore[arg-type]
-    "data: [DONE]\n\n",
-]
-
-RESP_FULL = {
-    "id": "resp_1",
-    "object": "response",
-    "created_at": 1,
-    "model": "gpt-4.1",
-    "status": "completed",
-    "output": [
-        {
-            "type": "message",
-            "id": "msg_1",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": "Hello there", "annotations": []}],
-        },
-        {
-            "type": "function_call",
-            "id": "fc_1",
-            "call_id": "call_a",
-            "name": "read_file",
-            "arguments": '{"path":"a.txt"}',
-            "status": "completed",
-        },
-    ],
-    "usage": {
-        "input_tokens": 100,
-        "output_tokens": 5,
-        "total_tokens": 105,
-        "input_tokens_details": {"cached_tokens": 64},
-        "output_tokens_details": {"reasoning_tokens": 0},
-    },
-}
-RESP_STREAM = [
-    sse(
-        {
-            "type": "response.created",
-            "sequence_number": 0,
-            "response": {**RESP_FULL, "status": "in_progress", "output": []},
-        },
-        "response.created",
-    ),
-    sse(
-        {
-            "type": "response.output_text.delta",
-            "item_id": "msg_1",
-            "output_index": 0,
-            "content_index": 0,
-            "delta": "Hello",
-            "sequence_number": 1,
-            "logprobs": [],
-        },
-        "response.output_text.delta",
-    ),
-    sse(
-        {
-            "type": "response.output_text.delta",
-            "item_id": "msg_1",
-            "output_index": 0,
-            "content_index": 0,
-            "delta": " there",
-            "sequence_number": 2,
-            "logprobs": [],
-        },
-        "response.output_text.delta",
-    ),
-    sse(
-        {
-            "type": "response.output_item.done",
-            "output_index": 1,
-            "sequence_number": 3,
-            "item": RESP_FULL["output"][1],
-        },
-        "response.output_item.done",
-    ),  # type: ignore[index]
-    sse(
-        {"type": "response.completed", "sequence_number": 4, "response": RESP_FULL},
-        "response.completed",
-    ),
-]
-
-ANTHROPIC_USAGE = {
-    "input_tokens": 10,
-    "output_tokens": 5,
-    "cache_read_input_tokens": 80,
-    "cache_creation_input_tokens": 10,
-}
-ANTHROPIC_FULL = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-opus-4-8",
-    "content": [
-        {"type": "text", "text": "Hello there"},
-        {"type": "tool_use", "id": "call_a", "name": "read_file", "input": {"path": "a.txt"}},
-    ],
-    "stop_reason": "tool_use",
-    "stop_sequence": None,
-    "usage": ANTHROPIC_USAGE,
-}
-ANTHROPIC_STREAM = [
-    sse(
-        {
-            "type": "message_start",
-            "message": {**ANTHROPIC_FULL, "content": [], "stop_reason": None},
-        },
-        "message_start",
-    ),
-    sse(
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        "content_block_start",
-    ),
-    sse(
-        {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "text_delta", "text": "Hello"},
-        },
-        "content_block_delta",
-    ),
-    sse(
-        {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "text_delta", "text": " there"},
-        },
-        "content_block_delta",
-    ),
-    sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-    sse(
-        {
-            "type": "content_block_start",
-            "index": 1,
-            "content_block": {"type": "tool_use", "id": "call_a", "name": "read_file", "input": {}},
-        },
-        "content_block_start",
-    ),
-    sse(
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": '{"path": '},
-        },
-        "content_block_delta",
-    ),
-    sse(
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": '"a.txt"}'},
-        },
-        "content_block_delta",
-    ),
-    sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
-    sse(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-            "usage": {"output_tokens": 5},
-        },
-        "message_delta",
-    ),
-    sse({"type": "message_stop"}, "message_stop"),
-]
-
-GEMINI_USAGE = {
-    "promptTokenCount": 100,
-    "candidatesTokenCount": 5,
-    "cachedContentTokenCount": 64,
-    "totalTokenCount": 105,
-}
-GEMINI_FULL = {
-    "candidates": [
-        {
-            "index": 0,
-            "finishReason": "STOP",
-            "content": {
-                "role": "model",
-                "parts": [
-                    {"text": "Hello there"},
-                    {
-                        "functionCall": {
-                            "id": "call_a",
-                            "name": "read_file",
-                            "args": {"path": "a.txt"},
-                        }
-                    },
-                ],
-            },
-        }
-    ],
-    "usageMetadata": GEMINI_USAGE,
-    "modelVersion": "gemini-2.5-pro",
-    "responseId": "r1",
-}
-
-
-def _gem_chunk(parts: list[dict[str, Any]], usage: dict[str, Any] | None = None) -> str:
-    body: dict[str, Any] = {
-        "candidates": [{"index": 0, "content": {"role": "model", "parts": parts}}],
-        "modelVersion": "gemini-2.5-pro",
-        "responseId": "r1",
-    }
-    if usage:
-        body["usageMetadata"] = usage
-    return f"data: {json.dumps(body)}\r\n\r\n"
-
-
-GEMINI_STREAM = [
-    _gem_chunk([{"text": "Hello"}]),
-    _gem_chunk([{"text": " there"}]),
-    _gem_chunk(
-        [{"functionCall": {"id": "call_a", "name": "read_file", "args": {"path": "a.txt"}}}],
-        GEMINI_USAGE,
-    ),
-]
-
-
-@dataclass
-class Vendor:
-    spec: str
-    full: dict[str, Any]
-    stream: list[str]
-    path: str
-    stream_path: str
-    cached: int
-
-    def model(self, server: LocalServer, **kw: Any) -> Any:
-        if self.spec.startswith("openai-compatible:"):
-            return get_model(f"openai-compatible:{server.url}/v1#local-model", **kw)
-        base = server.url + "/v1" if self.spec.startswith("openai") else server.url
-        return get_model(self.spec, base_url=base, **kw)
-
-
-VENDORS = {
-    "openai-chat": Vendor(
-        "openai-chat:gpt-4.1",
-        CHAT_FULL,
-        CHAT_STREAM,
-        "/v1/chat/completions",
-        "/v1/chat/completions",
-        64,
-    ),
-    "openai-compatible": Vendor(
-        "openai-compatible:x",
-        CHAT_FULL,
-        CHAT_STREAM,
-        "/v1/chat/completions",
-        "/v1/chat/completions",
-        64,
-    ),
-    "openai-responses": Vendor(
-        "openai:gpt-4.1", RESP_FULL, RESP_STREAM, "/v1/responses", "/v1/responses", 64
-    ),
-    "anthropic": Vendor(
-        "anthropic:claude-opus-4-8",
-        ANTHROPIC_FULL,
-        ANTHROPIC_STREAM,
-        "/v1/messages",
-        "/v1/messages",
-        80,
-    ),
-    "gemini": Vendor(
-        "gemini:gemini-2.5-pro",
-        GEMINI_FULL,
-        GEMINI_STREAM,
-        "/v1beta/models/gemini-2.5-pro:generateContent",
-        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
-        64,
-    ),
-}
+from agentsession.providers import ModelTextDelta, ModelToolCall, get_model
+from agentsession.request import Request, ToolResultMessage, UserMessage
 
 
 @pytest.fixture(autouse=True)
@@ -374,23 +24,13 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, "test-key")
 
 
-async def _run(model: Any, request: Request = REQUEST) -> tuple[list[Any], ModelDone]:
-    try:
-        events = [event async for event in model.stream(request)]
-    finally:
-        await model.aclose()
-    assert isinstance(events[-1], ModelDone)
-    assert sum(isinstance(e, ModelDone) for e in events) == 1
-    return events, events[-1]
-
-
 @pytest.mark.parametrize("vendor", VENDORS)
 async def test_streamed_and_complete_agree(vendor: str, server: LocalServer) -> None:
     v = VENDORS[vendor]
     server.reply(Reply(body=v.full), Reply(sse=v.stream))
     complete_model = v.model(server, streaming=False)
-    _, done_full = await _run(complete_model)
-    events, done_stream = await _run(v.model(server))
+    _, done_full = await run(complete_model)
+    events, done_stream = await run(v.model(server))
 
     assert done_full.message == done_stream.message
     message = done_stream.message
@@ -402,6 +42,7 @@ async def test_streamed_and_complete_agree(vendor: str, server: LocalServer) -> 
     assert deltas == "Hello there"
     assert [e.call for e in events if isinstance(e, ModelToolCall)] == list(message.tool_calls)
     assert done_full.usage == done_stream.usage
+    assert done_full.stop_reason == done_stream.stop_reason == "tool_calls"
     assert done_stream.usage.cached_input_tokens == v.cached
     assert done_stream.usage.output_tokens == 5
     if vendor == "anthropic":
@@ -436,13 +77,13 @@ async def test_reply_continues_the_conversation(server: LocalServer) -> None:
     v = VENDORS["anthropic"]
     server.reply(Reply(sse=v.stream), Reply(sse=v.stream))
     model = v.model(server)
-    _, done = await _run(model)
+    _, done = await run(model)
     follow = Request(
         SYSTEM,
         (*REQUEST.messages, done.message, ToolResultMessage("call_a", "read_file", "alpha")),
         TOOLS,
     )
-    await _run(model, follow)
+    await run(model, follow)
     sent = server.requests[-1].json
     assert sent["messages"][1]["content"][1] == {
         "type": "tool_use",
@@ -474,7 +115,7 @@ async def test_http_failures_are_typed(
 ) -> None:
     server.reply(reply)
     with pytest.raises(error) as info:
-        await _run(VENDORS[vendor].model(server, streaming=False))
+        await run(VENDORS[vendor].model(server, streaming=False))
     assert isinstance(info.value, ProviderError)
     assert info.value.status == status
     assert info.value.__cause__ is not None
@@ -490,7 +131,7 @@ async def test_malformed_response(vendor: str, streaming: bool, server: LocalSer
     else:
         server.reply(Reply(body=b"<html>not json</html>"))
     with pytest.raises(ProviderError) as info:
-        await _run(VENDORS[vendor].model(server, streaming=streaming))
+        await run(VENDORS[vendor].model(server, streaming=streaming))
     assert not isinstance(info.value, TransientProviderError)
 
 
@@ -498,7 +139,7 @@ async def test_malformed_response(vendor: str, streaming: bool, server: LocalSer
 async def test_timeout_is_transient(vendor: str, server: LocalServer) -> None:
     server.reply(Reply(body=VENDORS[vendor].full, delay=1.5))
     with pytest.raises(TransientProviderError):
-        await _run(VENDORS[vendor].model(server, streaming=False, timeout=0.3))
+        await run(VENDORS[vendor].model(server, streaming=False, timeout=0.3))
 
 
 @pytest.mark.parametrize("vendor", ["openai-chat", "openai-responses", "anthropic", "gemini"])
@@ -510,7 +151,7 @@ async def test_missing_credentials(
     model = VENDORS[vendor].model(server)
     assert model.profile.wire_format  # building and inspecting needs no key
     with pytest.raises(CredentialsError, match="API key"):
-        await _run(model)
+        await run(model)
     assert server.requests == []
 
 
@@ -521,7 +162,7 @@ async def test_compatible_server_needs_no_key(
     server.reply(Reply(body=CHAT_FULL))
     model = get_model(f"openai-compatible:{server.url}/v1#qwen3", streaming=False)
     assert model.base_url == f"{server.url}/v1" and model.model == "qwen3"
-    await _run(model)
+    await run(model)
     assert server.requests[0].json["model"] == "qwen3"
 
 
@@ -529,7 +170,7 @@ async def test_invalid_history_is_never_sent(server: LocalServer) -> None:
     bad = Request(SYSTEM, (UserMessage("hi"), ToolResultMessage("ghost", "read_file", "x")))
     for v in VENDORS.values():
         with pytest.raises(RequestValidationError):
-            await _run(v.model(server), bad)
+            await run(v.model(server), bad)
     assert server.requests == []
 
 

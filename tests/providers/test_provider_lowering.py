@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from agentsession.errors import RequestValidationError, UnknownFormatError
-from agentsession.providers import FORMATS, default_profile, lower, profile_for, validate
+from agentsession.providers import (
+    FORMATS,
+    default_profile,
+    lower,
+    lower_traced,
+    profile_for,
+    validate,
+)
 from agentsession.providers.base import ModelProfile
 from agentsession.request import (
     AssistantMessage,
@@ -293,3 +300,39 @@ def test_images_refused_without_vision() -> None:
         result = ToolResultMessage("c1", "read_file", (ImagePart("image/png", data=PNG),))
         messages = (*SCENARIOS["tool_error"][:2], result)
         lower(Request(SYSTEM, messages, TOOLS), "openai-chat")
+
+
+def test_strict_chat_templates_get_alternation() -> None:
+    """A wrapping openai-chat profile joins user-side content into one user message; its
+    validator refuses two user messages in a row, which a native profile allows."""
+    strict = PROFILES["openai-chat"]["wrapped"]
+    native = PROFILES["openai-chat"]["native"]
+    two_users = {
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "a"},
+            {"role": "user", "content": "b"},
+        ]
+    }
+    validate(two_users, "openai-chat", native)
+    with pytest.raises(RequestValidationError, match="two user messages in a row") as info:
+        validate(two_users, "openai-chat", strict)
+    assert info.value.position == 2
+
+    image_then_wrapped = (
+        UserMessage((TextPart("Look:"), ImagePart("image/png", data=PNG))),
+        SystemMessage("The date is 2026-01-02."),
+        UserMessage("And now?"),
+    )
+    body = lower(Request(SYSTEM, image_then_wrapped, TOOLS), "openai-chat", profile=strict)
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"][1]["content"] == [
+        {"type": "text", "text": "Look:"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+        {"type": "text", "text": "<system-message>\nThe date is 2026-01-02.\n</system-message>"},
+        {"type": "text", "text": "And now?"},
+    ]
+    traced = lower_traced(Request(SYSTEM, image_then_wrapped, TOOLS), "openai-chat", profile=strict)
+    assert traced.origins == [-1, 0]
+    native_body = lower(Request(SYSTEM, image_then_wrapped, TOOLS), "openai-chat", profile=native)
+    assert [m["role"] for m in native_body["messages"]] == ["system", "user", "system", "user"]

@@ -1,10 +1,12 @@
 """Property: any valid neutral history lowers, for every format and profile, to a body that
 passes the format's validator and the official SDK's request types; an orphaned tool result is
-always reported before sending."""
+always reported before sending; an openai-chat profile that wraps system text never sends two
+user messages in a row (strict chat templates)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -107,6 +109,9 @@ def _lower_all(request: Request) -> None:
         for profile in PROFILES[fmt]:
             body = lower(request, fmt, profile=profile, model="m")
             check_sdk_types(fmt, body)
+            if fmt == "openai-chat" and profile.system_placement == "none":
+                roles = [m["role"] for m in body["messages"]]
+                assert ("user", "user") not in set(pairwise(roles)), roles
 
 
 @settings(

@@ -83,10 +83,12 @@ async def test_timeout_keeps_admitted_context_for_retry(
         await model.aclose()  # type: ignore[attr-defined]
 
 
-def chunk(delta: dict[str, Any] | None, usage: dict[str, Any] | None = None) -> str:
+def chunk(
+    delta: dict[str, Any] | None, usage: dict[str, Any] | None = None, finish: str | None = None
+) -> str:
     from provider_fakes import sse
 
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}]
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
     return sse(
         {
             "id": "c1",
@@ -118,6 +120,7 @@ async def test_streamed_turn_through_session_events(server: LocalServer, tmp_pat
                 chunk(
                     {"tool_calls": [{"index": 0, "function": {"arguments": '{"path":"a.txt"}'}}]}
                 ),
+                chunk({}, finish="tool_calls"),
                 chunk(None, usage),
                 "data: [DONE]\n\n",
             ]
@@ -125,7 +128,7 @@ async def test_streamed_turn_through_session_events(server: LocalServer, tmp_pat
         Reply(
             sse=[
                 chunk({"role": "assistant", "content": "It says "}),
-                chunk({"content": "hello."}),
+                chunk({"content": "hello."}, finish="stop"),
                 chunk(None, usage),
                 "data: [DONE]\n\n",
             ]

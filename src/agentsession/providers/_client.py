@@ -1,10 +1,16 @@
-"""What the real SDK clients share: credentials, error translation, the streaming skeleton.
+"""What the real SDK clients share: readiness, credentials, error policy, the streaming skeleton.
 
 Each vendor client lowers the request (running its validator) before it touches the network,
-creates its official SDK client lazily (the package imports without any SDK installed), and
-translates vendor exceptions into the package's error tree with ``raise ... from``. A client
-streams by default; ``streaming=False`` asks for one complete response, and both paths build the
-assistant message with the same function, so the result is identical either way.
+creates its official SDK client lazily (the package imports without any SDK installed) and
+maps its SDK's typed exceptions in one function of its own module; whatever that function does
+not know leaves through ``provider_failure``. A client streams by default; ``streaming=False``
+asks for one complete response, which ``replay`` turns into the same events, so the result is
+identical either way. A stream is accepted only when it proves it is whole (the vendor's finish
+reason or terminator arrived); an event stream that is not one, or that ends early, is an error.
+
+Credentials: an explicit ``api_key`` wins; else the vendor's environment variables, or the one
+``api_key_env`` names. An ``openai-compatible:`` server reads no variable unless one is named,
+so ``OPENAI_API_KEY`` is never sent to a third-party base URL by accident.
 """
 
 from __future__ import annotations
@@ -12,41 +18,57 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from ..errors import CredentialsError, ProviderError, TransientProviderError, UsageError
+from ..errors import AgentSessionError, CredentialsError, ProviderError, UsageError
 from ..request import Request
-from .base import ModelEvent, ModelProfile
+from .base import (
+    ModelDone,
+    ModelEvent,
+    ModelProfile,
+    ModelTextDelta,
+    ModelToolCall,
+    provider_failure,
+)
 from .lower import lower
 
-__all__ = ["SDKModel", "parse_arguments", "translate_error"]
+__all__ = [
+    "NO_KEY",
+    "SDKModel",
+    "api_key_from_env",
+    "parse_arguments",
+    "replay",
+    "require_event_stream",
+    "require_sdk",
+]
 
-_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+NO_KEY = "no-key"
+"""The key sent to a keyless OpenAI-compatible server (the SDK insists on one)."""
 
 
-def translate_error(exc: BaseException, vendor: str) -> ProviderError:
-    """Map a vendor SDK exception to the package's error tree."""
-    if isinstance(exc, ProviderError):
-        return exc
-    name = type(exc).__name__
-    text = f"{vendor}: {str(exc) or name}"
-    if "ResponseValidation" in name:
-        return ProviderError(f"{vendor}: malformed response: {exc}")
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int):
-        status = getattr(exc, "code", None)
-    if isinstance(status, int) and 100 <= status < 600:
-        if status in _TRANSIENT_STATUS or status >= 500:
-            return TransientProviderError(text, status=status)
-        if status in (401, 403):
-            return CredentialsError(text, status=status)
-        return ProviderError(text, status=status)
-    if "Timeout" in name or "Connect" in name or "Connection" in name:
-        return TransientProviderError(text)
-    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | IndexError):
-        return ProviderError(f"{vendor}: malformed response: {exc}")
-    return ProviderError(text)
+def replay(done: ModelDone, *, text: bool = True) -> Iterator[ModelEvent]:
+    """The events of a complete response: its text, its tool calls, then ``done``.
+
+    ``text=False`` after a stream, whose text was already yielded as it arrived.
+    """
+    if text and done.message.content:
+        yield ModelTextDelta(done.message.content)
+    for call in done.message.tool_calls:
+        yield ModelToolCall(call)
+    yield done
+
+
+def require_event_stream(headers: Mapping[str, str], vendor: str) -> None:
+    """Refuse a successful response that is not an event stream when one was asked for."""
+    content_type = headers.get("content-type")
+    if content_type is None:
+        return  # nothing to judge by; the stream's own terminator check still applies
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media != "text/event-stream":
+        raise ProviderError(
+            f"{vendor}: asked for a stream, got a response of type {media or '(none)'}"
+        )
 
 
 def parse_arguments(raw: str | None, vendor: str) -> dict[str, Any]:
@@ -75,15 +97,26 @@ def require_sdk(module: str, extra: str) -> None:
     """Fail with an install hint when an optional SDK is missing."""
     import importlib.util
 
-    if importlib.util.find_spec(module) is None:
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # the parent package of a dotted name is missing
+        found = False
+    if not found:
         raise UsageError(f"the {module} SDK is not installed; pip install 'agentsession[{extra}]'")
 
 
 class SDKModel(ABC):
-    """A model served through an official SDK: lowering, lazy client, error translation."""
+    """A model served through an official SDK: lowering, lazy client, error translation.
+
+    Satisfies ``Model`` and ``Preparable``. ``api_key_env`` names the environment variable
+    to read the key from instead of the vendor's own (``()``: read none, send no real key).
+    """
 
     vendor: str = ""
     wire_format: str = ""
+    sdk_module: str = ""
+    sdk_extra: str = ""
+    key_env: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -92,6 +125,7 @@ class SDKModel(ABC):
         profile: ModelProfile,
         name: str,
         api_key: str | None = None,
+        api_key_env: str | tuple[str, ...] | None = None,
         base_url: str | None = None,
         timeout: float = 120.0,
         streaming: bool = True,
@@ -100,6 +134,10 @@ class SDKModel(ABC):
         self._profile = profile
         self._name = name
         self._api_key = api_key
+        if api_key_env is None:
+            self._key_env = self.key_env
+        else:
+            self._key_env = (api_key_env,) if isinstance(api_key_env, str) else api_key_env
         self._base_url = base_url
         self.timeout = timeout
         self.streaming = streaming
@@ -120,9 +158,29 @@ class SDKModel(ABC):
         """The endpoint override (``None``: the SDK's default or its environment variable)."""
         return self._base_url
 
+    @property
+    def _source(self) -> str:
+        """The name errors carry: the profile's provider (e.g. ``openai-compatible``) or vendor."""
+        return self._profile.provider or self.vendor
+
     def lower(self, request: Request) -> dict[str, Any]:
         """The validated body this client would send for ``request``."""
         return lower(request, self.wire_format, profile=self._profile, model=self.model)
+
+    def ensure_ready(self) -> None:
+        """Check the SDK is installed and a key is at hand; no network call.
+
+        Raises ``UsageError`` for a missing SDK and ``CredentialsError`` for a missing key.
+        """
+        require_sdk(self.sdk_module, self.sdk_extra)
+        self._key()
+
+    def _key(self) -> str:
+        if self._api_key is not None:
+            return self._api_key
+        if not self._key_env:
+            return NO_KEY
+        return api_key_from_env(self._key_env, self._source)
 
     async def aclose(self) -> None:
         """Close the SDK client and its connections (a later call opens a new one)."""
@@ -134,8 +192,12 @@ class SDKModel(ABC):
         await sdk.close()
 
     @abstractmethod
-    def _make_sdk(self) -> Any:
-        """Create the vendor SDK client (raises ``CredentialsError`` without a key)."""
+    def _make_sdk(self, key: str) -> Any:
+        """Create the vendor SDK client with ``key`` (the SDK is known to be installed)."""
+
+    @abstractmethod
+    def _map_error(self, exc: Exception) -> ProviderError | None:
+        """The package error for one of the SDK's typed exceptions; ``None`` if not one."""
 
     @abstractmethod
     def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
@@ -145,11 +207,14 @@ class SDKModel(ABC):
         """Lower, validate and send ``request``; yield text, tool calls, then ``ModelDone``."""
         body = self.lower(request)  # raises before anything is sent
         if self._sdk is None:
-            self._sdk = self._make_sdk()
+            self.ensure_ready()
+            self._sdk = self._make_sdk(self._key())
         try:
             async for event in self._events(self._sdk, body):
                 yield event
-        except ProviderError:
-            raise
         except Exception as exc:
-            raise translate_error(exc, self.vendor) from exc
+            mapped = None if isinstance(exc, AgentSessionError) else self._map_error(exc)
+            failure = mapped or provider_failure(exc, self._source)
+            if failure is exc:
+                raise
+            raise failure from exc

@@ -3,7 +3,8 @@
 A body carrying ``tool_addition`` / ``tool_removal`` blocks goes through the SDK's beta
 namespace with the beta named in the body; everything else through the stable one. Streaming
 uses the SDK's accumulating stream, and both paths convert the final message with one function.
-Usage counts all input: uncached, read from cache and written to cache.
+A stream is whole only when ``message_stop`` arrived. Usage counts all input: uncached, read
+from cache and written to cache.
 """
 
 from __future__ import annotations
@@ -11,58 +12,102 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..request import AssistantMessage, ToolCall, Usage
-from ._client import SDKModel, api_key_from_env, require_sdk
-from .base import ModelDone, ModelEvent, ModelTextDelta, ModelToolCall
+from ..errors import ProviderError, TransientProviderError
+from ..request import AssistantMessage, ToolCall, Usage, new_call_id
+from ._client import SDKModel, replay, require_event_stream
+from ._errors import status_error, transport_error
+from .base import ModelDone, ModelEvent, ModelTextDelta, StopReason
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-__all__ = ["AnthropicModel"]
+__all__ = ["AnthropicModel", "map_anthropic_error"]
 
 _REPLAYED = ("thinking", "redacted_thinking")
+_STOP: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_calls",
+    "max_tokens": "max_tokens",
+    # the reply was cut because input plus output reached the context window: cut all the same
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
 
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _convert(message: Any, fmt: str) -> tuple[AssistantMessage, Usage]:
-    text: list[str] = []
-    calls: list[ToolCall] = []
-    replay = False
-    for block in message.content:
-        if block.type == "text":
-            text.append(block.text)
-        elif block.type == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
-            calls.append(ToolCall(block.name, dict(arguments), id=block.id))
-        elif block.type in _REPLAYED:
-            replay = True  # signed reasoning must go back verbatim with the turn it belongs to
-    data: dict[str, Any] = {}
-    if replay:
-        blocks = [
-            b.model_dump(mode="json", exclude_none=True)
-            for b in message.content
-            if b.type in (*_REPLAYED, "text", "tool_use")
-        ]
-        for block in blocks:
-            block.pop("citations", None)
-            block.pop("caller", None)
-        data = {fmt: {"content": blocks}}
-    u = message.usage
+def map_anthropic_error(exc: Exception, source: str = "anthropic") -> ProviderError | None:
+    """The package error for an exception of the ``anthropic`` SDK; ``None`` if it is not one."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return TransientProviderError(f"{source}: the request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        return TransientProviderError(f"{source}: the connection failed: {detail}")
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return ProviderError(
+            f"{source}: malformed response: {exc.message}",
+            status=exc.status_code,
+            body=exc.body,
+            headers=exc.response.headers,
+        )
+    if isinstance(exc, anthropic.APIStatusError):
+        # an ``error`` event inside a stream arrives here too, with the stream's status 200
+        headers = exc.response.headers
+        return status_error(
+            source, exc.status_code, exc.body, headers=headers, fallback=exc.message
+        )
+    if isinstance(exc, anthropic.APIError):
+        return status_error(source, None, exc.body, fallback=exc.message)
+    return transport_error(exc, source)
+
+
+def _replay_data(content: list[Any], fmt: str) -> dict[str, Any]:
+    """Signed reasoning goes back verbatim with the turn it belongs to, in this format only."""
+    if not any(block.type in _REPLAYED for block in content):
+        return {}
+    blocks = [
+        b.model_dump(mode="json", exclude_none=True)
+        for b in content
+        if b.type in (*_REPLAYED, "text", "tool_use")
+    ]
+    for block in blocks:
+        block.pop("citations", None)
+        block.pop("caller", None)
+    return {fmt: {"content": blocks}}
+
+
+def _usage(u: Any) -> Usage:
     cache_read = _int(getattr(u, "cache_read_input_tokens", 0))
     cache_write = _int(getattr(u, "cache_creation_input_tokens", 0))
-    usage = Usage(
+    return Usage(
         input_tokens=_int(u.input_tokens) + cache_read + cache_write,
         output_tokens=_int(u.output_tokens),
         cached_input_tokens=cache_read,
         cache_write_tokens=cache_write,
     )
+
+
+def _done(message: Any, fmt: str) -> ModelDone:
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            text.append(block.text)
+        elif block.type == "tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            calls.append(ToolCall(block.name, dict(arguments), id=block.id or new_call_id()))
+    data = _replay_data(list(message.content), fmt)
     assistant = AssistantMessage(
         content="".join(text), tool_calls=tuple(calls), provider="anthropic", provider_data=data
     )
-    return assistant, usage
+    stop = _STOP.get(message.stop_reason or "", "other")
+    return ModelDone(assistant, _usage(message.usage), message.model, stop)
 
 
 class AnthropicModel(SDKModel):
@@ -70,35 +115,42 @@ class AnthropicModel(SDKModel):
 
     vendor = "anthropic"
     wire_format = "anthropic-messages"
+    sdk_module = "anthropic"
+    sdk_extra = "anthropic"
+    key_env = ("ANTHROPIC_API_KEY",)
 
-    def _make_sdk(self) -> AsyncAnthropic:
-        require_sdk("anthropic", "anthropic")
+    def _make_sdk(self, key: str) -> AsyncAnthropic:
         import anthropic
 
-        key = self._api_key or api_key_from_env(("ANTHROPIC_API_KEY",), self.vendor)
         return anthropic.AsyncAnthropic(
             api_key=key, base_url=self._base_url, timeout=self.timeout, max_retries=0
         )
 
+    def _map_error(self, exc: Exception) -> ProviderError | None:
+        return map_anthropic_error(exc, self._source)
+
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+        source = self._source
         api = sdk.beta.messages if "betas" in body else sdk.messages
         if not self.streaming:
             final = await api.create(**body)
-            message, usage = _convert(final, self.wire_format)
-            if message.content:
-                yield ModelTextDelta(message.content)
-            for call in message.tool_calls:
-                yield ModelToolCall(call)
-            yield ModelDone(message, usage, final.model)
+            if not hasattr(final, "content"):
+                raise ProviderError(f"{source}: malformed response: not a message")
+            for event in replay(_done(final, self.wire_format)):
+                yield event
             return
+        stopped = False
         async with api.stream(**body) as stream:
+            require_event_stream(stream.response.headers, source)
             async for event in stream:
                 if event.type == "text":
                     yield ModelTextDelta(event.text)
-                elif event.type == "content_block_stop" and event.content_block.type == "tool_use":
-                    block = event.content_block
-                    arguments = block.input if isinstance(block.input, dict) else {}
-                    yield ModelToolCall(ToolCall(block.name, dict(arguments), id=block.id))
+                elif event.type == "message_stop":
+                    stopped = True
+            if not stopped:
+                raise ProviderError(
+                    f"{source}: the stream ended before message_stop; the reply is incomplete"
+                )
             final = await stream.get_final_message()
-        message, usage = _convert(final, self.wire_format)
-        yield ModelDone(message, usage, final.model)
+        for item in replay(_done(final, self.wire_format), text=False):
+            yield item

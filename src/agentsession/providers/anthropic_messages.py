@@ -80,11 +80,22 @@ def _inline_tools(request: Request) -> set[str]:
 
 
 class _Builder:
-    """Accumulates wire messages, merging consecutive user-side content into one turn."""
+    """Accumulates wire messages, merging consecutive user-side content into one turn.
 
-    def __init__(self) -> None:
+    Tool-change blocks that meet a position where no native system entry may stand wait in
+    ``pending_changes`` and move forward to the next position that allows one.
+    """
+
+    def __init__(self, request: Request, profile: ModelProfile) -> None:
+        self.request = request
+        self.profile = profile
         self.messages: list[dict[str, Any]] = []
         self.origins: list[int] = []
+        self.inline = _inline_tools(request) if profile.native_tool_changes else set()
+        self.specs = {spec.name: spec for spec in request.tools}
+        self.defined: set[str] = set()
+        self.pending_changes: list[dict[str, Any]] = []
+        self.uses_tool_changes = False
 
     def user_turn(self, origin: int) -> list[dict[str, Any]]:
         if self.messages and self.messages[-1]["role"] == "user":
@@ -99,24 +110,60 @@ class _Builder:
         self.messages.append(message)
         self.origins.append(origin)
 
+    def user(self, message: UserMessage, i: int) -> None:
+        parts = [_part(p, self.profile, i) for p in text_parts(message.content)]
+        if not parts:
+            reject(FMT, "a user message needs content", i)
+        self.user_turn(i).extend(parts)
 
-def lower_anthropic(request: Request, profile: ModelProfile, model: str | None) -> Lowered:
-    """Lower ``request`` to a Messages API body (the keyword arguments of ``messages.create``)."""
-    inline = _inline_tools(request) if profile.native_tool_changes else set()
-    specs = {spec.name: spec for spec in request.tools}
-    defined: set[str] = set()
-    pending_changes: list[dict[str, Any]] = []  # tool blocks waiting for a legal native spot
-    uses_tool_changes = False
-    out = _Builder()
+    def tool_result(self, message: ToolResultMessage, i: int) -> None:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id}
+        result_parts = text_parts(message.content)
+        if result_parts:
+            block["content"] = [_part(p, self.profile, i) for p in result_parts]
+        if message.is_error:
+            block["is_error"] = True
+        self.user_turn(i).append(block)
 
-    def tool_blocks(message: SystemMessage, position: int) -> list[dict[str, Any]]:
+    def assistant(self, message: AssistantMessage, i: int) -> None:
+        self.flush_changes(i)
+        replay = provider_items(message, FMT)
+        if replay is not None and isinstance(replay.get("content"), list):
+            content: list[dict[str, Any]] = list(replay["content"])
+        else:
+            content = [{"type": "text", "text": message.content}] if message.content else []
+            content += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in message.tool_calls
+            ]
+        if content:  # an empty reply carries nothing; the API rejects empty turns
+            self.add({"role": "assistant", "content": content}, i)
+
+    def system(self, message: SystemMessage, i: int) -> None:
+        changes = self.tool_blocks(message, i) if self.profile.native_tool_changes else []
+        self.uses_tool_changes = self.uses_tool_changes or bool(changes)
+        if native_system_ok(self.request.messages, i, self.profile):
+            blocks = [{"type": "text", "text": message.content}] if message.content else []
+            blocks = self.pending_changes + blocks + changes
+            self.pending_changes = []
+            if blocks:
+                self.add({"role": "system", "content": blocks}, i)
+            return
+        if message.content:
+            self.user_turn(i).append({"type": "text", "text": wrap_system(message.content)})
+        # Tool changes exist only as native blocks: they move forward to the next spot where a
+        # system message may stand (before the next assistant turn).
+        self.pending_changes.extend(changes)
+
+    def tool_blocks(self, message: SystemMessage, position: int) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         for name in message.tools_added:
-            if name in inline and name not in defined:
-                if name not in specs:
+            if name in self.inline and name not in self.defined:
+                if name not in self.specs:
                     reject(FMT, f"tools_added names {name!r}, which request.tools lacks", position)
-                defined.add(name)
-                tool: dict[str, Any] = {"type": "tool_definition", "definition": _tool(specs[name])}
+                self.defined.add(name)
+                definition = _tool(self.specs[name])
+                tool: dict[str, Any] = {"type": "tool_definition", "definition": definition}
             else:
                 tool = {"type": "tool_reference", "name": name}
             blocks.append({"type": "tool_addition", "tool": tool})
@@ -126,74 +173,50 @@ def lower_anthropic(request: Request, profile: ModelProfile, model: str | None) 
             )
         return blocks
 
-    def flush_changes(position: int) -> None:
-        if pending_changes and out.messages and out.messages[-1]["role"] == "user":
-            out.add({"role": "system", "content": list(pending_changes)}, position)
-            pending_changes.clear()
+    def flush_changes(self, position: int) -> None:
+        if self.pending_changes and self.messages and self.messages[-1]["role"] == "user":
+            self.add({"role": "system", "content": list(self.pending_changes)}, position)
+            self.pending_changes = []
 
+
+def _mark_cache(
+    tools: list[dict[str, Any]], system: list[dict[str, Any]], messages: list[dict[str, Any]]
+) -> None:
+    """Breakpoints on the last tool, the last baseline block and the newest user turn."""
+    if tools:
+        tools[-1]["cache_control"] = dict(_CACHE)
+    if system:
+        system[-1]["cache_control"] = dict(_CACHE)
+    for wire in reversed(messages):
+        if wire["role"] == "user":
+            wire["content"][-1]["cache_control"] = dict(_CACHE)
+            break
+
+
+def lower_anthropic(request: Request, profile: ModelProfile, model: str | None) -> Lowered:
+    """Lower ``request`` to a Messages API body (the keyword arguments of ``messages.create``)."""
+    out = _Builder(request, profile)
     messages = request.messages
     for i, message in enumerate(messages):
         match message:
             case UserMessage():
-                parts = [_part(p, profile, i) for p in text_parts(message.content)]
-                if not parts:
-                    reject(FMT, "a user message needs content", i)
-                out.user_turn(i).extend(parts)
+                out.user(message, i)
             case ToolResultMessage():
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id}
-                result_parts = text_parts(message.content)
-                if result_parts:
-                    block["content"] = [_part(p, profile, i) for p in result_parts]
-                if message.is_error:
-                    block["is_error"] = True
-                out.user_turn(i).append(block)
+                out.tool_result(message, i)
             case AssistantMessage():
-                flush_changes(i)
-                replay = provider_items(message, FMT)
-                if replay is not None and isinstance(replay.get("content"), list):
-                    content: list[dict[str, Any]] = list(replay["content"])
-                else:
-                    content = [{"type": "text", "text": message.content}] if message.content else []
-                    content += [
-                        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                        for c in message.tool_calls
-                    ]
-                if content:  # an empty reply carries nothing; the API rejects empty turns
-                    out.add({"role": "assistant", "content": content}, i)
+                out.assistant(message, i)
             case SystemMessage():
-                changes = tool_blocks(message, i) if profile.native_tool_changes else []
-                uses_tool_changes = uses_tool_changes or bool(changes)
-                if native_system_ok(messages, i, profile):
-                    blocks = [{"type": "text", "text": message.content}] if message.content else []
-                    blocks = pending_changes + blocks + changes
-                    pending_changes.clear()
-                    if blocks:
-                        out.add({"role": "system", "content": blocks}, i)
-                else:
-                    if message.content:
-                        out.user_turn(i).append(
-                            {"type": "text", "text": wrap_system(message.content)}
-                        )
-                    # Tool changes exist only as native blocks: they move forward to the next
-                    # spot where a system message may stand (before the next assistant turn).
-                    pending_changes.extend(changes)
+                out.system(message, i)
             case _:
                 assert_never(message)
-    flush_changes(len(messages))
-    if pending_changes:
+    out.flush_changes(len(messages))
+    if out.pending_changes:
         reject(FMT, "tool changes have no position where a system message may stand", None)
 
-    tools = [_tool(spec) for spec in request.tools if spec.name not in inline]
+    tools = [_tool(spec) for spec in request.tools if spec.name not in out.inline]
     system: list[dict[str, Any]] = [{"type": "text", "text": t} for _, t in request.system if t]
     if profile.cache_markers:
-        if tools:
-            tools[-1]["cache_control"] = dict(_CACHE)
-        if system:
-            system[-1]["cache_control"] = dict(_CACHE)
-        for wire in reversed(out.messages):
-            if wire["role"] == "user":
-                wire["content"][-1]["cache_control"] = dict(_CACHE)
-                break
+        _mark_cache(tools, system, out.messages)
 
     body: dict[str, Any] = {}
     if model is not None:
@@ -204,6 +227,6 @@ def lower_anthropic(request: Request, profile: ModelProfile, model: str | None) 
     body["messages"] = out.messages
     if tools:
         body["tools"] = tools
-    if uses_tool_changes:
+    if out.uses_tool_changes:
         body["betas"] = [TOOL_CHANGES_BETA]
     return Lowered(body, out.origins)

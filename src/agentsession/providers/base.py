@@ -3,7 +3,13 @@
 Transport, credentials and wire formats live in the provider modules; the session only sees this
 protocol. A model streams ``ModelTextDelta`` and ``ModelToolCall`` events and ends with exactly one
 ``ModelDone`` carrying the assembled assistant message, which is identical whether or not the
-provider streamed.
+provider streamed. ``ModelDone.stop_reason`` says why the reply ended, normalised across the
+wire formats.
+
+``provider_failure`` is the one place that decides how a failure leaves a model call: the
+package's own errors keep their type, anything else becomes a ``ProviderError`` naming its source.
+A model that can check its own readiness (credentials, SDK) without a network call implements
+``Preparable``; the session calls it before it stores or dispatches anything.
 """
 
 from __future__ import annotations
@@ -12,17 +18,38 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
+from ..errors import AgentSessionError, ProviderError
 from ..request import AssistantMessage, Request, ToolCall, Usage
 
 __all__ = [
+    "STOP_REASONS",
     "Model",
     "ModelDone",
     "ModelEvent",
     "ModelProfile",
     "ModelTextDelta",
     "ModelToolCall",
+    "Preparable",
+    "StopReason",
     "complete",
+    "provider_failure",
 ]
+
+StopReason: TypeAlias = Literal[
+    "end_turn", "tool_calls", "max_tokens", "content_filter", "refusal", "other"
+]
+"""Why a reply ended: it was complete (``end_turn``), it asks for tool calls, it hit the output
+limit (``max_tokens``: the text is cut), the provider's filter stopped it, the model refused, or
+a vendor reason without a neutral name (``other``)."""
+
+STOP_REASONS: tuple[StopReason, ...] = (
+    "end_turn",
+    "tool_calls",
+    "max_tokens",
+    "content_filter",
+    "refusal",
+    "other",
+)
 
 
 @dataclass(frozen=True)
@@ -38,8 +65,12 @@ class ModelProfile:
     format requires a cap (Anthropic). ``cache_markers``: place explicit prompt-cache
     breakpoints (Anthropic ``cache_control``). ``reasoning``: the model returns reasoning
     items worth replaying (OpenAI Responses, requested as encrypted content).
-    ``reports_usage``: its usage figures are real, so they may calibrate token estimates;
-    ``writes_titles``: it may be asked to name a session.
+
+    ``reports_usage``: the usage figures in ``ModelDone`` are the provider's real counts, fit to
+    calibrate token estimates. ``writes_titles``: the model may be asked to name a session.
+    ``tokenizer``: the name of the model's exact BPE encoding (``"o200k_base"``,
+    ``"cl100k_base"``) when it is known, else ``None``. ``provider`` is empty for a model
+    that names none.
     """
 
     provider: str = ""
@@ -54,6 +85,7 @@ class ModelProfile:
     reasoning: bool = False
     reports_usage: bool = True
     writes_titles: bool = True
+    tokenizer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,12 +106,21 @@ class ModelToolCall:
 
 @dataclass(frozen=True)
 class ModelDone:
-    """The end of a response: the assembled message and the usage figures."""
+    """The end of a response: the assembled message, the usage figures and why it ended.
+
+    A reply that carries tool calls but reports a plain end (``end_turn``) is recorded as
+    ``tool_calls``: some servers say ``stop`` for a tool-call turn, and the calls decide.
+    """
 
     message: AssistantMessage
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    stop_reason: StopReason = "end_turn"
     kind: Literal["done"] = "done"
+
+    def __post_init__(self) -> None:
+        if self.stop_reason == "end_turn" and self.message.tool_calls:
+            object.__setattr__(self, "stop_reason", "tool_calls")
 
 
 ModelEvent: TypeAlias = ModelTextDelta | ModelToolCall | ModelDone
@@ -104,14 +145,46 @@ class Model(Protocol):
         ...
 
 
-async def complete(model: Model, request: Request) -> ModelDone:
-    """Run ``model`` on ``request`` without streaming and return the final event."""
-    done: ModelDone | None = None
-    async for event in model.stream(request):
-        if isinstance(event, ModelDone):
-            done = event
-    if done is None:
-        from ..errors import ProviderError
+@runtime_checkable
+class Preparable(Protocol):
+    """A model that can check, without any network call, that a call could be made."""
 
+    def ensure_ready(self) -> None:
+        """Raise ``CredentialsError`` (no API key) or ``UsageError`` (no SDK), else return."""
+        ...
+
+
+def provider_failure(exc: BaseException, source: str) -> AgentSessionError:
+    """The error a failed model call raises: the package's own errors keep their type.
+
+    Anything else becomes a ``ProviderError`` naming ``source`` (a model or vendor name) and the
+    exception type, with ``__cause__`` set to ``exc``. Raise the result ``from exc``, or re-raise
+    when it is ``exc`` itself.
+    """
+    if isinstance(exc, AgentSessionError):
+        return exc
+    detail = str(exc) or type(exc).__name__
+    error = ProviderError(f"{source}: {type(exc).__name__}: {detail}")
+    error.__cause__ = exc
+    return error
+
+
+async def complete(model: Model, request: Request) -> ModelDone:
+    """Run ``model`` on ``request`` without streaming and return the final event.
+
+    A failure leaves as ``provider_failure`` decides; a stream without a ``ModelDone`` is a
+    ``ProviderError``.
+    """
+    done: ModelDone | None = None
+    try:
+        async for event in model.stream(request):
+            if isinstance(event, ModelDone):
+                done = event
+    except Exception as exc:
+        failure = provider_failure(exc, model.name)
+        if failure is exc:
+            raise
+        raise failure from exc
+    if done is None:
         raise ProviderError(f"model {model.name} ended its response without a final message")
     return done

@@ -51,6 +51,50 @@ def _part(part: ContentPart, profile: ModelProfile, position: int) -> dict[str, 
             assert_never(part)
 
 
+def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    replay = provider_items(message, FMT)
+    if replay is not None and isinstance(replay.get("parts"), list):
+        return [dict(p) for p in replay["parts"]]
+    parts: list[dict[str, Any]] = [{"text": message.content}] if message.content else []
+    for call in message.tool_calls:
+        parts.append({"function_call": {"id": call.id, "name": call.name, "args": call.arguments}})
+    return parts
+
+
+def _function_response(message: ToolResultMessage, position: int) -> dict[str, Any]:
+    texts: list[str] = []
+    for part in text_parts(message.content):
+        if isinstance(part, ImagePart):
+            reject(FMT, "Gemini function responses cannot carry images here", position)
+        texts.append(part.text)
+    key = "error" if message.is_error else "output"
+    response = {"id": message.call_id, "name": message.name, "response": {key: "".join(texts)}}
+    return {"function_response": response}
+
+
+def _config(request: Request) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    system_parts = [{"text": text} for _, text in request.system if text]
+    if system_parts:
+        config["system_instruction"] = {"parts": system_parts}
+    if request.tools:
+        config["tools"] = [
+            {
+                "function_declarations": [
+                    {
+                        "name": spec.name,
+                        "description": spec.description,
+                        "parameters_json_schema": spec.parameters,
+                    }
+                    for spec in request.tools
+                ]
+            }
+        ]
+    # The session dispatches tool calls itself.
+    config["automatic_function_calling"] = {"disable": True}
+    return config
+
+
 def lower_gemini(request: Request, profile: ModelProfile, model: str | None) -> Lowered:
     """Lower ``request`` to ``generate_content`` arguments (model, contents, config)."""
     contents: list[dict[str, Any]] = []
@@ -73,57 +117,20 @@ def lower_gemini(request: Request, profile: ModelProfile, model: str | None) -> 
                     reject(FMT, "a user message needs content", i)
                 turn("user", i).extend(parts)
             case AssistantMessage():
-                replay = provider_items(message, FMT)
-                if replay is not None and isinstance(replay.get("parts"), list):
-                    model_parts = [dict(p) for p in replay["parts"]]
-                else:
-                    model_parts = [{"text": message.content}] if message.content else []
-                    for call in message.tool_calls:
-                        fc = {"id": call.id, "name": call.name, "args": call.arguments}
-                        model_parts.append({"function_call": fc})
+                model_parts = _model_parts(message)
                 if model_parts:  # an empty reply carries nothing; the API rejects empty turns
                     turn("model", i).extend(model_parts)
             case ToolResultMessage():
-                texts: list[str] = []
-                for part in text_parts(message.content):
-                    if isinstance(part, ImagePart):
-                        reject(FMT, "Gemini function responses cannot carry images here", i)
-                    texts.append(part.text)
-                key = "error" if message.is_error else "output"
-                response: dict[str, Any] = {
-                    "id": message.call_id,
-                    "name": message.name,
-                    "response": {key: "".join(texts)},
-                }
-                turn("user", i).append({"function_response": response})
+                turn("user", i).append(_function_response(message, i))
             case SystemMessage():
                 if message.content:
                     turn("user", i).append({"text": wrap_system(message.content)})
             case _:
                 assert_never(message)
 
-    config: dict[str, Any] = {}
-    system_parts = [{"text": text} for _, text in request.system if text]
-    if system_parts:
-        config["system_instruction"] = {"parts": system_parts}
-    if request.tools:
-        config["tools"] = [
-            {
-                "function_declarations": [
-                    {
-                        "name": spec.name,
-                        "description": spec.description,
-                        "parameters_json_schema": spec.parameters,
-                    }
-                    for spec in request.tools
-                ]
-            }
-        ]
-    # The session dispatches tool calls itself.
-    config["automatic_function_calling"] = {"disable": True}
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
     body["contents"] = contents
-    body["config"] = config
+    body["config"] = _config(request)
     return Lowered(body, origins)

@@ -3,7 +3,8 @@
 Streamed chunks and a complete response are both reduced to one normalised list of parts
 (adjacent text of the same kind merged), which then becomes the assistant message, so the two
 paths agree. Thought signatures are kept as replay data for this format only. A function call
-without an id gets one derived from the response id, so replays stay deterministic.
+without an id gets one derived from the response id, so replays stay deterministic. A stream is
+whole only when a chunk carried the candidate's finish reason.
 """
 
 from __future__ import annotations
@@ -14,13 +15,28 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
-from ._client import SDKModel, api_key_from_env, require_sdk
-from .base import ModelDone, ModelEvent, ModelTextDelta, ModelToolCall
+from ._client import SDKModel, replay, require_event_stream
+from ._errors import status_error, transport_error
+from .base import ModelDone, ModelEvent, ModelTextDelta, StopReason
 
 if TYPE_CHECKING:
     from google.genai import Client
 
-__all__ = ["GeminiModel"]
+__all__ = ["GeminiModel", "map_gemini_error"]
+
+# Finish reasons that mean a filter stopped the reply (safety, recitation, blocklists, PII).
+_FILTERED = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
 
 
 def _int(value: Any) -> int:
@@ -95,18 +111,84 @@ def _candidate_parts(response: Any) -> list[Any]:
     return list(content.parts or []) if content is not None else []
 
 
+def _stop(reason: str) -> StopReason:
+    if reason == "STOP":
+        return "end_turn"
+    if reason == "MAX_TOKENS":
+        return "max_tokens"
+    return "content_filter" if reason in _FILTERED else "other"
+
+
+def map_gemini_error(exc: Exception, source: str = "gemini") -> ProviderError | None:
+    """The package error for an exception of ``google-genai``; ``None`` if it is not one.
+
+    The SDK raises ``errors.APIError`` (``ClientError`` for 4xx, ``ServerError`` for 5xx, also
+    for an error chunk inside a stream) and lets its HTTP library's own timeouts and connection
+    errors through; those are recognised by type.
+    """
+    from google.genai import errors
+
+    if isinstance(exc, errors.APIError):
+        status = exc.code if isinstance(exc.code, int) else None
+        raw = getattr(exc.response, "headers", None)
+        headers = {str(k): str(v) for k, v in raw.items()} if raw is not None else None
+        return status_error(source, status, exc.details, headers=headers, fallback=str(exc))
+    if isinstance(exc, errors.UnknownApiResponseError):
+        return ProviderError(f"{source}: malformed response: {exc}")
+    return transport_error(exc, source)
+
+
+class _GeminiReply:
+    """One Gemini reply, fed by a complete response or by stream chunks."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.parts: list[dict[str, Any]] = []
+        self.usage_meta: Any = None
+        self.finish: str | None = None
+        self.counter = [0]
+
+    def add(self, response: Any) -> list[dict[str, Any]]:
+        """Fold one response or chunk in; returns its converted parts."""
+        self.usage_meta = response.usage_metadata or self.usage_meta
+        self.model = response.model_version or self.model
+        if response.candidates:
+            reason = response.candidates[0].finish_reason
+            name = str(getattr(reason, "value", reason)).upper() if reason is not None else ""
+            if name and name != "FINISH_REASON_UNSPECIFIED":
+                self.finish = name
+        rid = response.response_id or ""
+        converted = [_part_dict(p, rid, self.counter) for p in _candidate_parts(response)]
+        fresh = [p for p in converted if p is not None]
+        self.parts += fresh
+        return fresh
+
+    def done(self, fmt: str) -> ModelDone:
+        message = _message(_merge(self.parts), fmt)
+        return ModelDone(message, _usage(self.usage_meta), self.model, _stop(self.finish or ""))
+
+
+def _blocked(response: Any, source: str) -> ProviderError:
+    feedback = getattr(response, "prompt_feedback", None)
+    reason = getattr(feedback, "block_reason", None)
+    if reason is not None:
+        return ProviderError(f"{source}: the prompt was blocked ({reason})")
+    return ProviderError(f"{source}: malformed response: no candidates")
+
+
 class GeminiModel(SDKModel):
     """A Gemini model through ``generateContent`` / ``streamGenerateContent``."""
 
     vendor = "gemini"
     wire_format = "gemini"
+    sdk_module = "google.genai"
+    sdk_extra = "gemini"
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
-    def _make_sdk(self) -> Client:
-        require_sdk("google.genai", "gemini")
+    def _make_sdk(self, key: str) -> Client:
         from google import genai
         from google.genai import types
 
-        key = self._api_key or api_key_from_env(("GEMINI_API_KEY", "GOOGLE_API_KEY"), self.vendor)
         options = types.HttpOptions(
             base_url=self._base_url,
             timeout=int(self.timeout * 1000),
@@ -117,41 +199,37 @@ class GeminiModel(SDKModel):
     async def _close_sdk(self, sdk: Any) -> None:
         await sdk.aio.aclose()
 
+    def _map_error(self, exc: Exception) -> ProviderError | None:
+        return map_gemini_error(exc, self._source)
+
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
-        counter = [0]
+        source = self._source
+        reply = _GeminiReply(self.model)
         if not self.streaming:
             response = await sdk.aio.models.generate_content(**body)
             if not response.candidates:
-                raise ProviderError("gemini: malformed response: no candidates")
-            rid = response.response_id or ""
-            raw = [_part_dict(p, rid, counter) for p in _candidate_parts(response)]
-            message = _message(_merge([p for p in raw if p is not None]), self.wire_format)
-            if message.content:
-                yield ModelTextDelta(message.content)
-            for call in message.tool_calls:
-                yield ModelToolCall(call)
-            model = response.model_version or self.model
-            yield ModelDone(message, _usage(response.usage_metadata), model)
+                raise _blocked(response, source)
+            reply.add(response)
+            for event in replay(reply.done(self.wire_format)):
+                yield event
             return
-        parts: list[dict[str, Any]] = []
-        usage_meta: Any = None
-        model = self.model
-        seen_candidates = False
+        last: Any = None
         async for chunk in await sdk.aio.models.generate_content_stream(**body):
-            usage_meta = chunk.usage_metadata or usage_meta
-            model = chunk.model_version or model
-            seen_candidates = seen_candidates or bool(chunk.candidates)
-            for part in _candidate_parts(chunk):
-                converted = _part_dict(part, chunk.response_id or "", counter)
-                if converted is None:
-                    continue
-                parts.append(converted)
-                if "text" in converted and not converted.get("thought") and converted["text"]:
-                    yield ModelTextDelta(converted["text"])
-                elif "function_call" in converted:
-                    fc = converted["function_call"]
-                    yield ModelToolCall(ToolCall(fc["name"], fc["args"], id=fc["id"]))
-        if not seen_candidates:
-            raise ProviderError("gemini: malformed response: no candidates")
-        message = _message(_merge(parts), self.wire_format)
-        yield ModelDone(message, _usage(usage_meta), model)
+            if last is None and chunk.sdk_http_response is not None:
+                require_event_stream(_lower_keys(chunk.sdk_http_response.headers), source)
+            last = chunk
+            for part in reply.add(chunk):
+                if "text" in part and not part.get("thought") and part["text"]:
+                    yield ModelTextDelta(part["text"])
+        if reply.finish is None:
+            if last is not None and not last.candidates:
+                raise _blocked(last, source)
+            raise ProviderError(
+                f"{source}: the stream ended without a finish reason; the reply is incomplete"
+            )
+        for event in replay(reply.done(self.wire_format), text=False):
+            yield event
+
+
+def _lower_keys(headers: dict[str, str] | None) -> dict[str, str]:
+    return {k.lower(): v for k, v in (headers or {}).items()}

@@ -2,10 +2,14 @@
 
 The baseline is one leading system/developer message holding the keyed texts joined in order
 (compatible servers' chat templates expect one string). A mid-conversation system message is
-a native system/developer message at its position, or, for a profile without one, an escaped
-user message at the same position (after the tool messages that carry the results). Tool
-calls carry JSON-string arguments; each result is a ``tool`` message answering its id. The
-format has no error flag, so an error result starts with ``Error:``.
+a native system/developer message at its position, or, for a profile without one, escaped
+user text at the same position (after the tool messages that carry the results). A profile
+that wraps (``system_placement`` other than ``"anywhere"``: typically a local server whose chat
+template has no mid-conversation system role) also gets strict alternation: consecutive
+user-side content, wrapped text included, joins one user message, as many templates refuse two
+user messages in a row. Tool calls carry JSON-string arguments; each result is a ``tool``
+message answering its id. The format has no error flag, so an error result starts with
+``Error:``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from ._lowering import (
 )
 from .base import ModelProfile
 
-__all__ = ["FMT", "lower_openai_chat"]
+__all__ = ["FMT", "lower_openai_chat", "strict_alternation"]
 
 FMT = "openai-chat"
 
@@ -77,56 +81,77 @@ def _result_text(message: ToolResultMessage, position: int) -> str:
     return f"Error: {text}" if message.is_error else text
 
 
+def strict_alternation(profile: ModelProfile) -> bool:
+    """Whether ``profile`` wraps system text and so keeps user and assistant strictly apart."""
+    return profile.system_placement != "anywhere"
+
+
+def _joined(first: str | list[dict[str, Any]], second: str | list[dict[str, Any]]) -> Any:
+    """Two user contents as one: text joined by a blank line, else one list of parts."""
+    if isinstance(first, str) and isinstance(second, str):
+        return "\n\n".join(text for text in (first, second) if text)
+
+    def parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if isinstance(content, str):
+            return [{"type": "text", "text": content}] if content else []
+        return content
+
+    return parts(first) + parts(second)
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any]:
+    wire: dict[str, Any] = {"role": "assistant"}
+    replay = provider_items(message, FMT)
+    if replay:
+        wire.update(replay.get("fields", {}))
+    wire["content"] = message.content or (None if message.tool_calls else "")
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": dumps_arguments(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return wire
+
+
 def lower_openai_chat(request: Request, profile: ModelProfile, model: str | None) -> Lowered:
     """Lower ``request`` to a Chat Completions body (``chat.completions.create`` arguments)."""
     messages: list[dict[str, Any]] = []
     origins: list[int] = []
+    strict = strict_alternation(profile)
+
+    def add(wire: dict[str, Any], origin: int) -> None:
+        last = messages[-1] if messages else None
+        if strict and wire["role"] == "user" and last is not None and last["role"] == "user":
+            last["content"] = _joined(last["content"], wire["content"])
+            return
+        messages.append(wire)
+        origins.append(origin)
+
     system_text = request.system_text
     if system_text:
-        messages.append({"role": profile.system_role, "content": system_text})
-        origins.append(-1)
+        add({"role": profile.system_role, "content": system_text}, -1)
     for i, message in enumerate(request.messages):
         match message:
             case UserMessage():
-                content = _user_content(message.content, profile, i)
-                messages.append({"role": "user", "content": content})
+                add({"role": "user", "content": _user_content(message.content, profile, i)}, i)
             case AssistantMessage():
-                wire: dict[str, Any] = {"role": "assistant"}
-                replay = provider_items(message, FMT)
-                if replay:
-                    wire.update(replay.get("fields", {}))
-                wire["content"] = message.content or (None if message.tool_calls else "")
-                if message.tool_calls:
-                    wire["tool_calls"] = [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                "arguments": dumps_arguments(call.arguments),
-                            },
-                        }
-                        for call in message.tool_calls
-                    ]
-                messages.append(wire)
+                add(_assistant(message), i)
             case ToolResultMessage():
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": message.call_id,
-                        "content": _result_text(message, i),
-                    }
-                )
+                result = _result_text(message, i)
+                add({"role": "tool", "tool_call_id": message.call_id, "content": result}, i)
             case SystemMessage():
                 if not message.content:
                     continue  # tool changes alone: the tools list already differs
                 if native_system_ok(request.messages, i, profile):
-                    messages.append({"role": profile.system_role, "content": message.content})
+                    add({"role": profile.system_role, "content": message.content}, i)
                 else:
-                    messages.append({"role": "user", "content": wrap_system(message.content)})
+                    add({"role": "user", "content": wrap_system(message.content)}, i)
             case _:
                 assert_never(message)
-        origins.append(i)
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model

@@ -1,9 +1,12 @@
 """OpenAI clients over the official ``openai`` SDK: Chat Completions and Responses.
 
 ``OpenAIChatModel`` also serves OpenAI-compatible servers (llama.cpp, vLLM, Ollama) through a
-base URL. Streams are assembled into the same intermediate form a complete response converts
-to, so the assistant message does not depend on streaming. The SDK's own retries are off: the
-session retries transient failures with the same admitted request.
+base URL. A stream is assembled into the same ``ModelDone`` a complete response converts to, so
+the assistant message does not depend on streaming. A Chat stream is whole only when a choice
+carried its ``finish_reason`` (the SDK consumes ``[DONE]`` itself); a Responses stream only
+when ``response.completed`` (or ``response.incomplete``, with its reason) arrived. A tool call
+without an id gets a fresh one. The SDK's own retries are off: the session retries transient
+failures with the same admitted request.
 """
 
 from __future__ import annotations
@@ -11,50 +14,137 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProviderError
-from ..request import AssistantMessage, ToolCall, Usage
-from ._client import SDKModel, api_key_from_env, parse_arguments, require_sdk
-from .base import ModelDone, ModelEvent, ModelTextDelta, ModelToolCall
+from ..errors import ProviderError, TransientProviderError
+from ..request import AssistantMessage, ToolCall, Usage, new_call_id
+from ._client import SDKModel, parse_arguments, replay, require_event_stream
+from ._errors import status_error, transport_error
+from .base import ModelDone, ModelEvent, ModelTextDelta, StopReason
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-    from openai.types.chat import ChatCompletion
     from openai.types.responses import Response
 
-__all__ = ["OpenAIChatModel", "OpenAIResponsesModel"]
+__all__ = ["OpenAIChatModel", "OpenAIResponsesModel", "map_openai_error"]
+
+_CHAT_STOP: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+_INCOMPLETE_STOP: dict[str, StopReason] = {
+    "max_output_tokens": "max_tokens",
+    "content_filter": "content_filter",
+}
 
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
 
+def map_openai_error(exc: Exception, source: str = "openai") -> ProviderError | None:
+    """The package error for an exception of the ``openai`` SDK; ``None`` if it is not one."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientProviderError(f"{source}: the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        return TransientProviderError(f"{source}: the connection failed: {detail}")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return ProviderError(
+            f"{source}: malformed response: {exc.message}",
+            status=exc.status_code,
+            body=exc.body,
+            headers=exc.response.headers,
+        )
+    if isinstance(exc, openai.APIStatusError):
+        headers = exc.response.headers
+        return status_error(
+            source, exc.status_code, exc.body, headers=headers, fallback=exc.message
+        )
+    if isinstance(exc, openai.APIError):  # an error event inside a successful stream
+        return status_error(source, None, exc.body, fallback=exc.message)
+    return transport_error(exc, source)
+
+
 class _OpenAIBase(SDKModel):
     vendor = "openai"
+    sdk_module = "openai"
+    sdk_extra = "openai"
+    key_env = ("OPENAI_API_KEY",)
 
-    def _make_sdk(self) -> AsyncOpenAI:
-        require_sdk("openai", "openai")
+    def _make_sdk(self, key: str) -> AsyncOpenAI:
         import openai
 
-        key = self._api_key
-        if key is None:
-            try:
-                key = api_key_from_env(("OPENAI_API_KEY",), self.vendor)
-            except ProviderError:
-                if self._profile.provider != "openai-compatible":
-                    raise
-                key = "unused"  # local servers usually ignore the key; the SDK needs one
         return openai.AsyncOpenAI(
             api_key=key, base_url=self._base_url, timeout=self.timeout, max_retries=0
         )
 
+    def _map_error(self, exc: Exception) -> ProviderError | None:
+        return map_openai_error(exc, self._source)
 
-def _chat_message(
-    text: str, calls: list[dict[str, Any]], vendor: str, provider: str
-) -> AssistantMessage:
-    tool_calls = tuple(
-        ToolCall(c["name"], parse_arguments(c["arguments"], vendor), id=c["id"]) for c in calls
-    )
-    return AssistantMessage(content=text, tool_calls=tool_calls, provider=provider)
+
+# --- Chat Completions --------------------------------------------------------------------------
+
+
+class _ChatReply:
+    """One Chat Completions reply, fed by a complete message or by stream chunks."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.text: list[str] = []
+        self.refused = False
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage = Usage()
+        self.finish: str | None = None
+
+    def add_message(self, message: Any) -> None:
+        self.text.append(message.content or "")
+        if getattr(message, "refusal", None):
+            self.text.append(message.refusal)
+            self.refused = True
+        for index, call in enumerate(message.tool_calls or []):
+            if call.type == "function":
+                fn = call.function
+                self.calls[index] = {"id": call.id or "", "name": fn.name, "args": fn.arguments}
+
+    def add_chunk(self, chunk: Any) -> list[str]:
+        """Fold one stream chunk in; returns the text that arrived with it."""
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = _chat_usage(chunk.usage)
+        pieces: list[str] = []
+        for choice in chunk.choices:
+            delta = choice.delta
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+            if getattr(delta, "refusal", None):
+                self.refused = True
+                pieces.append(delta.refusal)
+            if delta.content:
+                pieces.append(delta.content)
+            for piece in delta.tool_calls or []:
+                slot = self.calls.setdefault(piece.index, {"id": "", "name": "", "args": ""})
+                slot["id"] = piece.id or slot["id"]
+                if piece.function is not None:
+                    slot["name"] += piece.function.name or ""
+                    slot["args"] += piece.function.arguments or ""
+        self.text += pieces
+        return pieces
+
+    def done(self, source: str, provider: str) -> ModelDone:
+        calls = tuple(
+            ToolCall(c["name"], parse_arguments(c["args"], source), id=c["id"] or new_call_id())
+            for _, c in sorted(self.calls.items())
+        )
+        message = AssistantMessage(content="".join(self.text), tool_calls=calls, provider=provider)
+        reason: StopReason = (
+            "refusal" if self.refused else _CHAT_STOP.get(self.finish or "", "other")
+        )
+        return ModelDone(message, self.usage, self.model, reason)
 
 
 def _chat_usage(usage: Any) -> Usage:
@@ -74,57 +164,57 @@ class OpenAIChatModel(_OpenAIBase):
     wire_format = "openai-chat"
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
-        provider = self._profile.provider
+        from openai.types.chat import ChatCompletion
+
+        source, provider = self._source, self._profile.provider
+        reply = _ChatReply(self.model)
         if not self.streaming:
-            completion: ChatCompletion = await sdk.chat.completions.create(**body)
-            if not completion.choices:
-                raise ProviderError("openai: malformed response: no choices")
-            msg = completion.choices[0].message
-            calls = [
-                {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-                for c in msg.tool_calls or []
-                if c.type == "function"
-            ]
-            message = _chat_message(msg.content or "", calls, self.vendor, provider)
-            if message.content:
-                yield ModelTextDelta(message.content)
-            for call in message.tool_calls:
-                yield ModelToolCall(call)
-            yield ModelDone(message, _chat_usage(completion.usage), completion.model)
+            completion = await sdk.chat.completions.create(**body)
+            if not isinstance(completion, ChatCompletion) or not completion.choices:
+                raise ProviderError(f"{source}: malformed response: no chat completion choices")
+            choice = completion.choices[0]
+            reply.model, reply.usage = completion.model, _chat_usage(completion.usage)
+            reply.finish = choice.finish_reason
+            reply.add_message(choice.message)
+            for event in replay(reply.done(source, provider)):
+                yield event
             return
         stream = await sdk.chat.completions.create(
             **body, stream=True, stream_options={"include_usage": True}
         )
-        text: list[str] = []
-        calls_by_index: dict[int, dict[str, Any]] = {}
-        usage = Usage()
-        model = self.model
+        require_event_stream(stream.response.headers, source)
         async for chunk in stream:
-            model = chunk.model or model
-            if chunk.usage is not None:
-                usage = _chat_usage(chunk.usage)
-            for choice in chunk.choices:
-                delta = choice.delta
-                if delta.content:
-                    text.append(delta.content)
-                    yield ModelTextDelta(delta.content)
-                for piece in delta.tool_calls or []:
-                    slot = calls_by_index.setdefault(
-                        piece.index, {"id": "", "name": "", "arguments": ""}
-                    )
-                    if piece.id:
-                        slot["id"] = piece.id
-                    if piece.function is not None:
-                        slot["name"] += piece.function.name or ""
-                        slot["arguments"] += piece.function.arguments or ""
-        calls = [calls_by_index[i] for i in sorted(calls_by_index)]
-        message = _chat_message("".join(text), calls, self.vendor, provider)
-        for call in message.tool_calls:
-            yield ModelToolCall(call)
-        yield ModelDone(message, usage, model)
+            for piece in reply.add_chunk(chunk):
+                yield ModelTextDelta(piece)
+        if reply.finish is None:
+            raise ProviderError(
+                f"{source}: the stream ended without a finish reason; the reply is incomplete"
+            )
+        for event in replay(reply.done(source, provider), text=False):
+            yield event
 
 
-def _responses_message(response: Response, fmt: str) -> tuple[AssistantMessage, Usage]:
+# --- Responses ---------------------------------------------------------------------------------
+
+
+def _responses_stop(response: Response, source: str) -> StopReason:
+    match response.status:
+        case "completed" | None:
+            return "end_turn"
+        case "incomplete":
+            details = response.incomplete_details
+            reason = details.reason if details is not None else None
+            return _INCOMPLETE_STOP.get(reason or "", "other")
+        case "failed":
+            error = response.error
+            body = error.model_dump(mode="json") if error is not None else None
+            raise status_error(source, None, body, fallback="the response failed")
+        case status:
+            raise ProviderError(f"{source}: the response is {status}, not finished")
+
+
+def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
+    stop = _responses_stop(response, source)
     text: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[dict[str, Any]] = []
@@ -134,10 +224,12 @@ def _responses_message(response: Response, fmt: str) -> tuple[AssistantMessage, 
                 for part in item.content:
                     if part.type == "output_text":
                         text.append(part.text)
+                    elif part.type == "refusal":
+                        text.append(part.refusal)
+                        stop = "refusal"
             case "function_call":
-                calls.append(
-                    ToolCall(item.name, parse_arguments(item.arguments, "openai"), id=item.call_id)
-                )
+                args = parse_arguments(item.arguments, source)
+                calls.append(ToolCall(item.name, args, id=item.call_id or new_call_id()))
             case "reasoning":
                 if getattr(item, "encrypted_content", None):
                     reasoning.append(item.model_dump(mode="json", exclude_none=True))
@@ -155,7 +247,7 @@ def _responses_message(response: Response, fmt: str) -> tuple[AssistantMessage, 
     message = AssistantMessage(
         content="".join(text), tool_calls=tuple(calls), provider="openai", provider_data=data
     )
-    return message, usage
+    return ModelDone(message, usage, response.model, stop)
 
 
 class OpenAIResponsesModel(_OpenAIBase):
@@ -164,32 +256,33 @@ class OpenAIResponsesModel(_OpenAIBase):
     wire_format = "openai-responses"
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+        from openai.types.responses import Response
+
+        source = self._source
         if not self.streaming:
-            response: Response = await sdk.responses.create(**body)
-            message, usage = _responses_message(response, self.wire_format)
-            if message.content:
-                yield ModelTextDelta(message.content)
-            for call in message.tool_calls:
-                yield ModelToolCall(call)
-            yield ModelDone(message, usage, response.model)
+            response = await sdk.responses.create(**body)
+            if not isinstance(response, Response):
+                raise ProviderError(f"{source}: malformed response: not a Responses object")
+            for event in replay(_responses_done(response, self.wire_format, source)):
+                yield event
             return
         stream = await sdk.responses.create(**body, stream=True)
+        require_event_stream(stream.response.headers, source)
         final: Response | None = None
         async for event in stream:
             match event.type:
-                case "response.output_text.delta":
+                case "response.output_text.delta" | "response.refusal.delta":
                     yield ModelTextDelta(event.delta)
-                case "response.output_item.done" if event.item.type == "function_call":
-                    item = event.item
-                    args = parse_arguments(item.arguments, self.vendor)
-                    yield ModelToolCall(ToolCall(item.name, args, id=item.call_id))
-                case "response.completed" | "response.incomplete":
+                case "response.completed" | "response.incomplete" | "response.failed":
                     final = event.response
-                case "response.failed" | "error":
-                    raise ProviderError(f"openai: the response failed: {event}")
+                case "error":
+                    body = {"code": event.code, "message": event.message}
+                    raise status_error(source, None, body, fallback="the stream failed")
                 case _:
                     pass
         if final is None:
-            raise ProviderError("openai: malformed response: the stream ended without a response")
-        message, usage = _responses_message(final, self.wire_format)
-        yield ModelDone(message, usage, final.model)
+            raise ProviderError(
+                f"{source}: the stream ended before response.completed; the reply is incomplete"
+            )
+        for item in replay(_responses_done(final, self.wire_format, source), text=False):
+            yield item

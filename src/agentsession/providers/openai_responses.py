@@ -60,6 +60,49 @@ def _parts(
     return parts
 
 
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    replay = provider_items(message, FMT)
+    items = [dict(item) for item in (replay or {}).get("reasoning", [])]
+    if message.content:
+        items.append({"type": "message", "role": "assistant", "content": message.content})
+    for call in message.tool_calls:
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": dumps_arguments(call.arguments),
+            }
+        )
+    return items
+
+
+def _result_item(message: ToolResultMessage, profile: ModelProfile, i: int) -> dict[str, Any]:
+    parts = text_parts(message.content)
+    output: str | list[dict[str, Any]]
+    if all(isinstance(p, TextPart) for p in parts):
+        text = "".join(p.text for p in parts if isinstance(p, TextPart))
+        output = f"Error: {text}" if message.is_error else text
+    else:
+        output = _parts(parts, profile, i)
+        if message.is_error:
+            output.insert(0, {"type": "input_text", "text": "Error:"})
+    return {"type": "function_call_output", "call_id": message.call_id, "output": output}
+
+
+def _tools(request: Request) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+            "strict": False,
+        }
+        for spec in request.tools
+    ]
+
+
 def lower_openai_responses(request: Request, profile: ModelProfile, model: str | None) -> Lowered:
     """Lower ``request`` to a Responses API body (``responses.create`` arguments)."""
     items: list[dict[str, Any]] = []
@@ -72,41 +115,14 @@ def lower_openai_responses(request: Request, profile: ModelProfile, model: str |
     for i, message in enumerate(request.messages):
         match message:
             case UserMessage():
-                if isinstance(message.content, str):
-                    add({"type": "message", "role": "user", "content": message.content}, i)
-                else:
-                    content = _parts(message.content, profile, i)
-                    add({"type": "message", "role": "user", "content": content}, i)
+                content = message.content
+                wire = content if isinstance(content, str) else _parts(content, profile, i)
+                add({"type": "message", "role": "user", "content": wire}, i)
             case AssistantMessage():
-                replay = provider_items(message, FMT)
-                for item in (replay or {}).get("reasoning", []):
-                    add(dict(item), i)
-                if message.content:
-                    add({"type": "message", "role": "assistant", "content": message.content}, i)
-                for call in message.tool_calls:
-                    add(
-                        {
-                            "type": "function_call",
-                            "call_id": call.id,
-                            "name": call.name,
-                            "arguments": dumps_arguments(call.arguments),
-                        },
-                        i,
-                    )
+                for item in _assistant_items(message):
+                    add(item, i)
             case ToolResultMessage():
-                parts = text_parts(message.content)
-                output: str | list[dict[str, Any]]
-                if all(isinstance(p, TextPart) for p in parts):
-                    text = "".join(p.text for p in parts if isinstance(p, TextPart))
-                    output = f"Error: {text}" if message.is_error else text
-                else:
-                    output = _parts(parts, profile, i)
-                    if message.is_error:
-                        output.insert(0, {"type": "input_text", "text": "Error:"})
-                add(
-                    {"type": "function_call_output", "call_id": message.call_id, "output": output},
-                    i,
-                )
+                add(_result_item(message, profile, i), i)
             case SystemMessage():
                 if not message.content:
                     continue  # tool changes alone: the tools list already differs
@@ -125,16 +141,7 @@ def lower_openai_responses(request: Request, profile: ModelProfile, model: str |
         body["instructions"] = request.system_text
     body["input"] = items
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.parameters,
-                "strict": False,
-            }
-            for spec in request.tools
-        ]
+        body["tools"] = _tools(request)
     body["store"] = False
     if profile.reasoning:
         body["include"] = ["reasoning.encrypted_content"]

@@ -4,7 +4,9 @@ A profile decides how a mid-conversation system message lowers (native role, and
 stand, or wrapped into the user turn), whether tool changes are announced in place, and a few
 budget figures. The rules come from the providers' documentation (cited in docs/providers.md);
 an unknown model gets its provider's conservative default, so a new model never receives a
-placement its API might reject.
+placement its API might reject. Model-name knowledge lives here too: which OpenAI models use
+which published BPE encoding (``ModelProfile.tokenizer``), so exact token counting needs no
+table of its own.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from .base import ModelProfile
 __all__ = [
     "ANTHROPIC_NATIVE_SYSTEM_MODELS",
     "FORMATS",
+    "OPENAI_ENCODINGS",
     "default_profile",
+    "openai_tokenizer",
     "profile_for",
 ]
 
@@ -41,6 +45,22 @@ ANTHROPIC_NATIVE_SYSTEM_MODELS: tuple[str, ...] = (
     r"claude-haiku-5-5",
 )
 _DATE_SUFFIX = r"(?:-\d{8}|-latest)?"
+
+OPENAI_ENCODINGS: tuple[tuple[str, str], ...] = (
+    ("gpt-3.5", "cl100k_base"),
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-5", "o200k_base"),
+    ("gpt-oss", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+)
+"""OpenAI model-name prefixes and their BPE encodings, most specific first (``gpt-4o`` before
+``gpt-4``). Other providers publish no offline tokenizer, so their models have none."""
 
 _DEFAULTS: dict[str, ModelProfile] = {
     # Chat Completions accepts system/developer messages at any position; "system" is the role
@@ -94,6 +114,19 @@ def _anthropic_native(model: str) -> bool:
     )
 
 
+def openai_tokenizer(model: str) -> str | None:
+    """The encoding of OpenAI model ``model`` (``"gpt-4.1"``, ``"gpt-4o-2024-08-06"``), or None.
+
+    A prefix matches the whole name or a name continuing with ``-`` or ``.``: ``gpt-4.1-mini``
+    is ``gpt-4.1``, ``o1-preview`` is ``o1``, but ``o10`` and ``gpt-40`` match nothing.
+    """
+    name = model.lower()
+    for prefix, encoding in OPENAI_ENCODINGS:
+        if name == prefix or name.startswith((prefix + "-", prefix + ".")):
+            return encoding
+    return None
+
+
 def _openai_reasoning(model: str) -> bool:
     name = model.lower()
     return bool(re.match(r"(o\d|gpt-5)", name))
@@ -128,6 +161,7 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                 system_role="developer",
                 reasoning=reasoning and fmt == "openai-responses",
                 context_window=window,
+                tokenizer=openai_tokenizer(model),
             )
         case "openai-compatible":
             # Local servers (llama.cpp, vLLM, Ollama) speak Chat Completions; their chat

@@ -3,7 +3,13 @@
 ``"openai:gpt-4.1"`` (Responses API; ``"openai-chat:…"`` for Chat Completions),
 ``"anthropic:claude-opus-4-8"``, ``"gemini:gemini-2.5-pro"`` and
 ``"openai-compatible:http://127.0.0.1:8080/v1#qwen3"``. Nothing is imported or checked until the
-first call, so a model can be built (and its profile read) without an SDK or a key.
+first call, so a model can be built (and its profile read) without an SDK or a key;
+``model.ensure_ready()`` checks both without a network call.
+
+Keys: ``api_key`` wins; else ``api_key_env`` names the environment variable to read; else the
+vendor's own variable. An ``openai-compatible:`` server gets no key from the environment unless
+``api_key_env`` names one: ``OPENAI_API_KEY`` belongs to OpenAI, not to whatever server a base
+URL points at.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ def get_model(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
+    api_key_env: str | None = None,
     profile: ModelProfile | None = None,
     timeout: float = 120.0,
     streaming: bool = True,
@@ -41,8 +48,10 @@ def get_model(
 
     ``base_url`` overrides the endpoint (tests point it at a loopback server); ``api_key``
     overrides the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or
-    ``GOOGLE_API_KEY``); ``profile`` overrides the per-model profile. An unknown prefix or an
-    empty model name raises ``UnknownModelError``.
+    ``GOOGLE_API_KEY``); ``api_key_env`` names another variable to read the key from (the only
+    way an ``openai-compatible:`` server gets a key from the environment); ``profile``
+    overrides the per-model profile. An unknown prefix or an empty model name raises
+    ``UnknownModelError``.
     """
     prefix, sep, rest = spec.partition(":")
     if not sep or prefix not in PREFIXES:
@@ -66,6 +75,7 @@ def get_model(
     if not model:
         raise UnknownModelError(f"model string {spec!r} names no model")
     cls: type[SDKModel]
+    key_env: str | tuple[str, ...] | None = api_key_env
     match prefix:
         case "anthropic":
             cls, prof = AnthropicModel, profile or profile_for("anthropic", model)
@@ -73,6 +83,7 @@ def get_model(
             cls, prof = GeminiModel, profile or profile_for("gemini", model)
         case "openai-compatible":
             cls, prof = OpenAIChatModel, profile or profile_for("openai-compatible", model)
+            key_env = api_key_env or ()  # never OPENAI_API_KEY unless named
         case "openai-chat":
             prof = profile or profile_for("openai", model, wire_format="openai-chat")
             cls = OpenAIChatModel
@@ -84,6 +95,7 @@ def get_model(
         profile=prof,
         name=spec,
         api_key=api_key,
+        api_key_env=key_env,
         base_url=base_url,
         timeout=timeout,
         streaming=streaming,

@@ -3,6 +3,10 @@
 Replies are consumed in order: a ``str`` is assistant text, a list of ``ToolCall`` is a tool-call
 turn, an ``Exception`` instance is raised as a provider failure. Alternatively one callable gets
 each request and returns such a reply. Every neutral request is recorded in ``.requests``.
+
+Its usage figures are guesses (a quarter of the characters), so its default profile says it
+reports no usage and writes no titles; a caller that passes ``profile=`` gets that profile as
+given, capabilities included (e.g. to stand in for a real provider in a test).
 """
 
 from __future__ import annotations
@@ -13,13 +17,21 @@ from typing import TypeAlias
 
 from ..errors import ProviderError, UsageError
 from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id, text_of
-from .base import ModelDone, ModelEvent, ModelProfile, ModelTextDelta, ModelToolCall
+from .base import (
+    ModelDone,
+    ModelEvent,
+    ModelProfile,
+    ModelTextDelta,
+    ModelToolCall,
+    StopReason,
+)
 
 __all__ = ["Reply", "ScriptedModel"]
 
 Reply: TypeAlias = str | Sequence[ToolCall] | BaseException
 
 _STREAM_CHUNK = 16
+_PROFILE = ModelProfile(provider="scripted", reports_usage=False, writes_titles=False)
 
 
 def _estimate_tokens(text: str) -> int:
@@ -37,11 +49,7 @@ class ScriptedModel:
         profile: ModelProfile | None = None,
     ) -> None:
         self._name = name
-        # Its usage figures are guesses and its replies are scripted: it neither calibrates
-        # token estimates nor names sessions, unless a caller's own profile says otherwise.
-        self._profile = profile or ModelProfile(
-            provider="scripted", reports_usage=False, writes_titles=False
-        )
+        self._profile = profile if profile is not None else _PROFILE
         self._script: list[Reply] | None
         self._fn: Callable[[Request], Reply] | None
         if callable(replies):
@@ -57,7 +65,7 @@ class ScriptedModel:
 
     @property
     def profile(self) -> ModelProfile:
-        """The scripted model's capabilities (native system messages anywhere)."""
+        """The capabilities given, else: native system messages anywhere, no usage, no titles."""
         return self._profile
 
     @property
@@ -100,4 +108,5 @@ class ScriptedModel:
                 yield ModelToolCall(call)
             message = AssistantMessage(tool_calls=tuple(calls), provider="scripted")
         usage = Usage(input_tokens=input_tokens, output_tokens=_estimate_tokens(message.content))
-        yield ModelDone(message=message, usage=usage, model=self._name)
+        stop: StopReason = "tool_calls" if message.tool_calls else "end_turn"
+        yield ModelDone(message=message, usage=usage, model=self._name, stop_reason=stop)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ._lowering import reject
 from .base import ModelProfile
+from .openai_chat import strict_alternation
 from .profiles import default_profile
 
 __all__ = [
@@ -42,6 +43,63 @@ def _check_answers(
             reject(fmt, f"{what} {call_id!r} has {count} results", position)
 
 
+def _anthropic_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] | str = message.get("content") or []
+    return [{"type": "text", "text": blocks}] if isinstance(blocks, str) else blocks
+
+
+def _anthropic_system(
+    messages: list[dict[str, Any]],
+    i: int,
+    last_turn: str | None,
+    declared: set[str],
+    profile: ModelProfile | None,
+) -> None:
+    """A native system entry: where it may stand and which blocks it may carry."""
+    fmt = "anthropic-messages"
+    if profile is not None and profile.system_placement == "none":
+        reject(fmt, "this model takes no system message inside messages", i)
+    if last_turn != "user" or messages[i - 1]["role"] not in ("user", "system"):
+        reject(fmt, "a system message must directly follow a user turn", i)
+    following = next((m["role"] for m in messages[i + 1 :] if m["role"] != "system"), None)
+    if following not in (None, "assistant"):
+        reject(fmt, "a system message must be followed by an assistant turn or end", i)
+    for block in _anthropic_blocks(messages[i]):
+        kind = block.get("type")
+        if kind in ("tool_addition", "tool_removal"):
+            tool = block["tool"]
+            if tool["type"] == "tool_definition":
+                declared.add(tool["definition"]["name"])
+            elif tool["name"] not in declared:
+                reject(fmt, f"{kind} names undeclared tool {tool['name']!r}", i)
+        elif kind != "text":
+            reject(fmt, f"a system message cannot carry {kind!r} blocks", i)
+
+
+def _anthropic_user(messages: list[dict[str, Any]], i: int) -> None:
+    """A user turn: its tool results come first and answer the assistant turn just before it."""
+    fmt = "anthropic-messages"
+    blocks = _anthropic_blocks(messages[i])
+    results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+    if results and any(b.get("type") != "tool_result" for b in blocks[: len(results)]):
+        reject(fmt, "tool_result blocks must come first in a user turn", i)
+    previous = messages[i - 1] if i else None
+    calls = []
+    if previous is not None and previous["role"] == "assistant":
+        calls = [b["id"] for b in previous["content"] if b.get("type") == "tool_use"]
+    elif results:
+        reject(fmt, "tool results must directly follow the assistant turn", i)
+    _check_answers(fmt, calls, results, i)
+
+
+def _anthropic_assistant(messages: list[dict[str, Any]], i: int) -> None:
+    """An assistant turn's tool_use blocks are answered by the very next (user) turn."""
+    calls = [b for b in _anthropic_blocks(messages[i]) if b.get("type") == "tool_use"]
+    following_turn = messages[i + 1] if i + 1 < len(messages) else None
+    if calls and (following_turn is None or following_turn["role"] != "user"):
+        reject("anthropic-messages", "tool_use blocks must be answered by the next user turn", i)
+
+
 def validate_anthropic(body: dict[str, Any], profile: ModelProfile | None = None) -> None:
     """Messages API rules: user first, alternation, tool_result pairing, system placement."""
     fmt = "anthropic-messages"
@@ -54,28 +112,10 @@ def validate_anthropic(body: dict[str, Any], profile: ModelProfile | None = None
     last_turn: str | None = None
     for i, message in enumerate(messages):
         role = message.get("role")
-        blocks: list[dict[str, Any]] = message.get("content") or []
-        if isinstance(blocks, str):
-            blocks = [{"type": "text", "text": blocks}]
+        blocks = _anthropic_blocks(message)
         breakpoints += sum(1 for b in blocks if "cache_control" in b)
         if role == "system":
-            if profile is not None and profile.system_placement == "none":
-                reject(fmt, "this model takes no system message inside messages", i)
-            if last_turn != "user" or messages[i - 1]["role"] not in ("user", "system"):
-                reject(fmt, "a system message must directly follow a user turn", i)
-            following = next((m["role"] for m in messages[i + 1 :] if m["role"] != "system"), None)
-            if following not in (None, "assistant"):
-                reject(fmt, "a system message must be followed by an assistant turn or end", i)
-            for block in blocks:
-                kind = block.get("type")
-                if kind in ("tool_addition", "tool_removal"):
-                    tool = block["tool"]
-                    if tool["type"] == "tool_definition":
-                        declared.add(tool["definition"]["name"])
-                    elif tool["name"] not in declared:
-                        reject(fmt, f"{kind} names undeclared tool {tool['name']!r}", i)
-                elif kind != "text":
-                    reject(fmt, f"a system message cannot carry {kind!r} blocks", i)
+            _anthropic_system(messages, i, last_turn, declared, profile)
             continue
         if role not in ("user", "assistant"):
             reject(fmt, f"unknown role {role!r}", i)
@@ -86,37 +126,32 @@ def validate_anthropic(body: dict[str, Any], profile: ModelProfile | None = None
         if not blocks:
             reject(fmt, f"an empty {role} turn", i)
         if role == "user":
-            results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
-            if results and any(b.get("type") != "tool_result" for b in blocks[: len(results)]):
-                reject(fmt, "tool_result blocks must come first in a user turn", i)
-            previous = messages[i - 1] if i else None
-            calls = []
-            if previous is not None and previous["role"] == "assistant":
-                calls = [b["id"] for b in previous["content"] if b.get("type") == "tool_use"]
-            elif results:
-                reject(fmt, "tool results must directly follow the assistant turn", i)
-            _check_answers(fmt, calls, results, i)
+            _anthropic_user(messages, i)
         else:
-            calls = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-            following_turn = messages[i + 1] if i + 1 < len(messages) else None
-            if calls and (following_turn is None or following_turn["role"] != "user"):
-                reject(fmt, "tool_use blocks must be answered by the next user turn", i)
+            _anthropic_assistant(messages, i)
         last_turn = role
     if breakpoints > _MAX_CACHE_BREAKPOINTS:
         reject(fmt, f"{breakpoints} cache breakpoints; the API allows 4", None)
 
 
 def validate_openai_chat(body: dict[str, Any], profile: ModelProfile | None = None) -> None:
-    """Chat Completions rules: tool messages directly answer the preceding tool calls."""
+    """Chat Completions rules: tool messages directly answer the preceding tool calls.
+
+    For a profile that wraps system text (strict chat templates), also no two user messages in
+    a row.
+    """
     fmt = "openai-chat"
     messages: list[dict[str, Any]] = body.get("messages") or []
     if not messages:
         reject(fmt, "messages is empty", None)
+    strict = profile is not None and strict_alternation(profile)
     pending: list[str] = []
     answered: list[str] = []
     call_at = 0
     for i, message in enumerate(messages):
         role = message.get("role")
+        if strict and role == "user" and i and messages[i - 1].get("role") == "user":
+            reject(fmt, "two user messages in a row; this model's template needs alternation", i)
         if role == "tool":
             call_id = message.get("tool_call_id")
             if call_id not in pending or call_id in answered:
