@@ -41,7 +41,7 @@ async def test_compact_keeps_last_turns_and_opens_epoch(make_runtime: Make) -> N
     assert isinstance(first, ags.UserMessage)
     assert str(first.content).endswith("## Goal\nCount things.")
     assert [m.content for m in request.messages[1:]] == ["two", "a2", "three", "a3", "four"]
-    assert [k for k, _ in request.system] == ["core.date", "core.environment"]
+    assert [k for k, _ in request.system] == ["core.date", "core.environment", "core.permissions"]
     log = [r.entry for r in await session.log()]
     epochs = [e for e in log if isinstance(e, ContextEpoch)]
     assert [e.reason for e in epochs] == ["start", "compaction"]
@@ -54,7 +54,7 @@ async def test_compact_keeps_last_turns_and_opens_epoch(make_runtime: Make) -> N
         "four",
     ]
     checkpoints = session.system_prompt_checkpoints()
-    assert list(checkpoints[-1].changed) == ["core.date", "core.environment"]
+    assert list(checkpoints[-1].changed) == ["core.date", "core.environment", "core.permissions"]
 
 
 async def test_compact_with_nothing_to_summarise(make_runtime: Make) -> None:

@@ -1,12 +1,15 @@
 """Admission: preparing one provider call — one sample, the safe boundary, automatic compaction.
 
-``Admitter`` is what the session asks for the next request. It samples every component exactly
-once per provider call and uses that one sample for everything at this boundary: the update
-message, a new epoch's baseline, and — when the request is over the compaction threshold or the
-budget — the baseline of the epoch a compaction opens, so the first request after a compaction
-cannot carry one value in its baseline and another in an update. It reads the log through the
-session's ``LogWriter`` (O(window)) and commits only compactions; the admission itself is
-returned for the session to commit right before the call.
+``Admitter`` is what a turn asks for the next request. It samples every component exactly once
+per provider call and uses that one sample for everything at this boundary: the update message,
+a new epoch's baseline, and — when the request is over the compaction threshold or the budget —
+the baseline of the epoch a compaction opens, so the first request after a compaction cannot
+carry one value in its baseline and another in an update. Before a compaction that the budget
+forces, it checks that the prompt would fit afterwards (with an empty summary, the best case): a
+prompt that cannot fit is rejected before anything is summarised or stored, and every rejection
+carries the prompt text back. It reads the log through the session's ``LogWriter`` (O(window))
+and commits only compactions; the admission itself goes back to the turn, which commits it right
+before the call.
 """
 
 from __future__ import annotations
@@ -14,10 +17,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .boundary import Admission, BoundaryInput, admit, build_request, window_of
-from .compaction import compaction_entries, plan_compaction, summary_request
+from .boundary import (
+    Admission,
+    BoundaryInput,
+    admit,
+    build_request,
+    epoch_tools,
+    request_tools,
+    window_of,
+)
+from .compaction import CompactionPlan, compaction_entries, plan_compaction, summary_request
 from .context.component import LoadResult
-from .context.engine import effective_state
+from .context.engine import effective_state, fresh_baseline
 from .deps import SessionDeps
 from .errors import BudgetExceededError, ProviderError, UsageError
 from .log import (
@@ -25,12 +36,13 @@ from .log import (
     EpochReason,
     LogEntry,
     MidConversationSystemMessage,
+    Record,
     UserEntry,
     now,
 )
-from .model_call import as_package_error
+from .parts import SessionParts
 from .projection import project
-from .providers.base import Model, complete
+from .providers.base import Model, complete, provider_failure
 from .request import Request, text_of
 from .writer import EpochView, LogWriter
 
@@ -45,11 +57,12 @@ class Admitter:
 
     deps: SessionDeps
     writer: LogWriter
+    parts: SessionParts
     epoch_reason: EpochReason | None = None
 
     async def sample(self) -> Samples:
         """Sample every component once: one sample serves the whole boundary."""
-        return {c.key: await c.sample() for c in self.deps.components()}
+        return {c.key: await c.sample() for c in self.parts.components()}
 
     async def preview(self, promoted: Sequence[LogEntry], model: Model) -> Request:
         """The request ``promoted`` would lead to; nothing is admitted or compacted."""
@@ -60,13 +73,13 @@ class Admitter:
         """The admission of the next request, compacting first when it is too big."""
         config = self.deps.config
         samples = await self.sample()
+        view = await self.writer.epoch_view()
         try:
-            admission = self._admission(
-                await self.writer.epoch_view(), promoted, samples, model, step
-            )
-        except BudgetExceededError:
-            if not config.auto_compact or not await self.compact(samples, model):
+            admission = self._admission(view, promoted, samples, model, step)
+        except BudgetExceededError as exc:
+            if not config.auto_compact:
                 raise
+            await self._compact_to_fit(exc, view, promoted, samples, model, step)
             return self._admission(await self.writer.epoch_view(), promoted, samples, model, step)
         limit = self.deps.budget.limit(
             model_window=model.profile.context_window,
@@ -83,21 +96,60 @@ class Admitter:
                 return self._admission(view, promoted, samples, model, step)
         return admission
 
+    async def _compact_to_fit(
+        self,
+        rejected: BudgetExceededError,
+        view: EpochView,
+        promoted: Sequence[LogEntry],
+        samples: Samples,
+        model: Model,
+        step: int,
+    ) -> None:
+        """Compact so the prompt fits, or re-raise ``rejected`` having changed nothing."""
+        plan = self._plan(view)
+        if plan is None or view.epoch is None:
+            raise rejected
+        # The best case after compaction: the kept turns under a fresh baseline, no summary.
+        # If even that does not fit, summarising would cost a call and hide history for nothing.
+        state = effective_state(view.epoch, _mids(view.records))
+        baseline, checkpoint, _ = fresh_baseline(state, self.parts.components(), samples)
+        trial = ContextEpoch(
+            view.epoch.epoch + 1, baseline, checkpoint, plan.cut_seq, "compaction", model.name
+        )
+        kept = [r for r in view.records if r.seq >= plan.cut_seq]
+        self._admission(EpochView(trial, kept, False), promoted, samples, model, step)
+        try:
+            await self.compact(samples, model, plan=plan)
+        except ProviderError as exc:
+            raise BudgetExceededError(
+                f"{rejected}; compacting the history to make room failed: {exc}",
+                text=rejected.text,
+                tokens=rejected.tokens,
+                budget=rejected.budget,
+                contributors=rejected.contributors,
+            ) from exc
+
     def admitted(self) -> None:
         """The last admission was committed: a requested new epoch has started."""
         self.epoch_reason = None
 
-    async def compact(self, samples: Samples, model: Model) -> bool:
+    def _plan(self, view: EpochView) -> CompactionPlan | None:
+        if view.epoch is None:
+            return None
+        projected = project(view.records, view.epoch)
+        return plan_compaction(projected, self.deps.config.keep_user_turns)
+
+    async def compact(
+        self, samples: Samples, model: Model, *, plan: CompactionPlan | None = None
+    ) -> bool:
         """Summarise the history before the kept turns and commit the summary with its epoch.
 
         ``False`` when there is nothing to summarise. The summariser's failure raises (as one of
         the package's errors) and leaves the old epoch untouched.
         """
         view = await self.writer.epoch_view()
-        if view.epoch is None:
-            return False
-        plan = plan_compaction(project(view.records, view.epoch), self.deps.config.keep_user_turns)
-        if plan is None:
+        plan = plan or self._plan(view)
+        if plan is None or view.epoch is None:
             return False
         summarizer = self.deps.summarizer or model
         budget = self.deps.budget.budget(summarizer.profile.context_window)
@@ -105,17 +157,19 @@ class Admitter:
         try:
             done = await complete(summarizer, request)
         except Exception as exc:
-            raise as_package_error(exc, "the summariser") from exc
+            error = provider_failure(exc, "the summariser")
+            if error is exc:
+                raise
+            raise error from exc
         text = done.message.content.strip()
         if not text:
             raise ProviderError("the summariser returned an empty summary")
-        mids = [r.entry for r in view.records if isinstance(r.entry, MidConversationSystemMessage)]
         entries = compaction_entries(
             plan,
             text,
             epoch=view.epoch,
-            state=effective_state(view.epoch, mids),
-            components=self.deps.components(),
+            state=effective_state(view.epoch, _mids(view.records)),
+            components=self.parts.components(),
             samples=samples,
             model=model.name,
             summary_seq=self.writer.next_seq,
@@ -132,8 +186,27 @@ class Admitter:
             raise UsageError("nothing to retry: no request was ever admitted")
         projected = project(view.records, view.epoch)
         window = window_of(projected, self.deps.config)
-        tools = [t.spec for t in self.deps.tools]
+        offered = [t.spec for t in self.parts.toolbox.offered()]
+        tools = request_tools(
+            view.epoch,
+            _mids(view.records),
+            offered,
+            self.parts.toolbox.specs(),
+            native=model.profile.native_tool_changes,
+        )
+        if tools is None:
+            raise UsageError(
+                "the last request cannot be rebuilt: a tool it declared is no longer known"
+            )
         return build_request(projected, window, view.epoch.baseline, tools, model.profile.provider)
+
+    async def offered(self, model: Model) -> tuple[str, ...]:
+        """The tools the last admitted request offered (read back from the log)."""
+        view = await self.writer.epoch_view()
+        current = [t.name for t in self.parts.toolbox.offered()]
+        if view.epoch is None:
+            return tuple(current)
+        return epoch_tools(view.epoch, _mids(view.records), current).offered
 
     def _admission(
         self,
@@ -146,14 +219,15 @@ class Admitter:
         users = [e for e in promoted if isinstance(e, UserEntry)]
         text = text_of(users[0].content) if users else None
         profile = model.profile
+        toolbox = self.parts.toolbox
         data = BoundaryInput(
             records=view.records,
             epoch=view.epoch,
             next_seq=self.writer.next_seq,
             promoted=promoted,
-            components=self.deps.components(),
+            components=self.parts.components(),
             samples=samples,
-            tools=[t.spec for t in self.deps.tools],
+            tools=[t.spec for t in toolbox.offered()],
             config=self.deps.config,
             model=model.name,
             step=step,
@@ -162,6 +236,8 @@ class Admitter:
             timestamp=now(),
             epoch_dispatched=view.dispatched,
             provider=profile.provider,
+            tool_specs=toolbox.specs(),
+            native_tool_changes=profile.native_tool_changes,
         )
 
         def preflight(request: Request) -> int:
@@ -173,6 +249,10 @@ class Admitter:
             ).total
 
         return admit(data, preflight)
+
+
+def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
+    return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
 
 
 def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:

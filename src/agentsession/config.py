@@ -21,6 +21,10 @@ class Config:
     ``provider_retries`` is how often a transient provider failure is retried inside a step.
     ``reserve_output_tokens`` is the room a request must leave for the reply; None derives it
     from the model's output limit, 0 lets a request fill the whole budget.
+    ``titles=False`` turns off the one extra model call that names a session after its first
+    turn (the first words of the first prompt are used instead). ``environment`` lists the facts
+    ``core.environment`` states: ``"cwd"`` (it sends the working directory's path to the
+    provider), ``"platform"``, ``"git"``; empty turns the component off.
     ``load_project_instructions=False`` skips the project's instruction files (``AGENTS.md``,
     ``CLAUDE.md``) and keeps only the global user file.
 
@@ -44,6 +48,8 @@ class Config:
     retry_base_delay: float = 0.5
     timezone: str | None = None
     reserve_output_tokens: int | None = None
+    titles: bool = True
+    environment: tuple[str, ...] = ("cwd", "platform", "git")
     load_project_instructions: bool = True
     max_tool_result_chars: int | None = 40_000
     tool_timeout: float | None = 300.0
@@ -61,6 +67,12 @@ class Config:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UsageError(f"Config.{name} must be a positive integer, got {value!r}")
+        unknown = sorted(set(self.environment) - {"cwd", "platform", "git"})
+        if unknown or isinstance(self.environment, str):
+            raise UsageError(
+                "Config.environment lists facts among 'cwd', 'platform', 'git';"
+                f" got {self.environment!r}"
+            )
         reserve = self.reserve_output_tokens
         if reserve is not None and (
             not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 0

@@ -13,11 +13,14 @@ from typing import Literal, TypeAlias
 from .request import ToolCall, Usage
 
 __all__ = [
+    "ApprovalNeeded",
+    "ApprovalRequest",
     "ContextAdmitted",
     "Event",
     "PromptResult",
     "ProviderRetry",
     "StepCommitted",
+    "StopReason",
     "TextDelta",
     "ToolCallStarted",
     "ToolResultEvent",
@@ -25,14 +28,44 @@ __all__ = [
 ]
 
 
+StopReason: TypeAlias = Literal[
+    "end_turn",
+    "tool_calls",
+    "max_tokens",
+    "content_filter",
+    "refusal",
+    "other",
+    "approval_required",
+]
+"""Why a turn stopped: the model's normalised finish reason, or ``approval_required`` when a tool
+call waits for the user (``session.approve``/``deny``, then ``session.resume()``)."""
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A tool call that waits for the user's approval, and why the preset asks."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, object]
+    reason: str
+
+
 @dataclass(frozen=True)
 class PromptResult:
-    """The outcome of one prompt: the final assistant text, steps taken and summed usage."""
+    """The outcome of one prompt: the final assistant text, steps taken and summed usage.
+
+    ``stop_reason`` says why the turn stopped: ``end_turn`` normally, ``max_tokens`` when the
+    reply was cut by the output limit (``text`` is then incomplete), ``approval_required`` when
+    ``approvals`` wait for the user.
+    """
 
     text: str
     steps: int
     usage: Usage = field(default_factory=Usage)
     session_id: str = ""
+    stop_reason: StopReason = "end_turn"
+    approvals: tuple[ApprovalRequest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,11 +106,26 @@ class ContextAdmitted:
 
 @dataclass(frozen=True)
 class ProviderRetry:
-    """A transient provider failure; the same admitted request is sent again."""
+    """A transient provider failure; the same admitted request is sent again.
+
+    ``discarded`` is how many characters of text the failed attempt had streamed: they are not
+    part of the answer (a renderer that printed them should drop them). ``delay`` is how many
+    seconds the session waits first (a provider's ``Retry-After`` is honoured within a cap).
+    """
 
     attempt: int
     error: str
+    discarded: int = 0
+    delay: float = 0.0
     kind: Literal["provider_retry"] = "provider_retry"
+
+
+@dataclass(frozen=True)
+class ApprovalNeeded:
+    """A tool call waits for the user's approval; the turn stops after this event."""
+
+    request: ApprovalRequest
+    kind: Literal["approval_needed"] = "approval_needed"
 
 
 @dataclass(frozen=True)
@@ -100,7 +148,8 @@ class TurnFinished:
 
 
 Event: TypeAlias = (
-    TextDelta
+    ApprovalNeeded
+    | TextDelta
     | ToolCallStarted
     | ToolResultEvent
     | ContextAdmitted

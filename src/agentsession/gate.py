@@ -119,8 +119,9 @@ class PermissionGate:
         answer = self._decisions.get(call_id)
         if answer is not None:
             if answer.approved:
-                return Decision("allow", "", decision.preset, tool.name, decision.needs,
-                                decision.outside)
+                return Decision(
+                    "allow", "", decision.preset, tool.name, decision.needs, decision.outside
+                )
             note = f" ({answer.note})" if answer.note else ""
             return Decision(
                 "deny",
@@ -130,8 +131,9 @@ class PermissionGate:
                 decision.needs,
             )
         if tool.name in self._always:
-            return Decision("allow", "", decision.preset, tool.name, decision.needs,
-                            decision.outside)
+            return Decision(
+                "allow", "", decision.preset, tool.name, decision.needs, decision.outside
+            )
         return decision
 
     def component(self) -> ContextComponent:

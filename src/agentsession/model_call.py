@@ -1,11 +1,12 @@
 """One provider call of a step: stream the response, retrying transient failures in place.
 
 The request was admitted and committed before this runs, so every attempt sends exactly the
-same request. Transient failures (``TransientProviderError``: rate limit, 5xx, timeout) are
-retried up to ``retries`` times with exponential backoff; anything else ends the call and leaves
-as raised, so the caller can record what the model really raised before translating it with
-``as_package_error``: the package's own errors keep their type, anything else becomes a
-``ProviderError`` naming its source, with the original as its cause.
+same request. Transient failures (``TransientProviderError``: rate limit, 5xx, timeout, a stream
+cut mid-way) are retried up to ``retries`` times with exponential backoff, or after the
+provider's ``Retry-After`` when it asks for longer (capped, so a hostile header cannot stall a
+session for hours). Text a failed attempt streamed is reported as discarded in the
+``ProviderRetry`` event. Anything else ends the call and leaves as raised, so the caller can
+record what the model really raised before translating it (``providers.provider_failure``).
 """
 
 from __future__ import annotations
@@ -13,21 +14,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from .errors import AgentSessionError, ProviderError, TransientProviderError
+from .errors import ProviderError, TransientProviderError
 from .events import ProviderRetry, TextDelta
 from .providers.base import Model, ModelDone, ModelTextDelta, ModelToolCall
 from .request import Request
 
-__all__ = ["as_package_error", "call_model"]
+__all__ = ["MAX_RETRY_AFTER", "call_model", "retry_delay"]
+
+MAX_RETRY_AFTER = 60.0
+"""The longest a provider's ``Retry-After`` may make a step wait, in seconds."""
 
 
-def as_package_error(exc: BaseException, source: str) -> AgentSessionError:
-    """``exc`` itself when it is one of the package's errors, else a ``ProviderError``."""
-    if isinstance(exc, AgentSessionError):
-        return exc
-    error = ProviderError(f"{source} failed: {type(exc).__name__}: {exc}")
-    error.__cause__ = exc
-    return error
+def retry_delay(error: TransientProviderError, attempt: int, base_delay: float) -> float:
+    """Seconds to wait before attempt ``attempt + 1``: backoff, or the provider's wish (capped)."""
+    backoff = float(base_delay) * 2.0 ** (attempt - 1)
+    asked = error.retry_after
+    if asked is None:
+        return backoff
+    return max(backoff, min(float(asked), MAX_RETRY_AFTER))
 
 
 async def call_model(
@@ -37,9 +41,11 @@ async def call_model(
     attempt = 0
     while True:
         done = False
+        streamed = 0
         try:
             async for event in model.stream(request):
                 if isinstance(event, ModelTextDelta):
+                    streamed += len(event.text)
                     yield TextDelta(event.text)
                 elif isinstance(event, ModelDone):
                     done = True
@@ -50,8 +56,9 @@ async def call_model(
             if attempt >= retries:
                 raise
             attempt += 1
-            yield ProviderRetry(attempt, str(exc))
-            await asyncio.sleep(base_delay * 2 ** (attempt - 1))
+            delay = retry_delay(exc, attempt, base_delay)
+            yield ProviderRetry(attempt, str(exc), discarded=streamed, delay=delay)
+            await asyncio.sleep(delay)
             continue
         if not done:
             raise ProviderError(f"model {model.name} ended its response without a final message")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from .context.component import ContextComponent
 from .deps import SessionDeps
@@ -70,7 +71,7 @@ class SessionParts:
         return [*registry.builtins(), *parts, *registry.plugins()]
 
 
-class ContextSource(ToolSource):
+class ContextSource(ToolSource, Protocol):
     """A session part that also contributes context components (skills, MCP resources)."""
 
     def components(self) -> Sequence[ContextComponent]:

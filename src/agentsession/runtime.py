@@ -17,12 +17,19 @@ from pathlib import Path
 
 from .budget import BudgetPolicy, TokenCounter, counter_for_encoding, default_counter
 from .config import Config
-from .context.builtins import date_component, environment_component
+from .context.builtins import (
+    AgentInstructions,
+    agent_component,
+    date_component,
+    environment_component,
+)
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .deps import SessionDeps
 from .errors import UsageError
-from .log import TRANSCRIPT_KINDS, SystemPromptCheckpoint, now
+from .log import TRANSCRIPT_KINDS, ContextEpoch, ModelSwitched, Record, SystemPromptCheckpoint, now
+from .parts import STATE_KINDS, build_parts
+from .permissions import preset_table
 from .projection import transcript_from
 from .providers.base import Model
 from .session import Session
@@ -51,6 +58,7 @@ class Runtime:
         title_model: Model | None = None,
         summarizer: Model | None = None,
         token_counter: TokenCounter | None = None,
+        instructions: AgentInstructions | None = None,
     ) -> None:
         if store is None:
             from .store.sqlite import SQLiteStore
@@ -62,12 +70,12 @@ class Runtime:
         self.config = config or Config()
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
         self.tools: tuple[Tool, ...] = _checked_tools(tools)
-        self.registry = ComponentRegistry(
-            [
-                date_component(self.clock, self.config.timezone),
-                environment_component(self.project_dir),
-            ]
-        )
+        builtins = [date_component(self.clock, self.config.timezone)]
+        if instructions is not None:
+            builtins.insert(0, agent_component(instructions))
+        if self.config.environment:
+            builtins.append(environment_component(self.project_dir, self.config.environment))
+        self.registry = ComponentRegistry(builtins)
         for component in components:
             self.registry.register(component)
         counter = token_counter or _counter_for(model)
@@ -79,6 +87,7 @@ class Runtime:
             budget=BudgetPolicy.from_config(counter, self.config),
             titler=Titler(title_model, model),
             summarizer=summarizer,
+            presets=preset_table(self.config),
         )
 
     # -- wiring -------------------------------------------------------------------------------
@@ -118,20 +127,49 @@ class Runtime:
             updated_at=stamp,
             project_dir=str(self.project_dir),
         )
+        model = self.model
         await self.store.create_session(info)
         writer = LogWriter(self.store, info.id, 0, [], [])
-        return Session(self._deps, info, self.model, writer)
+        parts = build_parts(self._deps, info.id, self.project_dir, ())
+        return Session(self._deps, info, model, writer, parts)
 
-    async def open_session(self, session_id: str) -> Session:
-        """A stored session (``SessionNotFoundError`` when there is none), in any process."""
+    async def open_session(self, session_id: str, *, model: Model | None = None) -> Session:
+        """A stored session (``SessionNotFoundError`` when there is none), in any process.
+
+        The session talks to ``model``, else to the runtime's model. When that differs from the
+        model the log names last, the next request records the switch (a ``model_switched``
+        entry) and starts a new epoch for it, so the log always names the model requests go to.
+        """
         info = await self.store.get_session(session_id)
-        kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
+        kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint", "model_switched", *STATE_KINDS]
         records = await self.store.read(session_id, kinds=kinds)
         checkpoints = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
         writer = LogWriter(
             self.store, info.id, info.next_seq, transcript_from(records), checkpoints
         )
-        return Session(self._deps, info, self._model, writer)
+        parts = build_parts(self._deps, info.id, self.project_dir, [r.entry for r in records])
+        chosen = model or self._model
+        named = await self._named_model(session_id, records)
+        switch = None
+        if chosen is not None and named and named != chosen.name:
+            # Recorded with the next admission, not now: opening a session to read it never
+            # writes. The next request starts a new epoch for the chosen model either way.
+            switch = ModelSwitched(chosen.name, named, now())
+        return Session(self._deps, info, chosen, writer, parts, switch=switch)
+
+    async def _named_model(self, session_id: str, records: list[Record]) -> str:
+        """The model the log says the session talked to last ("" when it never did)."""
+        switches = [r for r in records if isinstance(r.entry, ModelSwitched)]
+        epoch = await self.store.last(session_id, ["epoch"])
+        latest = max(
+            [r for r in (*switches[-1:], epoch) if r is not None], key=lambda r: r.seq, default=None
+        )
+        if latest is None:
+            return ""
+        entry = latest.entry
+        if isinstance(entry, ModelSwitched | ContextEpoch):
+            return entry.model
+        return ""
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first."""
@@ -169,4 +207,4 @@ def _counter_for(model: Model | None) -> TokenCounter:
     """Exact offline counting where the model's tokenizer ships; else a calibrated estimate."""
     if model is None:
         return default_counter()
-    return counter_for_encoding(None, fallback=default_counter())
+    return counter_for_encoding(model.profile.tokenizer, fallback=default_counter())

@@ -1,86 +1,81 @@
-"""Session: the turn loop and the public operations on one durable session.
+"""Session: the public operations on one durable session, and the guard around each turn.
 
-A prompt runs steps until the model answers with text: each step samples the System Context
-once, passes the safe boundary (``boundary.admit``), commits the admission in one transaction,
-calls the model (``model_call``: transient failures retried with the same request), commits the
-response, then runs and commits each tool result. ``stream()`` yields typed events as this
-happens; ``prompt()`` and ``retry()`` drain the same stream.
+``stream()`` runs one prompt as a ``Turn`` and yields its events; ``prompt()``, ``retry()`` and
+``resume()`` drain the same stream. Every operation that writes holds the session exclusively
+(``_exclusive``): refused while a turn runs, while refused writes are pending or while a tool
+call waits for approval. However a turn ends — finished, failed, cancelled (task cancel, a
+timeout, leaving ``stream()`` early, ``session.cancel()``) — the session is left consistent with
+its store: a write that committed while being cancelled is picked up, and an abandoned step is
+recorded as interrupted by cancellation, so the same object takes the next prompt.
 
 The session owns no storage logic: its ``LogWriter`` knows what is durable, what is pending and
-which seq comes next; ``recovery`` says how an unfinished step is closed; ``compaction`` turns a
-summary into the entries to commit. Everything else it needs comes in one ``SessionDeps`` value.
+which seq comes next; ``recovery`` says how an unfinished step is closed; ``SessionParts`` hold its
+permission gate, tools and context sources. Everything else comes in one ``SessionDeps`` value.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Literal
 
 from .admission import Admitter
-from .boundary import Admission
 from .deps import SessionDeps
-from .errors import (
-    AgentSessionError,
-    MaxStepsExceededError,
-    SessionBusyError,
-    StoreError,
-    UsageError,
-)
-from .events import (
-    ContextAdmitted,
-    Event,
-    PromptResult,
-    ProviderRetry,
-    StepCommitted,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultEvent,
-    TurnFinished,
-)
-from .inspect import fingerprinted
+from .errors import SessionBusyError, StoreError, UsageError
+from .events import ApprovalRequest, Event, PromptResult, StepCommitted, TurnFinished
+from .hygiene import has_surrogates
 from .log import (
+    ApprovalDecided,
     AssistantEntry,
     Dispatch,
     LogEntry,
     ModelSwitched,
-    ProviderFailed,
     Record,
     SystemPromptCheckpoint,
-    ToolResultEntry,
     UserEntry,
     now,
 )
-from .model_call import as_package_error, call_model
-from .providers.base import Model, ModelDone
+from .parts import SessionParts
+from .providers.base import Model, Preparable
 from .recovery import Cause, closing_entries, step_state
-from .request import ContentPart, Message, Request, ToolCall, Usage, digest
+from .request import AssistantMessage, ContentPart, Message, Request, TextPart, ToolCall, digest
 from .store.base import SessionInfo
 from .sync import run_sync
-from .tools import ToolOutcome
+from .turn import Start, Turn, approval_of
 from .writer import LogWriter
 
 __all__ = ["Session"]
-
-_Resume = Literal["new", "replay", "continue"]
 
 
 class Session:
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(
-        self, deps: SessionDeps, info: SessionInfo, model: Model | None, writer: LogWriter
+        self,
+        deps: SessionDeps,
+        info: SessionInfo,
+        model: Model | None,
+        writer: LogWriter,
+        parts: SessionParts,
+        *,
+        switch: ModelSwitched | None = None,
     ) -> None:
         self._deps = deps
         self._info = info
         self._model = model
         self._writer = writer
-        self._admitter = Admitter(deps, writer)
+        self._parts = parts
+        self._admitter = Admitter(deps, writer, parts)
         self._busy = False
+        self._held = False
+        self._task: asyncio.Task[object] | None = None
         self._last_dispatch: Dispatch | None = None
         self._last_dispatch_known = False
+        self._switch = switch
+        if switch is not None:
+            self._admitter.epoch_reason = "model_switch"
 
     # -- public views -------------------------------------------------------------------------
 
@@ -119,9 +114,24 @@ class Session:
         """How many entries the store refused and ``flush()`` has yet to write."""
         return len(self._writer.pending)
 
+    @property
+    def permission_preset(self) -> str:
+        """The name of the permission preset in effect."""
+        return self._parts.gate.preset.name
+
     def system_prompt_checkpoints(self) -> list[SystemPromptCheckpoint]:
         """The system-context record of each dispatched request that changed it (copies)."""
         return copy.deepcopy(self._writer.checkpoints)
+
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        """Tool calls waiting for the user's approval, oldest first."""
+        calls = [
+            call
+            for message in self._writer.transcript
+            if isinstance(message, AssistantMessage)
+            for call in message.tool_calls
+        ]
+        return [approval_of(r, calls) for r in self._parts.gate.waiting()]
 
     async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
         """Raw log records in ``[start, end)`` (for inspection and export)."""
@@ -132,7 +142,7 @@ class Session:
     async def prompt(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> PromptResult:
-        """Run one prompt to the final text reply and return it."""
+        """Run one prompt to the final text reply (or a pause for approval) and return it."""
         return await _drain(self.stream(text, skills=skills))
 
     def prompt_sync(
@@ -149,35 +159,75 @@ class Session:
             raise UsageError("skill selection is not available yet in this version")
         user = UserEntry(_normalize_content(text), timestamp=now())
         async with self._exclusive():
+            self._ready()
             await self._recover()
-            async for event in self._turn([user], "new"):
+            async for event in self._run([user, *self._metadata()], "new"):
                 yield event
 
     async def retry(self) -> PromptResult:
         """Finish a turn that did not finish.
 
         A step whose response never arrived (provider failure, process killed) is re-sent
-        exactly as admitted; a turn that stopped after its tool results were stored (a refused
-        write, since flushed) continues with the next model call.
+        exactly as admitted — ``UsageError`` if the runtime changed so that the same request can
+        no longer be sent (``prompt()`` continues instead); after ``switch_model()`` the step is
+        admitted afresh for the new model, in a new epoch. A response whose tool calls did not
+        run (a refused write, since flushed) runs them once; a turn that stopped after its tool
+        results continues with the next model call.
         """
-        return await _drain(self._retry())
+        return await _drain(self._resume())
 
-    async def _retry(self) -> AsyncIterator[Event]:
-        async with self._exclusive():
-            await self._recover()
+    async def resume(self) -> PromptResult:
+        """Continue a turn paused for approval, once every waiting call is approved or denied."""
+        return await _drain(self._resume())
+
+    async def _resume(self) -> AsyncIterator[Event]:
+        async with self._exclusive(allow_waiting=True):
+            self._ready()
+            waiting = self._parts.gate.waiting()
+            if waiting:
+                names = ", ".join(f"{w.name} ({w.call_id})" for w in waiting)
+                raise UsageError(f"approve or deny the waiting tool calls first: {names}")
+            if not self._held:
+                await self._recover()
             tail = await self._writer.tail_since_dispatch()
             if tail is None:
                 raise UsageError("nothing to retry: no request was ever dispatched")
             state = step_state(tail)
             if state.finished:
                 raise UsageError("nothing to retry: the last turn finished")
-            async for event in self._turn([], "continue" if state.responded else "replay"):
+            start: Start
+            calls: list[ToolCall] = []
+            if not state.responded:
+                start = await self._replay_or_readmit(tail)
+            elif state.missing:
+                start = "tools"
+                response = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)][-1]
+                missing = {call_id for call_id, _ in state.missing}
+                calls = [c for c in response.tool_calls if c.id in missing]
+            else:
+                start = "continue"
+            async for event in self._run(self._metadata(), start, calls):
                 yield event
+
+    async def _replay_or_readmit(self, tail: Sequence[Record]) -> Start:
+        """``replay`` when the dispatched request can be sent again unchanged, else explain."""
+        dispatch = tail[0].entry
+        assert isinstance(dispatch, Dispatch)
+        if dispatch.model != self.model.name:
+            return "continue"  # switched since: a new epoch for the new model
+        rebuilt = await self._admitter.rebuild(self.model)
+        if digest(rebuilt) != dispatch.digest:
+            raise UsageError(
+                "retry() cannot send the failed request again: the runtime changed since it was"
+                f" dispatched ({_what_changed(rebuilt, dispatch)}); call prompt() to continue"
+                " with the current runtime instead"
+            )
+        return "replay"
 
     async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
         """The neutral request the next prompt would send; nothing is admitted."""
         user = UserEntry(_normalize_content(text), timestamp=now())
-        return await self._admitter.preview([user], self.model)
+        return await self._admitter.preview([user, *self._metadata()], self.model)
 
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.
@@ -203,18 +253,53 @@ class Session:
         """Talk to ``model`` from the next request on; that request starts a new epoch."""
         if not isinstance(model, Model):
             raise UsageError(f"expected a Model, got {type(model).__name__}")
-        async with self._exclusive():
+        async with self._exclusive(allow_waiting=True):
             previous = self._model.name if self._model is not None else ""
+            if self._switch is not None:
+                previous, self._switch = self._switch.previous, None
             if model.name != previous:
                 await self._writer.append([ModelSwitched(model.name, previous, now())])
                 self._admitter.epoch_reason = "model_switch"
             self._model = model
 
-    # -- the turn loop ------------------------------------------------------------------------
+    def set_permission_preset(self, name: str) -> None:
+        """Switch the permission preset while idle; the next request tells the model.
 
-    @contextlib.asynccontextmanager
-    async def _exclusive(self) -> AsyncIterator[None]:
-        """Hold the session for one operation: refused while busy or while writes are pending."""
+        One ``permission_changed`` entry per effective change is committed with the next
+        admission; setting the preset in effect changes nothing.
+        """
+        self._check_idle()
+        self._parts.gate.set(name)
+
+    async def approve(self, call_id: str, *, always: bool = False) -> None:
+        """Approve a waiting tool call (``always``: this tool for the rest of the session)."""
+        await self._answer(call_id, approved=True, always=always, note="")
+
+    async def deny(self, call_id: str, note: str = "") -> None:
+        """Deny a waiting tool call; the model reads that the user denied it."""
+        await self._answer(call_id, approved=False, always=False, note=note)
+
+    async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
+        if self._busy:
+            raise SessionBusyError(f"session {self.id} is running a turn")
+        if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
+            raise UsageError(f"no tool call {call_id!r} is waiting for approval")
+        entry = ApprovalDecided(call_id, approved, always, note, now())
+        await self._writer.append([entry])
+        self._parts.gate.record(entry)
+
+    def cancel(self) -> bool:
+        """Cancel the running turn; ``False`` when none runs. The session stays usable."""
+        task = self._task
+        if task is None or task.done():
+            return False
+        loop = task.get_loop()
+        loop.call_soon_threadsafe(task.cancel)
+        return True
+
+    # -- the guard ----------------------------------------------------------------------------
+
+    def _check_idle(self, *, allow_waiting: bool = False) -> None:
         if self._busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
         if self._writer.pending:
@@ -222,129 +307,71 @@ class Session:
                 f"session {self.id} has {len(self._writer.pending)} entries the store refused;"
                 " call session.flush() first"
             )
+        waiting = self._parts.gate.waiting()
+        if waiting and not allow_waiting:
+            raise SessionBusyError(
+                f"session {self.id} has a tool call waiting for approval ({waiting[0].name},"
+                f" {waiting[0].call_id}): approve() or deny() it, then resume()"
+            )
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, *, allow_waiting: bool = False) -> AsyncIterator[None]:
+        """Hold the session for one operation; settle it however the operation ends."""
+        self._check_idle(allow_waiting=allow_waiting)
         self._busy = True
+        self._task = asyncio.current_task()
         try:
             yield
+        except (asyncio.CancelledError, GeneratorExit):
+            await self._settle_cancelled()
+            raise
         finally:
             self._busy = False
+            self._task = None
 
-    async def _turn(self, promoted: list[LogEntry], resume: _Resume) -> AsyncIterator[Event]:
-        """Run steps until the model answers with text (or a step cannot go on)."""
-        config = self._deps.config
-        usage = Usage()
-        for step in range(1, config.max_steps + 2):
-            if step > config.max_steps:
-                raise MaxStepsExceededError(
-                    f"the prompt reached Config.max_steps={config.max_steps} model calls"
-                )
-            if resume == "continue":
-                request = await self._admitter.rebuild(self.model)
-            else:
-                request, events = await self._dispatch(promoted, step, replay=resume == "replay")
-                for event in events:
-                    yield event
-            resume, promoted = "new", []
-            done: ModelDone | None = None
-            async for model_event in self._ask(request):
-                if isinstance(model_event, ModelDone):
-                    done = model_event
-                else:
-                    yield model_event
-            assert done is not None
-            usage = _add_usage(usage, done.usage)
-            async for event in self._respond(step, request, done, usage):
-                yield event
-            if not done.message.tool_calls:
-                return
+    async def _settle_cancelled(self) -> None:
+        """After a cancellation: catch up with the store and record the abandoned step."""
+        with contextlib.suppress(Exception):
+            await self._writer.resync()
+            if not self._writer.pending:
+                await self._recover("cancelled")
 
-    async def _ask(self, request: Request) -> AsyncIterator[TextDelta | ProviderRetry | ModelDone]:
-        """The provider call of a step; a failure is recorded in the log, then raised."""
-        config = self._deps.config
-        try:
-            async for event in call_model(
-                self.model,
-                request,
-                retries=config.provider_retries,
-                base_delay=config.retry_base_delay,
-            ):
-                yield event
-        except AgentSessionError as exc:
-            await self._record_failure(exc)
-            raise
-        except Exception as exc:
-            await self._record_failure(exc)
-            raise as_package_error(exc, f"model {self.model.name}") from exc
+    def _metadata(self) -> list[LogEntry]:
+        """Changes recorded while idle that the next admission commits (switch, presets)."""
+        switch = [self._switch] if self._switch is not None else []
+        return [*switch, *self._parts.gate.pending_changes]
 
-    async def _dispatch(
-        self, promoted: list[LogEntry], step: int, *, replay: bool
-    ) -> tuple[Request, list[Event]]:
-        """Admit and commit one request right before the provider call; return it and events."""
-        admitted: Admission | None = None
-        if replay:
-            request = await self._admitter.rebuild(self.model)
-            entries: list[LogEntry] = [
-                Dispatch(self.model.name, step, digest(request), timestamp=now())
-            ]
-        else:
-            admitted = await self._admitter.admit(promoted, step, self.model)
-            request = admitted.request
-            entries = list(admitted.entries)
-        dispatch = entries.pop()
-        assert isinstance(dispatch, Dispatch)
-        stamped = fingerprinted(dispatch, request, await self._previous_dispatch())
-        records = await self._writer.append([*entries, stamped])
-        self._last_dispatch = stamped
-        self._admitter.admitted()
-        events: list[Event] = []
-        if admitted is not None and admitted.changed:
-            events.append(ContextAdmitted(admitted.changed, admitted.new_epoch))
-        events.append(StepCommitted(step, records[0].seq, records[-1].seq, "admission"))
-        return request, events
+    def _ready(self) -> None:
+        """Refuse before anything is stored when the model cannot be called (no key, no SDK)."""
+        model = self.model
+        if isinstance(model, Preparable):
+            model.ensure_ready()
 
-    async def _respond(
-        self, step: int, request: Request, done: ModelDone, usage: Usage
+    async def _run(
+        self, promoted: list[LogEntry], start: Start, calls: Sequence[ToolCall] = ()
     ) -> AsyncIterator[Event]:
-        """Commit the response; finish the turn or run its tool calls and commit each result."""
-        message = done.message
-        entry = AssistantEntry(
-            content=message.content,
-            tool_calls=message.tool_calls,
-            provider=message.provider,
-            provider_data=message.provider_data,
-            model=done.model or self.model.name,
-            usage=done.usage,
-            timestamp=now(),
+        turn = Turn(
+            self._deps,
+            self._parts,
+            self._writer,
+            self._admitter,
+            self.model,
+            self.id,
+            await self._previous_dispatch(),
         )
-        saved = await self._writer.commit([entry])
-        if self.model.profile.reports_usage and done.usage.input_tokens > 0:
-            self._deps.budget.observe(request, done.usage.input_tokens)
-        if saved:
-            yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
-        if not message.tool_calls:
-            if self._writer.pending:
-                self._writer.raise_pending()
-            await self._name_session()
-            yield TurnFinished(PromptResult(message.content, step, usage, self.id))
-            return
-        available = {spec.name for spec in request.tools}
-        for call in message.tool_calls:
-            yield ToolCallStarted(call)
-            outcome = await self._run_tool(call, available)
-            result = ToolResultEntry(call.id, call.name, outcome.content, outcome.is_error, now())
-            saved = await self._writer.commit([result])
-            yield ToolResultEvent(call.id, call.name, outcome.content, outcome.is_error)
-            if saved:
-                yield StepCommitted(step, saved[0].seq, saved[-1].seq, "tool_result")
-        if self._writer.pending:
-            self._writer.raise_pending()
-
-    async def _run_tool(self, call: ToolCall, available: set[str]) -> ToolOutcome:
-        tool = self._deps.tool_named(call.name)
-        if tool is None or call.name not in available:
-            return ToolOutcome(f"Unknown tool: {call.name}", True)
-        return await tool.invoke(dict(call.arguments))
-
-    # -- the boundary -------------------------------------------------------------------------
+        self._held = False
+        try:
+            async for event in turn.run(promoted, start, calls):
+                if isinstance(event, StepCommitted) and event.what == "admission":
+                    self._switch = None
+                if isinstance(event, TurnFinished) and event.result.stop_reason != (
+                    "approval_required"
+                ):
+                    await self._name_session()
+                yield event
+        finally:
+            self._held = turn.held
+            self._last_dispatch, self._last_dispatch_known = turn.last_dispatch, True
 
     async def _previous_dispatch(self) -> Dispatch | None:
         """The session's last dispatch record (read once from the log, then kept)."""
@@ -355,8 +382,6 @@ class Session:
             self._last_dispatch_known = True
         return self._last_dispatch
 
-    # -- recovery, failures, titles -----------------------------------------------------------
-
     async def _recover(self, cause: Cause = "process") -> None:
         """Record truthfully a step that was dispatched but left unfinished."""
         tail = await self._writer.tail_since_dispatch()
@@ -364,16 +389,11 @@ class Session:
         if closing:
             await self._writer.append(closing)
 
-    async def _record_failure(self, exc: BaseException) -> None:
-        # Best effort: the admitted context is already durable; a failed write here must not
-        # hide the provider error the caller needs to see.
-        with contextlib.suppress(StoreError):
-            await self._writer.append([ProviderFailed(str(exc), type(exc).__name__, now())])
-
     async def _name_session(self) -> None:
         if self._info.title is not None:
             return
-        title = await self._deps.titler.title(self._writer.transcript)
+        titles = self._deps.config.titles
+        title = await self._deps.titler.title(self._writer.transcript, use_model=titles)
         if title:
             self._info = replace(self._info, title=title)
             # A title is a convenience: a store that refuses it must not fail the turn.
@@ -394,21 +414,36 @@ async def _drain(events: AsyncIterator[Event]) -> PromptResult:
     return result
 
 
+def _what_changed(rebuilt: Request, dispatch: Dispatch) -> str:
+    """Which part of a request differs from its dispatch record, in words."""
+    from .inspect import fingerprinted
+
+    now_ = fingerprinted(replace(dispatch, model=dispatch.model), rebuilt, None)
+    if now_.tools_digest != dispatch.tools_digest:
+        return "the tools differ"
+    if now_.system_digest != dispatch.system_digest:
+        return "the system context differs"
+    return "the messages differ (another window or history)"
+
+
 def _normalize_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
     if isinstance(text, str):
         if not text.strip():
             raise UsageError("a prompt needs text or at least one content part")
+        _refuse_surrogates(text)
         return text
     parts = tuple(text)
     if not parts:
         raise UsageError("a prompt needs text or at least one content part")
+    for part in parts:
+        if isinstance(part, TextPart):
+            _refuse_surrogates(part.text)
     return parts
 
 
-def _add_usage(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-        a.cached_input_tokens + b.cached_input_tokens,
-        a.cache_write_tokens + b.cache_write_tokens,
-    )
+def _refuse_surrogates(text: str) -> None:
+    if has_surrogates(text):
+        raise UsageError(
+            "the prompt holds text that is not valid Unicode (lone surrogates, e.g. from a"
+            " terminal that is not UTF-8); nothing was stored"
+        )

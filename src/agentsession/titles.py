@@ -5,7 +5,7 @@ title: its input is the user and assistant text of the transcript. A model names
 when one is configured for it and its profile says it can (``writes_titles``); otherwise, or when
 that call fails, the title is the first words of the first user message. A title is a
 convenience: nothing here may fail a finished turn. This is one extra model call per session
-(the first finished turn); ``Config(titles=False)``-style switches belong to the caller.
+(the first finished turn); ``use_model=False`` (``Config(titles=False)``) avoids it.
 """
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ class Titler:
             title_model = session_model if session_model.profile.writes_titles else None
         self._model = title_model
 
-    async def title(self, transcript: Sequence[Message]) -> str | None:
+    async def title(self, transcript: Sequence[Message], *, use_model: bool = True) -> str | None:
         """A title for ``transcript``, or ``None`` when it holds no user message yet."""
         first = next((m for m in transcript if isinstance(m, UserMessage)), None)
         if first is None:
             return None
         fallback = heuristic_title(text_of(first.content))
-        if self._model is None:
+        if self._model is None or not use_model:
             return fallback
         lines = []
         for message in transcript:

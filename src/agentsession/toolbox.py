@@ -143,9 +143,7 @@ class Toolbox:
         return Ran(ran.outcome, (*ran.entries, *seen)) if seen else ran
 
     def _owners(self) -> Mapping[str, tuple[Tool, ToolSource | None]]:
-        owners: dict[str, tuple[Tool, ToolSource | None]] = {
-            t.name: (t, None) for t in self._tools
-        }
+        owners: dict[str, tuple[Tool, ToolSource | None]] = {t.name: (t, None) for t in self._tools}
         for source in self._sources:
             for tool in source.offered():
                 owners.setdefault(tool.name, (tool, source))

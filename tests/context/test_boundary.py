@@ -46,7 +46,11 @@ async def test_first_request_has_baseline_and_no_update(make_runtime: Make) -> N
     session = await runtime.create_session()
     await session.prompt("hello")
     (request,) = requests(runtime)
-    assert [key for key, _ in request.system] == ["core.date", "core.environment"]
+    assert [key for key, _ in request.system] == [
+        "core.date",
+        "core.environment",
+        "core.permissions",
+    ]
     assert "2026-01-01" in dict(request.system)["core.date"]
     assert system_messages(request) == []
 
@@ -194,7 +198,13 @@ async def test_component_order_is_builtins_then_plugins_by_key(make_runtime: Mak
     session = await runtime.create_session()
     await session.prompt("1")
     keys = [k for k, _ in requests(runtime)[0].system]
-    assert keys == ["core.date", "core.environment", "plugin.alpha.k", "plugin.zeta.k"]
+    assert keys == [
+        "core.date",
+        "core.environment",
+        "core.permissions",
+        "plugin.alpha.k",
+        "plugin.zeta.k",
+    ]
 
 
 async def test_update_follows_tool_results(make_runtime: Make) -> None:
@@ -298,7 +308,12 @@ async def test_system_prompt_checkpoints(make_runtime: Make, clock: Clock) -> No
     checkpoints = session.system_prompt_checkpoints()
     assert len(checkpoints) == 2
     first, removal = checkpoints
-    assert list(first.changed) == ["core.date", "core.environment", "plugin.s.v"]
+    assert list(first.changed) == [
+        "core.date",
+        "core.environment",
+        "core.permissions",
+        "plugin.s.v",
+    ]
     assert first.message_count == 1
     assert removal.changed == {"plugin.s.v": None}
     assert removal.message_count == 5

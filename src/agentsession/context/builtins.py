@@ -1,15 +1,17 @@
-"""Built-in components: ``core.date`` and ``core.environment``.
+"""Built-in components: ``core.agent``, ``core.date`` and ``core.environment``.
 
+``core.agent`` is the application's own instructions (who the agent is), first in every baseline.
 ``core.date`` keeps host-local calendar-date behaviour (the clock is injectable); a configured
-IANA time zone replaces the host zone. ``core.environment`` states the working directory, the
-platform and whether the directory is inside a git repository. Both state the full current value
-so an update never needs the old one.
+IANA time zone replaces the host zone. ``core.environment`` states the facts the configuration
+lists: the working directory (its path goes to the provider), the platform, and whether the
+directory is inside a git repository. Each states the full current value so an update never
+needs the old one.
 """
 
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -17,7 +19,20 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from ..errors import UsageError
 from .component import ContextComponent, Rendered
 
-__all__ = ["date_component", "environment_component", "is_git_repository"]
+__all__ = ["agent_component", "date_component", "environment_component", "is_git_repository"]
+
+AgentInstructions = str | Callable[[], str]
+
+
+def agent_component(instructions: AgentInstructions) -> ContextComponent:
+    """``core.agent``: the application's own instructions, a string or a loader of one."""
+    if isinstance(instructions, str):
+        text = instructions
+        return ContextComponent("core.agent", lambda: text)
+    if not callable(instructions):
+        raise UsageError("instructions must be a string or a callable returning one")
+    return ContextComponent("core.agent", instructions)
+
 
 Clock = Callable[[], datetime]
 
@@ -46,16 +61,21 @@ def is_git_repository(path: Path) -> bool:
     return any((p / ".git").exists() for p in (path, *path.parents))
 
 
-def environment_component(project_dir: Path) -> ContextComponent:
-    """``core.environment``: working directory, platform, git repository or not."""
+def environment_component(
+    project_dir: Path, facts: Sequence[str] = ("cwd", "platform", "git")
+) -> ContextComponent:
+    """``core.environment``: the listed facts of working directory, platform, git repository."""
 
     def load() -> Rendered:
-        git = "yes" if is_git_repository(project_dir) else "no"
-        text = (
-            f"Working directory: {project_dir}\n"
-            f"Platform: {platform.system().lower()}\n"
-            f"Is the directory a git repository: {git}"
-        )
+        lines = []
+        if "cwd" in facts:
+            lines.append(f"Working directory: {project_dir}")
+        if "platform" in facts:
+            lines.append(f"Platform: {platform.system().lower()}")
+        if "git" in facts:
+            git = "yes" if is_git_repository(project_dir) else "no"
+            lines.append(f"Is the directory a git repository: {git}")
+        text = "\n".join(lines)
         return Rendered(baseline=f"<environment>\n{text}\n</environment>", update=text)
 
     return ContextComponent("core.environment", load)

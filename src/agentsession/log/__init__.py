@@ -1,0 +1,77 @@
+"""The durable session log: entry types and their versioned stored form.
+
+A session is an append-only log of entries numbered ``seq`` 0, 1, 2, … Each entry is a frozen
+dataclass with a ``kind`` literal. The stored form is one JSON object per entry, written by
+``dump_entry`` as ``(kind, version, json)``; ``load_entry`` reads every version ever written by
+first upgrading older payloads step by step (``_UPGRADES``), so old databases and session files
+keep loading. Vendor SDK types are never stored.
+
+The user transcript and the model view are both derived from this log; nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+from .entries import (
+    AssistantEntry,
+    CacheDiagnosis,
+    ComponentChange,
+    ContextEpoch,
+    Dispatch,
+    EpochReason,
+    Interrupted,
+    MidConversationSystemMessage,
+    ModelSwitched,
+    ProviderFailed,
+    RuntimeContextSnapshot,
+    SkillRevision,
+    Summary,
+    SystemPromptCheckpoint,
+    ToolResultEntry,
+    UserEntry,
+    now,
+)
+from .state import (
+    ApprovalDecided,
+    ApprovalRequested,
+    InstructionsFound,
+    PermissionChanged,
+    SkillActivated,
+    SkillLoaded,
+    SkillStoreWrite,
+    SkillUnloaded,
+)
+from .stored import TRANSCRIPT_KINDS, VERSIONS, LogEntry, Record, dump_entry, load_entry
+
+__all__ = [
+    "TRANSCRIPT_KINDS",
+    "VERSIONS",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "AssistantEntry",
+    "CacheDiagnosis",
+    "ComponentChange",
+    "ContextEpoch",
+    "Dispatch",
+    "EpochReason",
+    "InstructionsFound",
+    "Interrupted",
+    "LogEntry",
+    "MidConversationSystemMessage",
+    "ModelSwitched",
+    "PermissionChanged",
+    "ProviderFailed",
+    "Record",
+    "RuntimeContextSnapshot",
+    "SkillActivated",
+    "SkillLoaded",
+    "SkillRevision",
+    "SkillStoreWrite",
+    "SkillUnloaded",
+    "Summary",
+    "SystemPromptCheckpoint",
+    "ToolResultEntry",
+    "UserEntry",
+    "dump_entry",
+    "load_entry",
+    "now",
+]

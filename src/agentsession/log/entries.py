@@ -1,0 +1,257 @@
+"""Entry types of the conversation and of the System Context: what the model saw and why.
+
+Each entry is a frozen dataclass with a ``kind`` literal; its stored form is written by
+``log.stored``. User, assistant and tool-result entries make up the user transcript; the others
+are runtime metadata the model view or the inspection tools read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from ..request import ContentPart, ToolCall, Usage
+
+__all__ = [
+    "AssistantEntry",
+    "CacheDiagnosis",
+    "ComponentChange",
+    "ContextEpoch",
+    "Dispatch",
+    "EpochReason",
+    "Interrupted",
+    "MidConversationSystemMessage",
+    "ModelSwitched",
+    "ProviderFailed",
+    "RuntimeContextSnapshot",
+    "SkillRevision",
+    "Summary",
+    "SystemPromptCheckpoint",
+    "ToolResultEntry",
+    "UserEntry",
+    "now",
+]
+
+
+def now() -> str:
+    """The current UTC time in the log's timestamp format (ISO 8601)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class UserEntry:
+    """User input as given: a string, or a tuple of text and image parts."""
+
+    content: str | tuple[ContentPart, ...]
+    timestamp: str = ""
+    kind: Literal["user"] = "user"
+
+
+@dataclass(frozen=True)
+class AssistantEntry:
+    """A model response with the usage figures the provider reported for it."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    provider: str = ""
+    provider_data: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    timestamp: str = ""
+    kind: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True)
+class ToolResultEntry:
+    """The settled result of one tool call."""
+
+    call_id: str
+    name: str
+    content: str | tuple[ContentPart, ...]
+    is_error: bool = False
+    timestamp: str = ""
+    kind: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True)
+class ComponentChange:
+    """One component's admitted change: ``update`` is ``None`` when it was removed.
+
+    ``baseline`` is stored beside the update so a later baseline can be rebuilt from the last
+    admitted state when the component is unavailable then; ``hash`` is the checkpoint value.
+    """
+
+    key: str
+    update: str | None
+    baseline: str | None
+    hash: str | None
+    kind: Literal["component_change"] = "component_change"
+
+
+@dataclass(frozen=True)
+class MidConversationSystemMessage:
+    """A durable chronological instruction: the newly effective state of changed components.
+
+    ``text`` is exactly what the model was sent; ``changes`` advance the epoch's checkpoint in the
+    same transaction. Hidden from the user transcript.
+    """
+
+    text: str
+    changes: tuple[ComponentChange, ...]
+    epoch: int
+    tools_added: tuple[str, ...] = ()
+    tools_removed: tuple[str, ...] = ()
+    timestamp: str = ""
+    kind: Literal["mid_conversation_system"] = "mid_conversation_system"
+
+
+EpochReason: TypeAlias = Literal[
+    "start", "compaction", "model_switch", "window", "manual", "tools", "location"
+]
+
+
+@dataclass(frozen=True)
+class ContextEpoch:
+    """The start of a context epoch: its immutable baseline and initial checkpoint.
+
+    ``baseline`` holds keyed component strings verbatim (reused across restarts); ``checkpoint``
+    maps each key to the hash of its update string; ``removed`` lists keys of the prior epoch that
+    are gone. ``history_start`` is the first log ``seq`` the model view of this epoch reads;
+    ``summary_seq`` points at the compaction summary that opens the epoch (version 2). ``tools``
+    names the tools the epoch's first request declared, in order (version 3; ``None`` in older
+    epochs, which declared whatever the application's tools were).
+    """
+
+    epoch: int
+    baseline: tuple[tuple[str, str], ...]
+    checkpoint: tuple[tuple[str, str], ...]
+    history_start: int
+    reason: EpochReason = "start"
+    model: str = ""
+    removed: tuple[str, ...] = ()
+    summary_seq: int | None = None
+    timestamp: str = ""
+    tools: tuple[str, ...] | None = None
+    kind: Literal["epoch"] = "epoch"
+
+
+@dataclass(frozen=True)
+class SystemPromptCheckpoint:
+    """The public record of one dispatched request's system context.
+
+    ``message_count`` is the number of user-transcript messages at dispatch; ``changed`` maps a
+    component key to its rendered text, or ``None`` when it was removed. The first dispatch of an
+    epoch records every baseline section; later ones record only what changed.
+    """
+
+    message_count: int
+    timestamp: str
+    changed: dict[str, str | None]
+    kind: Literal["system_prompt_checkpoint"] = "system_prompt_checkpoint"
+
+
+CacheDiagnosis: TypeAlias = Literal[
+    "first",
+    "unknown",
+    "hit",
+    "model_changed",
+    "tools_changed",
+    "system_changed",
+    "messages_changed",
+]
+"""The expected prompt-cache outcome of a request against the one dispatched before it."""
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """A request was sent to the model (committed right before the call).
+
+    ``digest`` identifies the whole request (a retry must reproduce it). ``cache`` is the local
+    cache diagnosis against the previous dispatch; the part digests and ``message_count`` let the
+    next request be diagnosed against this one without keeping the request (also after a reopen):
+    ``messages_digest`` chains the digests of the first ``message_count`` messages.
+    """
+
+    model: str
+    step: int
+    digest: str
+    cache: CacheDiagnosis = "unknown"
+    timestamp: str = ""
+    tools_digest: str = ""
+    system_digest: str = ""
+    messages_digest: str = ""
+    message_count: int = 0
+    kind: Literal["dispatch"] = "dispatch"
+
+
+@dataclass(frozen=True)
+class ProviderFailed:
+    """The dispatched request failed; the admitted context stays for ``retry()``."""
+
+    error: str
+    error_type: str = ""
+    timestamp: str = ""
+    kind: Literal["provider_failed"] = "provider_failed"
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A dispatched step found unfinished on reopen (the process died), recorded truthfully."""
+
+    reason: str
+    timestamp: str = ""
+    kind: Literal["interrupted"] = "interrupted"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A compaction summary; it opens the epoch that follows it."""
+
+    text: str
+    covers_until: int
+    timestamp: str = ""
+    kind: Literal["summary"] = "summary"
+
+
+@dataclass(frozen=True)
+class ModelSwitched:
+    """The session's model changed; a new epoch follows."""
+
+    model: str
+    previous: str
+    timestamp: str = ""
+    kind: Literal["model_switched"] = "model_switched"
+
+
+@dataclass(frozen=True)
+class SkillRevision:
+    """One explicitly selected skill as it was read: its name, where from, and which revision.
+
+    ``revision`` is the content hash of what was read, so repeated selections of a skill whose
+    file changed in between keep their own, independent revisions.
+    """
+
+    name: str
+    location: str
+    revision: str
+    kind: Literal["skill_revision"] = "skill_revision"
+
+
+@dataclass(frozen=True)
+class RuntimeContextSnapshot:
+    """An explicit skill selection, saved with the user turn it belongs to.
+
+    ``user_turn`` is the zero-based ordinal of that turn among real user messages; ``content`` is
+    the exact text the model view shows (the ``<skill …>`` blocks), saved so that a reopened
+    session replays it even after the files changed or vanished. ``placement="user"`` prepends it
+    to that user message in the model view; ``None`` (version-2 data) replays it as a separate
+    user message right after that turn's user message. The stored user input is never rewritten.
+    """
+
+    user_turn: int
+    content: str
+    timestamp: str = ""
+    skills: tuple[SkillRevision, ...] = ()
+    placement: Literal["user"] | None = "user"
+    kind: Literal["runtime_context"] = "runtime_context"

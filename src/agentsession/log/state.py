@@ -1,0 +1,109 @@
+"""Entry types of a session's own state: permissions, loaded skills, instruction files, approvals.
+
+A session rebuilds this state from these entries when it is opened; none of them is part of the
+user transcript or of the model view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "InstructionsFound",
+    "PermissionChanged",
+    "SkillActivated",
+    "SkillLoaded",
+    "SkillStoreWrite",
+    "SkillUnloaded",
+]
+
+
+@dataclass(frozen=True)
+class PermissionChanged:
+    """The session's permission preset changed (recorded by ``set_permission_preset``)."""
+
+    preset: str
+    previous: str
+    timestamp: str = ""
+    kind: Literal["permission_changed"] = "permission_changed"
+
+
+@dataclass(frozen=True)
+class SkillLoaded:
+    """A skill joined the loaded skills (its instructions and tools join the request)."""
+
+    name: str
+    revision: str
+    location: str = ""
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["skill_loaded"] = "skill_loaded"
+
+
+@dataclass(frozen=True)
+class SkillUnloaded:
+    """A skill left the loaded skills (pushed out by newer reads); its history stays."""
+
+    name: str
+    revision: str = ""
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["skill_unloaded"] = "skill_unloaded"
+
+
+@dataclass(frozen=True)
+class SkillActivated:
+    """A loaded skill was read again and became the active (most recent) one."""
+
+    name: str
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["skill_activated"] = "skill_activated"
+
+
+@dataclass(frozen=True)
+class SkillStoreWrite:
+    """One write to a skill's durable per-session store; ``value`` is JSON text."""
+
+    skill: str
+    key: str
+    value: str = "null"
+    deleted: bool = False
+    timestamp: str = ""
+    kind: Literal["skill_store"] = "skill_store"
+
+
+@dataclass(frozen=True)
+class InstructionsFound:
+    """Nested instruction files a tool's read discovered; they join the System Context."""
+
+    paths: tuple[str, ...]
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["instructions_found"] = "instructions_found"
+
+
+@dataclass(frozen=True)
+class ApprovalRequested:
+    """A tool call waits for the user's approval (its preset asks); the turn pauses."""
+
+    call_id: str
+    name: str
+    reason: str
+    timestamp: str = ""
+    kind: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True)
+class ApprovalDecided:
+    """The user's answer to an approval request; ``always`` approves the tool for the session."""
+
+    call_id: str
+    approved: bool
+    always: bool = False
+    note: str = ""
+    timestamp: str = ""
+    kind: Literal["approval_decided"] = "approval_decided"

@@ -1,0 +1,172 @@
+"""The stored form of log entries: one JSON object per entry, versioned per kind.
+
+``dump_entry`` writes ``(kind, version, json)``; ``load_entry`` reads every version ever written
+by upgrading older payloads step by step (``_UPGRADES``), so old databases and session files keep
+loading. The table of entry types is derived from the ``LogEntry`` union, so a new kind cannot be
+forgotten in one of two lists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias, get_args
+
+from ..codec import DecodeError, decode, encode
+from ..errors import CorruptEntryError
+from .entries import (
+    AssistantEntry,
+    CacheDiagnosis,
+    ContextEpoch,
+    Dispatch,
+    Interrupted,
+    MidConversationSystemMessage,
+    ModelSwitched,
+    ProviderFailed,
+    RuntimeContextSnapshot,
+    Summary,
+    SystemPromptCheckpoint,
+    ToolResultEntry,
+    UserEntry,
+)
+from .state import (
+    ApprovalDecided,
+    ApprovalRequested,
+    InstructionsFound,
+    PermissionChanged,
+    SkillActivated,
+    SkillLoaded,
+    SkillStoreWrite,
+    SkillUnloaded,
+)
+
+__all__ = ["TRANSCRIPT_KINDS", "VERSIONS", "LogEntry", "Record", "dump_entry", "load_entry"]
+
+
+LogEntry: TypeAlias = (
+    UserEntry
+    | AssistantEntry
+    | ToolResultEntry
+    | MidConversationSystemMessage
+    | ContextEpoch
+    | SystemPromptCheckpoint
+    | Dispatch
+    | ProviderFailed
+    | Interrupted
+    | Summary
+    | ModelSwitched
+    | RuntimeContextSnapshot
+    | PermissionChanged
+    | SkillLoaded
+    | SkillUnloaded
+    | SkillActivated
+    | SkillStoreWrite
+    | InstructionsFound
+    | ApprovalRequested
+    | ApprovalDecided
+)
+
+#: Entry kinds that make up the user transcript (``session.messages``).
+TRANSCRIPT_KINDS: tuple[str, ...] = ("user", "assistant", "tool_result")
+
+_TYPES: dict[str, type[Any]] = {
+    str(cls.__dataclass_fields__["kind"].default): cls for cls in get_args(LogEntry)
+}
+
+#: The version each kind is written with today.
+VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 3, "dispatch": 2}
+
+
+def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 epochs were never opened by a compaction summary.
+    return {**payload, "summary_seq": None}
+
+
+def _epoch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 epochs did not record their tools: they declared the application's tools.
+    return {**payload, "tools": None}
+
+
+def _dispatch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 stored the diagnosis as free text and no part digests: a value outside the
+    # diagnosis type says nothing we can use, and the next request cannot be compared with it.
+    cache = payload.get("cache")
+    known = get_args(CacheDiagnosis)
+    return {**payload, "cache": cache if cache in known else "unknown"}
+
+
+#: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
+_UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    ("epoch", 1): _epoch_v1_to_v2,
+    ("epoch", 2): _epoch_v2_to_v3,
+    ("dispatch", 1): _dispatch_v1_to_v2,
+}
+
+
+@dataclass(frozen=True)
+class Record:
+    """A stored entry with its position in the session log."""
+
+    seq: int
+    entry: LogEntry
+
+
+def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
+    """The stored form of ``entry``: its kind, the current version of that kind, and JSON."""
+    payload = encode(entry)
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates (a model's JSON can hold "\ud800") have no UTF-8 form; JSON escapes
+        # carry them losslessly into any store or file.
+        text = json.dumps(payload, ensure_ascii=True)
+    return entry.kind, VERSIONS[entry.kind], text
+
+
+def load_entry(
+    kind: str, version: int, data: str, *, session_id: str = "", seq: int | None = None
+) -> LogEntry:
+    """Decode a stored entry of any known version; ``CorruptEntryError`` when it cannot be."""
+    cls = _TYPES.get(kind)
+    if cls is None:
+        raise CorruptEntryError(f"unknown entry kind {kind!r}", session_id=session_id, seq=seq)
+    current = VERSIONS[kind]
+    if version > current:
+        raise CorruptEntryError(
+            f"entry kind {kind!r} has version {version}, newer than this agentsession reads"
+            f" ({current}); upgrade agentsession",
+            session_id=session_id,
+            seq=seq,
+        )
+    try:
+        payload = json.loads(data)
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise CorruptEntryError(
+            f"entry is not valid JSON: {exc}", session_id=session_id, seq=seq
+        ) from exc
+    if not isinstance(payload, dict):
+        raise CorruptEntryError("entry is not a JSON object", session_id=session_id, seq=seq)
+    while version < current:
+        upgrade = _UPGRADES.get((kind, version))
+        if upgrade is None:
+            raise CorruptEntryError(
+                f"no upgrade for {kind!r} version {version}", session_id=session_id, seq=seq
+            )
+        payload = upgrade(payload)
+        version += 1
+    payload.setdefault("kind", kind)
+    if payload["kind"] != kind:
+        raise CorruptEntryError(
+            f"entry says kind {payload['kind']!r} but is stored as {kind!r}",
+            session_id=session_id,
+            seq=seq,
+        )
+    try:
+        entry: LogEntry = decode(cls, payload)
+    except DecodeError as exc:
+        raise CorruptEntryError(
+            f"malformed {kind!r} entry: {exc}", session_id=session_id, seq=seq
+        ) from exc
+    return entry
