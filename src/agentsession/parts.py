@@ -24,15 +24,7 @@ from .request import ToolCall
 from .tool_context import ToolContext
 from .toolbox import CallObserver, Toolbox, ToolSource
 
-__all__ = ["STATE_KINDS", "InstructionTracker", "SessionParts", "build_parts"]
-
-#: Entry kinds that carry session state (read once when a session is opened).
-STATE_KINDS: tuple[str, ...] = (
-    "permission_changed",
-    "approval_requested",
-    "approval_decided",
-    "instructions_found",
-)
+__all__ = ["ContextSource", "InstructionTracker", "SessionParts", "SourceFactory", "build_parts"]
 
 
 class InstructionTracker:
@@ -79,16 +71,30 @@ class ContextSource(ToolSource, Protocol):
         ...
 
 
+class SourceFactory(Protocol):
+    """Builds one session's context source from the runtime's parts and the session's state."""
+
+    def __call__(
+        self, deps: SessionDeps, session_id: str, state: Sequence[LogEntry]
+    ) -> ContextSource:
+        """The source for session ``session_id``; ``state`` are its state entries, oldest first."""
+        ...
+
+
 def build_parts(
     deps: SessionDeps,
     session_id: str,
     project_dir: Path,
     state: Iterable[LogEntry],
-    sources: Sequence[ContextSource] = (),
+    factories: Sequence[SourceFactory] = (),
     observers: Sequence[CallObserver] = (),
 ) -> SessionParts:
-    """The parts of one session, with their state restored from ``state`` (oldest first)."""
+    """The parts of one session, with their state restored from ``state`` (oldest first).
+
+    ``factories`` build the session's context sources (skills, MCP servers), in order.
+    """
     entries = list(state)
+    sources = [factory(deps, session_id, entries) for factory in factories]
     gate = PermissionGate(deps.presets, deps.config.permission_preset, project_dir)
     gate.restore(entries)
     nested = [p for e in entries if isinstance(e, InstructionsFound) for p in e.paths]

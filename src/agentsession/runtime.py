@@ -27,8 +27,16 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .deps import SessionDeps
 from .errors import UsageError
-from .log import TRANSCRIPT_KINDS, ContextEpoch, ModelSwitched, Record, SystemPromptCheckpoint, now
-from .parts import STATE_KINDS, build_parts
+from .log import (
+    STATE_KINDS,
+    TRANSCRIPT_KINDS,
+    ContextEpoch,
+    ModelSwitched,
+    Record,
+    SystemPromptCheckpoint,
+    now,
+)
+from .parts import SourceFactory, build_parts
 from .permissions import preset_table
 from .projection import transcript_from
 from .providers.base import Model
@@ -89,6 +97,8 @@ class Runtime:
             summarizer=summarizer,
             presets=preset_table(self.config),
         )
+        # Each feature that gives sessions tools or context of their own adds one factory.
+        self._sources: list[SourceFactory] = []
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -130,7 +140,7 @@ class Runtime:
         model = self.model
         await self.store.create_session(info)
         writer = LogWriter(self.store, info.id, 0, [], [])
-        parts = build_parts(self._deps, info.id, self.project_dir, ())
+        parts = build_parts(self._deps, info.id, self.project_dir, (), self._sources)
         return Session(self._deps, info, model, writer, parts)
 
     async def open_session(self, session_id: str, *, model: Model | None = None) -> Session:
@@ -147,7 +157,8 @@ class Runtime:
         writer = LogWriter(
             self.store, info.id, info.next_seq, transcript_from(records), checkpoints
         )
-        parts = build_parts(self._deps, info.id, self.project_dir, [r.entry for r in records])
+        state = [r.entry for r in records]
+        parts = build_parts(self._deps, info.id, self.project_dir, state, self._sources)
         chosen = model or self._model
         named = await self._named_model(session_id, records)
         switch = None

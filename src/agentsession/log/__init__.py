@@ -31,6 +31,7 @@ from .entries import (
     now,
 )
 from .state import (
+    STATE_KINDS,
     ApprovalDecided,
     ApprovalRequested,
     InstructionsFound,
@@ -43,6 +44,7 @@ from .state import (
 from .stored import TRANSCRIPT_KINDS, VERSIONS, LogEntry, Record, dump_entry, load_entry
 
 __all__ = [
+    "STATE_KINDS",
     "TRANSCRIPT_KINDS",
     "VERSIONS",
     "ApprovalDecided",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "STATE_KINDS",
     "ApprovalDecided",
     "ApprovalRequested",
     "InstructionsFound",
@@ -107,3 +108,16 @@ class ApprovalDecided:
     note: str = ""
     timestamp: str = ""
     kind: Literal["approval_decided"] = "approval_decided"
+
+
+#: Every kind defined here: what a session reads once when it is opened to rebuild its state.
+STATE_KINDS: tuple[str, ...] = (
+    "permission_changed",
+    "skill_loaded",
+    "skill_unloaded",
+    "skill_activated",
+    "skill_store",
+    "instructions_found",
+    "approval_requested",
+    "approval_decided",
+)
