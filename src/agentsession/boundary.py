@@ -189,7 +189,10 @@ def build_request(
 def window_of(view: Sequence[ViewMessage], config: Config) -> Window:
     """The transcript window over ``view`` under ``config``."""
     return select_window(
-        [v.message for v in view], config.max_transcript_messages, step=config.window_step
+        [v.message for v in view],
+        config.max_transcript_messages,
+        step=config.window_step,
+        chunk=config.effective_elision_chunk,
     )
 
 
@@ -219,9 +222,10 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
 
     view = project(records, data.epoch)
     window = window_of(view, data.config)
-    if reason is None and (window.start > 0 or window.elided):
-        # The prefix changes anyway: fold the current state into a fresh baseline, so nothing
-        # leaves the model's view with the old mid-conversation messages.
+    if reason is None and (window.start > 0 or window.omitted_system):
+        # Something the model was told would leave its view (whole turns, or update messages
+        # inside an elided stretch of a long turn): fold the current state into a fresh
+        # baseline. Elision alone keeps the epoch: its edge moves in chunks (see window).
         reason, mid = "window", None
 
     epoch = data.epoch

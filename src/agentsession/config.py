@@ -21,6 +21,9 @@ class Config:
     ``provider_retries`` is how often a transient provider failure is retried inside a step.
     ``reserve_output_tokens`` is the room a request must leave for the reply; None derives it
     from the model's output limit, 0 lets a request fill the whole budget.
+    ``elision_chunk`` is how many counted messages the elision edge of a turn longer than the
+    window moves at once (default: half the cap), so such a turn keeps its prefix for several
+    steps; 1 elides as little as possible at every step.
     ``titles=False`` turns off the one extra model call that names a session after its first
     turn (the first words of the first prompt are used instead). ``environment`` lists the facts
     ``core.environment`` states: ``"cwd"`` (it sends the working directory's path to the
@@ -49,12 +52,20 @@ class Config:
     timezone: str | None = None
     reserve_output_tokens: int | None = None
     titles: bool = True
+    elision_chunk: int | None = None
     environment: tuple[str, ...] = ("cwd", "platform", "git")
     load_project_instructions: bool = True
     max_tool_result_chars: int | None = 40_000
     tool_timeout: float | None = 300.0
     permission_preset: str = "workspace-write"
     permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
+
+    @property
+    def effective_elision_chunk(self) -> int:
+        """The elision chunk in use: the configured one, or half the window cap."""
+        if self.elision_chunk is not None:
+            return self.elision_chunk
+        return max(1, (self.max_transcript_messages - 1) // 2)
 
     def __post_init__(self) -> None:
         positive = {
@@ -67,6 +78,13 @@ class Config:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UsageError(f"Config.{name} must be a positive integer, got {value!r}")
+        chunk = self.elision_chunk
+        if chunk is not None and (
+            not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1
+        ):
+            raise UsageError(
+                f"Config.elision_chunk must be None or a positive integer, got {chunk!r}"
+            )
         unknown = sorted(set(self.environment) - {"cwd", "platform", "git"})
         if unknown or isinstance(self.environment, str):
             raise UsageError(

@@ -11,9 +11,11 @@ else (the messages before the first user message, e.g. a compaction summary, for
 own). It never moves backward and moves forward ``step`` turns at a time, never past the newest
 turn, so the request prefix changes rarely. When the newest turn alone exceeds the cap, its user
 message stays and the newest complete call/result groups that fit follow it; the number of
-elided messages is reported for a note on that user message. Nothing here splits a group, so no
-call loses its result and no result its call. Pure and deterministic: the same input, the same
-window.
+elided messages is reported for a note on that user message. The elision edge moves in chunks
+(``chunk`` counted messages at a time, at group boundaries): between two moves, new groups are
+only appended, so a long turn keeps its request prefix for several steps. Nothing here splits a
+group, so no call loses its result and no result its call. Pure and deterministic: the same
+input, the same window.
 """
 
 from __future__ import annotations
@@ -121,12 +123,14 @@ def _groups(messages: Sequence[Message], begin: int, end: int) -> list[tuple[int
 
 
 def select_window(
-    messages: Sequence[Message], cap: int, *, step: int = 1, start: int = 0
+    messages: Sequence[Message], cap: int, *, step: int = 1, start: int = 0, chunk: int = 1
 ) -> Window:
     """Choose the window over ``messages`` (the model-view history since the epoch start).
 
     ``cap`` is the most counted messages to keep; ``step`` how many turns the start moves at once
-    when ``messages[start:]`` exceeds the cap; ``start`` the current window start. A start inside
+    when ``messages[start:]`` exceeds the cap; ``start`` the current window start; ``chunk`` how
+    many counted messages the elision edge of an over-long newest turn moves at once (1: as few
+    as needed). A start inside
     a turn moves forward to the next turn start (or back to the newest one when there is none
     after it); a start out of range (the history was replaced) counts as 0.
 
@@ -143,6 +147,8 @@ def select_window(
         raise UsageError(f"window step must be a positive integer, got {step!r}")
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise UsageError(f"window start must be a non-negative integer, got {start!r}")
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise UsageError(f"elision chunk must be a positive integer, got {chunk!r}")
     n = len(messages)
     if n == 0:
         return Window(start=0, indices=(), count=0, advanced=start != 0)
@@ -167,27 +173,32 @@ def select_window(
             count=counted[first],
             advanced=first != start,
         )
-    return _elide(messages, first, cap, advanced=first != start)
+    return _elide(messages, first, cap, advanced=first != start, chunk=chunk)
 
 
-def _elide(messages: Sequence[Message], first: int, cap: int, *, advanced: bool) -> Window:
-    """Keep the newest turn's user message and the newest complete groups that fit."""
+def _elide(
+    messages: Sequence[Message], first: int, cap: int, *, advanced: bool, chunk: int
+) -> Window:
+    """Keep the newest turn's user message and the newest complete groups that fit.
+
+    At least ``needed`` counted messages must go; the edge drops the oldest groups until a
+    multiple of ``chunk`` is reached, so it stays put while later groups are appended. The
+    newest group is kept whatever it weighs (see ``select_window``).
+    """
     n = len(messages)
     anchored = isinstance(messages[first], UserMessage)
     body = first + 1 if anchored else first
     room = cap - 1 if anchored else cap
     groups = _groups(messages, body, n)
-
-    kept_from = n
-    used = 0
-    for lo, hi in reversed(groups):
-        weight = message_count(messages[lo:hi])
-        # The newest group is kept whatever it weighs (see select_window); older ones only
-        # while they fit, and never one older than a group that did not fit.
-        if kept_from != n and used + weight > room:
-            break
-        kept_from = lo
-        used += weight
+    weights = [message_count(messages[lo:hi]) for lo, hi in groups]
+    needed = sum(weights) - room
+    target = -(-needed // chunk) * chunk
+    dropped_groups, elided = 0, 0
+    while dropped_groups < len(groups) - 1 and elided < target:
+        elided += weights[dropped_groups]
+        dropped_groups += 1
+    kept_from = groups[dropped_groups][0]
+    used = sum(weights[dropped_groups:])
 
     head = (first,) if anchored else ()
     indices = head + tuple(range(kept_from, n))

@@ -9,7 +9,9 @@ without calling the model or the tools again. A conflicting writer is not a refu
 The writer also keeps the derived views the session serves without reading the store: the user
 transcript and the ``SystemPromptCheckpoint`` records, appended as entries become durable; and it
 reads what the next request needs (``epoch_view``: the current epoch and the log from where its
-model view starts) in time proportional to the window, through the store's kind index. After a
+model view starts) in time proportional to the window, through the store's kind index — once:
+afterwards the view is kept in memory and extended with every record this writer commits, so a
+step reads nothing back and each entry is decoded once. After a
 cancelled or failed write it cannot know whether the store committed, so ``resync`` reads the
 log's real end and picks up whatever did commit, so the next append neither repeats nor conflicts.
 """
@@ -67,6 +69,8 @@ class LogWriter:
         self._checkpoints = checkpoints
         self._pending: list[LogEntry] = []
         self._pending_error: StoreError | None = None
+        self._view: _CachedView | None = None
+        self._last_dispatch: int | None = None
 
     @property
     def next_seq(self) -> int:
@@ -144,24 +148,33 @@ class LogWriter:
         return records
 
     async def epoch_view(self) -> EpochView:
-        """Read the current epoch and its log, O(window): the epoch is found by its kind index."""
+        """The current epoch and its log; read once (O(window), by the kind index), then kept."""
+        if self._view is None:
+            self._view = await self._load_view()
+        view = self._view
+        return EpochView(view.epoch, list(view.records), view.dispatched)
+
+    async def _load_view(self) -> _CachedView:
         found = await self._store.last(self._session_id, ["epoch"])
         if found is None:
-            return EpochView(None, await self._store.read(self._session_id, 0), False)
+            records = await self._store.read(self._session_id, 0)
+            return _CachedView(None, -1, records, False)
         epoch = found.entry
         assert isinstance(epoch, ContextEpoch)
-        start = min(epoch.history_start, found.seq)
-        if epoch.summary_seq is not None:
-            start = min(start, epoch.summary_seq)
-        records = await self._store.read(self._session_id, start)
+        records = await self._store.read(self._session_id, _view_start(epoch, found.seq))
         dispatched = any(isinstance(r.entry, Dispatch) and r.seq > found.seq for r in records)
-        return EpochView(epoch, records, dispatched)
+        return _CachedView(epoch, found.seq, records, dispatched)
 
     async def tail_since_dispatch(self) -> list[Record] | None:
         """The records from the last ``dispatch`` on, or ``None`` when nothing was dispatched."""
+        view, last_seq = self._view, self._last_dispatch
+        cached = view is not None and last_seq is not None and bool(view.records)
+        if cached and view is not None and last_seq is not None and last_seq >= view.records[0].seq:
+            return [r for r in view.records if r.seq >= last_seq]
         last = await self._store.last(self._session_id, ["dispatch"])
         if last is None:
             return None
+        self._last_dispatch = last.seq
         records: list[Record] = await self._store.read(self._session_id, last.seq)
         return records
 
@@ -169,9 +182,44 @@ class LogWriter:
         if records:
             self._next_seq = records[-1].seq + 1
         for record in records:
+            if isinstance(record.entry, Dispatch):
+                self._last_dispatch = record.seq
+            if self._view is not None:
+                self._view = self._view.extended(record)
             if record.entry.kind in TRANSCRIPT_KINDS:
                 message = to_message(record)
                 assert message is not None
                 self._transcript.append(message)
             elif isinstance(record.entry, SystemPromptCheckpoint):
                 self._checkpoints.append(record.entry)
+
+
+@dataclass(frozen=True)
+class _CachedView:
+    """The epoch view this writer keeps between steps (``epoch_seq`` -1: no epoch yet)."""
+
+    epoch: ContextEpoch | None
+    epoch_seq: int
+    records: list[Record]
+    dispatched: bool
+
+    def extended(self, record: Record) -> _CachedView | None:
+        """The view with ``record`` appended; ``None`` when it must be read afresh."""
+        entry = record.entry
+        if isinstance(entry, ContextEpoch):
+            start = _view_start(entry, record.seq)
+            kept = [r for r in self.records if r.seq >= start]
+            if self.records and start < self.records[0].seq:
+                return None  # the new epoch's view reaches further back than what is kept
+            return _CachedView(entry, record.seq, [*kept, record], False)
+        dispatched = self.dispatched or (isinstance(entry, Dispatch) and self.epoch is not None)
+        self.records.append(record)
+        return _CachedView(self.epoch, self.epoch_seq, self.records, dispatched)
+
+
+def _view_start(epoch: ContextEpoch, seq: int) -> int:
+    """The first seq the model view of ``epoch`` (stored at ``seq``) reads."""
+    start = min(epoch.history_start, seq)
+    if epoch.summary_seq is not None:
+        start = min(start, epoch.summary_seq)
+    return start
