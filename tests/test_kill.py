@@ -185,6 +185,7 @@ async def test_kill_while_a_tool_runs(tmp_path: Path) -> None:
         assert [e.kind for e in [r.entry for r in records]].count("tool_result") == 1
 
         session = await runtime.open_session(notes[0]["session"])
+        # The dangling call already shows as interrupted, though nothing was written yet.
         assert [m.role for m in session.messages] == [
             "user",
             "assistant",
@@ -192,7 +193,12 @@ async def test_kill_while_a_tool_runs(tmp_path: Path) -> None:
             "assistant",
             "user",
             "assistant",
+            "tool",
         ]
+        shown = session.messages[-1]
+        assert isinstance(shown, ags.ToolResultMessage) and shown.is_error
+        assert shown.call_id == pending_call.id and "process ended" in str(shown.content)
+        assert len(await session.log()) == len(records)
         assert session.messages[3].content == "finished after step 1 done"
         assert session.title == "first prompt"
 

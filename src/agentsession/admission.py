@@ -7,7 +7,10 @@ the baseline of the epoch a compaction opens, so the first request after a compa
 carry one value in its baseline and another in an update. Before a compaction that the budget
 forces, it checks that the prompt would fit afterwards (with an empty summary, the best case): a
 prompt that cannot fit is rejected before anything is summarised or stored, and every rejection
-carries the prompt text back. It reads the log through the session's ``LogWriter`` (O(window))
+carries the prompt text back. A stored item that alone takes more than half of what a request
+can hold (a huge tool result, say) is marked ``Omitted`` in the same admission and shown as a
+placeholder from then on, so one oversized item never makes every later prompt, ``retry()`` and
+``compact()`` fail. It reads the log through the session's ``LogWriter`` (O(window))
 and commits only compactions; the admission itself goes back to the turn, which commits it right
 before the call.
 """
@@ -26,6 +29,7 @@ from .boundary import (
     request_tools,
     window_of,
 )
+from .budget import measure
 from .compaction import CompactionPlan, compaction_entries, plan_compaction, summary_request
 from .context.component import LoadResult
 from .context.engine import effective_state, fresh_baseline
@@ -36,6 +40,7 @@ from .log import (
     EpochReason,
     LogEntry,
     MidConversationSystemMessage,
+    Omitted,
     Record,
     UserEntry,
     now,
@@ -59,6 +64,7 @@ class Admitter:
     writer: LogWriter
     parts: SessionParts
     epoch_reason: EpochReason | None = None
+    _rejected: Request | None = None
 
     async def sample(self) -> Samples:
         """Sample every component once: one sample serves the whole boundary."""
@@ -77,9 +83,17 @@ class Admitter:
         try:
             admission = self._admission(view, promoted, samples, model, step)
         except BudgetExceededError as exc:
+            rejected = exc
+            omissions = self._oversized(model)
+            if omissions:
+                promoted = [*promoted, *omissions]
+                try:
+                    return self._admission(view, promoted, samples, model, step)
+                except BudgetExceededError as again:
+                    rejected = again
             if not config.auto_compact:
-                raise
-            await self._compact_to_fit(exc, view, promoted, samples, model, step)
+                raise rejected from None
+            await self._compact_to_fit(rejected, view, promoted, samples, model, step)
             return self._admission(await self.writer.epoch_view(), promoted, samples, model, step)
         limit = self.deps.budget.limit(
             model_window=model.profile.context_window,
@@ -128,6 +142,26 @@ class Admitter:
                 budget=rejected.budget,
                 contributors=rejected.contributors,
             ) from exc
+
+    def _oversized(self, model: Model) -> list[Omitted]:
+        """``Omitted`` marks for stored items of the rejected request too big to keep sending."""
+        request = self._rejected
+        if request is None:
+            return []
+        limit = self.deps.budget.limit(
+            model_window=model.profile.context_window,
+            max_output_tokens=model.profile.max_output_tokens,
+        )
+        measured = measure(request, self.deps.budget.counter)
+        marks: list[Omitted] = []
+        for label, tokens in measured.contributors:
+            if not label.startswith("message[") or tokens <= limit // 2:
+                continue
+            index = int(label[len("message[") : label.index("]")])
+            seqs = request.sources[index] if index < len(request.sources) else ()
+            # The new input is never omitted: the caller gets it back with the rejection.
+            marks.extend(Omitted(seq, tokens, now()) for seq in seqs if seq < self.writer.next_seq)
+        return marks
 
     def admitted(self) -> None:
         """The last admission was committed: a requested new epoch has started."""
@@ -241,12 +275,15 @@ class Admitter:
         )
 
         def preflight(request: Request) -> int:
-            return self.deps.budget.check(
+            self._rejected = request
+            total = self.deps.budget.check(
                 request,
                 model_window=profile.context_window,
                 max_output_tokens=profile.max_output_tokens,
                 text=text,
             ).total
+            self._rejected = None
+            return total
 
         return admit(data, preflight)
 

@@ -7,6 +7,8 @@ finished turn with its result.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -25,6 +27,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolResultEvent",
     "TurnFinished",
+    "TurnStream",
 ]
 
 
@@ -157,3 +160,47 @@ Event: TypeAlias = (
     | StepCommitted
     | TurnFinished
 )
+
+
+class TurnStream:
+    """The events of one turn (``session.stream()``); an async iterator.
+
+    A consumer that stops early (``break``) abandons the turn: when the stream is dropped its
+    turn is closed like a cancellation — recorded as interrupted by cancellation — and the
+    session's next operation waits for that to finish, so it never sees a busy session.
+    """
+
+    def __init__(
+        self,
+        events: AsyncGenerator[Event, None],
+        on_abandon: Callable[[asyncio.Task[None]], None],
+    ) -> None:
+        self._events = events
+        self._on_abandon = on_abandon
+        self._started = False
+        self._done = False
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        self._started = True
+        try:
+            return await self._events.__anext__()
+        except BaseException:
+            self._done = True
+            raise
+
+    async def aclose(self) -> None:
+        """Stop the turn now (as a cancellation) and wait until it is settled."""
+        self._done = True
+        await self._events.aclose()
+
+    def __del__(self) -> None:
+        if self._done or not self._started:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop any more: nothing can be settled (the process is ending)
+        self._on_abandon(loop.create_task(self._events.aclose()))

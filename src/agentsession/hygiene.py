@@ -12,8 +12,18 @@ Unicode and are kept.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["clean_text", "has_surrogates", "replace_surrogates", "truncate_middle"]
+from .errors import UsageError
+from .request import ContentPart, TextPart
+
+__all__ = [
+    "clean_text",
+    "has_surrogates",
+    "prompt_content",
+    "replace_surrogates",
+    "truncate_middle",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
@@ -78,3 +88,31 @@ def clean_text(text: str, limit: int | None = None) -> str:
             " file name that is not valid UTF-8) replaced with U+FFFD]"
         )
     return bounded
+
+
+def prompt_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
+    """User input as the log stores it; ``UsageError`` for empty input or invalid Unicode.
+
+    A prompt with lone surrogates (a terminal that is not UTF-8) is refused before anything is
+    stored: unlike tool output, it is the caller's to fix.
+    """
+    if isinstance(text, str):
+        if not text.strip():
+            raise UsageError("a prompt needs text or at least one content part")
+        _refuse_surrogates(text)
+        return text
+    parts = tuple(text)
+    if not parts:
+        raise UsageError("a prompt needs text or at least one content part")
+    for part in parts:
+        if isinstance(part, TextPart):
+            _refuse_surrogates(part.text)
+    return parts
+
+
+def _refuse_surrogates(text: str) -> None:
+    if has_surrogates(text):
+        raise UsageError(
+            "the prompt holds text that is not valid Unicode (lone surrogates, e.g. from a"
+            " terminal that is not UTF-8); nothing was stored"
+        )

@@ -22,7 +22,7 @@ from .codec import encode
 from .log import CacheDiagnosis, Dispatch
 from .request import Request
 
-__all__ = ["CacheDiagnosis", "diagnose", "fingerprinted"]
+__all__ = ["CacheDiagnosis", "diagnose", "fingerprinted", "what_changed"]
 
 
 def _digest(value: object) -> str:
@@ -73,3 +73,15 @@ def diagnose(previous: Dispatch | None, current: Dispatch, links: list[str]) -> 
     if links[previous.message_count] != previous.messages_digest:
         return "messages_changed"
     return "hit"
+
+
+def what_changed(dispatch: Dispatch, request: Request) -> str:
+    """In words, which part of ``request`` differs from what ``dispatch`` recorded."""
+    current = fingerprinted(dispatch, request, None)
+    if not dispatch.tools_digest:
+        return "the request differs"
+    if current.tools_digest != dispatch.tools_digest:
+        return "the tools differ"
+    if current.system_digest != dispatch.system_digest:
+        return "the system context differs"
+    return "the messages differ (another window or history)"

@@ -3,19 +3,22 @@
 The model view of an epoch is every conversation entry from the epoch's ``history_start`` on,
 with this epoch's mid-conversation system messages in place and its compaction summary first.
 Each projected message keeps the log ``seq`` numbers it came from (for inspection; never sent).
-Runtime metadata (dispatch records, checkpoints, epochs) never becomes a message.
+Runtime metadata (dispatch records, checkpoints, epochs) never becomes a message. An entry an
+``Omitted`` record names (too big for any request) is shown as a placeholder that keeps its role
+and its tool-call pairing, so the session stays usable; the stored entry is never changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .log import (
     TRANSCRIPT_KINDS,
     AssistantEntry,
     ContextEpoch,
     MidConversationSystemMessage,
+    Omitted,
     Record,
     Summary,
     ToolResultEntry,
@@ -29,7 +32,14 @@ from .request import (
     UserMessage,
 )
 
-__all__ = ["ViewMessage", "project", "summary_text", "to_message", "transcript_from"]
+__all__ = [
+    "ViewMessage",
+    "placeholder",
+    "project",
+    "summary_text",
+    "to_message",
+    "transcript_from",
+]
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages are no longer shown):\n\n"
 
@@ -71,11 +81,31 @@ def to_message(record: Record) -> Message | None:
             return None
 
 
+def placeholder(message: Message, tokens: int) -> Message:
+    """What the model sees instead of a stored item too big for any request."""
+    note = (
+        f"[omitted: this {message.role} message ({tokens:,} tokens) is too large to fit in any"
+        " request; it is kept in the session log]"
+    )
+    match message:
+        case UserMessage():
+            return UserMessage(note)
+        case AssistantMessage():
+            calls = tuple(replace(c, arguments={}) for c in message.tool_calls)
+            return replace(message, content=note, tool_calls=calls, provider_data={})
+        case ToolResultMessage():
+            return replace(message, content=note)
+        case SystemMessage():
+            return replace(message, content=note)
+
+
 def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewMessage]:
     """The model view of ``records`` under ``epoch`` (all of them when there is no epoch yet).
 
     A compaction epoch opens with its summary, wherever the summary entry sits in the log.
     """
+    records = list(records)
+    omitted = {r.entry.seq: r.entry.tokens for r in records if isinstance(r.entry, Omitted)}
     start = epoch.history_start if epoch is not None else 0
     number = epoch.epoch if epoch is not None else -1
     summary_seq = epoch.summary_seq if epoch is not None else None
@@ -95,6 +125,8 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
             continue
         message = to_message(record)
         if message is not None:
+            if record.seq in omitted:
+                message = placeholder(message, omitted[record.seq])
             view.append(ViewMessage(message, (record.seq,)))
     return opening + view
 

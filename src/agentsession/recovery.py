@@ -2,10 +2,11 @@
 
 Pure functions over the records from the last ``dispatch`` on; the session reads that tail and
 commits what these return. A step is *settled* when a failure or an interruption was recorded
-after its dispatch, or when its response and every tool result are there. A step the process
-left behind (killed, cancelled) is closed with an ``Interrupted`` record, preceded by a synthetic
-error result for each tool call that never got one, so the history always pairs every call with
-a result and the next request is valid.
+after its dispatch, or when its response and every tool result are there; it is *paused* while a
+call of it waits for the user's approval (nothing to close: the user answers, then it resumes).
+A step the process left behind (killed, cancelled) is closed with an ``Interrupted`` record,
+preceded by a synthetic error result for each tool call that never got one, so the history always
+pairs every call with a result and the next request is valid.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from .log import AssistantEntry, Interrupted, LogEntry, ProviderFailed, Record, ToolResultEntry
+from .log import (
+    ApprovalRequested,
+    AssistantEntry,
+    Interrupted,
+    LogEntry,
+    ProviderFailed,
+    Record,
+    ToolResultEntry,
+)
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -44,13 +53,15 @@ class StepState:
 
     ``responded`` — a response is stored; ``finished`` — that response asked for no tools, so
     the turn ended; ``settled`` — a failure or interruption was recorded, or every tool call of
-    the response has its result; ``missing`` — tool calls of the response still without result.
+    the response has its result; ``missing`` — tool calls of the response still without result;
+    ``paused`` — one of those waits for the user's approval.
     """
 
     responded: bool
     finished: bool
     settled: bool
     missing: tuple[tuple[str, str], ...] = ()
+    paused: bool = False
 
 
 def step_state(tail: Sequence[Record]) -> StepState:
@@ -63,11 +74,13 @@ def step_state(tail: Sequence[Record]) -> StepState:
     answered = {e.call_id for e in entries if isinstance(e, ToolResultEntry)}
     last = responses[-1]
     missing = tuple((c.id, c.name) for c in last.tool_calls if c.id not in answered)
+    asked = {e.call_id for e in entries if isinstance(e, ApprovalRequested)}
     return StepState(
         responded=True,
         finished=not last.tool_calls,
         settled=closed or not missing,
         missing=missing,
+        paused=not closed and any(call_id in asked for call_id, _ in missing),
     )
 
 
@@ -79,7 +92,7 @@ def closing_entries(tail: Sequence[Record], timestamp: str, cause: Cause) -> lis
     if not tail:
         return []
     state = step_state(tail)
-    if state.settled:
+    if state.settled or state.paused:
         return []
     if not state.responded:
         return [Interrupted(_REASONS[cause, "response"], timestamp)]

@@ -40,6 +40,7 @@ from .parts import SourceFactory, build_parts
 from .permissions import preset_table
 from .projection import transcript_from
 from .providers.base import Model
+from .recovery import closing_entries
 from .session import Session
 from .store.base import SessionInfo, Store
 from .sync import run_sync
@@ -159,6 +160,10 @@ class Runtime:
         )
         state = [r.entry for r in records]
         parts = build_parts(self._deps, info.id, self.project_dir, state, self._sources)
+        # A step a dead process left unfinished is recorded at the next write (opening never
+        # writes); meanwhile the transcript already shows its calls as interrupted.
+        closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
+        writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
         chosen = model or self._model
         named = await self._named_model(session_id, records)
         switch = None

@@ -18,14 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import replace
 
 from .admission import Admitter
 from .deps import SessionDeps
 from .errors import SessionBusyError, StoreError, UsageError
-from .events import ApprovalRequest, Event, PromptResult, StepCommitted, TurnFinished
-from .hygiene import has_surrogates
+from .events import (
+    ApprovalRequest,
+    Event,
+    PromptResult,
+    StepCommitted,
+    TurnFinished,
+    TurnStream,
+)
+from .hygiene import prompt_content
+from .inspect import what_changed
 from .log import (
     ApprovalDecided,
     AssistantEntry,
@@ -40,7 +48,7 @@ from .log import (
 from .parts import SessionParts
 from .providers.base import Model, Preparable
 from .recovery import Cause, closing_entries, step_state
-from .request import AssistantMessage, ContentPart, Message, Request, TextPart, ToolCall, digest
+from .request import AssistantMessage, ContentPart, Message, Request, ToolCall, digest
 from .store.base import SessionInfo
 from .sync import run_sync
 from .turn import Start, Turn, approval_of
@@ -73,6 +81,7 @@ class Session:
         self._task: asyncio.Task[object] | None = None
         self._last_dispatch: Dispatch | None = None
         self._last_dispatch_known = False
+        self._abandoned: asyncio.Task[None] | None = None
         self._switch = switch
         if switch is not None:
             self._admitter.epoch_reason = "model_switch"
@@ -151,13 +160,22 @@ class Session:
         """``prompt()`` for scripts and notebooks (runs on the package's event loop thread)."""
         return run_sync(self.prompt(text, skills=skills))
 
-    async def stream(
+    def stream(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
-    ) -> AsyncIterator[Event]:
-        """Run one prompt, yielding events as they happen; the last is ``TurnFinished``."""
+    ) -> TurnStream:
+        """Run one prompt, yielding events as they happen; the last is ``TurnFinished``.
+
+        Leaving the loop early cancels the turn: it is recorded as interrupted by cancellation
+        and the session takes the next operation.
+        """
+        return TurnStream(self._stream(text, skills), self._abandon)
+
+    async def _stream(
+        self, text: str | Sequence[ContentPart], skills: Sequence[str]
+    ) -> AsyncGenerator[Event, None]:
         if skills:
             raise UsageError("skill selection is not available yet in this version")
-        user = UserEntry(_normalize_content(text), timestamp=now())
+        user = UserEntry(prompt_content(text), timestamp=now())
         async with self._exclusive():
             self._ready()
             await self._recover()
@@ -219,14 +237,14 @@ class Session:
         if digest(rebuilt) != dispatch.digest:
             raise UsageError(
                 "retry() cannot send the failed request again: the runtime changed since it was"
-                f" dispatched ({_what_changed(rebuilt, dispatch)}); call prompt() to continue"
+                f" dispatched ({what_changed(dispatch, rebuilt)}); call prompt() to continue"
                 " with the current runtime instead"
             )
         return "replay"
 
     async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
         """The neutral request the next prompt would send; nothing is admitted."""
-        user = UserEntry(_normalize_content(text), timestamp=now())
+        user = UserEntry(prompt_content(text), timestamp=now())
         return await self._admitter.preview([user, *self._metadata()], self.model)
 
     async def flush(self) -> int:
@@ -317,6 +335,10 @@ class Session:
     @contextlib.asynccontextmanager
     async def _exclusive(self, *, allow_waiting: bool = False) -> AsyncIterator[None]:
         """Hold the session for one operation; settle it however the operation ends."""
+        abandoned, self._abandoned = self._abandoned, None
+        if abandoned is not None:
+            # A stream left early is being closed: let it record its cancellation first.
+            await asyncio.shield(abandoned)
         self._check_idle(allow_waiting=allow_waiting)
         self._busy = True
         self._task = asyncio.current_task()
@@ -335,6 +357,10 @@ class Session:
             await self._writer.resync()
             if not self._writer.pending:
                 await self._recover("cancelled")
+
+    def _abandon(self, closing: asyncio.Task[None]) -> None:
+        """A stream was left early; ``closing`` settles its turn (awaited by the next operation)."""
+        self._abandoned = closing
 
     def _metadata(self) -> list[LogEntry]:
         """Changes recorded while idle that the next admission commits (switch, presets)."""
@@ -412,38 +438,3 @@ async def _drain(events: AsyncIterator[Event]) -> PromptResult:
             result = event.result
     assert result is not None
     return result
-
-
-def _what_changed(rebuilt: Request, dispatch: Dispatch) -> str:
-    """Which part of a request differs from its dispatch record, in words."""
-    from .inspect import fingerprinted
-
-    now_ = fingerprinted(replace(dispatch, model=dispatch.model), rebuilt, None)
-    if now_.tools_digest != dispatch.tools_digest:
-        return "the tools differ"
-    if now_.system_digest != dispatch.system_digest:
-        return "the system context differs"
-    return "the messages differ (another window or history)"
-
-
-def _normalize_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
-    if isinstance(text, str):
-        if not text.strip():
-            raise UsageError("a prompt needs text or at least one content part")
-        _refuse_surrogates(text)
-        return text
-    parts = tuple(text)
-    if not parts:
-        raise UsageError("a prompt needs text or at least one content part")
-    for part in parts:
-        if isinstance(part, TextPart):
-            _refuse_surrogates(part.text)
-    return parts
-
-
-def _refuse_surrogates(text: str) -> None:
-    if has_surrogates(text):
-        raise UsageError(
-            "the prompt holds text that is not valid Unicode (lone surrogates, e.g. from a"
-            " terminal that is not UTF-8); nothing was stored"
-        )

@@ -18,6 +18,8 @@ log's real end and picks up whatever did commit, so the next append neither repe
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
@@ -71,6 +73,8 @@ class LogWriter:
         self._pending_error: StoreError | None = None
         self._view: _CachedView | None = None
         self._last_dispatch: int | None = None
+        self._inflight: asyncio.Future[list[Record]] | None = None
+        self._provisional: list[Message] = []
 
     @property
     def next_seq(self) -> int:
@@ -84,8 +88,18 @@ class LogWriter:
 
     @property
     def transcript(self) -> list[Message]:
-        """The user transcript of everything durable (the writer's own list; copy to hand out)."""
+        """The user transcript of everything durable, plus what an unfinished step will show.
+
+        ``provisional`` messages (set at open for a step a dead process left unfinished) stand
+        in for the entries the next write records, and vanish when anything is committed.
+        """
+        if self._provisional:
+            return [*self._transcript, *self._provisional]
         return self._transcript
+
+    def show_provisional(self, messages: Sequence[Message]) -> None:
+        """Show ``messages`` after the transcript until the next commit."""
+        self._provisional = list(messages)
 
     @property
     def checkpoints(self) -> list[SystemPromptCheckpoint]:
@@ -93,10 +107,30 @@ class LogWriter:
         return self._checkpoints
 
     async def append(self, entries: Sequence[LogEntry]) -> list[Record]:
-        """Write ``entries`` in one transaction now, or raise (keeping nothing)."""
-        records: list[Record] = await self._store.append(self._session_id, self._next_seq, entries)
+        """Write ``entries`` in one transaction now, or raise (keeping nothing).
+
+        Cancelling the caller does not cancel the write: it finishes in the background and the
+        next ``resync`` takes its outcome, so a write that committed is never lost or repeated.
+        """
+        await self.settle_inflight()
+        write = asyncio.ensure_future(
+            self._store.append(self._session_id, self._next_seq, list(entries))
+        )
+        self._inflight = write
+        records = await asyncio.shield(write)
+        self._inflight = None
         self._take(records)
         return records
+
+    async def settle_inflight(self) -> None:
+        """Wait for a write whose caller was cancelled and take what it committed."""
+        write, self._inflight = self._inflight, None
+        if write is None:
+            return
+        with contextlib.suppress(Exception):
+            records = await write
+            if records and records[0].seq == self._next_seq:
+                self._take(records)
 
     async def commit(self, entries: Sequence[LogEntry]) -> list[Record] | None:
         """Write ``entries`` after a model or tool call; keep them pending if the store refuses.
@@ -135,9 +169,11 @@ class LogWriter:
     async def resync(self) -> list[Record]:
         """Catch up with the store's end of the log; return the records picked up.
 
-        Used after a write whose outcome is unknown (cancelled while the store committed). The
-        records found become part of the derived views, exactly as if ``append`` had returned.
+        Used after a write whose outcome is unknown (cancelled while the store committed) or a
+        conflict. The records found become part of the derived views, exactly as if ``append``
+        had returned.
         """
+        await self.settle_inflight()
         info = await self._store.get_session(self._session_id)
         if info.next_seq <= self._next_seq:
             return []
@@ -181,6 +217,7 @@ class LogWriter:
     def _take(self, records: Sequence[Record]) -> None:
         if records:
             self._next_seq = records[-1].seq + 1
+            self._provisional = []
         for record in records:
             if isinstance(record.entry, Dispatch):
                 self._last_dispatch = record.seq

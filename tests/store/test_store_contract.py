@@ -30,6 +30,7 @@ from agentsession.log import (
     LogEntry,
     MidConversationSystemMessage,
     ModelSwitched,
+    Omitted,
     PermissionChanged,
     ProviderFailed,
     RuntimeContextSnapshot,
@@ -479,6 +480,7 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         ).map(tuple),
         placement=st.sampled_from(["user", None]),
     ),
+    "omitted": st.builds(Omitted, seq=_small_int, tokens=_small_int, timestamp=_text),
     "permission_changed": st.builds(
         PermissionChanged, preset=_text, previous=_text, timestamp=_text
     ),

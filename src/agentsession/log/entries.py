@@ -23,6 +23,7 @@ __all__ = [
     "Interrupted",
     "MidConversationSystemMessage",
     "ModelSwitched",
+    "Omitted",
     "ProviderFailed",
     "RuntimeContextSnapshot",
     "SkillRevision",
@@ -255,3 +256,17 @@ class RuntimeContextSnapshot:
     skills: tuple[SkillRevision, ...] = ()
     placement: Literal["user"] | None = "user"
     kind: Literal["runtime_context"] = "runtime_context"
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """A stored item the model view shows as a placeholder from now on: alone it cannot fit.
+
+    ``seq`` is the entry that is too big for any request (``tokens`` as measured when it was
+    found out); the entry itself stays in the log unchanged.
+    """
+
+    seq: int
+    tokens: int
+    timestamp: str = ""
+    kind: Literal["omitted"] = "omitted"

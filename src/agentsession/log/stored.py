@@ -23,6 +23,7 @@ from .entries import (
     Interrupted,
     MidConversationSystemMessage,
     ModelSwitched,
+    Omitted,
     ProviderFailed,
     RuntimeContextSnapshot,
     Summary,
@@ -56,6 +57,7 @@ LogEntry: TypeAlias = (
     | Interrupted
     | Summary
     | ModelSwitched
+    | Omitted
     | RuntimeContextSnapshot
     | PermissionChanged
     | SkillLoaded
