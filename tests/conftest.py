@@ -1,7 +1,13 @@
-"""Shared fixtures: runtimes on a real SQLite file with a scripted model and a settable clock."""
+"""Shared fixtures: runtimes on a real SQLite file with a scripted model and a settable clock.
+
+Every test runs with a network guard: a socket may connect to loopback or a Unix socket only,
+so no test can reach a real provider (or anything else) by accident.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
@@ -10,6 +16,36 @@ from typing import Any
 import pytest
 
 import agentsession as ags
+
+
+def _loopback(address: Any) -> bool:
+    if not isinstance(address, tuple):
+        return True  # a Unix socket path
+    host = str(address[0])
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    connect, connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def guarded(sock: socket.socket, address: Any) -> Any:
+        if not _loopback(address):
+            raise OSError(f"tests may not reach the network (tried {address!r})")
+        return connect(sock, address)
+
+    def guarded_ex(sock: socket.socket, address: Any) -> Any:
+        if not _loopback(address):
+            raise OSError(f"tests may not reach the network (tried {address!r})")
+        return connect_ex(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_ex)
 
 
 class Clock:

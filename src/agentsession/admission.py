@@ -7,12 +7,12 @@ the baseline of the epoch a compaction opens, so the first request after a compa
 carry one value in its baseline and another in an update. Before a compaction that the budget
 forces, it checks that the prompt would fit afterwards (with an empty summary, the best case): a
 prompt that cannot fit is rejected before anything is summarised or stored, and every rejection
-carries the prompt text back. A stored item that alone takes more than half of what a request
-can hold (a huge tool result, say) is marked ``Omitted`` in the same admission and shown as a
-placeholder from then on, so one oversized item never makes every later prompt, ``retry()`` and
-``compact()`` fail. It reads the log through the session's ``LogWriter`` (O(window))
-and commits only compactions; the admission itself goes back to the turn, which commits it right
-before the call.
+carries the prompt text back. A stored item that alone cannot fit — bigger than what a request
+can hold beside its system part and tools (a huge tool result, say) — is marked ``Omitted`` in
+the same admission and shown as a placeholder from then on, so one oversized item never makes
+every later prompt, ``retry()`` and ``compact()`` fail. It reads the log through the session's
+``LogWriter`` (O(window)) and commits only compactions; the admission itself goes back to the
+turn, which commits it right before the call.
 """
 
 from __future__ import annotations
@@ -153,15 +153,19 @@ class Admitter:
             max_output_tokens=model.profile.max_output_tokens,
         )
         measured = measure(request, self.deps.budget.counter)
-        marks: list[Omitted] = []
+        stored: list[tuple[int, tuple[int, ...]]] = []
+        room = limit
         for label, tokens in measured.contributors:
-            if not label.startswith("message[") or tokens <= limit // 2:
-                continue
-            index = int(label[len("message[") : label.index("]")])
-            seqs = request.sources[index] if index < len(request.sources) else ()
-            # The new input is never omitted: the caller gets it back with the rejection.
-            marks.extend(Omitted(seq, tokens, now()) for seq in seqs if seq < self.writer.next_seq)
-        return marks
+            index = _message_index(label)
+            seqs = request.sources[index] if index is not None else ()
+            if index is None:
+                room -= tokens  # system and tools go with every request
+            elif all(seq < self.writer.next_seq for seq in seqs):
+                stored.append((tokens, seqs))
+        # The new input is never omitted: the caller gets it back with the rejection.
+        return [
+            Omitted(seq, tokens, now()) for tokens, seqs in stored if tokens > room for seq in seqs
+        ]
 
     def admitted(self) -> None:
         """The last admission was committed: a requested new epoch has started."""
@@ -272,6 +276,7 @@ class Admitter:
             provider=profile.provider,
             tool_specs=toolbox.specs(),
             native_tool_changes=profile.native_tool_changes,
+            removal_texts=self.parts.removals,
         )
 
         def preflight(request: Request) -> int:
@@ -286,6 +291,13 @@ class Admitter:
             return total
 
         return admit(data, preflight)
+
+
+def _message_index(label: str) -> int | None:
+    """The message index of a measurement label ``message[i]:role``, else ``None``."""
+    if not label.startswith("message["):
+        return None
+    return int(label[len("message[") : label.index("]")])
 
 
 def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:

@@ -61,7 +61,7 @@ class BoundaryInput:
     (the new user input and what belongs to it), in order. ``tools`` are the tools on offer now,
     in order; ``tool_specs`` every declaration the session still knows (tools that left
     included), so an epoch's declarations can be rebuilt; ``native_tool_changes`` is the
-    profile's capability.
+    profile's capability. ``removal_texts`` holds the removal text of components that left.
     """
 
     records: Sequence[Record]
@@ -81,6 +81,7 @@ class BoundaryInput:
     provider: str = ""
     tool_specs: Mapping[str, ToolSpec] = field(default_factory=dict)
     native_tool_changes: bool = False
+    removal_texts: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,7 @@ def _update(
     changes = diff(state, data.components, data.samples)
     if not changes and not added and not removed:
         return None
-    removals = {c.key: c.removal_text() for c in data.components}
+    removals = {**data.removal_texts, **{c.key: c.removal_text() for c in data.components}}
     message = message_for(changes, removals, data.epoch.epoch, data.timestamp)
     if not changes:
         message = replace(message, text="")

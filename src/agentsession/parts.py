@@ -53,6 +53,8 @@ class SessionParts:
     instructions: InstructionTracker
     sources: Sequence[ContextSource] = field(default_factory=tuple)
 
+    removals: dict[str, str] = field(default_factory=dict)
+
     def components(self) -> list[ContextComponent]:
         """The System Context of the next boundary, in rendering order."""
         registry = self.deps.registry
@@ -60,7 +62,10 @@ class SessionParts:
         parts.extend(self.instructions.service.components())
         for source in self.sources:
             parts.extend(source.components())
-        return [*registry.builtins(), *parts, *registry.plugins()]
+        listed = [*registry.builtins(), *parts, *registry.plugins()]
+        # A component that leaves is announced with its own removal text, so remember each.
+        self.removals.update((c.key, c.removal_text()) for c in listed)
+        return listed
 
 
 class ContextSource(ToolSource, Protocol):

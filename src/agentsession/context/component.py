@@ -125,5 +125,6 @@ class ContextComponent:
 
 
 def removal_text(key: str) -> str:
-    """The default removal announcement for a component key."""
-    return f"[{key}] This context no longer applies; disregard what it said before."
+    """The default removal announcement (the update message names the key above it)."""
+    del key  # one text for every key: the combined message already heads it with the key
+    return "This context no longer applies; disregard what it said before."

@@ -2,14 +2,18 @@
 
 Built-in components keep their declaration order; plugin components follow in lexicographic key
 order, so the rendered context does not depend on registration timing. A duplicate key fails
-assembly with ``UsageError``. Plugins register through a ``PluginScope``: ``scope.replay(comps)``
-replaces everything the scope registered, so a hot reload that drops a component removes it (the
-next boundary announces the removal once), one that keeps it changes nothing, and a new one is
-announced once. Nothing here samples a component: sources are read lazily at the boundary.
+assembly with ``UsageError``, and the ``core.`` namespace belongs to the runtime. Plugins
+register through a ``PluginScope`` — one per name, the same object for the same name — whose
+keys must sit under ``plugin.<name>.``: ``scope.replay(comps)`` replaces everything the scope
+registered, so a hot reload that drops a component removes it (the next boundary announces the
+removal once, with the component's own removal text), one that keeps it changes nothing, and a
+new one is announced once. Nothing here samples a component: sources are read lazily at the
+boundary.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable
 
@@ -17,6 +21,8 @@ from ..errors import UsageError
 from .component import ContextComponent
 
 __all__ = ["ComponentHandle", "ComponentRegistry", "PluginScope"]
+
+_PLUGIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 class ComponentHandle:
@@ -49,15 +55,37 @@ class PluginScope:
         """Keys this scope currently holds, sorted."""
         return sorted(self._handles)
 
+    @property
+    def prefix(self) -> str:
+        """The key namespace of this plugin: ``plugin.<name>.``."""
+        return f"plugin.{self.name}."
+
+    def _check(self, component: ContextComponent) -> None:
+        if not isinstance(component, ContextComponent):
+            raise UsageError(f"expected a ContextComponent, got {type(component).__name__}")
+        if not component.key.startswith(self.prefix):
+            raise UsageError(
+                f"plugin {self.name!r} may only register keys under {self.prefix!r};"
+                f" got {component.key!r}"
+            )
+
     def register(self, component: ContextComponent) -> ComponentHandle:
         """Register one component under this scope."""
+        self._check(component)
         handle = self._registry.register(component)
         self._handles[component.key] = handle
         return handle
 
     def replay(self, components: Iterable[ContextComponent]) -> None:
-        """Replace this scope's components with ``components`` (a plugin reload)."""
+        """Replace this scope's components with ``components`` (a plugin reload).
+
+        New keys are added, unchanged ones stay (nothing is announced for them), and keys no
+        longer listed are removed; the next boundary announces each removal once, with the
+        component's own removal text.
+        """
         new = list(components)
+        for comp in new:
+            self._check(comp)
         keys = [c.key for c in new]
         if len(set(keys)) != len(keys):
             raise UsageError(f"plugin {self.name}: duplicate component keys in {keys}")
@@ -85,6 +113,7 @@ class ComponentRegistry:
         self._lock = threading.RLock()
         self._builtins: list[ContextComponent] = []
         self._plugins: dict[str, ContextComponent] = {}
+        self._scopes: dict[str, PluginScope] = {}
         for comp in builtins:
             self.add_builtin(comp)
 
@@ -99,9 +128,14 @@ class ComponentRegistry:
             self._builtins.append(component)
 
     def register(self, component: ContextComponent) -> ComponentHandle:
-        """Register a plugin component; ``UsageError`` for a duplicate key."""
+        """Register a plugin component; ``UsageError`` for a duplicate or a ``core.`` key."""
         if not isinstance(component, ContextComponent):
             raise UsageError(f"expected a ContextComponent, got {type(component).__name__}")
+        if component.key.startswith("core."):
+            raise UsageError(
+                f"context component key {component.key!r}: the core. namespace belongs to the"
+                " runtime's own components; use plugin.<name>.<key>"
+            )
         with self._lock:
             if self._has(component.key):
                 raise UsageError(f"duplicate context component key {component.key!r}")
@@ -109,8 +143,14 @@ class ComponentRegistry:
         return ComponentHandle(self, component)
 
     def scope(self, name: str) -> PluginScope:
-        """A scope for one plugin's components."""
-        return PluginScope(self, name)
+        """The scope of plugin ``name``: the same object every time for the same name."""
+        if not isinstance(name, str) or not _PLUGIN_NAME.match(name):
+            raise UsageError(f"plugin name {name!r} must match {_PLUGIN_NAME.pattern}")
+        with self._lock:
+            scope = self._scopes.get(name)
+            if scope is None:
+                scope = self._scopes[name] = PluginScope(self, name)
+            return scope
 
     def _remove(self, component: ContextComponent) -> None:
         with self._lock:
