@@ -67,7 +67,7 @@ from .request import (
 )
 from .runtime import Runtime
 from .session import Session
-from .store import MemoryStore, SessionInfo, SQLiteStore, Store
+from .store import Lease, MemoryStore, PostgresStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, tool
 
 __version__ = "0.1.0"
@@ -88,6 +88,7 @@ __all__ = [
     "CredentialsError",
     "Event",
     "ImagePart",
+    "Lease",
     "MaxStepsExceededError",
     "MemoryStore",
     "Message",
@@ -95,6 +96,7 @@ __all__ = [
     "Model",
     "ModelProfile",
     "PluginScope",
+    "PostgresStore",
     "PromptResult",
     "ProviderError",
     "ProviderRetry",
