@@ -12,7 +12,12 @@ from typing import Any
 import platformdirs
 import pytest
 
-from agentsession.errors import ConflictError, SessionNotFoundError, StoreError
+from agentsession.errors import (
+    ConflictError,
+    CorruptEntryError,
+    SessionNotFoundError,
+    StoreError,
+)
 from agentsession.log import AssistantEntry, ContextEpoch, LogEntry, UserEntry, now
 from agentsession.request import ImagePart, TextPart, ToolCall
 from agentsession.store import SessionInfo, SQLiteStore
@@ -295,3 +300,29 @@ async def test_unknown_session_is_not_found_not_a_store_error(db: SQLiteStore) -
     with pytest.raises(SessionNotFoundError):
         await db.append("ghost", 0, [UserEntry("x")])
     assert raw(db.path, "SELECT count(*) FROM entries")[0][0] == 0
+
+
+# -- damaged rows --------------------------------------------------------------------------
+
+
+async def test_a_damaged_session_row_is_a_store_error_naming_the_session(db: SQLiteStore) -> None:
+    await db.create_session(new_info("hurt"))
+    raw(db.path, "UPDATE sessions SET created_at = 12, next_seq = 'x' WHERE session_id = 'hurt'")
+    for call in (
+        db.get_session("hurt"),
+        db.list_sessions(),
+        db.append("hurt", 0, [UserEntry("x")]),
+    ):
+        with pytest.raises(StoreError, match="session 'hurt' is damaged"):
+            await call
+
+
+async def test_a_row_with_a_non_numeric_version_is_corrupt_not_a_type_error(
+    db: SQLiteStore,
+) -> None:
+    await db.create_session(new_info("a"), [UserEntry("one"), UserEntry("two")])
+    raw(db.path, "UPDATE entries SET version = 'one' WHERE seq = 1")
+    with pytest.raises(CorruptEntryError, match="version 'one' is not a number") as info:
+        await db.read("a")
+    assert info.value.seq == 1
+    assert info.value.session_id == "a"

@@ -136,6 +136,11 @@ def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError as exc:
             conn.close()
+            # Only "cannot create the WAL index here" falls back; a busy or locked file must
+            # not be read past its lock.
+            name = getattr(exc, "sqlite_errorname", "")
+            if not name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
+                raise StoreError(f"cannot open session store {path}: {exc}") from exc
             last = exc
             continue
         except sqlite3.Error as exc:
