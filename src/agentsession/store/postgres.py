@@ -48,13 +48,13 @@ from .base import (
     newest_model,
     storable,
 )
-from .migrations import LATEST, MIGRATIONS, create_migrations_table
 
 try:
     import psycopg
     from psycopg import errors as pg_errors
-    from psycopg.conninfo import conninfo_to_dict
     from psycopg_pool import AsyncConnectionPool
+
+    from ._postgres import describe, migrate, read_only_session
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
@@ -65,17 +65,6 @@ __all__ = ["PostgresStore"]
 _MAX_SEQ = 2**63 - 1
 #: Server time in seconds since the epoch, the clock leases are judged by.
 _CLOCK = "extract(epoch from clock_timestamp())::double precision"
-#: Any constant shared by every agentsession process: the key of the migration lock.
-_MIGRATION_LOCK = 0x6167_7365_7373
-
-
-def _describe(dsn: str) -> str:
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.Error as exc:
-        raise StoreError(f"invalid PostgreSQL connection string: {exc}") from exc
-    shown = " ".join(f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if k in params)
-    return f"PostgreSQL store ({shown or 'defaults'})"
 
 
 class PostgresStore:
@@ -103,7 +92,7 @@ class PostgresStore:
             )
         self.dsn = dsn
         self.read_only = read_only
-        self._name = _describe(dsn)
+        self._name = describe(dsn)
         self._pool_size = max(1, pool_size)
         self._timeout = timeout
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
@@ -122,13 +111,13 @@ class PostgresStore:
             if self._pool is not None:
                 return self._pool
             try:
-                await self._migrate()
+                await migrate(self.dsn, self._name, self._timeout, self.read_only)
                 pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
                     self.dsn,
                     min_size=1,
                     max_size=self._pool_size,
                     kwargs={"autocommit": True},
-                    configure=self._configure if self.read_only else None,
+                    configure=read_only_session if self.read_only else None,
                     check=AsyncConnectionPool.check_connection,
                     timeout=self._timeout,
                     open=False,
@@ -139,54 +128,6 @@ class PostgresStore:
                 raise StoreError(f"cannot open {self._name}: {exc}") from exc
             self._pool = pool
             return pool
-
-    @staticmethod
-    async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.execute("SET default_transaction_read_only = on")
-
-    async def _migrate(self) -> None:
-        conn = await psycopg.AsyncConnection.connect(
-            self.dsn, autocommit=True, connect_timeout=max(1, int(self._timeout))
-        )
-        async with conn:
-            if self.read_only:
-                current = await self._schema_version(conn)
-                if current < LATEST:
-                    raise StoreError(
-                        f"{self._name} has schema version {current}, older than this agentsession"
-                        f" ({LATEST}); open it once for writing to upgrade it"
-                    )
-                return
-            for migration in MIGRATIONS:
-                async with conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-                    await conn.execute(create_migrations_table("postgres"))
-                    if await self._schema_version(conn) >= migration.version:
-                        continue
-                    for statement in migration.sql("postgres"):
-                        await conn.execute(statement)
-                    await conn.execute(
-                        "INSERT INTO schema_migrations (version, description, applied_at)"
-                        " VALUES (%s, %s, %s)",
-                        (migration.version, migration.description, now()),
-                    )
-
-    async def _schema_version(self, conn: psycopg.AsyncConnection[Any]) -> int:
-        found = await (
-            await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
-        ).fetchone()
-        if found is None or not found[0]:
-            return 0
-        row = await (
-            await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-        ).fetchone()
-        version = int(row[0]) if row is not None else 0
-        if version > LATEST:
-            raise StoreError(
-                f"{self._name} has schema version {version}, newer than this agentsession"
-                f" knows ({LATEST}); upgrade agentsession"
-            )
-        return version
 
     @contextlib.asynccontextmanager
     async def _connection(
