@@ -31,6 +31,7 @@ TREE: dict[str, str] = {
     "CredentialsError": "ProviderError",
     "StoreError": "AgentSessionError",
     "CorruptEntryError": "StoreError",
+    "SessionFileError": "StoreError",
 }
 
 
