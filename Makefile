@@ -26,8 +26,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The PostgreSQL store's tests need a server: .ci/with-postgres installs one when missing,
+# starts a throwaway cluster for this run and stops it afterwards, whatever the outcome.
 pytest: $(STAMP)
-	$(BIN)/pytest -q
+	bash .ci/with-postgres $(BIN)/pytest -q
 
 test: check pytest
 

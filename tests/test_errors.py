@@ -32,6 +32,7 @@ TREE: dict[str, str] = {
     "CredentialsError": "ProviderError",
     "StoreError": "AgentSessionError",
     "CorruptEntryError": "StoreError",
+    "SessionFileError": "StoreError",
 }
 
 

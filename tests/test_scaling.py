@@ -1,14 +1,19 @@
-"""Building the next request reads as many rows for 50,000 stored entries as for 1,000."""
+"""Building the next request reads as many rows for 50,000 stored entries as for 1,000.
+
+Reads are counted by a wrapper store that counts the records the real SQLite store decoded.
+How long it takes is a benchmark's business, not a test's.
+"""
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from pathlib import Path
 
 import agentsession as ags
 from agentsession.log import AssistantEntry, ContextEpoch, LogEntry, UserEntry, now
 from agentsession.store import SessionInfo
+
+from .store.wrappers import CountingStore
 
 BATCH = 10_000
 RECENT = 10  # conversation entries after the epoch's history start
@@ -38,7 +43,7 @@ def history(n: int) -> list[LogEntry]:
 
 async def preview_cost(tmp_path: Path, n: int) -> tuple[int, ags.Request]:
     """Rows the store decodes for ``preview_request`` on a session of ``n`` entries."""
-    store = ags.SQLiteStore(tmp_path / f"history-{n}.db")
+    store = CountingStore(ags.SQLiteStore(tmp_path / f"history-{n}.db"))
     runtime = ags.Runtime(
         store=store,
         model=ags.ScriptedModel(),
@@ -54,9 +59,9 @@ async def preview_cost(tmp_path: Path, n: int) -> tuple[int, ags.Request]:
 
         session = await runtime.open_session("long")
         assert len(session.messages) == n - 1  # every entry but the epoch is a message
-        before = store.rows_read
+        before = store.records
         request = await session.preview_request("next")
-        rows = store.rows_read - before
+        rows = store.records - before
 
         # Nothing was admitted by the preview.
         assert (await store.get_session("long")).next_seq == n
@@ -66,7 +71,6 @@ async def preview_cost(tmp_path: Path, n: int) -> tuple[int, ags.Request]:
 
 
 async def test_next_request_reads_do_not_grow_with_history(tmp_path: Path) -> None:
-    began = time.monotonic()
     small_rows, small = await preview_cost(tmp_path, 1_000)
     large_rows, large = await preview_cost(tmp_path, 50_000)
 
@@ -81,4 +85,3 @@ async def test_next_request_reads_do_not_grow_with_history(tmp_path: Path) -> No
         assert not any("a question about the project" in str(u) for u in users)
         assert dict(request.system) == {"core.date": "x"}
     assert [m.content for m in small.messages] == [m.content for m in large.messages]
-    assert time.monotonic() - began < 60

@@ -28,6 +28,7 @@ from .errors import (
     ProviderError,
     RequestValidationError,
     SessionBusyError,
+    SessionFileError,
     SessionNotFoundError,
     StoreError,
     TransientProviderError,
@@ -70,7 +71,7 @@ from .request import (
 )
 from .runtime import Runtime
 from .session import Session
-from .store import MemoryStore, SessionInfo, SQLiteStore, Store
+from .store import Lease, MemoryStore, PostgresStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
 
 __version__ = "0.1.0"
@@ -93,6 +94,7 @@ __all__ = [
     "Decision",
     "Event",
     "ImagePart",
+    "Lease",
     "MaxStepsExceededError",
     "MemoryStore",
     "Message",
@@ -101,6 +103,7 @@ __all__ = [
     "ModelProfile",
     "PermissionPreset",
     "PluginScope",
+    "PostgresStore",
     "PromptResult",
     "ProviderError",
     "ProviderRetry",
@@ -113,6 +116,7 @@ __all__ = [
     "ScriptedModel",
     "Session",
     "SessionBusyError",
+    "SessionFileError",
     "SessionInfo",
     "SessionNotFoundError",
     "SkillRevision",

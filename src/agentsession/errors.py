@@ -16,7 +16,8 @@ AgentSessionError
 │   ├── ContextOverflowError   the provider says the request is longer than its context
 │   └── CredentialsError       no credentials for the provider
 └── StoreError                 the store failed or holds something unreadable
-    └── CorruptEntryError      a stored row cannot be decoded
+    ├── CorruptEntryError      a stored row cannot be decoded
+    └── SessionFileError       a session file cannot be imported (names the line)
 ```
 
 Vendor exceptions are translated once per vendor, from the SDK's typed exceptions, with
@@ -41,6 +42,7 @@ __all__ = [
     "ProviderError",
     "RequestValidationError",
     "SessionBusyError",
+    "SessionFileError",
     "SessionNotFoundError",
     "StoreError",
     "TransientProviderError",
@@ -206,3 +208,17 @@ class CorruptEntryError(StoreError):
         super().__init__(f"{message}{where}")
         self.session_id = session_id
         self.seq = seq
+
+
+class SessionFileError(StoreError):
+    """A session file cannot be imported: a corrupt line, an unknown or newer version.
+
+    ``line`` is the 1-based line number of the first problem (``None`` when the file as a
+    whole is unreadable); nothing of the file was imported.
+    """
+
+    def __init__(self, message: str, *, path: str = "", line: int | None = None) -> None:
+        where = f"{path}:{line}: " if path and line else f"line {line}: " if line else ""
+        super().__init__(f"{where}{message}")
+        self.path = path
+        self.line = line

@@ -9,12 +9,15 @@ one, and this test keeps passing unchanged.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentsession.errors import CorruptEntryError
 from agentsession.log import (
+    TRANSCRIPT_KINDS,
     AssistantEntry,
     ComponentChange,
     ContextEpoch,
@@ -31,7 +34,10 @@ from agentsession.log import (
     load_entry,
 )
 from agentsession.request import ImagePart, TextPart, ToolCall, Usage
-from agentsession.store import SessionInfo, SQLiteStore
+from agentsession.store import PostgresStore, SQLiteStore, Store
+from agentsession.store.migrations import MIGRATIONS, create_migrations_table
+
+from . import pg
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "log_v1.jsonl"
 T = "2026-01-02T03:04:05.123456+00:00"
@@ -166,20 +172,89 @@ def test_spot_check_field_types() -> None:
     assert checkpoint.changed["plugin.demo.status"] is None
 
 
-async def test_rows_written_by_version_1_read_through_the_store(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "old.db")
+def version_1_rows() -> list[tuple[Any, ...]]:
+    return [
+        ("old", seq, r["kind"], r["version"], json.dumps(r["data"], ensure_ascii=False), T)
+        for seq, r in enumerate(fixture_rows())
+    ]
+
+
+def make_schema_1_sqlite(path: Path) -> None:
+    """A database as schema version 1 left it, holding the fixture's rows."""
+    conn = sqlite3.connect(path)
     try:
-        await store.create_session(SessionInfo("old", T, T))
-        assert store._conn is not None
-        with store._conn:
-            store._conn.executemany(
-                "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
-                " VALUES ('old', ?, ?, ?, ?, ?)",
-                [
-                    (seq, r["kind"], r["version"], json.dumps(r["data"], ensure_ascii=False), T)
-                    for seq, r in enumerate(fixture_rows())
-                ],
+        with conn:
+            conn.execute(create_migrations_table("sqlite"))
+            for statement in MIGRATIONS[0].sql("sqlite"):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (1, ?, ?)", (MIGRATIONS[0].description, T)
             )
+            conn.execute("INSERT INTO sessions VALUES ('old', ?, ?, 'kept', '/p')", (T, T))
+            conn.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)", version_1_rows())
+    finally:
+        conn.close()
+
+
+def make_schema_1_postgres(dsn: str) -> None:
+    pg.run(dsn, create_migrations_table("postgres"))
+    for statement in MIGRATIONS[0].sql("postgres"):
+        pg.run(dsn, statement)
+    pg.run(dsn, "INSERT INTO schema_migrations VALUES (1, %s, %s)", (MIGRATIONS[0].description, T))
+    pg.run(dsn, "INSERT INTO sessions VALUES ('old', %s, %s, 'kept', '/p')", (T, T))
+    for row in version_1_rows():
+        pg.run(dsn, "INSERT INTO entries VALUES (%s, %s, %s, %s, %s, %s)", row)
+
+
+@pytest.mark.parametrize(
+    "dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_a_schema_1_database_migrates_and_reads(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Rows written under schema 1 read back after migrating; the new counters are filled in."""
+    store: Store
+    if dialect == "sqlite":
+        make_schema_1_sqlite(tmp_path / "old.db")
+        store = SQLiteStore(tmp_path / "old.db")
+    else:
+        dsn = request.getfixturevalue("pg_dsn")
+        make_schema_1_postgres(dsn)
+        store = PostgresStore(dsn)
+    try:
         assert [r.entry for r in await store.read("old")] == EXPECTED
+        info = await store.get_session("old")
+        assert (info.title, info.project_dir, info.created_at, info.updated_at) == (
+            "kept",
+            "/p",
+            T,
+            T,
+        )
+        assert info.next_seq == len(EXPECTED)
+        assert info.message_count == sum(e.kind in TRANSCRIPT_KINDS for e in EXPECTED) == 5
+        assert info.last_model == "claude-x"
+        assert info.file_version is None
+        assert await store.lease_of("old") is None
+        await store.append("old", len(EXPECTED), [UserEntry("after the upgrade")])
+        assert (await store.get_session("old")).message_count == 6
+    finally:
+        await store.close()
+
+
+async def test_a_damaged_row_does_not_block_the_sqlite_migration(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    make_schema_1_sqlite(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE entries SET data = '{broken' WHERE seq = 2")  # the assistant row
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        info = await store.get_session("old")
+        assert info.next_seq == len(EXPECTED)
+        assert info.last_model is None  # nothing readable names a model
+        with pytest.raises(CorruptEntryError) as caught:
+            await store.read("old")
+        assert caught.value.seq == 2
     finally:
         await store.close()

@@ -7,8 +7,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentsession.log import AssistantEntry, ContextEpoch, LogEntry, UserEntry, now
 from agentsession.store import SessionInfo, SQLiteStore
+
+from .wrappers import CountingStore
 
 WINDOW = 100
 BATCH = 10_000
@@ -24,30 +28,37 @@ def history(n: int) -> list[LogEntry]:
 
 
 class Work:
-    """Counts rows decoded and SQLite virtual-machine steps spent by one call."""
+    """Counts records decoded (a counting wrapper) and SQLite virtual-machine steps per call.
 
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
+    The steps come from SQLite itself: ``sqlite3.connect`` is wrapped so that every connection
+    opened meanwhile reports each step to a progress handler.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.steps = 0
-        assert store._conn is not None
-        self.conn: sqlite3.Connection = store._conn
+        real = sqlite3.connect
+
+        def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            conn = real(*args, **kwargs)
+            conn.set_progress_handler(self._tick, 1)
+            return conn
+
+        monkeypatch.setattr(sqlite3, "connect", connect)
 
     def _tick(self) -> int:
         self.steps += 1
         return 0
 
-    async def measure(self, call: Callable[[], Awaitable[Any]]) -> tuple[int, int, Any]:
-        rows, self.steps = self.store.rows_read, 0
-        self.conn.set_progress_handler(self._tick, 1)
-        try:
-            result = await call()
-        finally:
-            self.conn.set_progress_handler(None, 1)
-        return self.store.rows_read - rows, self.steps, result
+    async def measure(
+        self, store: CountingStore, call: Callable[[], Awaitable[Any]]
+    ) -> tuple[int, int, Any]:
+        records, steps = store.records, self.steps
+        result = await call()
+        return store.records - records, self.steps - steps, result
 
 
-async def costs(path: Path, n: int) -> dict[str, tuple[int, int]]:
-    store = SQLiteStore(path)
+async def costs(work: Work, path: Path, n: int) -> dict[str, tuple[int, int]]:
+    store = CountingStore(SQLiteStore(path))
     try:
         stamp = now()
         await store.create_session(SessionInfo("s", stamp, stamp))
@@ -55,13 +66,14 @@ async def costs(path: Path, n: int) -> dict[str, tuple[int, int]]:
         for start in range(0, n, BATCH):
             await store.append("s", start, log[start : start + BATCH])
 
-        work = Work(store)
-        tail_rows, tail_steps, tail = await work.measure(lambda: store.read("s", start=n - WINDOW))
+        tail_rows, tail_steps, tail = await work.measure(
+            store, lambda: store.read("s", start=n - WINDOW)
+        )
         assert [r.seq for r in tail] == list(range(n - WINDOW, n))
-        last_rows, last_steps, epoch = await work.measure(lambda: store.last("s", ["epoch"]))
+        last_rows, last_steps, epoch = await work.measure(store, lambda: store.last("s", ["epoch"]))
         assert epoch.seq == n // 2
         assert epoch.entry.epoch == 1
-        info_rows, info_steps, info = await work.measure(lambda: store.get_session("s"))
+        info_rows, info_steps, info = await work.measure(store, lambda: store.get_session("s"))
         assert info.next_seq == n
         return {
             "tail": (tail_rows, tail_steps),
@@ -72,9 +84,12 @@ async def costs(path: Path, n: int) -> dict[str, tuple[int, int]]:
         await store.close()
 
 
-async def test_window_reads_do_not_depend_on_history(tmp_path: Path) -> None:
-    small = await costs(tmp_path / "small.db", 1_000)
-    large = await costs(tmp_path / "large.db", 50_000)
+async def test_window_reads_do_not_depend_on_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = Work(monkeypatch)
+    small = await costs(work, tmp_path / "small.db", 1_000)
+    large = await costs(work, tmp_path / "large.db", 50_000)
 
     assert small["tail"][0] == large["tail"][0] == WINDOW
     assert small["last"][0] == large["last"][0] == 1

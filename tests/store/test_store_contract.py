@@ -6,9 +6,7 @@ import asyncio
 import dataclasses
 import json
 import uuid
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,39 +15,21 @@ from hypothesis import strategies as st
 from agentsession.errors import ConflictError, CorruptEntryError, SessionNotFoundError, StoreError
 from agentsession.log import (
     VERSIONS,
-    ApprovalDecided,
-    ApprovalRequested,
     AssistantEntry,
-    CacheDiagnosis,
-    ComponentChange,
     ContextEpoch,
     Dispatch,
-    EpochReason,
-    InstructionsFound,
-    Interrupted,
     LogEntry,
-    MidConversationSystemMessage,
-    ModelSwitched,
-    Omitted,
-    PermissionChanged,
-    ProviderFailed,
-    RuntimeContextSnapshot,
-    SkillActivated,
-    SkillLoaded,
-    SkillRevision,
-    SkillStoreWrite,
-    SkillUnloaded,
     Summary,
-    SystemPromptCheckpoint,
     ToolResultEntry,
     UserEntry,
     dump_entry,
     now,
 )
-from agentsession.request import ImagePart, TextPart, ToolCall, Usage
-from agentsession.store import MemoryStore, SessionInfo, SQLiteStore, Store
+from agentsession.request import ToolCall
+from agentsession.store import SessionInfo, Store
 
-RowInjector = Callable[[Store, str, int, str, int, str], None]
+from .conftest import StoreFactory, inject_row
+from .strategies import ENTRY_STRATEGIES, entry
 
 
 def new_info(session_id: str, **fields: Any) -> SessionInfo:
@@ -244,19 +224,6 @@ async def test_unencodable_entry_is_refused_whole(store: Store) -> None:
     assert (await store.get_session("a")).next_seq == 0
 
 
-async def test_rows_read_counts_decoded_rows(store: Store) -> None:
-    await store.create_session(new_info("a"))
-    await store.append("a", 0, users(*"abcdefgh"))
-    start = store.rows_read
-    await store.read("a", start=2, end=5)
-    assert store.rows_read - start == 3
-    await store.last("a", ["user"])
-    assert store.rows_read - start == 4
-    await store.last("a", ["epoch"])
-    await store.read("a", start=20)
-    assert store.rows_read - start == 4
-
-
 async def test_entries_are_isolated_from_the_caller(store: Store) -> None:
     await store.create_session(new_info("a"))
     args: dict[str, Any] = {"path": "a.txt", "lines": [1, 2]}
@@ -286,8 +253,8 @@ async def test_closed_store_refuses_calls(store: Store) -> None:
         await store.list_sessions()
 
 
-async def test_async_context_manager(backend: str, tmp_path: Path) -> None:
-    made: Store = MemoryStore() if backend == "memory" else SQLiteStore(tmp_path / "cm.db")
+async def test_async_context_manager(make_store: StoreFactory) -> None:
+    made = make_store()
     assert isinstance(made, Store)
     async with made as opened:  # type: ignore[attr-defined]
         await opened.create_session(new_info("a"))
@@ -296,6 +263,8 @@ async def test_async_context_manager(backend: str, tmp_path: Path) -> None:
 
 
 # -- damaged rows ----------------------------------------------------------------------------
+# Only a database can be damaged from outside: these run on the stores another connection
+# reaches. The memory store decodes through the same ``decode_row``.
 
 _GOOD = json.dumps({"content": "fine", "timestamp": ""})
 
@@ -313,8 +282,9 @@ _GOOD = json.dumps({"content": "fine", "timestamp": ""})
     ],
 )
 async def test_corrupt_row_names_its_seq(
-    store: Store, inject_row: RowInjector, kind: str, version: int, data: str, message: str
+    db_store: Store, kind: str, version: int, data: str, message: str
 ) -> None:
+    store = db_store
     await store.create_session(new_info("sess-1"))
     await store.append("sess-1", 0, users("a", "b"))
     inject_row(store, "sess-1", 2, kind, version, data)
@@ -341,7 +311,8 @@ async def test_corrupt_row_names_its_seq(
         assert info.value.seq == 2
 
 
-async def test_last_reports_a_corrupt_newest_row(store: Store, inject_row: RowInjector) -> None:
+async def test_last_reports_a_corrupt_newest_row(db_store: Store) -> None:
+    store = db_store
     await store.create_session(new_info("s"))
     await store.append("s", 0, users("a"))
     inject_row(store, "s", 1, "user", 1, "{")
@@ -351,173 +322,6 @@ async def test_last_reports_a_corrupt_newest_row(store: Store, inject_row: RowIn
 
 
 # -- round trip ------------------------------------------------------------------------------
-
-# Any unicode, surrogates included, plus strings that look like the markup the context uses.
-_text = st.one_of(
-    st.text(st.characters(exclude_categories=()), max_size=40),
-    st.sampled_from(
-        [
-            "</skill>",
-            '<skill name="pdf">',
-            "<current_context>\n</current_context>",
-            "\x00\u2028\u2029\r\n",
-            '{"json": "in text"}',
-            "🙂👩‍💻",
-            "",
-        ]
-    ),
-)
-_small_int = st.integers(min_value=-(2**63), max_value=2**63)
-_json: st.SearchStrategy[Any] = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | _text,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
-    max_leaves=12,
-)
-_json_object = st.dictionaries(_text, _json, max_size=4)
-_part = st.one_of(
-    st.builds(TextPart, text=_text),
-    st.builds(
-        ImagePart,
-        media_type=st.sampled_from(["image/png", "image/jpeg"]),
-        data=st.none() | st.text("ABCDEFGHabcdefgh0123456789+/=", max_size=40),
-        url=st.none() | st.just("https://example.com/a.png?x=1&y=</skill>"),
-    ),
-)
-_content = st.one_of(_text, st.lists(_part, max_size=4).map(tuple))
-_pairs = st.lists(st.tuples(_text, _text), max_size=4).map(tuple)
-_names = st.lists(_text, max_size=3).map(tuple)
-_tool_call = st.builds(ToolCall, name=_text, arguments=_json_object, id=_text)
-_usage = st.builds(
-    Usage,
-    input_tokens=st.integers(0, 10**7),
-    output_tokens=st.integers(0, 10**7),
-    cached_input_tokens=st.integers(0, 10**7),
-    cache_write_tokens=st.integers(0, 10**7),
-)
-_change = st.builds(
-    ComponentChange,
-    key=_text,
-    update=st.none() | _text,
-    baseline=st.none() | _text,
-    hash=st.none() | _text,
-)
-
-ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
-    "user": st.builds(UserEntry, content=_content, timestamp=_text),
-    "assistant": st.builds(
-        AssistantEntry,
-        content=_text,
-        tool_calls=st.lists(_tool_call, max_size=3).map(tuple),
-        provider=_text,
-        provider_data=_json_object,
-        model=_text,
-        usage=_usage,
-        timestamp=_text,
-    ),
-    "tool_result": st.builds(
-        ToolResultEntry,
-        call_id=_text,
-        name=_text,
-        content=_content,
-        is_error=st.booleans(),
-        timestamp=_text,
-    ),
-    "mid_conversation_system": st.builds(
-        MidConversationSystemMessage,
-        text=_text,
-        changes=st.lists(_change, max_size=3).map(tuple),
-        epoch=_small_int,
-        tools_added=_names,
-        tools_removed=_names,
-        timestamp=_text,
-    ),
-    "epoch": st.builds(
-        ContextEpoch,
-        epoch=_small_int,
-        baseline=_pairs,
-        checkpoint=_pairs,
-        history_start=_small_int,
-        reason=st.sampled_from(get_args(EpochReason)),
-        model=_text,
-        removed=_names,
-        summary_seq=st.none() | _small_int,
-        timestamp=_text,
-        tools=st.none() | _names,
-    ),
-    "system_prompt_checkpoint": st.builds(
-        SystemPromptCheckpoint,
-        message_count=_small_int,
-        timestamp=_text,
-        changed=st.dictionaries(_text, st.none() | _text, max_size=4),
-    ),
-    "dispatch": st.builds(
-        Dispatch,
-        model=_text,
-        step=_small_int,
-        digest=_text,
-        cache=st.sampled_from(get_args(CacheDiagnosis)),
-        timestamp=_text,
-        tools_digest=_text,
-        system_digest=_text,
-        messages_digest=_text,
-        message_count=_small_int,
-    ),
-    "provider_failed": st.builds(ProviderFailed, error=_text, error_type=_text, timestamp=_text),
-    "interrupted": st.builds(Interrupted, reason=_text, timestamp=_text),
-    "summary": st.builds(Summary, text=_text, covers_until=_small_int, timestamp=_text),
-    "model_switched": st.builds(ModelSwitched, model=_text, previous=_text, timestamp=_text),
-    "runtime_context": st.builds(
-        RuntimeContextSnapshot,
-        user_turn=_small_int,
-        content=_text,
-        timestamp=_text,
-        skills=st.lists(
-            st.builds(SkillRevision, name=_text, location=_text, revision=_text), max_size=3
-        ).map(tuple),
-        placement=st.sampled_from(["user", None]),
-    ),
-    "omitted": st.builds(Omitted, seq=_small_int, tokens=_small_int, timestamp=_text),
-    "permission_changed": st.builds(
-        PermissionChanged, preset=_text, previous=_text, timestamp=_text
-    ),
-    "skill_loaded": st.builds(
-        SkillLoaded, name=_text, revision=_text, location=_text, call_id=_text, timestamp=_text
-    ),
-    "skill_unloaded": st.builds(
-        SkillUnloaded, name=_text, revision=_text, call_id=_text, timestamp=_text
-    ),
-    "skill_activated": st.builds(SkillActivated, name=_text, call_id=_text, timestamp=_text),
-    "skill_store": st.builds(
-        SkillStoreWrite,
-        skill=_text,
-        key=_text,
-        value=st.sampled_from(["null", '{"a": [1, 2]}', '"text"']),
-        deleted=st.booleans(),
-        timestamp=_text,
-    ),
-    "instructions_found": st.builds(
-        InstructionsFound,
-        paths=st.lists(_text, max_size=3).map(tuple),
-        call_id=_text,
-        timestamp=_text,
-    ),
-    "approval_requested": st.builds(
-        ApprovalRequested, call_id=_text, name=_text, reason=_text, timestamp=_text
-    ),
-    "approval_decided": st.builds(
-        ApprovalDecided,
-        call_id=_text,
-        approved=st.booleans(),
-        always=st.booleans(),
-        note=_text,
-        timestamp=_text,
-    ),
-}
-_entry = st.one_of(*ENTRY_STRATEGIES.values())
 
 
 def test_strategies_cover_every_entry_kind() -> None:
@@ -530,10 +334,10 @@ def test_each_strategy_builds_its_kind(kind: str, data: st.DataObject) -> None:
     assert data.draw(ENTRY_STRATEGIES[kind]).kind == kind
 
 
-def test_round_trip_through_the_store(backend: str, tmp_path: Path) -> None:
+def test_round_trip_through_the_store(make_store: StoreFactory) -> None:
     """Whatever is appended reads back equal, with the same stored form, alone or by kind."""
     with asyncio.Runner() as runner:
-        store: Store = MemoryStore() if backend == "memory" else SQLiteStore(tmp_path / "rt.db")
+        store = make_store()
         try:
 
             @settings(
@@ -541,7 +345,7 @@ def test_round_trip_through_the_store(backend: str, tmp_path: Path) -> None:
                 deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
             )
-            @given(batches=st.lists(st.lists(_entry, min_size=1, max_size=5), max_size=3))
+            @given(batches=st.lists(st.lists(entry, min_size=1, max_size=5), max_size=3))
             def check(batches: list[list[LogEntry]]) -> None:
                 runner.run(_round_trip(store, batches))
 

@@ -1,4 +1,4 @@
-"""The ``Store`` protocol: durable, append-only session logs.
+"""The ``Store`` protocol: durable, append-only session logs, and what every store shares.
 
 Every table is keyed by ``session_id`` first. ``append`` writes a batch of entries in **one
 transaction** and carries the ``seq`` the caller expects the first entry to get; when another
@@ -6,23 +6,48 @@ writer got there first the store raises ``ConflictError`` and writes nothing, so
 interleaved. Reads are range queries on ``(session_id, seq)`` or ``(session_id, kind, seq)``, so
 what the next request needs is read in time proportional to the window, not the history.
 
-Stores count the rows they decode in ``rows_read`` so tests can prove that.
+A session row also carries what a listing shows without reading the log: the number of
+user-transcript messages and the last model that answered, both maintained by ``append``.
+
+A **lease** marks the process driving a session: ``acquire_lease`` succeeds when nobody holds
+it or the holder let it expire; the holder renews it while a turn runs. Expiry is judged by the
+database's clock, so workers on several machines agree.
+
+The helpers below are the one place that turns entries into rows and rows back into values, so
+all stores encode, count, refuse and report alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from ..log import LogEntry, Record
+from ..errors import ConflictError, CorruptEntryError, StoreError, UsageError
+from ..log import TRANSCRIPT_KINDS, AssistantEntry, LogEntry, Record, dump_entry, load_entry
 
-__all__ = ["SessionInfo", "Store"]
+__all__ = [
+    "DEFAULT_LEASE_TTL",
+    "Lease",
+    "SessionInfo",
+    "Store",
+]
+
+#: Seconds a lease lasts after it was taken or last renewed, unless the caller says otherwise.
+DEFAULT_LEASE_TTL: float = 30.0
 
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """A session's row: id, times, title, the directory it was created for, and its log length."""
+    """A session's row: id, times, title, the directory it was created for, and its log length.
+
+    ``message_count`` (user-transcript entries: user, assistant, tool results) and
+    ``last_model`` (the model of the newest assistant entry that names one) are maintained by
+    the store and ignored when a session is created. ``file_version`` is the session-file
+    version the session was imported from (``None`` for sessions made here); an unchanged
+    legacy import exports back in its own version.
+    """
 
     id: str
     created_at: str
@@ -30,16 +55,30 @@ class SessionInfo:
     title: str | None = None
     project_dir: str | None = None
     next_seq: int = 0
+    message_count: int = 0
+    last_model: str | None = None
+    file_version: int | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who drives a session, until when (seconds since the epoch, by the database's clock)."""
+
+    session_id: str
+    owner: str
+    expires_at: float
 
 
 @runtime_checkable
 class Store(Protocol):
     """Where sessions live. All methods are coroutines; implementations are safe to share."""
 
-    rows_read: int
+    async def create_session(self, info: SessionInfo, entries: Sequence[LogEntry] = ()) -> None:
+        """Create a session holding ``entries`` (seq 0, 1, …) in one transaction.
 
-    async def create_session(self, info: SessionInfo) -> None:
-        """Create an empty session; ``ConflictError`` if the id exists."""
+        ``ConflictError`` if the id exists; nothing is written when anything fails. The times,
+        title, project directory and ``file_version`` are taken from ``info`` as given.
+        """
         ...
 
     async def get_session(self, session_id: str) -> SessionInfo:
@@ -52,6 +91,18 @@ class Store(Protocol):
 
     async def set_title(self, session_id: str, title: str) -> None:
         """Store the session's title."""
+        ...
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete the session, its log and its lease in one transaction."""
+        ...
+
+    async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
+        """A new session ``info.id`` whose log is a copy of the source's up to ``upto_seq``.
+
+        One transaction. ``UsageError`` when ``upto_seq`` is not an entry of the source,
+        ``ConflictError`` when the new id exists. Returns the new session's row.
+        """
         ...
 
     async def append(
@@ -79,6 +130,202 @@ class Store(Protocol):
         """The newest entry of one of ``kinds`` (an indexed lookup), or ``None``."""
         ...
 
+    async def acquire_lease(
+        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> bool:
+        """Take the session's lease for ``ttl`` seconds; ``False`` while another owner holds it.
+
+        Succeeds when there is no lease, when it expired, or when ``owner`` already holds it
+        (then it is extended). ``SessionNotFoundError`` for an unknown session.
+        """
+        ...
+
+    async def renew_lease(
+        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> bool:
+        """Extend ``owner``'s lease to ``ttl`` seconds from now; ``False`` if it is not theirs."""
+        ...
+
+    async def release_lease(self, session_id: str, owner: str) -> bool:
+        """Give the lease up; ``False`` (and nothing changed) if ``owner`` did not hold it."""
+        ...
+
+    async def lease_of(self, session_id: str) -> Lease | None:
+        """The session's unexpired lease, or ``None``; ``SessionNotFoundError`` if unknown."""
+        ...
+
     async def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
         ...
+
+
+# -- shared by every store -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch of entries in stored form, with what it adds to the session row's counters."""
+
+    rows: list[tuple[str, int, str]]
+    messages: int
+    last_model: str | None
+
+
+def encode_batch(entries: Sequence[LogEntry]) -> Batch:
+    """The stored rows of ``entries``; ``StoreError`` naming the first one that is not JSON."""
+    rows: list[tuple[str, int, str]] = []
+    for index, entry in enumerate(entries):
+        try:
+            rows.append(dump_entry(entry))
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"entry {index} of the batch ({getattr(entry, 'kind', '?')}) cannot be"
+                f" stored as JSON: {exc}"
+            ) from exc
+    messages = sum(1 for kind, _, _ in rows if kind in TRANSCRIPT_KINDS)
+    models = [e.model for e in entries if isinstance(e, AssistantEntry) and e.model]
+    return Batch(rows, messages, _shown(models[-1]) if models else None)
+
+
+def _shown(text: str) -> str:
+    """``text`` as a plain column can hold it everywhere: NUL and lone surrogates replaced.
+
+    Only for what a listing shows (the last model); the log itself keeps every character.
+    """
+    return "".join("\ufffd" if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in text)
+
+
+def conflict(session_id: str, next_seq: int, expected_seq: int) -> ConflictError:
+    """The error of an append whose ``expected_seq`` is not the log's next seq."""
+    return ConflictError(
+        f"conflicting write to session {session_id!r}: its next seq is {next_seq},"
+        f" this write expected {expected_seq} (another writer appended first, or the"
+        " caller's view is stale); nothing of this write was stored"
+    )
+
+
+def exists(session_id: str) -> ConflictError:
+    """The error of creating a session whose id is taken."""
+    return ConflictError(f"a session with id {session_id!r} already exists")
+
+
+def decode_row(session_id: str, seq: Any, kind: Any, version: Any, data: Any) -> Record:
+    """One stored row as a ``Record``; ``CorruptEntryError`` naming the seq when it is damaged."""
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise CorruptEntryError(f"entry position {seq!r} is not a number", session_id=session_id)
+    if not isinstance(kind, str) or not isinstance(data, str):
+        raise CorruptEntryError("entry kind or data is not text", session_id=session_id, seq=seq)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CorruptEntryError(
+            f"entry version {version!r} is not a number", session_id=session_id, seq=seq
+        )
+    return Record(seq, load_entry(kind, version, data, session_id=session_id, seq=seq))
+
+
+def info_from_row(row: Sequence[Any]) -> SessionInfo:
+    """A session row as ``SessionInfo`` (columns in ``SESSION_COLUMNS`` order).
+
+    A damaged row (a value of the wrong type) is a ``StoreError`` naming the session.
+    """
+    session_id, created, updated, title, project_dir, next_seq, messages, model, version = row
+    texts = (session_id, created, updated)
+    optional = (title, project_dir, model)
+    numbers = (next_seq, messages) + (() if version is None else (version,))
+    if (
+        not all(isinstance(t, str) for t in texts)
+        or not all(t is None or isinstance(t, str) for t in optional)
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers)
+    ):
+        raise StoreError(f"the stored row of session {session_id!r} is damaged: {tuple(row)!r}")
+    return SessionInfo(
+        id=session_id,
+        created_at=created,
+        updated_at=updated,
+        title=title,
+        project_dir=project_dir,
+        next_seq=next_seq,
+        message_count=messages,
+        last_model=model,
+        file_version=version,
+    )
+
+
+#: The session columns ``info_from_row`` expects, in its order.
+SESSION_COLUMNS = (
+    "session_id, created_at, updated_at, title, project_dir, next_seq, message_count,"
+    " last_model, file_version"
+)
+
+
+def check_text(what: str, value: str | None) -> None:
+    """Refuse text no store can keep alike: NUL characters and lone surrogates."""
+    if value is None:
+        return
+    if "\x00" in value:
+        raise UsageError(f"{what} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{what} is not valid Unicode: {exc}") from exc
+
+
+def storable(key: str) -> bool:
+    """Whether ``key`` could name a stored row; no store keeps a key ``check_text`` refuses."""
+    try:
+        check_text("a key", key)
+    except UsageError:
+        return False
+    return True
+
+
+def check_info(info: SessionInfo) -> None:
+    """Refuse a session row no store can keep alike (see ``check_text``)."""
+    for what, value in (
+        ("a session id", info.id),
+        ("a session title", info.title),
+        ("a project directory", info.project_dir),
+        ("a creation time", info.created_at),
+        ("an update time", info.updated_at),
+    ):
+        check_text(what, value)
+    if not info.id:
+        raise UsageError("a session id must not be empty")
+
+
+def check_lease(owner: str, ttl: float) -> None:
+    """Refuse a lease with no owner or a duration that is not a positive number of seconds."""
+    check_text("a lease owner", owner)
+    if not owner:
+        raise UsageError("a lease owner must not be empty")
+    if not (isinstance(ttl, int | float) and math.isfinite(ttl) and ttl > 0):
+        raise UsageError(f"a lease lasts a positive number of seconds, not {ttl!r}")
+
+
+def kinds_list(kinds: Sequence[str] | str | None) -> list[str] | None:
+    """Kinds as a list without repeats; one kind given bare means that kind, not its letters."""
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    # A kind no store can hold matches nothing (and never reaches a driver that chokes on it).
+    return [k for k in dict.fromkeys(kinds) if storable(k)]
+
+
+def check_fork(source_id: str, next_seq: int, upto_seq: int) -> None:
+    """Refuse a fork point that is not an entry of the source log."""
+    if not 0 <= upto_seq < next_seq:
+        raise UsageError(
+            f"cannot fork session {source_id!r} at seq {upto_seq}: its log holds seq 0"
+            f" to {next_seq - 1}"
+            if next_seq
+            else f"cannot fork session {source_id!r}: its log is empty"
+        )
+
+
+def newest_model(session_id: str, rows: Iterable[Sequence[Any]]) -> str | None:
+    """The model of the first assistant row (newest first) that names one, decoded strictly."""
+    for seq, kind, version, data in rows:
+        entry = decode_row(session_id, seq, kind, version, data).entry
+        if isinstance(entry, AssistantEntry) and entry.model:
+            return _shown(entry.model)
+    return None

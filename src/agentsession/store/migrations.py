@@ -1,19 +1,39 @@
-"""Schema migrations of the SQLite store, recorded in the database itself.
+"""Schema migrations of the database stores: one list, two SQL dialects.
 
 Each migration has a version (1, 2, …, never reused or edited once released), a description and
-the statements that take the schema from the previous version to this one. ``SQLiteStore`` applies
-the missing ones in order at open, each in its own transaction together with its row in
+the statements that take the schema from the previous version to this one. A statement is plain
+SQL both SQLite and PostgreSQL accept, or a ``Dialects`` pair where they differ. A store applies
+the missing migrations in order at open, each in its own transaction together with its row in
 ``schema_migrations``, so a crash mid-migration leaves the previous version intact. A database
 whose recorded version is newer than ``LATEST`` was written by a newer agentsession and is refused.
 
-Every table is keyed by ``session_id`` first, so the same layout shards by session.
+Every table is keyed by ``session_id`` first, so the same layout shards by session (e.g. Citus,
+distributed by ``session_id``; see docs/storage.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
-__all__ = ["CREATE_MIGRATIONS_TABLE", "LATEST", "MIGRATIONS", "Migration"]
+__all__ = [
+    "LATEST",
+    "MIGRATIONS",
+    "Dialect",
+    "Dialects",
+    "Migration",
+    "create_migrations_table",
+]
+
+Dialect: TypeAlias = Literal["sqlite", "postgres"]
+
+
+@dataclass(frozen=True)
+class Dialects:
+    """One statement spelled for each database."""
+
+    sqlite: str
+    postgres: str
 
 
 @dataclass(frozen=True)
@@ -22,18 +42,27 @@ class Migration:
 
     version: int
     description: str
-    statements: tuple[str, ...]
+    statements: tuple[str | Dialects, ...]
+
+    def sql(self, dialect: Dialect) -> tuple[str, ...]:
+        """The statements as ``dialect`` spells them."""
+        return tuple(s if isinstance(s, str) else getattr(s, dialect) for s in self.statements)
 
 
-#: ``schema_migrations`` itself is created outside the numbered steps: it must exist before the
-#: first step can be recorded in it.
-CREATE_MIGRATIONS_TABLE = """
+def create_migrations_table(dialect: Dialect) -> str:
+    """``schema_migrations`` itself, created before the first step can be recorded in it."""
+    del dialect  # the same in both; kept as a parameter so a future difference has a place
+    return """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version     INTEGER PRIMARY KEY,
     description TEXT NOT NULL,
     applied_at  TEXT NOT NULL
 )
 """
+
+
+#: What makes a session's row count an entry as a user-transcript message (``TRANSCRIPT_KINDS``).
+_MESSAGE_KINDS = "('user', 'assistant', 'tool_result')"
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -49,22 +78,90 @@ MIGRATIONS: tuple[Migration, ...] = (
                 project_dir TEXT
             )
             """,
-            # WITHOUT ROWID: the rows live in the (session_id, seq) B-tree itself, so a range
-            # read is one index walk and max(seq) is one descent.
-            """
-            CREATE TABLE entries (
-                session_id TEXT NOT NULL REFERENCES sessions (session_id),
-                seq        INTEGER NOT NULL,
-                kind       TEXT NOT NULL,
-                version    INTEGER NOT NULL,
-                data       TEXT NOT NULL,
-                created_at TEXT NOT NULL,
-                PRIMARY KEY (session_id, seq)
-            ) WITHOUT ROWID
-            """,
+            # SQLite: WITHOUT ROWID keeps the rows in the (session_id, seq) B-tree itself, so a
+            # range read is one index walk and max(seq) is one descent. PostgreSQL reaches the
+            # same through the primary key index.
+            Dialects(
+                sqlite="""
+                CREATE TABLE entries (
+                    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+                    seq        INTEGER NOT NULL,
+                    kind       TEXT NOT NULL,
+                    version    INTEGER NOT NULL,
+                    data       TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    PRIMARY KEY (session_id, seq)
+                ) WITHOUT ROWID
+                """,
+                postgres="""
+                CREATE TABLE entries (
+                    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+                    seq        BIGINT NOT NULL,
+                    kind       TEXT NOT NULL,
+                    version    INTEGER NOT NULL,
+                    data       TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    PRIMARY KEY (session_id, seq)
+                )
+                """,
+            ),
             # "the newest entry of kind K" is the last key of the (session_id, K) prefix.
             "CREATE INDEX entries_kind ON entries (session_id, kind, seq)",
             "CREATE INDEX sessions_updated ON sessions (updated_at)",
+        ),
+    ),
+    Migration(
+        2,
+        "next seq and listing counters on the session row, legacy file version, leases",
+        (
+            # The next seq as a column: the append's conflict check locks one session row, and a
+            # listing reads rows only, with no per-session subquery (which sharding dislikes).
+            Dialects(
+                sqlite="ALTER TABLE sessions ADD COLUMN next_seq INTEGER NOT NULL DEFAULT 0",
+                postgres="ALTER TABLE sessions ADD COLUMN next_seq BIGINT NOT NULL DEFAULT 0",
+            ),
+            """
+            UPDATE sessions SET next_seq = coalesce(
+                (SELECT max(e.seq) + 1 FROM entries e WHERE e.session_id = sessions.session_id), 0
+            )
+            """,
+            "ALTER TABLE sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE sessions ADD COLUMN last_model TEXT",
+            "ALTER TABLE sessions ADD COLUMN file_version INTEGER",
+            f"""
+            UPDATE sessions SET message_count = (
+                SELECT count(*) FROM entries e
+                WHERE e.session_id = sessions.session_id AND e.kind IN {_MESSAGE_KINDS}
+            )
+            """,
+            # A damaged row must not block the migration: SQLite skips what is not JSON.
+            # PostgreSQL databases start at this code, so they hold no version-1 rows.
+            Dialects(
+                sqlite="""
+                UPDATE sessions SET last_model = (
+                    SELECT json_extract(e.data, '$.model') FROM entries e
+                    WHERE e.session_id = sessions.session_id AND e.kind = 'assistant'
+                      AND json_valid(e.data) AND json_extract(e.data, '$.model') <> ''
+                    ORDER BY e.seq DESC LIMIT 1
+                )
+                """,
+                postgres="""
+                UPDATE sessions SET last_model = (
+                    SELECT e.data::jsonb ->> 'model' FROM entries e
+                    WHERE e.session_id = sessions.session_id AND e.kind = 'assistant'
+                      AND e.data::jsonb ->> 'model' <> ''
+                    ORDER BY e.seq DESC LIMIT 1
+                )
+                """,
+            ),
+            # One row per session; expiry in seconds since the epoch by the database's clock.
+            """
+            CREATE TABLE leases (
+                session_id TEXT PRIMARY KEY REFERENCES sessions (session_id),
+                owner      TEXT NOT NULL,
+                expires_at DOUBLE PRECISION NOT NULL
+            )
+            """,
         ),
     ),
 )

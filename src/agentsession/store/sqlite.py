@@ -6,13 +6,15 @@ Design in brief:
   (``asyncio.to_thread``) one call at a time under a lock, so the event loop never blocks on disk;
 - WAL journal with ``synchronous=FULL``: a returned ``append`` survives a power cut, and readers
   never wait for the writer;
-- every ``append`` is one ``BEGIN IMMEDIATE`` transaction that takes the write lock *before*
-  reading the log's next seq, so two writers on one session (two stores, two processes) cannot
+- every write is one ``BEGIN IMMEDIATE`` transaction that takes the write lock *before* reading
+  the log's next seq, so two writers on one session (two stores, two processes) cannot
   interleave: the second one sees the moved seq and gets ``ConflictError`` with nothing written;
 - ``entries`` is a ``WITHOUT ROWID`` table keyed ``(session_id, seq)`` plus an index on
   ``(session_id, kind, seq)``: range reads, the next seq and "newest entry of a kind" are index
-  walks whose cost does not grow with the history;
-- the schema is versioned in ``schema_migrations`` (see ``migrations.py``);
+  walks whose cost does not grow with the history; reads that take several statements run in
+  one read transaction, so they see one snapshot;
+- leases are rows judged by this machine's clock (one file, one machine);
+- opening, read-only access and migrations live in ``_sqlite.py``;
 - every ``sqlite3`` failure surfaces as ``StoreError`` naming the file, chained with ``from``.
 
 Cancelling a coroutine that awaits a write does not stop the write already handed to the worker
@@ -23,21 +25,37 @@ thread: it still commits or fails as a whole, so a caller that was cancelled re-
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-import platformdirs
-
-from ..errors import ConflictError, SessionNotFoundError, StoreError
-from ..log import LogEntry, Record, dump_entry, load_entry, now
-from .base import SessionInfo
-from .migrations import CREATE_MIGRATIONS_TABLE, LATEST, MIGRATIONS
+from ..errors import SessionNotFoundError, StoreError
+from ..log import LogEntry, Record, now
+from . import _sql as sql
+from ._sqlite import default_path, open_database, reading, writing
+from .base import (
+    DEFAULT_LEASE_TTL,
+    Batch,
+    Lease,
+    SessionInfo,
+    check_fork,
+    check_info,
+    check_lease,
+    conflict,
+    decode_row,
+    encode_batch,
+    exists,
+    info_from_row,
+    kinds_list,
+    newest_model,
+    storable,
+)
 
 __all__ = ["SQLiteStore", "default_path"]
 
@@ -46,44 +64,27 @@ T = TypeVar("T")
 #: SQLite integers are signed 64-bit; bounds outside that range are clamped, not rejected.
 _MAX_SEQ = 2**63 - 1
 
-_SESSION_COLUMNS = (
-    "s.session_id, s.created_at, s.updated_at, s.title, s.project_dir,"
-    " (SELECT max(e.seq) FROM entries e WHERE e.session_id = s.session_id)"
-)
 
-
-def default_path() -> Path:
-    """Where ``SQLiteStore()`` keeps its database: ``sessions.db`` in the user data directory."""
-    return Path(platformdirs.user_data_dir("agentsession")) / "sessions.db"
-
-
-def _info(row: tuple[Any, ...]) -> SessionInfo:
-    max_seq = row[5]
-    return SessionInfo(
-        id=row[0],
-        created_at=row[1],
-        updated_at=row[2],
-        title=row[3],
-        project_dir=row[4],
-        next_seq=0 if max_seq is None else max_seq + 1,
-    )
-
-
-@contextlib.contextmanager
-def _write(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction: everything inside commits together or not at all."""
-    # IMMEDIATE takes the write lock now, so what we read inside cannot change before we write.
-    conn.execute("BEGIN IMMEDIATE")
+def _insert_session(
+    conn: sqlite3.Connection, info: SessionInfo, next_seq: int, batch: Batch
+) -> None:
     try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        # Some errors (disk full, I/O) already rolled the transaction back; a statement-level
-        # abort (a trigger's RAISE(ABORT)) leaves it open with earlier rows in it.
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        raise
+        conn.execute(
+            sql.INSERT_SESSION,
+            (
+                info.id,
+                info.created_at,
+                info.updated_at,
+                info.title,
+                info.project_dir,
+                next_seq,
+                batch.messages,
+                batch.last_model,
+                info.file_version,
+            ),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise exists(info.id) from exc
 
 
 class SQLiteStore:
@@ -91,105 +92,40 @@ class SQLiteStore:
 
     The file and its directory are created when missing and the schema is migrated at
     construction; a path that cannot hold a session database raises ``StoreError`` right away.
-    Several stores (and processes) may share one file; appends to one session are serialised
-    by ``expected_seq``. Call ``close()`` (or use ``async with``) when done.
+    With ``read_only=True`` nothing is ever created or written: a missing file is a
+    ``StoreError``, and every write raises ``StoreError``. Several stores (and processes) may
+    share one file; appends to one session are serialised by ``expected_seq``. Call ``close()``
+    (or use ``async with``) when done.
     """
 
-    rows_read: int
-
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, busy_timeout: float = 5.0
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        busy_timeout: float = 5.0,
+        read_only: bool = False,
     ) -> None:
-        """Open (creating and migrating when needed) the database at ``path``.
+        """Open (when writable, creating and migrating when needed) the database at ``path``.
 
         ``busy_timeout`` is how many seconds a call waits for another writer's lock before
         failing with ``StoreError``.
         """
-        self.rows_read = 0
         self.path = Path(path).expanduser() if path is not None else default_path()
+        self.read_only = read_only
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = self._open(busy_timeout)
+        self._conn: sqlite3.Connection | None = open_database(self.path, busy_timeout, read_only)
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({str(self.path)!r})"
-
-    # -- opening ---------------------------------------------------------------------------
-
-    def _open(self, busy_timeout: float) -> sqlite3.Connection:
-        path = self.path
-        try:
-            is_dir = path.is_dir()
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the directory of session store {path}: {exc}") from exc
-        if is_dir:
-            raise StoreError(f"cannot open session store {path}: it is a directory")
-        try:
-            conn = sqlite3.connect(
-                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open session store {path}: {exc}") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
-            # Read-only checks first, so a file that is not ours is refused before anything
-            # (even its journal mode) is changed.
-            current = self._schema_version(conn)
-            # The journal mode is stored in the file; only switch when needed, so an up-to-date
-            # database on a read-only medium can still be opened for reading.
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            if current < LATEST:
-                self._migrate(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise StoreError(f"cannot open session store {path}: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _schema_version(self, conn: sqlite3.Connection) -> int:
-        tables = {
-            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-        if "schema_migrations" not in tables:
-            if tables:
-                raise StoreError(
-                    f"cannot open session store {self.path}: it is an SQLite database but not"
-                    " an agentsession store (no schema_migrations table)"
-                )
-            return 0
-        version = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-        found = int(version.fetchone()[0])
-        if found > LATEST:
-            raise StoreError(
-                f"session store {self.path} has schema version {found}, newer than this"
-                f" agentsession knows ({LATEST}); upgrade agentsession"
-            )
-        return found
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        for migration in MIGRATIONS:
-            with _write(conn):
-                # Re-read under the lock: another process may have migrated meanwhile.
-                current = self._schema_version(conn)
-                if current >= migration.version:
-                    continue
-                conn.execute(CREATE_MIGRATIONS_TABLE)
-                for statement in migration.statements:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations (version, description, applied_at)"
-                    " VALUES (?, ?, ?)",
-                    (migration.version, migration.description, now()),
-                )
+        flag = ", read_only=True" if self.read_only else ""
+        return f"SQLiteStore({str(self.path)!r}{flag})"
 
     # -- running ---------------------------------------------------------------------------
 
-    async def _run(self, action: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _run(
+        self, action: str, fn: Callable[[sqlite3.Connection], T], key: str | None = None
+    ) -> T:
+        if key is not None and not storable(key):
+            raise SessionNotFoundError(key)  # no session can have that id
         return await asyncio.to_thread(self._call, action, fn)
 
     def _call(self, action: str, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -204,24 +140,31 @@ class SQLiteStore:
 
     @staticmethod
     def _require_session(conn: sqlite3.Connection, session_id: str) -> None:
-        row = conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,))
-        if row.fetchone() is None:
+        if conn.execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is None:
             raise SessionNotFoundError(session_id)
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, session_id: str) -> SessionInfo:
+        row = conn.execute(sql.SELECT_SESSION, (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return info_from_row(row)
 
     # -- sessions --------------------------------------------------------------------------
 
-    async def create_session(self, info: SessionInfo) -> None:
-        """Create an empty session; ``ConflictError`` if the id exists (``next_seq`` is ignored)."""
+    async def create_session(self, info: SessionInfo, entries: Sequence[LogEntry] = ()) -> None:
+        """Create a session holding ``entries`` in one transaction (see ``Store``)."""
+        check_info(info)
+        batch = encode_batch(entries)
 
         def op(conn: sqlite3.Connection) -> None:
-            try:
-                conn.execute(
-                    "INSERT INTO sessions (session_id, created_at, updated_at, title, project_dir)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (info.id, info.created_at, info.updated_at, info.title, info.project_dir),
+            with writing(conn):
+                _insert_session(conn, info, len(batch.rows), batch)
+                stamp = now()
+                conn.executemany(
+                    sql.INSERT_ENTRY,
+                    [(info.id, seq, *row, stamp) for seq, row in enumerate(batch.rows)],
                 )
-            except sqlite3.IntegrityError as exc:
-                raise ConflictError(f"a session with id {info.id!r} already exists") from exc
 
         await self._run(f"create session {info.id!r}", op)
 
@@ -229,39 +172,57 @@ class SQLiteStore:
         """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
 
         def op(conn: sqlite3.Connection) -> SessionInfo:
-            row = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.session_id = ?",
-                (session_id,),
-            ).fetchone()
-            if row is None:
-                raise SessionNotFoundError(session_id)
-            return _info(row)
+            return self._row(conn, session_id)
 
-        return await self._run(f"read session {session_id!r}", op)
+        return await self._run(f"read session {session_id!r}", op, session_id)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """All sessions, most recently updated first (ties: newest created, then by id)."""
 
         def op(conn: sqlite3.Connection) -> list[SessionInfo]:
-            rows = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s"
-                " ORDER BY s.updated_at DESC, s.created_at DESC, s.session_id"
-            ).fetchall()
-            return [_info(row) for row in rows]
+            return [info_from_row(row) for row in conn.execute(sql.LIST_SESSIONS)]
 
         return await self._run("list sessions", op)
 
     async def set_title(self, session_id: str, title: str) -> None:
         """Store the session's title (``updated_at`` is left alone: it tracks the log)."""
+        check_info(SessionInfo(session_id, "", "", title=title))
 
         def op(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(
-                "UPDATE sessions SET title = ? WHERE session_id = ?", (title, session_id)
-            )
+            cursor = conn.execute(sql.SET_TITLE, (title, session_id))
             if cursor.rowcount == 0:
                 raise SessionNotFoundError(session_id)
 
-        await self._run(f"set the title of session {session_id!r}", op)
+        await self._run(f"set the title of session {session_id!r}", op, session_id)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete the session, its log and its lease in one transaction."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            with writing(conn):
+                self._require_session(conn, session_id)
+                for statement in sql.DELETE_SESSION:
+                    conn.execute(statement, (session_id,))
+
+        await self._run(f"delete session {session_id!r}", op, session_id)
+
+    async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
+        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``)."""
+        check_info(info)
+
+        def op(conn: sqlite3.Connection) -> None:
+            with writing(conn):
+                source = self._row(conn, source_id)
+                check_fork(source_id, source.next_seq, upto_seq)
+                forked = replace(info, file_version=source.file_version)
+                _insert_session(conn, forked, upto_seq + 1, Batch([], 0, None))
+                conn.execute(sql.COPY_ENTRIES, (info.id, source_id, upto_seq))
+                counted = conn.execute(sql.COUNT_MESSAGES, (info.id,)).fetchone()[0]
+                model = newest_model(info.id, conn.execute(sql.LAST_MODEL_ROWS, (info.id,)))
+                conn.execute(sql.SET_COUNTERS, (counted, model, info.id))
+
+        await self._run(f"fork session {source_id!r} as {info.id!r}", op, source_id)
+        return await self.get_session(info.id)
 
     # -- the log ---------------------------------------------------------------------------
 
@@ -277,49 +238,35 @@ class SQLiteStore:
         entries = list(entries)
         # Encode before taking the lock: a bad entry fails here, and the write lock is held
         # only for the inserts themselves.
-        rows: list[tuple[str, int, str]] = []
-        for index, entry in enumerate(entries):
-            try:
-                kind, version, data = dump_entry(entry)
-            except (TypeError, ValueError) as exc:
-                raise StoreError(
-                    f"entry {index} of the batch ({getattr(entry, 'kind', '?')}) cannot be"
-                    f" stored as JSON: {exc}"
-                ) from exc
-            rows.append((kind, version, data))
+        batch = encode_batch(entries)
 
         def op(conn: sqlite3.Connection) -> None:
-            with _write(conn):
-                found = conn.execute(
-                    "SELECT (SELECT max(seq) FROM entries WHERE session_id = ?1)"
-                    " FROM sessions WHERE session_id = ?1",
-                    (session_id,),
-                ).fetchone()
-                if found is None:
-                    raise SessionNotFoundError(session_id)
-                next_seq = 0 if found[0] is None else found[0] + 1
+            with writing(conn):
+                next_seq = self._row(conn, session_id).next_seq
                 if next_seq != expected_seq:
-                    raise ConflictError(
-                        f"conflicting write to session {session_id!r}: its next seq is {next_seq},"
-                        f" this write expected {expected_seq} (another writer appended first,"
-                        " or the caller's view is stale); nothing of this write was stored"
-                    )
-                if not rows:
+                    raise conflict(session_id, next_seq, expected_seq)
+                if not batch.rows:
                     return
                 stamp = now()
                 conn.executemany(
-                    "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    sql.INSERT_ENTRY,
                     [
-                        (session_id, expected_seq + i, kind, version, data, stamp)
-                        for i, (kind, version, data) in enumerate(rows)
+                        (session_id, expected_seq + i, *row, stamp)
+                        for i, row in enumerate(batch.rows)
                     ],
                 )
                 conn.execute(
-                    "UPDATE sessions SET updated_at = ? WHERE session_id = ?", (stamp, session_id)
+                    sql.UPDATE_AFTER_APPEND,
+                    (
+                        expected_seq + len(batch.rows),
+                        stamp,
+                        batch.messages,
+                        batch.last_model,
+                        session_id,
+                    ),
                 )
 
-        await self._run(f"append to session {session_id!r}", op)
+        await self._run(f"append to session {session_id!r}", op, session_id)
         return [Record(expected_seq + i, entry) for i, entry in enumerate(entries)]
 
     async def read(
@@ -334,57 +281,120 @@ class SQLiteStore:
         ``SessionNotFoundError`` for an unknown session; ``CorruptEntryError`` naming the seq
         of the first row that cannot be decoded.
         """
-        if isinstance(kinds, str):  # one kind given bare means that kind, not its letters
-            kinds = [kinds]
-        sql = "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND seq >= ?"
+        wanted = kinds_list(kinds)
+        query = sql.READ_ENTRIES
         params: list[Any] = [session_id, min(max(start, 0), _MAX_SEQ)]
         if end is not None:
-            sql += " AND seq < ?"
+            query += " AND seq < ?"
             params.append(min(max(end, 0), _MAX_SEQ))
-        if kinds is not None:
-            sql += f" AND kind IN ({', '.join('?' * len(kinds))})"
-            params.extend(kinds)
-        sql += " ORDER BY seq"
+        if wanted is not None:
+            query += f" AND kind IN ({', '.join('?' * len(wanted))})"
+            params.extend(wanted)
+        query += " ORDER BY seq"
 
         def op(conn: sqlite3.Connection) -> list[Record]:
-            rows = conn.execute(sql, params).fetchall() if kinds is None or kinds else []
+            rows = conn.execute(query, params).fetchall() if wanted is None or wanted else []
             if not rows:
                 self._require_session(conn, session_id)
-            self.rows_read += len(rows)
-            return [
-                Record(seq, load_entry(kind, version, data, session_id=session_id, seq=seq))
-                for seq, kind, version, data in rows
-            ]
+            return [decode_row(session_id, *row) for row in rows]
 
-        return await self._run(f"read session {session_id!r}", op)
+        return await self._run(f"read session {session_id!r}", op, session_id)
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
-        if isinstance(kinds, str):
-            kinds = [kinds]
+        wanted = kinds_list(kinds) or []
 
         def op(conn: sqlite3.Connection) -> Record | None:
-            best: int | None = None
-            # One max() per kind: each is a single descent of the (session_id, kind, seq) index,
-            # where an IN (...) over several kinds would scan all their entries to sort them.
-            for kind in dict.fromkeys(kinds):
-                found = conn.execute(
-                    "SELECT max(seq) FROM entries WHERE session_id = ? AND kind = ?",
-                    (session_id, kind),
-                ).fetchone()[0]
-                if found is not None and (best is None or found > best):
-                    best = found
-            if best is None:
-                self._require_session(conn, session_id)
-                return None
-            seq, kind, version, data = conn.execute(
-                "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND seq = ?",
-                (session_id, best),
-            ).fetchone()
-            self.rows_read += 1
-            return Record(seq, load_entry(kind, version, data, session_id=session_id, seq=seq))
+            with reading(conn):
+                best: int | None = None
+                # One max() per kind: each is a single descent of the (session_id, kind, seq)
+                # index, where an IN (...) over several kinds would scan all their entries.
+                for kind in wanted:
+                    found = conn.execute(
+                        "SELECT max(seq) FROM entries WHERE session_id = ? AND kind = ?",
+                        (session_id, kind),
+                    ).fetchone()[0]
+                    if found is not None and (best is None or found > best):
+                        best = found
+                if best is None:
+                    self._require_session(conn, session_id)
+                    return None
+                row = conn.execute(
+                    "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND seq = ?",
+                    (session_id, best),
+                ).fetchone()
+            if row is None:  # the kind index names a row the table does not hold
+                raise StoreError(
+                    f"session store {self.path}: the index of session {session_id!r} names"
+                    f" entry {best}, which is missing (a damaged index)"
+                )
+            return decode_row(session_id, *row)
 
-        return await self._run(f"read session {session_id!r}", op)
+        return await self._run(f"read session {session_id!r}", op, session_id)
+
+    # -- leases ----------------------------------------------------------------------------
+
+    async def acquire_lease(
+        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> bool:
+        """Take the lease when free, expired or already ``owner``'s (see ``Store``)."""
+        check_lease(owner, ttl)
+
+        def op(conn: sqlite3.Connection) -> bool:
+            with writing(conn):
+                self._require_session(conn, session_id)
+                moment = time.time()
+                cursor = conn.execute(
+                    "INSERT INTO leases (session_id, owner, expires_at) VALUES (?, ?, ?)"
+                    " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
+                    " expires_at = excluded.expires_at"
+                    " WHERE leases.owner = excluded.owner OR leases.expires_at <= ?",
+                    (session_id, owner, moment + ttl, moment),
+                )
+                return cursor.rowcount == 1
+
+        return await self._run(f"take the lease of session {session_id!r}", op, session_id)
+
+    async def renew_lease(
+        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> bool:
+        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none."""
+        check_lease(owner, ttl)
+        if not storable(session_id):
+            return False
+
+        def op(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE leases SET expires_at = ? WHERE session_id = ? AND owner = ?",
+                (time.time() + ttl, session_id, owner),
+            )
+            return cursor.rowcount == 1
+
+        return await self._run(f"renew the lease of session {session_id!r}", op)
+
+    async def release_lease(self, session_id: str, owner: str) -> bool:
+        """Give ``owner``'s lease up; ``False`` if it was not theirs."""
+        if not storable(session_id) or not storable(owner):
+            return False
+
+        def op(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "DELETE FROM leases WHERE session_id = ? AND owner = ?", (session_id, owner)
+            )
+            return cursor.rowcount == 1
+
+        return await self._run(f"release the lease of session {session_id!r}", op)
+
+    async def lease_of(self, session_id: str) -> Lease | None:
+        """The unexpired lease of the session, or ``None``."""
+
+        def op(conn: sqlite3.Connection) -> Lease | None:
+            row = conn.execute(sql.LEASE_OF, (time.time(), session_id)).fetchone()
+            if row is None:
+                raise SessionNotFoundError(session_id)
+            return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))
+
+        return await self._run(f"read the lease of session {session_id!r}", op, session_id)
 
     # -- lifetime --------------------------------------------------------------------------
 

@@ -1,0 +1,84 @@
+"""Connecting the PostgreSQL store: describing a server safely, and migrating its schema.
+
+Migrations run on a connection of their own before the pool opens, each in one transaction
+under a transaction-scoped advisory lock, so processes that start together migrate once and a
+crash mid-migration leaves the previous version. A read-only store only checks the version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ..errors import StoreError
+from ..log import now
+from .migrations import LATEST, MIGRATIONS, create_migrations_table
+
+__all__ = ["describe", "migrate", "read_only_session"]
+
+#: Any constant shared by every agentsession process: the key of the migration lock.
+_MIGRATION_LOCK = 0x6167_7365_7373
+
+
+def describe(dsn: str) -> str:
+    """How errors name the server: host, port, database and user, never the password."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise StoreError(f"invalid PostgreSQL connection string: {exc}") from exc
+    shown = " ".join(f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if k in params)
+    return f"PostgreSQL store ({shown or 'defaults'})"
+
+
+async def read_only_session(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Make every transaction of ``conn`` read-only (a pool's configure callback)."""
+    await conn.execute("SET default_transaction_read_only = on")
+
+
+async def migrate(dsn: str, name: str, connect_seconds: float, read_only: bool) -> None:
+    """Bring the schema to ``LATEST`` (or, read-only, check that it is there)."""
+    conn = await psycopg.AsyncConnection.connect(
+        dsn, autocommit=True, connect_timeout=max(1, int(connect_seconds))
+    )
+    async with conn:
+        if read_only:
+            current = await _schema_version(conn, name)
+            if current < LATEST:
+                raise StoreError(
+                    f"{name} has schema version {current}, older than this agentsession"
+                    f" ({LATEST}); open it once for writing to upgrade it"
+                )
+            return
+        for migration in MIGRATIONS:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                await conn.execute(create_migrations_table("postgres"))
+                if await _schema_version(conn, name) >= migration.version:
+                    continue
+                for statement in migration.sql("postgres"):
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, description, applied_at)"
+                    " VALUES (%s, %s, %s)",
+                    (migration.version, migration.description, now()),
+                )
+
+
+async def _schema_version(conn: psycopg.AsyncConnection[Any], name: str) -> int:
+    found = await (
+        await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    ).fetchone()
+    if found is None or not found[0]:
+        return 0
+    row = await (
+        await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+    ).fetchone()
+    version = int(row[0]) if row is not None else 0
+    if version > LATEST:
+        raise StoreError(
+            f"{name} has schema version {version}, newer than this agentsession"
+            f" knows ({LATEST}); upgrade agentsession"
+        )
+    return version

@@ -1,0 +1,81 @@
+"""The SQL both database stores run, written once with ``?`` placeholders.
+
+``postgres()`` turns a statement into psycopg's ``%s`` style; none of these statements holds a
+literal ``?`` or ``%``. What differs between the dialects (the lease clock, locking reads) stays
+in each store.
+"""
+
+from __future__ import annotations
+
+from .base import SESSION_COLUMNS
+
+__all__ = [
+    "COPY_ENTRIES",
+    "COUNT_MESSAGES",
+    "DELETE_SESSION",
+    "INSERT_ENTRY",
+    "INSERT_SESSION",
+    "LAST_MODEL_ROWS",
+    "LEASE_OF",
+    "LIST_SESSIONS",
+    "READ_ENTRIES",
+    "SELECT_SESSION",
+    "SESSION_EXISTS",
+    "SET_COUNTERS",
+    "SET_TITLE",
+    "UPDATE_AFTER_APPEND",
+    "postgres",
+]
+
+
+def postgres(sql: str) -> str:
+    """``sql`` with psycopg's placeholders."""
+    return sql.replace("?", "%s")
+
+
+SELECT_SESSION = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
+LIST_SESSIONS = (
+    f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC, session_id"
+)
+SESSION_EXISTS = "SELECT 1 FROM sessions WHERE session_id = ?"
+INSERT_SESSION = (
+    "INSERT INTO sessions (session_id, created_at, updated_at, title, project_dir, next_seq,"
+    " message_count, last_model, file_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+SET_TITLE = "UPDATE sessions SET title = ? WHERE session_id = ?"
+SET_COUNTERS = "UPDATE sessions SET message_count = ?, last_model = ? WHERE session_id = ?"
+DELETE_SESSION = (
+    "DELETE FROM leases WHERE session_id = ?",
+    "DELETE FROM entries WHERE session_id = ?",
+    "DELETE FROM sessions WHERE session_id = ?",
+)
+INSERT_ENTRY = (
+    "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+UPDATE_AFTER_APPEND = (
+    "UPDATE sessions SET next_seq = ?, updated_at = ?, message_count = message_count + ?,"
+    " last_model = coalesce(?, last_model) WHERE session_id = ?"
+)
+#: The base of a range read; the caller adds the optional bounds and ``ORDER BY seq``.
+READ_ENTRIES = "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND seq >= ?"
+COPY_ENTRIES = (
+    "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
+    " SELECT ?, seq, kind, version, data, created_at FROM entries"
+    " WHERE session_id = ? AND seq <= ?"
+)
+COUNT_MESSAGES = (
+    "SELECT count(*) FROM entries WHERE session_id = ?"
+    " AND kind IN ('user', 'assistant', 'tool_result')"
+)
+#: Assistant rows newest first: the first one naming a model gives ``last_model``.
+LAST_MODEL_ROWS = (
+    "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND kind = 'assistant'"
+    " ORDER BY seq DESC"
+)
+#: The session's unexpired lease (owner and expiry are null when there is none); no row at all
+#: when the session is unknown. The first parameter is "now" by the database's clock.
+LEASE_OF = (
+    "SELECT l.owner, l.expires_at FROM sessions s LEFT JOIN leases l"
+    " ON l.session_id = s.session_id AND l.expires_at > ? WHERE s.session_id = ?"
+)

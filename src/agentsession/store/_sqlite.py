@@ -1,0 +1,185 @@
+"""Opening an SQLite session database: paths, read-only access, pragmas, migrations.
+
+A writable open creates the folder and the file when missing, switches to WAL and migrates. A
+read-only open never creates a database or a folder: it opens the file with a ``mode=ro`` URI,
+and when SQLite cannot create the WAL companion files next to it (a read-only folder or medium)
+it falls back to ``immutable=1``, which reads the main file only and assumes nobody writes it
+meanwhile. A read-only open refuses a database whose schema is older than this code, since it
+cannot migrate it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import platformdirs
+
+from ..errors import StoreError
+from ..log import now
+from .migrations import LATEST, MIGRATIONS, create_migrations_table
+
+__all__ = ["default_path", "open_database", "reading", "writing"]
+
+
+def default_path() -> Path:
+    """Where ``SQLiteStore()`` keeps its database: ``sessions.db`` in the user data directory."""
+    return Path(platformdirs.user_data_dir("agentsession")) / "sessions.db"
+
+
+@contextlib.contextmanager
+def writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: everything inside commits together or not at all."""
+    # IMMEDIATE takes the write lock now, so what we read inside cannot change before we write.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        # Some errors (disk full, I/O) already rolled the transaction back; a statement-level
+        # abort (a trigger's RAISE(ABORT)) leaves it open with earlier rows in it.
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+
+
+@contextlib.contextmanager
+def reading(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: every statement inside sees the same snapshot of the file."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("COMMIT")
+
+
+def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
+    """A connection to the session database at ``path``; ``StoreError`` when it cannot be one."""
+    conn = _connect_read_only(path, busy_timeout) if read_only else _connect(path, busy_timeout)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
+        # Read-only checks first, so a file that is not ours is refused before anything
+        # (even its journal mode) is changed.
+        current = schema_version(conn, path)
+        if read_only:
+            if current == 0:
+                raise StoreError(f"cannot open session store {path}: it holds no sessions schema")
+            if current < LATEST:
+                raise StoreError(
+                    f"session store {path} has schema version {current}, older than this"
+                    f" agentsession ({LATEST}); open it once for writing to upgrade it"
+                )
+            return conn
+        # The journal mode is stored in the file; only switch when needed, so an up-to-date
+        # database on a read-only medium can still be opened for reading.
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if current < LATEST:
+            _migrate(conn, path)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot open session store {path}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    try:
+        is_dir = path.is_dir()
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the directory of session store {path}: {exc}") from exc
+    if is_dir:
+        raise StoreError(f"cannot open session store {path}: it is a directory")
+    try:
+        return sqlite3.connect(
+            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open session store {path}: {exc}") from exc
+
+
+def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    try:
+        if path.is_dir():
+            raise StoreError(f"cannot open session store {path}: it is a directory")
+        if not path.exists():
+            raise StoreError(f"no session store at {path} (nothing was created)")
+    except OSError as exc:
+        raise StoreError(f"cannot open session store {path}: {exc}") from exc
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    last: sqlite3.Error | None = None
+    for suffix in ("", "&immutable=1"):
+        try:
+            conn = sqlite3.connect(
+                uri + suffix,
+                uri=True,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            # The first read is where SQLite finds it cannot create the WAL index.
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            # Only "cannot create the WAL index here" falls back; a busy or locked file must
+            # not be read past its lock.
+            name = getattr(exc, "sqlite_errorname", "")
+            if not name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
+                raise StoreError(f"cannot open session store {path}: {exc}") from exc
+            last = exc
+            continue
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot open session store {path}: {exc}") from exc
+        return conn
+    raise StoreError(f"cannot open session store {path} for reading: {last}") from last
+
+
+def schema_version(conn: sqlite3.Connection, path: Path) -> int:
+    """The recorded schema version; ``StoreError`` for a foreign or too new database."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "schema_migrations" not in tables:
+        if tables:
+            raise StoreError(
+                f"cannot open session store {path}: it is an SQLite database but not"
+                " an agentsession store (no schema_migrations table)"
+            )
+        return 0
+    version = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+    found = int(version.fetchone()[0])
+    if found > LATEST:
+        raise StoreError(
+            f"session store {path} has schema version {found}, newer than this"
+            f" agentsession knows ({LATEST}); upgrade agentsession"
+        )
+    return found
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    for migration in MIGRATIONS:
+        with writing(conn):
+            # Re-read under the lock: another process may have migrated meanwhile.
+            if schema_version(conn, path) >= migration.version:
+                continue
+            conn.execute(create_migrations_table("sqlite"))
+            for statement in migration.sql("sqlite"):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.description, now()),
+            )

@@ -1,0 +1,428 @@
+"""PostgreSQL: one database shared by many worker processes on many machines.
+
+Design in brief:
+
+- psycopg 3 in async mode with a ``psycopg_pool.AsyncConnectionPool`` (opened lazily on the
+  first call, in the caller's event loop; a store serves one event loop). Connections are
+  checked when taken from the pool, so a connection the server dropped is replaced, not used;
+- the schema and its migrations are the SQLite store's (``migrations.py``, PostgreSQL dialect),
+  applied at the first call under a transaction-scoped advisory lock, so processes starting
+  together migrate once; every table is keyed by ``session_id`` first and shards unchanged;
+- every write is one transaction. An append locks its session row (``SELECT … FOR UPDATE``)
+  before comparing the row's ``next_seq`` with the expected seq, so concurrent writers to one
+  session queue on that row and every loser gets ``ConflictError`` with nothing written;
+- ``last()`` is one statement (one snapshot): a descent of the kind index per wanted kind;
+- leases are rows whose expiry is judged by the server's clock (``clock_timestamp()``), so
+  workers on machines with skewed clocks still agree;
+- every driver failure is a ``StoreError`` naming the server (never its password), chained
+  with ``from``. A connection lost during ``COMMIT`` leaves it unknown whether the transaction
+  committed: the caller re-reads the log (``get_session``) before writing again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import Any
+
+from ..errors import SessionNotFoundError, StoreError
+from ..log import LogEntry, Record, now
+from . import _sql as sql
+from .base import (
+    DEFAULT_LEASE_TTL,
+    Batch,
+    Lease,
+    SessionInfo,
+    check_fork,
+    check_info,
+    check_lease,
+    conflict,
+    decode_row,
+    encode_batch,
+    exists,
+    info_from_row,
+    kinds_list,
+    newest_model,
+    storable,
+)
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg_pool import AsyncConnectionPool
+
+    from ._postgres import describe, migrate, read_only_session
+except ImportError:  # pragma: no cover - the optional extra is not installed
+    _DRIVER = False
+else:
+    _DRIVER = True
+
+__all__ = ["PostgresStore"]
+
+_MAX_SEQ = 2**63 - 1
+#: Server time in seconds since the epoch, the clock leases are judged by.
+_CLOCK = "extract(epoch from clock_timestamp())::double precision"
+
+
+class PostgresStore:
+    """Sessions in a PostgreSQL database, for many workers (``pip install agentsession[postgres]``).
+
+    ``dsn`` is a libpq connection string or ``postgresql://`` URL. Nothing connects until the
+    first call, which opens the pool and migrates the schema. With ``read_only=True`` every
+    transaction is read-only and the schema is never changed (an older one is refused).
+    ``pool_size`` bounds the connections this store opens; ``timeout`` is how many seconds a
+    call waits for one.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        read_only: bool = False,
+        pool_size: int = 10,
+        timeout: float = 30.0,
+    ) -> None:
+        """Prepare the store; the first call connects."""
+        if not _DRIVER:
+            raise StoreError(
+                "PostgresStore needs psycopg 3 and psycopg_pool: install agentsession[postgres]"
+            )
+        self.dsn = dsn
+        self.read_only = read_only
+        self._name = describe(dsn)
+        self._pool_size = max(1, pool_size)
+        self._timeout = timeout
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+        self._opening = asyncio.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(<{self._name}>{', read_only=True' if self.read_only else ''})"
+
+    # -- connecting ------------------------------------------------------------------------
+
+    async def _ready(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+        async with self._opening:
+            if self._closed:
+                raise StoreError(f"{self._name} is closed")
+            if self._pool is not None:
+                return self._pool
+            try:
+                await migrate(self.dsn, self._name, self._timeout, self.read_only)
+                pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    kwargs={"autocommit": True},
+                    configure=read_only_session if self.read_only else None,
+                    check=AsyncConnectionPool.check_connection,
+                    timeout=self._timeout,
+                    open=False,
+                    name="agentsession",
+                )
+                await pool.open()
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot open {self._name}: {exc}") from exc
+            self._pool = pool
+            return pool
+
+    @contextlib.asynccontextmanager
+    async def _connection(
+        self, action: str, *, write: bool = False
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection (inside one transaction when ``write``); errors as ``StoreError``."""
+        pool = await self._ready()
+        try:
+            async with pool.connection() as conn:
+                if write:
+                    async with conn.transaction():
+                        yield conn
+                else:
+                    yield conn
+        except psycopg.Error as exc:
+            raise StoreError(f"{self._name}: {action} failed: {exc}") from exc
+
+    @staticmethod
+    async def _one(
+        conn: psycopg.AsyncConnection[Any], query: str, params: Sequence[Any]
+    ) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = await (await conn.execute(query, params)).fetchone()
+        return row
+
+    async def _row(
+        self, conn: psycopg.AsyncConnection[Any], session_id: str, lock: str = ""
+    ) -> SessionInfo:
+        row = await self._one(conn, sql.postgres(sql.SELECT_SESSION) + lock, (session_id,))
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return info_from_row(row)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    async def _insert(
+        self, conn: psycopg.AsyncConnection[Any], info: SessionInfo, next_seq: int, batch: Batch
+    ) -> None:
+        try:
+            async with conn.transaction():  # a savepoint: the caller's error is ours to name
+                await conn.execute(
+                    sql.postgres(sql.INSERT_SESSION),
+                    (
+                        info.id,
+                        info.created_at,
+                        info.updated_at,
+                        info.title,
+                        info.project_dir,
+                        next_seq,
+                        batch.messages,
+                        batch.last_model,
+                        info.file_version,
+                    ),
+                )
+        except pg_errors.UniqueViolation as exc:
+            raise exists(info.id) from exc
+
+    async def create_session(self, info: SessionInfo, entries: Sequence[LogEntry] = ()) -> None:
+        """Create a session holding ``entries`` in one transaction (see ``Store``)."""
+        check_info(info)
+        batch = encode_batch(entries)
+        async with self._connection(f"create session {info.id!r}", write=True) as conn:
+            await self._insert(conn, info, len(batch.rows), batch)
+            await self._insert_entries(conn, info.id, 0, batch)
+
+    async def get_session(self, session_id: str) -> SessionInfo:
+        """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        async with self._connection(f"read session {session_id!r}") as conn:
+            return await self._row(conn, session_id)
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """All sessions, most recently updated first (ties: newest created, then by id)."""
+        async with self._connection("list sessions") as conn:
+            rows = await (await conn.execute(sql.LIST_SESSIONS)).fetchall()
+        return [info_from_row(row) for row in rows]
+
+    async def set_title(self, session_id: str, title: str) -> None:
+        """Store the session's title (``updated_at`` is left alone: it tracks the log)."""
+        check_info(SessionInfo(session_id, "", "", title=title))
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        async with self._connection(f"set the title of session {session_id!r}") as conn:
+            cursor = await conn.execute(sql.postgres(sql.SET_TITLE), (title, session_id))
+            if cursor.rowcount == 0:
+                raise SessionNotFoundError(session_id)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete the session, its log and its lease in one transaction."""
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        async with self._connection(f"delete session {session_id!r}", write=True) as conn:
+            await self._row(conn, session_id, " FOR UPDATE")
+            for statement in sql.DELETE_SESSION:
+                await conn.execute(sql.postgres(statement), (session_id,))
+
+    async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
+        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``)."""
+        check_info(info)
+        if not storable(source_id):
+            raise SessionNotFoundError(source_id)
+        action = f"fork session {source_id!r} as {info.id!r}"
+        async with self._connection(action, write=True) as conn:
+            # FOR SHARE: no append to the source can slip in while its log is copied.
+            source = await self._row(conn, source_id, " FOR SHARE")
+            check_fork(source_id, source.next_seq, upto_seq)
+            forked = replace(info, file_version=source.file_version)
+            await self._insert(conn, forked, upto_seq + 1, Batch([], 0, None))
+            await conn.execute(sql.postgres(sql.COPY_ENTRIES), (info.id, source_id, upto_seq))
+            counted = await self._one(conn, sql.postgres(sql.COUNT_MESSAGES), (info.id,))
+            rows = await (
+                await conn.execute(sql.postgres(sql.LAST_MODEL_ROWS), (info.id,))
+            ).fetchall()
+            model = newest_model(info.id, rows)
+            await conn.execute(
+                sql.postgres(sql.SET_COUNTERS), (counted[0] if counted else 0, model, info.id)
+            )
+            return await self._row(conn, info.id)
+
+    # -- the log ---------------------------------------------------------------------------
+
+    async def _insert_entries(
+        self, conn: psycopg.AsyncConnection[Any], session_id: str, first: int, batch: Batch
+    ) -> None:
+        if not batch.rows:
+            return
+        stamp = now()
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                sql.postgres(sql.INSERT_ENTRY),
+                [(session_id, first + i, *row, stamp) for i, row in enumerate(batch.rows)],
+            )
+
+    async def append(
+        self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
+    ) -> list[Record]:
+        """Append ``entries`` at ``expected_seq``, ``expected_seq + 1``, … in one transaction.
+
+        ``ConflictError`` (nothing written) when the log's next seq is not ``expected_seq``,
+        ``SessionNotFoundError`` for an unknown session, ``StoreError`` when the database
+        refuses the write; in every failure case no entry of the batch is stored.
+        """
+        entries = list(entries)
+        batch = encode_batch(entries)
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        async with self._connection(f"append to session {session_id!r}", write=True) as conn:
+            # The row lock queues concurrent writers of this session behind each other.
+            next_seq = (await self._row(conn, session_id, " FOR UPDATE")).next_seq
+            if next_seq != expected_seq:
+                raise conflict(session_id, next_seq, expected_seq)
+            if batch.rows:
+                await self._insert_entries(conn, session_id, expected_seq, batch)
+                await conn.execute(
+                    sql.postgres(sql.UPDATE_AFTER_APPEND),
+                    (
+                        expected_seq + len(batch.rows),
+                        now(),
+                        batch.messages,
+                        batch.last_model,
+                        session_id,
+                    ),
+                )
+        return [Record(expected_seq + i, entry) for i, entry in enumerate(entries)]
+
+    async def read(
+        self,
+        session_id: str,
+        start: int = 0,
+        end: int | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Record]:
+        """Entries with ``start <= seq < end`` (optionally only of ``kinds``), in seq order.
+
+        ``SessionNotFoundError`` for an unknown session; ``CorruptEntryError`` naming the seq
+        of the first row that cannot be decoded.
+        """
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        wanted = kinds_list(kinds)
+        query = sql.READ_ENTRIES
+        params: list[Any] = [session_id, min(max(start, 0), _MAX_SEQ)]
+        if end is not None:
+            query += " AND seq < ?"
+            params.append(min(max(end, 0), _MAX_SEQ))
+        if wanted is not None:
+            query += " AND kind = ANY(?)"
+            params.append(wanted)
+        query += " ORDER BY seq"
+        async with self._connection(f"read session {session_id!r}") as conn:
+            rows = await (await conn.execute(sql.postgres(query), params)).fetchall()
+            if not rows:
+                await self._require(conn, session_id)
+        return [decode_row(session_id, *row) for row in rows]
+
+    async def _require(self, conn: psycopg.AsyncConnection[Any], session_id: str) -> None:
+        if await self._one(conn, sql.postgres(sql.SESSION_EXISTS), (session_id,)) is None:
+            raise SessionNotFoundError(session_id)
+
+    async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+        """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        wanted = kinds_list(kinds) or []
+        async with self._connection(f"read session {session_id!r}") as conn:
+            row = await self._one(
+                conn,
+                "SELECT e.seq, e.kind, e.version, e.data FROM entries e"
+                " WHERE e.session_id = %(s)s AND e.seq = ("
+                "  SELECT max((SELECT max(seq) FROM entries"
+                "              WHERE session_id = %(s)s AND kind = k.kind))"
+                "  FROM unnest(%(k)s::text[]) AS k(kind))",
+                {"s": session_id, "k": wanted},  # type: ignore[arg-type]
+            )
+            if row is None:
+                await self._require(conn, session_id)
+                return None
+        return decode_row(session_id, *row)
+
+    # -- leases ----------------------------------------------------------------------------
+
+    async def acquire_lease(
+        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> bool:
+        """Take the lease when free, expired or already ``owner``'s (see ``Store``)."""
+        check_lease(owner, ttl)
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        async with self._connection(f"take the lease of session {session_id!r}") as conn:
+            try:
+                cursor = await conn.execute(
+                    "INSERT INTO leases (session_id, owner, expires_at)"
+                    f" VALUES (%s, %s, {_CLOCK} + %s)"
+                    " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
+                    " expires_at = excluded.expires_at"
+                    f" WHERE leases.owner = excluded.owner OR leases.expires_at <= {_CLOCK}",
+                    (session_id, owner, float(ttl)),
+                )
+            except pg_errors.ForeignKeyViolation as exc:
+                raise SessionNotFoundError(session_id) from exc
+            return cursor.rowcount == 1
+
+    async def renew_lease(
+        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> bool:
+        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none."""
+        check_lease(owner, ttl)
+        if not storable(session_id):
+            return False
+        async with self._connection(f"renew the lease of session {session_id!r}") as conn:
+            cursor = await conn.execute(
+                f"UPDATE leases SET expires_at = {_CLOCK} + %s"
+                " WHERE session_id = %s AND owner = %s",
+                (float(ttl), session_id, owner),
+            )
+            return cursor.rowcount == 1
+
+    async def release_lease(self, session_id: str, owner: str) -> bool:
+        """Give ``owner``'s lease up; ``False`` if it was not theirs."""
+        if not storable(session_id) or not storable(owner):
+            return False
+        async with self._connection(f"release the lease of session {session_id!r}") as conn:
+            cursor = await conn.execute(
+                "DELETE FROM leases WHERE session_id = %s AND owner = %s", (session_id, owner)
+            )
+            return cursor.rowcount == 1
+
+    async def lease_of(self, session_id: str) -> Lease | None:
+        """The unexpired lease of the session, or ``None``."""
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        query = sql.postgres(sql.LEASE_OF).replace("%s", _CLOCK, 1)
+        async with self._connection(f"read the lease of session {session_id!r}") as conn:
+            row = await self._one(conn, query, (session_id,))
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the pool (idempotent); later calls raise ``StoreError``."""
+        async with self._opening:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

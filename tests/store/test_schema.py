@@ -1,0 +1,69 @@
+"""The schema, as both dialects build it: every table keyed by ``session_id`` first.
+
+That is what lets the PostgreSQL schema be distributed by ``session_id`` (e.g. with Citus)
+without a change, and what keeps every per-session read an index range on one key prefix.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agentsession.store import PostgresStore, SQLiteStore
+
+from . import pg
+
+TABLES = {"sessions", "entries", "leases"}
+
+
+def sqlite_primary_keys(path: Path) -> dict[str, list[str]]:
+    conn = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        keys = {}
+        for table in tables:
+            columns = conn.execute(f"PRAGMA table_info({table})").fetchall()
+            keys[table] = [c[1] for c in sorted(columns, key=lambda c: c[5]) if c[5] > 0]
+        return keys
+    finally:
+        conn.close()
+
+
+def postgres_primary_keys(dsn: str) -> dict[str, list[str]]:
+    rows = pg.run(
+        dsn,
+        "SELECT c.relname, a.attname FROM pg_index i"
+        " JOIN pg_class c ON c.oid = i.indrelid"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position) ON true"
+        " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum"
+        " WHERE i.indisprimary AND n.nspname = current_schema()"
+        " ORDER BY c.relname, k.position",
+    )
+    keys: dict[str, list[str]] = {}
+    for table, column in rows:
+        keys.setdefault(table, []).append(column)
+    return keys
+
+
+@pytest.mark.parametrize(
+    "dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_every_table_is_keyed_by_session_id_first(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if dialect == "sqlite":
+        await SQLiteStore(tmp_path / "s.db").close()
+        keys = sqlite_primary_keys(tmp_path / "s.db")
+    else:
+        dsn = request.getfixturevalue("pg_dsn")
+        store = PostgresStore(dsn)
+        await store.list_sessions()
+        await store.close()
+        keys = postgres_primary_keys(dsn)
+    assert set(keys) == TABLES | {"schema_migrations"}
+    for table in TABLES:
+        assert keys[table][0] == "session_id", (table, keys[table])
+    assert keys["entries"] == ["session_id", "seq"]
