@@ -10,12 +10,13 @@ convenience: nothing here may fail a finished turn. This is one extra model call
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 from .providers.base import Model, complete
 from .request import Message, Request, UserMessage, text_of
 
-__all__ = ["TITLE_INSTRUCTIONS", "Titler", "heuristic_title"]
+__all__ = ["TITLE_INSTRUCTIONS", "Titler", "clean_title", "heuristic_title"]
 
 TITLE_INSTRUCTIONS = (
     "Name the conversation below in at most six words. Reply with the title only: no quotes, "
@@ -24,9 +25,17 @@ TITLE_INSTRUCTIONS = (
 _INPUT_CHARS = 4_000
 
 
+def clean_title(text: str) -> str:
+    """``text`` without control characters or lone surrogates: a title is one plain line."""
+    kept = "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") else ch for ch in text
+    )
+    return " ".join(kept.split())
+
+
 def heuristic_title(text: str) -> str:
     """The first words of ``text``, shortened to a title."""
-    words = text.split()
+    words = clean_title(text).split()
     title = " ".join(words[:8])
     return title[:60] + ("…" if len(title) > 60 or len(words) > 8 else "")
 
@@ -61,5 +70,5 @@ class Titler:
             done = await complete(self._model, request)
         except Exception:  # a title is a convenience: its model failing must not fail the turn
             return fallback
-        title = done.message.content.strip().strip("\"'").strip()
+        title = clean_title(done.message.content).strip("\"'").strip()
         return title[:80] if title else fallback

@@ -30,7 +30,25 @@ from typing import Any
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
-from . import _sql as sql
+from ._sql import (
+    COPY_ENTRIES,
+    COUNT_MESSAGES,
+    DELETE_SESSION,
+    INSERT_ENTRY,
+    INSERT_SESSION,
+    LAST_MODEL_ROWS,
+    LEASE_OF,
+    LIST_SESSIONS,
+    READ_ENTRIES,
+    SELECT_SESSION,
+    SESSION_EXISTS,
+    SET_COUNTERS,
+    SET_TITLE,
+    UPDATE_AFTER_APPEND,
+)
+from ._sql import (
+    postgres as sql_postgres,
+)
 from .base import (
     DEFAULT_LEASE_TTL,
     Batch,
@@ -155,7 +173,7 @@ class PostgresStore:
     async def _row(
         self, conn: psycopg.AsyncConnection[Any], session_id: str, lock: str = ""
     ) -> SessionInfo:
-        row = await self._one(conn, sql.postgres(sql.SELECT_SESSION) + lock, (session_id,))
+        row = await self._one(conn, sql_postgres(SELECT_SESSION) + lock, (session_id,))
         if row is None:
             raise SessionNotFoundError(session_id)
         return info_from_row(row)
@@ -168,7 +186,7 @@ class PostgresStore:
         try:
             async with conn.transaction():  # a savepoint: the caller's error is ours to name
                 await conn.execute(
-                    sql.postgres(sql.INSERT_SESSION),
+                    sql_postgres(INSERT_SESSION),
                     (
                         info.id,
                         info.created_at,
@@ -202,7 +220,7 @@ class PostgresStore:
     async def list_sessions(self) -> list[SessionInfo]:
         """All sessions, most recently updated first (ties: newest created, then by id)."""
         async with self._connection("list sessions") as conn:
-            rows = await (await conn.execute(sql.LIST_SESSIONS)).fetchall()
+            rows = await (await conn.execute(LIST_SESSIONS)).fetchall()
         return [info_from_row(row) for row in rows]
 
     async def set_title(self, session_id: str, title: str) -> None:
@@ -211,7 +229,7 @@ class PostgresStore:
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         async with self._connection(f"set the title of session {session_id!r}") as conn:
-            cursor = await conn.execute(sql.postgres(sql.SET_TITLE), (title, session_id))
+            cursor = await conn.execute(sql_postgres(SET_TITLE), (title, session_id))
             if cursor.rowcount == 0:
                 raise SessionNotFoundError(session_id)
 
@@ -221,8 +239,8 @@ class PostgresStore:
             raise SessionNotFoundError(session_id)
         async with self._connection(f"delete session {session_id!r}", write=True) as conn:
             await self._row(conn, session_id, " FOR UPDATE")
-            for statement in sql.DELETE_SESSION:
-                await conn.execute(sql.postgres(statement), (session_id,))
+            for statement in DELETE_SESSION:
+                await conn.execute(sql_postgres(statement), (session_id,))
 
     async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
         """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``)."""
@@ -236,14 +254,12 @@ class PostgresStore:
             check_fork(source_id, source.next_seq, upto_seq)
             forked = replace(info, file_version=source.file_version)
             await self._insert(conn, forked, upto_seq + 1, Batch([], 0, None))
-            await conn.execute(sql.postgres(sql.COPY_ENTRIES), (info.id, source_id, upto_seq))
-            counted = await self._one(conn, sql.postgres(sql.COUNT_MESSAGES), (info.id,))
-            rows = await (
-                await conn.execute(sql.postgres(sql.LAST_MODEL_ROWS), (info.id,))
-            ).fetchall()
+            await conn.execute(sql_postgres(COPY_ENTRIES), (info.id, source_id, upto_seq))
+            counted = await self._one(conn, sql_postgres(COUNT_MESSAGES), (info.id,))
+            rows = await (await conn.execute(sql_postgres(LAST_MODEL_ROWS), (info.id,))).fetchall()
             model = newest_model(info.id, rows)
             await conn.execute(
-                sql.postgres(sql.SET_COUNTERS), (counted[0] if counted else 0, model, info.id)
+                sql_postgres(SET_COUNTERS), (counted[0] if counted else 0, model, info.id)
             )
             return await self._row(conn, info.id)
 
@@ -257,7 +273,7 @@ class PostgresStore:
         stamp = now()
         async with conn.cursor() as cursor:
             await cursor.executemany(
-                sql.postgres(sql.INSERT_ENTRY),
+                sql_postgres(INSERT_ENTRY),
                 [(session_id, first + i, *row, stamp) for i, row in enumerate(batch.rows)],
             )
 
@@ -282,7 +298,7 @@ class PostgresStore:
             if batch.rows:
                 await self._insert_entries(conn, session_id, expected_seq, batch)
                 await conn.execute(
-                    sql.postgres(sql.UPDATE_AFTER_APPEND),
+                    sql_postgres(UPDATE_AFTER_APPEND),
                     (
                         expected_seq + len(batch.rows),
                         now(),
@@ -308,7 +324,7 @@ class PostgresStore:
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         wanted = kinds_list(kinds)
-        query = sql.READ_ENTRIES
+        query = READ_ENTRIES
         params: list[Any] = [session_id, min(max(start, 0), _MAX_SEQ)]
         if end is not None:
             query += " AND seq < ?"
@@ -318,13 +334,13 @@ class PostgresStore:
             params.append(wanted)
         query += " ORDER BY seq"
         async with self._connection(f"read session {session_id!r}") as conn:
-            rows = await (await conn.execute(sql.postgres(query), params)).fetchall()
+            rows = await (await conn.execute(sql_postgres(query), params)).fetchall()
             if not rows:
                 await self._require(conn, session_id)
         return [decode_row(session_id, *row) for row in rows]
 
     async def _require(self, conn: psycopg.AsyncConnection[Any], session_id: str) -> None:
-        if await self._one(conn, sql.postgres(sql.SESSION_EXISTS), (session_id,)) is None:
+        if await self._one(conn, sql_postgres(SESSION_EXISTS), (session_id,)) is None:
             raise SessionNotFoundError(session_id)
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
@@ -399,7 +415,7 @@ class PostgresStore:
         """The unexpired lease of the session, or ``None``."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        query = sql.postgres(sql.LEASE_OF).replace("%s", _CLOCK, 1)
+        query = sql_postgres(LEASE_OF).replace("%s", _CLOCK, 1)
         async with self._connection(f"read the lease of session {session_id!r}") as conn:
             row = await self._one(conn, query, (session_id,))
         if row is None:

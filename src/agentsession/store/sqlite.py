@@ -37,7 +37,22 @@ from typing import Any, TypeVar
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
-from . import _sql as sql
+from ._sql import (
+    COPY_ENTRIES,
+    COUNT_MESSAGES,
+    DELETE_SESSION,
+    INSERT_ENTRY,
+    INSERT_SESSION,
+    LAST_MODEL_ROWS,
+    LEASE_OF,
+    LIST_SESSIONS,
+    READ_ENTRIES,
+    SELECT_SESSION,
+    SESSION_EXISTS,
+    SET_COUNTERS,
+    SET_TITLE,
+    UPDATE_AFTER_APPEND,
+)
 from ._sqlite import default_path, open_database, reading, writing
 from .base import (
     DEFAULT_LEASE_TTL,
@@ -70,7 +85,7 @@ def _insert_session(
 ) -> None:
     try:
         conn.execute(
-            sql.INSERT_SESSION,
+            INSERT_SESSION,
             (
                 info.id,
                 info.created_at,
@@ -140,12 +155,12 @@ class SQLiteStore:
 
     @staticmethod
     def _require_session(conn: sqlite3.Connection, session_id: str) -> None:
-        if conn.execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is None:
+        if conn.execute(SESSION_EXISTS, (session_id,)).fetchone() is None:
             raise SessionNotFoundError(session_id)
 
     @staticmethod
     def _row(conn: sqlite3.Connection, session_id: str) -> SessionInfo:
-        row = conn.execute(sql.SELECT_SESSION, (session_id,)).fetchone()
+        row = conn.execute(SELECT_SESSION, (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id)
         return info_from_row(row)
@@ -162,7 +177,7 @@ class SQLiteStore:
                 _insert_session(conn, info, len(batch.rows), batch)
                 stamp = now()
                 conn.executemany(
-                    sql.INSERT_ENTRY,
+                    INSERT_ENTRY,
                     [(info.id, seq, *row, stamp) for seq, row in enumerate(batch.rows)],
                 )
 
@@ -180,7 +195,7 @@ class SQLiteStore:
         """All sessions, most recently updated first (ties: newest created, then by id)."""
 
         def op(conn: sqlite3.Connection) -> list[SessionInfo]:
-            return [info_from_row(row) for row in conn.execute(sql.LIST_SESSIONS)]
+            return [info_from_row(row) for row in conn.execute(LIST_SESSIONS)]
 
         return await self._run("list sessions", op)
 
@@ -189,7 +204,7 @@ class SQLiteStore:
         check_info(SessionInfo(session_id, "", "", title=title))
 
         def op(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(sql.SET_TITLE, (title, session_id))
+            cursor = conn.execute(SET_TITLE, (title, session_id))
             if cursor.rowcount == 0:
                 raise SessionNotFoundError(session_id)
 
@@ -201,7 +216,7 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
                 self._require_session(conn, session_id)
-                for statement in sql.DELETE_SESSION:
+                for statement in DELETE_SESSION:
                     conn.execute(statement, (session_id,))
 
         await self._run(f"delete session {session_id!r}", op, session_id)
@@ -216,10 +231,10 @@ class SQLiteStore:
                 check_fork(source_id, source.next_seq, upto_seq)
                 forked = replace(info, file_version=source.file_version)
                 _insert_session(conn, forked, upto_seq + 1, Batch([], 0, None))
-                conn.execute(sql.COPY_ENTRIES, (info.id, source_id, upto_seq))
-                counted = conn.execute(sql.COUNT_MESSAGES, (info.id,)).fetchone()[0]
-                model = newest_model(info.id, conn.execute(sql.LAST_MODEL_ROWS, (info.id,)))
-                conn.execute(sql.SET_COUNTERS, (counted, model, info.id))
+                conn.execute(COPY_ENTRIES, (info.id, source_id, upto_seq))
+                counted = conn.execute(COUNT_MESSAGES, (info.id,)).fetchone()[0]
+                model = newest_model(info.id, conn.execute(LAST_MODEL_ROWS, (info.id,)))
+                conn.execute(SET_COUNTERS, (counted, model, info.id))
 
         await self._run(f"fork session {source_id!r} as {info.id!r}", op, source_id)
         return await self.get_session(info.id)
@@ -249,14 +264,14 @@ class SQLiteStore:
                     return
                 stamp = now()
                 conn.executemany(
-                    sql.INSERT_ENTRY,
+                    INSERT_ENTRY,
                     [
                         (session_id, expected_seq + i, *row, stamp)
                         for i, row in enumerate(batch.rows)
                     ],
                 )
                 conn.execute(
-                    sql.UPDATE_AFTER_APPEND,
+                    UPDATE_AFTER_APPEND,
                     (
                         expected_seq + len(batch.rows),
                         stamp,
@@ -282,7 +297,7 @@ class SQLiteStore:
         of the first row that cannot be decoded.
         """
         wanted = kinds_list(kinds)
-        query = sql.READ_ENTRIES
+        query = READ_ENTRIES
         params: list[Any] = [session_id, min(max(start, 0), _MAX_SEQ)]
         if end is not None:
             query += " AND seq < ?"
@@ -389,7 +404,7 @@ class SQLiteStore:
         """The unexpired lease of the session, or ``None``."""
 
         def op(conn: sqlite3.Connection) -> Lease | None:
-            row = conn.execute(sql.LEASE_OF, (time.time(), session_id)).fetchone()
+            row = conn.execute(LEASE_OF, (time.time(), session_id)).fetchone()
             if row is None:
                 raise SessionNotFoundError(session_id)
             return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))
