@@ -65,7 +65,7 @@ class Config:
         """The elision chunk in use: the configured one, or half the window cap."""
         if self.elision_chunk is not None:
             return self.elision_chunk
-        return max(1, (self.max_transcript_messages - 1) // 2)
+        return max(1, (self.max_transcript_messages + 1) // 2)
 
     def __post_init__(self) -> None:
         positive = {
