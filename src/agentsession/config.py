@@ -24,6 +24,8 @@ class Config:
     ``elision_chunk`` is how many counted messages the elision edge of a turn longer than the
     window moves at once (default: half the cap), so such a turn keeps its prefix for several
     steps; 1 elides as little as possible at every step.
+    ``lease_ttl`` is how many seconds a session's lease lasts without renewal: another process
+    may drive (and recover) a session only after its holder released it or let it expire.
     ``titles=False`` turns off the one extra model call that names a session after its first
     turn (the first words of the first prompt are used instead). ``environment`` lists the facts
     ``core.environment`` states: ``"cwd"`` (it sends the working directory's path to the
@@ -53,6 +55,7 @@ class Config:
     reserve_output_tokens: int | None = None
     titles: bool = True
     elision_chunk: int | None = None
+    lease_ttl: float = 30.0
     environment: tuple[str, ...] = ("cwd", "platform", "git")
     load_project_instructions: bool = True
     max_tool_result_chars: int | None = 40_000
@@ -78,6 +81,8 @@ class Config:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UsageError(f"Config.{name} must be a positive integer, got {value!r}")
+        if isinstance(self.lease_ttl, bool) or not self.lease_ttl > 0:
+            raise UsageError(f"Config.lease_ttl must be a positive number, got {self.lease_ttl!r}")
         chunk = self.elision_chunk
         if chunk is not None and (
             not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1

@@ -10,6 +10,7 @@ registering a component affects the next request of every session.
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from os import PathLike
@@ -27,6 +28,7 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .deps import SessionDeps
 from .errors import UsageError
+from .leases import live_lease
 from .log import (
     STATE_KINDS,
     TRANSCRIPT_KINDS,
@@ -43,6 +45,7 @@ from .providers.base import Model
 from .recovery import closing_entries
 from .session import Session
 from .store.base import SessionInfo, Store
+from .store.session_file import import_session
 from .sync import run_sync
 from .titles import Titler
 from .tools import Tool
@@ -100,6 +103,7 @@ class Runtime:
         )
         # Each feature that gives sessions tools or context of their own adds one factory.
         self._sources: list[SourceFactory] = []
+        self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -142,7 +146,9 @@ class Runtime:
         await self.store.create_session(info)
         writer = LogWriter(self.store, info.id, 0, [], [])
         parts = build_parts(self._deps, info.id, self.project_dir, (), self._sources)
-        return Session(self._deps, info, model, writer, parts)
+        return self._track(
+            Session(self._deps, info, model, writer, parts, opener=self.open_session)
+        )
 
     async def open_session(self, session_id: str, *, model: Model | None = None) -> Session:
         """A stored session (``SessionNotFoundError`` when there is none), in any process.
@@ -161,9 +167,11 @@ class Runtime:
         state = [r.entry for r in records]
         parts = build_parts(self._deps, info.id, self.project_dir, state, self._sources)
         # A step a dead process left unfinished is recorded at the next write (opening never
-        # writes); meanwhile the transcript already shows its calls as interrupted.
-        closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
-        writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
+        # writes); meanwhile the transcript already shows its calls as interrupted — unless a
+        # live process holds the session's lease: then the step is running, not dead.
+        if await live_lease(self.store, session_id) is None:
+            closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
+            writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
         chosen = model or self._model
         named = await self._named_model(session_id, records)
         switch = None
@@ -171,7 +179,25 @@ class Runtime:
             # Recorded with the next admission, not now: opening a session to read it never
             # writes. The next request starts a new epoch for the chosen model either way.
             switch = ModelSwitched(chosen.name, named, now())
-        return Session(self._deps, info, chosen, writer, parts, switch=switch)
+        session = Session(
+            self._deps, info, chosen, writer, parts, switch=switch, opener=self.open_session
+        )
+        return self._track(session)
+
+    def _track(self, session: Session) -> Session:
+        self._sessions.add(session)
+        return session
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session, its whole log and its lease (``SessionNotFoundError`` if unknown)."""
+        await self.store.delete_session(session_id)
+
+    async def import_session(
+        self, path: str | PathLike[str], *, new_id: str | None = None
+    ) -> Session:
+        """Import a JSON Lines session file (all or nothing) and open the session."""
+        session_id = await import_session(self.store, path, new_id=new_id)
+        return await self.open_session(session_id)
 
     async def _named_model(self, session_id: str, records: list[Record]) -> str:
         """The model the log says the session talked to last ("" when it never did)."""
@@ -200,7 +226,9 @@ class Runtime:
         return run_sync(self.open_session(session_id))
 
     async def close(self) -> None:
-        """Close the store."""
+        """Release the leases of the sessions handed out, then close the store."""
+        for session in list(self._sessions):
+            await session.close()
         await self.store.close()
 
     def close_sync(self) -> None:

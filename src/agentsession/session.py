@@ -1,12 +1,11 @@
-"""Session: the public operations on one durable session, and the guard around each turn.
+"""Session: the public operations on one durable session.
 
 ``stream()`` runs one prompt as a ``Turn`` and yields its events; ``prompt()``, ``retry()`` and
-``resume()`` drain the same stream. Every operation that writes holds the session exclusively
-(``_exclusive``): refused while a turn runs, while refused writes are pending or while a tool
-call waits for approval. However a turn ends — finished, failed, cancelled (task cancel, a
-timeout, leaving ``stream()`` early, ``session.cancel()``) — the session is left consistent with
-its store: a write that committed while being cancelled is picked up, and an abandoned step is
-recorded as interrupted by cancellation, so the same object takes the next prompt.
+``resume()`` drain the same stream. Every operation that writes goes through the session's
+``Guard``: one at a time, the lease held, and settled however it ends — finished, failed or
+cancelled (task cancel, a timeout, leaving ``stream()`` early, ``session.cancel()``) — so the
+same object always takes the next prompt. ``retry()`` re-sends a failed step only when the
+rebuilt request is the one that was dispatched (digest); otherwise it says what changed.
 
 The session owns no storage logic: its ``LogWriter`` knows what is durable, what is pending and
 which seq comes next; ``recovery`` says how an unfinished step is closed; ``SessionParts`` hold its
@@ -15,10 +14,11 @@ permission gate, tools and context sources. Everything else comes in one ``Sessi
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+import os
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from .admission import Admitter
@@ -32,8 +32,10 @@ from .events import (
     TurnFinished,
     TurnStream,
 )
+from .guard import Guard
 from .hygiene import prompt_content
 from .inspect import what_changed
+from .leases import LeaseKeeper
 from .log import (
     ApprovalDecided,
     AssistantEntry,
@@ -50,7 +52,9 @@ from .providers.base import Model, Preparable
 from .recovery import Cause, closing_entries, step_state
 from .request import AssistantMessage, ContentPart, Message, Request, ToolCall, digest
 from .store.base import SessionInfo
+from .store.session_file import export_session
 from .sync import run_sync
+from .titles import clean_title
 from .turn import Start, Turn, approval_of
 from .writer import LogWriter
 
@@ -69,6 +73,7 @@ class Session:
         parts: SessionParts,
         *,
         switch: ModelSwitched | None = None,
+        opener: Callable[[str], Awaitable[Session]] | None = None,
     ) -> None:
         self._deps = deps
         self._info = info
@@ -76,12 +81,14 @@ class Session:
         self._writer = writer
         self._parts = parts
         self._admitter = Admitter(deps, writer, parts)
-        self._busy = False
         self._held = False
-        self._task: asyncio.Task[object] | None = None
         self._last_dispatch: Dispatch | None = None
         self._last_dispatch_known = False
-        self._abandoned: asyncio.Task[None] | None = None
+        self._lease = LeaseKeeper(deps.store, info.id, deps.config.lease_ttl)
+        self._guard = Guard(
+            info.id, writer, parts.gate, self._lease, lambda: self._recover("cancelled")
+        )
+        self._opener = opener
         self._switch = switch
         if switch is not None:
             self._admitter.epoch_reason = "model_switch"
@@ -116,7 +123,7 @@ class Session:
     @property
     def busy(self) -> bool:
         """Whether a turn is running."""
-        return self._busy
+        return self._guard.busy
 
     @property
     def pending(self) -> int:
@@ -168,7 +175,7 @@ class Session:
         Leaving the loop early cancels the turn: it is recorded as interrupted by cancellation
         and the session takes the next operation.
         """
-        return TurnStream(self._stream(text, skills), self._abandon)
+        return TurnStream(self._stream(text, skills), self._guard.abandon)
 
     async def _stream(
         self, text: str | Sequence[ContentPart], skills: Sequence[str]
@@ -176,7 +183,7 @@ class Session:
         if skills:
             raise UsageError("skill selection is not available yet in this version")
         user = UserEntry(prompt_content(text), timestamp=now())
-        async with self._exclusive():
+        async with self._guard.exclusive():
             self._ready()
             await self._recover()
             async for event in self._run([user, *self._metadata()], "new"):
@@ -199,7 +206,7 @@ class Session:
         return await _drain(self._resume())
 
     async def _resume(self) -> AsyncIterator[Event]:
-        async with self._exclusive(allow_waiting=True):
+        async with self._guard.exclusive(allow_waiting=True):
             self._ready()
             waiting = self._parts.gate.waiting()
             if waiting:
@@ -253,8 +260,9 @@ class Session:
         Raises ``StoreError`` again (keeping them) while the store still refuses. Afterwards
         ``retry()`` continues an unfinished turn.
         """
-        if self._busy:
+        if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._lease.hold()
         return await self._writer.flush()
 
     async def compact(self) -> bool:
@@ -263,7 +271,7 @@ class Session:
         The summary opens a new epoch with a freshly rendered baseline; earlier history stays in
         the log. Returns ``False`` when there is nothing before the kept turns to summarise.
         """
-        async with self._exclusive():
+        async with self._guard.exclusive():
             await self._recover()
             return await self._admitter.compact(await self._admitter.sample(), self.model)
 
@@ -271,7 +279,7 @@ class Session:
         """Talk to ``model`` from the next request on; that request starts a new epoch."""
         if not isinstance(model, Model):
             raise UsageError(f"expected a Model, got {type(model).__name__}")
-        async with self._exclusive(allow_waiting=True):
+        async with self._guard.exclusive(allow_waiting=True):
             previous = self._model.name if self._model is not None else ""
             if self._switch is not None:
                 previous, self._switch = self._switch.previous, None
@@ -286,7 +294,7 @@ class Session:
         One ``permission_changed`` entry per effective change is committed with the next
         admission; setting the preset in effect changes nothing.
         """
-        self._check_idle()
+        self._guard.check_idle()
         self._parts.gate.set(name)
 
     async def approve(self, call_id: str, *, always: bool = False) -> None:
@@ -298,69 +306,71 @@ class Session:
         await self._answer(call_id, approved=False, always=False, note=note)
 
     async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
-        if self._busy:
+        if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._lease.hold()
         if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
             raise UsageError(f"no tool call {call_id!r} is waiting for approval")
         entry = ApprovalDecided(call_id, approved, always, note, now())
         await self._writer.append([entry])
         self._parts.gate.record(entry)
 
+    # -- management ---------------------------------------------------------------------------
+
+    async def rename(self, title: str) -> None:
+        """Give the session a title of your own (replacing a generated one)."""
+        cleaned = clean_title(title)
+        if not cleaned:
+            raise UsageError("a title needs some text")
+        await self._deps.store.set_title(self.id, cleaned)
+        self._info = replace(self._info, title=cleaned)
+
+    async def fork(self, at_seq: int | None = None) -> Session:
+        """A new session whose log is a copy of this one up to entry ``at_seq`` (default: all).
+
+        The fork is independent from then on: a branch of the conversation to try another way.
+        """
+        if self._writer.pending:
+            raise SessionBusyError(f"session {self.id} has entries to flush() before a fork")
+        upto = self._writer.next_seq - 1 if at_seq is None else at_seq
+        info = SessionInfo(
+            id=uuid.uuid4().hex,
+            created_at=now(),
+            updated_at=now(),
+            title=f"{self.title} (fork)" if self.title else None,
+            project_dir=self._info.project_dir,
+        )
+        forked = await self._deps.store.fork_session(self.id, info, upto)
+        return await self._open(forked.id)
+
+    async def export(self, path: str | os.PathLike[str]) -> int:
+        """Write the session to a JSON Lines session file; returns how many entries it holds."""
+        return await export_session(self._deps.store, self.id, path)
+
+    async def refresh(self) -> None:
+        """Catch up with what other processes committed (after a ``ConflictError``)."""
+        if self._guard.busy:
+            raise SessionBusyError(f"session {self.id} is running a turn")
+        fresh = await self._open(self.id)
+        self._info, self._writer, self._parts = fresh._info, fresh._writer, fresh._parts
+        self._admitter = Admitter(self._deps, self._writer, self._parts)
+        self._guard.writer, self._guard.gate = self._writer, self._parts.gate
+        self._last_dispatch_known = False
+        self._held = False
+
+    async def close(self) -> None:
+        """Release the session's lease so another process may drive it right away."""
+        with contextlib.suppress(Exception):
+            await self._lease.release()
+
+    async def _open(self, session_id: str) -> Session:
+        if self._opener is None:
+            raise UsageError("this session was not opened through a Runtime")
+        return await self._opener(session_id)
+
     def cancel(self) -> bool:
         """Cancel the running turn; ``False`` when none runs. The session stays usable."""
-        task = self._task
-        if task is None or task.done():
-            return False
-        loop = task.get_loop()
-        loop.call_soon_threadsafe(task.cancel)
-        return True
-
-    # -- the guard ----------------------------------------------------------------------------
-
-    def _check_idle(self, *, allow_waiting: bool = False) -> None:
-        if self._busy:
-            raise SessionBusyError(f"session {self.id} is running a turn")
-        if self._writer.pending:
-            raise SessionBusyError(
-                f"session {self.id} has {len(self._writer.pending)} entries the store refused;"
-                " call session.flush() first"
-            )
-        waiting = self._parts.gate.waiting()
-        if waiting and not allow_waiting:
-            raise SessionBusyError(
-                f"session {self.id} has a tool call waiting for approval ({waiting[0].name},"
-                f" {waiting[0].call_id}): approve() or deny() it, then resume()"
-            )
-
-    @contextlib.asynccontextmanager
-    async def _exclusive(self, *, allow_waiting: bool = False) -> AsyncIterator[None]:
-        """Hold the session for one operation; settle it however the operation ends."""
-        abandoned, self._abandoned = self._abandoned, None
-        if abandoned is not None:
-            # A stream left early is being closed: let it record its cancellation first.
-            await asyncio.shield(abandoned)
-        self._check_idle(allow_waiting=allow_waiting)
-        self._busy = True
-        self._task = asyncio.current_task()
-        try:
-            yield
-        except (asyncio.CancelledError, GeneratorExit):
-            await self._settle_cancelled()
-            raise
-        finally:
-            self._busy = False
-            self._task = None
-
-    async def _settle_cancelled(self) -> None:
-        """After a cancellation: catch up with the store and record the abandoned step."""
-        with contextlib.suppress(Exception):
-            await self._writer.resync()
-            if not self._writer.pending:
-                await self._recover("cancelled")
-
-    def _abandon(self, closing: asyncio.Task[None]) -> None:
-        """A stream was left early; ``closing`` settles its turn (awaited by the next operation)."""
-        self._abandoned = closing
+        return self._guard.cancel()
 
     def _metadata(self) -> list[LogEntry]:
         """Changes recorded while idle that the next admission commits (switch, presets)."""
