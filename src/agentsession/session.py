@@ -43,7 +43,7 @@ from .recovery import Cause, closing_entries, step_state
 from .request import AssistantMessage, ContentPart, Message, Request, TextPart, ToolCall, digest
 from .store.base import SessionInfo
 from .sync import run_sync
-from .turn import Start, Turn, approval_of
+from .turn import Start, Turn, approval_of, paused_for_approval
 from .writer import LogWriter
 
 __all__ = ["Session"]
@@ -272,11 +272,15 @@ class Session:
         self._parts.gate.set(name)
 
     async def approve(self, call_id: str, *, always: bool = False) -> None:
-        """Approve a waiting tool call (``always``: this tool for the rest of the session)."""
+        """Approve a waiting tool call (``always``: this tool for the rest of the session).
+
+        ``resume()`` then runs it; the answer is stored right before the call runs, so a
+        restart before ``resume()`` asks again rather than guess whether the call started.
+        """
         await self._answer(call_id, approved=True, always=always, note="")
 
     async def deny(self, call_id: str, note: str = "") -> None:
-        """Deny a waiting tool call; the model reads that the user denied it."""
+        """Deny a waiting tool call; after ``resume()`` the model reads that the user denied it."""
         await self._answer(call_id, approved=False, always=False, note=note)
 
     async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
@@ -284,9 +288,7 @@ class Session:
             raise SessionBusyError(f"session {self.id} is running a turn")
         if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
             raise UsageError(f"no tool call {call_id!r} is waiting for approval")
-        entry = ApprovalDecided(call_id, approved, always, note, now())
-        await self._writer.append([entry])
-        self._parts.gate.record(entry)
+        self._parts.gate.answer(ApprovalDecided(call_id, approved, always, note, now()))
 
     def cancel(self) -> bool:
         """Cancel the running turn; ``False`` when none runs. The session stays usable."""
@@ -307,11 +309,18 @@ class Session:
                 f"session {self.id} has {len(self._writer.pending)} entries the store refused;"
                 " call session.flush() first"
             )
+        if allow_waiting:
+            return
         waiting = self._parts.gate.waiting()
-        if waiting and not allow_waiting:
+        if waiting:
             raise SessionBusyError(
                 f"session {self.id} has a tool call waiting for approval ({waiting[0].name},"
                 f" {waiting[0].call_id}): approve() or deny() it, then resume()"
+            )
+        if self._parts.gate.paused():
+            raise SessionBusyError(
+                f"session {self.id} has a turn paused for approval whose calls are answered:"
+                " call resume() to finish it first"
             )
 
     @contextlib.asynccontextmanager
@@ -385,6 +394,8 @@ class Session:
     async def _recover(self, cause: Cause = "process") -> None:
         """Record truthfully a step that was dispatched but left unfinished."""
         tail = await self._writer.tail_since_dispatch()
+        if tail and paused_for_approval(tail):
+            return  # not left behind: it waits for the user, and resume() continues it
         closing = closing_entries(tail or [], now(), cause)
         if closing:
             await self._writer.append(closing)
