@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import agentsession as ags
+from agentsession.events import ApprovalNeeded
 
 from .scenario import kinds, make_project, text_of, tool_results
 
@@ -318,3 +319,76 @@ async def test_a_waiting_approval_survives_a_restart_into_a_new_process(
     log = await kinds(reopened)
     assert log.count("approval_requested") == 1 and log.count("approval_decided") == 1
     assert "interrupted" not in log
+
+
+async def test_always_covers_the_later_calls_of_the_same_response(
+    make_runtime: Make, project: Path
+) -> None:
+    session, _, result = await paused(
+        make_runtime, project, [[command("one"), command("two"), command("three")], "all ran"]
+    )
+    await session.approve(result.approvals[0].call_id, always=True)
+    assert (await session.resume()).text == "all ran"
+    assert ran(project) == ["one", "two", "three"]
+    assert (await kinds(session)).count("approval_requested") == 1
+
+
+async def test_leaving_the_stream_at_the_approval_keeps_it_waiting(
+    make_runtime: Make, project: Path
+) -> None:
+    model = ags.ScriptedModel([[command("one")], "ran it"])
+    runtime = make_runtime(model=model, project_dir=project, tools=ags.builtin_tools())
+    session = await runtime.create_session()
+    stream = session.stream("run it")
+    async for event in stream:
+        if isinstance(event, ApprovalNeeded):
+            asked = event.request
+            break
+    await stream.aclose()  # the caller stops reading as soon as it is asked
+    assert "interrupted" not in await kinds(session)
+    assert [a.call_id for a in session.pending_approvals()] == [asked.call_id]
+    await session.approve(asked.call_id)
+    assert (await session.resume()).text == "ran it"
+    assert ran(project) == ["one"]
+
+
+@ags.tool(effect="write", paths=["path"], destructive=True)
+def delete_file(path: str, *, context: ags.ToolContext) -> str:
+    """Delete a file of the project.
+
+    Args:
+        path: The file, relative to the project folder.
+        context: Supplied by the runtime.
+    """
+    context.resolve(path).unlink()
+    return f"deleted {path}"
+
+
+@pytest.mark.parametrize(
+    ("preset", "outcome"),
+    [("workspace-write", "asked"), ("full-access", "ran"), ("read-only", "refused")],
+)
+async def test_a_destructive_tool_asks_only_where_the_preset_asks(
+    make_runtime: Make, project: Path, preset: str, outcome: str
+) -> None:
+    (project / "doomed.txt").write_text("x")
+    model = ags.ScriptedModel([[ags.ToolCall("delete_file", {"path": "doomed.txt"})], "after"])
+    runtime = make_runtime(model=model, project_dir=project, tools=[delete_file])
+    session = await runtime.create_session()
+    session.set_permission_preset(preset)
+    result = await session.prompt("delete it")
+    if outcome == "asked":
+        assert result.stop_reason == "approval_required"
+        assert "marked destructive" in result.approvals[0].reason
+        assert (project / "doomed.txt").exists()
+        await session.approve(result.approvals[0].call_id)
+        await session.resume()
+        assert not (project / "doomed.txt").exists()
+        return
+    assert result.text == "after"
+    (reply,) = tool_results(model.requests[-1])
+    if outcome == "ran":
+        assert not reply.is_error and not (project / "doomed.txt").exists()
+    else:
+        assert reply.is_error and "Permission denied by preset 'read-only'" in text_of(reply)
+        assert (project / "doomed.txt").exists()

@@ -348,3 +348,23 @@ async def test_a_symlinked_project_file_pointing_outside_is_not_read(
     assert (await session.prompt("hi")).text == "fine"
     assert "OUTSIDE SECRET" not in repr(scripted(runtime).requests)
     assert ROOT_KEY not in baseline(scripted(runtime).requests[0])
+
+
+async def test_listing_a_folder_with_its_own_file_finds_it(
+    make_runtime: Make, project: Path
+) -> None:
+    runtime = runtime_for(
+        make_runtime,
+        project,
+        [
+            [ags.ToolCall("list_files", {"path": "pkg/sibling"})],
+            [ags.ToolCall("list_files", {"path": "pkg/sub"})],
+            "listed",
+        ],
+    )
+    model = scripted(runtime)
+    session = await runtime.create_session()
+    await session.prompt("list")
+    assert new_updates(model, 1) == []
+    (update,) = new_updates(model, 2)
+    assert NESTED_TEXT in update

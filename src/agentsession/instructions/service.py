@@ -7,8 +7,8 @@ absolute), then one file per folder from the repository root (the nearest ancest
 ``project_dir`` holding ``.git``; without one, ``project_dir`` alone) down to ``project_dir``:
 ``AGENTS.md``, or ``CLAUDE.md`` in a folder without one. Nested files join later through
 ``note_read``: a read below ``project_dir`` adds every instruction file in the folders between
-``project_dir`` (exclusive) and the read file's real folder (inclusive), once, in the order they
-joined. ``Config(load_project_instructions=False)`` keeps only the global file.
+``project_dir`` (exclusive) and the read file's real folder (inclusive; a listed folder is its
+own), once, in the order they joined. ``Config(load_project_instructions=False)`` keeps only the global file.
 
 Each file is one component whose loader reads it afresh at every sample (nothing is cached):
 text → ``Rendered`` (a changed file states its complete contents and supersedes the earlier
@@ -252,16 +252,17 @@ class InstructionService:
     def note_read(self, path: str | PathLike[str]) -> list[str]:
         """Record that a tool read ``path``; return the relative paths of files that joined.
 
-        A relative ``path`` is taken from ``project_dir``. Only a file whose real folder lies
-        strictly below ``project_dir`` adds anything; each file joins once while it stays.
+        A relative ``path`` is taken from ``project_dir``. Only a read whose real folder lies
+        strictly below ``project_dir`` adds anything (a folder that was listed counts as its own
+        folder); each file joins once while it stays.
         """
         if not self.load_project:
             return []
         try:
             target = Path(os.path.realpath(self.project_dir / path))
+            folder = target if target.is_dir() else target.parent
         except (OSError, ValueError):  # a NUL byte or an unusable name: nothing to discover
             return []
-        folder = target.parent
         if folder == self.project_dir or not is_within(folder, self.project_dir):
             return []
         between = folder.relative_to(self.project_dir).parts
