@@ -289,3 +289,22 @@ async def test_allowed_tools_only_narrow_the_preset(make_runtime: Make, tmp_path
     assert not write2.is_error and (project / "b.txt").read_text() == "x"
     assert command.is_error and "run_command is not one of the tools" in text_of(command)
     assert not (project / "ran.txt").exists()
+
+
+async def test_a_switch_before_a_replayed_retry_is_recorded(make_runtime: Make) -> None:
+    model = ags.ScriptedModel([ags.ProviderError("provider down"), "answered", "next"])
+    runtime = make_runtime(model=model, config=ags.Config(retry_base_delay=0, provider_retries=0))
+    session = await runtime.create_session()
+    with pytest.raises(ags.ProviderError):
+        await session.prompt("hello")
+    session.set_permission_preset("read-only")
+    assert (await session.retry()).text == "answered"
+    # The replayed request is the admitted one, byte for byte; the change is still recorded ...
+    assert model.requests[1] == model.requests[0]
+    assert (await kinds(session)).count("permission_changed") == 1
+    # ... and reaches the model at the next boundary.
+    await session.prompt("and now?")
+    (update,) = new_updates(model, 2)
+    assert "Permission preset: read-only." in update
+    reopened = await make_runtime(["x"]).open_session(session.id)
+    assert reopened.permission_preset == "read-only"

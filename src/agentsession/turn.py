@@ -183,8 +183,11 @@ class Turn:
         if replay:
             request = await self.admitter.rebuild(self.model)
             offered: Collection[str] = await self.admitter.offered(self.model)
+            # Changes recorded while idle (a preset switch) are not part of the model view: the
+            # same request is sent again, and they are committed with its dispatch record.
             entries: list[LogEntry] = [
-                Dispatch(self.model.name, step, digest(request), timestamp=now())
+                *promoted,
+                Dispatch(self.model.name, step, digest(request), timestamp=now()),
             ]
         else:
             admitted = await self.admitter.admit(promoted, step, self.model)

@@ -8,7 +8,8 @@ absolute), then one file per folder from the repository root (the nearest ancest
 ``AGENTS.md``, or ``CLAUDE.md`` in a folder without one. Nested files join later through
 ``note_read``: a read below ``project_dir`` adds every instruction file in the folders between
 ``project_dir`` (exclusive) and the read file's real folder (inclusive; a listed folder is its
-own), once, in the order they joined. ``Config(load_project_instructions=False)`` keeps only the global file.
+own), once, in the order they joined. ``Config(load_project_instructions=False)`` keeps only
+the global file.
 
 Each file is one component whose loader reads it afresh at every sample (nothing is cached):
 text → ``Rendered`` (a changed file states its complete contents and supersedes the earlier
