@@ -392,3 +392,36 @@ async def test_a_destructive_tool_asks_only_where_the_preset_asks(
     else:
         assert reply.is_error and "Permission denied by preset 'read-only'" in text_of(reply)
         assert (project / "doomed.txt").exists()
+
+
+async def test_an_approved_call_may_reach_outside_when_the_preset_asks_for_that(
+    make_runtime: Make, project: Path, tmp_path: Path
+) -> None:
+    careful = {"read": "allow", "write_project": "allow", "write_elsewhere": "ask"}
+    config = ags.Config(
+        retry_base_delay=0, permission_presets={"careful": careful}, permission_preset="careful"
+    )
+    target = tmp_path / "outside" / "note.txt"
+    model = ags.ScriptedModel(
+        [
+            [ags.ToolCall("write_file", {"path": "../outside/note.txt", "content": "approved"})],
+            [ags.ToolCall("write_file", {"path": "../outside/other.txt", "content": "denied"})],
+            "done",
+        ]
+    )
+    runtime = make_runtime(
+        model=model, project_dir=project, tools=ags.builtin_tools(), config=config
+    )
+    session = await runtime.create_session()
+    assert session.permission_preset == "careful"
+    first = await session.prompt("write outside")
+    assert (
+        "asks the user before reading and writing outside the project" in first.approvals[0].reason
+    )
+    assert str(target) in first.approvals[0].reason
+    await session.approve(first.approvals[0].call_id)
+    second = await session.resume()
+    assert target.read_text() == "approved"
+    await session.deny(second.approvals[0].call_id)
+    assert (await session.resume()).text == "done"
+    assert not (tmp_path / "outside" / "other.txt").exists()

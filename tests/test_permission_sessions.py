@@ -308,3 +308,16 @@ async def test_a_switch_before_a_replayed_retry_is_recorded(make_runtime: Make) 
     assert "Permission preset: read-only." in update
     reopened = await make_runtime(["x"]).open_session(session.id)
     assert reopened.permission_preset == "read-only"
+
+
+async def test_a_preset_the_runtime_no_longer_defines_falls_back_to_read_only(
+    make_runtime: Make,
+) -> None:
+    locked = {"read": "allow"}
+    config = ags.Config(retry_base_delay=0, permission_presets={"locked": locked})
+    session = await make_runtime(["ok"], config=config).create_session()
+    session.set_permission_preset("locked")
+    await session.prompt("hi")
+    # Reopened by an application that dropped the preset: never wider than what the user chose.
+    reopened = await make_runtime(["ok"]).open_session(session.id)
+    assert reopened.permission_preset == "read-only"

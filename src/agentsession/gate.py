@@ -1,7 +1,8 @@
 """The permission gate of one session: its preset, changes while idle, approvals.
 
 The effective preset is the session's own state, rebuilt from its log (``permission_changed``
-entries; the configured default before the first one). ``set`` records a change in memory while
+entries; the configured default before the first one; ``read-only`` when the last one names a
+preset the application no longer defines). ``set`` records a change in memory while
 the session is idle; the change entries are promoted with the next request's admission (one per
 effective change, in order) and the ``core.permissions`` component renders only the preset in
 effect then, so several switches before a prompt send the last one. Every tool call is decided by
@@ -24,7 +25,7 @@ from typing import Any
 from .context.component import ContextComponent, Rendered
 from .errors import UsageError
 from .log import ApprovalDecided, ApprovalRequested, LogEntry, PermissionChanged, now
-from .permissions import Decision, PermissionPreset, decide
+from .permissions import READ_ONLY, Decision, PermissionPreset, decide
 from .tools import Tool
 
 __all__ = ["PERMISSIONS_KEY", "PermissionGate"]
@@ -80,9 +81,9 @@ class PermissionGate:
         for entry in entries:
             match entry:
                 case PermissionChanged():
-                    preset = self._presets.get(entry.preset)
-                    if preset is not None:  # a preset the application no longer defines
-                        self._current = preset
+                    # A preset the application no longer defines: fail closed, since its rules
+                    # are unknown and the one before it may allow more than the user chose.
+                    self._current = self._presets.get(entry.preset) or READ_ONLY
                 case ApprovalRequested():
                     self._requests[entry.call_id] = entry
                 case ApprovalDecided():
