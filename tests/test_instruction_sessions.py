@@ -92,7 +92,11 @@ async def test_a_nested_file_joins_once_when_a_read_reaches_below_it(
     )
     model = scripted(runtime)
     session = await runtime.create_session()
-    await session.prompt("look around")
+    steps = [
+        (e.first_seq, e.last_seq)
+        async for e in session.stream("look around")
+        if isinstance(e, ags.StepCommitted) and e.what == "tool_result"
+    ]
 
     assert new_updates(model, 1) == []  # the sibling folder has no file of its own
     (joined,) = new_updates(model, 2)
@@ -115,6 +119,8 @@ async def test_a_nested_file_joins_once_when_a_read_reaches_below_it(
     assert isinstance(entry, InstructionsFound) and entry.paths == ("pkg/sub/AGENTS.md",)
     result = records[found[0].seq - 1].entry
     assert isinstance(result, ToolResultEntry) and result.call_id == entry.call_id
+    # One transaction: the result and the discovery.
+    assert (found[0].seq - 1, found[0].seq) in steps
     reading = model.requests[2].messages[-2]
     assert isinstance(reading, ags.ToolResultMessage) and reading.call_id == result.call_id
     mids = [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import tempfile
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.config import Config
@@ -321,3 +324,43 @@ async def test_a_preset_the_runtime_no_longer_defines_falls_back_to_read_only(
     # Reopened by an application that dropped the preset: never wider than what the user chose.
     reopened = await make_runtime(["ok"]).open_session(session.id)
     assert reopened.permission_preset == "read-only"
+
+
+PRESET_NAMES = ("read-only", "workspace-write", "full-access")
+
+
+async def _play(db: Path, rounds: list[list[str]]) -> None:
+    model = ags.ScriptedModel(lambda request: "ok")
+    runtime = ags.Runtime(store=ags.SQLiteStore(db), model=model, project_dir=db.parent)
+    try:
+        session = await runtime.create_session()
+        await session.prompt("start")
+        told, current, changes = "workspace-write", "workspace-write", 0
+        for n, switches in enumerate(rounds, 1):
+            for name in switches:
+                session.set_permission_preset(name)
+                changes += name != current
+                current = name
+            await session.prompt(f"round {n}")
+            sent = new_updates(model, n)
+            if current == told:
+                assert sent == []
+            else:
+                (update,) = sent
+                assert f"Permission preset: {current}." in update
+                assert all(other not in update for other in PRESET_NAMES if other != current)
+            told = current
+        assert (await kinds(session)).count("permission_changed") == changes
+        assert session.permission_preset == current
+        assert_prefix_stable(model)
+        reopened = await runtime.open_session(session.id)
+        assert reopened.permission_preset == current
+    finally:
+        await runtime.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(rounds=st.lists(st.lists(st.sampled_from(PRESET_NAMES), max_size=4), min_size=1, max_size=4))
+def test_any_switches_between_prompts_send_only_what_changed(rounds: list[list[str]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:  # one fresh SQLite file per example
+        asyncio.run(_play(Path(folder) / "sessions.db", rounds))
