@@ -114,6 +114,22 @@ class PermissionGate:
         """Approval requests whose answer is not in the log yet (answered or not), oldest first."""
         return [r for r in self._requests.values() if r.call_id not in self._decisions]
 
+    def paused_reason(self) -> str | None:
+        """Why a turn paused for approval keeps the session busy, or ``None`` when none is."""
+        waiting = self.waiting()
+        if waiting:
+            first = waiting[0]
+            return (
+                f"has a tool call waiting for approval ({first.name}, {first.call_id}):"
+                " approve() or deny() it, then resume()"
+            )
+        if self.paused():
+            return (
+                "has a turn paused for approval whose calls are answered: call resume() to"
+                " finish it first"
+            )
+        return None
+
     def unsaved(self, call_id: str) -> ApprovalDecided | None:
         """The answer for ``call_id`` to commit before it runs, if one is held in memory."""
         return self._answers.get(call_id)

@@ -309,19 +309,9 @@ class Session:
                 f"session {self.id} has {len(self._writer.pending)} entries the store refused;"
                 " call session.flush() first"
             )
-        if allow_waiting:
-            return
-        waiting = self._parts.gate.waiting()
-        if waiting:
-            raise SessionBusyError(
-                f"session {self.id} has a tool call waiting for approval ({waiting[0].name},"
-                f" {waiting[0].call_id}): approve() or deny() it, then resume()"
-            )
-        if self._parts.gate.paused():
-            raise SessionBusyError(
-                f"session {self.id} has a turn paused for approval whose calls are answered:"
-                " call resume() to finish it first"
-            )
+        paused = None if allow_waiting else self._parts.gate.paused_reason()
+        if paused:
+            raise SessionBusyError(f"session {self.id} {paused}")
 
     @contextlib.asynccontextmanager
     async def _exclusive(self, *, allow_waiting: bool = False) -> AsyncIterator[None]:
