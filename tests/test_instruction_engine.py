@@ -98,7 +98,7 @@ def test_engine_sees_one_change_per_edit_and_one_removal(home: Path, repo: Path)
     message = render_update(removals, texts)
     assert message.count("no longer apply") == 2
     assert admit(state, svc.components()) == []
-    assert [c.key for c in svc.components()] == [GLOBAL_KEY, "core.instructions:AGENTS.md"]
+    assert [f.key for f in svc.files()] == [GLOBAL_KEY, "core.instructions:AGENTS.md"]
 
 
 def test_unreadable_file_keeps_the_admitted_state(home: Path, repo: Path) -> None:

@@ -329,7 +329,7 @@ def test_deleted_project_file_is_absent_and_comes_back(home: Path, repo: Path) -
     assert "rules again" in rendered(component).update_text
 
 
-def test_deleted_nested_file_is_absent_once_then_leaves(home: Path, repo: Path) -> None:
+def test_deleted_nested_file_is_absent_then_leaves_until_read_again(home: Path, repo: Path) -> None:
     nested = write(repo / "pkg/AGENTS.md", "nested")
     svc = service(repo, home)
     assert svc.note_read(repo / "pkg/x.py") == ["pkg/AGENTS.md"]
@@ -337,10 +337,14 @@ def test_deleted_nested_file_is_absent_once_then_leaves(home: Path, repo: Path) 
     nested.unlink()
 
     assert sample(component) is ABSENT
-    assert svc.components() == []
-    assert svc.nested == ()
+    assert svc.nested == () and svc.files() == []
+    # The component stays listed (absent), so the boundary sampling it renders its removal.
+    assert svc.components() == [component]
     write(nested, "back again")
+    assert sample(component) is ABSENT  # in place again, but not effective until read
     assert svc.note_read(repo / "pkg/x.py") == ["pkg/AGENTS.md"]
+    assert svc.components() == [component]
+    assert "back again" in rendered(component).update_text
 
 
 def test_directory_in_place_of_the_file_is_unavailable(home: Path, repo: Path) -> None:

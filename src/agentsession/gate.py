@@ -1,13 +1,19 @@
 """The permission gate of one session: its preset, changes while idle, approvals.
 
 The effective preset is the session's own state, rebuilt from its log (``permission_changed``
-entries; the configured default before the first one). ``set`` records a change in memory while
+entries; the configured default before the first one; ``read-only`` when the last one names a
+preset the application no longer defines). ``set`` records a change in memory while
 the session is idle; the change entries are promoted with the next request's admission (one per
 effective change, in order) and the ``core.permissions`` component renders only the preset in
 effect then, so several switches before a prompt send the last one. Every tool call is decided by
 ``permissions.decide`` on the tool's declared effect and paths, never on prompt text; a call the
 preset asks about waits for the user, whose "always" approves that tool for the rest of the
 session (``approval_decided`` entries, so it survives a restart).
+
+An answer is held in memory until the resumed turn reaches its call, and is committed right
+before the call runs. So the log tells the truth about an approved call: a decision without a
+result means the call started and was cut off (closed as interrupted, never run again), and a
+request without a decision still waits (a restart before ``resume()`` asks again).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 from .context.component import ContextComponent, Rendered
 from .errors import UsageError
 from .log import ApprovalDecided, ApprovalRequested, LogEntry, PermissionChanged, now
-from .permissions import Decision, PermissionPreset, decide
+from .permissions import READ_ONLY, Decision, PermissionPreset, decide
 from .tools import Tool
 
 __all__ = ["PERMISSIONS_KEY", "PermissionGate"]
@@ -42,6 +48,7 @@ class PermissionGate:
         self._always: set[str] = set()
         self._requests: dict[str, ApprovalRequested] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
+        self._answers: dict[str, ApprovalDecided] = {}
 
     @property
     def preset(self) -> PermissionPreset:
@@ -74,9 +81,9 @@ class PermissionGate:
         for entry in entries:
             match entry:
                 case PermissionChanged():
-                    preset = self._presets.get(entry.preset)
-                    if preset is not None:  # a preset the application no longer defines
-                        self._current = preset
+                    # A preset the application no longer defines: fail closed, since its rules
+                    # are unknown and the one before it may allow more than the user chose.
+                    self._current = self._presets.get(entry.preset) or READ_ONLY
                 case ApprovalRequested():
                     self._requests[entry.call_id] = entry
                 case ApprovalDecided():
@@ -90,17 +97,42 @@ class PermissionGate:
             self._requests[entry.call_id] = entry
             return
         self._decisions[entry.call_id] = entry
+        self._answers.pop(entry.call_id, None)
         request = self._requests.get(entry.call_id)
         if entry.approved and entry.always and request is not None:
             self._always.add(request.name)
 
+    def answer(self, entry: ApprovalDecided) -> None:
+        """Hold the user's answer until the resumed turn commits it, right before the call."""
+        self._answers[entry.call_id] = entry
+
     def waiting(self) -> list[ApprovalRequested]:
-        """Approval requests without an answer, oldest first."""
+        """Approval requests the user has not answered yet, oldest first."""
+        return [r for r in self.paused() if r.call_id not in self._answers]
+
+    def paused(self) -> list[ApprovalRequested]:
+        """Approval requests whose answer is not in the log yet (answered or not), oldest first."""
         return [r for r in self._requests.values() if r.call_id not in self._decisions]
 
-    def answer(self, call_id: str) -> ApprovalDecided | None:
-        """The user's answer to the approval request of ``call_id``, if any."""
-        return self._decisions.get(call_id)
+    def paused_reason(self) -> str | None:
+        """Why a turn paused for approval keeps the session busy, or ``None`` when none is."""
+        waiting = self.waiting()
+        if waiting:
+            first = waiting[0]
+            return (
+                f"has a tool call waiting for approval ({first.name}, {first.call_id}):"
+                " approve() or deny() it, then resume()"
+            )
+        if self.paused():
+            return (
+                "has a turn paused for approval whose calls are answered: call resume() to"
+                " finish it first"
+            )
+        return None
+
+    def unsaved(self, call_id: str) -> ApprovalDecided | None:
+        """The answer for ``call_id`` to commit before it runs, if one is held in memory."""
+        return self._answers.get(call_id)
 
     def decide(
         self,
@@ -116,7 +148,7 @@ class PermissionGate:
         )
         if decision.kind != "ask":
             return decision
-        answer = self._decisions.get(call_id)
+        answer = self._decisions.get(call_id) or self._answers.get(call_id)
         if answer is not None:
             if answer.approved:
                 return Decision(

@@ -54,12 +54,9 @@ class Guard:
                 f"session {sid} has {len(self.writer.pending)} entries the store refused;"
                 " call session.flush() first"
             )
-        waiting = self.gate.waiting()
-        if waiting and not allow_waiting:
-            raise SessionBusyError(
-                f"session {sid} has a tool call waiting for approval ({waiting[0].name},"
-                f" {waiting[0].call_id}): approve() or deny() it, then resume()"
-            )
+        paused = None if allow_waiting else self.gate.paused_reason()
+        if paused:
+            raise SessionBusyError(f"session {sid} {paused}")
 
     @contextlib.asynccontextmanager
     async def exclusive(self, *, allow_waiting: bool = False) -> AsyncIterator[None]:

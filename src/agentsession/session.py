@@ -55,7 +55,7 @@ from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
 from .titles import clean_title
-from .turn import Start, Turn, approval_of
+from .turn import Start, Turn, approval_of, paused_for_approval
 from .writer import LogWriter
 
 __all__ = ["Session"]
@@ -298,11 +298,15 @@ class Session:
         self._parts.gate.set(name)
 
     async def approve(self, call_id: str, *, always: bool = False) -> None:
-        """Approve a waiting tool call (``always``: this tool for the rest of the session)."""
+        """Approve a waiting tool call (``always``: this tool for the rest of the session).
+
+        ``resume()`` then runs it; the answer is stored right before the call runs, so a
+        restart before ``resume()`` asks again rather than guess whether the call started.
+        """
         await self._answer(call_id, approved=True, always=always, note="")
 
     async def deny(self, call_id: str, note: str = "") -> None:
-        """Deny a waiting tool call; the model reads that the user denied it."""
+        """Deny a waiting tool call; after ``resume()`` the model reads that the user denied it."""
         await self._answer(call_id, approved=False, always=False, note=note)
 
     async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
@@ -311,9 +315,7 @@ class Session:
         await self._lease.hold()
         if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
             raise UsageError(f"no tool call {call_id!r} is waiting for approval")
-        entry = ApprovalDecided(call_id, approved, always, note, now())
-        await self._writer.append([entry])
-        self._parts.gate.record(entry)
+        self._parts.gate.answer(ApprovalDecided(call_id, approved, always, note, now()))
 
     # -- management ---------------------------------------------------------------------------
 
@@ -421,6 +423,8 @@ class Session:
     async def _recover(self, cause: Cause = "process") -> None:
         """Record truthfully a step that was dispatched but left unfinished."""
         tail = await self._writer.tail_since_dispatch()
+        if tail and paused_for_approval(tail):
+            return  # not left behind: it waits for the user, and resume() continues it
         closing = closing_entries(tail or [], now(), cause)
         if closing:
             await self._writer.append(closing)

@@ -40,6 +40,7 @@ from .events import (
 )
 from .inspect import fingerprinted
 from .log import (
+    ApprovalDecided,
     ApprovalRequested,
     AssistantEntry,
     Dispatch,
@@ -52,10 +53,11 @@ from .log import (
 from .model_call import call_model
 from .parts import SessionParts
 from .providers.base import Model, ModelDone, provider_failure
+from .recovery import step_state
 from .request import AssistantMessage, Request, ToolCall, Usage, digest, new_call_id
 from .writer import LogWriter
 
-__all__ = ["Start", "Turn", "unique_call_ids"]
+__all__ = ["Start", "Turn", "approval_of", "paused_for_approval", "unique_call_ids"]
 
 Start: TypeAlias = Literal["new", "replay", "tools", "continue"]
 
@@ -181,8 +183,11 @@ class Turn:
         if replay:
             request = await self.admitter.rebuild(self.model)
             offered: Collection[str] = await self.admitter.offered(self.model)
+            # Changes recorded while idle (a preset switch) are not part of the model view: the
+            # same request is sent again, and they are committed with its dispatch record.
             entries: list[LogEntry] = [
-                Dispatch(self.model.name, step, digest(request), timestamp=now())
+                *promoted,
+                Dispatch(self.model.name, step, digest(request), timestamp=now()),
             ]
         else:
             admitted = await self.admitter.admit(promoted, step, self.model)
@@ -254,6 +259,14 @@ class Turn:
     ) -> AsyncIterator[Event]:
         """Run each call in order and commit its result; stop at the first one that must wait."""
         for call in calls:
+            answer = self.parts.gate.unsaved(call.id)
+            if answer is not None:
+                if self.writer.pending:
+                    self.writer.raise_pending()  # the answer must not overtake refused entries
+                # Durable before the call runs: a decision without a result then means the
+                # call started, and recovery closes it instead of running it twice.
+                await self.writer.append([answer])
+                self.parts.gate.record(answer)
             yield ToolCallStarted(call)
             result = await self.parts.toolbox.run(call, offered)
             if result.kind == "paused":
@@ -304,3 +317,18 @@ def approval_of(entry: ApprovalRequested, calls: Sequence[ToolCall]) -> Approval
     call = next((c for c in calls if c.id == entry.call_id), None)
     arguments = dict(call.arguments) if call is not None else {}
     return ApprovalRequest(entry.call_id, entry.name, arguments, entry.reason)
+
+
+def paused_for_approval(tail: Sequence[Record]) -> bool:
+    """Whether the step of ``tail`` waits for the user rather than being left unfinished.
+
+    It does when its first call without a result has an approval request and no answer in the
+    log: that call never started, and ``resume()`` continues from it.
+    """
+    state = step_state(tail)
+    if state.settled or not state.missing:
+        return False
+    first = state.missing[0][0]
+    asked = {r.entry.call_id for r in tail if isinstance(r.entry, ApprovalRequested)}
+    answered = {r.entry.call_id for r in tail if isinstance(r.entry, ApprovalDecided)}
+    return first in asked and first not in answered

@@ -7,16 +7,22 @@ absolute), then one file per folder from the repository root (the nearest ancest
 ``project_dir`` holding ``.git``; without one, ``project_dir`` alone) down to ``project_dir``:
 ``AGENTS.md``, or ``CLAUDE.md`` in a folder without one. Nested files join later through
 ``note_read``: a read below ``project_dir`` adds every instruction file in the folders between
-``project_dir`` (exclusive) and the read file's real folder (inclusive), once, in the order they
-joined. ``Config(load_project_instructions=False)`` keeps only the global file.
+``project_dir`` (exclusive) and the read file's real folder (inclusive; a listed folder is its
+own), once, in the order they joined. ``Config(load_project_instructions=False)`` keeps only
+the global file.
 
 Each file is one component whose loader reads it afresh at every sample (nothing is cached):
 text → ``Rendered`` (a changed file states its complete contents and supersedes the earlier
-version); removed → ``ABSENT`` (the removal text says it no longer applies; a nested file then
-leaves the service); refused or unreadable → ``UNAVAILABLE`` (the prior state stays, nothing is
-emitted, a diagnostic says why). The contents sit between ``<instructions path="…">`` and
-``</instructions>``; inside them any ``<instructions`` or ``</instructions`` (any case) has its
-``<`` written as ``&lt;``, so a file cannot end its block early or forge another file's block.
+version); removed → ``ABSENT`` (the removal text says it no longer applies); refused or
+unreadable → ``UNAVAILABLE`` (the prior state stays, nothing is emitted, a diagnostic says why).
+A removed nested file leaves the effective files but keeps its component, which stays ``ABSENT``
+without reading the disk until a read finds the file again: the component list of a session
+never changes while a boundary samples it, so its removal is announced with its own text, and a
+file put back in place counts only once a read finds it.
+
+The contents sit between ``<instructions path="…">`` and ``</instructions>``; inside them any
+``<instructions`` or ``</instructions`` (any case) has its ``<`` written as ``&lt;``, so a file
+cannot end its block early or forge another file's block.
 """
 
 from __future__ import annotations
@@ -160,6 +166,7 @@ class InstructionService:
         self._components: dict[str, ContextComponent] = {}
         self._fixed: list[InstructionFile] = []
         self._nested: dict[str, InstructionFile] = {}
+        self._gone: set[str] = set()  # nested files found removed, until a read finds them again
         env = os.environ if environ is None else environ
         home_dir = Path(home) if home is not None else _home()
         self.global_path = global_instruction_path(env, home_dir)
@@ -195,17 +202,22 @@ class InstructionService:
     def files(self) -> list[InstructionFile]:
         """The effective files: global, repository root → ``project_dir``, nested by joining."""
         with self._lock:
-            return [*self._fixed, *self._nested.values()]
+            nested = [f for f in self._nested.values() if f.path not in self._gone]
+            return [*self._fixed, *nested]
 
     @property
     def nested(self) -> tuple[str, ...]:
         """The relative paths of the nested files currently joined, in joining order."""
-        with self._lock:
-            return tuple(self._nested)
+        return tuple(f.path for f in self.files() if f.kind == "nested")
 
     def components(self) -> list[ContextComponent]:
-        """One component per effective file, in ``files()`` order (same object per file)."""
-        return [self._component(file) for file in self.files()]
+        """One component per effective file, in ``files()`` order (same object per file).
+
+        A nested file found removed keeps its (absent) component in its place.
+        """
+        with self._lock:
+            listed = [*self._fixed, *self._nested.values()]
+        return [self._component(file) for file in listed]
 
     def _component(self, file: InstructionFile) -> ContextComponent:
         with self._lock:
@@ -220,6 +232,9 @@ class InstructionService:
             return component
 
     def _load(self, file: InstructionFile) -> LoadResult:
+        with self._lock:
+            if file.path in self._gone and file.kind == "nested":
+                return ABSENT
         outcome = read_instruction_file(
             file.location, file.root, key=file.key, label=file.path, max_bytes=self.max_bytes
         )
@@ -228,11 +243,8 @@ class InstructionService:
             return _render(file, outcome.text)
         if outcome.kind == "missing":
             if file.kind == "nested":
-                # Announced once through this ABSENT sample; a later read may bring it back.
-                with self._lock:
-                    if self._nested.get(file.path) == file:
-                        del self._nested[file.path]
-                        self._components.pop(file.key, None)
+                with self._lock:  # announced once through this sample; a read brings it back
+                    self._gone.add(file.path)
             return ABSENT
         return Unavailable("; ".join(d.message for d in outcome.diagnostics))
 
@@ -241,16 +253,17 @@ class InstructionService:
     def note_read(self, path: str | PathLike[str]) -> list[str]:
         """Record that a tool read ``path``; return the relative paths of files that joined.
 
-        A relative ``path`` is taken from ``project_dir``. Only a file whose real folder lies
-        strictly below ``project_dir`` adds anything; each file joins once while it stays.
+        A relative ``path`` is taken from ``project_dir``. Only a read whose real folder lies
+        strictly below ``project_dir`` adds anything (a folder that was listed counts as its own
+        folder); each file joins once while it stays.
         """
         if not self.load_project:
             return []
         try:
             target = Path(os.path.realpath(self.project_dir / path))
+            folder = target if target.is_dir() else target.parent
         except (OSError, ValueError):  # a NUL byte or an unusable name: nothing to discover
             return []
-        folder = target.parent
         if folder == self.project_dir or not is_within(folder, self.project_dir):
             return []
         between = folder.relative_to(self.project_dir).parts
@@ -301,6 +314,9 @@ class InstructionService:
 
     def _join(self, file: InstructionFile) -> bool:
         with self._lock:
+            if file.path in self._gone:
+                self._gone.discard(file.path)
+                return True
             if file.path in self._nested or any(f.key == file.key for f in self._fixed):
                 return False
             self._nested[file.path] = file
