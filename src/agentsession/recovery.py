@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from .log import (
+    ApprovalDecided,
     ApprovalRequested,
     AssistantEntry,
     Interrupted,
@@ -54,7 +55,7 @@ class StepState:
     ``responded`` — a response is stored; ``finished`` — that response asked for no tools, so
     the turn ended; ``settled`` — a failure or interruption was recorded, or every tool call of
     the response has its result; ``missing`` — tool calls of the response still without result;
-    ``paused`` — one of those waits for the user's approval.
+    ``paused`` — the first of those waits for the user's approval (asked, not answered).
     """
 
     responded: bool
@@ -74,13 +75,17 @@ def step_state(tail: Sequence[Record]) -> StepState:
     answered = {e.call_id for e in entries if isinstance(e, ToolResultEntry)}
     last = responses[-1]
     missing = tuple((c.id, c.name) for c in last.tool_calls if c.id not in answered)
+    # Calls run in order: the step waits for the user when its first call without a result was
+    # asked about and not answered yet. An answered one may have started; it is not waiting.
     asked = {e.call_id for e in entries if isinstance(e, ApprovalRequested)}
+    decided = {e.call_id for e in entries if isinstance(e, ApprovalDecided)}
+    first = missing[0][0] if missing else None
     return StepState(
         responded=True,
         finished=not last.tool_calls,
         settled=closed or not missing,
         missing=missing,
-        paused=not closed and any(call_id in asked for call_id, _ in missing),
+        paused=not closed and first in asked and first not in decided,
     )
 
 

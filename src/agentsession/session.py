@@ -55,7 +55,7 @@ from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
 from .titles import clean_title
-from .turn import Start, Turn, approval_of, paused_for_approval
+from .turn import Start, Turn, approval_of
 from .writer import LogWriter
 
 __all__ = ["Session"]
@@ -423,8 +423,6 @@ class Session:
     async def _recover(self, cause: Cause = "process") -> None:
         """Record truthfully a step that was dispatched but left unfinished."""
         tail = await self._writer.tail_since_dispatch()
-        if tail and paused_for_approval(tail):
-            return  # not left behind: it waits for the user, and resume() continues it
         closing = closing_entries(tail or [], now(), cause)
         if closing:
             await self._writer.append(closing)

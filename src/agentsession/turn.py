@@ -40,7 +40,6 @@ from .events import (
 )
 from .inspect import fingerprinted
 from .log import (
-    ApprovalDecided,
     ApprovalRequested,
     AssistantEntry,
     Dispatch,
@@ -53,11 +52,10 @@ from .log import (
 from .model_call import call_model
 from .parts import SessionParts
 from .providers.base import Model, ModelDone, provider_failure
-from .recovery import step_state
 from .request import AssistantMessage, Request, ToolCall, Usage, digest, new_call_id
 from .writer import LogWriter
 
-__all__ = ["Start", "Turn", "approval_of", "paused_for_approval", "unique_call_ids"]
+__all__ = ["Start", "Turn", "approval_of", "unique_call_ids"]
 
 Start: TypeAlias = Literal["new", "replay", "tools", "continue"]
 
@@ -317,18 +315,3 @@ def approval_of(entry: ApprovalRequested, calls: Sequence[ToolCall]) -> Approval
     call = next((c for c in calls if c.id == entry.call_id), None)
     arguments = dict(call.arguments) if call is not None else {}
     return ApprovalRequest(entry.call_id, entry.name, arguments, entry.reason)
-
-
-def paused_for_approval(tail: Sequence[Record]) -> bool:
-    """Whether the step of ``tail`` waits for the user rather than being left unfinished.
-
-    It does when its first call without a result has an approval request and no answer in the
-    log: that call never started, and ``resume()`` continues from it.
-    """
-    state = step_state(tail)
-    if state.settled or not state.missing:
-        return False
-    first = state.missing[0][0]
-    asked = {r.entry.call_id for r in tail if isinstance(r.entry, ApprovalRequested)}
-    answered = {r.entry.call_id for r in tail if isinstance(r.entry, ApprovalDecided)}
-    return first in asked and first not in answered
