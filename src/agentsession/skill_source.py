@@ -143,8 +143,8 @@ class SkillSource:
                 case _:
                     pass
         lru = LoadedSkills.replay(events, self._config.max_loaded_skills)
-        for event in events:
-            if event.name in self._order:
+        for event in events:  # load order: an activation does not move a skill's tools
+            if event.action != "activated" and event.name in self._order:
                 self._order.remove(event.name)
             if event.action == "loaded":
                 self._order.append(event.name)
