@@ -71,6 +71,16 @@ from .request import (
 )
 from .runtime import Runtime
 from .session import Session
+from .skills import (
+    Skill,
+    SkillContext,
+    SkillDiagnostic,
+    SkillSet,
+    SkillStore,
+    discover_skills,
+    skill_context,
+)
+from .skills.library import describe_skills
 from .store import Lease, MemoryStore, PostgresStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
 
@@ -119,7 +129,12 @@ __all__ = [
     "SessionFileError",
     "SessionInfo",
     "SessionNotFoundError",
+    "Skill",
+    "SkillContext",
+    "SkillDiagnostic",
     "SkillRevision",
+    "SkillSet",
+    "SkillStore",
     "StepCommitted",
     "Store",
     "StoreError",
@@ -144,7 +159,10 @@ __all__ = [
     "UserMessage",
     "__version__",
     "builtin_tools",
+    "describe_skills",
+    "discover_skills",
     "get_model",
     "lower",
+    "skill_context",
     "tool",
 ]

@@ -5,7 +5,9 @@ session and are rebuilt from its log when it is opened: the permission gate (pre
 the instruction files found for its project folder (nested ones restored from
 ``instructions_found`` entries), and the toolbox that runs its calls. ``components()`` is the
 ordered System Context of one boundary: the runtime's built-ins, then ``core.permissions``, the
-instruction files, the session parts' components, then plugin components by key.
+instruction files, the session parts' components, then plugin components by key. A source that
+is also a ``PromptSource`` (skills) hears when a user prompt starts and may promote entries with
+it (an explicit skill selection); that is also the only moment such a source re-reads its files.
 """
 
 from __future__ import annotations
@@ -13,18 +15,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .context.component import ContextComponent
 from .deps import SessionDeps
+from .errors import UsageError
 from .gate import PermissionGate
 from .instructions import InstructionService
-from .log import InstructionsFound, LogEntry, now
-from .request import ToolCall
+from .log import InstructionsFound, LogEntry, RuntimeContextSnapshot, UserEntry, now
+from .request import ContentPart, Message, ToolCall, UserMessage
 from .tool_context import ToolContext
 from .toolbox import CallObserver, Toolbox, ToolSource
 
-__all__ = ["ContextSource", "InstructionTracker", "SessionParts", "SourceFactory", "build_parts"]
+__all__ = [
+    "ContextSource",
+    "InstructionTracker",
+    "PromptSource",
+    "SessionParts",
+    "SourceFactory",
+    "build_parts",
+]
 
 
 class InstructionTracker:
@@ -67,12 +77,68 @@ class SessionParts:
         self.removals.update((c.key, c.removal_text()) for c in listed)
         return listed
 
+    async def start_prompt(
+        self, user: UserEntry, skills: Sequence[str], transcript: Sequence[Message]
+    ) -> list[LogEntry]:
+        """Tell the prompt sources that ``user`` starts a prompt; the entries to promote with it.
+
+        ``transcript`` is the durable user transcript before it. ``UsageError`` (nothing
+        changed, nothing stored) when a named skill is unknown.
+        """
+        user_turn = _user_turns(transcript)
+        takers = [s for s in self.sources if isinstance(s, PromptSource)]
+        if skills and not takers:
+            raise UsageError(f"unknown skill {skills[0]!r}; this runtime has no skills")
+        entries: list[LogEntry] = []
+        for source in takers:
+            entries.extend(await source.start_prompt(user.content, skills, user_turn))
+        return entries
+
+    def runtime_contexts(
+        self, transcript: Sequence[Message], *, pending: bool
+    ) -> list[RuntimeContextSnapshot]:
+        """Every prompt source's committed selections (and the running prompt's, ``pending``)."""
+        turns = _user_turns(transcript)
+        return [
+            snapshot
+            for source in self.sources
+            if isinstance(source, PromptSource)
+            for snapshot in source.runtime_contexts(turns, pending=pending)
+        ]
+
+
+def _user_turns(transcript: Sequence[Message]) -> int:
+    """How many real user messages ``transcript`` holds (the next user turn's ordinal)."""
+    return sum(isinstance(m, UserMessage) for m in transcript)
+
 
 class ContextSource(ToolSource, Protocol):
     """A session part that also contributes context components (skills, MCP resources)."""
 
     def components(self) -> Sequence[ContextComponent]:
         """Its components for the next boundary, in order."""
+        ...
+
+
+@runtime_checkable
+class PromptSource(Protocol):
+    """A context source that takes part in each user prompt (explicit skill selection)."""
+
+    async def start_prompt(
+        self, content: str | tuple[ContentPart, ...], skills: Sequence[str], user_turn: int
+    ) -> list[LogEntry]:
+        """A prompt with ``content`` starts as user turn ``user_turn`` (zero-based).
+
+        ``skills`` are the names the caller selected. Returns entries to promote right after
+        the user entry, in the same admission; raises ``UsageError`` before changing anything.
+        """
+        ...
+
+    def runtime_contexts(self, user_turns: int, *, pending: bool) -> list[RuntimeContextSnapshot]:
+        """Selections committed while ``user_turns`` user messages are durable.
+
+        ``pending`` adds the running prompt's selection that is not committed yet.
+        """
         ...
 
 

@@ -6,12 +6,21 @@ Each projected message keeps the log ``seq`` numbers it came from (for inspectio
 Runtime metadata (dispatch records, checkpoints, epochs) never becomes a message. An entry an
 ``Omitted`` record names (too big for any request) is shown as a placeholder that keeps its role
 and its tool-call pairing, so the session stays usable; the stored entry is never changed.
+
+Explicit skill selections (``RuntimeContextSnapshot``) are replayed from their saved text, never
+re-read. One with ``placement="user"`` is stored right after its user entry (same admission) and
+is prepended to that user message in the view only: a string stays a string, block input gets a
+text part in front; the stored input is never rewritten. A version-2 snapshot (no placement)
+becomes a separate user message right after the user message it is anchored to: the one whose
+zero-based ordinal among real user messages is its ``user_turn`` when the records start at the
+beginning of the log, else the nearest user entry before it (the same one in a log written in
+order); with neither, it stands at its own place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from .log import (
     TRANSCRIPT_KINDS,
@@ -20,6 +29,7 @@ from .log import (
     MidConversationSystemMessage,
     Omitted,
     Record,
+    RuntimeContextSnapshot,
     Summary,
     ToolResultEntry,
     UserEntry,
@@ -31,6 +41,7 @@ from .request import (
     ToolResultMessage,
     UserMessage,
 )
+from .skills.select import prepend_skill_blocks
 
 __all__ = [
     "ViewMessage",
@@ -105,10 +116,10 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
     A compaction epoch opens with its summary, wherever the summary entry sits in the log.
     """
     records = list(records)
-    omitted = {r.entry.seq: r.entry.tokens for r in records if isinstance(r.entry, Omitted)}
     start = epoch.history_start if epoch is not None else 0
     number = epoch.epoch if epoch is not None else -1
     summary_seq = epoch.summary_seq if epoch is not None else None
+    anchors = _anchors(records)
     view: list[ViewMessage] = []
     opening: list[ViewMessage] = []
     for record in records:
@@ -123,12 +134,75 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
             continue
         if isinstance(entry, MidConversationSystemMessage) and entry.epoch != number:
             continue
+        if isinstance(entry, RuntimeContextSnapshot):
+            if record.seq in anchors.standalone:
+                view.append(anchors.view(UserMessage(entry.content), (record.seq,)))
+            continue
+        if isinstance(entry, UserEntry):
+            view.extend(_user_turn(record, entry, anchors))
+            continue
         message = to_message(record)
         if message is not None:
-            if record.seq in omitted:
-                message = placeholder(message, omitted[record.seq])
-            view.append(ViewMessage(message, (record.seq,)))
+            view.append(anchors.view(message, (record.seq,)))
     return opening + view
+
+
+@dataclass
+class _Anchors:
+    """Where the snapshots among some records go (by the seq of their user entry); omissions."""
+
+    prepended: dict[int, list[Record]] = field(default_factory=dict)
+    separate: dict[int, list[Record]] = field(default_factory=dict)
+    standalone: set[int] = field(default_factory=set)
+    omitted: dict[int, int] = field(default_factory=dict)
+
+    def view(self, message: Message, seqs: tuple[int, ...]) -> ViewMessage:
+        """``message`` from ``seqs``, or its placeholder when one of them is omitted."""
+        tokens = next((self.omitted[seq] for seq in seqs if seq in self.omitted), None)
+        shown = message if tokens is None else placeholder(message, tokens)
+        return ViewMessage(shown, seqs)
+
+
+def _anchors(records: Sequence[Record]) -> _Anchors:
+    """Each snapshot's user entry: the one before it, or (version 2) the one of its ordinal."""
+    found = _Anchors()
+    found.omitted = {r.entry.seq: r.entry.tokens for r in records if isinstance(r.entry, Omitted)}
+    users = [r.seq for r in records if isinstance(r.entry, UserEntry)]
+    # Ordinals are known only when the records start at the beginning of the log.
+    by_turn = dict(enumerate(users)) if records and records[0].seq == 0 else None
+    last_user: int | None = None
+    for record in records:
+        entry = record.entry
+        if isinstance(entry, UserEntry):
+            last_user = record.seq
+        elif isinstance(entry, RuntimeContextSnapshot):
+            if entry.placement == "user":
+                if last_user is not None:
+                    found.prepended.setdefault(last_user, []).append(record)
+                continue
+            anchor = by_turn.get(entry.user_turn) if by_turn is not None else last_user
+            if anchor is None:
+                found.standalone.add(record.seq)
+            else:
+                found.separate.setdefault(anchor, []).append(record)
+    return found
+
+
+def _content(record: Record) -> str:
+    assert isinstance(record.entry, RuntimeContextSnapshot)
+    return record.entry.content
+
+
+def _user_turn(record: Record, entry: UserEntry, anchors: _Anchors) -> list[ViewMessage]:
+    """A user message with its selections in front, then its version-2 snapshots."""
+    prepended = anchors.prepended.get(record.seq, [])
+    blocks = "\n\n".join(_content(r) for r in prepended if _content(r))
+    content = prepend_skill_blocks(entry.content, blocks)
+    seqs = (record.seq, *(r.seq for r in prepended))
+    turn = [anchors.view(UserMessage(content), seqs)]
+    for legacy in anchors.separate.get(record.seq, []):
+        turn.append(anchors.view(UserMessage(_content(legacy)), (legacy.seq,)))
+    return turn
 
 
 def transcript_from(records: Iterable[Record]) -> list[Message]:

@@ -44,6 +44,9 @@ from .projection import transcript_from
 from .providers.base import Model
 from .recovery import closing_entries
 from .session import Session
+from .skill_source import skill_source_factory
+from .skills import Skill, SkillDiagnostic, SkillSet
+from .skills.library import SkillLibrary
 from .store.base import SessionInfo, Store
 from .store.session_file import import_session
 from .sync import run_sync
@@ -71,6 +74,8 @@ class Runtime:
         summarizer: Model | None = None,
         token_counter: TokenCounter | None = None,
         instructions: AgentInstructions | None = None,
+        skills_dirs: Iterable[str | PathLike[str]] = (),
+        skills: Iterable[Skill] = (),
     ) -> None:
         if store is None:
             from .store.sqlite import SQLiteStore
@@ -104,6 +109,10 @@ class Runtime:
         # Each feature that gives sessions tools or context of their own adds one factory.
         self._sources: list[SourceFactory] = []
         self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+        if isinstance(skills, Skill):
+            raise UsageError("skills must be a list of agentsession Skill values")
+        self._skills = SkillLibrary(skills_dirs, self.project_dir, skills=tuple(skills))
+        self._sources.append(skill_source_factory(self._skills))
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -122,6 +131,14 @@ class Runtime:
     def tool_named(self, name: str) -> Tool | None:
         """The registered tool called ``name``, if any."""
         return self._deps.tool_named(name)
+
+    def skill_set(self) -> SkillSet:
+        """The skills sessions can use, read from disk now, with every diagnostic found."""
+        return self._skills.discover()
+
+    def skill_diagnostics(self) -> tuple[SkillDiagnostic, ...]:
+        """Why skills were skipped or what is odd about them (never raised in a session)."""
+        return self.skill_set().diagnostics
 
     def register_component(self, component: ContextComponent) -> ComponentHandle:
         """Add a plugin component; the next safe boundary of each session announces it once."""

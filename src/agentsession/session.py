@@ -43,6 +43,7 @@ from .log import (
     LogEntry,
     ModelSwitched,
     Record,
+    RuntimeContextSnapshot,
     SystemPromptCheckpoint,
     UserEntry,
     now,
@@ -139,6 +140,12 @@ class Session:
         """The system-context record of each dispatched request that changed it (copies)."""
         return copy.deepcopy(self._writer.checkpoints)
 
+    def runtime_contexts(self) -> list[RuntimeContextSnapshot]:
+        """Explicit skill selections saved with user turns (copies): committed, then pending."""
+        found = self._parts.runtime_contexts(self._writer.transcript, pending=self._guard.busy)
+        found.extend(e for e in self._writer.pending if isinstance(e, RuntimeContextSnapshot))
+        return copy.deepcopy(found)
+
     def pending_approvals(self) -> list[ApprovalRequest]:
         """Tool calls waiting for the user's approval, oldest first."""
         calls = [
@@ -172,6 +179,7 @@ class Session:
     ) -> TurnStream:
         """Run one prompt, yielding events as they happen; the last is ``TurnFinished``.
 
+        ``skills`` and ``$name`` in the text select skills: read now, saved with this turn.
         Leaving the loop early cancels the turn: it is recorded as interrupted by cancellation
         and the session takes the next operation.
         """
@@ -180,13 +188,12 @@ class Session:
     async def _stream(
         self, text: str | Sequence[ContentPart], skills: Sequence[str]
     ) -> AsyncGenerator[Event, None]:
-        if skills:
-            raise UsageError("skill selection is not available yet in this version")
         user = UserEntry(prompt_content(text), timestamp=now())
         async with self._guard.exclusive():
             self._ready()
+            selection = await self._parts.start_prompt(user, skills, self._writer.transcript)
             await self._recover()
-            async for event in self._run([user, *self._metadata()], "new"):
+            async for event in self._run([user, *selection, *self._metadata()], "new"):
                 yield event
 
     async def retry(self) -> PromptResult:

@@ -110,8 +110,10 @@ class ApprovalDecided:
     kind: Literal["approval_decided"] = "approval_decided"
 
 
-#: Every kind defined here: what a session reads once when it is opened to rebuild its state.
+#: What a session reads once when it is opened to rebuild its state: every kind defined here,
+#: and the explicit skill selections (``runtime_context``) that ``runtime_contexts()`` returns.
 STATE_KINDS: tuple[str, ...] = (
+    "runtime_context",
     "permission_changed",
     "skill_loaded",
     "skill_unloaded",
