@@ -53,6 +53,7 @@ from .log import (
     SkillRevision,
     SystemPromptCheckpoint,
 )
+from .mcp import MCPServer
 from .permissions import Decision, PermissionPreset
 from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
 from .request import (
@@ -93,6 +94,7 @@ __all__ = [
     "Decision",
     "Event",
     "ImagePart",
+    "MCPServer",
     "MaxStepsExceededError",
     "MemoryStore",
     "Message",

@@ -36,6 +36,7 @@ from .log import (
     SystemPromptCheckpoint,
     now,
 )
+from .mcp import MCPServer, MCPServers, merge_servers, project_servers
 from .parts import SourceFactory, build_parts
 from .permissions import preset_table
 from .projection import transcript_from
@@ -67,6 +68,7 @@ class Runtime:
         summarizer: Model | None = None,
         token_counter: TokenCounter | None = None,
         instructions: AgentInstructions | None = None,
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         if store is None:
             from .store.sqlite import SQLiteStore
@@ -99,6 +101,12 @@ class Runtime:
         )
         # Each feature that gives sessions tools or context of their own adds one factory.
         self._sources: list[SourceFactory] = []
+        # MCP servers: the given ones, then the project's .mcp.json; started at first use.
+        given = list(mcp_servers)
+        servers = merge_servers(given, project_servers(self.project_dir))
+        self._mcp = MCPServers(servers, required=bool(given))
+        if self._mcp:
+            self._sources.append(self._mcp.source)
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -195,8 +203,11 @@ class Runtime:
         return run_sync(self.open_session(session_id))
 
     async def close(self) -> None:
-        """Close the store."""
-        await self.store.close()
+        """Stop the MCP servers that were started and close the store."""
+        try:
+            await self._mcp.close()
+        finally:
+            await self.store.close()
 
     def close_sync(self) -> None:
         """``close()`` for plain scripts."""
