@@ -141,6 +141,8 @@ class MCPServer:
         backoff: float = 1.0,
     ) -> MCPServer:
         """A server run as ``command args...``; ``env`` is added to the usual safe variables."""
+        if isinstance(args, str):
+            raise UsageError(f"MCP server {name!r}: args must be a list of strings")
         return cls(
             name,
             "stdio",
@@ -265,9 +267,19 @@ def parse_mcp_config(data: Any, where: str, environ: Mapping[str, str]) -> list[
     servers: list[MCPServer] = []
     for name, entry in data["mcpServers"].items():
         try:
-            servers.append(_server(name, _expand(entry, environ), environ))
+            server = _server(name, _expand(entry, environ))
         except UsageError as exc:
-            raise UsageError(f"{where}: server {name!r}: {exc}") from exc
+            said = str(exc)
+            prefix = f"MCP server {name!r}: "
+            said = said if said.startswith(prefix) else prefix + said
+            raise UsageError(f"{where}: {said}") from exc
+        clash = next((s for s in servers if s.key == server.key), None)
+        if clash is not None:
+            raise UsageError(
+                f"{where}: MCP servers {clash.name!r} and {name!r} would share the tool prefix "
+                f"mcp__{server.key}__; rename one"
+            )
+        servers.append(server)
     return servers
 
 
@@ -278,7 +290,7 @@ _KEYS = {
 _OURS = {"resources", "effect", "timeout", "startupTimeout"}
 
 
-def _server(name: str, entry: Any, environ: Mapping[str, str]) -> MCPServer:
+def _server(name: str, entry: Any) -> MCPServer:
     if not isinstance(entry, dict):
         raise UsageError("must be an object")
     kind = entry.get("type", "http" if "url" in entry else "stdio")
@@ -289,7 +301,7 @@ def _server(name: str, entry: Any, environ: Mapping[str, str]) -> MCPServer:
     unknown = sorted(set(entry) - _KEYS[kind] - _OURS)
     if unknown:
         raise UsageError(f"unknown keys for a {kind} server: {', '.join(unknown)}")
-    resources = entry.get("resources", ())
+    resources = entry.get("resources", [])
     if not isinstance(resources, list | dict):
         raise UsageError("resources must be a list of URIs or an object of names to URIs")
     extra: dict[str, Any] = {

@@ -5,7 +5,9 @@ Nothing starts until a safe boundary (or a call) asks for the server. One task o
 the same task; sessions send their requests through it. The tool list is read when the
 connection opens and again at the first boundary after the server announces a change
 (``notifications/tools/list_changed``: on 2026 connections through a ``subscriptions/listen``
-stream); between boundaries it stays put, so a request and the calls answering it see one list.
+stream) or after a call of one of its tools, when it is a server that announces changes (the
+announcement may trail the call's result); between boundaries the list stays put, so a request
+and the calls answering it see one list.
 
 A server that cannot start, dies, or breaks its connection is *down*: its tools keep their last
 declarations and answer with an error result naming the server, its components are unavailable,
@@ -72,6 +74,7 @@ class ServerConnection:
         self._origin: dict[str, str] = {}
         self._seen: dict[str, ToolSpec] = {}
         self._dirty = False
+        self._announces = False
         self._failures = 0
         self._retry_at = 0.0
         self._attempt = 0
@@ -173,6 +176,8 @@ class ServerConnection:
                 self._transport(), message_handler=self._on_message, cache=None, client_info=info
             ) as client:
                 listening = await self._listen_for_changes(client)
+                tools = client.server_capabilities.tools
+                self._announces = bool(tools is not None and tools.list_changed)
                 self._client = client
                 self._absorb(await _list_all(client))
                 self.instructions = client.instructions
@@ -288,6 +293,10 @@ class ServerConnection:
         except Exception as exc:
             await self._broken(f"its connection broke: {_describe(exc)}")
             return self._lost_call(shown)
+        finally:
+            # A call is what usually changes a server's tools, and its announcement may arrive
+            # after the call's result: a server that announces changes is asked again.
+            self._dirty = self._dirty or self._announces
         return tool_outcome(result, limit)
 
     def _lost_call(self, shown: str) -> ToolOutcome:

@@ -28,6 +28,10 @@ def repo(tmp_path: Path) -> Path:
     return path
 
 
+def stage(repo: Path, name: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "add", name], check=True)
+
+
 def staged(repo: Path) -> list[str]:
     done = subprocess.run(
         ["git", "-C", str(repo), "diff", "--cached", "--name-only"],
@@ -99,7 +103,7 @@ async def test_an_approved_destructive_tool_runs_on_resume(
     calls = [ags.ToolCall("mcp__git__git_reset", {"repo_path": str(repo)})]
     runtime, model = git_runtime(make_runtime, repo, [calls, "reset done"], "workspace-write")
     session = await runtime.create_session()
-    subprocess.run(["git", "-C", str(repo), "add", "a.txt"], check=True)
+    stage(repo, "a.txt")
     paused = await session.prompt("Unstage everything.")
     (approval,) = paused.approvals
 
