@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..context.component import ABSENT, Absent, Unavailable
@@ -32,6 +32,7 @@ from ..request import ToolSpec
 from ..tools import Tool, ToolOutcome
 from .config import MCPServer, tool_name
 from .convert import declared_tool, tool_outcome
+from .sdk import client_version, describe, list_all, transport
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -39,25 +40,15 @@ if TYPE_CHECKING:
     from mcp.types import ReadResourceResult
     from mcp.types import Tool as ListedTool
 
-__all__ = ["ServerConnection", "sdk_available"]
+__all__ = ["ServerConnection"]
 
 _log = logging.getLogger("agentsession.mcp")
 _T = TypeVar("_T")
 _MAX_BACKOFF = 60.0
-_MAX_PAGES = 100
 _STOP_GRACE = 10.0
 # resources/read of a URI the server does not know: -32002 before 2026, invalid params after.
 _NOT_FOUND = (-32002, -32602)
 State = Literal["idle", "up", "down"]
-
-
-def sdk_available() -> bool:
-    """Whether the ``mcp`` SDK can be imported."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class ServerConnection:
@@ -69,7 +60,7 @@ class ServerConnection:
         self.reason = ""
         self.instructions: str | None = None
         self._clock = clock
-        self._listed: tuple[ListedTool, ...] = ()
+        self._reported: set[str] = set()
         self._tools: tuple[Tool, ...] = ()
         self._origin: dict[str, str] = {}
         self._seen: dict[str, ToolSpec] = {}
@@ -138,9 +129,9 @@ class ServerConnection:
                 assert client is not None
                 try:
                     self._dirty = False
-                    self._absorb(await _list_all(client))
+                    self._absorb(await list_all(client))
                 except Exception as exc:
-                    await self._broken(f"listing its tools failed: {_describe(exc)}")
+                    await self._broken(f"listing its tools failed: {describe(exc)}")
                     return False
             return True
 
@@ -162,7 +153,7 @@ class ServerConnection:
             self._down(f"it did not answer within {limit:g} seconds", self._attempt)
             await self._halt(cancel=True)
         except Exception as exc:
-            self._down(f"it could not be started: {_describe(exc)}", self._attempt)
+            self._down(f"it could not be started: {describe(exc)}", self._attempt)
         return self.state == "up"
 
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event, attempt: int) -> None:
@@ -171,15 +162,18 @@ class ServerConnection:
             from mcp import Client
             from mcp.types import Implementation
 
-            info = Implementation(name="agentsession", version=_version())
+            info = Implementation(name="agentsession", version=client_version())
             async with Client(
-                self._transport(), message_handler=self._on_message, cache=None, client_info=info
+                transport(self.server),
+                message_handler=self._on_message,
+                cache=None,
+                client_info=info,
             ) as client:
                 listening = await self._listen_for_changes(client)
                 tools = client.server_capabilities.tools
                 self._announces = bool(tools is not None and tools.list_changed)
                 self._client = client
-                self._absorb(await _list_all(client))
+                self._absorb(await list_all(client))
                 self.instructions = client.instructions
                 self.state, self.reason, self._failures, self._dirty = "up", "", 0, False
                 ready.set_result(None)
@@ -194,24 +188,11 @@ class ServerConnection:
             if not ready.done():
                 ready.set_exception(exc)
             else:
-                self._down(f"its connection broke: {_describe(exc)}", attempt)
+                self._down(f"its connection broke: {describe(exc)}", attempt)
         finally:
             self._client = None
             if not ready.done():
                 ready.set_exception(RuntimeError("the connection was stopped while starting"))
-
-    def _transport(self) -> Any:
-        server = self.server
-        if server.transport == "stdio":
-            from mcp import StdioServerParameters
-
-            return StdioServerParameters(
-                command=server.command,
-                args=list(server.args),
-                env=dict(server.env) if server.env is not None else None,
-                cwd=server.cwd,
-            )
-        return _http_transport(server.url, dict(server.headers))
 
     async def _listen_for_changes(self, client: Client) -> asyncio.Task[None] | None:
         """On a 2026 connection whose server announces tool changes, a stream that hears them."""
@@ -291,7 +272,7 @@ class ServerConnection:
                 True,
             )
         except Exception as exc:
-            await self._broken(f"its connection broke: {_describe(exc)}")
+            await self._broken(f"its connection broke: {describe(exc)}")
             return self._lost_call(shown)
         finally:
             # A call is what usually changes a server's tools, and its announcement may arrive
@@ -323,7 +304,7 @@ class ServerConnection:
                 await self._broken("its connection closed")
             return Unavailable(f"reading {uri} failed: {exc}")
         except Exception as exc:
-            await self._broken(f"reading {uri} failed: {_describe(exc)}")
+            await self._broken(f"reading {uri} failed: {describe(exc)}")
             return Unavailable(self.reason)
 
     # -- state ----------------------------------------------------------------------------------
@@ -337,29 +318,25 @@ class ServerConnection:
         origin: dict[str, str] = {}
         for name, group in names.items():
             if len(group) > 1:
-                _log.error(
-                    "MCP server %r: tools %s all become %s; none of them is offered",
-                    self.server.name,
-                    ", ".join(repr(g.name) for g in group),
-                    name,
-                )
+                clash = ", ".join(repr(g.name) for g in group)
+                self._problem(f"tools {clash} all become {name}; none of them is offered")
                 continue
             try:
                 tool = declared_tool(self.server, group[0], name)
             except UsageError as exc:
-                _log.error(
-                    "MCP server %r: tool %r is not offered: %s",
-                    self.server.name,
-                    group[0].name,
-                    exc,
-                )
+                self._problem(f"tool {group[0].name!r} is not offered: {exc}")
                 continue
             tools.append(tool)
             origin[name] = group[0].name
             self._seen[name] = tool.spec
-        self._listed = tuple(listed)
         self._tools = tuple(tools)
         self._origin = origin
+
+    def _problem(self, text: str) -> None:
+        """Log a refused tool once (the same listing comes back at every re-list)."""
+        if text not in self._reported:
+            self._reported.add(text)
+            _log.error("MCP server %r: %s", self.server.name, text)
 
     def _down(self, reason: str, attempt: int) -> None:
         """The connection of ``attempt`` failed: wait before the next start."""
@@ -425,47 +402,3 @@ class ServerConnection:
 
 async def _run(work: Callable[[], Awaitable[_T]]) -> _T:
     return await work()
-
-
-async def _list_all(client: Client) -> list[ListedTool]:
-    """Every tool the server lists, following pagination (bounded)."""
-    tools: list[ListedTool] = []
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return tools
-
-
-@contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    # The SDK's own defaults: a server may hold a response stream open for minutes.
-    timeout = httpx2.Timeout(30.0, read=300.0)
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams
-
-
-def _describe(exc: BaseException) -> str:
-    """An exception in one line; exception groups show their first leaf."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("agentsession")
-    except PackageNotFoundError:
-        return "0"

@@ -44,8 +44,9 @@ from ..tool_context import ToolContext
 from ..toolbox import Ran
 from ..tools import Tool, ToolOutcome
 from .config import MCPServer, resource_key
-from .connection import ServerConnection, sdk_available
+from .connection import ServerConnection
 from .convert import render_resource
+from .sdk import sdk_available
 
 __all__ = ["MCPServers", "MCPSource"]
 
