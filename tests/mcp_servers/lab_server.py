@@ -105,7 +105,8 @@ def pid() -> int:
 
 @server.tool(annotations=READ)
 async def slow(seconds: float) -> str:
-    """Sleep, noting a cancellation in the lab log."""
+    """Sleep, noting the start and a cancellation in the lab log."""
+    log("slow started")
     try:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():

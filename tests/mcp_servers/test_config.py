@@ -184,3 +184,31 @@ async def test_a_given_server_wins_over_the_project_file(
     assert "mcp.lab.note" not in dict(model.requests[0].system)  # the file's resource is not used
     answer = model.requests[-1].messages[-1]
     assert isinstance(answer, ags.ToolResultMessage) and not answer.is_error  # effect "read"
+
+
+def test_without_the_sdk_given_servers_are_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now fails as if not installed
+    server = ags.MCPServer.stdio("lab", sys.executable, [str(LAB)])
+    with pytest.raises(ags.UsageError, match=re.escape("pip install 'agentsession[mcp]'")):
+        ags.Runtime(store=ags.MemoryStore(), project_dir=tmp_path, mcp_servers=[server])
+
+
+async def test_without_the_sdk_a_project_file_is_left_out(
+    make_runtime: Callable[..., ags.Runtime],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    project_file(tmp_path)
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    model = ags.ScriptedModel(["ok"])
+    with caplog.at_level("WARNING", logger="agentsession.mcp"):
+        runtime = make_runtime(model=model)
+    session = await runtime.create_session()
+
+    await session.prompt("hello")
+
+    assert tool_names(model.requests[0]) == []
+    assert "they are left out" in caplog.text

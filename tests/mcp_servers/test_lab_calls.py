@@ -161,16 +161,12 @@ async def test_cancelling_the_turn_cancels_the_call_on_the_server(
     model = ags.ScriptedModel([call("slow", seconds=60), "after"])
     runtime = make_runtime(model=model, mcp_servers=[lab.server])
     session = await runtime.create_session()
-    started = asyncio.Event()
 
     async def run() -> None:
-        async for event in session.stream("Take your time."):
-            if isinstance(event, ags.ToolCallStarted):
-                started.set()
+        await session.prompt("Take your time.")
 
     task = asyncio.create_task(run())
-    await started.wait()
-    await asyncio.sleep(0.2)  # let the request reach the server before cancelling it
+    await wait_for(lambda: "slow started" in lab.lines(), "the call reached the server")
     assert session.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
