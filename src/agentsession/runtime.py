@@ -70,13 +70,18 @@ class Runtime:
         instructions: AgentInstructions | None = None,
         mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
+        self.project_dir = Path(project_dir or Path.cwd()).resolve()
+        # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
+        # before anything is opened, so a malformed file leaves nothing behind.
+        given = list(mcp_servers)
+        servers = merge_servers(given, project_servers(self.project_dir))
+        self._mcp = MCPServers(servers, required=bool(given))
         if store is None:
             from .store.sqlite import SQLiteStore
 
             store = SQLiteStore()
         self.store: Store = store
         self._model = model
-        self.project_dir = Path(project_dir or Path.cwd()).resolve()
         self.config = config or Config()
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
         self.tools: tuple[Tool, ...] = _checked_tools(tools)
@@ -101,10 +106,6 @@ class Runtime:
         )
         # Each feature that gives sessions tools or context of their own adds one factory.
         self._sources: list[SourceFactory] = []
-        # MCP servers: the given ones, then the project's .mcp.json; started at first use.
-        given = list(mcp_servers)
-        servers = merge_servers(given, project_servers(self.project_dir))
-        self._mcp = MCPServers(servers, required=bool(given))
         if self._mcp:
             self._sources.append(self._mcp.source)
 

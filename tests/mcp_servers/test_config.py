@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -212,3 +213,21 @@ async def test_without_the_sdk_a_project_file_is_left_out(
 
     assert tool_names(model.requests[0]) == []
     assert "they are left out" in caplog.text
+
+
+def test_the_cli_reports_a_malformed_project_file_in_one_line(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", '{"mcpServers": {"x": ')
+    done = subprocess.run(
+        [sys.executable, "-m", "agentsession", "--db", str(tmp_path / "s.db"), "run", "hi"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: {tmp_path / '.mcp.json'}: not valid JSON (line 1, column 22: Expecting value)"
+    ]
+    assert "Traceback" not in done.stderr

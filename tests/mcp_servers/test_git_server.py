@@ -10,7 +10,7 @@ import pytest
 
 import agentsession as ags
 
-from .wire import installed
+from .wire import assert_every_format_declares, installed
 
 pytest.importorskip("mcp_server_git")
 
@@ -62,6 +62,9 @@ async def test_read_tools_run_and_write_tools_are_refused_under_read_only(
     session = await runtime.create_session()
 
     await session.prompt("What is the state of the repository?")
+
+    for spec in model.requests[0].tools:  # every schema passes every wire format as it is
+        assert_every_format_declares(model.requests[0], spec)
 
     status, add = model.requests[1].messages[-2:]
     assert isinstance(status, ags.ToolResultMessage) and isinstance(add, ags.ToolResultMessage)

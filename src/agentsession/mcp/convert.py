@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +80,7 @@ def _schema(raw: Any) -> dict[str, Any]:
     if kind != "object":
         raise UsageError(f"its input schema describes {kind!r}, not an object of arguments")
     schema.setdefault("properties", {})
-    return copy.deepcopy(schema)
+    return schema
 
 
 def tool_outcome(result: CallToolResult, limit: int | None) -> ToolOutcome:
