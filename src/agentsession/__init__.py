@@ -54,6 +54,7 @@ from .log import (
     SkillRevision,
     SystemPromptCheckpoint,
 )
+from .mcp import MCPServer
 from .permissions import Decision, PermissionPreset
 from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
 from .request import (
@@ -105,6 +106,7 @@ __all__ = [
     "Event",
     "ImagePart",
     "Lease",
+    "MCPServer",
     "MaxStepsExceededError",
     "MemoryStore",
     "Message",

@@ -38,6 +38,7 @@ from .log import (
     SystemPromptCheckpoint,
     now,
 )
+from .mcp import MCPServer, MCPServers, merge_servers, project_servers
 from .parts import SourceFactory, build_parts
 from .permissions import preset_table
 from .projection import transcript_from
@@ -76,14 +77,20 @@ class Runtime:
         instructions: AgentInstructions | None = None,
         skills_dirs: Iterable[str | PathLike[str]] = (),
         skills: Iterable[Skill] = (),
+        mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
+        self.project_dir = Path(project_dir or Path.cwd()).resolve()
+        # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
+        # before anything is opened, so a malformed file leaves nothing behind.
+        given = list(mcp_servers)
+        servers = merge_servers(given, project_servers(self.project_dir))
+        self._mcp = MCPServers(servers, required=bool(given))
         if store is None:
             from .store.sqlite import SQLiteStore
 
             store = SQLiteStore()
         self.store: Store = store
         self._model = model
-        self.project_dir = Path(project_dir or Path.cwd()).resolve()
         self.config = config or Config()
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
         self.tools: tuple[Tool, ...] = _checked_tools(tools)
@@ -113,6 +120,8 @@ class Runtime:
             raise UsageError("skills must be a list of agentsession Skill values")
         self._skills = SkillLibrary(skills_dirs, self.project_dir, skills=tuple(skills))
         self._sources.append(skill_source_factory(self._skills))
+        if self._mcp:
+            self._sources.append(self._mcp.source)
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -243,10 +252,13 @@ class Runtime:
         return run_sync(self.open_session(session_id))
 
     async def close(self) -> None:
-        """Release the leases of the sessions handed out, then close the store."""
-        for session in list(self._sessions):
-            await session.close()
-        await self.store.close()
+        """Release the sessions' leases, stop the MCP servers that were started, close the store."""
+        try:
+            for session in list(self._sessions):
+                await session.close()
+            await self._mcp.close()
+        finally:
+            await self.store.close()
 
     def close_sync(self) -> None:
         """``close()`` for plain scripts."""
