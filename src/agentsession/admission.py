@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from .boundary import (
     Admission,
@@ -35,8 +36,10 @@ from .context.component import LoadResult
 from .context.engine import effective_state, fresh_baseline
 from .deps import SessionDeps
 from .errors import BudgetExceededError, ProviderError, UsageError
+from .inspect import what_changed
 from .log import (
     ContextEpoch,
+    Dispatch,
     EpochReason,
     LogEntry,
     MidConversationSystemMessage,
@@ -48,7 +51,7 @@ from .log import (
 from .parts import SessionParts
 from .projection import project
 from .providers.base import Model, complete, provider_failure
-from .request import Request, text_of
+from .request import Request, digest, text_of
 from .writer import EpochView, LogWriter
 
 __all__ = ["Admitter", "Samples"]
@@ -237,6 +240,28 @@ class Admitter:
                 "the last request cannot be rebuilt: a tool it declared is no longer known"
             )
         return build_request(projected, window, view.epoch.baseline, tools, model.profile.provider)
+
+    async def retry_start(
+        self, tail: Sequence[Record], model: Model
+    ) -> Literal["replay", "continue"]:
+        """How ``retry()`` continues an unanswered step (``tail`` starts at its dispatch).
+
+        ``replay`` when the rebuilt request is the dispatched one (same digest); ``continue`` (a
+        fresh admission, a new epoch) when the model was switched since; ``UsageError`` naming
+        what changed when the same request can no longer be sent.
+        """
+        dispatch = tail[0].entry
+        assert isinstance(dispatch, Dispatch)
+        if dispatch.model != model.name:
+            return "continue"
+        rebuilt = await self.rebuild(model)
+        if digest(rebuilt) != dispatch.digest:
+            raise UsageError(
+                "retry() cannot send the failed request again: the runtime changed since it was"
+                f" dispatched ({what_changed(dispatch, rebuilt)}); call prompt() to continue"
+                " with the current runtime instead"
+            )
+        return "replay"
 
     async def offered(self, model: Model) -> tuple[str, ...]:
         """The tools the last admitted request offered (read back from the log)."""

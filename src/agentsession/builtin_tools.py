@@ -223,12 +223,12 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str | ToolOu
     if isinstance(target, ToolOutcome):
         return target
     shown = _shown(context, target)
-    if target.is_dir():
-        return _error(f"{shown} is a folder; give the path of a file.")
     text, replaced = replace_surrogates(content)
     data = text.encode("utf-8")
-    existed = target.exists()
     try:
+        if target.is_dir():
+            return _error(f"{shown} is a folder; give the path of a file.")
+        existed = target.exists()
         target.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
         fd = os.open(target, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)

@@ -30,6 +30,7 @@ from .toolbox import CallObserver, Toolbox, ToolSource
 __all__ = [
     "ContextSource",
     "InstructionTracker",
+    "Preparing",
     "PromptSource",
     "SessionParts",
     "SourceFactory",
@@ -64,6 +65,16 @@ class SessionParts:
     sources: Sequence[ContextSource] = field(default_factory=tuple)
 
     removals: dict[str, str] = field(default_factory=dict)
+
+    async def prepare(self) -> None:
+        """Let every source that needs it get ready (connect its servers).
+
+        A retry or resume may run before any boundary has sampled a source (a session reopened
+        in a new process).
+        """
+        for source in self.sources:
+            if isinstance(source, Preparing):
+                await source.prepare()
 
     def components(self) -> list[ContextComponent]:
         """The System Context of the next boundary, in rendering order."""
@@ -139,6 +150,15 @@ class PromptSource(Protocol):
 
         ``pending`` adds the running prompt's selection that is not committed yet.
         """
+        ...
+
+
+@runtime_checkable
+class Preparing(Protocol):
+    """A source that must get ready before a stored step is continued (e.g. connect a server)."""
+
+    async def prepare(self) -> None:
+        """Get ready for the next operation (never raises for a source that is down)."""
         ...
 
 

@@ -34,7 +34,6 @@ from .events import (
 )
 from .guard import Guard
 from .hygiene import prompt_content
-from .inspect import what_changed
 from .leases import LeaseKeeper
 from .log import (
     ApprovalDecided,
@@ -51,7 +50,7 @@ from .log import (
 from .parts import SessionParts
 from .providers.base import Model, Preparable
 from .recovery import Cause, closing_entries, step_state
-from .request import AssistantMessage, ContentPart, Message, Request, ToolCall, digest
+from .request import AssistantMessage, ContentPart, Message, Request, ToolCall
 from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
@@ -190,7 +189,7 @@ class Session:
     ) -> AsyncGenerator[Event, None]:
         user = UserEntry(prompt_content(text), timestamp=now())
         async with self._guard.exclusive():
-            self._ready()
+            await self._ready()
             selection = await self._parts.start_prompt(user, skills, self._writer.transcript)
             await self._recover()
             async for event in self._run([user, *selection, *self._metadata()], "new"):
@@ -214,7 +213,7 @@ class Session:
 
     async def _resume(self) -> AsyncIterator[Event]:
         async with self._guard.exclusive(allow_waiting=True):
-            self._ready()
+            await self._ready()
             waiting = self._parts.gate.waiting()
             if waiting:
                 names = ", ".join(f"{w.name} ({w.call_id})" for w in waiting)
@@ -230,7 +229,7 @@ class Session:
             start: Start
             calls: list[ToolCall] = []
             if not state.responded:
-                start = await self._replay_or_readmit(tail)
+                start = await self._admitter.retry_start(tail, self.model)
             elif state.missing:
                 start = "tools"
                 response = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)][-1]
@@ -240,21 +239,6 @@ class Session:
                 start = "continue"
             async for event in self._run(self._metadata(), start, calls):
                 yield event
-
-    async def _replay_or_readmit(self, tail: Sequence[Record]) -> Start:
-        """``replay`` when the dispatched request can be sent again unchanged, else explain."""
-        dispatch = tail[0].entry
-        assert isinstance(dispatch, Dispatch)
-        if dispatch.model != self.model.name:
-            return "continue"  # switched since: a new epoch for the new model
-        rebuilt = await self._admitter.rebuild(self.model)
-        if digest(rebuilt) != dispatch.digest:
-            raise UsageError(
-                "retry() cannot send the failed request again: the runtime changed since it was"
-                f" dispatched ({what_changed(dispatch, rebuilt)}); call prompt() to continue"
-                " with the current runtime instead"
-            )
-        return "replay"
 
     async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
         """The neutral request the next prompt would send; nothing is admitted."""
@@ -386,11 +370,15 @@ class Session:
         switch = [self._switch] if self._switch is not None else []
         return [*switch, *self._parts.gate.pending_changes]
 
-    def _ready(self) -> None:
-        """Refuse before anything is stored when the model cannot be called (no key, no SDK)."""
+    async def _ready(self) -> None:
+        """Refuse when the model cannot be called (no key, no SDK); let the sources get ready.
+
+        Runs before anything is stored; the sources connect their servers if they have any.
+        """
         model = self.model
         if isinstance(model, Preparable):
             model.ensure_ready()
+        await self._parts.prepare()
 
     async def _run(
         self, promoted: list[LogEntry], start: Start, calls: Sequence[ToolCall] = ()

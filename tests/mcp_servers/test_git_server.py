@@ -95,11 +95,6 @@ async def test_a_destructive_tool_asks_for_approval_under_workspace_write(
     assert staged(repo) == ["a.txt"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: Session.resume() closes the step paused for approval as interrupted "
-    "(recovery ignores approval_requested/approval_decided), so the approved call never runs",
-)
 async def test_an_approved_destructive_tool_runs_on_resume(
     make_runtime: Callable[..., ags.Runtime], repo: Path
 ) -> None:

@@ -92,6 +92,10 @@ class MCPSource:
         self._refused: set[str] = set()
         self._components = [c for conn in self._connections for c in self._build(conn)]
 
+    async def prepare(self) -> None:
+        """Connect (or reconnect) the servers before a stored step continues."""
+        await asyncio.gather(*(conn.refresh() for conn in self._connections))
+
     def components(self) -> Sequence[ContextComponent]:
         """Per server: its instructions component, then one component per named resource."""
         return self._components
