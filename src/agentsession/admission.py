@@ -64,10 +64,10 @@ class Admitter:
         """Sample every component once: one sample serves the whole boundary."""
         return {c.key: await c.sample() for c in self.parts.components()}
 
-    async def preview(self, promoted: Sequence[LogEntry], model: Model) -> Request:
-        """The request ``promoted`` would lead to; nothing is admitted or compacted."""
+    async def preview(self, promoted: Sequence[LogEntry], model: Model) -> Admission:
+        """The admission ``promoted`` would lead to; nothing is admitted or compacted."""
         samples = await self.sample()
-        return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1).request
+        return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1)
 
     async def admit(self, promoted: Sequence[LogEntry], step: int, model: Model) -> Admission:
         """The admission of the next request, compacting first when it is too big."""

@@ -22,10 +22,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
 from .admission import Admitter
+from .boundary import Admission
 from .deps import SessionDeps
-from .errors import SessionBusyError, StoreError, UsageError
+from .errors import AgentSessionError, SessionBusyError, StoreError, UsageError
 from .events import ApprovalRequest, Event, PromptResult, StepCommitted, TurnFinished
 from .hygiene import has_surrogates
+from .inspect import mismatch
 from .log import (
     ApprovalDecided,
     AssistantEntry,
@@ -44,6 +46,7 @@ from .request import AssistantMessage, ContentPart, Message, Request, TextPart, 
 from .store.base import SessionInfo
 from .sync import run_sync
 from .turn import Start, Turn, approval_of
+from .views import Inspection, inspect_log
 from .writer import LogWriter
 
 __all__ = ["Session"]
@@ -219,7 +222,7 @@ class Session:
         if digest(rebuilt) != dispatch.digest:
             raise UsageError(
                 "retry() cannot send the failed request again: the runtime changed since it was"
-                f" dispatched ({_what_changed(rebuilt, dispatch)}); call prompt() to continue"
+                f" dispatched ({mismatch(rebuilt, dispatch)}); call prompt() to continue"
                 " with the current runtime instead"
             )
         return "replay"
@@ -227,7 +230,30 @@ class Session:
     async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
         """The neutral request the next prompt would send; nothing is admitted."""
         user = UserEntry(_normalize_content(text), timestamp=now())
-        return await self._admitter.preview([user, *self._metadata()], self.model)
+        return (await self._admitter.preview([user, *self._metadata()], self.model)).request
+
+    async def inspect(self) -> Inspection:
+        """The session as its log tells it; nothing is admitted or written.
+
+        Timeline, turns, epochs, every dispatched request rebuilt, and the next request
+        previewed and annotated (``Inspection.next_request``).
+        """
+        upcoming: Admission | str = "the session has no model to preview the next request with"
+        if self._model is not None:
+            try:
+                upcoming = await self._admitter.preview(self._metadata(), self._model)
+            except AgentSessionError as exc:
+                upcoming = str(exc)
+        return inspect_log(
+            await self._deps.store.get_session(self.id),
+            await self.log(),
+            specs=self._parts.toolbox.specs(),
+            tools=[t.name for t in self._deps.tools],
+            config=self._deps.config,
+            budget=self._deps.budget,
+            model=self._model,
+            upcoming=upcoming,
+        )
 
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.
@@ -412,18 +438,6 @@ async def _drain(events: AsyncIterator[Event]) -> PromptResult:
             result = event.result
     assert result is not None
     return result
-
-
-def _what_changed(rebuilt: Request, dispatch: Dispatch) -> str:
-    """Which part of a request differs from its dispatch record, in words."""
-    from .inspect import fingerprinted
-
-    now_ = fingerprinted(replace(dispatch, model=dispatch.model), rebuilt, None)
-    if now_.tools_digest != dispatch.tools_digest:
-        return "the tools differ"
-    if now_.system_digest != dispatch.system_digest:
-        return "the system context differs"
-    return "the messages differ (another window or history)"
 
 
 def _normalize_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
