@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .budget import TokenCounter, measure
 from .describe import preview
-from .log import TRANSCRIPT_KINDS, ContextEpoch, Record
+from .log import TRANSCRIPT_KINDS, Record
 from .request import (
     AssistantMessage,
     Message,
@@ -76,7 +76,8 @@ def context_view(
     records: Sequence[Record],
     counter: TokenCounter,
     *,
-    epoch: ContextEpoch | None,
+    epoch: int | None,
+    epoch_reason: str,
     new_epoch: bool,
     limit: int = 0,
 ) -> ContextView:
@@ -104,8 +105,8 @@ def context_view(
     )
     return ContextView(
         request=request,
-        epoch=epoch.epoch if epoch is not None else None,
-        epoch_reason=epoch.reason if epoch is not None else "",
+        epoch=epoch,
+        epoch_reason=epoch_reason,
         new_epoch=new_epoch,
         sections=sections,
         messages=messages,

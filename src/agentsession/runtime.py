@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
+from types import TracebackType
+from typing import Protocol, runtime_checkable
 
 from .budget import BudgetPolicy, TokenCounter, counter_for_encoding, default_counter
 from .config import Config
@@ -47,7 +49,16 @@ from .titles import Titler
 from .tools import Tool
 from .writer import LogWriter
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "SupportsAclose"]
+
+
+@runtime_checkable
+class SupportsAclose(Protocol):
+    """A model holding a client with connections to close (the SDK models)."""
+
+    async def aclose(self) -> None:
+        """Close the client and its connections."""
+        ...
 
 
 class Runtime:
@@ -74,6 +85,7 @@ class Runtime:
             store = SQLiteStore()
         self.store: Store = store
         self._model = model
+        self._title_model = title_model
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
         self.config = config or Config()
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
@@ -195,8 +207,31 @@ class Runtime:
         return run_sync(self.open_session(session_id))
 
     async def close(self) -> None:
-        """Close the store."""
-        await self.store.close()
+        """Close the store and the SDK clients of the runtime's models (model, titles, summaries).
+
+        A model opened again later makes a new client; a session's own ``switch_model`` models
+        belong to the caller.
+        """
+        try:
+            await self.store.close()
+        finally:
+            closing: list[SupportsAclose] = []
+            for model in (self._model, self._title_model, self._deps.summarizer):
+                if isinstance(model, SupportsAclose) and all(m is not model for m in closing):
+                    closing.append(model)
+            for client in closing:
+                await client.aclose()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     def close_sync(self) -> None:
         """``close()`` for plain scripts."""

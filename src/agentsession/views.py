@@ -20,6 +20,7 @@ from .boundary import Admission
 from .budget import BudgetPolicy, Measurement, TokenCounter, measure
 from .config import Config
 from .describe import Category, category_of, describe, preview
+from .errors import UsageError
 from .inspect import Rebuilt, rebuild_all
 from .log import (
     ApprovalRequested,
@@ -51,6 +52,7 @@ __all__ = [
     "context_view",
     "inspect_log",
     "last_model",
+    "past_context",
 ]
 
 
@@ -192,7 +194,8 @@ def inspect_log(
             upcoming.request,
             records,
             counter,
-            epoch=upcoming.epoch,
+            epoch=upcoming.epoch.epoch,
+            epoch_reason=upcoming.epoch.reason,
             new_epoch=upcoming.new_epoch,
             limit=limit,
         )
@@ -380,3 +383,24 @@ def _cacheable(previous: Request, current: Request, measured: Measurement) -> in
             break
         tokens += measured.subtotal(f"message[{i}]:")
     return tokens
+
+
+def past_context(
+    inspection: Inspection, number: int, records: Sequence[Record], counter: TokenCounter
+) -> ContextView:
+    """Dispatched request ``number`` (from 1) annotated against the log as it was then."""
+    if not 1 <= number <= len(inspection.requests):
+        raise UsageError(
+            f"there is no dispatched request {number}: the session has {len(inspection.requests)}"
+        )
+    info = inspection.requests[number - 1]
+    previous = inspection.requests[number - 2] if number > 1 else None
+    reason = next((e.reason for e in inspection.epochs if e.number == info.epoch), "")
+    return context_view(
+        info.request,
+        [r for r in records if r.seq < info.seq],
+        counter,
+        epoch=info.epoch,
+        epoch_reason=reason,
+        new_epoch=previous is None or previous.epoch != info.epoch,
+    )
