@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -161,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("interrupted: the running turn is recorded as cancelled", file=sys.stderr)
         code = 130
+    except BrokenPipeError:
+        # The reader left (``| head``): nothing more can reach it, and nothing needs saying.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     except AgentSessionError as exc:
         if args.debug:
             traceback.print_exc()

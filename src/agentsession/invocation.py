@@ -112,7 +112,7 @@ class Invocation:
     @property
     def db(self) -> Path:
         """The database file (``--db`` or the default in the user data dir)."""
-        return Path(self.args.db).expanduser() if self.args.db else default_path()
+        return Path(self.args.db).expanduser().absolute() if self.args.db else default_path()
 
     def store(self, *, create: bool) -> Store:
         """The session store; a read-only command gets ``UsageError`` for a missing file."""
