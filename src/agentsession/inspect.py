@@ -40,7 +40,7 @@ from .log import (
     Record,
 )
 from .projection import ViewMessage, project
-from .request import AssistantMessage, Request, ToolSpec, digest
+from .request import AssistantMessage, Request, ToolSpec
 from .window import Window, message_count, select_window
 
 __all__ = [
@@ -138,17 +138,11 @@ def rebuild_all(
     ``tools`` names the application's tools, which epochs written before tool names were
     recorded declared. ``config`` gives the window; a request the config does not reproduce
     (the application's window cap differs) is found among the other windows the same history
-    allows, and its digest decides. Each rebuild reads the records of its epoch only.
+    allows, and its digest decides. Each epoch is projected once, so the whole pass costs about
+    one projection of the log plus one encoding per request.
     """
-    seqs = [r.seq for r in records]
-    epoch_at: int | None = None
-    out: list[Rebuilt] = []
-    for i, record in enumerate(records):
-        if isinstance(record.entry, ContextEpoch):
-            epoch_at = i
-        elif isinstance(record.entry, Dispatch):
-            out.append(_rebuild(records, seqs, i, epoch_at, len(out) + 1, specs, config, tools))
-    return out
+    rebuilder = _Rebuilder(records, specs, config, tools)
+    return [rebuilder.rebuild(at, n) for n, at in enumerate(rebuilder.dispatches, start=1)]
 
 
 def rebuild(
@@ -160,55 +154,106 @@ def rebuild(
     tools: Sequence[str] = (),
 ) -> Rebuilt:
     """The ``number``-th dispatched request (from 1) rebuilt; ``UsageError`` when there is none."""
-    seqs = [r.seq for r in records]
-    epoch_at: int | None = None
-    seen = 0
-    for i, record in enumerate(records):
-        if isinstance(record.entry, ContextEpoch):
-            epoch_at = i
-        elif isinstance(record.entry, Dispatch):
-            seen += 1
-            if seen == number:
-                return _rebuild(records, seqs, i, epoch_at, number, specs, config, tools)
-    raise UsageError(f"there is no dispatched request {number}: the session has {seen}")
+    rebuilder = _Rebuilder(records, specs, config, tools)
+    found = len(rebuilder.dispatches)
+    if not 1 <= number <= found:
+        raise UsageError(f"there is no dispatched request {number}: the session has {found}")
+    return rebuilder.rebuild(rebuilder.dispatches[number - 1], number)
 
 
-def _rebuild(
-    records: Sequence[Record],
-    seqs: Sequence[int],
-    at: int,
-    epoch_at: int | None,
-    number: int,
-    specs: Mapping[str, ToolSpec],
-    config: Config,
-    tools: Sequence[str],
-) -> Rebuilt:
-    dispatch = records[at].entry
-    assert isinstance(dispatch, Dispatch)
-    epoch: ContextEpoch | None = None
-    lo = 0
-    if epoch_at is not None:
-        found = records[epoch_at]
-        assert isinstance(found.entry, ContextEpoch)
-        epoch = found.entry
-        start = min(epoch.history_start, found.seq)
-        if epoch.summary_seq is not None:
-            start = min(start, epoch.summary_seq)
-        lo = bisect.bisect_left(seqs, start)
-    before = records[lo:at]
-    view = project(before, epoch)
-    declared, unknown = _declarations(before, epoch, specs, tools)
-    baseline = epoch.baseline if epoch is not None else ()
-    request: Request | None = None
-    for window in _windows(view, config):
-        for provider in _providers(records, at, view):
-            candidate = build_request(view, window, baseline, declared, provider)
-            request = request or candidate
-            if digest(candidate) == dispatch.digest:
-                return Rebuilt(number, records[at].seq, dispatch, epoch, candidate, True)
-    assert request is not None
-    why = mismatch(request, dispatch, unknown)
-    return Rebuilt(number, records[at].seq, dispatch, epoch, request, False, why)
+class _Rebuilder:
+    """Rebuilds the dispatches of one log, projecting each epoch once.
+
+    The model view of a dispatch is its epoch's view cut at the dispatch (projection maps each
+    record on its own). A projected message is a function of its log record alone, so its
+    encoding is computed once per record, whichever epoch projects it again; a message the
+    request builder replaced (an elision note, provider data left out) is encoded afresh.
+    """
+
+    def __init__(
+        self,
+        records: Sequence[Record],
+        specs: Mapping[str, ToolSpec],
+        config: Config,
+        tools: Sequence[str],
+    ) -> None:
+        self.records = records
+        self.specs = specs
+        self.config = config
+        self.tools = tools
+        self.seqs = [r.seq for r in records]
+        self.dispatches = [i for i, r in enumerate(records) if isinstance(r.entry, Dispatch)]
+        self.epochs = [i for i, r in enumerate(records) if isinstance(r.entry, ContextEpoch)]
+        self._views: dict[int, tuple[int, list[ViewMessage]]] = {}
+        self._encoded: dict[tuple[int, ...], object] = {}
+
+    def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
+        """Where the epoch's records start, and the model view of all of them."""
+        key = -1 if epoch_at is None else epoch_at
+        if key not in self._views:
+            epoch: ContextEpoch | None = None
+            lo = 0
+            if epoch_at is not None:
+                found = self.records[epoch_at]
+                assert isinstance(found.entry, ContextEpoch)
+                epoch = found.entry
+                start = min(epoch.history_start, found.seq)
+                if epoch.summary_seq is not None:
+                    start = min(start, epoch.summary_seq)
+                lo = bisect.bisect_left(self.seqs, start)
+            later = [i for i in self.epochs if i > key]
+            end = later[0] if later else len(self.records)
+            self._views[key] = (lo, project(self.records[lo:end], epoch))
+        return self._views[key]
+
+    def rebuild(self, at: int, number: int) -> Rebuilt:
+        dispatch = self.records[at].entry
+        assert isinstance(dispatch, Dispatch)
+        position = bisect.bisect_left(self.epochs, at)
+        epoch_at = self.epochs[position - 1] if position else None
+        epoch: ContextEpoch | None = None
+        if epoch_at is not None:
+            entry = self.records[epoch_at].entry
+            assert isinstance(entry, ContextEpoch)
+            epoch = entry
+        lo, whole = self._epoch_view(epoch_at)
+        seq = self.records[at].seq
+        view = [v for v in whole if v.seqs[-1] < seq]
+        declared, unknown = _declarations(self.records[lo:at], epoch, self.specs, self.tools)
+        baseline = epoch.baseline if epoch is not None else ()
+        first: Request | None = None
+        for window in _windows(view, self.config):
+            for provider in _providers(self.records, at, view):
+                candidate = build_request(view, window, baseline, declared, provider)
+                first = first or candidate
+                if self._digest(candidate, view) == dispatch.digest:
+                    return Rebuilt(number, seq, dispatch, epoch, candidate, True)
+            if unknown or _fixed_part_differs(candidate, dispatch):
+                break  # another window cannot mend the tools or the system part
+        assert first is not None
+        return Rebuilt(
+            number, seq, dispatch, epoch, first, False, mismatch(first, dispatch, unknown)
+        )
+
+    def _digest(self, request: Request, view: Sequence[ViewMessage]) -> str:
+        """``request.digest(request)``, encoding each projected record's message once."""
+        origin = {id(v.message): v.seqs for v in view}
+        messages = []
+        for message in request.messages:
+            seqs = origin.get(id(message))
+            if seqs is None:
+                messages.append(encode(message))
+                continue
+            if seqs not in self._encoded:
+                self._encoded[seqs] = encode(message)
+            messages.append(self._encoded[seqs])
+        payload = {
+            "system": encode(request.system),
+            "messages": messages,
+            "tools": encode(request.tools),
+        }
+        text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _declarations(
@@ -230,6 +275,14 @@ def _declarations(
     unknown = tuple(n for n in names if n not in specs)
     declared = tuple(specs.get(n) or ToolSpec(n, "", {}) for n in names)
     return declared, unknown
+
+
+def _fixed_part_differs(request: Request, dispatch: Dispatch) -> bool:
+    """Whether the tools or the system part differ from what ``dispatch`` recorded."""
+    tools, system = dispatch.tools_digest, dispatch.system_digest
+    return bool(tools and _digest(request.tools) != tools) or bool(
+        system and _digest(request.system) != system
+    )
 
 
 def _windows(view: Sequence[ViewMessage], config: Config) -> Iterator[Window]:

@@ -180,7 +180,7 @@ def inspect_log(
     tool names (see ``inspect.rebuild_all``); ``upcoming`` is the previewed admission of the next
     request for ``model``, or why there is none.
     """
-    counter = budget.counter
+    counter = _Memo(budget.counter)
     next_request: ContextView | None = None
     next_error = upcoming if isinstance(upcoming, str) else ""
     if isinstance(upcoming, Admission):
@@ -227,6 +227,21 @@ def inspect_log(
         next_request=next_request,
         next_error=next_error,
     )
+
+
+class _Memo:
+    """A counter that counts each distinct text once: a session's requests repeat their texts."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``, as the wrapped counter counts them."""
+        found = self._counts.get(text)
+        if found is None:
+            found = self._counts[text] = self._counter.count(text)
+        return found
 
 
 def last_model(records: Sequence[Record]) -> str:
@@ -379,7 +394,7 @@ def _cacheable(previous: Request, current: Request, measured: Measurement) -> in
         return tokens
     tokens += measured.subtotal("request") + measured.subtotal("system:")
     for i, (old, new) in enumerate(zip(previous.messages, current.messages, strict=False)):
-        if old != new:
+        if old is not new and old != new:
             break
         tokens += measured.subtotal(f"message[{i}]:")
     return tokens
