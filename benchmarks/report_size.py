@@ -126,9 +126,11 @@ def main() -> None:
         subprocess.run([*command, "-o", str(Path(tmp) / "cli.html")], check=True)
         whole = time.perf_counter() - started
         loaded = chromium_load(page)
-    print(f"session: {inspection.entries:,} log entries, {turns:,} turns, "
-          f"{len(inspection.requests):,} requests, {len(inspection.epochs):,} epochs "
-          f"(built in {built:.1f} s)")
+    print(
+        f"session: {inspection.entries:,} log entries, {turns:,} turns, "
+        f"{len(inspection.requests):,} requests, {len(inspection.epochs):,} epochs "
+        f"(built in {built:.1f} s)"
+    )
     print(f"session.inspect():          {inspected:6.2f} s")
     print(f"render_report():            {rendered:6.2f} s")
     print(f"agentsession report (CLI):  {whole:6.2f} s  (a new process, everything included)")
