@@ -31,6 +31,7 @@ _CSP = (
 )
 _ITEM_CHARS = 1_500
 _INLINE_CHARS = 160
+_OPEN_TABLE = 40  # requests shown without a click
 _CHART_WIDTH = 1080  # px the bars of a short session spread over
 _MIN_BAR, _MAX_BAR = 3, 36  # px per request
 _LEFT = 56
@@ -156,7 +157,8 @@ def _requests_section(requests: Sequence[RequestInfo]) -> str:
         "<span class='key reported'></span> cached tokens the provider reported · dashed: "
         "a new epoch</p>"
         f"{warning}<div class='chart'>{_chart(requests)}</div>"
-        "<details class='table'><summary>Every request</summary><table class='requests'>"
+        f"<details class='table'{' open' if len(requests) <= _OPEN_TABLE else ''}>"
+        "<summary>Every request</summary><table class='requests'>"
         "<thead><tr><th>#</th><th>turn</th><th>step</th><th>model</th><th>epoch</th>"
         "<th>prompt</th><th class='num'>tokens</th><th class='num'>cacheable</th>"
         "<th class='num'>new</th><th class='num'>provider input</th>"
