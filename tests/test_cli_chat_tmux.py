@@ -166,3 +166,28 @@ def test_paste_several_lines_then_ctrl_c_at_an_empty_prompt(
     session_id = session_of(screen)
     users, _ = asyncio.run(transcript(db, session_id))
     assert users == ["first line of it\nand the second"]
+
+
+def test_ctrl_c_during_run_records_the_cancelled_turn(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    db = tmp_path / "run.db"
+    env = {
+        "PYTHONIOENCODING": "utf-8",
+        "TERM": "xterm-256color",
+        "AGENTSESSION_DEMO_DELAY": "0.8",
+    }
+    command = [sys.executable, "-m", "agentsession", "--db", str(db), "run", "one two three"]
+    term = Terminal(command, env, tmp_path)
+    terminal.append(term)
+    term.wait_for("(scripted demo m")
+    term.keys("C-c")
+    screen = term.wait_for("[exit 130]")
+    assert "interrupted: the running turn is recorded as cancelled" in screen
+    assert "Traceback" not in screen and "returned 3." not in screen
+    session_id = next(
+        line.split()[1] for line in screen.splitlines() if line.startswith("session ")
+    )
+    users, records = asyncio.run(transcript(db, session_id))
+    assert users == ["one two three"]
+    assert isinstance(records[-1].entry, Interrupted) and "cancelled" in records[-1].entry.reason

@@ -82,6 +82,11 @@ def test_quiet_and_json(tmp_path: Path, db: Path) -> None:
     assert text == REPLY.format(3) == events[-2]["result"]["text"]
     assert events[-1]["caches"] == ["hit", "hit"]
 
+    shown = run(tmp_path, db, "--json", "show", events[0]["id"])
+    messages = [json.loads(line) for line in shown.out.splitlines()]
+    assert messages[0] == {"kind": "session", "id": events[0]["id"], "title": "just the reply"}
+    assert [m["role"] for m in messages[1:]] == ["user", "assistant", "tool", "assistant"] * 2
+
     failed = run(tmp_path, db, "--json", "show", "missing")
     assert failed.code == 1
     assert json.loads(failed.out) == {"kind": "error", "message": "no session with id 'missing'"}

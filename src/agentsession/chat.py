@@ -52,7 +52,11 @@ async def _figures(session: Session, result: PromptResult, dispatches: list[int]
 async def run_turn(session: Session, text: str, output: Output) -> PromptResult | None:
     """Run one prompt on ``output``, then show its figures; the result when it finished."""
     dispatches: list[int] = []
-    result = await render(_watched(session.stream(text), dispatches), output)
+    restore = _no_echo()
+    try:
+        result = await render(_watched(session.stream(text), dispatches), output)
+    finally:
+        restore()
     if result is not None:
         output.figures(await _figures(session, result, dispatches))
     return result
@@ -83,7 +87,6 @@ async def _interruptible(session: Session, text: str, output: Output) -> None:
             task.cancel()
 
     loop.add_signal_handler(signal.SIGINT, interrupt)
-    quiet = _no_echo()
     try:
         await task
     except asyncio.CancelledError:
@@ -95,12 +98,11 @@ async def _interruptible(session: Session, text: str, output: Output) -> None:
         output.note(f"error: {exc}")
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-        quiet()
 
 
 def _no_echo() -> Callable[[], None]:
     """Keep keys typed during a reply (``^C`` too) off the screen; returns the undo."""
-    if not sys.stdin.isatty():
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return lambda: None
     import termios
 

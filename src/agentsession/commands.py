@@ -156,7 +156,11 @@ async def show(inv: Invocation) -> int:
     store = inv.store(create=False)
     try:
         _, session = await inv.open(store, inv.args.id, read_only=True)
-        if isinstance(inv.output, RichOutput):
+        if isinstance(inv.output, JsonOutput):
+            inv.output.emit("session", id=session.id, title=session.title)
+            for message in session.messages:
+                inv.output.emit("message", **encode(message))
+        elif isinstance(inv.output, RichOutput):
             if session.title:
                 inv.output.console.print(f"[bold]# {session.title}[/bold]")
             inv.output.transcript(session.messages)
