@@ -72,6 +72,7 @@ from .runtime import Runtime
 from .session import Session
 from .store import MemoryStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
+from .views import ContextView, EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
 __version__ = "0.1.0"
 
@@ -88,11 +89,14 @@ __all__ = [
     "ContextComponent",
     "ContextEpoch",
     "ContextOverflowError",
+    "ContextView",
     "CorruptEntryError",
     "CredentialsError",
     "Decision",
+    "EpochInfo",
     "Event",
     "ImagePart",
+    "Inspection",
     "MaxStepsExceededError",
     "MemoryStore",
     "Message",
@@ -106,6 +110,7 @@ __all__ = [
     "ProviderRetry",
     "Rendered",
     "Request",
+    "RequestInfo",
     "RequestValidationError",
     "Runtime",
     "RuntimeContextSnapshot",
@@ -123,6 +128,7 @@ __all__ = [
     "SystemPromptCheckpoint",
     "TextDelta",
     "TextPart",
+    "TimelineItem",
     "Tool",
     "ToolCall",
     "ToolCallStarted",
@@ -133,6 +139,7 @@ __all__ = [
     "ToolSpec",
     "TransientProviderError",
     "TurnFinished",
+    "TurnInfo",
     "UnknownFormatError",
     "UnknownModelError",
     "Usage",
