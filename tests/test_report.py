@@ -209,3 +209,13 @@ def render_report_shell(extra: str) -> str:
     """The report's own page frame with ``extra`` markup in it."""
     html = render_index([], generated="2026-01-01T00:00:00", version="t")
     return html.replace("</body>", extra + "</body>")
+
+
+async def test_an_empty_session_has_a_report_too(make_runtime: Make, tmp_path: Path) -> None:
+    session = await make_runtime([]).create_session()
+    inspection = await session.inspect()
+    assert inspection.entries == 0 and inspection.turns == () and inspection.requests == ()
+    assert inspection.next_request is not None and inspection.next_request.messages == ()
+    html = write_report(inspection, tmp_path / "empty.html").read_text(encoding="utf-8")
+    assert "No request was dispatched." in html and "No epoch has started yet." in html
+    assert "id='turn-count'>0<" in html
