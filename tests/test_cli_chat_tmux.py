@@ -34,7 +34,8 @@ class Terminal:
     """One tmux server of our own (its own socket), running one command in an 120x50 pane."""
 
     def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.socket = f"agentsession-test-{uuid.uuid4().hex[:8]}"
+        # A socket of our own in the test's folder: nothing is left behind, nothing shared.
+        self.socket = str(cwd / f"tmux-{uuid.uuid4().hex[:8]}.sock")
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         line = f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}"
         shell = f'{line}; echo "[exit $?]"; sleep 600'
@@ -43,7 +44,7 @@ class Terminal:
     def _tmux(self, *args: str) -> str:
         assert TMUX is not None
         done = subprocess.run(
-            [TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=30
+            [TMUX, "-S", self.socket, *args], capture_output=True, text=True, timeout=30
         )
         assert done.returncode == 0, done.stderr
         return done.stdout
@@ -69,7 +70,7 @@ class Terminal:
 
     def close(self) -> None:
         assert TMUX is not None
-        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=30)
 
 
 @pytest.fixture
