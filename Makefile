@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck pytest clean
+.PHONY: demo test check lint typecheck pytest clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -26,9 +26,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The report test opens pages in Debian's chromium and the chat test drives tmux: install them
+# when missing (needs root and apt-get; otherwise those tests skip, saying so loudly). apt runs
+# its helpers as root so that a /tmp without the sticky bit does not stop it.
+APT := DEBIAN_FRONTEND=noninteractive apt-get -o APT::Sandbox::User=root -qq
+system-deps:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    ($(APT) update && $(APT) install -y --no-install-recommends chromium tmux >/dev/null) \
+	      || echo "!!! could not install chromium/tmux: the browser and terminal tests will skip"; \
+	  else \
+	    echo "!!! chromium or tmux is missing (install them as root): their tests will skip"; \
+	  fi; \
+	fi
+
 # The PostgreSQL store's tests need a server: .ci/with-postgres installs one when missing,
 # starts a throwaway cluster for this run and stops it afterwards, whatever the outcome.
-pytest: $(STAMP)
+pytest: $(STAMP) system-deps
 	bash .ci/with-postgres $(BIN)/pytest -q
 
 test: check pytest

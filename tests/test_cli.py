@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,58 +14,7 @@ import pytest
 import agentsession as ags
 from agentsession.console import print_transcript
 
-TIMEOUT = 60
-SCRIPT = shutil.which("agentsession", path=str(Path(sys.executable).parent))
-
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def err_lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.strip()]
-
-
-def cli(cwd: Path, *args: str, stdin: str = "", module: bool = False) -> Outcome:
-    """Run the CLI in a new process, with no model configured in the environment."""
-    env = {k: v for k, v in os.environ.items() if k != "AGENTSESSION_MODEL"}
-    env["PYTHONIOENCODING"] = "utf-8"
-    if module or SCRIPT is None:
-        command = [sys.executable, "-m", "agentsession", *args]
-    else:
-        command = [SCRIPT, *args]
-    done = subprocess.run(
-        command,
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        check=False,
-    )
-    return Outcome(done.returncode, done.stdout, done.stderr)
-
-
-def assert_clean_error(result: Outcome, *fragments: str) -> str:
-    """A non-zero exit with exactly one ``error: ...`` line on stderr and no traceback."""
-    assert result.code != 0, result
-    assert "Traceback" not in result.out + result.err, result.err
-    errors = [line for line in result.err_lines if line.startswith("error: ")]
-    assert len(errors) == 1, result.err
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
-    return errors[0]
-
-
-def session_id_of(result: Outcome) -> str:
-    ids = [line.split()[1] for line in result.err_lines if line.startswith("session ")]
-    assert len(ids) == 1, result.err
-    return ids[0]
+from .cli_helpers import TIMEOUT, assert_clean_error, cli, session_id_of
 
 
 async def stored_transcript(db: Path, session_id: str, cwd: Path) -> tuple[ags.Session, str]:
@@ -98,12 +45,15 @@ def test_run_prints_the_turn_and_names_the_demo_model(
     result = cli(tmp_path, "--db", str(db), "run", "count these four words", module=module)
     assert result.code == 0, result.err
     assert "Traceback" not in result.err
-    out = result.out
-    assert "→ count_words({'text': 'count these four words'})" in out
-    assert "← count_words: 4" in out
-    assert "assistant: (scripted demo model) `count_words` returned '4'." in out
-    # The call is printed before its result, the result before the answer.
-    assert out.index("→ count_words") < out.index("← count_words") < out.index("assistant:")
+    # Piped, standard output holds exactly the stored reply; the rest goes to standard error.
+    assert result.out == "(scripted demo model) `count_words` returned **4**.\n"
+    err = result.err
+    assert "→ count_words({'text': 'count these four words'})" in err
+    assert "← count_words: 4" in err
+    # The call is printed before its result, the result before the figures of the turn.
+    assert err.index("→ count_words") < err.index("← count_words") < err.index("2 requests")
+    figures = [line for line in result.err_lines if "2 requests" in line]
+    assert len(figures) == 1 and "cache: first, hit" in figures[0], figures
     demo_lines = [line for line in result.err_lines if "scripted demo model" in line]
     assert len(demo_lines) == 1
     assert "--model" in demo_lines[0] and "AGENTSESSION_MODEL" in demo_lines[0]
@@ -115,17 +65,35 @@ def test_sessions_lists_the_session_with_its_title(tmp_path: Path, db: Path) -> 
     second = cli(tmp_path, "--db", str(db), "run", "another one")
     assert first.code == second.code == 0
     ids = [session_id_of(first), session_id_of(second)]
+    cli(tmp_path, "--db", str(db), "run", "--session", ids[0], "and a follow-up")
 
     listing = cli(tmp_path, "--db", str(db), "sessions")
     assert listing.code == 0, listing.err
     lines = listing.out.splitlines()
     assert len(lines) == 2
+    # Most recent activity first: the continued session.
+    assert [line.split()[0] for line in lines] == [ids[0], ids[1]]
     rows = {line.split()[0]: line for line in lines}
-    assert set(rows) == set(ids)
     assert rows[ids[0]].endswith("the first little question")
     assert rows[ids[1]].endswith("another one")
+    # Messages by role, not log entries; the model the session talked to.
+    assert "  2 user   4 assistant   2 tool  scripted:demo  " in rows[ids[0]]
+    assert "  1 user   2 assistant   1 tool  scripted:demo  " in rows[ids[1]]
     # The model was not needed to list sessions, so it is not announced.
     assert not any("scripted demo model" in line for line in listing.err_lines)
+
+
+def test_read_only_commands_never_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing-here.db"
+    listing = cli(tmp_path, "--db", str(missing), "sessions")
+    assert listing.code == 0 and listing.out == ""
+    assert f"no sessions yet (no database at {missing})" in listing.err
+    for command in (["show", "x"], ["context", "x"], ["request", "x"], ["report", "x"]):
+        result = cli(tmp_path, "--db", str(missing), *command)
+        assert_clean_error(result, "no session database at", str(missing))
+    info = cli(tmp_path, "--db", str(missing), "info")
+    assert info.code == 0 and "not created yet" in info.out
+    assert not missing.exists()
 
 
 async def test_show_in_a_new_process_prints_the_stored_transcript(tmp_path: Path, db: Path) -> None:
@@ -139,9 +107,13 @@ async def test_show_in_a_new_process_prints_the_stored_transcript(tmp_path: Path
     assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
     assert show.out == f"# {session.title}\n{expected}"
     assert session.title == "how long is this"
-    # What the turn printed live (after the user's own line) is what was stored.
-    assert show.out.splitlines()[1] == "user: how long is this"
-    assert show.out.splitlines()[2:] == without_context_notes(run.out)
+    # What the turn printed live is what was stored: the calls and results on standard error,
+    # the reply on standard output.
+    shown = show.out.splitlines()
+    assert shown[1] == "user: how long is this"
+    live_calls = [line for line in run.err_lines if line.startswith(("  →", "  ←"))]
+    assert shown[2:4] == live_calls
+    assert shown[4] == f"assistant: {run.out.rstrip()}"
 
 
 async def test_run_with_session_continues_it(tmp_path: Path, db: Path) -> None:
@@ -150,7 +122,8 @@ async def test_run_with_session_continues_it(tmp_path: Path, db: Path) -> None:
     again = cli(tmp_path, "--db", str(db), "run", "--session", session_id, "three four five")
     assert again.code == 0, again.err
     assert session_id_of(again) == session_id
-    assert "← count_words: 3" in again.out
+    assert "← count_words: 3" in again.err
+    assert again.out == "(scripted demo model) `count_words` returned **3**.\n"
 
     session, transcript = await stored_transcript(db, session_id, tmp_path)
     users = [m.content for m in session.messages if m.role == "user"]
@@ -163,25 +136,28 @@ async def test_run_with_session_continues_it(tmp_path: Path, db: Path) -> None:
 
 
 async def test_chat_reads_lines_until_end_of_input(tmp_path: Path, db: Path) -> None:
-    chat = cli(tmp_path, "--db", str(db), "chat", stdin="alpha beta\ngamma delta epsilon\n")
+    chat = cli(tmp_path, "--db", str(db), "chat", stdin="alpha beta\n\ngamma delta epsilon\n")
     assert chat.code == 0, chat.err
     assert "Traceback" not in chat.err
-    assert chat.out.count("you: ") == 3  # two turns, then the prompt that met end of input
-    assert "returned '2'" in chat.out and "returned '3'" in chat.out
+    assert chat.out.splitlines() == [
+        "(scripted demo model) `count_words` returned **2**.",
+        "(scripted demo model) `count_words` returned **3**.",
+    ]
     session_id = session_id_of(chat)
+    assert f"resume with: agentsession chat --session {session_id}" in chat.err
 
     session, _ = await stored_transcript(db, session_id, tmp_path)
     users = [m.content for m in session.messages if m.role == "user"]
-    assert users == ["alpha beta", "gamma delta epsilon"]
+    assert users == ["alpha beta", "gamma delta epsilon"]  # the empty line was skipped
     assert [m.role for m in session.messages].count("tool") == 2
 
     more = cli(
-        tmp_path, "--db", str(db), "chat", "--session", session_id, stdin="zeta\n\nignored\n"
+        tmp_path, "--db", str(db), "chat", "--session", session_id, stdin="zeta\n/quit\nignored\n"
     )
     assert more.code == 0, more.err
     session, _ = await stored_transcript(db, session_id, tmp_path)
     users = [m.content for m in session.messages if m.role == "user"]
-    assert users == ["alpha beta", "gamma delta epsilon", "zeta"]  # an empty line ends the chat
+    assert users == ["alpha beta", "gamma delta epsilon", "zeta"]  # /quit ends the chat
 
 
 # -- bad input: one clear line, a non-zero exit, no traceback ------------------------------------

@@ -105,7 +105,7 @@ async def test_retry_refuses_to_send_a_different_request(make_runtime: Make) -> 
     restarted = make_runtime(model=restarted_model, tools=[probe, extra])
     reopened = await restarted.open_session(session.id)
     before = await entries(reopened)
-    with pytest.raises(ags.UsageError, match="tools differ") as info:
+    with pytest.raises(ags.UsageError, match="tool declarations differ") as info:
         await reopened.retry()
     assert "prompt()" in str(info.value)
     assert restarted_model.requests == []

@@ -84,6 +84,7 @@ from .skills import (
 from .skills.library import describe_skills
 from .store import Lease, MemoryStore, PostgresStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
+from .views import ContextView, EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
 __version__ = "0.1.0"
 
@@ -100,11 +101,14 @@ __all__ = [
     "ContextComponent",
     "ContextEpoch",
     "ContextOverflowError",
+    "ContextView",
     "CorruptEntryError",
     "CredentialsError",
     "Decision",
+    "EpochInfo",
     "Event",
     "ImagePart",
+    "Inspection",
     "Lease",
     "MCPServer",
     "MaxStepsExceededError",
@@ -121,6 +125,7 @@ __all__ = [
     "ProviderRetry",
     "Rendered",
     "Request",
+    "RequestInfo",
     "RequestValidationError",
     "Runtime",
     "RuntimeContextSnapshot",
@@ -144,6 +149,7 @@ __all__ = [
     "SystemPromptCheckpoint",
     "TextDelta",
     "TextPart",
+    "TimelineItem",
     "Tool",
     "ToolCall",
     "ToolCallStarted",
@@ -154,6 +160,7 @@ __all__ = [
     "ToolSpec",
     "TransientProviderError",
     "TurnFinished",
+    "TurnInfo",
     "UnknownFormatError",
     "UnknownModelError",
     "Usage",

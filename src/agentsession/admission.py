@@ -36,7 +36,7 @@ from .context.component import LoadResult
 from .context.engine import effective_state, fresh_baseline
 from .deps import SessionDeps
 from .errors import BudgetExceededError, ProviderError, UsageError
-from .inspect import what_changed
+from .inspect import mismatch
 from .log import (
     ContextEpoch,
     Dispatch,
@@ -73,10 +73,10 @@ class Admitter:
         """Sample every component once: one sample serves the whole boundary."""
         return {c.key: await c.sample() for c in self.parts.components()}
 
-    async def preview(self, promoted: Sequence[LogEntry], model: Model) -> Request:
-        """The request ``promoted`` would lead to; nothing is admitted or compacted."""
+    async def preview(self, promoted: Sequence[LogEntry], model: Model) -> Admission:
+        """The admission ``promoted`` would lead to; nothing is admitted or compacted."""
         samples = await self.sample()
-        return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1).request
+        return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1)
 
     async def admit(self, promoted: Sequence[LogEntry], step: int, model: Model) -> Admission:
         """The admission of the next request, compacting first when it is too big."""
@@ -258,7 +258,7 @@ class Admitter:
         if digest(rebuilt) != dispatch.digest:
             raise UsageError(
                 "retry() cannot send the failed request again: the runtime changed since it was"
-                f" dispatched ({what_changed(dispatch, rebuilt)}); call prompt() to continue"
+                f" dispatched ({mismatch(rebuilt, dispatch)}); call prompt() to continue"
                 " with the current runtime instead"
             )
         return "replay"

@@ -1,10 +1,11 @@
-"""The ``agentsession`` command line: run, chat, sessions, show.
+"""The ``agentsession`` command line: arguments, and one clear line for every failure.
 
-Every command takes ``--db PATH`` (default: the embedded SQLite store in the user data dir).
-The model comes from ``--model`` or ``AGENTSESSION_MODEL`` (e.g. ``openai:gpt-4.1``); without
-one the offline scripted demo model answers and the CLI says so in one line. Turns print from
-``session.stream()``, so progress shows as it happens. Errors of the package print as one line
-and a non-zero exit code, never a traceback.
+``agentsession run TEXT`` runs one prompt (``-`` or a pipe: standard input), ``chat`` an
+interactive loop, ``retry`` re-sends a failed step; ``sessions``, ``show``, ``info`` list and
+read; ``context``, ``request`` and ``report`` show what the model saw and sent. Options may
+stand before or after the command. ``commands`` does the work; this module parses and turns
+every failure into one ``error:`` line and a non-zero exit code (``--debug`` adds the
+traceback): 1 for a failure, 2 for bad arguments, 130 for an interrupt.
 """
 
 from __future__ import annotations
@@ -13,124 +14,167 @@ import argparse
 import asyncio
 import os
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import NoReturn
 
-from .console import print_events, print_transcript
 from .errors import AgentSessionError
-from .providers.base import Model
-from .tools import Tool
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
 
 __all__ = ["build_parser", "main"]
 
+_FORMATS = ("anthropic-messages", "openai-chat", "openai-responses", "gemini", "neutral")
 
-def _model(spec: str | None) -> tuple[Model, list[Tool]]:
-    """The configured model, or the offline demo model with the demo's own tools."""
-    spec = spec or os.environ.get("AGENTSESSION_MODEL")
-    if spec:
-        from .providers import get_model
 
-        return get_model(spec), []
-    from .demo import demo_model, demo_tools
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments: one ``error:`` line naming the help to read, exit code 2."""
 
-    print(
-        "No model configured (--model or AGENTSESSION_MODEL); using the offline scripted demo "
-        "model.",
-        file=sys.stderr,
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
+def _add_common(parser: argparse.ArgumentParser, default: object) -> None:
+    add = parser.add_argument
+    add("--db", default=default, help="SQLite database file (default: in the user data dir)")
+    add("--model", default=default, help="model, e.g. openai:gpt-4.1 (default: AGENTSESSION_MODEL)")
+    add("--debug", action="store_true", default=default, help="show tracebacks of failures")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="print the replies only"
     )
-    return demo_model(), demo_tools()
+    out.add_argument(
+        "--json", action="store_true", default=default, help="one JSON object per event on stdout"
+    )
 
 
-def _runtime(args: argparse.Namespace, *, needs_model: bool) -> Runtime:
-    from .runtime import Runtime
-    from .store.sqlite import SQLiteStore
+def _add_session_options(parser: argparse.ArgumentParser, *, continuing: bool = True) -> None:
+    parser.add_argument(
+        "--system", metavar="TEXT", help="the application's instructions (kept for the session)"
+    )
+    parser.add_argument(
+        "--context-window", metavar="N", type=_positive, help="the token budget of one request"
+    )
+    if continuing:
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument("--session", metavar="ID", help="continue this session")
+        group.add_argument(
+            "-c",
+            "--continue",
+            dest="continue_",
+            action="store_true",
+            help="continue the most recent session",
+        )
 
-    model, tools = _model(args.model) if needs_model else (None, [])
-    return Runtime(store=SQLiteStore(args.db), model=model, tools=tools)
 
-
-async def _run(args: argparse.Namespace) -> int:
-    runtime = _runtime(args, needs_model=args.command in ("run", "chat"))
+def _positive(text: str) -> int:
     try:
-        match args.command:
-            case "run":
-                if args.session:
-                    session = await runtime.open_session(args.session)
-                else:
-                    session = await runtime.create_session()
-                print(f"session {session.id}", file=sys.stderr)
-                await print_events(session.stream(args.text))
-            case "chat":
-                if args.session:
-                    session = await runtime.open_session(args.session)
-                else:
-                    session = await runtime.create_session()
-                print(f"session {session.id} (empty line or Ctrl-D to quit)", file=sys.stderr)
-                while True:
-                    try:
-                        text = await asyncio.to_thread(input, "you: ")
-                    except EOFError:
-                        break
-                    if not text.strip():
-                        break
-                    try:
-                        await print_events(session.stream(text))
-                    except AgentSessionError as exc:
-                        print(f"error: {exc}", file=sys.stderr)
-            case "sessions":
-                for info in await runtime.list_sessions():
-                    title = info.title or "(untitled)"
-                    print(f"{info.id}  {info.updated_at[:19]}  {info.next_seq:>6} entries  {title}")
-            case "show":
-                session = await runtime.open_session(args.id)
-                if session.title:
-                    print(f"# {session.title}")
-                print_transcript(session.messages)
-        return 0
-    finally:
-        await runtime.close()
-
-
-def _add_common(parser: argparse.ArgumentParser, default: str | None) -> None:
-    parser.add_argument(
-        "--db", default=default, help="SQLite database file (default: in the user data dir)"
-    )
-    parser.add_argument(
-        "--model", default=default, help="model, e.g. openai:gpt-4.1 (default: AGENTSESSION_MODEL)"
-    )
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``agentsession --help``)."""
-    parser = argparse.ArgumentParser(prog="agentsession", description="Durable LLM-agent sessions.")
-    _add_common(parser, None)
-    # The subcommands accept the same options after their name; SUPPRESS keeps a value given
-    # before the subcommand from being reset to the default.
-    common = argparse.ArgumentParser(add_help=False)
+    from .invocation import version
+
+    parser = _Parser(prog="agentsession", description="Durable LLM-agent sessions.")
+    parser.add_argument("--version", action="version", version=f"agentsession {version()}")
+    _add_common(parser, False)
+    # The commands accept the same options after their name; SUPPRESS keeps a value given
+    # before the command from being reset to the default.
+    common = _Parser(add_help=False)
     _add_common(common, argparse.SUPPRESS)
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run one prompt", parents=[common])
-    run.add_argument("text")
-    run.add_argument("--session", help="continue this session instead of creating one")
-    chat = sub.add_parser("chat", help="interactive loop", parents=[common])
-    chat.add_argument("--session", help="continue this session")
-    sub.add_parser("sessions", help="list sessions", parents=[common])
-    show = sub.add_parser("show", help="print a session's transcript", parents=[common])
-    show.add_argument("id")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text, parents=[common])
+
+    run = command("run", "run one prompt, in a new session or a continued one")
+    run.add_argument(
+        "text", nargs="*", metavar="TEXT", help="the prompt; '-' or nothing reads standard input"
+    )
+    _add_session_options(run)
+    chat = command("chat", "talk interactively (Ctrl-C cancels a reply, Ctrl-D quits)")
+    _add_session_options(chat)
+    retry = command("retry", "finish a turn that failed: re-send the failed step")
+    retry.add_argument("id", nargs="?", metavar="ID", help="the session (default: most recent)")
+    _add_session_options(retry, continuing=False)
+    command("sessions", "list sessions: messages, model, last activity, title")
+    show = command("show", "print a session's transcript")
+    show.add_argument("id", metavar="ID", help="the session")
+    command("info", "version, paths (the default database too), model, installed extras")
+    context = command("context", "the next request annotated: epoch, sources, window, tokens")
+    context.add_argument("id", metavar="ID", help="the session")
+    context.add_argument(
+        "--step", metavar="N", type=_positive, help="the N-th dispatched request instead"
+    )
+    context.add_argument("--full", action="store_true", help="print every part in full")
+    request = command("request", "the exact JSON a request is sent as (nothing is admitted)")
+    request.add_argument("id", metavar="ID", help="the session")
+    request.add_argument(
+        "--format",
+        choices=_FORMATS,
+        help="wire format (default: the session model's own)",
+    )
+    request.add_argument(
+        "--step",
+        metavar="N",
+        type=_positive,
+        help="the N-th dispatched request, rebuilt from the log, instead of the next one",
+    )
+    report = command("report", "write a self-contained HTML report of a session")
+    report.add_argument("id", nargs="?", metavar="ID", help="the session")
+    report.add_argument("--all", action="store_true", help="every session, with an index page")
+    report.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="file (folder with --all) to write; default agentsession-<id>.html",
+    )
     return parser
+
+
+async def _main(args: argparse.Namespace) -> int:
+    from .commands import COMMANDS
+    from .invocation import Invocation, make_output
+
+    invocation = Invocation(args, make_output(args))
+    return await COMMANDS[args.command](invocation)
+
+
+def _fail(args: argparse.Namespace, message: str) -> None:
+    if getattr(args, "json", False):
+        from .console import JsonOutput
+
+        JsonOutput().emit("error", message=message)
+    print(f"error: {message}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``agentsession`` console script."""
     args = build_parser().parse_args(argv)
     try:
-        code = asyncio.run(_run(args))
-    except AgentSessionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        code = 1
+        code = asyncio.run(_main(args))
     except KeyboardInterrupt:
+        print("interrupted: the running turn is recorded as cancelled", file=sys.stderr)
         code = 130
+    except BrokenPipeError:
+        # The reader left (``| head``): nothing more can reach it, and nothing needs saying.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    except AgentSessionError as exc:
+        if args.debug:
+            traceback.print_exc()
+        _fail(args, str(exc))
+        code = 1
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        hint = "" if args.debug else " (run with --debug for the traceback)"
+        _fail(args, f"unexpected {type(exc).__name__}: {exc}{hint}")
+        code = 1
     sys.exit(code)

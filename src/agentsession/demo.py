@@ -3,7 +3,9 @@
 ``demo_model()`` is the scripted model the CLI uses when no provider is configured: for a user
 message it calls ``count_words`` on that text, and after the tool result it answers with it. So
 every demo turn is a real multi-step turn — model, tool call, tool result, model — stored durably.
-``python -m agentsession.demo`` runs two turns and then shows the transcript from a new process.
+``python -m agentsession.demo`` runs two turns and then shows the transcript and writes the HTML
+report from new processes. ``AGENTSESSION_DEMO_DELAY`` (seconds) paces the demo model's events,
+so that a test can interrupt a reply that is still streaming.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ import asyncio
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from .config import Config
 from .context.component import ContextComponent
+from .errors import UsageError
+from .providers.base import Model, ModelEvent, ModelProfile
 from .providers.scripted import Reply, ScriptedModel
 from .request import Request, ToolCall, ToolResultMessage, UserMessage, text_of
 from .tools import Tool, tool
@@ -57,19 +62,48 @@ def _demo_reply(request: Request) -> Reply:
         if isinstance(message, UserMessage):
             break
     if isinstance(last, ToolResultMessage):
-        return f"(scripted demo model) `{last.name}` returned {text_of(last.content)!r}."
+        return f"(scripted demo model) `{last.name}` returned **{text_of(last.content)}**."
     users = [m for m in request.messages if isinstance(m, UserMessage)]
     text = text_of(users[-1].content) if users else ""
     return [ToolCall("count_words", {"text": text})]
 
 
-def demo_model() -> ScriptedModel:
+def demo_model() -> Model:
     """The offline scripted model of the demo and of the CLI without a provider."""
-    return ScriptedModel(_demo_reply, name="scripted:demo")
+    model = ScriptedModel(_demo_reply, name="scripted:demo")
+    delay = os.environ.get("AGENTSESSION_DEMO_DELAY")
+    if not delay:
+        return model
+    try:
+        seconds = float(delay)
+    except ValueError:
+        raise UsageError(f"AGENTSESSION_DEMO_DELAY must be seconds, got {delay!r}") from None
+    return _Paced(model, seconds)
+
+
+class _Paced:
+    """The demo model with a pause before each event (a slow reply, on purpose)."""
+
+    def __init__(self, model: ScriptedModel, delay: float) -> None:
+        self._model = model
+        self._delay = delay
+
+    @property
+    def name(self) -> str:
+        return self._model.name
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._model.profile
+
+    async def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
+        async for event in self._model.stream(request):
+            await asyncio.sleep(self._delay)
+            yield event
 
 
 async def _run(db: Path) -> str:
-    from .console import print_events
+    from .console import PlainOutput, render
     from .runtime import Runtime
     from .store.sqlite import SQLiteStore
 
@@ -77,7 +111,7 @@ async def _run(db: Path) -> str:
     # mid-conversation system message, and everything before it stays byte-identical.
     mode = {"value": "Answer in full sentences."}
     style = ContextComponent("plugin.demo.style", lambda: mode["value"])
-    model = demo_model()
+    model = ScriptedModel(_demo_reply, name="scripted:demo")
     runtime = Runtime(
         store=SQLiteStore(db),
         model=model,
@@ -89,7 +123,7 @@ async def _run(db: Path) -> str:
     print(f"session {session.id} in {db}\n")
     for text in ("How many words are in this sentence?", "And in this much shorter one?"):
         print(f"user: {text}")
-        await print_events(session.stream(text))
+        await render(session.stream(text), PlainOutput(err=sys.stdout))
         print()
         mode["value"] = "Answer as briefly as possible."
     last, earlier = model.requests[-1], model.requests[1]
@@ -104,14 +138,19 @@ async def _run(db: Path) -> str:
 
 
 def main() -> None:
-    """Run the demo and show the stored transcript from a second process."""
+    """Run the demo, then show the stored transcript and write the report from new processes."""
     db = Path(os.environ.get("AGENTSESSION_DEMO_DB", ".demo/sessions.db"))
     db.parent.mkdir(parents=True, exist_ok=True)
     session_id = asyncio.run(_run(db))
-    command = [sys.executable, "-m", "agentsession", "--db", str(db), "show", session_id]
-    print(f"\n$ agentsession --db {db} show {session_id}   (a new process)")
-    sys.stdout.flush()
-    sys.exit(subprocess.run(command, check=False).returncode)
+    report = db.parent / "report.html"
+    for command in (["show", session_id], ["report", session_id, "-o", str(report)]):
+        print(f"\n$ agentsession --db {db} {' '.join(command)}   (a new process)")
+        sys.stdout.flush()
+        argv = [sys.executable, "-m", "agentsession", "--db", str(db), *command]
+        done = subprocess.run(argv, check=False)
+        if done.returncode:
+            sys.exit(done.returncode)
+    print(f"\nopen {report} in a browser: the session's timeline, epochs and prompt cache")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from .errors import UsageError
 from .log import (
     ApprovalDecided,
     ApprovalRequested,
@@ -25,12 +26,15 @@ from .log import (
     Record,
     ToolResultEntry,
 )
+from .request import ToolCall
 
 __all__ = [
     "INTERRUPTED_RESULT",
     "Cause",
+    "ResumePoint",
     "StepState",
     "closing_entries",
+    "resume_point",
     "step_state",
 ]
 
@@ -107,3 +111,32 @@ def closing_entries(tail: Sequence[Record], timestamp: str, cause: Cause) -> lis
     ]
     closing.append(Interrupted(_REASONS[cause, "tools"], timestamp))
     return closing
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where an unfinished turn continues.
+
+    ``unanswered`` — its request got no response (re-send it or admit afresh); ``tools`` — run
+    ``calls``, the response's calls without a result; ``continue`` — every result is in, ask the
+    model again.
+    """
+
+    kind: Literal["unanswered", "tools", "continue"]
+    calls: tuple[ToolCall, ...] = ()
+
+
+def resume_point(tail: Sequence[Record] | None) -> ResumePoint:
+    """Where ``retry()``/``resume()`` continues the step of ``tail``; ``UsageError`` if nowhere."""
+    if tail is None:
+        raise UsageError("nothing to retry: no request was ever dispatched")
+    state = step_state(tail)
+    if state.finished:
+        raise UsageError("nothing to retry: the last turn finished")
+    if not state.responded:
+        return ResumePoint("unanswered")
+    if not state.missing:
+        return ResumePoint("continue")
+    response = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)][-1]
+    missing = {call_id for call_id, _ in state.missing}
+    return ResumePoint("tools", tuple(c for c in response.tool_calls if c.id in missing))

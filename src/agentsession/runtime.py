@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
+from types import TracebackType
+from typing import Protocol, runtime_checkable
 
 from .budget import BudgetPolicy, TokenCounter, counter_for_encoding, default_counter
 from .config import Config
@@ -55,7 +57,16 @@ from .titles import Titler
 from .tools import Tool
 from .writer import LogWriter
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "SupportsAclose"]
+
+
+@runtime_checkable
+class SupportsAclose(Protocol):
+    """A model holding a client with connections to close (the SDK models)."""
+
+    async def aclose(self) -> None:
+        """Close the client and its connections."""
+        ...
 
 
 class Runtime:
@@ -91,6 +102,7 @@ class Runtime:
             store = SQLiteStore()
         self.store: Store = store
         self._model = model
+        self._title_model = title_model
         self.config = config or Config()
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
         self.tools: tuple[Tool, ...] = _checked_tools(tools)
@@ -252,13 +264,37 @@ class Runtime:
         return run_sync(self.open_session(session_id))
 
     async def close(self) -> None:
-        """Release the sessions' leases, stop the MCP servers that were started, close the store."""
+        """Release leases, stop MCP servers, close the store and the models' SDK clients.
+
+        The leases are those of the sessions this runtime handed out; the models are the
+        runtime's own (model, titles, summaries): a model opened again later makes a new client;
+        a session's own ``switch_model`` models belong to the caller.
+        """
         try:
             for session in list(self._sessions):
                 await session.close()
             await self._mcp.close()
         finally:
-            await self.store.close()
+            try:
+                await self.store.close()
+            finally:
+                closing: list[SupportsAclose] = []
+                for model in (self._model, self._title_model, self._deps.summarizer):
+                    if isinstance(model, SupportsAclose) and all(m is not model for m in closing):
+                        closing.append(model)
+                for client in closing:
+                    await client.aclose()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     def close_sync(self) -> None:
         """``close()`` for plain scripts."""

@@ -22,8 +22,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import replace
 
 from .admission import Admitter
+from .boundary import Admission
 from .deps import SessionDeps
-from .errors import SessionBusyError, StoreError, UsageError
+from .errors import AgentSessionError, SessionBusyError, StoreError, UsageError
 from .events import (
     ApprovalRequest,
     Event,
@@ -37,8 +38,6 @@ from .hygiene import prompt_content
 from .leases import LeaseKeeper
 from .log import (
     ApprovalDecided,
-    AssistantEntry,
-    Dispatch,
     LogEntry,
     ModelSwitched,
     Record,
@@ -49,13 +48,14 @@ from .log import (
 )
 from .parts import SessionParts
 from .providers.base import Model, Preparable
-from .recovery import Cause, closing_entries, step_state
+from .recovery import Cause, closing_entries, resume_point
 from .request import AssistantMessage, ContentPart, Message, Request, ToolCall
 from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
 from .titles import clean_title
 from .turn import Start, Turn, approval_of
+from .views import Inspection, inspect_log
 from .writer import LogWriter
 
 __all__ = ["Session"]
@@ -82,8 +82,6 @@ class Session:
         self._parts = parts
         self._admitter = Admitter(deps, writer, parts)
         self._held = False
-        self._last_dispatch: Dispatch | None = None
-        self._last_dispatch_known = False
         self._lease = LeaseKeeper(deps.store, info.id, deps.config.lease_ttl)
         self._guard = Guard(
             info.id, writer, parts.gate, self._lease, lambda: self._recover("cancelled")
@@ -148,10 +146,10 @@ class Session:
     def pending_approvals(self) -> list[ApprovalRequest]:
         """Tool calls waiting for the user's approval, oldest first."""
         calls = [
-            call
-            for message in self._writer.transcript
-            if isinstance(message, AssistantMessage)
-            for call in message.tool_calls
+            c
+            for m in self._writer.transcript
+            if isinstance(m, AssistantMessage)
+            for c in m.tool_calls
         ]
         return [approval_of(r, calls) for r in self._parts.gate.waiting()]
 
@@ -221,29 +219,40 @@ class Session:
             if not self._held:
                 await self._recover()
             tail = await self._writer.tail_since_dispatch()
-            if tail is None:
-                raise UsageError("nothing to retry: no request was ever dispatched")
-            state = step_state(tail)
-            if state.finished:
-                raise UsageError("nothing to retry: the last turn finished")
-            start: Start
-            calls: list[ToolCall] = []
-            if not state.responded:
+            point = resume_point(tail)
+            start: Start = point.kind if point.kind != "unanswered" else "replay"
+            if tail is not None and point.kind == "unanswered":
                 start = await self._admitter.retry_start(tail, self.model)
-            elif state.missing:
-                start = "tools"
-                response = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)][-1]
-                missing = {call_id for call_id, _ in state.missing}
-                calls = [c for c in response.tool_calls if c.id in missing]
-            else:
-                start = "continue"
-            async for event in self._run(self._metadata(), start, calls):
+            async for event in self._run(self._metadata(), start, point.calls):
                 yield event
 
     async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
         """The neutral request the next prompt would send; nothing is admitted."""
         user = UserEntry(prompt_content(text), timestamp=now())
-        return await self._admitter.preview([user, *self._metadata()], self.model)
+        return (await self._admitter.preview([user, *self._metadata()], self.model)).request
+
+    async def inspect(self) -> Inspection:
+        """The session as its log tells it; nothing is admitted or written.
+
+        Timeline, turns, epochs, every dispatched request rebuilt, and the next request
+        previewed and annotated (``Inspection.next_request``).
+        """
+        upcoming: Admission | str = "the session has no model to preview the next request with"
+        if self._model is not None:
+            try:
+                upcoming = await self._admitter.preview(self._metadata(), self._model)
+            except AgentSessionError as exc:
+                upcoming = str(exc)
+        return inspect_log(
+            await self._deps.store.get_session(self.id),
+            await self.log(),
+            specs=self._parts.toolbox.specs(),
+            tools=[t.name for t in self._deps.tools],
+            config=self._deps.config,
+            budget=self._deps.budget,
+            model=self._model,
+            upcoming=upcoming,
+        )
 
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.
@@ -348,7 +357,6 @@ class Session:
         self._info, self._writer, self._parts = fresh._info, fresh._writer, fresh._parts
         self._admitter = Admitter(self._deps, self._writer, self._parts)
         self._guard.writer, self._guard.gate = self._writer, self._parts.gate
-        self._last_dispatch_known = False
         self._held = False
 
     async def close(self) -> None:
@@ -390,7 +398,7 @@ class Session:
             self._admitter,
             self.model,
             self.id,
-            await self._previous_dispatch(),
+            await self._writer.last_dispatch(),
         )
         self._held = False
         try:
@@ -404,16 +412,6 @@ class Session:
                 yield event
         finally:
             self._held = turn.held
-            self._last_dispatch, self._last_dispatch_known = turn.last_dispatch, True
-
-    async def _previous_dispatch(self) -> Dispatch | None:
-        """The session's last dispatch record (read once from the log, then kept)."""
-        if not self._last_dispatch_known:
-            found = await self._deps.store.last(self.id, ["dispatch"])
-            entry = found.entry if found is not None else None
-            self._last_dispatch = entry if isinstance(entry, Dispatch) else None
-            self._last_dispatch_known = True
-        return self._last_dispatch
 
     async def _recover(self, cause: Cause = "process") -> None:
         """Record truthfully a step that was dispatched but left unfinished."""

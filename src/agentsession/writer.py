@@ -73,6 +73,8 @@ class LogWriter:
         self._pending_error: StoreError | None = None
         self._view: _CachedView | None = None
         self._last_dispatch: int | None = None
+        self._dispatch: Dispatch | None = None
+        self._dispatch_known = False
         self._inflight: asyncio.Future[list[Record]] | None = None
         self._provisional: list[Message] = []
 
@@ -201,6 +203,15 @@ class LogWriter:
         dispatched = any(isinstance(r.entry, Dispatch) and r.seq > found.seq for r in records)
         return _CachedView(epoch, found.seq, records, dispatched)
 
+    async def last_dispatch(self) -> Dispatch | None:
+        """The session's last dispatch record (read once, then kept as records are committed)."""
+        if not self._dispatch_known:
+            found = await self._store.last(self._session_id, ["dispatch"])
+            entry = found.entry if found is not None else None
+            self._dispatch = entry if isinstance(entry, Dispatch) else None
+            self._dispatch_known = True
+        return self._dispatch
+
     async def tail_since_dispatch(self) -> list[Record] | None:
         """The records from the last ``dispatch`` on, or ``None`` when nothing was dispatched."""
         view, last_seq = self._view, self._last_dispatch
@@ -211,6 +222,8 @@ class LogWriter:
         if last is None:
             return None
         self._last_dispatch = last.seq
+        if isinstance(last.entry, Dispatch):
+            self._dispatch, self._dispatch_known = last.entry, True
         records: list[Record] = await self._store.read(self._session_id, last.seq)
         return records
 
@@ -221,6 +234,7 @@ class LogWriter:
         for record in records:
             if isinstance(record.entry, Dispatch):
                 self._last_dispatch = record.seq
+                self._dispatch, self._dispatch_known = record.entry, True
             if self._view is not None:
                 self._view = self._view.extended(record)
             if record.entry.kind in TRANSCRIPT_KINDS:

@@ -1,0 +1,194 @@
+"""``chat`` in a real terminal: tmux types (send-keys, a bracketed paste) and reads the screen.
+
+The demo model answers slowly here (``AGENTSESSION_DEMO_DELAY``, set only by this test), so a
+Ctrl-C lands while a reply is still streaming. The log is then read with the library: the
+cancelled turn is recorded as cancelled and the turns after it were answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession.log import Interrupted, Record
+
+TMUX = shutil.which("tmux")
+pytestmark = pytest.mark.skipif(
+    TMUX is None, reason="!!! TMUX IS NOT INSTALLED: chat was NOT tested in a real terminal !!!"
+)
+WAIT = 60.0
+
+
+class Terminal:
+    """One tmux server of our own (its own socket), running one command in an 120x50 pane."""
+
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        # A socket of our own in the test's folder: nothing is left behind, nothing shared.
+        self.socket = str(cwd / f"tmux-{uuid.uuid4().hex[:8]}.sock")
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        line = f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}"
+        shell = f'{line}; echo "[exit $?]"; sleep 600'
+        self._tmux("new-session", "-d", "-s", "chat", "-x", "120", "-y", "50", shell)
+
+    def _tmux(self, *args: str) -> str:
+        assert TMUX is not None
+        done = subprocess.run(
+            [TMUX, "-S", self.socket, *args], capture_output=True, text=True, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "chat", *keys)
+
+    def paste(self, text: str) -> None:
+        self._tmux("set-buffer", "-b", "p", text)
+        self._tmux("paste-buffer", "-p", "-b", "p", "-t", "chat")
+
+    def wait_for(self, text: str, count: int = 1) -> str:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if screen.count(text) >= count:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} ×{count} never appeared:\n{self.screen()}")
+
+    def close(self) -> None:
+        assert TMUX is not None
+        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for term in opened:
+        term.close()
+
+
+def chat_in(
+    terminals: list[Terminal], tmp_path: Path, db: Path, *args: str, delay: str = ""
+) -> Terminal:
+    env = {
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "PYTHONIOENCODING": "utf-8",
+        "TERM": "xterm-256color",
+        "PATH": os.environ.get("PATH", ""),
+    }
+    if delay:
+        env["AGENTSESSION_DEMO_DELAY"] = delay
+    command = [sys.executable, "-m", "agentsession", "--db", str(db), "chat", *args]
+    term = Terminal(command, env, tmp_path)
+    terminals.append(term)
+    return term
+
+
+async def transcript(db: Path, session_id: str) -> tuple[list[str], list[Record]]:
+    runtime = ags.Runtime(store=ags.SQLiteStore(db))
+    async with runtime:
+        session = await runtime.open_session(session_id)
+        users = [str(m.content) for m in session.messages if m.role == "user"]
+        return users, await session.log()
+
+
+def session_of(screen: str) -> str:
+    for line in screen.splitlines():
+        if line.startswith("session ") and "resume with:" in line:
+            return line.split()[1]
+    raise AssertionError(screen)
+
+
+def test_chat_turn_cancel_and_ctrl_d(terminal: list[Terminal], tmp_path: Path) -> None:
+    db = tmp_path / "chat.db"
+    term = chat_in(terminal, tmp_path, db, delay="0.8")
+    term.wait_for("you ›")
+    term.keys("count these five little words", "Enter")
+    screen = term.wait_for("2 requests · ")
+    # The reply is rendered Markdown (no backticks or asterisks), the call and result panels.
+    assert "(scripted demo model) count_words returned 5." in screen
+    assert "`count_words`" not in screen and "**5**" not in screen
+    assert "╭─ → count_words" in screen and "╭─ ← count_words" in screen
+
+    term.keys("second prompt please", "Enter")
+    term.wait_for("(scripted demo m", count=2)  # the second reply is streaming
+    term.keys("C-c")
+    screen = term.wait_for("cancelled: the turn is recorded as cancelled")
+    assert screen.count("returned 5.") == 1 and "returned 3." not in screen
+
+    term.keys("third one", "Enter")
+    term.wait_for("returned 2.")
+    term.wait_for("you ›", count=4)  # the prompt is back (keys typed before it are dropped)
+    term.keys("C-d")
+    screen = term.wait_for("[exit 0]")
+    assert "Traceback" not in screen
+    session_id = session_of(screen)
+
+    users, records = asyncio.run(transcript(db, session_id))
+    assert users == ["count these five little words", "second prompt please", "third one"]
+    interrupted = [r.entry for r in records if isinstance(r.entry, Interrupted)]
+    assert len(interrupted) == 1 and "cancelled" in interrupted[0].reason
+    # The history file remembers the prompts for the next run.
+    history = (tmp_path / "data" / "agentsession" / "chat_history").read_text(encoding="utf-8")
+    assert "+count these five little words" in history and "+third one" in history
+
+
+def test_paste_several_lines_then_ctrl_c_at_an_empty_prompt(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    db = tmp_path / "chat.db"
+    term = chat_in(terminal, tmp_path, db)
+    term.wait_for("you ›")
+    term.paste("first line of it\nand the second")
+    term.keys("Enter")
+    term.wait_for("returned 7.")
+    term.wait_for("you ›", count=2)
+    term.keys("some typed text")
+    term.wait_for("some typed text")
+    term.keys("C-c")  # clears the typed text; the chat goes on
+    time.sleep(0.5)
+    assert "[exit" not in term.screen()
+    term.keys("C-c")  # at an empty prompt: leave
+    screen = term.wait_for("[exit 0]")
+    session_id = session_of(screen)
+    users, _ = asyncio.run(transcript(db, session_id))
+    assert users == ["first line of it\nand the second"]
+
+
+def test_ctrl_c_during_run_records_the_cancelled_turn(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    db = tmp_path / "run.db"
+    env = {
+        "PYTHONIOENCODING": "utf-8",
+        "TERM": "xterm-256color",
+        "AGENTSESSION_DEMO_DELAY": "0.8",
+    }
+    command = [sys.executable, "-m", "agentsession", "--db", str(db), "run", "one two three"]
+    term = Terminal(command, env, tmp_path)
+    terminal.append(term)
+    term.wait_for("(scripted demo m")
+    term.keys("C-c")
+    screen = term.wait_for("[exit 130]")
+    assert "interrupted: the running turn is recorded as cancelled" in screen
+    assert "Traceback" not in screen and "returned 3." not in screen
+    session_id = next(
+        line.split()[1] for line in screen.splitlines() if line.startswith("session ")
+    )
+    users, records = asyncio.run(transcript(db, session_id))
+    assert users == ["one two three"]
+    assert isinstance(records[-1].entry, Interrupted) and "cancelled" in records[-1].entry.reason

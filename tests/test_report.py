@@ -1,0 +1,221 @@
+"""The HTML report, opened in a real headless Chromium: it renders, fetches nothing, logs nothing.
+
+Chromium runs with a fresh profile and no background networking; ``--enable-logging=stderr``
+makes it print every console message (``console.error``, an uncaught exception, a blocked fetch)
+as a ``CONSOLE`` line, and ``--dump-dom`` prints the document after its script ran. A control
+page with a deliberate error proves the harness sees what it must see.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentsession as ags
+from agentsession.log import SkillLoaded, SkillUnloaded
+from agentsession.report import IndexEntry, render_index, render_report
+from agentsession.writer import LogWriter
+
+Make = Callable[..., ags.Runtime]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--enable-logging=stderr",
+    "--v=0",
+]
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason=(
+        "!!! CHROMIUM IS NOT INSTALLED: THE HTML REPORT WAS NOT OPENED IN A BROWSER !!! "
+        "`make test` installs Debian's chromium; or run `apt-get install chromium`"
+    ),
+)
+
+
+def open_in_chromium(page: Path) -> tuple[str, list[str]]:
+    """The document after its script ran, and every console message the page produced."""
+    assert CHROMIUM is not None
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
+
+
+def figure(dom: str, ident: str) -> str:
+    found = re.search(rf"id=\"{ident}\">([^<]*)<", dom)
+    assert found, ident
+    return found.group(1)
+
+
+def root_data(dom: str) -> dict[str, str]:
+    tag = re.search(r"<html[^>]*>", dom)
+    assert tag
+    return dict(re.findall(r'data-(\w+)="([^"]*)"', tag.group(0)))
+
+
+def replies(request: ags.Request) -> Any:
+    last = request.messages[-1]
+    if isinstance(last, ags.UserMessage) and "tool" in str(last.content):
+        return [ags.ToolCall("lookup", {"key": "x"})]
+    return "## Answer\n\nSome *Markdown* with <b>tags</b> & `code` in it."
+
+
+@ags.tool
+def lookup(key: str) -> str:
+    """Look a key up.
+
+    Args:
+        key: What to look up.
+    """
+    return f"<script>alert('{key}')</script> is data, not markup"
+
+
+async def scripted_session(make_runtime: Make, tmp_path: Path) -> ags.Session:
+    """A session with 6 turns and 3 epochs (start, compaction, model switch), and much more."""
+    fact = {"value": "green"}
+    runtime = make_runtime(
+        replies,
+        tools=[lookup],
+        components=[ags.ContextComponent("plugin.ci.status", lambda: fact["value"])],
+        summarizer=ags.ScriptedModel(["## Goal\nA summary."]),
+        config=ags.Config(retry_base_delay=0, provider_retries=0),
+    )
+    session = await runtime.create_session()
+    await session.prompt("use a tool please")
+    fact["value"] = "red </pre><script>alert(1)</script>"
+    await session.prompt("what now?")
+    session.set_permission_preset("read-only")
+    await session.prompt("and with fewer permissions?")
+    assert await session.compact()
+    await session.prompt("after the summary")
+    await session.switch_model(
+        ags.ScriptedModel([RuntimeError("down"), "on it", "fine"], name="other")
+    )
+    with pytest.raises(ags.ProviderError):
+        await session.prompt("on the other model")
+    await session.retry()
+    info = await runtime.store.get_session(session.id)
+    writer = LogWriter(runtime.store, session.id, info.next_seq, [], [])
+    # Kinds the report has no sentence for still show, from their fields.
+    await writer.append([SkillLoaded("pdf", "rev1", "/skills/pdf"), SkillUnloaded("pdf", "rev1")])
+    session = await runtime.open_session(session.id, model=session.model)
+    await session.prompt("last one")
+    return session
+
+
+def write_report(session_inspection: Any, path: Path) -> Path:
+    html = render_report(session_inspection, generated=datetime.now(UTC).isoformat(), version="t")
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+async def test_report_is_self_contained_and_escapes_everything(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    session = await scripted_session(make_runtime, tmp_path)
+    inspection = await session.inspect()
+    html = write_report(inspection, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    # Nothing to fetch: no external script, style, image or link target.
+    assert not re.search(r"(src|href)=['\"]?(https?:)?//", html)
+    assert "<link" not in html and "@import" not in html
+    # Text from the log is data: the only script element is the report's own.
+    assert html.count("<script>") == 1
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    # Every turn, every epoch and every request is there; unknown kinds come out generically.
+    assert html.count("<section class='turn'") == len(inspection.turns)
+    assert html.count("class='epoch'") == 3
+    assert html.count("<g class='req'>") == len(inspection.requests)
+    assert "skill loaded" in html and "skill unloaded" in html and "location: /skills/pdf" in html
+    assert "permission preset · workspace-write → read-only" in html
+    assert "model switched · scripted → other" in html
+    assert "provider failed" in html
+
+
+@needs_chromium
+async def test_report_renders_in_chromium_without_console_errors(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    session = await scripted_session(make_runtime, tmp_path)
+    inspection = await session.inspect()
+    assert len(inspection.turns) == 6 and len(inspection.epochs) == 3
+    dom, console = open_in_chromium(write_report(inspection, tmp_path / "report.html"))
+    assert console == []
+    data = root_data(dom)
+    assert data["ready"] == "yes"  # the page's script ran to its end
+    assert data["turns"] == "6" and data["epochs"] == "3"
+    assert data["requests"] == str(len(inspection.requests))
+    assert figure(dom, "turn-count") == "6"
+    assert figure(dom, "epoch-count") == "3"
+    assert figure(dom, "request-count") == str(len(inspection.requests))
+    assert 'id="page-error" hidden=""' in dom
+
+
+@needs_chromium
+async def test_index_page_renders_in_chromium(make_runtime: Make, tmp_path: Path) -> None:
+    session = await scripted_session(make_runtime, tmp_path)
+    inspection = await session.inspect()
+    write_report(inspection, tmp_path / f"{session.id}.html")
+    index = tmp_path / "index.html"
+    entry = IndexEntry.of(inspection, f"{session.id}.html")
+    index.write_text(render_index([entry], generated="2026-01-01T00:00:00", version="t"))
+    dom, console = open_in_chromium(index)
+    assert console == []
+    assert root_data(dom)["ready"] == "yes"
+    assert f'href="{session.id}.html"' in dom
+    assert figure(dom, "session-count") == "1 sessions"
+
+
+@needs_chromium
+def test_the_harness_sees_console_errors_and_blocked_fetches(tmp_path: Path) -> None:
+    page = tmp_path / "broken.html"
+    html = render_report_shell(
+        "<img src='http://127.0.0.1:9/x.png'><script>console.error('boom'); nope();</script>"
+    )
+    page.write_text(html, encoding="utf-8")
+    _, console = open_in_chromium(page)
+    text = "\n".join(console)
+    assert "boom" in text
+    assert "nope is not defined" in text
+    assert "Content Security Policy" in text  # the fetch was refused, not made
+
+
+def render_report_shell(extra: str) -> str:
+    """The report's own page frame with ``extra`` markup in it."""
+    html = render_index([], generated="2026-01-01T00:00:00", version="t")
+    return html.replace("</body>", extra + "</body>")
+
+
+async def test_an_empty_session_has_a_report_too(make_runtime: Make, tmp_path: Path) -> None:
+    session = await make_runtime([]).create_session()
+    inspection = await session.inspect()
+    assert inspection.entries == 0 and inspection.turns == () and inspection.requests == ()
+    assert inspection.next_request is not None and inspection.next_request.messages == ()
+    html = write_report(inspection, tmp_path / "empty.html").read_text(encoding="utf-8")
+    assert "No request was dispatched." in html and "No epoch has started yet." in html
+    assert "id='turn-count'>0<" in html
