@@ -40,7 +40,7 @@ from .log import (
     Record,
 )
 from .projection import ViewMessage, project
-from .request import AssistantMessage, Request, ToolSpec
+from .request import AssistantMessage, Request, ToolSpec, standing_tools
 from .window import Window, message_count, select_window
 
 __all__ = [
@@ -72,7 +72,7 @@ def fingerprinted(dispatch: Dispatch, request: Request, previous: Dispatch | Non
     links = _chain(request)
     current = replace(
         dispatch,
-        tools_digest=_digest(request.tools),
+        tools_digest=_digest(standing_tools(request)),
         system_digest=_digest(request.system),
         messages_digest=links[-1],
         message_count=len(request.messages),
@@ -280,7 +280,7 @@ def _declarations(
 def _fixed_part_differs(request: Request, dispatch: Dispatch) -> bool:
     """Whether the tools or the system part differ from what ``dispatch`` recorded."""
     tools, system = dispatch.tools_digest, dispatch.system_digest
-    return bool(tools and _digest(request.tools) != tools) or bool(
+    return bool(tools and _digest(standing_tools(request)) != tools) or bool(
         system and _digest(request.system) != system
     )
 
@@ -329,7 +329,7 @@ def mismatch(request: Request, dispatch: Dispatch, unknown: Sequence[str] = ()) 
     """
     if unknown:
         return "tool declarations not known here: " + ", ".join(unknown)
-    if dispatch.tools_digest and _digest(request.tools) != dispatch.tools_digest:
+    if dispatch.tools_digest and _digest(standing_tools(request)) != dispatch.tools_digest:
         return "the tool declarations differ"
     if dispatch.system_digest and _digest(request.system) != dispatch.system_digest:
         return "the system context differs"

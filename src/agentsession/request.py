@@ -30,7 +30,9 @@ __all__ = [
     "Usage",
     "UserMessage",
     "digest",
+    "introduced_in_place",
     "new_call_id",
+    "standing_tools",
     "text_of",
 ]
 
@@ -182,3 +184,25 @@ def digest(request: Request) -> str:
     }
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def introduced_in_place(request: Request) -> set[str]:
+    """Tools whose first mention in the history is an addition on a mid-conversation message.
+
+    On a profile with native tool changes such a tool is defined where it joins, not in the
+    request's top-level tool list, so that list stays the same for the whole epoch.
+    """
+    first: dict[str, str] = {}
+    for message in request.messages:
+        if isinstance(message, SystemMessage):
+            for name in message.tools_removed:
+                first.setdefault(name, "removed")
+            for name in message.tools_added:
+                first.setdefault(name, "added")
+    return {name for name, how in first.items() if how == "added"}
+
+
+def standing_tools(request: Request) -> tuple[ToolSpec, ...]:
+    """The declarations that stand at the top of the request (not introduced in place)."""
+    inline = introduced_in_place(request)
+    return tuple(t for t in request.tools if t.name not in inline)

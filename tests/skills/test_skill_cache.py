@@ -67,7 +67,10 @@ async def _run(make_runtime: Make, profile: ags.ModelProfile) -> tuple[ags.Scrip
 
 
 async def test_native_tool_changes_keep_tools_and_system_byte_stable(make_runtime: Make) -> None:
-    model, _ = await _run(make_runtime, NATIVE)
+    model, session = await _run(make_runtime, NATIVE)
+    # The local diagnosis agrees: a load or unload in place costs no cache miss.
+    dispatches = [r.entry for r in await session.log() if isinstance(r.entry, Dispatch)]
+    assert "tools_changed" not in [d.cache for d in dispatches]
     _, changed = _script(11)
     assert len(model.requests) == len(changed)
     bodies = [ags.lower(r, "anthropic-messages", profile=NATIVE) for r in model.requests]

@@ -25,6 +25,7 @@ from ..request import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
+    introduced_in_place,
 )
 from ._lowering import (
     Lowered,
@@ -67,18 +68,6 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
 
 
-def _inline_tools(request: Request) -> set[str]:
-    """Tools whose first mention in the history is an addition: defined inline, not up front."""
-    first: dict[str, str] = {}
-    for message in request.messages:
-        if isinstance(message, SystemMessage):
-            for name in message.tools_removed:
-                first.setdefault(name, "removed")
-            for name in message.tools_added:
-                first.setdefault(name, "added")
-    return {name for name, how in first.items() if how == "added"}
-
-
 class _Builder:
     """Accumulates wire messages, merging consecutive user-side content into one turn.
 
@@ -91,7 +80,7 @@ class _Builder:
         self.profile = profile
         self.messages: list[dict[str, Any]] = []
         self.origins: list[int] = []
-        self.inline = _inline_tools(request) if profile.native_tool_changes else set()
+        self.inline = introduced_in_place(request) if profile.native_tool_changes else set()
         self.specs = {spec.name: spec for spec in request.tools}
         self.defined: set[str] = set()
         self.pending_changes: list[dict[str, Any]] = []
