@@ -112,3 +112,24 @@ async def test_an_approved_destructive_tool_runs_on_resume(
     reset = model.requests[-1].messages[-1]
     assert isinstance(reset, ags.ToolResultMessage) and not reset.is_error, reset
     assert staged(repo) == []
+
+
+async def test_a_waiting_call_resumes_in_a_runtime_whose_servers_are_not_started_yet(
+    make_runtime: Callable[..., ags.Runtime], repo: Path
+) -> None:
+    calls = [ags.ToolCall("mcp__git__git_reset", {"repo_path": str(repo)})]
+    first, _ = git_runtime(make_runtime, repo, [calls], "workspace-write")
+    session = await first.create_session()
+    stage(repo, "a.txt")
+    (approval,) = (await session.prompt("Unstage everything.")).approvals
+    await first.close()
+
+    # A new runtime (as a new process would build it): its git server has not started yet.
+    second, model = git_runtime(make_runtime, repo, ["reset after reopening"], "workspace-write")
+    reopened = await second.open_session(session.id)
+    await reopened.approve(approval.call_id)
+    finished = await reopened.resume()
+    assert finished.text == "reset after reopening"
+    result = model.requests[-1].messages[-1]
+    assert isinstance(result, ags.ToolResultMessage) and not result.is_error, result
+    assert staged(repo) == []
