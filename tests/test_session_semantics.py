@@ -13,7 +13,7 @@ import pytest
 import agentsession as ags
 from agentsession.log import ContextEpoch, Dispatch, ModelSwitched
 
-from .wrapped_stores import Counting
+from .wrapped_stores import CountingStore
 
 Make = Callable[..., ags.Runtime]
 
@@ -134,11 +134,11 @@ async def test_a_turn_longer_than_the_window_costs_o_window_per_step(
 ) -> None:
     steps = 300
     state = {"left": steps - 1}
-    store = Counting(ags.SQLiteStore(db_path))
+    store = CountingStore(ags.SQLiteStore(db_path))
     reads: list[int] = []
 
     def reply(request: ags.Request) -> Any:
-        reads.append(store.records_read)
+        reads.append(store.records)
         if state["left"]:
             state["left"] -= 1
             return [ags.ToolCall("probe", {"n": state["left"]})]

@@ -1,64 +1,25 @@
-"""Ordinary Store implementations that wrap a real store, for scenario tests.
+"""Two more store wrappers for session scenario tests, on the delegating base of tests/store.
 
-They delegate every call to the wrapped store and add one behaviour each: refusing chosen writes,
-slowing writes down (so a caller can be cancelled mid-commit) or counting what is read.
+``Refusing`` refuses the appends a predicate picks (the database says no); ``Slow`` commits each
+append a while after it was asked for, so a caller can be cancelled mid-commit.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from agentsession.errors import StoreError
 from agentsession.log import LogEntry, Record
-from agentsession.store.base import SessionInfo, Store
+from agentsession.store.base import Store
+
+from .store.wrappers import CountingStore, DelegatingStore
+
+__all__ = ["CountingStore", "Refusing", "Slow"]
 
 
-class Wrapped:
-    """Delegates everything to ``inner``."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def create_session(self, info: SessionInfo) -> None:
-        await self.inner.create_session(info)
-
-    async def get_session(self, session_id: str) -> SessionInfo:
-        return await self.inner.get_session(session_id)
-
-    async def list_sessions(self) -> list[SessionInfo]:
-        return await self.inner.list_sessions()
-
-    async def set_title(self, session_id: str, title: str) -> None:
-        await self.inner.set_title(session_id, title)
-
-    async def append(
-        self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
-    ) -> list[Record]:
-        return await self.inner.append(session_id, expected_seq, entries)
-
-    async def read(
-        self,
-        session_id: str,
-        start: int = 0,
-        end: int | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Record]:
-        return await self.inner.read(session_id, start, end, kinds)
-
-    async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        return await self.inner.last(session_id, kinds)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
-class Refusing(Wrapped):
-    """Refuses every append for which ``refuse(entries)`` says so (the database says no)."""
+class Refusing(DelegatingStore):
+    """Refuses every append for which ``refuse(entries)`` says so."""
 
     def __init__(self, inner: Store, refuse: Callable[[Sequence[LogEntry]], bool]) -> None:
         super().__init__(inner)
@@ -69,10 +30,10 @@ class Refusing(Wrapped):
     ) -> list[Record]:
         if self.refuse(entries):
             raise StoreError("disk I/O error (refused on purpose)")
-        return await self.inner.append(session_id, expected_seq, entries)
+        return await super().append(session_id, expected_seq, entries)
 
 
-class Slow(Wrapped):
+class Slow(DelegatingStore):
     """Commits each append ``delay`` seconds after it was asked for (while ``slow`` is set)."""
 
     def __init__(self, inner: Store, delay: float) -> None:
@@ -83,31 +44,6 @@ class Slow(Wrapped):
     async def append(
         self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
     ) -> list[Record]:
-        if not self.slow:
-            return await self.inner.append(session_id, expected_seq, entries)
-        await asyncio.sleep(self.delay)
-        return await self.inner.append(session_id, expected_seq, entries)
-
-
-class Counting(Wrapped):
-    """Counts the records every read returns."""
-
-    def __init__(self, inner: Store) -> None:
-        super().__init__(inner)
-        self.records_read = 0
-
-    async def read(
-        self,
-        session_id: str,
-        start: int = 0,
-        end: int | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Record]:
-        records = await self.inner.read(session_id, start, end, kinds)
-        self.records_read += len(records)
-        return records
-
-    async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        found = await self.inner.last(session_id, kinds)
-        self.records_read += found is not None
-        return found
+        if self.slow:
+            await asyncio.sleep(self.delay)
+        return await super().append(session_id, expected_seq, entries)
