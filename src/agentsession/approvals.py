@@ -84,21 +84,19 @@ class Fixed:
 
 
 APPROVE_ALL = Fixed(Answer("yes", why="--yes"))
-DENY_ALL = Fixed(Answer("no", NO_TERMINAL, why="no terminal to ask in; --yes approves such calls"))
+DENY_ALL = Fixed(Answer("no", NO_TERMINAL, why="--yes approves such calls"))
 
 
 class TerminalAsker:
     """Asks in the terminal, one line per waiting call."""
 
-    def __init__(self) -> None:
-        from prompt_toolkit import PromptSession
-
-        self._prompt: PromptSession[str] = PromptSession()
-
     async def answer(self, request: ApprovalRequest) -> Answer | None:
         """See ``Approver.answer``."""
+        from prompt_toolkit import PromptSession
+
+        prompt: PromptSession[str] = PromptSession()
         try:
-            typed = await self._prompt.prompt_async(f"{request.name}: {QUESTION}")
+            typed = await prompt.prompt_async(f"{request.name}: {QUESTION}")
         except (KeyboardInterrupt, EOFError):
             return None
         return parse_answer(typed)

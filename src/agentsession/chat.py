@@ -86,8 +86,11 @@ def logged_events(records: Iterable[Record], result: PromptResult) -> list[Event
     return events
 
 
-def _combined(parts: Sequence[PromptResult]) -> PromptResult:
-    """One result for a turn that paused for approvals: the last part's, with summed figures."""
+def _combined(parts: Sequence[PromptResult], requests: int) -> PromptResult:
+    """One result for a turn that paused for approvals: the last part's, with summed figures.
+
+    Its ``steps`` are the ``requests`` sent: a resumed part counts its stored calls as a step.
+    """
     last = parts[-1]
     usage = Usage(
         sum(p.usage.input_tokens for p in parts),
@@ -95,7 +98,7 @@ def _combined(parts: Sequence[PromptResult]) -> PromptResult:
         sum(p.usage.cached_input_tokens for p in parts),
         sum(p.usage.cache_write_tokens for p in parts),
     )
-    return replace(last, steps=sum(p.steps for p in parts), usage=usage)
+    return replace(last, steps=requests or sum(p.steps for p in parts), usage=usage)
 
 
 @dataclass
@@ -130,13 +133,14 @@ class Driver:
         waiting = self.session.pending_approvals()
         if not waiting:
             return True
-        many = len(waiting) != 1
-        self.output.note(
-            f"{len(waiting)} tool call{'s' if many else ''} of an earlier turn"
-            f" wait{'' if many else 's'} for approval"
-        )
+        if approver is None:  # asked now: say where the calls come from, and show them
+            many = len(waiting) != 1
+            self.output.note(
+                f"{len(waiting)} tool call{'s' if many else ''} of an earlier turn"
+                f" wait{'' if many else 's'} for approval"
+            )
         chosen = approver or self.approver
-        if not await settle(self.session, waiting, chosen, self.output, show=True):
+        if not await settle(self.session, waiting, chosen, self.output, show=approver is None):
             return False
         result = await self.resume()
         return result is not None and result.stop_reason != "approval_required"
@@ -163,7 +167,7 @@ class Driver:
             if not await settle(self.session, result.approvals, self.approver, self.output):
                 break
             events = self._from_log(self.session.resume)
-        total = _combined(parts)
+        total = _combined(parts, len(dispatches))
         self.output.figures(await self._figures(total, dispatches))
         return total
 

@@ -242,6 +242,8 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def _fail(args: argparse.Namespace, message: str) -> None:
+    # One line, whatever the message (a driver's error may span several).
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())
     if getattr(args, "json", False):
         from .console import JsonOutput
 

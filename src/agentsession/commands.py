@@ -1,9 +1,13 @@
 """The commands of the command line; ``cli`` parses the arguments and turns failures into lines.
 
 Each command is a coroutine taking the ``Invocation`` and returning the exit code. Commands
-that talk to a model render through the invocation's ``Output`` (terminal, pipe, JSON, quiet);
-the inspection commands print what ``session.inspect()`` returns: the annotated next request
-(``context``), the exact wire JSON of a request (``request``) and the HTML report (``report``).
+that talk to a model render through the invocation's ``Output`` (terminal, pipe, JSON, quiet)
+and answer the calls the preset asks about through one ``Approver``: ``--yes`` approves, a
+terminal asks, and otherwise nobody can be asked and the call is denied. ``run`` answers calls
+an earlier run left waiting before its prompt, then sets ``--preset`` (a preset cannot change
+while a call waits). The inspection commands print what ``session.inspect()`` returns: the
+annotated next request (``context``), the exact wire JSON of a request (``request``) and the
+HTML report (``report``). Session management and ``skills`` are in ``manage``.
 """
 
 from __future__ import annotations
@@ -125,15 +129,23 @@ async def run(inv: Invocation) -> int:
         _announce(inv, session)
         driver = _driver(inv, runtime, session)
         if not await driver.settle_waiting():
-            return 130
+            return _left_waiting(inv, session)
         if inv.args.preset is not None:
             session.set_permission_preset(inv.args.preset)
         result = await driver.prompt(text, inv.args.skill)
         if result is None:
             return 1
-        return 130 if result.stop_reason == "approval_required" else 0
+        if result.stop_reason == "approval_required":
+            return _left_waiting(inv, session)
+        return 0
     finally:
         await _close(runtime, store)
+
+
+def _left_waiting(inv: Invocation, session: Session) -> int:
+    """The user stopped answering: the call waits, stored, for the next run."""
+    inv.output.note(f"answer it later with: agentsession chat --session {session.id}")
+    return 130
 
 
 async def chat_command(inv: Invocation) -> int:
@@ -171,7 +183,9 @@ async def retry(inv: Invocation) -> int:
         if inv.args.preset is not None:
             session.set_permission_preset(inv.args.preset)
         result = await _driver(inv, runtime, session).retry()
-        return 0 if result is not None and result.stop_reason != "approval_required" else 130
+        if result is not None and result.stop_reason == "approval_required":
+            return _left_waiting(inv, session)
+        return 0 if result is not None else 1
     finally:
         await _close(runtime, store)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .codec import encode
 from .console import JsonOutput, RichOutput
-from .errors import UsageError
+from .errors import SessionFileError, UsageError
 from .invocation import Invocation
 from .runtime import Runtime
 from .screens import print_skills
@@ -86,6 +86,12 @@ async def import_(inv: Invocation) -> int:
         try:
             new_id = uuid.uuid4().hex if inv.args.copy else None
             session = await runtime.import_session(path, new_id=new_id)
+        except SessionFileError as exc:
+            if source != "-":
+                raise
+            # The copy is ours: name what the user gave.
+            said = str(exc).replace(str(path), "standard input")
+            raise SessionFileError(said) from exc
         finally:
             await runtime.close()
     _emit_id(inv, session.id, f"imported session {session.id} from {source}")
@@ -158,7 +164,8 @@ async def skills(inv: Invocation) -> int:
                 location=skill.location,
             )
         for diagnostic in found.diagnostics:
-            inv.output.emit("skill_diagnostic", **encode(diagnostic))
+            fields = {k: v for k, v in encode(diagnostic).items() if k != "kind"}
+            inv.output.emit("skill_diagnostic", **fields)
         return 0
     print_skills(found, rich=isinstance(inv.output, RichOutput))
     return 0
