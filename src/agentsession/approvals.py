@@ -17,11 +17,12 @@ Each decision is shown (a ``approval_answer`` object with ``--json``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from .console import JsonOutput, Output
+from .console import JsonOutput, Output, short
 from .events import ApprovalNeeded, ApprovalRequest
 from .session import Session
 
@@ -88,15 +89,26 @@ DENY_ALL = Fixed(Answer("no", NO_TERMINAL, why="--yes approves such calls"))
 
 
 class TerminalAsker:
-    """Asks in the terminal, one line per waiting call."""
+    """Asks in the terminal, one line per waiting call.
+
+    ``detailed`` puts the call's arguments and the preset's reason into the question, for an
+    output that does not show them (``--quiet``).
+    """
+
+    def __init__(self, *, detailed: bool = False) -> None:
+        self.detailed = detailed
 
     async def answer(self, request: ApprovalRequest) -> Answer | None:
         """See ``Approver.answer``."""
         from prompt_toolkit import PromptSession
 
         prompt: PromptSession[str] = PromptSession()
+        asked = f"{request.name}: {QUESTION}"
+        if self.detailed:
+            arguments = short(json.dumps(request.arguments, ensure_ascii=False))
+            asked = f"{request.name}({arguments}): {request.reason}\n{QUESTION}"
         try:
-            typed = await prompt.prompt_async(f"{request.name}: {QUESTION}")
+            typed = await prompt.prompt_async(asked)
         except (KeyboardInterrupt, EOFError):
             return None
         return parse_answer(typed)

@@ -21,7 +21,7 @@ from pathlib import Path
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .codec import encode
-from .console import JsonOutput, RichOutput, print_transcript
+from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
 from .errors import UsageError
 from .invocation import (
     Invocation,
@@ -72,7 +72,7 @@ def _approver(inv: Invocation) -> Approver:
         return APPROVE_ALL
     output = inv.output
     if sys.stdin.isatty() and sys.stdout.isatty() and not isinstance(output, JsonOutput):
-        return TerminalAsker()
+        return TerminalAsker(detailed=isinstance(output, QuietOutput))
     return DENY_ALL
 
 
