@@ -146,20 +146,24 @@ def test_json_output_shows_each_approval_and_its_answer(
     assert events[-1]["kind"] == "figures"
 
 
-async def test_calls_an_earlier_run_left_waiting_are_answered_before_the_next_prompt(
-    tmp_path: Path, db: Path, model: ScriptedServer
-) -> None:
-    # An application's session paused for approval, then the process ended.
+async def left_waiting(db: Path, project: Path) -> str:
+    """An application's session that paused for approval, then its process ended."""
     waiting = ags.ScriptedModel([[ags.ToolCall("run_command", {"command": "echo one >> ran.txt"})]])
     async with ags.Runtime(
-        store=ags.SQLiteStore(db), model=waiting, tools=ags.builtin_tools(), project_dir=tmp_path
+        store=ags.SQLiteStore(db), model=waiting, tools=ags.builtin_tools(), project_dir=project
     ) as runtime:
         session = await runtime.create_session()
         paused = await session.prompt("run it")
         assert paused.stop_reason == "approval_required"
+        return session.id
 
+
+async def test_calls_an_earlier_run_left_waiting_are_answered_before_the_next_prompt(
+    tmp_path: Path, db: Path, model: ScriptedServer
+) -> None:
+    session_id = await left_waiting(db, tmp_path)
     model.reply("The first one ran.", "And this is the answer to the second prompt.")
-    result = agent(tmp_path, db, model, "run", "--session", session.id, "--yes", "second")
+    result = agent(tmp_path, db, model, "run", "--session", session_id, "--yes", "second")
     assert result.code == 0, result.err
     assert result.out.splitlines() == [
         "The first one ran.",
@@ -170,6 +174,20 @@ async def test_calls_an_earlier_run_left_waiting_are_answered_before_the_next_pr
     # The first request the CLI sent carries the approved call's result.
     (output,) = tool_results(model.agent_requests[0])
     assert "[exit code: 0]" in text(output)
+
+
+async def test_retry_of_a_turn_that_waits_answers_and_finishes_it(
+    tmp_path: Path, db: Path, model: ScriptedServer
+) -> None:
+    session_id = await left_waiting(db, tmp_path)
+    model.reply("Understood, not run.")
+    result = agent(tmp_path, db, model, "retry", session_id)  # no terminal: denied
+    assert result.code == 0, result.err
+    assert result.out == "Understood, not run.\n" and ran(tmp_path) == []
+    (denial,) = tool_results(model.agent_requests[0])
+    assert NO_TERMINAL in text(denial)
+    again = agent(tmp_path, db, model, "retry", session_id)
+    assert_clean_error(again, "nothing to retry")
 
 
 SKILL = """---

@@ -80,21 +80,17 @@ async def _session(inv: Invocation, store: Store) -> tuple[Runtime, Session]:
     """The session to talk to: continued (``--session``/``-c``) or new, with its runtime."""
     args = inv.args
     session_id = await inv.session_id(store, args.session)
+    session: Session | None = None
     if session_id is None:
         runtime = inv.new_runtime(store, args.system)
-        try:
-            _check_skills(runtime, args.skill)
-            return runtime, await runtime.create_session()
-        except BaseException:
-            await runtime.close()
-            raise
-    runtime, session = await inv.open(store, session_id, read_only=False, system=args.system)
+    else:
+        runtime, session = await inv.open(store, session_id, read_only=False, system=args.system)
     try:
         _check_skills(runtime, args.skill)
+        return runtime, session or await runtime.create_session()
     except BaseException:
         await runtime.close()
         raise
-    return runtime, session
 
 
 def _check_skills(runtime: Runtime, names: list[str]) -> None:
@@ -180,9 +176,13 @@ async def retry(inv: Invocation) -> int:
             store, session_id, read_only=False, system=inv.args.system
         )
         _announce(inv, session)
+        driver = _driver(inv, runtime, session)
+        if session.pending_approvals():
+            # The turn stopped for approval, not for a failure: answering finishes it.
+            return 0 if await driver.settle_waiting() else _left_waiting(inv, session)
         if inv.args.preset is not None:
             session.set_permission_preset(inv.args.preset)
-        result = await _driver(inv, runtime, session).retry()
+        result = await driver.retry()
         if result is not None and result.stop_reason == "approval_required":
             return _left_waiting(inv, session)
         return 0 if result is not None else 1
