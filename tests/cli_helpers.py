@@ -24,10 +24,25 @@ class Outcome:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
-def cli(cwd: Path, *args: str, stdin: str = "", module: bool = False) -> Outcome:
-    """Run the CLI in a new process, with no model configured in the environment."""
-    env = {k: v for k, v in os.environ.items() if k != "AGENTSESSION_MODEL"}
-    env["PYTHONIOENCODING"] = "utf-8"
+def cli(
+    cwd: Path,
+    *args: str,
+    stdin: str = "",
+    module: bool = False,
+    env: dict[str, str] | None = None,
+) -> Outcome:
+    """Run the CLI in a new process, with no model or database configured in the environment.
+
+    ``env`` adds variables; the user's own configuration folder is replaced by one in ``cwd``.
+    """
+    unset = ("AGENTSESSION_MODEL", "AGENTSESSION_DB")
+    base = {k: v for k, v in os.environ.items() if k not in unset}
+    env = {
+        **base,
+        "PYTHONIOENCODING": "utf-8",
+        "XDG_CONFIG_HOME": str(cwd / ".config"),
+        **(env or {}),
+    }
     if module or SCRIPT is None:
         command = [sys.executable, "-m", "agentsession", *args]
     else:

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,62 +19,14 @@ import pytest
 import agentsession as ags
 from agentsession.log import Interrupted, Record
 
-TMUX = shutil.which("tmux")
-pytestmark = pytest.mark.skipif(
-    TMUX is None, reason="!!! TMUX IS NOT INSTALLED: chat was NOT tested in a real terminal !!!"
-)
-WAIT = 60.0
+from .cli_terminal import Terminal, needs_tmux, terminals
 
-
-class Terminal:
-    """One tmux server of our own (its own socket), running one command in an 120x50 pane."""
-
-    def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
-        # A socket of our own in the test's folder: nothing is left behind, nothing shared.
-        self.socket = str(cwd / f"tmux-{uuid.uuid4().hex[:8]}.sock")
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        line = f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}"
-        shell = f'{line}; echo "[exit $?]"; sleep 600'
-        self._tmux("new-session", "-d", "-s", "chat", "-x", "120", "-y", "50", shell)
-
-    def _tmux(self, *args: str) -> str:
-        assert TMUX is not None
-        done = subprocess.run(
-            [TMUX, "-S", self.socket, *args], capture_output=True, text=True, timeout=30
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat")
-
-    def keys(self, *keys: str) -> None:
-        self._tmux("send-keys", "-t", "chat", *keys)
-
-    def paste(self, text: str) -> None:
-        self._tmux("set-buffer", "-b", "p", text)
-        self._tmux("paste-buffer", "-p", "-b", "p", "-t", "chat")
-
-    def wait_for(self, text: str, count: int = 1) -> str:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if screen.count(text) >= count:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} ×{count} never appeared:\n{self.screen()}")
-
-    def close(self) -> None:
-        assert TMUX is not None
-        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=30)
+pytestmark = needs_tmux
 
 
 @pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for term in opened:
-        term.close()
+def terminal() -> Iterator[list[Terminal]]:
+    yield from terminals()
 
 
 def chat_in(

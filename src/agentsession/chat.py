@@ -1,12 +1,18 @@
 """Running turns for the command line, and the interactive ``chat`` loop.
 
-``run_turn`` renders one prompt's events and then the usage and cache figures (each request's
-diagnosis is read back from its dispatch record). ``chat`` reads prompts with prompt_toolkit in a
-terminal — history across runs in the user data dir, multi-line paste (and Esc Enter for a new
-line), Ctrl-C clears a typed line, and at an empty prompt Ctrl-C or Ctrl-D leave, naming the
-session to resume — and line by line from a pipe. While a reply runs, Ctrl-C cancels that turn
-only: ``session.cancel()`` stops it, the session records the step as cancelled and takes the
-next prompt.
+A ``Driver`` runs one session's turns on one ``Output``: a prompt's events as they stream; then,
+while the turn waits for approval, the answers of its ``Approver`` and ``session.resume()``,
+whose steps are shown from the log once they are committed (the session streams prompts, not
+resumes or retries); then the usage and cache figures of the whole turn (each request's
+diagnosis read back from its dispatch record). Calls that waited from an earlier run are asked
+about before the next prompt.
+
+``chat`` reads prompts with prompt_toolkit in a terminal — history across runs in the user data
+dir, multi-line paste (and Esc Enter for a new line), Ctrl-C clears a typed line, and at an
+empty prompt Ctrl-C or Ctrl-D leave, naming the session to resume — and line by line from a
+pipe. While a reply runs, Ctrl-C cancels that turn only: ``session.cancel()`` stops it, the
+session records the step as cancelled and takes the next prompt. ``/commands`` change the
+preset or the model, compact, answer waiting calls, retry (``HELP``).
 """
 
 from __future__ import annotations
@@ -14,21 +20,36 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .approvals import Answer, Approver, Fixed, settle
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
-from .errors import AgentSessionError
-from .events import Event, PromptResult, StepCommitted, TextDelta, TurnFinished
-from .log import Dispatch
+from .errors import AgentSessionError, UsageError
+from .events import (
+    ApprovalNeeded,
+    Event,
+    PromptResult,
+    StepCommitted,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+    TurnFinished,
+)
+from .log import AssistantEntry, Dispatch, Record, ToolResultEntry
+from .permissions import BUILTIN_PRESETS
+from .providers.base import Model
+from .request import ToolCall, Usage, text_of
 from .session import Session
+from .store.base import Store
 
-__all__ = ["HELP", "chat", "run_retry", "run_turn"]
+__all__ = ["HELP", "Chat", "Driver", "logged_events"]
 
 HELP = (
     "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
-    "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /retry, /id, /help, "
-    "/quit."
+    "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
+    "/model NAME, /compact, /approve [always], /deny [REASON], /retry, /id, /help, /quit."
 )
 
 
@@ -39,48 +60,139 @@ async def _watched(events: AsyncIterator[Event], dispatches: list[int]) -> Async
         yield event
 
 
-async def _figures(session: Session, result: PromptResult, dispatches: list[int]) -> TurnFigures:
-    caches: list[str] = []
-    for seq in dispatches:
-        for record in await session.log(seq, seq + 1):
-            if isinstance(record.entry, Dispatch):
-                caches.append(record.entry.cache)
-    estimated = not session.model.profile.reports_usage
-    return TurnFigures(result, tuple(caches), estimated)
+def logged_events(records: Iterable[Record], result: PromptResult) -> list[Event]:
+    """The events a stream would have shown for ``records``, ending with ``result``."""
+    events: list[Event] = []
+    calls: dict[str, ToolCall] = {}
+    for record in records:
+        entry = record.entry
+        if isinstance(entry, Dispatch):
+            events.append(StepCommitted(0, record.seq, record.seq, "admission"))
+        elif isinstance(entry, AssistantEntry):
+            if entry.content:
+                events.append(TextDelta(entry.content))
+            events.append(StepCommitted(0, record.seq, record.seq, "response"))
+            calls.update((call.id, call) for call in entry.tool_calls)
+        elif isinstance(entry, ToolResultEntry):
+            if entry.call_id in calls:
+                events.append(ToolCallStarted(calls.pop(entry.call_id)))
+            content = text_of(entry.content)
+            events.append(ToolResultEvent(entry.call_id, entry.name, content, entry.is_error))
+    for request in result.approvals:
+        if request.call_id in calls:
+            events.append(ToolCallStarted(calls.pop(request.call_id)))
+        events.append(ApprovalNeeded(request))
+    events.append(TurnFinished(result))
+    return events
 
 
-async def run_turn(session: Session, text: str, output: Output) -> PromptResult | None:
-    """Run one prompt on ``output``, then show its figures; the result when it finished."""
-    dispatches: list[int] = []
-    restore = _no_echo()
-    try:
-        result = await render(_watched(session.stream(text), dispatches), output)
-    finally:
-        restore()
-    if result is not None:
-        output.figures(await _figures(session, result, dispatches))
-    return result
+def _combined(parts: Sequence[PromptResult], requests: int) -> PromptResult:
+    """One result for a turn that paused for approvals: the last part's, with summed figures.
+
+    Its ``steps`` are the ``requests`` sent: a resumed part counts its stored calls as a step.
+    """
+    last = parts[-1]
+    usage = Usage(
+        sum(p.usage.input_tokens for p in parts),
+        sum(p.usage.output_tokens for p in parts),
+        sum(p.usage.cached_input_tokens for p in parts),
+        sum(p.usage.cache_write_tokens for p in parts),
+    )
+    return replace(last, steps=requests or sum(p.steps for p in parts), usage=usage)
 
 
-async def run_retry(session: Session, output: Output) -> PromptResult:
-    """``session.retry()`` shown like a turn: a spinner, then the final reply and figures."""
+@dataclass
+class Driver:
+    """One session's turns on the command line: rendered, with their approvals answered."""
 
-    async def events() -> AsyncIterator[Event]:
-        result = await session.retry()
-        if result.text:
-            yield TextDelta(result.text)
-        yield TurnFinished(result)
+    session: Session
+    output: Output
+    store: Store
+    approver: Approver
+    max_rounds: int = 100
 
-    result = await render(events(), output)
-    assert result is not None
-    output.figures(TurnFigures(result, (), not session.model.profile.reports_usage))
-    return result
+    async def prompt(self, text: str, skills: Sequence[str] = ()) -> PromptResult | None:
+        """One prompt to its end; ``None`` when it stopped early (calls still wait)."""
+        if not await self.settle_waiting():
+            return None
+        return await self._drive(self.session.stream(text, skills=skills))
+
+    async def retry(self) -> PromptResult | None:
+        """``session.retry()``, shown step by step once its steps are committed."""
+        return await self._drive(self._from_log(self.session.retry))
+
+    async def resume(self) -> PromptResult | None:
+        """``session.resume()`` after the waiting calls were answered, shown like ``retry``."""
+        return await self._drive(self._from_log(self.session.resume))
+
+    async def settle_waiting(self, approver: Approver | None = None) -> bool:
+        """Answer the calls an earlier run left waiting and finish that turn.
+
+        ``True`` when no call waits any more.
+        """
+        waiting = self.session.pending_approvals()
+        if not waiting:
+            return True
+        if approver is None:  # asked now: say where the calls come from, and show them
+            many = len(waiting) != 1
+            self.output.note(
+                f"{len(waiting)} tool call{'s' if many else ''} of an earlier turn"
+                f" wait{'' if many else 's'} for approval"
+            )
+        chosen = approver or self.approver
+        if not await settle(self.session, waiting, chosen, self.output, show=approver is None):
+            return False
+        result = await self.resume()
+        return result is not None and result.stop_reason != "approval_required"
+
+    async def _drive(self, events: AsyncIterator[Event]) -> PromptResult | None:
+        dispatches: list[int] = []
+        parts: list[PromptResult] = []
+        while True:
+            restore = _no_echo()
+            try:
+                result = await render(_watched(events, dispatches), self.output)
+            finally:
+                restore()
+            if result is None:
+                return None
+            parts.append(result)
+            if result.stop_reason != "approval_required":
+                break
+            if len(parts) > self.max_rounds:
+                raise UsageError(
+                    f"the model asked for approval {len(parts)} times in one turn; stopped"
+                    " (the last call still waits)"
+                )
+            if not await settle(self.session, result.approvals, self.approver, self.output):
+                break
+            events = self._from_log(self.session.resume)
+        total = _combined(parts, len(dispatches))
+        self.output.figures(await self._figures(total, dispatches))
+        return total
+
+    async def _from_log(
+        self, operation: Callable[[], Awaitable[PromptResult]]
+    ) -> AsyncIterator[Event]:
+        start = (await self.store.get_session(self.session.id)).next_seq
+        result = await operation()
+        for event in logged_events(await self.session.log(start), result):
+            yield event
+
+    async def _figures(self, result: PromptResult, dispatches: list[int]) -> TurnFigures:
+        caches: list[str] = []
+        for seq in dispatches:
+            for record in await self.session.log(seq, seq + 1):
+                if isinstance(record.entry, Dispatch):
+                    caches.append(record.entry.cache)
+        estimated = not self.session.model.profile.reports_usage
+        return TurnFigures(result, tuple(caches), estimated)
 
 
-async def _interruptible(session: Session, text: str, output: Output) -> None:
-    """One turn that Ctrl-C cancels without ending the chat."""
+async def interruptible(session: Session, work: Awaitable[object], output: Output) -> None:
+    """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat."""
     loop = asyncio.get_running_loop()
-    task = asyncio.create_task(run_turn(session, text, output))
+    task = asyncio.ensure_future(work)
 
     def interrupt() -> None:
         if not session.cancel():
@@ -114,42 +226,129 @@ def _no_echo() -> Callable[[], None]:
     return lambda: termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
-async def _command(session: Session, text: str, output: Output) -> bool:
-    """Run a ``/command``; ``False`` when the chat should end."""
-    name = text.strip().split()[0]
-    if name in ("/quit", "/exit"):
-        return False
-    if name == "/help":
-        output.note(HELP)
-    elif name == "/id":
-        output.note(f"session {session.id}")
-    elif name == "/retry":
+@dataclass
+class Chat:
+    """The interactive loop of one session; ``resolve`` turns ``/model NAME`` into a model."""
+
+    driver: Driver
+    resolve: Callable[[str], Model]
+    skills: Sequence[str] = ()
+    preset: str | None = None
+    opened: list[Model] = field(default_factory=list)
+
+    @property
+    def session(self) -> Session:
+        """The session talked to."""
+        return self.driver.session
+
+    @property
+    def output(self) -> Output:
+        """Where everything goes."""
+        return self.driver.output
+
+    async def run(self, *, history: Path) -> None:
+        """Read prompts until the user leaves; each one is a rendered turn."""
+        output = self.output
+        interactive = (
+            sys.stdin.isatty() and sys.stdout.isatty() and not isinstance(output, JsonOutput)
+        )
+        lines = _terminal_lines(history) if interactive else _piped_lines()
+        if interactive:
+            output.note(f"session {self.session.id} · {HELP}")
+        await interruptible(self.session, self.driver.settle_waiting(), output)
+        if self.preset is not None:
+            await interruptible(self.session, self._preset(self.preset), output)
+        async for text in lines:
+            if not text.strip():
+                continue
+            if text.lstrip().startswith("/"):
+                if not await self._command(text):
+                    break
+                continue
+            if isinstance(output, RichOutput):
+                output.console.print()
+            skills, self.skills = self.skills, ()
+            await interruptible(self.session, self.driver.prompt(text, skills), output)
+        sid = self.session.id
+        output.note(f"session {sid} · resume with: agentsession chat --session {sid}")
+
+    async def _command(self, text: str) -> bool:
+        """Run a ``/command``; ``False`` when the chat should end."""
+        name, _, rest = text.strip().partition(" ")
+        arg = rest.strip()
+        if name in ("/quit", "/exit"):
+            return False
+        handlers: dict[str, Callable[[str], Awaitable[None]]] = {
+            "/help": self._help,
+            "/id": self._id,
+            "/retry": self._retry,
+            "/preset": self._preset,
+            "/model": self._model,
+            "/compact": self._compact,
+            "/approve": self._approve,
+            "/deny": self._deny,
+        }
+        handler = handlers.get(name)
+        if handler is None:
+            self.output.note(f"unknown command {name}; {HELP}")
+        else:
+            await interruptible(self.session, handler(arg), self.output)
+        return True
+
+    async def _help(self, arg: str) -> None:
+        self.output.note(HELP)
+
+    async def _id(self, arg: str) -> None:
+        self.output.note(f"session {self.session.id}")
+
+    async def _retry(self, arg: str) -> None:
+        await self.driver.retry()
+
+    async def _preset(self, arg: str) -> None:
+        if not arg:
+            known = ", ".join(BUILTIN_PRESETS)
+            self.output.note(f"preset {self.session.permission_preset} (presets: {known})")
+            return
+        before = self.session.permission_preset
+        self.session.set_permission_preset(arg)
+        if arg == before:
+            self.output.note(f"preset {arg} is already in effect")
+        else:
+            self.output.note(f"preset {arg} from the next request on (was {before})")
+
+    async def _model(self, arg: str) -> None:
+        if not arg:
+            self.output.note(f"model {self.session.model.name}; /model NAME switches")
+            return
+        model = self.resolve(arg)
+        self.opened.append(model)
+        await self.session.switch_model(model)
+        self.output.note(f"model {model.name} from the next request on (a new context epoch)")
+
+    async def _compact(self, arg: str) -> None:
+        if isinstance(self.output, RichOutput):
+            self.output.waiting("compacting…")
         try:
-            await run_retry(session, output)
-        except AgentSessionError as exc:
-            output.note(f"error: {exc}")
-    else:
-        output.note(f"unknown command {name}; {HELP}")
-    return True
+            compacted = await self.session.compact()
+        finally:
+            self.output.stop()
+        if compacted:
+            self.output.note("compacted: older turns are summarised in a new context epoch")
+        else:
+            self.output.note("nothing to compact: no turns before the ones always kept")
 
+    async def _approve(self, arg: str) -> None:
+        always = arg.lower() == "always"
+        await self._answer(Answer("always" if always else "yes", why="/approve"))
 
-async def chat(session: Session, output: Output, *, history: Path) -> None:
-    """Read prompts until the user leaves; each one is a rendered turn."""
-    interactive = sys.stdin.isatty() and sys.stdout.isatty() and not isinstance(output, JsonOutput)
-    lines = _terminal_lines(history) if interactive else _piped_lines()
-    if interactive:
-        output.note(f"session {session.id} · {HELP}")
-    async for text in lines:
-        if not text.strip():
-            continue
-        if text.lstrip().startswith("/"):
-            if not await _command(session, text, output):
-                break
-            continue
-        if isinstance(output, RichOutput):
-            output.console.print()
-        await _interruptible(session, text, output)
-    output.note(f"session {session.id} · resume with: agentsession chat --session {session.id}")
+    async def _deny(self, arg: str) -> None:
+        await self._answer(Answer("no", arg or "the user said no", why="/deny"))
+
+    async def _answer(self, answer: Answer) -> None:
+        if not self.session.pending_approvals():
+            self.output.note("no tool call waits for approval")
+            return
+        await self.driver.settle_waiting(Fixed(answer))
 
 
 async def _piped_lines() -> AsyncIterator[str]:

@@ -2,10 +2,12 @@
 
 ``agentsession run TEXT`` runs one prompt (``-`` or a pipe: standard input), ``chat`` an
 interactive loop, ``retry`` re-sends a failed step; ``sessions``, ``show``, ``info`` list and
-read; ``context``, ``request`` and ``report`` show what the model saw and sent. Options may
-stand before or after the command. ``commands`` does the work; this module parses and turns
-every failure into one ``error:`` line and a non-zero exit code (``--debug`` adds the
-traceback): 1 for a failure, 2 for bad arguments, 130 for an interrupt.
+read; ``context``, ``request`` and ``report`` show what the model saw and sent; ``export``,
+``import``, ``delete``, ``rename`` and ``fork`` manage sessions; ``skills`` lists the skills
+and what is wrong with the broken ones. Options may stand before or after the command.
+``commands`` and ``manage`` do the work; this module parses and turns every failure into one
+``error:`` line and a non-zero exit code (``--debug`` adds the traceback): 1 for a failure, 2
+for bad arguments, 130 for an interrupt.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from .errors import AgentSessionError
@@ -34,7 +36,13 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_common(parser: argparse.ArgumentParser, default: object) -> None:
     add = parser.add_argument
-    add("--db", default=default, help="SQLite database file (default: in the user data dir)")
+    add(
+        "--db",
+        default=default,
+        metavar="PATH|URL",
+        help="SQLite database file or postgresql:// URL (default: AGENTSESSION_DB, else a file"
+        " in the user data dir)",
+    )
     add("--model", default=default, help="model, e.g. openai:gpt-4.1 (default: AGENTSESSION_MODEL)")
     add("--debug", action="store_true", default=default, help="show tracebacks of failures")
     out = parser.add_mutually_exclusive_group()
@@ -63,6 +71,55 @@ def _add_session_options(parser: argparse.ArgumentParser, *, continuing: bool = 
             action="store_true",
             help="continue the most recent session",
         )
+
+
+def _add_agent_options(parser: argparse.ArgumentParser, *, prompting: bool = True) -> None:
+    """What a session that runs tools gets: preset, approvals, skills, MCP servers."""
+    add = parser.add_argument
+    add(
+        "--preset",
+        metavar="NAME",
+        help="permission preset: read-only, workspace-write or full-access (a new session starts"
+        " with workspace-write; a continued one keeps its own unless this is given)",
+    )
+    add(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="approve every tool call the preset asks about, without asking (otherwise a"
+        " terminal asks, and without a terminal such calls are denied)",
+    )
+    add(
+        "--skills-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a folder of skills (repeatable), besides the project's .agents/skills and"
+        " .claude/skills",
+    )
+    add(
+        "--mcp-config",
+        metavar="FILE",
+        help="MCP servers in the .mcp.json format (the project's own .mcp.json is read too)",
+    )
+    if prompting:
+        add(
+            "--skill",
+            metavar="NAME",
+            action="append",
+            default=[],
+            help="select a skill for the (first) prompt; repeatable ($NAME in the text works too)",
+        )
+
+
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a log position (0 or more), got {value}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -98,11 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
         "text", nargs="*", metavar="TEXT", help="the prompt; '-' or nothing reads standard input"
     )
     _add_session_options(run)
+    _add_agent_options(run)
     chat = command("chat", "talk interactively (Ctrl-C cancels a reply, Ctrl-D quits)")
     _add_session_options(chat)
+    _add_agent_options(chat)
     retry = command("retry", "finish a turn that failed: re-send the failed step")
     retry.add_argument("id", nargs="?", metavar="ID", help="the session (default: most recent)")
     _add_session_options(retry, continuing=False)
+    _add_agent_options(retry, prompting=False)
     command("sessions", "list sessions: messages, model, last activity, title")
     show = command("show", "print a session's transcript")
     show.add_argument("id", metavar="ID", help="the session")
@@ -135,7 +195,42 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="file (folder with --all) to write; default agentsession-<id>.html",
     )
+    _add_management(command)
     return parser
+
+
+def _add_management(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    skills = command("skills", "list the skills a session here can use, and the broken ones")
+    skills.add_argument(
+        "--project", metavar="DIR", help="the project folder (default: the current folder)"
+    )
+    skills.add_argument(
+        "--skills-dir", metavar="DIR", action="append", default=[], help="a folder of skills"
+    )
+    export = command("export", "write a session to a JSON Lines session file")
+    export.add_argument("id", metavar="ID", help="the session")
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="the file to write (default: standard output)"
+    )
+    imported = command("import", "store the session of a session file; prints its id")
+    imported.add_argument("file", metavar="FILE", help="the session file ('-': standard input)")
+    imported.add_argument(
+        "--copy", action="store_true", help="import under a new id (keep the stored one apart)"
+    )
+    delete = command("delete", "delete a session and its whole log (cannot be undone)")
+    delete.add_argument("id", metavar="ID", help="the session")
+    rename = command("rename", "give a session a title of your own")
+    rename.add_argument("id", metavar="ID", help="the session")
+    rename.add_argument("title", nargs="+", metavar="TITLE", help="the new title")
+    fork = command("fork", "copy a session's log (up to an entry) into a new session")
+    fork.add_argument("id", metavar="ID", help="the session")
+    fork.add_argument(
+        "--at",
+        metavar="SEQ",
+        type=_nonnegative,
+        help="the last log entry to copy (its seq, as `context` and `report` show them);"
+        " default: all of them",
+    )
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -147,6 +242,8 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def _fail(args: argparse.Namespace, message: str) -> None:
+    # One line, whatever the message (a driver's error may span several).
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())
     if getattr(args, "json", False):
         from .console import JsonOutput
 

@@ -1,9 +1,13 @@
 """The commands of the command line; ``cli`` parses the arguments and turns failures into lines.
 
 Each command is a coroutine taking the ``Invocation`` and returning the exit code. Commands
-that talk to a model render through the invocation's ``Output`` (terminal, pipe, JSON, quiet);
-the inspection commands print what ``session.inspect()`` returns: the annotated next request
-(``context``), the exact wire JSON of a request (``request``) and the HTML report (``report``).
+that talk to a model render through the invocation's ``Output`` (terminal, pipe, JSON, quiet)
+and answer the calls the preset asks about through one ``Approver``: ``--yes`` approves, a
+terminal asks, and otherwise nobody can be asked and the call is denied. ``run`` answers calls
+an earlier run left waiting before its prompt, then sets ``--preset`` (a preset cannot change
+while a call waits). The inspection commands print what ``session.inspect()`` returns: the
+annotated next request (``context``), the exact wire JSON of a request (``request``) and the
+HTML report (``report``). Session management and ``skills`` are in ``manage``.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .chat import chat, run_retry, run_turn
+from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
+from .chat import Chat, Driver
 from .codec import encode
-from .console import JsonOutput, RichOutput, print_transcript
+from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
 from .errors import UsageError
 from .invocation import (
     Invocation,
@@ -25,12 +30,13 @@ from .invocation import (
     message_counts,
     version,
 )
+from .manage import MANAGEMENT
 from .providers import get_model, lower
 from .providers.base import ModelProfile
 from .providers.profiles import FORMATS, default_profile
 from .report import IndexEntry, render_index, render_report
 from .request import Request
-from .runtime import Runtime
+from .runtime import Runtime, SupportsAclose
 from .screens import print_context, print_sessions
 from .session import Session
 from .store.base import Store
@@ -60,14 +66,44 @@ def _announce(inv: Invocation, session: Session) -> None:
         output.note(f"session {session.id}")
 
 
+def _approver(inv: Invocation) -> Approver:
+    """Who answers calls the preset asks about: ``--yes``, the terminal, or nobody (denied)."""
+    if inv.args.yes:
+        return APPROVE_ALL
+    output = inv.output
+    if sys.stdin.isatty() and sys.stdout.isatty() and not isinstance(output, JsonOutput):
+        return TerminalAsker(detailed=isinstance(output, QuietOutput))
+    return DENY_ALL
+
+
 async def _session(inv: Invocation, store: Store) -> tuple[Runtime, Session]:
     """The session to talk to: continued (``--session``/``-c``) or new, with its runtime."""
     args = inv.args
     session_id = await inv.session_id(store, args.session)
+    session: Session | None = None
     if session_id is None:
         runtime = inv.new_runtime(store, args.system)
-        return runtime, await runtime.create_session()
-    return await inv.open(store, session_id, read_only=False, system=args.system)
+    else:
+        runtime, session = await inv.open(store, session_id, read_only=False, system=args.system)
+    try:
+        _check_skills(runtime, args.skill)
+        return runtime, session or await runtime.create_session()
+    except BaseException:
+        await runtime.close()
+        raise
+
+
+def _check_skills(runtime: Runtime, names: list[str]) -> None:
+    """Refuse an unknown ``--skill`` before a session is made for it."""
+    available = runtime.skill_set().names()
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        offered = ", ".join(available) or "none (see: agentsession skills)"
+        raise UsageError(f"unknown skill {unknown[0]!r}; available skills: {offered}")
+
+
+def _driver(inv: Invocation, runtime: Runtime, session: Session) -> Driver:
+    return Driver(session, inv.output, runtime.store, _approver(inv), runtime.config.max_steps)
 
 
 async def _close(runtime: Runtime | None, store: Store) -> None:
@@ -79,36 +115,60 @@ async def _close(runtime: Runtime | None, store: Store) -> None:
 
 
 async def run(inv: Invocation) -> int:
-    """``run``: one prompt, in a new or a continued session."""
+    """``run``: one prompt, in a new or a continued session (waiting calls answered first)."""
     text = prompt_text(inv.args.text)
-    store = inv.store(create=True)
+    inv.check_agent_options()
+    store = inv.store("create")
     runtime: Runtime | None = None
     try:
         runtime, session = await _session(inv, store)
         _announce(inv, session)
-        result = await run_turn(session, text, inv.output)
-        return 0 if result is not None else 1
-    finally:
-        await _close(runtime, store)
-
-
-async def chat_command(inv: Invocation) -> int:
-    """``chat``: prompts until the user leaves."""
-    store = inv.store(create=True)
-    runtime: Runtime | None = None
-    try:
-        runtime, session = await _session(inv, store)
-        if isinstance(inv.output, JsonOutput):
-            _announce(inv, session)
-        await chat(session, inv.output, history=history_path())
+        driver = _driver(inv, runtime, session)
+        if not await driver.settle_waiting():
+            return _left_waiting(inv, session)
+        if inv.args.preset is not None:
+            session.set_permission_preset(inv.args.preset)
+        result = await driver.prompt(text, inv.args.skill)
+        if result is None:
+            return 1
+        if result.stop_reason == "approval_required":
+            return _left_waiting(inv, session)
         return 0
     finally:
         await _close(runtime, store)
 
 
+def _left_waiting(inv: Invocation, session: Session) -> int:
+    """The user stopped answering: the call waits, stored, for the next run."""
+    inv.output.note(f"answer it later with: agentsession chat --session {session.id}")
+    return 130
+
+
+async def chat_command(inv: Invocation) -> int:
+    """``chat``: prompts until the user leaves."""
+    inv.check_agent_options()
+    store = inv.store("create")
+    runtime: Runtime | None = None
+    chat: Chat | None = None
+    try:
+        runtime, session = await _session(inv, store)
+        if isinstance(inv.output, JsonOutput):
+            _announce(inv, session)
+        driver = _driver(inv, runtime, session)
+        chat = Chat(driver, inv.resolve, inv.args.skill, inv.args.preset)
+        await chat.run(history=history_path())
+        return 0
+    finally:
+        await _close(runtime, store)
+        for model in chat.opened if chat is not None else ():
+            if isinstance(model, SupportsAclose):
+                await model.aclose()
+
+
 async def retry(inv: Invocation) -> int:
     """``retry``: finish the turn that did not finish (re-send the failed step)."""
-    store = inv.store(create=False)
+    inv.check_agent_options()
+    store = inv.store("write")
     runtime: Runtime | None = None
     try:
         session_id = inv.args.id or await _latest(store)
@@ -116,8 +176,16 @@ async def retry(inv: Invocation) -> int:
             store, session_id, read_only=False, system=inv.args.system
         )
         _announce(inv, session)
-        await run_retry(session, inv.output)
-        return 0
+        driver = _driver(inv, runtime, session)
+        if session.pending_approvals():
+            # The turn stopped for approval, not for a failure: answering finishes it.
+            return 0 if await driver.settle_waiting() else _left_waiting(inv, session)
+        if inv.args.preset is not None:
+            session.set_permission_preset(inv.args.preset)
+        result = await driver.retry()
+        if result is not None and result.stop_reason == "approval_required":
+            return _left_waiting(inv, session)
+        return 0 if result is not None else 1
     finally:
         await _close(runtime, store)
 
@@ -131,10 +199,10 @@ async def _latest(store: Store) -> str:
 
 async def sessions(inv: Invocation) -> int:
     """``sessions``: every session with its messages, model and last activity."""
-    if not inv.db.exists():
+    if not inv.postgres and not inv.db.exists():
         inv.output.note(f"no sessions yet (no database at {inv.db})")
         return 0
-    store = inv.store(create=False)
+    store = inv.store("read")
     try:
         rows = []
         for info in await store.list_sessions():
@@ -153,7 +221,7 @@ async def sessions(inv: Invocation) -> int:
 
 async def show(inv: Invocation) -> int:
     """``show``: a session's user transcript."""
-    store = inv.store(create=False)
+    store = inv.store("read")
     try:
         _, session = await inv.open(store, inv.args.id, read_only=True)
         if isinstance(inv.output, JsonOutput):
@@ -177,7 +245,7 @@ async def info(inv: Invocation) -> int:
     """``info``: version, paths, the configured model, installed extras."""
     import os
 
-    lines = info_lines(inv.db, os.environ.get("AGENTSESSION_MODEL"))
+    lines = info_lines(inv.location, os.environ.get("AGENTSESSION_MODEL"))
     if isinstance(inv.output, JsonOutput):
         inv.output.emit("info", **{label.replace(" ", "_"): value for label, value in lines})
     else:
@@ -188,7 +256,7 @@ async def info(inv: Invocation) -> int:
 
 
 async def _inspected(inv: Invocation, session_id: str) -> tuple[Runtime, Session, Inspection]:
-    store = inv.store(create=False)
+    store = inv.store("read")
     runtime: Runtime | None = None
     try:
         runtime, session = await inv.open(store, session_id, read_only=True)
@@ -285,7 +353,7 @@ async def report(inv: Invocation) -> int:
         inv.output.note(f"wrote {target}")
         return 0
     folder = Path(args.output or "agentsession-reports")
-    store = inv.store(create=False)
+    store = inv.store("read")
     try:
         entries = []
         for found in await store.list_sessions():
@@ -320,4 +388,5 @@ COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "context": context,
     "request": request,
     "report": report,
+    **MANAGEMENT,
 }

@@ -3,11 +3,15 @@
 Which model a command talks to: ``--model`` when given; else, for a session that already talked
 to one, the model its log names last (resolved with ``get_model``; the CLI's own offline demo
 model by its name); else ``AGENTSESSION_MODEL``; else the offline demo model, with its two small
-tools, announced in one line. A continued session also keeps its application instructions (the
-``core.agent`` section its context holds) unless ``--system`` replaces them.
+tools, announced in one line. A real model gets the built-in coding tools (read, write and list
+files, run commands in the project) under the session's permission preset; the demo model keeps
+its own two. A continued session also keeps its application instructions (the ``core.agent``
+section its context holds) unless ``--system`` replaces them.
 
-Commands that only read (``sessions``, ``show``, ``context``, ``request``, ``report``, ``info``)
-never create a database: a missing file is reported, not made.
+The database is ``--db``, else ``AGENTSESSION_DB``, else the default file: a path or a
+``postgresql://`` URL. Commands that only read (``sessions``, ``show``, ``export``, ``context``,
+``request``, ``report``, ``info``) open it read-only and never create a database or a folder: a
+missing file is reported, not made.
 """
 
 from __future__ import annotations
@@ -17,21 +21,27 @@ import importlib.util
 import os
 import platform
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
+from .builtin_tools import builtin_tools
 from .config import Config
 from .console import JsonOutput, Output, PlainOutput, QuietOutput, RichOutput
 from .context.engine import effective_state
 from .errors import UnknownModelError, UsageError
 from .log import ContextEpoch, MidConversationSystemMessage
+from .mcp import MCPServer, load_mcp_config, project_servers
+from .permissions import preset_table
 from .providers import get_model
 from .providers.base import Model
 from .runtime import Runtime
 from .session import Session
 from .store.base import Store
+from .store.postgres import PostgresStore
 from .store.sqlite import SQLiteStore, default_path
 from .tools import Tool
 from .views import last_model
@@ -39,15 +49,21 @@ from .views import last_model
 __all__ = [
     "DEMO_MODEL",
     "EXTRAS",
+    "Access",
     "Invocation",
     "history_path",
     "info_lines",
     "installed_extras",
+    "is_postgres",
     "logged_instructions",
     "make_output",
     "message_counts",
+    "shown_location",
     "version",
 ]
+
+Access = Literal["create", "write", "read"]
+"""How a command uses the database: may create it, writes to an existing one, or only reads."""
 
 DEMO_MODEL = "scripted:demo"
 EXTRAS = {
@@ -102,28 +118,89 @@ def installed_extras() -> dict[str, bool]:
     return found
 
 
+def is_postgres(location: str) -> bool:
+    """Whether a ``--db`` value names a PostgreSQL database rather than a file."""
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def shown_location(location: str) -> str:
+    """A database location fit to print: a URL's password is left out."""
+    if not is_postgres(location):
+        return location
+    parts = urlsplit(location)
+    if parts.password is None:
+        return location
+    host = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + host))
+
+
+def tools_for(spec: str) -> list[Tool]:
+    """The tools a session talking to model ``spec`` gets: the demo's own, else the built-ins."""
+    if spec == DEMO_MODEL or not spec:
+        from .demo import demo_tools
+
+        return demo_tools()
+    return builtin_tools()
+
+
 @dataclass
 class Invocation:
     """One run of the command line: its arguments, its output and its store."""
 
     args: argparse.Namespace
     output: Output
+    _servers: list[MCPServer] | None = field(default=None, repr=False)
+
+    @property
+    def location(self) -> str:
+        """The database: ``--db``, else ``AGENTSESSION_DB``, else the default file."""
+        given = self.args.db or os.environ.get("AGENTSESSION_DB")
+        if not given:
+            return str(default_path())
+        return given if is_postgres(given) else str(Path(given).expanduser().absolute())
+
+    @property
+    def postgres(self) -> bool:
+        """Whether the database is a PostgreSQL server."""
+        return is_postgres(self.location)
 
     @property
     def db(self) -> Path:
-        """The database file (``--db`` or the default in the user data dir)."""
-        return Path(self.args.db).expanduser().absolute() if self.args.db else default_path()
+        """The database file (only meaningful when the database is not PostgreSQL)."""
+        return Path(self.location)
 
-    def store(self, *, create: bool) -> Store:
-        """The session store; a read-only command gets ``UsageError`` for a missing file."""
-        if not create and not self.db.exists():
+    def store(self, access: Access) -> Store:
+        """The session store; reading never creates anything (a missing file: ``UsageError``)."""
+        if self.postgres:
+            return PostgresStore(self.location, read_only=access == "read")
+        if access != "create" and not self.db.exists():
             raise UsageError(f"no session database at {self.db} (nothing has been stored there)")
-        return SQLiteStore(self.db)
+        return SQLiteStore(self.db, read_only=access == "read")
 
     def config(self) -> Config:
         """The runtime's configuration from the options."""
         window = getattr(self.args, "context_window", None)
         return Config(context_window=window) if window else Config()
+
+    def check_agent_options(self) -> None:
+        """Refuse a bad preset or MCP file before anything is opened or created."""
+        preset = getattr(self.args, "preset", None)
+        if preset is not None:
+            known = preset_table(self.config())
+            if preset not in known:
+                raise UsageError(
+                    f"unknown permission preset {preset!r}; known presets: {', '.join(known)}"
+                )
+        self.mcp_servers()
+        project_servers(Path.cwd())  # a malformed .mcp.json is one error naming it, now
+
+    def mcp_servers(self) -> list[MCPServer]:
+        """The servers of ``--mcp-config`` (none without it), read once."""
+        if self._servers is None:
+            path = getattr(self.args, "mcp_config", None)
+            self._servers = load_mcp_config(path) if path else []
+        return self._servers
 
     async def session_id(self, store: Store, given: str | None) -> str | None:
         """The session a command names: an id, ``-c`` (the most recent), or none."""
@@ -136,20 +213,25 @@ class Invocation:
             return sessions[0].id
         return None
 
-    def model(self, logged: str) -> tuple[Model | None, list[Tool]]:
-        """The model to talk to, and the tools that come with it (the demo's own)."""
-        spec = self.args.model or logged or os.environ.get("AGENTSESSION_MODEL")
-        if spec == DEMO_MODEL or not spec:
-            from .demo import demo_model, demo_tools
+    def resolve(self, spec: str) -> Model:
+        """The model called ``spec`` (``scripted:demo``: the offline demo model)."""
+        if spec == DEMO_MODEL:
+            from .demo import demo_model
 
-            if not spec:
-                self.output.note(
-                    "No model configured (--model or AGENTSESSION_MODEL); using the offline"
-                    " scripted demo model."
-                )
-            return demo_model(), demo_tools()
+            return demo_model()
+        return get_model(spec)
+
+    def model(self, logged: str) -> tuple[Model | None, list[Tool]]:
+        """The model to talk to, and the tools that come with it."""
+        spec = self.args.model or logged or os.environ.get("AGENTSESSION_MODEL")
+        if not spec:
+            self.output.note(
+                "No model configured (--model or AGENTSESSION_MODEL); using the offline"
+                " scripted demo model."
+            )
+            spec = DEMO_MODEL
         try:
-            return get_model(spec), []
+            return self.resolve(spec), tools_for(spec)
         except UnknownModelError:
             if spec != logged:
                 raise
@@ -165,7 +247,7 @@ class Invocation:
         try:
             return self.model(logged)
         except UsageError:
-            return None, []
+            return None, tools_for(self.args.model or logged)
 
     async def open(
         self, store: Store, session_id: str, *, read_only: bool, system: str | None = None
@@ -177,22 +259,47 @@ class Invocation:
         model, tools = self.inspection_model(logged) if read_only else self.model(logged)
         instructions = system if system is not None else await logged_instructions(store, info.id)
         project = Path(info.project_dir) if read_only and info.project_dir else Path.cwd()
-        runtime = Runtime(
-            store=store,
-            model=model,
-            tools=tools,
-            config=self.config(),
-            instructions=instructions,
-            project_dir=project if project.is_dir() else Path.cwd(),
+        runtime = self._runtime(
+            store,
+            model,
+            tools,
+            instructions,
+            project if project.is_dir() else Path.cwd(),
+            agent=not read_only,
         )
         return runtime, await runtime.open_session(session_id, model=model)
 
     def new_runtime(self, store: Store, system: str | None) -> Runtime:
         """A runtime for a new session in the current directory."""
         model, tools = self.model("")
+        return self._runtime(store, model, tools, system, Path.cwd(), agent=True)
+
+    def _runtime(
+        self,
+        store: Store,
+        model: Model | None,
+        tools: list[Tool],
+        instructions: str | None,
+        project: Path,
+        *,
+        agent: bool,
+    ) -> Runtime:
+        skills_dirs: list[str] = getattr(self.args, "skills_dir", None) or []
         return Runtime(
-            store=store, model=model, tools=tools, config=self.config(), instructions=system
+            store=store,
+            model=model,
+            tools=tools,
+            config=self.config(),
+            instructions=instructions,
+            project_dir=project,
+            skills_dirs=skills_dirs if agent else (),
+            mcp_servers=self.mcp_servers() if agent else (),
         )
+
+    def plain_runtime(self, store: Store, project: str | None) -> Runtime:
+        """A runtime without a model, for commands that manage stored sessions."""
+        folder = Path(project) if project and Path(project).is_dir() else Path.cwd()
+        return Runtime(store=store, config=self.config(), project_dir=folder)
 
 
 async def logged_instructions(store: Store, session_id: str) -> str | None:
@@ -222,16 +329,19 @@ async def message_counts(store: Store, session_id: str) -> tuple[int, int, int, 
     )
 
 
-def info_lines(db: Path, configured: str | None) -> list[tuple[str, str]]:
-    """What ``agentsession info`` prints, as label/value pairs."""
+def info_lines(location: str, configured: str | None) -> list[tuple[str, str]]:
+    """What ``agentsession info`` prints, as label/value pairs (nothing is connected to)."""
     extras = installed_extras()
     have = ", ".join(name for name, ok in extras.items() if ok) or "none"
     missing = ", ".join(name for name, ok in extras.items() if not ok) or "none"
-    state = "exists" if db.exists() else "not created yet"
+    if is_postgres(location):
+        state = "PostgreSQL"
+    else:
+        state = "exists" if Path(location).exists() else "not created yet"
     model = configured or "none configured: the offline scripted demo model answers"
     return [
         ("version", f"agentsession {version()} (Python {platform.python_version()})"),
-        ("database", f"{db} ({state})"),
+        ("database", f"{shown_location(location)} ({state})"),
         ("default database", str(default_path())),
         ("chat history", str(history_path())),
         ("model", model),

@@ -1,4 +1,4 @@
-"""Listings of the command line: the sessions table and the annotated request (``context``).
+"""Listings of the command line: sessions, skills and the annotated request (``context``).
 
 In a terminal they are rich tables; in a pipe, plain aligned text a script can cut up, with the
 same columns in the same order.
@@ -16,9 +16,10 @@ from rich.text import Text
 from .annotate import ContextView, Part
 from .console import short
 from .describe import EPOCH_REASONS
+from .skills import SkillDiagnostic, SkillSet
 from .store.base import SessionInfo
 
-__all__ = ["SessionRow", "print_context", "print_sessions"]
+__all__ = ["SessionRow", "print_context", "print_sessions", "print_skills"]
 
 SessionRow = tuple[SessionInfo, int, int, int, str]
 """A session, its user, assistant and tool message counts, and the model it names last."""
@@ -45,6 +46,37 @@ def print_sessions(rows: Sequence[SessionRow], *, rich: bool) -> None:
         counts = f"{user:>3} user {assistant:>3} assistant {tool:>3} tool"
         title = info.title or "(untitled)"
         print(f"{info.id}  {_when(info.updated_at)}  {counts}  {model or '-'}  {title}")
+
+
+def print_skills(found: SkillSet, *, rich: bool) -> None:
+    """One line per skill (name, location, description), then one line per diagnostic."""
+    if rich:
+        console = Console()
+        if found.skills:
+            table = Table(box=None, header_style="dim")
+            for column in ("skill", "description", "location"):
+                table.add_column(column, overflow="fold")
+            for skill in found.skills:
+                description = " ".join(skill.description.split())
+                table.add_row(skill.name, description, skill.location or "(Python)")
+            console.print(table)
+        else:
+            console.print(Text("no skills found", style="dim"))
+        for diagnostic in found.diagnostics:
+            style = "red" if diagnostic.severity == "error" else "yellow"
+            console.print(Text(_diagnostic_line(diagnostic), style=style))
+        return
+    if not found.skills:
+        print("no skills found", file=sys.stderr)
+    for skill in found.skills:
+        description = " ".join(skill.description.split())
+        print(f"{skill.name}  {skill.location or '(Python)'}  {description}")
+    for diagnostic in found.diagnostics:
+        print(_diagnostic_line(diagnostic))
+
+
+def _diagnostic_line(diagnostic: SkillDiagnostic) -> str:
+    return f"{diagnostic.severity}: {diagnostic.path}: {' '.join(diagnostic.message.split())}"
 
 
 def _describe(view: ContextView) -> list[str]:

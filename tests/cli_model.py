@@ -1,0 +1,152 @@
+"""A scripted model the command line talks to over loopback, as it would to a local server.
+
+The CLI picks its model by name only, so the tests script one the way a user points the CLI at
+a local model: ``--model openai-compatible:http://127.0.0.1:PORT/v1#scripted``. This server
+speaks the streamed Chat Completions protocol. Each request that offers tools takes the next
+scripted reply — a text, or a list of ``(tool name, arguments)`` calls; a request that offers
+none (a session title, a compaction summary) gets a fixed text and takes nothing from the
+script. Every request body is recorded, so a test reads what the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Call = tuple[str, dict[str, Any]]
+Reply = str | list[Call]
+UNSCRIPTED = "A short summary of the conversation so far."
+
+
+@dataclass
+class ScriptedServer:
+    """The script, what was asked, and the model string that reaches this server."""
+
+    url: str = ""
+    script: list[Reply] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    _calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def model(self) -> str:
+        return f"openai-compatible:{self.url}/v1#scripted"
+
+    def reply(self, *replies: Reply) -> None:
+        with self._lock:
+            self.script.extend(replies)
+
+    @property
+    def agent_requests(self) -> list[dict[str, Any]]:
+        """The requests that offered tools: the session's own turns."""
+        return [r for r in self.requests if r.get("tools")]
+
+    def next_reply(self, body: dict[str, Any]) -> Reply | None:
+        with self._lock:
+            self.requests.append(body)
+            if not body.get("tools"):
+                return UNSCRIPTED
+            return self.script.pop(0) if self.script else None
+
+    def call_id(self) -> str:
+        with self._lock:
+            self._calls += 1
+            return f"call_{self._calls}"
+
+
+def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> bytes:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    body = {
+        "id": "chunk",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "scripted",
+        "choices": choices,
+        "usage": usage,
+    }
+    return f"data: {json.dumps(body)}\n\n".encode()
+
+
+def _stream(server: ScriptedServer, reply: Reply) -> list[bytes]:
+    if isinstance(reply, str):
+        chunks = [_chunk({"role": "assistant", "content": reply}), _chunk({}, "stop")]
+    else:
+        calls = [
+            {
+                "index": i,
+                "id": server.call_id(),
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(reply)
+        ]
+        chunks = [
+            _chunk({"role": "assistant", "content": None, "tool_calls": calls}),
+            _chunk({}, "tool_calls"),
+        ]
+    usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    return [*chunks, _chunk(None, usage=usage), b"data: [DONE]\n\n"]
+
+
+def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            body = json.loads(self.rfile.read(length))
+            reply = server.next_reply(body)
+            if reply is None:
+                data = json.dumps({"error": {"message": "the script has no more replies"}})
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data.encode())
+                return
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for piece in _stream(server, reply):
+                self.wfile.write(piece)
+                self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+def serve() -> Iterator[ScriptedServer]:
+    """Run a scripted server on a free loopback port until the generator is closed."""
+    state = ScriptedServer()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd.daemon_threads = True
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool messages of a recorded request."""
+    return [m for m in request["messages"] if m.get("role") == "tool"]
+
+
+def text(message: dict[str, Any]) -> str:
+    """The text of a recorded message (a string, or text parts)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content or [] if isinstance(p, dict))

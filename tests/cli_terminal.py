@@ -1,0 +1,73 @@
+"""A real terminal for command-line tests: a tmux server of the test's own, typed into and read.
+
+Tests that use it skip, loudly, where tmux is not installed.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TMUX = shutil.which("tmux")
+needs_tmux = pytest.mark.skipif(
+    TMUX is None, reason="!!! TMUX IS NOT INSTALLED: chat was NOT tested in a real terminal !!!"
+)
+WAIT = 60.0
+
+
+class Terminal:
+    """One tmux server of our own (its own socket), running one command in an 120x50 pane."""
+
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        # A socket of our own in the test's folder: nothing is left behind, nothing shared.
+        self.socket = str(cwd / f"tmux-{uuid.uuid4().hex[:8]}.sock")
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        line = f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}"
+        shell = f'{line}; echo "[exit $?]"; sleep 600'
+        self._tmux("new-session", "-d", "-s", "chat", "-x", "120", "-y", "50", shell)
+
+    def _tmux(self, *args: str) -> str:
+        assert TMUX is not None
+        done = subprocess.run(
+            [TMUX, "-S", self.socket, *args], capture_output=True, text=True, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "chat", *keys)
+
+    def paste(self, text: str) -> None:
+        self._tmux("set-buffer", "-b", "p", text)
+        self._tmux("paste-buffer", "-p", "-b", "p", "-t", "chat")
+
+    def wait_for(self, text: str, count: int = 1) -> str:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if screen.count(text) >= count:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} ×{count} never appeared:\n{self.screen()}")
+
+    def close(self) -> None:
+        assert TMUX is not None
+        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+def terminals() -> Iterator[list[Terminal]]:
+    """For a fixture: the terminals a test opens, closed when it ends."""
+    opened: list[Terminal] = []
+    yield opened
+    for term in opened:
+        term.close()

@@ -1,0 +1,181 @@
+"""Managing sessions from the command line, in real processes on real databases: export and
+import (also through PostgreSQL), rename, fork, delete, and reading that never creates anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+
+import agentsession as ags
+from agentsession.log import AssistantEntry, Record
+
+from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of
+from .store import pg
+
+REPLY = "(scripted demo model) `count_words` returned **{}**."
+
+
+def on(tmp_path: Path, db: Path | str, *args: str, **kw: str) -> Outcome:
+    result = cli(tmp_path, "--db", str(db), *args, stdin=kw.get("stdin", ""))
+    assert "Traceback" not in result.err, result.err
+    return result
+
+
+def two_turns(tmp_path: Path, db: Path | str) -> str:
+    first = on(tmp_path, db, "run", "one two")
+    assert first.code == 0, first.err
+    session_id = session_id_of(first)
+    assert on(tmp_path, db, "run", "--session", session_id, "three four five").code == 0
+    return session_id
+
+
+async def log_of(db: Path, session_id: str, project: Path) -> list[Record]:
+    async with ags.Runtime(store=ags.SQLiteStore(db), project_dir=project) as runtime:
+        return await (await runtime.open_session(session_id)).log()
+
+
+def test_export_import_export_gives_the_same_bytes(tmp_path: Path) -> None:
+    here, there = tmp_path / "here.db", tmp_path / "there.db"
+    session_id = two_turns(tmp_path, here)
+    exported = tmp_path / "session.jsonl"
+    wrote = on(tmp_path, here, "export", session_id, "-o", str(exported))
+    assert wrote.code == 0 and wrote.out == ""
+    assert any(f"to {exported}" in line for line in wrote.err_lines)
+    header = json.loads(exported.read_text("utf-8").splitlines()[0])
+    assert header["kind"] == "session" and header["id"] == session_id
+
+    imported = on(tmp_path, there, "import", str(exported))
+    assert imported.code == 0, imported.err
+    assert imported.out == f"{session_id}\n"  # the id alone on standard output
+    again = on(tmp_path, there, "export", session_id)  # to standard output
+    assert again.code == 0 and again.out.encode() == exported.read_bytes()
+    shown = on(tmp_path, there, "show", session_id)
+    assert REPLY.format(2) in shown.out and REPLY.format(3) in shown.out
+    # The imported session goes on like any other.
+    assert on(tmp_path, there, "run", "--session", session_id, "six").out == REPLY.format(1) + "\n"
+
+
+def test_import_refuses_a_taken_id_and_a_corrupt_file_and_reads_standard_input(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    session_id = two_turns(tmp_path, db)
+    text = on(tmp_path, db, "export", session_id).out
+
+    taken = on(tmp_path, db, "import", "-", stdin=text)
+    assert_clean_error(taken, session_id)
+    copied = on(tmp_path, db, "import", "--copy", "-", stdin=text)
+    assert copied.code == 0, copied.err
+    copy_id = copied.out.strip()
+    assert copy_id != session_id
+    assert on(tmp_path, db, "show", copy_id).out == on(tmp_path, db, "show", session_id).out
+
+    lines = text.splitlines(keepends=True)
+    lines[3] = '{"kind": "user", "content": \n'
+    corrupt = tmp_path / "corrupt.jsonl"
+    corrupt.write_text("".join(lines), "utf-8")
+    before = on(tmp_path, db, "sessions").out
+    refused = on(tmp_path, db, "import", "--copy", str(corrupt))
+    assert_clean_error(refused, f"{corrupt}:4: not valid JSON")
+    piped = on(tmp_path, db, "import", "--copy", "-", stdin=corrupt.read_text("utf-8"))
+    assert_clean_error(piped, "standard input:4: not valid JSON")
+    assert on(tmp_path, db, "sessions").out == before  # nothing imported
+    assert_clean_error(on(tmp_path, db, "import", str(tmp_path / "none.jsonl")), "none.jsonl")
+
+
+async def test_rename_fork_and_delete(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    session_id = two_turns(tmp_path, db)
+
+    renamed = on(tmp_path, db, "rename", session_id, "Counting", "words")
+    assert renamed.code == 0, renamed.err
+    assert on(tmp_path, db, "sessions").out.rstrip().endswith("Counting words")
+
+    records = await log_of(db, session_id, tmp_path)
+    first_reply = next(
+        r.seq for r in records if isinstance(r.entry, AssistantEntry) and r.entry.content
+    )
+    forked = on(tmp_path, db, "fork", session_id, "--at", str(first_reply))
+    assert forked.code == 0, forked.err
+    fork_id = forked.out.strip()
+    assert fork_id != session_id
+    shown = on(tmp_path, db, "show", fork_id).out
+    assert "# Counting words (fork)" in shown
+    assert REPLY.format(2) in shown and REPLY.format(3) not in shown
+    assert REPLY.format(3) in on(tmp_path, db, "show", session_id).out  # the original stays
+    assert [r.entry for r in await log_of(db, fork_id, tmp_path)] == [
+        r.entry for r in records[: first_reply + 1]
+    ]
+    whole = on(tmp_path, db, "fork", session_id)
+    assert on(tmp_path, db, "show", whole.out.strip()).out.count("assistant:") == 2
+    beyond = on(tmp_path, db, "fork", session_id, "--at", "9999")
+    assert_clean_error(beyond)
+
+    deleted = on(tmp_path, db, "delete", session_id)
+    assert deleted.code == 0, deleted.err
+    listed = on(tmp_path, db, "sessions").out
+    assert session_id not in listed and fork_id in listed
+    assert_clean_error(on(tmp_path, db, "show", session_id), session_id)
+    assert_clean_error(on(tmp_path, db, "delete", session_id), session_id)
+
+
+def test_reading_commands_create_neither_a_database_nor_its_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "sessions.db"
+    for command in (["show", "x"], ["export", "x"], ["context", "x"], ["request", "x"]):
+        assert_clean_error(on(tmp_path, missing, *command), "no session database at")
+    for command in (["delete", "x"], ["rename", "x", "y"], ["fork", "x"]):
+        assert_clean_error(on(tmp_path, missing, *command), "no session database at")
+    assert not missing.parent.exists()
+
+
+def test_the_database_from_the_environment(tmp_path: Path) -> None:
+    db = tmp_path / "from-env.db"
+    env = {"AGENTSESSION_DB": str(db)}
+    made = cli(tmp_path, "run", "one two", env=env)
+    assert made.code == 0, made.err
+    assert db.is_file()
+    listed = cli(tmp_path, "sessions", env=env)
+    assert listed.out.startswith(session_id_of(made))
+    info = cli(tmp_path, "info", env=env)
+    assert f"{db} (exists)" in info.out
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A ``postgresql://`` URL for a schema of this test's own on the test server."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    with pg.schema(pg.server_dsn()) as dsn:
+        params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+        user = quote(params.pop("user", ""), safe="")
+        password = params.pop("password", None)
+        dbname = quote(params.pop("dbname", ""), safe="")
+        auth = f"{user}:{quote(password, safe='')}@" if password else (f"{user}@" if user else "")
+        yield f"postgresql://{auth}/{dbname}?{urlencode(params, quote_via=quote)}"
+
+
+@pytest.mark.postgres
+def test_a_postgresql_url_wherever_a_database_is_named(tmp_path: Path, pg_url: str) -> None:
+    session_id = two_turns(tmp_path, pg_url)
+    listed = on(tmp_path, pg_url, "sessions")
+    assert listed.code == 0, listed.err
+    assert listed.out.startswith(session_id) and "  2 user   4 assistant   2 tool" in listed.out
+    from_env = cli(tmp_path, "sessions", env={"AGENTSESSION_DB": pg_url})
+    assert from_env.out == listed.out
+
+    # PostgreSQL → SQLite → PostgreSQL (as a copy) gives the same file every time.
+    text = on(tmp_path, pg_url, "export", session_id).out
+    local = tmp_path / "local.db"
+    assert on(tmp_path, local, "import", "-", stdin=text).out == f"{session_id}\n"
+    assert on(tmp_path, local, "export", session_id).out == text
+    on(tmp_path, pg_url, "delete", session_id)
+    assert on(tmp_path, pg_url, "import", "-", stdin=text).out == f"{session_id}\n"
+    assert on(tmp_path, pg_url, "export", session_id).out == text
+    assert (
+        on(tmp_path, pg_url, "show", session_id).out == on(tmp_path, local, "show", session_id).out
+    )
