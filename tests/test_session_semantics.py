@@ -256,3 +256,16 @@ async def test_the_environment_component_states_only_the_configured_facts(
     assert "core.environment" not in dict(off_model.requests[0].system)
     with pytest.raises(ags.UsageError, match="environment"):
         ags.Config(environment=("cwd", "secrets"))
+
+
+async def test_a_retry_can_be_streamed(make_runtime: Make) -> None:
+    runtime = make_runtime([RuntimeError("down"), "a streamed retry reply"])
+    session = await runtime.create_session()
+    with pytest.raises(ags.ProviderError):
+        await session.prompt("hello")
+    events = [e async for e in session.stream_retry()]
+    assert "".join(e.text for e in events if isinstance(e, ags.TextDelta)) == (
+        "a streamed retry reply"
+    )
+    finished = events[-1]
+    assert isinstance(finished, ags.TurnFinished) and finished.result.steps == 1

@@ -31,7 +31,8 @@ class Config:
     ``core.environment`` states: ``"cwd"`` (it sends the working directory's path to the
     provider), ``"platform"``, ``"git"``; empty turns the component off.
     ``load_project_instructions=False`` skips the project's instruction files (``AGENTS.md``,
-    ``CLAUDE.md``) and keeps only the global user file.
+    ``CLAUDE.md``) and keeps only the global user file; ``load_project_mcp=False`` ignores the
+    project's ``.mcp.json`` (a tool that only reads sessions needs no servers).
 
     ``max_tool_result_chars`` bounds one tool result (head and tail kept; ``None`` or ``0``
     disables it) and ``tool_timeout`` one tool call in seconds (``None`` or ``0``: no limit); a
@@ -58,6 +59,7 @@ class Config:
     lease_ttl: float = 30.0
     environment: tuple[str, ...] = ("cwd", "platform", "git")
     load_project_instructions: bool = True
+    load_project_mcp: bool = True
     max_tool_result_chars: int | None = 40_000
     tool_timeout: float | None = 300.0
     permission_preset: str = "workspace-write"

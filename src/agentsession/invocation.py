@@ -17,6 +17,7 @@ missing file is reported, not made.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import platform
@@ -299,7 +300,8 @@ class Invocation:
     def plain_runtime(self, store: Store, project: str | None) -> Runtime:
         """A runtime without a model, for commands that manage stored sessions."""
         folder = Path(project) if project and Path(project).is_dir() else Path.cwd()
-        return Runtime(store=store, config=self.config(), project_dir=folder)
+        config = dataclasses.replace(self.config(), load_project_mcp=False)
+        return Runtime(store=store, config=config, project_dir=folder)
 
 
 async def logged_instructions(store: Store, session_id: str) -> str | None:

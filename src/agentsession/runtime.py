@@ -94,7 +94,8 @@ class Runtime:
         # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
         # before anything is opened, so a malformed file leaves nothing behind.
         given = list(mcp_servers)
-        servers = merge_servers(given, project_servers(self.project_dir))
+        read_project = config is None or config.load_project_mcp
+        servers = merge_servers(given, project_servers(self.project_dir) if read_project else [])
         self._mcp = MCPServers(servers, required=bool(given))
         if store is None:
             from .store.sqlite import SQLiteStore

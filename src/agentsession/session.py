@@ -203,13 +203,17 @@ class Session:
         run (a refused write, since flushed) runs them once; a turn that stopped after its tool
         results continues with the next model call.
         """
-        return await _drain(self._resume())
+        return await _drain(self.stream_retry())
 
     async def resume(self) -> PromptResult:
         """Continue a turn paused for approval, once every waiting call is approved or denied."""
-        return await _drain(self._resume())
+        return await _drain(self.stream_retry())
 
-    async def _resume(self) -> AsyncIterator[Event]:
+    def stream_retry(self) -> TurnStream:
+        """``retry()`` and ``resume()`` as a stream of events, like ``stream()``."""
+        return TurnStream(self._resume(), self._guard.abandon)
+
+    async def _resume(self) -> AsyncGenerator[Event, None]:
         async with self._guard.exclusive(allow_waiting=True):
             await self._ready()
             waiting = self._parts.gate.waiting()

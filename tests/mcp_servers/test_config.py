@@ -164,6 +164,17 @@ async def test_the_projects_mcp_json_is_honoured(
     assert "first note" in dict(request.system)["mcp.lab.note"]
 
 
+async def test_a_runtime_may_ignore_the_projects_file(tmp_path: Path) -> None:
+    write(tmp_path / ".mcp.json", "{ not json")
+    runtime = ags.Runtime(
+        store=ags.MemoryStore(),
+        project_dir=tmp_path,
+        config=ags.Config(load_project_mcp=False),
+    )
+    assert await runtime.list_sessions() == []
+    await runtime.close()
+
+
 def test_a_malformed_project_file_fails_the_runtime_naming_it(tmp_path: Path) -> None:
     write(tmp_path / ".mcp.json", "{ not json")
     with pytest.raises(ags.UsageError, match=re.escape(str(tmp_path / ".mcp.json"))):
