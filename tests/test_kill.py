@@ -40,7 +40,9 @@ CHILD = textwrap.dedent(
 
 
     def hang() -> None:
-        Path(marker).write_text(str(os.getpid()))
+        # Written aside, then renamed: the parent never sees the marker half-written.
+        Path(marker + ".part").write_text(str(os.getpid()))
+        os.replace(marker + ".part", marker)
         time.sleep(600)
 
 

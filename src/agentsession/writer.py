@@ -11,15 +11,19 @@ transcript and the ``SystemPromptCheckpoint`` records, appended as entries becom
 reads what the next request needs (``epoch_view``: the current epoch and the log from where its
 model view starts) in time proportional to the window, through the store's kind index — once:
 afterwards the view is kept in memory and extended with every record this writer commits, so a
-step reads nothing back and each entry is decoded once. After a
-cancelled or failed write it cannot know whether the store committed, so ``resync`` reads the
-log's real end and picks up whatever did commit, so the next append neither repeats nor conflicts.
+step reads nothing back and each entry is decoded once.
+
+After a cancelled or failed write it cannot know whether the store committed (a connection lost
+during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views
+it reads the log's real end and takes whatever did commit, so the next append neither repeats
+nor conflicts. Pending entries found there, the same kinds and the same stored JSON at the seq
+they were meant for, were committed by the attempt whose answer was lost: they are taken as
+written, not written twice. Anything else there is another writer's: ``ConflictError``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
@@ -32,6 +36,7 @@ from .log import (
     LogEntry,
     Record,
     SystemPromptCheckpoint,
+    dump_entry,
 )
 from .projection import to_message
 from .request import Message
@@ -76,6 +81,7 @@ class LogWriter:
         self._dispatch: Dispatch | None = None
         self._dispatch_known = False
         self._inflight: asyncio.Future[list[Record]] | None = None
+        self._unsure = False  # a write failed without an answer: it may have committed
         self._provisional: list[Message] = []
 
     @property
@@ -114,12 +120,22 @@ class LogWriter:
         Cancelling the caller does not cancel the write: it finishes in the background and the
         next ``resync`` takes its outcome, so a write that committed is never lost or repeated.
         """
-        await self.settle_inflight()
+        await self.settle()
         write = asyncio.ensure_future(
             self._store.append(self._session_id, self._next_seq, list(entries))
         )
         self._inflight = write
-        records = await asyncio.shield(write)
+        try:
+            records = await asyncio.shield(write)
+        except asyncio.CancelledError:
+            raise  # the write goes on: the next settle takes its outcome
+        except StoreError:
+            self._inflight = None
+            self._unsure = True  # the answer was lost, not necessarily the write
+            raise
+        except BaseException:
+            self._inflight = None
+            raise
         self._inflight = None
         self._take(records)
         return records
@@ -129,10 +145,25 @@ class LogWriter:
         write, self._inflight = self._inflight, None
         if write is None:
             return
-        with contextlib.suppress(Exception):
+        try:
             records = await write
-            if records and records[0].seq == self._next_seq:
-                self._take(records)
+        except StoreError:
+            self._unsure = True
+            return
+        except Exception:
+            return  # a conflict, or refused before writing: nothing of it was stored
+        if records and records[0].seq == self._next_seq:
+            self._take(records)
+
+    async def settle(self) -> None:
+        """Take the outcome of writes whose answer never came (cancelled, or failed unsure).
+
+        ``StoreError`` while the store cannot be read (the writer stays unsure);
+        ``ConflictError`` when pending entries were overtaken by another writer's.
+        """
+        await self.settle_inflight()
+        if self._unsure:
+            await self._catch_up()
 
     async def commit(self, entries: Sequence[LogEntry]) -> list[Record] | None:
         """Write ``entries`` after a model or tool call; keep them pending if the store refuses.
@@ -151,13 +182,26 @@ class LogWriter:
         return None
 
     async def flush(self) -> int:
-        """Write the pending entries in one transaction; return how many were written."""
-        if not self._pending:
+        """Write the pending entries in one transaction; return how many were written.
+
+        Entries an earlier attempt committed without an answer are found at the end of the log
+        and taken as written (counted too), never written twice; the rest are written.
+        """
+        count = len(self._pending)
+        if not count:
             return 0
-        records = await self.append(self._pending)
+        await self.settle()
+        if self._pending:
+            try:
+                await self.append(self._pending)
+            except ConflictError:
+                # Lost answers can come late: an attempt may have committed after settle read.
+                await self._catch_up()
+                if self._pending:
+                    raise
         self._pending = []
         self._pending_error = None
-        return len(records)
+        return count
 
     def raise_pending(self) -> NoReturn:
         """Stop the turn: the store refused entries that are now kept in memory."""
@@ -176,17 +220,37 @@ class LogWriter:
         had returned.
         """
         await self.settle_inflight()
+        return await self._catch_up()
+
+    async def _catch_up(self) -> list[Record]:
+        """Take what the store holds past ``next_seq``; pending entries found there were written.
+
+        ``ConflictError`` when entries are pending and the log holds something else there.
+        """
         info = await self._store.get_session(self._session_id)
-        if info.next_seq <= self._next_seq:
-            return []
-        records: list[Record] = await self._store.read(
-            self._session_id, self._next_seq, info.next_seq
-        )
+        records: list[Record] = []
+        if info.next_seq > self._next_seq:
+            records = await self._store.read(self._session_id, self._next_seq, info.next_seq)
+        if self._pending and records:
+            # A lost answer's write holds the first pending entries (the commit that failed
+            # first) or all of them (a flush): what was written is a common prefix.
+            written = _common_prefix(records, self._pending)
+            if written < min(len(records), len(self._pending)):
+                raise ConflictError(
+                    f"session {self._session_id} was written by another writer while"
+                    f" {len(self._pending)} entries were pending here; they were not stored"
+                )
+            self._pending = self._pending[written:]
+            if not self._pending:
+                self._pending_error = None
+        self._unsure = False
         self._take(records)
         return records
 
     async def epoch_view(self) -> EpochView:
         """The current epoch and its log; read once (O(window), by the kind index), then kept."""
+        if self._unsure:
+            await self.settle()
         if self._view is None:
             self._view = await self._load_view()
         view = self._view
@@ -205,6 +269,8 @@ class LogWriter:
 
     async def last_dispatch(self) -> Dispatch | None:
         """The session's last dispatch record (read once, then kept as records are committed)."""
+        if self._unsure:
+            await self.settle()
         if not self._dispatch_known:
             found = await self._store.last(self._session_id, ["dispatch"])
             entry = found.entry if found is not None else None
@@ -214,6 +280,8 @@ class LogWriter:
 
     async def tail_since_dispatch(self) -> list[Record] | None:
         """The records from the last ``dispatch`` on, or ``None`` when nothing was dispatched."""
+        if self._unsure:
+            await self.settle()
         view, last_seq = self._view, self._last_dispatch
         cached = view is not None and last_seq is not None and bool(view.records)
         if cached and view is not None and last_seq is not None and last_seq >= view.records[0].seq:
@@ -266,6 +334,16 @@ class _CachedView:
         dispatched = self.dispatched or (isinstance(entry, Dispatch) and self.epoch is not None)
         self.records.append(record)
         return _CachedView(self.epoch, self.epoch_seq, self.records, dispatched)
+
+
+def _common_prefix(records: Sequence[Record], entries: Sequence[LogEntry]) -> int:
+    """How many leading ``records`` hold ``entries``: the same kinds, the same stored JSON."""
+    count = 0
+    for record, entry in zip(records, entries, strict=False):
+        if dump_entry(record.entry) != dump_entry(entry):
+            break
+        count += 1
+    return count
 
 
 def _view_start(epoch: ContextEpoch, seq: int) -> int:

@@ -95,17 +95,23 @@ class DelegatingStore:
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
         await self._before("acquire_lease")
-        return await self.inner.acquire_lease(session_id, owner, ttl)
+        done = await self.inner.acquire_lease(session_id, owner, ttl)
+        await self._after("acquire_lease")
+        return done
 
     async def renew_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
         await self._before("renew_lease")
-        return await self.inner.renew_lease(session_id, owner, ttl)
+        done = await self.inner.renew_lease(session_id, owner, ttl)
+        await self._after("renew_lease")
+        return done
 
     async def release_lease(self, session_id: str, owner: str) -> bool:
         await self._before("release_lease")
-        return await self.inner.release_lease(session_id, owner)
+        done = await self.inner.release_lease(session_id, owner)
+        await self._after("release_lease")
+        return done
 
     async def lease_of(self, session_id: str) -> Lease | None:
         await self._before("lease_of")
