@@ -261,8 +261,9 @@ class Session:
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.
 
-        Raises ``StoreError`` again (keeping them) while the store still refuses. Afterwards
-        ``retry()`` continues an unfinished turn.
+        Raises ``StoreError`` again (keeping them) while the store still refuses. Entries whose
+        write was acknowledged as failed but did commit (a lost answer) are found in the log and
+        not written twice. Afterwards ``retry()`` continues an unfinished turn.
         """
         if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
@@ -429,11 +430,12 @@ class Session:
             return
         titles = self._deps.config.titles
         title = await self._deps.titler.title(self._writer.transcript, use_model=titles)
-        if title:
-            self._info = replace(self._info, title=title)
-            # A title is a convenience: a store that refuses it must not fail the turn.
-            with contextlib.suppress(StoreError):
+        # A title is a convenience: a store that refuses it must not fail the turn, and the
+        # session stays untitled (and tries again after its next turn) unless it was stored.
+        with contextlib.suppress(StoreError):
+            if title:
                 await self._deps.store.set_title(self.id, title)
+                self._info = replace(self._info, title=title)
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
