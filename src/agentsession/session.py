@@ -261,9 +261,8 @@ class Session:
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.
 
-        Raises ``StoreError`` again (keeping them) while the store still refuses. Entries whose
-        write was acknowledged as failed but did commit (a lost answer) are found in the log and
-        not written twice. Afterwards ``retry()`` continues an unfinished turn.
+        ``StoreError`` again (keeping them) while the store refuses; a write that failed yet
+        committed is found in the log, never written twice. ``retry()`` then continues the turn.
         """
         if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
