@@ -21,7 +21,7 @@ from typing import Any
 
 QUESTION = "Please look up the order {i} and tell me whether it has shipped yet."
 RESULT = "order {n}: shipped on 2026-11-{d:02d} by ground freight, tracking " + "X" * 40
-ANSWER = "Order {n} shipped on 2026-11-{d:02d}; it travels by ground freight and should arrive soon."
+ANSWER = "Order {n} shipped on 2026-11-{d:02d}; it travels by ground freight, arriving soon."
 
 
 def result_text(n: int) -> str:
@@ -232,9 +232,7 @@ def _grow_sqlite_session(path: Path, turns: int) -> None:
                 copy["id"] = f"{copy['id'][:3]}{uuid.uuid4().hex[:12]}"
             out.append(("bench", json.dumps(copy)))
     with conn:
-        conn.executemany(
-            "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)", out
-        )
+        conn.executemany("INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)", out)
     conn.close()
 
 
@@ -314,9 +312,7 @@ class LangGraph(System):
             self.graph.update_state(self.config, {"messages": grown})
 
     async def turn(self, i: int) -> str:
-        out = self.graph.invoke(
-            {"messages": [self.human(QUESTION.format(i=i))]}, self.config
-        )
+        out = self.graph.invoke({"messages": [self.human(QUESTION.format(i=i))]}, self.config)
         return str(out["messages"][-1].content)
 
     async def close(self) -> None:

@@ -29,8 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _results import save  # noqa: E402
-from _systems import System, all_systems  # noqa: E402
+from _results import save
+from _systems import System, all_systems
 
 REFERENCE = "openai-agents limit=60"
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-__all__ = ["DecodeError", "decode", "encode"]
+from ._memo import IdentityMemo
+
+__all__ = ["DecodeError", "canonical_json", "decode", "encode"]
 
 T = TypeVar("T")
 
@@ -33,6 +36,32 @@ def encode(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): encode(v) for k, v in value.items()}
     return value
+
+
+_CANONICAL: IdentityMemo[str] = IdentityMemo()
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(encode(value), sort_keys=True, ensure_ascii=False)``, memoised.
+
+    The text digests are taken over. A dataclass value, and each dataclass element of a tuple,
+    is encoded once per object (frozen values do not change), so a request whose messages were
+    sent before costs only the joining of texts already made. The result is exactly the text
+    ``json.dumps`` gives for the whole value: its list and object forms compose element by
+    element with the same separators.
+    """
+    if isinstance(value, tuple):
+        return "[" + ", ".join(canonical_json(v) for v in value) + "]"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hit = _CANONICAL.get(value)
+        if hit is not None:
+            return hit
+        return _CANONICAL.put(value, _plain_json(value))
+    return _plain_json(value)
+
+
+def _plain_json(value: Any) -> str:
+    return json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
 
 
 @functools.cache

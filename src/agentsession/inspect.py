@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .boundary import build_request, epoch_tools, window_of
-from .codec import encode
+from .codec import canonical_json, encode
 from .config import Config
 from .errors import UsageError
 from .log import (
@@ -55,7 +55,7 @@ __all__ = [
 
 
 def _digest(value: object) -> str:
-    text = json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+    text = canonical_json(value)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
