@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 QUESTION = "Please look up the order {i} and tell me whether it has shipped yet."
-RESULT = "order {n}: shipped on 2026-11-{d:02d} by ground freight, tracking " + "X" * 40
+RESULT = "order {n}: shipped on 2026-11-{d:02d} by ground freight, tracking {pad}"
+#: Characters of padding in each tool result (the disk figure also runs with larger results).
+RESULT_PAD = 40
 ANSWER = "Order {n} shipped on 2026-11-{d:02d}; it travels by ground freight, arriving soon."
 
 
 def result_text(n: int) -> str:
-    return RESULT.format(n=n, d=n % 28 + 1)
+    return RESULT.format(n=n, d=n % 28 + 1, pad="X" * RESULT_PAD)
 
 
 def answer_text(n: int) -> str:
