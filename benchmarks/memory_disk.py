@@ -52,8 +52,8 @@ async def main():
     opened = rss()
     everything = list(session.messages)
     loaded = rss()
-    print(json.dumps({"open_mib": (opened - base) / 2**20, "all_messages_mib": (loaded - base) / 2**20,
-                      "items": len(everything)}))
+    print(json.dumps({"open_mib": (opened - base) / 2**20,
+                      "all_messages_mib": (loaded - base) / 2**20, "items": len(everything)}))
     await runtime.close()
 asyncio.run(main())
 """
@@ -69,7 +69,8 @@ def file_bytes(path: Path) -> int:
 
 def data_bytes(conn: sqlite3.Connection, seq_from: int, seq_to: int) -> int:
     row = conn.execute(
-        "SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM entries WHERE seq >= ? AND seq < ?",
+        "SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM entries"
+        " WHERE seq >= ? AND seq < ?",
         (seq_from, seq_to),
     ).fetchone()
     return int(row[0])
@@ -96,7 +97,7 @@ async def disk(turns: int, pad: int) -> dict[str, Any]:
         kinds = dict(
             conn.execute("SELECT kind, sum(length(CAST(data AS BLOB))) FROM entries GROUP BY kind")
         )
-        early = [data_bytes(conn, a, b) for a, b in sizes[5:25]]
+        early = [data_bytes(conn, a, b) for a, b in sizes[30:50]]
         late = [data_bytes(conn, a, b) for a, b in sizes[-20:]]
         conn.close()
         items = len(messages)
