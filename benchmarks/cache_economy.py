@@ -96,9 +96,7 @@ async def session_requests(turns: int, cap: int, step: int) -> list[Request]:
             tools=[lookup],
             skills=[skill("alpha"), skill("beta")],
             clock=lambda: moment["now"],
-            config=ags.Config(
-                max_transcript_messages=cap, window_step=step, max_loaded_skills=1
-            ),
+            config=ags.Config(max_transcript_messages=cap, window_step=step, max_loaded_skills=1),
         )
         status = {"text": "build green"}
         handle = None
@@ -238,9 +236,11 @@ def main() -> None:
             f"  avg msgs {result['avg_history_messages']:5.1f}  misses {result['misses']}"
             f" by cause {result['misses_by_cause']}"
         )
-    save("cache_economy", {"turns": args.turns, "runs": runs}, command=" ".join(
-        ["python benchmarks/cache_economy.py", *sys.argv[1:]]
-    ))
+    save(
+        "cache_economy",
+        {"turns": args.turns, "runs": runs},
+        command=" ".join(["python benchmarks/cache_economy.py", *sys.argv[1:]]),
+    )
 
 
 if __name__ == "__main__":
