@@ -35,9 +35,10 @@ def answer_text(n: int) -> str:
 
 
 class System:
-    """One system under test."""
+    """One system under test; ``whole_history``: it reads every stored item at each turn."""
 
     name = ""
+    whole_history = False
 
     async def setup(self, folder: Path, n: int) -> None:
         raise NotImplementedError
@@ -146,6 +147,7 @@ class OpenAIAgents(System):
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.name = f"openai-agents limit={limit}" if limit else "openai-agents default"
+        self.whole_history = limit is None
 
     async def setup(self, folder: Path, n: int) -> None:
         from agents import Agent, SQLiteSession, function_tool, set_tracing_disabled
@@ -245,6 +247,7 @@ class LangGraph(System):
     """``create_react_agent`` with ``SqliteSaver`` on a file."""
 
     name = "langgraph"
+    whole_history = True
 
     async def setup(self, folder: Path, n: int) -> None:
         import warnings
@@ -328,6 +331,7 @@ class PydanticAI(System):
     """``Agent`` with a ``FunctionModel``; the history is a JSON file, rewritten and fsynced."""
 
     name = "pydantic-ai"
+    whole_history = True
 
     async def setup(self, folder: Path, n: int) -> None:
         from pydantic_ai import Agent

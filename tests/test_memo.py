@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from agentsession._memo import IdentityMemo
 from agentsession.budget import EstimateCounter, measure
 from agentsession.codec import canonical_json, encode
+from agentsession.inspect import fingerprinted
+from agentsession.log import Dispatch
 from agentsession.request import Message, Request, SystemMessage, UserMessage, digest
 
 sys.path.insert(0, str(Path(__file__).parent / "providers"))
@@ -84,3 +86,21 @@ def test_memoised_token_counts_follow_calibration() -> None:
     after = measure(request, counter)
     assert after.total > before.total
     assert after == measure(request, EstimateCounter(counter.scale))
+
+
+def plain_chain(messages: tuple[Message, ...]) -> str:
+    link = ""
+    for message in messages:
+        text = json.dumps(encode(message), sort_keys=True, ensure_ascii=False)
+        part = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        link = hashlib.sha256((link + part).encode()).hexdigest()[:32]
+    return link
+
+
+def test_message_chain_memo_depends_on_what_came_before() -> None:
+    a, b, c = UserMessage("a"), UserMessage("b"), UserMessage("c")
+    for messages in ((a, b, c), (a, b, c, UserMessage("d")), (b, c), (c,), (a, c), (a, b, c)):
+        request = Request((), messages)
+        stamped = fingerprinted(Dispatch("m", 1, digest(request)), request, None)
+        assert stamped.messages_digest == plain_chain(messages)
+        assert stamped.message_count == len(messages)
