@@ -42,19 +42,24 @@ async def run_on_daemon_thread(
         else:
             future.set_exception(payload)
 
-    def work() -> None:
+    def work() -> tuple[bool, Any]:
         try:
-            result: tuple[bool, Any] = (True, context.run(fn, **kwargs))
+            return (True, context.run(fn, **kwargs))
         except StopIteration as exc:  # a Future refuses StopIteration itself
-            result = (False, RuntimeError(f"StopIteration: {exc}"))
+            return (False, RuntimeError(f"StopIteration: {exc}"))
         except BaseException as exc:
-            result = (False, exc)
+            return (False, exc)
+
+    def send(result: tuple[bool, Any]) -> None:
         # A closed loop raises RuntimeError: nobody waits for this result any more.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(deliver, *result)
 
-    _WORKERS.submit(work, name)
+    _WORKERS.submit(work, send, name)
     return await future
+
+
+_Job = tuple[Callable[[], tuple[bool, Any]], Callable[[tuple[bool, Any]], None], str]
 
 
 class _DaemonWorkers:
@@ -65,26 +70,35 @@ class _DaemonWorkers:
 
     def __init__(self, keep: int = 4) -> None:
         self._keep = keep
-        self._idle: list[queue.SimpleQueue[tuple[Callable[[], None], str]]] = []
+        self._idle: list[queue.SimpleQueue[_Job]] = []
         self._lock = threading.Lock()
 
-    def submit(self, job: Callable[[], None], name: str) -> None:
+    def submit(
+        self,
+        work: Callable[[], tuple[bool, Any]],
+        send: Callable[[tuple[bool, Any]], None],
+        name: str,
+    ) -> None:
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:
             inbox = queue.SimpleQueue()
             threading.Thread(target=self._serve, args=(inbox,), name=name, daemon=True).start()
-        inbox.put((job, name))
+        inbox.put((work, send, name))
 
-    def _serve(self, inbox: queue.SimpleQueue[tuple[Callable[[], None], str]]) -> None:
+    def _serve(self, inbox: queue.SimpleQueue[_Job]) -> None:
         while True:
-            job, name = inbox.get()
+            work, send, name = inbox.get()
             threading.current_thread().name = name
-            job()
+            result = work()
+            # Idle again before the result is sent, so the caller's next call finds this thread.
             with self._lock:
-                if len(self._idle) >= self._keep:
-                    return
-                self._idle.append(inbox)
+                stay = len(self._idle) < self._keep
+                if stay:
+                    self._idle.append(inbox)
+            send(result)
+            if not stay:
+                return
 
 
 _WORKERS = _DaemonWorkers()

@@ -51,12 +51,12 @@ from .log import (
 from .parts import SessionParts
 from .providers.base import Model, Preparable
 from .recovery import Cause, closing_entries, resume_point
-from .request import AssistantMessage, ContentPart, Message, Request, ToolCall
+from .request import ContentPart, Message, Request, ToolCall
 from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
 from .titles import clean_title
-from .turn import Start, Turn, approval_of
+from .turn import Start, Turn, approval_of, waiting_calls
 from .writer import LogWriter
 
 if TYPE_CHECKING:
@@ -133,11 +133,7 @@ class Session:
         Indices are positions in ``session.messages``; page backward with
         ``before=first_index_of_the_last_page``. Reads only that page, off the event loop.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
-        view = self._writer.transcript.view()
-        end = len(view) if before is None else max(0, min(before, len(view)))
-        return await asyncio.to_thread(view.__getitem__, slice(max(0, end - limit), end))
+        return await asyncio.to_thread(self._writer.transcript.page, limit, before)
 
     @property
     def busy(self) -> bool:
@@ -168,16 +164,7 @@ class Session:
     def pending_approvals(self) -> list[ApprovalRequest]:
         """Tool calls waiting for the user's approval, oldest first."""
         waiting = self._parts.gate.waiting()
-        wanted = {w.call_id for w in waiting}
-        calls: list[ToolCall] = []
-        # Newest first: waiting calls belong to the last steps, so a long history stays unread.
-        for message in reversed(self._writer.transcript.view()):
-            if not wanted:
-                break
-            if isinstance(message, AssistantMessage):
-                calls.extend(c for c in message.tool_calls if c.id in wanted)
-                wanted -= {c.id for c in message.tool_calls}
-        return [approval_of(r, calls) for r in waiting]
+        return [approval_of(r, waiting_calls(self._writer.transcript, waiting)) for r in waiting]
 
     async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
         """Raw log records in ``[start, end)`` (for inspection and export)."""

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+from .errors import UsageError
 from .log import Record
 from .projection import to_message
 from .request import Message, UserMessage
@@ -111,6 +112,14 @@ class Transcript(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         return self.view()[index]
+
+    def page(self, limit: int, before: int | None = None) -> list[Message]:
+        """Up to ``limit`` messages before index ``before`` (default: the end), read now."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
+        view = self.view()
+        end = len(view) if before is None else max(0, min(before, len(view)))
+        return view[max(0, end - limit) : end]
 
     def view(self) -> TranscriptView:
         """The transcript as it is now: a snapshot that later commits do not change."""

@@ -20,9 +20,11 @@ import platformdirs
 
 from ..errors import StoreError
 from ..log import now
+from ._sql import INSERT_SESSION
+from .base import Batch, SessionInfo, exists
 from .migrations import LATEST, MIGRATIONS, create_migrations_table
 
-__all__ = ["default_path", "open_database", "reading", "writing"]
+__all__ = ["default_path", "insert_session", "open_database", "reading", "writing"]
 
 
 def default_path() -> Path:
@@ -189,3 +191,26 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
                 "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
                 (migration.version, migration.description, now()),
             )
+
+
+def insert_session(
+    conn: sqlite3.Connection, info: SessionInfo, next_seq: int, batch: Batch
+) -> None:
+    """Insert the session row of ``info`` (``ConflictError`` when the id is taken)."""
+    try:
+        conn.execute(
+            INSERT_SESSION,
+            (
+                info.id,
+                info.created_at,
+                info.updated_at,
+                info.title,
+                info.project_dir,
+                next_seq,
+                batch.messages,
+                batch.last_model,
+                info.file_version,
+            ),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise exists(info.id) from exc

@@ -39,21 +39,23 @@ from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
 from ._sql import (
     COPY_ENTRIES,
+    COUNT_KIND,
     COUNT_MESSAGES,
     DELETE_SESSION,
     INSERT_ENTRY,
-    INSERT_SESSION,
     LAST_MODEL_ROWS,
     LEASE_OF,
     LIST_SESSIONS,
     READ_ENTRIES,
+    READ_KIND,
+    SCAN_RANGE,
     SELECT_SESSION,
     SESSION_EXISTS,
     SET_COUNTERS,
     SET_TITLE,
     UPDATE_AFTER_APPEND,
 )
-from ._sqlite import default_path, open_database, reading, writing
+from ._sqlite import default_path, insert_session, open_database, reading, writing
 from .base import (
     DEFAULT_LEASE_TTL,
     Batch,
@@ -65,7 +67,6 @@ from .base import (
     conflict,
     decode_row,
     encode_batch,
-    exists,
     info_from_row,
     kinds_list,
     newest_model,
@@ -78,38 +79,6 @@ T = TypeVar("T")
 
 #: SQLite integers are signed 64-bit; bounds outside that range are clamped, not rejected.
 _MAX_SEQ = 2**63 - 1
-#: Up to this many seqs, a kind-filtered read walks the primary key; beyond, the kind index.
-_SCAN_RANGE = 4_096
-_READ_KIND = (
-    "SELECT seq, kind, version, data FROM entries INDEXED BY entries_kind"
-    " WHERE session_id = ? AND kind = ? AND seq >= ? AND seq < ? ORDER BY seq"
-)
-_COUNT_KIND = (
-    "SELECT count(*) FROM entries INDEXED BY entries_kind"
-    " WHERE session_id = ? AND kind = ? AND seq < ?"
-)
-
-
-def _insert_session(
-    conn: sqlite3.Connection, info: SessionInfo, next_seq: int, batch: Batch
-) -> None:
-    try:
-        conn.execute(
-            INSERT_SESSION,
-            (
-                info.id,
-                info.created_at,
-                info.updated_at,
-                info.title,
-                info.project_dir,
-                next_seq,
-                batch.messages,
-                batch.last_model,
-                info.file_version,
-            ),
-        )
-    except sqlite3.IntegrityError as exc:
-        raise exists(info.id) from exc
 
 
 class SQLiteStore:
@@ -184,7 +153,7 @@ class SQLiteStore:
 
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
-                _insert_session(conn, info, len(batch.rows), batch)
+                insert_session(conn, info, len(batch.rows), batch)
                 stamp = now()
                 conn.executemany(
                     INSERT_ENTRY,
@@ -240,7 +209,7 @@ class SQLiteStore:
                 source = self._row(conn, source_id)
                 check_fork(source_id, source.next_seq, upto_seq)
                 forked = replace(info, file_version=source.file_version)
-                _insert_session(conn, forked, upto_seq + 1, Batch([], 0, None))
+                insert_session(conn, forked, upto_seq + 1, Batch([], 0, None))
                 conn.execute(COPY_ENTRIES, (info.id, source_id, upto_seq))
                 counted = conn.execute(COUNT_MESSAGES, (info.id,)).fetchone()[0]
                 model = newest_model(info.id, conn.execute(LAST_MODEL_ROWS, (info.id,)))
@@ -328,7 +297,7 @@ class SQLiteStore:
         hi = _MAX_SEQ if end is None else min(max(end, 0), _MAX_SEQ)
         if wanted is not None and not wanted:
             queries: list[tuple[str, list[Any]]] = []
-        elif wanted is None or hi - lo <= _SCAN_RANGE:
+        elif wanted is None or hi - lo <= SCAN_RANGE:
             query = READ_ENTRIES + " AND seq < ?"
             params: list[Any] = [session_id, lo, hi]
             if wanted is not None:
@@ -336,7 +305,7 @@ class SQLiteStore:
                 params.extend(wanted)
             queries = [(query + " ORDER BY seq", params)]
         else:
-            queries = [(_READ_KIND, [session_id, kind, lo, hi]) for kind in wanted]
+            queries = [(READ_KIND, [session_id, kind, lo, hi]) for kind in wanted]
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             with reading(conn):
@@ -357,7 +326,7 @@ class SQLiteStore:
             with reading(conn):
                 self._require_session(conn, session_id)
                 return sum(
-                    int(conn.execute(_COUNT_KIND, (session_id, kind, end)).fetchone()[0])
+                    int(conn.execute(COUNT_KIND, (session_id, kind, end)).fetchone()[0])
                     for kind in wanted
                 )
 
