@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck pytest clean system-deps
+.PHONY: demo test check lint typecheck pytest clean system-deps bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -46,6 +46,26 @@ pytest: $(STAMP) system-deps
 	bash .ci/with-postgres $(BIN)/pytest -q
 
 test: check pytest
+
+# Every benchmark figure, side by side with the peers (the bench extra installs them), then the
+# README table and the plots. Under 15 minutes on 2 cores; see benchmarks/README.md.
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH := $(BIN)/python benchmarks
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH)/turn_cost.py
+	$(BENCH)/store_level.py
+	$(BENCH)/memory_disk.py
+	$(BENCH)/startup.py
+	$(BENCH)/cache_economy.py
+	$(BENCH)/window_step.py
+	$(BENCH)/profile_turn.py
+	$(BENCH)/report_size.py --entries 10000 | tee benchmarks/results/report_size.txt
+	@if [ -f benchmarks/crash_soak.py ]; then $(BENCH)/crash_soak.py; fi
+	$(BENCH)/report.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

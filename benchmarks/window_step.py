@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import agentsession as ags
 from agentsession.budget import measure
 from agentsession.log import ContextEpoch, Dispatch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _results import save
 
 
 @ags.tool
@@ -94,12 +99,20 @@ def main() -> None:
     print(
         f"{'window_step':>11}  {'requests':>8}  {'hits':>6}  {'reused':>6}  {'epochs':>6}  avg msgs"
     )
-    for step in (1, 2, 5, 10):
+    rows = []
+    for step in (1, 2, 4, 5, 10):
         r = asyncio.run(run(step, args.turns, args.cap))
+        rows.append({"step": step, **r})
         print(
             f"{step:>11}  {r['requests']:>8.0f}  {r['hits']:>6.1%}  {r['reused']:>6.1%}"
             f"  {r['epochs']:>6.0f}  {r['avg msgs']:.1f}"
         )
+    figures = {"turns": args.turns, "cap": args.cap, "rows": rows}
+    save(
+        "window_step",
+        figures,
+        command=" ".join(["python benchmarks/window_step.py", *sys.argv[1:]]),
+    )
 
 
 if __name__ == "__main__":

@@ -155,9 +155,22 @@ async def test_store_failures_are_store_errors(make_runtime: Make, db_path: Path
             " VALUES (?, 99, 'assistant', 1, '[1, 2', '')",
             (session.id,),
         )
+        # The first user message, damaged in place.
+        conn.execute(
+            "UPDATE entries SET data = '{' WHERE session_id = ? AND seq = 0", (session.id,)
+        )
     conn.close()
+    # Opening reads no transcript entry; reading one names the damaged row.
+    reopened = await runtime.open_session(session.id)
+    assert len(reopened.messages) == 2
     with pytest.raises(ags.CorruptEntryError) as caught:
-        await runtime.open_session(session.id)
+        list(reopened.messages)
+    assert caught.value.seq == 0 and caught.value.session_id == session.id
+    with pytest.raises(ags.CorruptEntryError) as caught:
+        await reopened.log()
+    assert caught.value.seq == 0
+    with pytest.raises(ags.CorruptEntryError) as caught:
+        await reopened.log(1)
     assert caught.value.seq == 99 and caught.value.session_id == session.id
     assert isinstance(caught.value.__cause__, ValueError)
 

@@ -7,6 +7,9 @@ exactly. Everything public is importable from here; see ``__all__``.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .builtin_tools import builtin_tools
 from .config import Config
 from .context import (
@@ -82,11 +85,36 @@ from .skills import (
     skill_context,
 )
 from .skills.library import describe_skills
-from .store import Lease, MemoryStore, PostgresStore, SessionInfo, SQLiteStore, Store
+from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
-from .views import ContextView, EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
+
+if TYPE_CHECKING:
+    from .store.postgres import PostgresStore
+    from .views import ContextView, EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
 __version__ = "0.1.0"
+
+
+#: Names imported when first used, not by ``import agentsession``: PostgreSQL's driver and the
+#: inspection views take longer to import than the rest of the package, and most programs
+#: never use them.
+_LAZY = {
+    "PostgresStore": "store.postgres",
+    **dict.fromkeys(
+        ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
+        "views",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ABSENT",

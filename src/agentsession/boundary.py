@@ -250,7 +250,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         view, window, epoch.baseline, tools, data.provider, drop_system=reason is not None
     )
     tokens = preflight(request)
-    changed = _changed(data, epoch, mid, new_epoch=reason is not None)
+    changed = _changed(data, epoch, mid, reason)
     if changed:
         pending.append(SystemPromptCheckpoint(data.message_count, data.timestamp, changed))
     pending.append(Dispatch(data.model, data.step, digest(request), timestamp=data.timestamp))
@@ -346,16 +346,25 @@ def _changed(
     data: BoundaryInput,
     epoch: ContextEpoch,
     mid: MidConversationSystemMessage | None,
-    *,
-    new_epoch: bool,
+    reason: EpochReason | None,
 ) -> dict[str, str | None]:
     """What the ``SystemPromptCheckpoint`` of this dispatch records.
 
-    The first request of an epoch records every baseline section and the removals; a later one
-    only what its update message changed.
+    The first request of the session, of a compaction and of a model switch records every
+    baseline section and the removals. An epoch the window (or a tool change) starts keeps
+    talking to the same model about the same conversation: it records the sections whose text
+    differs from the system part of the epoch before it (``None`` for a section that left),
+    so a window that moves at every turn does not record the whole system part every turn.
+    A later request of an epoch records only what its update message changed.
     """
     changed: dict[str, str | None] = {}
-    if new_epoch or not data.epoch_dispatched:
+    prior = data.epoch
+    if reason in ("window", "tools") and prior is not None and data.epoch_dispatched:
+        before = dict(prior.baseline)
+        after = dict(epoch.baseline)
+        changed.update({k: v for k, v in after.items() if before.get(k) != v})
+        changed.update({k: None for k in before if k not in after})
+    elif reason is not None or not data.epoch_dispatched:
         changed.update(dict(epoch.baseline))
         changed.update(dict.fromkeys(epoch.removed))
     if mid is not None:

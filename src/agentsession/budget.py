@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never, runtime_checkable
 
 from . import _tiktoken
 from ._estimate import EstimateCounter
+from ._memo import IdentityMemo
 from .config import Config
 from .errors import BudgetExceededError, UsageError
 from .request import (
@@ -35,6 +36,7 @@ from .request import (
     SystemMessage,
     TextPart,
     ToolResultMessage,
+    ToolSpec,
     UserMessage,
 )
 
@@ -121,16 +123,37 @@ class Measurement:
         return sum(tokens for label, tokens in self.contributors if label.startswith(prefix))
 
 
+_COUNTED: IdentityMemo[tuple[TokenCounter, float, int, int]] = IdentityMemo()
+"""Per message, declaration or section object: (counter, its scale, tokens, fixed tokens)."""
+
+
 class _Tally:
     """Adds up counted text and fixed tokens separately.
 
     Messages and parts are matched exhaustively, like the lowerings: a new type fails the type
-    check here instead of silently counting nothing.
+    check here instead of silently counting nothing. The same window messages are measured at
+    every request, so a part's count is memoised per object for the package's own counters
+    (deterministic, or changing only through ``scale``); another counter counts afresh.
     """
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.fixed = 0
+        self._memo = isinstance(counter, EstimateCounter | TiktokenCounter)
+        self._scale = counter.scale if isinstance(counter, EstimateCounter) else 1.0
+
+    def memoised(self, value: object, count: Callable[[Any], int]) -> int:
+        """``count(value)``, from the memo when this counter at this scale counted it before."""
+        if not self._memo:
+            return count(value)
+        hit = _COUNTED.get(value)
+        if hit is not None and hit[0] is self.counter and hit[1] == self._scale:
+            self.fixed += hit[3]
+            return hit[2]
+        before = self.fixed
+        tokens = count(value)
+        _COUNTED.put(value, (self.counter, self._scale, tokens, self.fixed - before))
+        return tokens
 
     def text(self, text: str) -> int:
         return self.counter.count(text) if text else 0
@@ -175,6 +198,13 @@ class _Tally:
                 assert_never(message)
         return tokens
 
+    def section(self, section: tuple[str, str]) -> int:
+        return self.const(SECTION_OVERHEAD) + self.text(section[1])
+
+    def tool(self, tool: ToolSpec) -> int:
+        tokens = self.const(TOOL_OVERHEAD) + self.text(tool.name) + self.text(tool.description)
+        return tokens + self.text(_json(tool.parameters))
+
 
 def _json(value: Any) -> str:
     # Compact and key-sorted: the form wire formats send, and the same text every time.
@@ -191,13 +221,12 @@ def measure(request: Request, counter: TokenCounter) -> Measurement:
     parts = [
         ("request", tally.const(REQUEST_OVERHEAD + (MESSAGE_OVERHEAD if request.system else 0)))
     ]
-    for key, text in request.system:
-        parts.append((f"system:{key}", tally.const(SECTION_OVERHEAD) + tally.text(text)))
+    for section in request.system:
+        parts.append((f"system:{section[0]}", tally.memoised(section, tally.section)))
     for i, message in enumerate(request.messages):
-        parts.append((f"message[{i}]:{message.role}", tally.message(message)))
+        parts.append((f"message[{i}]:{message.role}", tally.memoised(message, tally.message)))
     for tool in request.tools:
-        tokens = tally.const(TOOL_OVERHEAD) + tally.text(tool.name) + tally.text(tool.description)
-        parts.append((f"tool:{tool.name}", tokens + tally.text(_json(tool.parameters))))
+        parts.append((f"tool:{tool.name}", tally.memoised(tool, tally.tool)))
     return Measurement(total=sum(t for _, t in parts), contributors=tuple(parts), fixed=tally.fixed)
 
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-__all__ = ["DecodeError", "decode", "encode"]
+from ._memo import IdentityMemo
+
+__all__ = ["DecodeError", "canonical_json", "decode", "encode"]
 
 T = TypeVar("T")
 
@@ -35,6 +39,32 @@ def encode(value: Any) -> Any:
     return value
 
 
+_CANONICAL: IdentityMemo[str] = IdentityMemo()
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(encode(value), sort_keys=True, ensure_ascii=False)``, memoised.
+
+    The text digests are taken over. A dataclass value, and each dataclass element of a tuple,
+    is encoded once per object (frozen values do not change), so a request whose messages were
+    sent before costs only the joining of texts already made. The result is exactly the text
+    ``json.dumps`` gives for the whole value: its list and object forms compose element by
+    element with the same separators.
+    """
+    if isinstance(value, tuple):
+        return "[" + ", ".join(canonical_json(v) for v in value) + "]"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hit = _CANONICAL.get(value)
+        if hit is not None:
+            return hit
+        return _CANONICAL.put(value, _plain_json(value))
+    return _plain_json(value)
+
+
+def _plain_json(value: Any) -> str:
+    return json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+
+
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -49,7 +79,19 @@ def _tag_of(cls: type) -> tuple[str, str] | None:
 
 
 def decode(tp: Any, data: Any, path: str = "$") -> Any:
-    """Decode ``data`` (parsed JSON) as type ``tp``; raise ``DecodeError`` when it does not fit."""
+    """Decode ``data`` (parsed JSON) as type ``tp``; raise ``DecodeError`` when it does not fit.
+
+    A decoder compiled once per type does the work (the type hints are walked once, not for
+    every value); when it finds something that does not fit, the value is decoded again by the
+    walking decoder, which names the path of the offending value.
+    """
+    try:
+        return _compiled(tp)(data)
+    except _Mismatch:
+        return _decode(tp, data, path)
+
+
+def _decode(tp: Any, data: Any, path: str = "$") -> Any:
     if tp is Any:
         return data
     if tp is type(None):
@@ -76,11 +118,11 @@ def _decode_tuple(args: tuple[Any, ...], data: Any, path: str) -> tuple[Any, ...
     if not isinstance(data, list):
         raise DecodeError(f"{path}: expected a list")
     if len(args) == 2 and args[1] is Ellipsis:
-        return tuple(decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
+        return tuple(_decode(args[0], v, f"{path}[{i}]") for i, v in enumerate(data))
     if len(args) != len(data):
         raise DecodeError(f"{path}: expected {len(args)} items, got {len(data)}")
     return tuple(
-        decode(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True))
+        _decode(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True))
     )
 
 
@@ -88,7 +130,7 @@ def _decode_dict(args: tuple[Any, ...], data: Any, path: str) -> dict[Any, Any]:
     key_tp, val_tp = args
     if not isinstance(data, dict):
         raise DecodeError(f"{path}: expected an object")
-    return {decode(key_tp, k, path): decode(val_tp, v, f"{path}.{k}") for k, v in data.items()}
+    return {_decode(key_tp, k, path): _decode(val_tp, v, f"{path}.{k}") for k, v in data.items()}
 
 
 def _decode_scalar(tp: Any, data: Any, path: str) -> Any:
@@ -113,7 +155,7 @@ def _decode_union(options: tuple[Any, ...], data: Any, path: str) -> Any:
     errors: list[str] = []
     for option in options:
         try:
-            return decode(option, data, path)
+            return _decode(option, data, path)
         except DecodeError as exc:
             errors.append(str(exc))
     raise DecodeError(f"{path}: matches none of the allowed types ({'; '.join(errors)})")
@@ -128,10 +170,184 @@ def _decode_dataclass(cls: type[T], data: Any, path: str) -> T:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         known.add(f.name)
         if f.name in data:
-            kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}")
+            kwargs[f.name] = _decode(hints[f.name], data[f.name], f"{path}.{f.name}")
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise DecodeError(f"{path}: {cls.__name__} is missing field {f.name!r}")
     unknown = set(data) - known
     if unknown:
         raise DecodeError(f"{path}: {cls.__name__} has unknown fields {sorted(unknown)}")
     return cls(**kwargs)
+
+
+# -- compiled decoders: the same rules, without paths -------------------------------------------
+
+
+class _Mismatch(Exception):
+    """The value does not fit (the walking decoder then says where and why)."""
+
+
+Decoder = Callable[[Any], Any]
+
+
+_BUILDING: set[Any] = set()
+
+
+def _compiled(tp: Any) -> Decoder:
+    """A decoder for ``tp`` that accepts exactly what ``_decode`` accepts (built once per type).
+
+    A type that refers to itself (a recursive alias) gets a decoder that looks itself up when
+    it runs, so building never loops.
+    """
+    if tp in _BUILDING:
+        return lambda data: _compiled(tp)(data)
+    _BUILDING.add(tp)
+    try:
+        return _build(tp)
+    finally:
+        _BUILDING.discard(tp)
+
+
+@functools.cache
+def _build(tp: Any) -> Decoder:
+    if tp is Any:
+        return _identity
+    if tp is type(None):
+        return _none
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return _union(get_args(tp))
+    if origin is Literal:
+        return _literal(get_args(tp))
+    if origin is tuple:
+        return _tuple(get_args(tp))
+    if origin is dict:
+        return _dict(get_args(tp))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass(tp)
+    if tp is float:
+        return _float
+    if tp in (str, int, bool):
+        return _scalar(tp)
+    return _never
+
+
+def _identity(data: Any) -> Any:
+    return data
+
+
+def _none(data: Any) -> None:
+    if data is not None:
+        raise _Mismatch
+    return None
+
+
+def _never(data: Any) -> Any:
+    raise _Mismatch
+
+
+def _float(data: Any) -> float:
+    if isinstance(data, bool) or not isinstance(data, int | float):
+        raise _Mismatch
+    return float(data)
+
+
+def _scalar(tp: type) -> Decoder:
+    exact_int = tp is int
+
+    def check(data: Any) -> Any:
+        if not isinstance(data, tp) or (exact_int and isinstance(data, bool)):
+            raise _Mismatch
+        return data
+
+    return check
+
+
+def _literal(allowed: tuple[Any, ...]) -> Decoder:
+    def check(data: Any) -> Any:
+        if data not in allowed:
+            raise _Mismatch
+        return data
+
+    return check
+
+
+def _tuple(args: tuple[Any, ...]) -> Decoder:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item = _compiled(args[0])
+
+        def many(data: Any) -> tuple[Any, ...]:
+            if not isinstance(data, list):
+                raise _Mismatch
+            return tuple(map(item, data))
+
+        return many
+    items = [_compiled(a) for a in args]
+
+    def fixed(data: Any) -> tuple[Any, ...]:
+        if not isinstance(data, list) or len(data) != len(items):
+            raise _Mismatch
+        return tuple(d(v) for d, v in zip(items, data, strict=True))
+
+    return fixed
+
+
+def _dict(args: tuple[Any, ...]) -> Decoder:
+    key, value = (_compiled(a) for a in args)
+
+    def check(data: Any) -> dict[Any, Any]:
+        if not isinstance(data, dict):
+            raise _Mismatch
+        return {key(k): value(v) for k, v in data.items()}
+
+    return check
+
+
+def _dataclass(cls: type) -> Decoder:
+    hints = _hints(cls)
+    fields = [
+        (
+            f.name,
+            _compiled(hints[f.name]),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(cls)
+    ]
+    known = frozenset(name for name, _, _ in fields)
+
+    def build(data: Any) -> Any:
+        if not isinstance(data, dict) or not known.issuperset(data):
+            raise _Mismatch
+        kwargs: dict[str, Any] = {}
+        for name, decoder, required in fields:
+            if name in data:
+                kwargs[name] = decoder(data[name])
+            elif required:
+                raise _Mismatch
+        return cls(**kwargs)
+
+    return build
+
+
+def _union(options: tuple[Any, ...]) -> Decoder:
+    tagged: dict[str, dict[Any, Decoder]] = {}
+    for option in options:
+        if isinstance(option, type) and dataclasses.is_dataclass(option):
+            tag = _tag_of(option)
+            if tag is not None:
+                tagged.setdefault(tag[0], {}).setdefault(tag[1], _compiled(option))
+    each = [_compiled(o) for o in options]
+
+    def pick(data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, decoders in tagged.items():
+                decoder = decoders.get(data.get(name))
+                if decoder is not None:
+                    return decoder(data)
+        for decoder in each:
+            try:
+                return decoder(data)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+
+    return pick

@@ -12,10 +12,12 @@ __all__ = ["Config"]
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
-    """Limits and switches of a runtime; every field has the spec's default.
+    """Limits and switches of a runtime; every field has the spec's default where it sets one.
 
     ``max_transcript_messages`` caps the history messages of one request (a tool call and its
-    result count as two); ``window_step`` is how many user turns the window start moves at once;
+    result count as two); ``window_step`` is how many user turns the window start moves at once
+    (4: chosen from the measured trade-off between prompt-cache reuse and history kept, see
+    benchmarks/README.md);
     ``context_window`` is the token budget of one request; ``auto_compact`` enables every
     automatic compaction path; ``max_steps`` bounds the model calls of one prompt;
     ``provider_retries`` is how often a transient provider failure is retried inside a step.
@@ -44,7 +46,7 @@ class Config:
 
     max_loaded_skills: int = 3
     max_transcript_messages: int = 60
-    window_step: int = 1
+    window_step: int = 4
     context_window: int = 200_000
     auto_compact: bool = True
     compact_threshold: float = 0.9

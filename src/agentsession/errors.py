@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from email.utils import parsedate_to_datetime
 
 __all__ = [
     "AgentSessionError",
@@ -161,6 +160,8 @@ class ProviderError(AgentSessionError):
         seconds = _seconds(value)
         if seconds is not None:
             return seconds
+        from email.utils import parsedate_to_datetime  # rarely needed: not at import time
+
         try:
             when = parsedate_to_datetime(value)
         except (TypeError, ValueError):

@@ -27,8 +27,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ._memo import IdentityMemo
 from .boundary import build_request, epoch_tools, window_of
-from .codec import encode
+from .codec import canonical_json, encode
 from .config import Config
 from .errors import UsageError
 from .log import (
@@ -55,15 +56,27 @@ __all__ = [
 
 
 def _digest(value: object) -> str:
-    text = json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+    text = canonical_json(value)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+_LINKS: IdentityMemo[tuple[str, str]] = IdentityMemo()
+"""Per message object: (the link before it, its link). Consecutive requests of an epoch share
+their prefix, so each message's link is hashed once while the window does not move."""
 
 
 def _chain(request: Request) -> list[str]:
     """``links[i]`` identifies the first ``i`` messages of ``request``."""
     links = [""]
     for message in request.messages:
-        links.append(hashlib.sha256((links[-1] + _digest(message)).encode()).hexdigest()[:32])
+        previous = links[-1]
+        hit = _LINKS.get(message)
+        if hit is not None and hit[0] == previous:
+            links.append(hit[1])
+            continue
+        link = hashlib.sha256((previous + _digest(message)).encode()).hexdigest()[:32]
+        _LINKS.put(message, (previous, link))
+        links.append(link)
     return links
 
 

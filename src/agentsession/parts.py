@@ -23,7 +23,7 @@ from .errors import UsageError
 from .gate import PermissionGate
 from .instructions import InstructionService
 from .log import InstructionsFound, LogEntry, RuntimeContextSnapshot, UserEntry, now
-from .request import ContentPart, Message, ToolCall, UserMessage
+from .request import ContentPart, ToolCall
 from .tool_context import ToolContext
 from .toolbox import CallObserver, Toolbox, ToolSource
 
@@ -89,14 +89,13 @@ class SessionParts:
         return listed
 
     async def start_prompt(
-        self, user: UserEntry, skills: Sequence[str], transcript: Sequence[Message]
+        self, user: UserEntry, skills: Sequence[str], user_turn: int
     ) -> list[LogEntry]:
         """Tell the prompt sources that ``user`` starts a prompt; the entries to promote with it.
 
-        ``transcript`` is the durable user transcript before it. ``UsageError`` (nothing
-        changed, nothing stored) when a named skill is unknown.
+        ``user_turn`` counts the durable user messages before it (its ordinal). ``UsageError``
+        (nothing changed, nothing stored) when a named skill is unknown.
         """
-        user_turn = _user_turns(transcript)
         takers = [s for s in self.sources if isinstance(s, PromptSource)]
         if skills and not takers:
             raise UsageError(f"unknown skill {skills[0]!r}; this runtime has no skills")
@@ -105,22 +104,17 @@ class SessionParts:
             entries.extend(await source.start_prompt(user.content, skills, user_turn))
         return entries
 
-    def runtime_contexts(
-        self, transcript: Sequence[Message], *, pending: bool
-    ) -> list[RuntimeContextSnapshot]:
-        """Every prompt source's committed selections (and the running prompt's, ``pending``)."""
-        turns = _user_turns(transcript)
+    def runtime_contexts(self, turns: int, *, pending: bool) -> list[RuntimeContextSnapshot]:
+        """Every prompt source's committed selections (and the running prompt's, ``pending``).
+
+        ``turns`` counts the durable user messages.
+        """
         return [
             snapshot
             for source in self.sources
             if isinstance(source, PromptSource)
             for snapshot in source.runtime_contexts(turns, pending=pending)
         ]
-
-
-def _user_turns(transcript: Sequence[Message]) -> int:
-    """How many real user messages ``transcript`` holds (the next user turn's ordinal)."""
-    return sum(isinstance(m, UserMessage) for m in transcript)
 
 
 class ContextSource(ToolSource, Protocol):

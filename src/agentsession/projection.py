@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from ._memo import IdentityMemo
 from .log import (
     TRANSCRIPT_KINDS,
     AssistantEntry,
@@ -69,8 +70,23 @@ def summary_text(summary: Summary) -> str:
     return SUMMARY_PREFIX + summary.text
 
 
+_MESSAGES: IdentityMemo[Message] = IdentityMemo()
+
+
 def to_message(record: Record) -> Message | None:
-    """The model-view message of one conversation record, or ``None`` for metadata."""
+    """The model-view message of one conversation record, or ``None`` for metadata.
+
+    The same record gives the same message object every time (memoised by identity): a window
+    message's encoding, digest and token count are then computed once, not at every request.
+    """
+    hit = _MESSAGES.get(record)
+    if hit is not None:
+        return hit
+    message = _message_of(record)
+    return _MESSAGES.put(record, message) if message is not None else None
+
+
+def _message_of(record: Record) -> Message | None:
     entry = record.entry
     match entry:
         case UserEntry():
@@ -197,9 +213,12 @@ def _user_turn(record: Record, entry: UserEntry, anchors: _Anchors) -> list[View
     """A user message with its selections in front, then its version-2 snapshots."""
     prepended = anchors.prepended.get(record.seq, [])
     blocks = "\n\n".join(_content(r) for r in prepended if _content(r))
-    content = prepend_skill_blocks(entry.content, blocks)
     seqs = (record.seq, *(r.seq for r in prepended))
-    turn = [anchors.view(UserMessage(content), seqs)]
+    if blocks:
+        message: Message = UserMessage(prepend_skill_blocks(entry.content, blocks))
+    else:
+        message = to_message(record) or UserMessage(entry.content)
+    turn = [anchors.view(message, seqs)]
     for legacy in anchors.separate.get(record.seq, []):
         turn.append(anchors.view(UserMessage(_content(legacy)), (legacy.seq,)))
     return turn

@@ -9,12 +9,11 @@ in a deterministic order). Values are frozen dataclasses with a ``kind`` (parts)
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from .codec import encode
+from .codec import canonical_json
 
 __all__ = [
     "AssistantMessage",
@@ -176,13 +175,16 @@ def text_of(content: str | tuple[ContentPart, ...]) -> str:
 
 
 def digest(request: Request) -> str:
-    """A stable digest of what ``request`` sends (sources excluded): proves a replay unchanged."""
-    payload = {
-        "system": encode(request.system),
-        "messages": encode(request.messages),
-        "tools": encode(request.tools),
-    }
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    """A stable digest of what ``request`` sends (sources excluded): proves a replay unchanged.
+
+    The SHA-256 of ``{"messages": …, "system": …, "tools": …}`` as key-sorted JSON; each part is
+    ``codec.canonical_json``, so a message sent before is not encoded again.
+    """
+    text = (
+        f'{{"messages": {canonical_json(request.messages)},'
+        f' "system": {canonical_json(request.system)},'
+        f' "tools": {canonical_json(request.tools)}}}'
+    )
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 

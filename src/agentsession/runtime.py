@@ -50,11 +50,12 @@ from .session import Session
 from .skill_source import skill_source_factory
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
-from .store.base import SessionInfo, Store
+from .store.base import ReadsNow, SessionInfo, Store
 from .store.session_file import import_session
 from .sync import run_sync
 from .titles import Titler
 from .tools import Tool
+from .transcript import Transcript
 from .writer import LogWriter
 
 __all__ = ["Runtime", "SupportsAclose"]
@@ -197,13 +198,8 @@ class Runtime:
         entry) and starts a new epoch for it, so the log always names the model requests go to.
         """
         info = await self.store.get_session(session_id)
-        kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint", "model_switched", *STATE_KINDS]
-        records = await self.store.read(session_id, kinds=kinds)
-        checkpoints = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
-        writer = LogWriter(
-            self.store, info.id, info.next_seq, transcript_from(records), checkpoints
-        )
-        state = [r.entry for r in records]
+        state = [r.entry for r in await self.store.read(session_id, kinds=STATE_KINDS)]
+        writer = LogWriter(self.store, info.id, info.next_seq, *await _history(self.store, info))
         parts = build_parts(self._deps, info.id, self.project_dir, state, self._sources)
         # A step a dead process left unfinished is recorded at the next write (opening never
         # writes); meanwhile the transcript already shows its calls as interrupted — unless a
@@ -212,7 +208,7 @@ class Runtime:
             closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
             writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
         chosen = model or self._model
-        named = await self._named_model(session_id, records)
+        named = await self._named_model(session_id)
         switch = None
         if chosen is not None and named and named != chosen.name:
             # Recorded with the next admission, not now: opening a session to read it never
@@ -238,16 +234,10 @@ class Runtime:
         session_id = await import_session(self.store, path, new_id=new_id)
         return await self.open_session(session_id)
 
-    async def _named_model(self, session_id: str, records: list[Record]) -> str:
+    async def _named_model(self, session_id: str) -> str:
         """The model the log says the session talked to last ("" when it never did)."""
-        switches = [r for r in records if isinstance(r.entry, ModelSwitched)]
-        epoch = await self.store.last(session_id, ["epoch"])
-        latest = max(
-            [r for r in (*switches[-1:], epoch) if r is not None], key=lambda r: r.seq, default=None
-        )
-        if latest is None:
-            return ""
-        entry = latest.entry
+        latest = await self.store.last(session_id, ["model_switched", "epoch"])
+        entry = latest.entry if latest is not None else None
         if isinstance(entry, ModelSwitched | ContextEpoch):
             return entry.model
         return ""
@@ -300,6 +290,38 @@ class Runtime:
     def close_sync(self) -> None:
         """``close()`` for plain scripts."""
         run_sync(self.close())
+
+
+async def _history(
+    store: Store, info: SessionInfo
+) -> tuple[Transcript, Callable[[], list[SystemPromptCheckpoint]] | list[SystemPromptCheckpoint]]:
+    """The session's transcript and checkpoints: read when asked for, where the store can.
+
+    A store that reads synchronously pages the transcript in on demand and reads the
+    checkpoints at their first use, so opening reads neither; another store gives both now.
+    """
+    end = info.next_seq
+    if isinstance(store, ReadsNow):
+        reader = store
+
+        def page(start: int, stop: int) -> list[Record]:
+            return reader.read_now(info.id, start, stop, TRANSCRIPT_KINDS)
+
+        def checkpoints() -> list[SystemPromptCheckpoint]:
+            found = reader.read_now(info.id, 0, end, ["system_prompt_checkpoint"])
+            return [r.entry for r in found if isinstance(r.entry, SystemPromptCheckpoint)]
+
+        transcript = Transcript(
+            stored=info.message_count,
+            end_seq=end,
+            reader=page,
+            users=lambda: reader.count_now(info.id, ["user"], end),
+        )
+        return transcript, checkpoints
+    kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
+    records = await store.read(info.id, 0, end, kinds=kinds)
+    stored = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
+    return Transcript.of(transcript_from(records)), stored
 
 
 def _checked_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:

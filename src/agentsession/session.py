@@ -14,12 +14,14 @@ permission gate, tools and context sources. Everything else comes in one ``Sessi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .admission import Admitter
 from .boundary import Admission
@@ -49,14 +51,16 @@ from .log import (
 from .parts import SessionParts
 from .providers.base import Model, Preparable
 from .recovery import Cause, closing_entries, resume_point
-from .request import AssistantMessage, ContentPart, Message, Request, ToolCall
+from .request import ContentPart, Message, Request, ToolCall
 from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
 from .titles import clean_title
-from .turn import Start, Turn, approval_of
-from .views import Inspection, inspect_log
+from .turn import Start, Turn, approval_of, waiting_calls
 from .writer import LogWriter
+
+if TYPE_CHECKING:
+    from .views import Inspection
 
 __all__ = ["Session"]
 
@@ -114,9 +118,22 @@ class Session:
         return self._model
 
     @property
-    def messages(self) -> list[Message]:
-        """The user transcript: user, assistant and tool messages only (copies)."""
-        return list(self._writer.transcript)
+    def messages(self) -> Sequence[Message]:
+        """The user transcript: user, assistant and tool messages only, a read-only sequence.
+
+        A snapshot: later turns do not change it. Stored messages are read from the store when
+        they are first asked for (a page at a time), so opening a long session reads none;
+        ``len()`` reads nothing. ``await transcript(limit=, before=)`` reads one page.
+        """
+        return self._writer.transcript.view()
+
+    async def transcript(self, *, limit: int = 50, before: int | None = None) -> list[Message]:
+        """Up to ``limit`` transcript messages before index ``before`` (default: the newest).
+
+        Indices are positions in ``session.messages``; page backward with
+        ``before=first_index_of_the_last_page``. Reads only that page, off the event loop.
+        """
+        return await asyncio.to_thread(self._writer.transcript.page, limit, before)
 
     @property
     def busy(self) -> bool:
@@ -139,19 +156,15 @@ class Session:
 
     def runtime_contexts(self) -> list[RuntimeContextSnapshot]:
         """Explicit skill selections saved with user turns (copies): committed, then pending."""
-        found = self._parts.runtime_contexts(self._writer.transcript, pending=self._guard.busy)
+        turns = self._writer.transcript.user_turns()
+        found = self._parts.runtime_contexts(turns, pending=self._guard.busy)
         found.extend(e for e in self._writer.pending if isinstance(e, RuntimeContextSnapshot))
         return copy.deepcopy(found)
 
     def pending_approvals(self) -> list[ApprovalRequest]:
         """Tool calls waiting for the user's approval, oldest first."""
-        calls = [
-            c
-            for m in self._writer.transcript
-            if isinstance(m, AssistantMessage)
-            for c in m.tool_calls
-        ]
-        return [approval_of(r, calls) for r in self._parts.gate.waiting()]
+        waiting = self._parts.gate.waiting()
+        return [approval_of(r, waiting_calls(self._writer.transcript, waiting)) for r in waiting]
 
     async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
         """Raw log records in ``[start, end)`` (for inspection and export)."""
@@ -188,7 +201,7 @@ class Session:
         user = UserEntry(prompt_content(text), timestamp=now())
         async with self._guard.exclusive():
             await self._ready()
-            selection = await self._parts.start_prompt(user, skills, self._writer.transcript)
+            selection = await self._parts.start_prompt(user, skills, await self._user_turns())
             await self._recover()
             async for event in self._run([user, *selection, *self._metadata()], "new"):
                 yield event
@@ -241,6 +254,8 @@ class Session:
         Timeline, turns, epochs, every dispatched request rebuilt, and the next request
         previewed and annotated (``Inspection.next_request``).
         """
+        from .views import inspect_log  # the inspection views load with their first use
+
         upcoming: Admission | str = "the session has no model to preview the next request with"
         if self._model is not None:
             try:
@@ -376,6 +391,12 @@ class Session:
     def cancel(self) -> bool:
         """Cancel the running turn; ``False`` when none runs. The session stays usable."""
         return self._guard.cancel()
+
+    async def _user_turns(self) -> int:
+        """How many user messages are durable (counted by the store's index once, then kept)."""
+        transcript = self._writer.transcript
+        known = transcript.known_user_turns()
+        return known if known is not None else await asyncio.to_thread(transcript.user_turns)
 
     def _metadata(self) -> list[LogEntry]:
         """Changes recorded while idle that the next admission commits (switch, presets)."""

@@ -10,20 +10,17 @@ breaks a later request.
 A tool declares what it does, for the permission preset to enforce independent of any prompt
 text: its ``effect``, which arguments are file-system ``paths`` it touches, and whether it is
 ``destructive``. A parameter annotated ``ToolContext`` is left out of the schema and receives the
-per-call context. Sync functions run on a daemon thread owned by the call (not the default
-executor, whose threads are joined at interpreter exit), so a hanging sync tool can be abandoned
-at its timeout or on cancellation without blocking the event loop or the process's exit.
+per-call context. Sync functions run on a daemon thread (``_daemon``), not the default executor,
+whose threads are joined at interpreter exit, so a hanging sync tool can be abandoned at its
+timeout or on cancellation without blocking the event loop or the process's exit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import inspect
 import json
 import re
-import threading
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -31,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, overload
 
+from ._daemon import run_on_daemon_thread
 from .config import Config
 from .errors import UsageError
 from .hygiene import clean_text
@@ -187,41 +185,6 @@ def _accepts_text(prop: dict[str, Any]) -> bool:
     if kind == "array":
         return _accepts_text(prop.get("items", {}))
     return kind == "string"
-
-
-async def run_on_daemon_thread(
-    fn: Callable[..., Any], kwargs: dict[str, Any], *, name: str = "agentsession-call"
-) -> Any:
-    """Run ``fn(**kwargs)`` on a new daemon thread and await its result.
-
-    Cancelling the awaiting task returns at once; the thread then finishes (or hangs) on its
-    own without holding up the event loop or the interpreter's exit, and its result is dropped.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def deliver(ok: bool, payload: Any) -> None:
-        if future.done():  # the caller gave up (cancelled or timed out)
-            return
-        if ok:
-            future.set_result(payload)
-        else:
-            future.set_exception(payload)
-
-    def work() -> None:
-        try:
-            result: tuple[bool, Any] = (True, context.run(fn, **kwargs))
-        except StopIteration as exc:  # a Future refuses StopIteration itself
-            result = (False, RuntimeError(f"StopIteration: {exc}"))
-        except BaseException as exc:
-            result = (False, exc)
-        # A closed loop raises RuntimeError: nobody waits for this result any more.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(deliver, *result)
-
-    threading.Thread(target=work, name=name, daemon=True).start()
-    return await future
 
 
 def _to_text(value: Any) -> str:

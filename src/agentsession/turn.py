@@ -52,10 +52,18 @@ from .log import (
 from .model_call import call_model
 from .parts import SessionParts
 from .providers.base import Model, ModelDone, provider_failure
-from .request import AssistantMessage, Request, ToolCall, Usage, digest, new_call_id
+from .request import (
+    AssistantMessage,
+    Message,
+    Request,
+    ToolCall,
+    Usage,
+    digest,
+    new_call_id,
+)
 from .writer import LogWriter
 
-__all__ = ["Start", "Turn", "approval_of", "unique_call_ids"]
+__all__ = ["Start", "Turn", "approval_of", "unique_call_ids", "waiting_calls"]
 
 Start: TypeAlias = Literal["new", "replay", "tools", "continue"]
 
@@ -315,3 +323,21 @@ def approval_of(entry: ApprovalRequested, calls: Sequence[ToolCall]) -> Approval
     call = next((c for c in calls if c.id == entry.call_id), None)
     arguments = dict(call.arguments) if call is not None else {}
     return ApprovalRequest(entry.call_id, entry.name, arguments, entry.reason)
+
+
+def waiting_calls(
+    transcript: Sequence[Message], waiting: Sequence[ApprovalRequested]
+) -> list[ToolCall]:
+    """The tool calls of ``waiting`` approvals, found from the newest message backward.
+
+    Waiting calls belong to the last steps, so a long transcript is not read from its start.
+    """
+    wanted = {w.call_id for w in waiting}
+    calls: list[ToolCall] = []
+    for message in reversed(transcript):
+        if not wanted:
+            break
+        if isinstance(message, AssistantMessage):
+            calls.extend(c for c in message.tool_calls if c.id in wanted)
+            wanted -= {c.id for c in message.tool_calls}
+    return calls

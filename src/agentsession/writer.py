@@ -24,7 +24,7 @@ written, not written twice. Anything else there is another writer's: ``ConflictE
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -41,6 +41,7 @@ from .log import (
 from .projection import to_message
 from .request import Message
 from .store.base import Store
+from .transcript import Transcript
 
 __all__ = ["EpochView", "LogWriter"]
 
@@ -66,14 +67,23 @@ class LogWriter:
         store: Store,
         session_id: str,
         next_seq: int,
-        transcript: list[Message],
-        checkpoints: list[SystemPromptCheckpoint],
+        transcript: Transcript | Sequence[Message],
+        checkpoints: Callable[[], list[SystemPromptCheckpoint]] | list[SystemPromptCheckpoint],
     ) -> None:
+        """``checkpoints``: the stored ones, or how to read them when they are first asked for."""
         self._store = store
         self._session_id = session_id
         self._next_seq = next_seq
-        self._transcript = transcript
-        self._checkpoints = checkpoints
+        self._transcript = (
+            transcript if isinstance(transcript, Transcript) else Transcript.of(transcript)
+        )
+        self._checkpoints: list[SystemPromptCheckpoint] | None = None
+        self._read_checkpoints: Callable[[], list[SystemPromptCheckpoint]] | None = None
+        self._new_checkpoints: list[SystemPromptCheckpoint] = []
+        if callable(checkpoints):
+            self._read_checkpoints = checkpoints
+        else:
+            self._checkpoints = checkpoints
         self._pending: list[LogEntry] = []
         self._pending_error: StoreError | None = None
         self._view: _CachedView | None = None
@@ -82,7 +92,6 @@ class LogWriter:
         self._dispatch_known = False
         self._inflight: asyncio.Future[list[Record]] | None = None
         self._unsure = False  # a write failed without an answer: it may have committed
-        self._provisional: list[Message] = []
 
     @property
     def next_seq(self) -> int:
@@ -95,24 +104,26 @@ class LogWriter:
         return tuple(self._pending)
 
     @property
-    def transcript(self) -> list[Message]:
+    def transcript(self) -> Transcript:
         """The user transcript of everything durable, plus what an unfinished step will show.
 
-        ``provisional`` messages (set at open for a step a dead process left unfinished) stand
-        in for the entries the next write records, and vanish when anything is committed.
+        Stored messages are read in pages when asked for (see ``Transcript``). Provisional
+        messages (set at open for a step a dead process left unfinished) stand in for the
+        entries the next write records, and vanish when anything is committed.
         """
-        if self._provisional:
-            return [*self._transcript, *self._provisional]
         return self._transcript
 
     def show_provisional(self, messages: Sequence[Message]) -> None:
         """Show ``messages`` after the transcript until the next commit."""
-        self._provisional = list(messages)
+        self._transcript.show_provisional(messages)
 
     @property
     def checkpoints(self) -> list[SystemPromptCheckpoint]:
-        """Every durable ``SystemPromptCheckpoint`` in order."""
-        return self._checkpoints
+        """Every durable ``SystemPromptCheckpoint`` in order (the stored ones read at first use)."""
+        if self._checkpoints is None:
+            assert self._read_checkpoints is not None
+            self._checkpoints = self._read_checkpoints()
+        return [*self._checkpoints, *self._new_checkpoints]
 
     async def append(self, entries: Sequence[LogEntry]) -> list[Record]:
         """Write ``entries`` in one transaction now, or raise (keeping nothing).
@@ -298,7 +309,7 @@ class LogWriter:
     def _take(self, records: Sequence[Record]) -> None:
         if records:
             self._next_seq = records[-1].seq + 1
-            self._provisional = []
+            self._transcript.committed()
         for record in records:
             if isinstance(record.entry, Dispatch):
                 self._last_dispatch = record.seq
@@ -310,7 +321,7 @@ class LogWriter:
                 assert message is not None
                 self._transcript.append(message)
             elif isinstance(record.entry, SystemPromptCheckpoint):
-                self._checkpoints.append(record.entry)
+                self._new_checkpoints.append(record.entry)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ forgotten in one of two lists.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,9 +116,32 @@ class Record:
     entry: LogEntry
 
 
+@functools.cache
+def _defaults(cls: type[Any]) -> dict[str, Any]:
+    """The encoded default of each field of ``cls`` that has one (``kind`` excepted)."""
+    found: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name == "kind":
+            continue
+        if f.default is not dataclasses.MISSING:
+            found[f.name] = encode(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            found[f.name] = encode(f.default_factory())
+    return found
+
+
 def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
-    """The stored form of ``entry``: its kind, the current version of that kind, and JSON."""
-    payload = encode(entry)
+    """The stored form of ``entry``: its kind, the current version of that kind, and JSON.
+
+    A field holding its default value is left out (reading fills it in again): most entries
+    carry several (no tool calls, no provider data, zero usage), and the log keeps every entry.
+    """
+    defaults = _defaults(type(entry))  # type: ignore[arg-type]
+    payload = {
+        key: value
+        for key, value in encode(entry).items()
+        if key not in defaults or value != defaults[key] or type(value) is not type(defaults[key])
+    }
     text = json.dumps(payload, ensure_ascii=False)
     try:
         text.encode("utf-8")

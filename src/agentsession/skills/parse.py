@@ -24,14 +24,13 @@ Choices beyond the text, each deliberate:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import yaml
+from typing import TYPE_CHECKING, Any, Literal
 
 from .skill import (
     MAX_DESCRIPTION_CHARS,
@@ -39,6 +38,9 @@ from .skill import (
     name_problem,
     text_revision,
 )
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "MAX_COMPATIBILITY_CHARS",
@@ -78,20 +80,29 @@ class _Problem(Exception):
     """A structural problem: the skill is skipped with this message."""
 
 
-class _Loader(yaml.BaseLoader):
-    """YAML without implicit typing (every scalar is a string) that refuses duplicate keys."""
+@functools.cache
+def _loader() -> type[yaml.BaseLoader]:
+    """The loader class, made at first use: PyYAML takes a while to import."""
+    import yaml
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if isinstance(key, str) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            if isinstance(key, str):
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+    class Loader(yaml.BaseLoader):
+        """YAML without implicit typing (every scalar is a string), refusing duplicate keys."""
+
+        def construct_mapping(
+            self, node: yaml.MappingNode, deep: bool = False
+        ) -> dict[Hashable, Any]:
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if isinstance(key, str) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                if isinstance(key, str):
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
 
 
 def parse_skill_file(path: str | os.PathLike[str]) -> ParsedSkill:
@@ -156,8 +167,10 @@ def _split(text: str) -> tuple[str, str, int]:
 
 
 def _load_front(front: str, first_line: int, warnings: list[str]) -> dict[str, Any]:
+    import yaml
+
     try:
-        data = yaml.load(front, Loader=_Loader)
+        data = yaml.load(front, Loader=_loader())
     except yaml.constructor.ConstructorError as exc:
         raise _Problem(f"front matter is invalid: {_yaml_error(exc, first_line)}") from exc
     except RecursionError as exc:
@@ -165,7 +178,7 @@ def _load_front(front: str, first_line: int, warnings: list[str]) -> dict[str, A
     except yaml.YAMLError as exc:
         relaxed = _quote_colon_values(front)
         try:
-            data = yaml.load(relaxed, Loader=_Loader)
+            data = yaml.load(relaxed, Loader=_loader())
         except (yaml.YAMLError, RecursionError):
             raise _Problem(
                 f"front matter is not valid YAML: {_yaml_error(exc, first_line)}"

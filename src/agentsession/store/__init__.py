@@ -5,10 +5,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .base import DEFAULT_LEASE_TTL, Lease, SessionInfo, Store
 from .memory import MemoryStore
-from .postgres import PostgresStore
 from .sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
@@ -19,3 +23,13 @@ __all__ = [
     "SessionInfo",
     "Store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The PostgreSQL driver is imported when ``PostgresStore`` is first named (it is slow to
+    # import, and most applications never use it).
+    if name == "PostgresStore":
+        from .postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,7 @@ from .base import SESSION_COLUMNS
 
 __all__ = [
     "COPY_ENTRIES",
+    "COUNT_KIND",
     "COUNT_MESSAGES",
     "DELETE_SESSION",
     "INSERT_ENTRY",
@@ -19,6 +20,8 @@ __all__ = [
     "LEASE_OF",
     "LIST_SESSIONS",
     "READ_ENTRIES",
+    "READ_KIND",
+    "SCAN_RANGE",
     "SELECT_SESSION",
     "SESSION_EXISTS",
     "SET_COUNTERS",
@@ -78,4 +81,16 @@ LAST_MODEL_ROWS = (
 LEASE_OF = (
     "SELECT l.owner, l.expires_at FROM sessions s LEFT JOIN leases l"
     " ON l.session_id = s.session_id AND l.expires_at > ? WHERE s.session_id = ?"
+)
+
+#: Up to this many seqs, a kind-filtered SQLite read walks the primary key; beyond, the kind
+#: index, one kind at a time (SQLite would otherwise scan the whole log for a rare kind).
+SCAN_RANGE = 4_096
+READ_KIND = (
+    "SELECT seq, kind, version, data FROM entries INDEXED BY entries_kind"
+    " WHERE session_id = ? AND kind = ? AND seq >= ? AND seq < ? ORDER BY seq"
+)
+COUNT_KIND = (
+    "SELECT count(*) FROM entries INDEXED BY entries_kind"
+    " WHERE session_id = ? AND kind = ? AND seq < ?"
 )

@@ -30,6 +30,7 @@ from ..log import TRANSCRIPT_KINDS, AssistantEntry, LogEntry, Record, dump_entry
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "Lease",
+    "ReadsNow",
     "SessionInfo",
     "Store",
 ]
@@ -156,6 +157,23 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class ReadsNow(Protocol):
+    """A store whose data is local enough to read synchronously (SQLite, memory).
+
+    Sessions on such a store read their transcript in pages when it is asked for
+    (``session.messages`` is a plain sequence); on other stores they read it when opened.
+    """
+
+    def read_now(self, session_id: str, start: int, end: int, kinds: Sequence[str]) -> list[Record]:
+        """``read(session_id, start, end, kinds)``, synchronously, blocking the caller."""
+        ...
+
+    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
+        """How many entries of ``kinds`` lie before seq ``end``, without decoding any."""
         ...
 
 

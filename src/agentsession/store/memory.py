@@ -176,6 +176,16 @@ class MemoryStore:
         kinds: Sequence[str] | None = None,
     ) -> list[Record]:
         """Entries with ``start <= seq < end`` (optionally only of ``kinds``), in seq order."""
+        return self.read_now(session_id, start, end, kinds)
+
+    def read_now(
+        self,
+        session_id: str,
+        start: int = 0,
+        end: int | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Record]:
+        """``read``, synchronously (see ``ReadsNow``)."""
         wanted = kinds_list(kinds)
         with self._lock:
             session = self._get(session_id)
@@ -184,15 +194,26 @@ class MemoryStore:
             if wanted is None:
                 seqs: list[int] = list(range(lo, hi))
             else:
-                # Walk only the wanted kinds' seq lists, as the kind index does.
-                seqs = []
-                for kind in wanted:
-                    positions = session.by_kind.get(kind, [])
-                    first = bisect.bisect_left(positions, lo)
-                    last = bisect.bisect_left(positions, hi)
-                    seqs.extend(positions[first:last])
-                seqs.sort()
+                seqs = self._positions(session, wanted, lo, hi)
             return self._load(session_id, session, seqs)
+
+    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
+        """How many entries of ``kinds`` lie before ``end`` (see ``ReadsNow``)."""
+        with self._lock:
+            session = self._get(session_id)
+            return len(self._positions(session, kinds_list(kinds) or [], 0, max(end, 0)))
+
+    @staticmethod
+    def _positions(session: _Session, wanted: list[str], lo: int, hi: int) -> list[int]:
+        # Walk only the wanted kinds' seq lists, as the kind index does.
+        seqs: list[int] = []
+        for kind in wanted:
+            positions = session.by_kind.get(kind, [])
+            first = bisect.bisect_left(positions, lo)
+            last = bisect.bisect_left(positions, hi)
+            seqs.extend(positions[first:last])
+        seqs.sort()
+        return seqs
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``."""

@@ -39,21 +39,23 @@ from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
 from ._sql import (
     COPY_ENTRIES,
+    COUNT_KIND,
     COUNT_MESSAGES,
     DELETE_SESSION,
     INSERT_ENTRY,
-    INSERT_SESSION,
     LAST_MODEL_ROWS,
     LEASE_OF,
     LIST_SESSIONS,
     READ_ENTRIES,
+    READ_KIND,
+    SCAN_RANGE,
     SELECT_SESSION,
     SESSION_EXISTS,
     SET_COUNTERS,
     SET_TITLE,
     UPDATE_AFTER_APPEND,
 )
-from ._sqlite import default_path, open_database, reading, writing
+from ._sqlite import default_path, insert_session, open_database, reading, writing
 from .base import (
     DEFAULT_LEASE_TTL,
     Batch,
@@ -65,7 +67,6 @@ from .base import (
     conflict,
     decode_row,
     encode_batch,
-    exists,
     info_from_row,
     kinds_list,
     newest_model,
@@ -78,28 +79,6 @@ T = TypeVar("T")
 
 #: SQLite integers are signed 64-bit; bounds outside that range are clamped, not rejected.
 _MAX_SEQ = 2**63 - 1
-
-
-def _insert_session(
-    conn: sqlite3.Connection, info: SessionInfo, next_seq: int, batch: Batch
-) -> None:
-    try:
-        conn.execute(
-            INSERT_SESSION,
-            (
-                info.id,
-                info.created_at,
-                info.updated_at,
-                info.title,
-                info.project_dir,
-                next_seq,
-                batch.messages,
-                batch.last_model,
-                info.file_version,
-            ),
-        )
-    except sqlite3.IntegrityError as exc:
-        raise exists(info.id) from exc
 
 
 class SQLiteStore:
@@ -174,7 +153,7 @@ class SQLiteStore:
 
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
-                _insert_session(conn, info, len(batch.rows), batch)
+                insert_session(conn, info, len(batch.rows), batch)
                 stamp = now()
                 conn.executemany(
                     INSERT_ENTRY,
@@ -230,7 +209,7 @@ class SQLiteStore:
                 source = self._row(conn, source_id)
                 check_fork(source_id, source.next_seq, upto_seq)
                 forked = replace(info, file_version=source.file_version)
-                _insert_session(conn, forked, upto_seq + 1, Batch([], 0, None))
+                insert_session(conn, forked, upto_seq + 1, Batch([], 0, None))
                 conn.execute(COPY_ENTRIES, (info.id, source_id, upto_seq))
                 counted = conn.execute(COUNT_MESSAGES, (info.id,)).fetchone()[0]
                 model = newest_model(info.id, conn.execute(LAST_MODEL_ROWS, (info.id,)))
@@ -296,24 +275,62 @@ class SQLiteStore:
         ``SessionNotFoundError`` for an unknown session; ``CorruptEntryError`` naming the seq
         of the first row that cannot be decoded.
         """
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        return await asyncio.to_thread(self.read_now, session_id, start, end, kinds)
+
+    def read_now(
+        self,
+        session_id: str,
+        start: int = 0,
+        end: int | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Record]:
+        """``read``, synchronously (see ``ReadsNow``): one call from any thread, under the lock.
+
+        Without ``kinds``: one walk of the primary key. With kinds over a short range (a page
+        of the transcript): the same walk, filtered. Over a long range: one walk of the kind
+        index per kind, so reading a rare kind from a long log touches its rows only.
+        """
         wanted = kinds_list(kinds)
-        query = READ_ENTRIES
-        params: list[Any] = [session_id, min(max(start, 0), _MAX_SEQ)]
-        if end is not None:
-            query += " AND seq < ?"
-            params.append(min(max(end, 0), _MAX_SEQ))
-        if wanted is not None:
-            query += f" AND kind IN ({', '.join('?' * len(wanted))})"
-            params.extend(wanted)
-        query += " ORDER BY seq"
+        lo = min(max(start, 0), _MAX_SEQ)
+        hi = _MAX_SEQ if end is None else min(max(end, 0), _MAX_SEQ)
+        if wanted is not None and not wanted:
+            queries: list[tuple[str, list[Any]]] = []
+        elif wanted is None or hi - lo <= SCAN_RANGE:
+            query = READ_ENTRIES + " AND seq < ?"
+            params: list[Any] = [session_id, lo, hi]
+            if wanted is not None:
+                query += f" AND kind IN ({', '.join('?' * len(wanted))})"
+                params.extend(wanted)
+            queries = [(query + " ORDER BY seq", params)]
+        else:
+            queries = [(READ_KIND, [session_id, kind, lo, hi]) for kind in wanted]
 
         def op(conn: sqlite3.Connection) -> list[Record]:
-            rows = conn.execute(query, params).fetchall() if wanted is None or wanted else []
-            if not rows:
-                self._require_session(conn, session_id)
+            with reading(conn):
+                rows = [row for query, params in queries for row in conn.execute(query, params)]
+                if not rows:
+                    self._require_session(conn, session_id)
+            if len(queries) > 1:
+                rows.sort(key=lambda row: int(row[0]))
             return [decode_row(session_id, *row) for row in rows]
 
-        return await self._run(f"read session {session_id!r}", op, session_id)
+        return self._call(f"read session {session_id!r}", op)
+
+    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
+        """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded."""
+        wanted = kinds_list(kinds) or []
+
+        def op(conn: sqlite3.Connection) -> int:
+            with reading(conn):
+                self._require_session(conn, session_id)
+                return sum(
+                    int(conn.execute(COUNT_KIND, (session_id, kind, end)).fetchone()[0])
+                    for kind in wanted
+                )
+
+        return self._call(f"count entries of session {session_id!r}", op)
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""

@@ -1,0 +1,303 @@
+"""Rebuild the table of latest figures in ``benchmarks/README.md`` and the plots in docs/figures.
+
+Reads ``benchmarks/results/*.json`` (each written by one figure script with its command), writes
+the table between the README's ``figures`` markers and one PNG per figure. matplotlib is a bench
+dependency only. Usage: ``python benchmarks/report.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _results import load
+
+HERE = Path(__file__).parent
+README = HERE / "README.md"
+FIGURES = HERE.parent / "docs" / "figures"
+START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+PEERS = [
+    "agentsession",
+    "openai-agents limit=60",
+    "openai-agents default",
+    "langgraph",
+    "pydantic-ai",
+]
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def turn_rows(data: dict[str, Any]) -> list[str]:
+    sizes = data["figures"]["sizes"]
+    keys = sorted(sizes, key=int)
+    ours = [sizes[k]["agentsession"] for k in keys]
+    worst = max(c["cpu_ratio"] for c in ours)
+    worst_wall = max(c["wall_ratio"] for c in ours)
+    flat = sizes[keys[-1]]["agentsession"]["cpu_ms"] / sizes[keys[0]]["agentsession"]["cpu_ms"]
+    return [
+        f"| 1 | agentsession turn ÷ `Runner.run` + `SQLiteSession(limit=60)`, worst N"
+        f" (CPU · wall; every N below) | {worst:.2f}× · {worst_wall:.2f}× | ≤ 0.7×:"
+        f" {verdict(worst <= 0.7)} |",
+        f"| 1 | agentsession CPU per turn, N = {int(keys[-1]):,} ÷ N = {int(keys[0]):,}"
+        f" | {flat:.2f}× | ≤ 1.2×: {verdict(flat <= 1.2)} |",
+    ]
+
+
+def turn_table(data: dict[str, Any]) -> list[str]:
+    """Per system and N: CPU ratio · wall ratio to the reference (and CPU ms)."""
+    sizes = data["figures"]["sizes"]
+    keys = sorted(sizes, key=int)
+    lines = [
+        "",
+        "Turn cost (figure 1): CPU ratio · wall ratio to `Runner.run` + `SQLiteSession(limit=60)`"
+        " in the same run, and CPU ms per turn; N = earlier turns.",
+        "",
+        "| system | " + " | ".join(f"N = {int(k):,}" for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
+    for name in PEERS:
+        cells = []
+        for k in keys:
+            cell = sizes[k].get(name)
+            if cell is None:
+                cells.append("not run (reads every item)")
+            else:
+                ratios = f"{cell['cpu_ratio']:.2f}× · {cell['wall_ratio']:.2f}×"
+                cells.append(f"{ratios} ({cell['cpu_ms']:.1f} ms)")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def store_rows(data: dict[str, Any]) -> list[str]:
+    figures = data["figures"]
+    rows = []
+    for key in sorted(figures["sizes"], key=int):
+        cell = figures["sizes"][key]
+        rows.append(
+            f"| 2 | next-request read after reopen ÷ plain sqlite3 last 60, {int(key):,} items"
+            f" ({cell['read_rows_agentsession']} rows) | {cell['read_ratio_vs_plain']:.2f}×"
+            f" ({cell['agentsession_read_ms']:.2f} ms; SQLiteSession"
+            f" {cell['sqlitesession_read_ms']:.2f} ms) | ≤ 2×:"
+            f" {verdict(cell['read_ratio_vs_plain'] <= 2)} |"
+        )
+        rows.append(
+            f"| 2 | durable append of one turn ÷ plain sqlite3 (same `synchronous`),"
+            f" {int(key):,} items | {cell['append_ratio_vs_plain']:.2f}×"
+            f" ({cell['agentsession_append_ms']:.2f} ms; SQLiteSession"
+            f" {cell['sqlitesession_append_ms']:.2f} ms) | |"
+        )
+    rows.append(f"| 2 | the disk's fsync rate | {figures['fsync_per_s']:,.0f} fsync/s | |")
+    return rows
+
+
+def memory_rows(data: dict[str, Any]) -> list[str]:
+    figures = data["figures"]
+    rows = []
+    for key, label in (("disk", "small results"), ("disk_larger_results", "1.2 KB results")):
+        cell = figures[key]
+        rows.append(
+            f"| 3 | bytes on disk per transcript item ÷ plain JSON rows ({label})"
+            f" | {cell['ratio_vs_plain_json']:.2f}× ({cell['agentsession_bytes_per_item']:,.0f}"
+            f" vs {cell['plain_json_bytes_per_item']:,.0f} B; SQLiteSession"
+            f" {cell['sqlitesession_bytes_per_item']:,.0f} B) | ≤ 1.5×:"
+            f" {verdict(cell['ratio_vs_plain_json'] <= 1.5)} |"
+        )
+        early, late = cell["written_per_turn_early"], cell["written_per_turn_late"]
+        rows.append(
+            f"| 3 | bytes written per turn, early · late in {cell['turns']} turns ({label})"
+            f" | {early:,.0f} · {late:,.0f} B | flat: {verdict(late <= 1.2 * early)} |"
+        )
+    mem = figures["memory"]
+    rows.append(
+        f"| 3 | added RSS: open + next request · whole transcript read, {mem['items']:,} items"
+        f" | {mem['open_and_next_request_mib']:.1f} · {mem['all_messages_mib']:.1f} MiB"
+        f" | < 5 MiB: {verdict(mem['open_and_next_request_mib'] < 5)} |"
+    )
+    return rows
+
+
+def startup_rows(data: dict[str, Any]) -> list[str]:
+    figures = data["figures"]
+    imp, reopen, sdks = figures["import"], figures["reopen"], figures["sdks"]
+    none = not sdks["after_import"] and not sdks["after_runtime"]
+    fast = reopen["total_ms"] <= 20 and reopen["added_rss_mib"] < 5
+    return [
+        f"| 4 | `import agentsession` (`-X importtime`; wall) | {imp['importtime_s']:.3f} s;"
+        f" {imp['import_wall_s']:.3f} s | ≤ 0.25 s (`-X importtime`):"
+        f" {verdict(imp['importtime_s'] <= 0.25)} |",
+        f"| 4 | provider SDKs in `sys.modules` after import / after `Runtime(...)`"
+        f" | {sdks['after_import'] or 'none'} / {sdks['after_runtime'] or 'none'}"
+        f" | none: {verdict(none)} |",
+        f"| 4 | `open_session` + next request, fresh process, {reopen['items']:,} items"
+        f" | {reopen['total_ms']:.1f} ms, +{reopen['added_rss_mib']:.1f} MiB"
+        f" | ≤ 20 ms, < 5 MiB: {verdict(fast)} |",
+    ]
+
+
+def cache_rows(data: dict[str, Any]) -> list[str]:
+    runs = data["figures"]["runs"]
+
+    def order(name: str) -> tuple[int, int]:
+        if name.startswith("no window"):
+            return (0, 0)
+        if name.startswith("naive"):
+            return (1, 0)
+        return (2, int(name.rsplit(" ", 1)[1]))
+
+    rows = []
+    for name in sorted(runs, key=order):
+        r = runs[name]
+        causes = r.get("misses_by_cause", {})
+        misses = ", ".join(f"{k} {v}" for k, v in sorted(r["misses"].items())) or "none"
+        rows.append(
+            f"| 5 | {name}: hits · prefix reuse · avg history msgs | {r['hit_rate']:.1%} ·"
+            f" {r['prefix_reuse']:.1%} · {r['avg_history_messages']:.1f} | misses: {misses};"
+            f" from context changes: {causes.get('context change', 0)} |"
+        )
+    ours = [r for n, r in runs.items() if not n.startswith("naive")]
+    zero = all(r["context_change_misses"] == 0 for r in ours)
+    rows.insert(
+        0,
+        f"| 5 | misses caused by context changes (every agentsession run) |"
+        f" {sum(r['context_change_misses'] for r in ours)} | 0: {verdict(zero)} |",
+    )
+    return rows
+
+
+def window_rows(data: dict[str, Any]) -> list[str]:
+    return [
+        f"| window_step | step {r['step']}: prefix hits · reused tokens · avg msgs"
+        f" | {r['hits']:.1%} · {r['reused']:.1%} · {r['avg msgs']:.1f} | |"
+        for r in data["figures"]["rows"]
+    ]
+
+
+def soak_rows(data: dict[str, Any] | None) -> list[str]:
+    if data is None:
+        return [
+            "| 6 | crash soak: kills, recoveries, lost committed entries, repeated tool runs,"
+            " invalid later requests | not run here: `benchmarks/crash_soak.py` comes with the"
+            " durability work | each 0 |"
+        ]
+    figures = data["figures"]
+    shown = ", ".join(f"{k} {v}" for k, v in figures.items() if not isinstance(v, dict | list))
+    return [f"| 6 | crash soak | {shown} | each 0 |"]
+
+
+def table() -> str:
+    lines = ["| # | figure | latest | goal |", "|---|---|---|---|"]
+    for name, rows in (
+        ("turn_cost", turn_rows),
+        ("store_level", store_rows),
+        ("memory_disk", memory_rows),
+        ("startup", startup_rows),
+        ("cache_economy", cache_rows),
+        ("window_step", window_rows),
+    ):
+        data = load(name)
+        if data is None:
+            lines.append(f"| | {name} | not run yet (`make bench`) | |")
+            continue
+        lines.extend(rows(data))
+    lines.extend(soak_rows(load("crash_soak")))
+    turns = load("turn_cost")
+    if turns is not None:
+        lines.extend(turn_table(turns))
+    dated = [d for d in (load(n) for n in ("turn_cost", "startup")) if d is not None]
+    if dated:
+        m = dated[0]["machine"]
+        lines.append("")
+        lines.append(
+            f"Measured {dated[0]['date']} on {m['cpu']}, {m['cores']} cores, {m['system']},"
+            f" Python {m['python']}."
+        )
+    return "\n".join(lines)
+
+
+def plots() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    data = load("turn_cost")
+    if data is not None:
+        sizes = data["figures"]["sizes"]
+        keys = sorted(sizes, key=int)
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        for name in PEERS:
+            xs = [int(k) for k in keys if name in sizes[k]]
+            for ax, metric in zip(axes, ("cpu_ms", "wall_ms"), strict=True):
+                ax.plot(xs, [sizes[str(x)][name][metric] for x in xs], marker="o", label=name)
+        for ax, title in zip(axes, ("CPU ms per turn", "wall ms per turn"), strict=True):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("earlier turns (N)")
+            ax.set_title(title)
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(FIGURES / "turn_cost.png", dpi=110)
+        plt.close(fig)
+    data = load("cache_economy")
+    if data is not None:
+        runs = data["figures"]["runs"]
+        steps = [(int(n.rsplit(" ", 1)[1]), r) for n, r in runs.items() if "window_step" in n]
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        xs = [s for s, _ in steps]
+        ax.plot(xs, [r["hit_rate"] for _, r in steps], marker="o", label="cache hits")
+        ax.plot(xs, [r["prefix_reuse"] for _, r in steps], marker="o", label="prefix reuse")
+        ax.plot(
+            xs,
+            [r["avg_history_messages"] / 60 for _, r in steps],
+            marker="o",
+            label="history kept (avg msgs / 60)",
+        )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.set_xlabel("window_step (cap 60)")
+        ax.set_ylim(0, 1.05)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title("prompt-cache reuse vs history kept")
+        fig.tight_layout()
+        fig.savefig(FIGURES / "cache_economy.png", dpi=110)
+        plt.close(fig)
+    data = load("memory_disk")
+    if data is not None:
+        cell = data["figures"]["disk_larger_results"]
+        kinds = cell["agentsession_data_bytes_per_item_by_kind"]
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        bottom = 0.0
+        for kind, value in sorted(kinds.items(), key=lambda kv: -kv[1]):
+            ax.bar(["agentsession rows (data)"], [value], bottom=bottom, label=kind)
+            bottom += value
+        ax.bar(["agentsession file"], [cell["agentsession_bytes_per_item"]], color="grey")
+        ax.bar(["plain JSON rows file"], [cell["plain_json_bytes_per_item"]], color="black")
+        ax.bar(["SQLiteSession file"], [cell["sqlitesession_bytes_per_item"]], color="tan")
+        ax.set_ylabel("bytes per transcript item")
+        ax.legend(fontsize=7)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title("disk per transcript item (1.2 KB tool results)")
+        fig.tight_layout()
+        fig.savefig(FIGURES / "memory_disk.png", dpi=110)
+        plt.close(fig)
+
+
+def main() -> None:
+    text = README.read_text(encoding="utf-8")
+    before, rest = text.split(START, 1)
+    _, after = rest.split(END, 1)
+    README.write_text(f"{before}{START}\n{table()}\n{END}{after}", encoding="utf-8")
+    plots()
+    print(f"updated {README} and {FIGURES}")
+
+
+if __name__ == "__main__":
+    main()

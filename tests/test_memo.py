@@ -1,0 +1,106 @@
+"""Memoised encodings give exactly what encoding afresh gives.
+
+Digests are stored on dispatch records and compared after a reopen, by another version of the
+package too: the memoised digest must be the very text-and-hash of the plain encoding. Token
+counts memoised per message must follow the counter's calibration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentsession._memo import IdentityMemo
+from agentsession.budget import EstimateCounter, measure
+from agentsession.codec import canonical_json, encode
+from agentsession.inspect import fingerprinted
+from agentsession.log import Dispatch
+from agentsession.request import Message, Request, SystemMessage, UserMessage, digest
+
+sys.path.insert(0, str(Path(__file__).parent / "providers"))
+from test_provider_property import TOOLS, histories
+
+texts = st.text(max_size=40)  # lone surrogates and any other code point included
+
+
+def plain_digest(request: Request) -> str:
+    """The digest as the package computed it before memoisation (the stored form's meaning)."""
+    payload = {
+        "system": encode(request.system),
+        "messages": encode(request.messages),
+        "tools": encode(request.tools),
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    messages=histories(),
+    system=st.lists(st.tuples(st.sampled_from(["core.agent", "core.date", "x"]), texts)),
+    tools=st.lists(st.integers(0, len(TOOLS) - 1), unique=True),
+    extra=texts,
+)
+def test_memoised_digest_is_the_plain_digest(
+    messages: tuple[Message, ...], system: list[tuple[str, str]], tools: list[int], extra: str
+) -> None:
+    declared = tuple(TOOLS[i] for i in tools)
+    request = Request(tuple(system), (*messages, UserMessage(extra)), declared)
+    first = digest(request)
+    assert first == plain_digest(request)
+    assert digest(request) == first  # second time from the memo
+    # A changed message (a new object) is encoded afresh, never confused with the old one.
+    changed = replace(request, messages=(*request.messages[:-1], UserMessage(extra + "!")))
+    assert digest(changed) == plain_digest(changed) != first
+
+
+def test_canonical_json_is_json_dumps_of_the_encoding() -> None:
+    value = (SystemMessage("a\u2028b", ("t",)), UserMessage("é\ud800"), ("k", "v"))
+    assert canonical_json(value) == json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+    assert canonical_json(()) == "[]"
+
+
+def test_identity_memo_never_answers_for_another_object() -> None:
+    memo: IdentityMemo[int] = IdentityMemo(size=4)
+    keys = [UserMessage(f"m{i}") for i in range(10)]
+    for i, key in enumerate(keys):
+        memo.put(key, i)
+    assert len(memo) <= 4
+    assert memo.get(keys[-1]) == 9
+    assert memo.get(UserMessage("m9")) is None  # equal but not the same object
+    assert all(memo.get(k) in (None, i) for i, k in enumerate(keys))
+
+
+def test_memoised_token_counts_follow_calibration() -> None:
+    counter = EstimateCounter()
+    request = Request((("core.agent", "You help. " * 30),), (UserMessage("word " * 200),))
+    before = measure(request, counter)
+    assert measure(request, counter) == before
+    counter.calibrate(1_000, 2_000)
+    after = measure(request, counter)
+    assert after.total > before.total
+    assert after == measure(request, EstimateCounter(counter.scale))
+
+
+def plain_chain(messages: tuple[Message, ...]) -> str:
+    link = ""
+    for message in messages:
+        text = json.dumps(encode(message), sort_keys=True, ensure_ascii=False)
+        part = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        link = hashlib.sha256((link + part).encode()).hexdigest()[:32]
+    return link
+
+
+def test_message_chain_memo_depends_on_what_came_before() -> None:
+    a, b, c = UserMessage("a"), UserMessage("b"), UserMessage("c")
+    for messages in ((a, b, c), (a, b, c, UserMessage("d")), (b, c), (c,), (a, c), (a, b, c)):
+        request = Request((), messages)
+        stamped = fingerprinted(Dispatch("m", 1, digest(request)), request, None)
+        assert stamped.messages_digest == plain_chain(messages)
+        assert stamped.message_count == len(messages)

@@ -1,0 +1,150 @@
+"""The stored form stays readable and gets smaller: defaults left out, checkpoints of window
+epochs record what changed, new SQLite files use 8 KiB pages; decoding still names bad paths;
+the package imports without the heavy optional modules; sync tools reuse daemon threads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession._daemon import run_on_daemon_thread
+from agentsession.codec import DecodeError, decode
+from agentsession.log import AssistantEntry, ToolResultEntry, dump_entry, load_entry
+from agentsession.request import ToolCall, Usage
+
+from .conftest import Clock
+
+Make = Callable[..., ags.Runtime]
+
+
+def test_fields_at_their_defaults_are_left_out_and_read_back() -> None:
+    entry = AssistantEntry("hello", model="m", timestamp="t")
+    kind, version, data = dump_entry(entry)
+    payload = json.loads(data)
+    assert payload == {"content": "hello", "model": "m", "timestamp": "t", "kind": "assistant"}
+    assert load_entry(kind, version, data) == entry
+
+    busy = AssistantEntry(
+        "", (ToolCall("x", {"a": 1}, id="c"),), provider="p", usage=Usage(3, 4), model="m"
+    )
+    payload = json.loads(dump_entry(busy)[2])
+    assert {"tool_calls", "provider", "usage"} <= set(payload)
+    assert load_entry(*dump_entry(busy)) == busy
+    # A value equal to the default but of another JSON type is kept (False is not 0).
+    flagged = ToolResultEntry("c", "x", "out", is_error=True)
+    assert json.loads(dump_entry(flagged)[2])["is_error"] is True
+
+
+def test_rows_written_with_every_field_still_load() -> None:
+    full = {
+        "content": "hi",
+        "tool_calls": [],
+        "provider": "",
+        "provider_data": {},
+        "model": "m",
+        "usage": {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cached_input_tokens": 0,
+            "cache_write_tokens": 0,
+        },
+        "timestamp": "t",
+        "kind": "assistant",
+    }
+    assert load_entry("assistant", 1, json.dumps(full)) == AssistantEntry(
+        "hi", model="m", timestamp="t"
+    )
+
+
+def test_compiled_decoding_still_names_the_path_of_a_bad_value() -> None:
+    with pytest.raises(DecodeError, match=r"\$\.tool_calls\[0\]"):
+        decode(AssistantEntry, {"content": "x", "tool_calls": [{"name": 1}]})
+    with pytest.raises(DecodeError, match="unknown fields"):
+        decode(AssistantEntry, {"content": "x", "surprise": 1})
+    call = decode(ToolCall, {"name": "n", "arguments": {"a": [1, {"b": None}]}, "id": "c"})
+    assert call == ToolCall("n", {"a": [1, {"b": None}]}, id="c")
+
+
+async def test_a_window_epoch_records_only_the_sections_that_changed(
+    make_runtime: Make, clock: Clock
+) -> None:
+    config = ags.Config(max_transcript_messages=4, window_step=1, retry_base_delay=0)
+    runtime = make_runtime([f"answer {i}" for i in range(8)], config=config)
+    session = await runtime.create_session()
+    for i in range(4):
+        await session.prompt(f"question {i}")
+    first, *later = session.system_prompt_checkpoints()
+    assert {"core.date", "core.permissions"} <= set(first.changed)
+    # The window moved at every turn after the second, but the system part stayed the same.
+    assert later == []
+    log = await session.log()
+    assert sum(r.entry.kind == "epoch" for r in log) >= 3
+
+    clock.moment = clock.moment.replace(day=2)
+    await session.prompt("after midnight")  # the window moves and the date changed
+    *_, last = session.system_prompt_checkpoints()
+    assert list(last.changed) == ["core.date"]
+    assert "2026-01-02" in str(last.changed["core.date"])
+
+
+async def test_new_sqlite_files_use_8k_pages_and_old_ones_keep_theirs(tmp_path: Path) -> None:
+    store = ags.SQLiteStore(tmp_path / "new.db")
+    await store.close()
+    conn = sqlite3.connect(tmp_path / "new.db")
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+    conn.close()
+
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("VACUUM")
+    conn.close()
+    runtime = ags.Runtime(store=ags.SQLiteStore(old), model=ags.ScriptedModel(["ok"]))
+    session = await runtime.create_session()
+    await session.prompt("hi")
+    await runtime.close()
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    conn.close()
+
+
+def test_import_loads_no_optional_heavy_module_until_named() -> None:
+    code = (
+        "import sys, agentsession as ags\n"
+        "heavy = ['psycopg', 'yaml', 'agentsession.views', 'openai', 'anthropic', 'google.genai']\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+        "ags.Runtime(store=ags.MemoryStore(), model=ags.ScriptedModel(['x']))\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+        "print(ags.Inspection.__module__, ags.TurnInfo.__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "[]" and out[1] == "[]"
+    assert out[2] == "agentsession.views TurnInfo"
+    with pytest.raises(AttributeError):
+        ags.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+
+
+async def test_sync_calls_reuse_an_idle_thread_and_a_hanging_call_keeps_its_own() -> None:
+    first = await run_on_daemon_thread(threading.get_ident, {})
+    second = await run_on_daemon_thread(threading.get_ident, {})
+    assert first == second  # the idle thread took the next call
+
+    release = threading.Event()
+    hanging = asyncio.ensure_future(run_on_daemon_thread(release.wait, {"timeout": 10}))
+    await asyncio.sleep(0.05)
+    other = await run_on_daemon_thread(threading.get_ident, {})
+    assert other != first  # the hanging call holds the reused thread: a new one ran this
+    assert threading.current_thread().ident not in (first, other)
+    release.set()
+    assert await hanging is True
