@@ -35,7 +35,7 @@ from .compaction import CompactionPlan, compaction_entries, plan_compaction, sum
 from .context.component import LoadResult
 from .context.engine import effective_state, fresh_baseline
 from .deps import SessionDeps
-from .errors import BudgetExceededError, ProviderError, UsageError
+from .errors import AgentSessionError, BudgetExceededError, ProviderError, UsageError
 from .inspect import mismatch
 from .log import (
     ContextEpoch,
@@ -77,6 +77,15 @@ class Admitter:
         """The admission ``promoted`` would lead to; nothing is admitted or compacted."""
         samples = await self.sample()
         return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1)
+
+    async def upcoming(self, promoted: Sequence[LogEntry], model: Model | None) -> Admission | str:
+        """What ``preview`` gives for an inspection, or why there is none (no model, too big)."""
+        if model is None:
+            return "the session has no model to preview the next request with"
+        try:
+            return await self.preview(promoted, model)
+        except AgentSessionError as exc:
+            return str(exc)
 
     async def admit(self, promoted: Sequence[LogEntry], step: int, model: Model) -> Admission:
         """The admission of the next request, compacting first when it is too big."""

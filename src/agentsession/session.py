@@ -7,9 +7,8 @@ cancelled (task cancel, a timeout, leaving ``stream()`` early, ``session.cancel(
 same object always takes the next prompt. ``retry()`` re-sends a failed step only when the
 rebuilt request is the one that was dispatched (digest); otherwise it says what changed.
 
-The session owns no storage logic: its ``LogWriter`` knows what is durable, what is pending and
-which seq comes next; ``recovery`` says how an unfinished step is closed; ``SessionParts`` hold its
-permission gate, tools and context sources. Everything else comes in one ``SessionDeps`` value.
+No storage logic lives here: the ``LogWriter`` knows what is durable and pending, ``recovery``
+how an unfinished step is closed, ``SessionParts`` the gate, tools and context sources.
 """
 
 from __future__ import annotations
@@ -24,9 +23,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .admission import Admitter
-from .boundary import Admission
 from .deps import SessionDeps
-from .errors import AgentSessionError, SessionBusyError, StoreError, UsageError
+from .errors import SessionBusyError, StoreError, UsageError
 from .events import (
     ApprovalRequest,
     Event,
@@ -119,19 +117,16 @@ class Session:
 
     @property
     def messages(self) -> Sequence[Message]:
-        """The user transcript: user, assistant and tool messages only, a read-only sequence.
+        """The user transcript (user, assistant, tool messages): a read-only, lazy snapshot.
 
-        A snapshot: later turns do not change it. Stored messages are read from the store when
-        they are first asked for (a page at a time), so opening a long session reads none;
-        ``len()`` reads nothing. ``await transcript(limit=, before=)`` reads one page.
+        Stored messages are read a page at a time when first asked for; ``len()`` reads nothing.
         """
         return self._writer.transcript.view()
 
     async def transcript(self, *, limit: int = 50, before: int | None = None) -> list[Message]:
         """Up to ``limit`` transcript messages before index ``before`` (default: the newest).
 
-        Indices are positions in ``session.messages``; page backward with
-        ``before=first_index_of_the_last_page``. Reads only that page, off the event loop.
+        Indices are positions in ``session.messages``; reads only that page.
         """
         return await asyncio.to_thread(self._writer.transcript.page, limit, before)
 
@@ -201,7 +196,9 @@ class Session:
         user = UserEntry(prompt_content(text), timestamp=now())
         async with self._guard.exclusive():
             await self._ready()
-            selection = await self._parts.start_prompt(user, skills, await self._user_turns())
+            selection = await self._parts.start_prompt(
+                user, skills, await self._writer.user_turns()
+            )
             await self._recover()
             async for event in self._run([user, *selection, *self._metadata()], "new"):
                 yield event
@@ -256,12 +253,7 @@ class Session:
         """
         from .views import inspect_log  # the inspection views load with their first use
 
-        upcoming: Admission | str = "the session has no model to preview the next request with"
-        if self._model is not None:
-            try:
-                upcoming = await self._admitter.preview(self._metadata(), self._model)
-            except AgentSessionError as exc:
-                upcoming = str(exc)
+        upcoming = await self._admitter.upcoming(self._metadata(), self._model)
         return inspect_log(
             await self._deps.store.get_session(self.id),
             await self.log(),
@@ -354,13 +346,7 @@ class Session:
         if self._writer.pending:
             raise SessionBusyError(f"session {self.id} has entries to flush() before a fork")
         upto = self._writer.next_seq - 1 if at_seq is None else at_seq
-        info = SessionInfo(
-            id=uuid.uuid4().hex,
-            created_at=now(),
-            updated_at=now(),
-            title=f"{self.title} (fork)" if self.title else None,
-            project_dir=self._info.project_dir,
-        )
+        info = self._info.forked(uuid.uuid4().hex, now())
         forked = await self._deps.store.fork_session(self.id, info, upto)
         return await self._open(forked.id)
 
@@ -391,12 +377,6 @@ class Session:
     def cancel(self) -> bool:
         """Cancel the running turn; ``False`` when none runs. The session stays usable."""
         return self._guard.cancel()
-
-    async def _user_turns(self) -> int:
-        """How many user messages are durable (counted by the store's index once, then kept)."""
-        transcript = self._writer.transcript
-        known = transcript.known_user_turns()
-        return known if known is not None else await asyncio.to_thread(transcript.user_turns)
 
     def _metadata(self) -> list[LogEntry]:
         """Changes recorded while idle that the next admission commits (switch, presets)."""

@@ -113,6 +113,13 @@ class LogWriter:
         """
         return self._transcript
 
+    async def user_turns(self) -> int:
+        """How many user messages are durable (counted by the store's index once, then kept)."""
+        known = self._transcript.known_user_turns()
+        if known is not None:
+            return known
+        return await asyncio.to_thread(self._transcript.user_turns)
+
     def show_provisional(self, messages: Sequence[Message]) -> None:
         """Show ``messages`` after the transcript until the next commit."""
         self._transcript.show_provisional(messages)

@@ -60,6 +60,11 @@ class SessionInfo:
     last_model: str | None = None
     file_version: int | None = None
 
+    def forked(self, new_id: str, timestamp: str) -> SessionInfo:
+        """The row of a new session forked from this one (``fork_session`` fills the rest)."""
+        title = f"{self.title} (fork)" if self.title else None
+        return SessionInfo(new_id, timestamp, timestamp, title, self.project_dir)
+
 
 @dataclass(frozen=True)
 class Lease:

@@ -17,9 +17,8 @@ Design in brief:
 - opening, read-only access and migrations live in ``_sqlite.py``;
 - every ``sqlite3`` failure surfaces as ``StoreError`` naming the file, chained with ``from``.
 
-Cancelling a coroutine that awaits a write does not stop the write already handed to the worker
-thread: it still commits or fails as a whole, so a caller that was cancelled re-reads the log's
-``next_seq`` before writing again.
+A write handed to the worker thread commits or fails as a whole even if its caller is
+cancelled; the caller re-reads the log's end before writing again.
 """
 
 from __future__ import annotations
