@@ -3,9 +3,8 @@
 ``stream()`` runs one prompt as a ``Turn`` and yields its events; ``prompt()``, ``retry()`` and
 ``resume()`` drain the same stream. Every operation that writes goes through the session's
 ``Guard``: one at a time, the lease held, and settled however it ends — finished, failed or
-cancelled (task cancel, a timeout, leaving ``stream()`` early, ``session.cancel()``) — so the
-same object always takes the next prompt. ``retry()`` re-sends a failed step only when the
-rebuilt request is the one that was dispatched (digest); otherwise it says what changed.
+cancelled — so the same object always takes the next prompt. ``retry()`` re-sends a failed
+step only when the rebuilt request is the one that was dispatched; otherwise it says what changed.
 
 No storage logic lives here: the ``LogWriter`` knows what is durable and pending, ``recovery``
 how an unfinished step is closed, ``SessionParts`` the gate, tools and context sources.

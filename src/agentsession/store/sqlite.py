@@ -13,8 +13,8 @@ Design in brief:
   ``(session_id, kind, seq)``: range reads, the next seq and "newest entry of a kind" are index
   walks whose cost does not grow with the history; reads that take several statements run in
   one read transaction, so they see one snapshot;
-- leases are rows judged by this machine's clock (one file, one machine);
-- opening, read-only access and migrations live in ``_sqlite.py``;
+- leases are rows judged by this machine's clock; opening, read-only access and migrations live
+  in ``_sqlite.py``;
 - every ``sqlite3`` failure surfaces as ``StoreError`` naming the file, chained with ``from``.
 
 A write handed to the worker thread commits or fails as a whole even if its caller is
