@@ -1,7 +1,5 @@
 """The embedded default store: one SQLite file, safe for several processes on one machine.
 
-Design in brief:
-
 - stdlib ``sqlite3`` with one connection per store, used from worker threads
   (``asyncio.to_thread``) one call at a time under a lock, so the event loop never blocks on disk;
 - WAL journal with ``synchronous=FULL``: a returned ``append`` survives a power cut, and readers
