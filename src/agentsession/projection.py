@@ -130,8 +130,75 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
     """The model view of ``records`` under ``epoch`` (all of them when there is no epoch yet).
 
     A compaction epoch opens with its summary, wherever the summary entry sits in the log.
+    Consecutive requests of an epoch project the same records plus a few new ones: the view of
+    the records the last projection of this epoch shared with these (the same objects, in the
+    same order) is reused when no record can change a message other than its own (see
+    ``_Projected``); the result is the same as projecting afresh.
     """
     records = list(records)
+    if epoch is not None and not any(r.entry.kind in _REACHING for r in records):
+        return _extended(records, epoch)
+    return _project(records, epoch)
+
+
+#: Kinds whose record changes messages of other records: a selection snapshot (prepended to or
+#: placed after a user message) and an omission (a placeholder for the record it names).
+_REACHING = frozenset({"runtime_context", "omitted"})
+
+
+@dataclass(frozen=True)
+class _Projected:
+    """One epoch's last projection: its records, and where the view stood after each of them.
+
+    Without ``_REACHING`` records every record adds at most one message of its own (a summary to
+    the opening, anything else to the body), decided by the record and the epoch alone, so the
+    view of a prefix of the records is a prefix of the view.
+    """
+
+    records: list[Record]
+    ends: list[tuple[int, int]]
+    opening: list[ViewMessage]
+    body: list[ViewMessage]
+
+
+_PROJECTED: IdentityMemo[_Projected] = IdentityMemo(size=64)
+
+
+def _extended(records: list[Record], epoch: ContextEpoch) -> list[ViewMessage]:
+    """``_project(records, epoch)`` for records without ``_REACHING`` kinds, reusing the last."""
+    last = _PROJECTED.get(epoch)
+    shared = 0
+    if last is not None:
+        for mine, theirs in zip(records, last.records, strict=False):
+            if mine is not theirs:
+                break
+            shared += 1
+    if shared and last is not None:
+        ends = last.ends[:shared]
+        opening = last.opening[: ends[-1][0]]
+        body = last.body[: ends[-1][1]]
+    else:
+        ends, opening, body = [], [], []
+    for record in records[shared:]:
+        entry = record.entry
+        if isinstance(entry, Summary):
+            if record.seq == epoch.summary_seq:
+                opening.append(
+                    ViewMessage(UserMessage(summary_text(entry)), (record.seq,), summary=True)
+                )
+        elif record.seq >= epoch.history_start and not (
+            isinstance(entry, MidConversationSystemMessage) and entry.epoch != epoch.epoch
+        ):
+            message = to_message(record)
+            if message is not None:
+                body.append(ViewMessage(message, (record.seq,)))
+        ends.append((len(opening), len(body)))
+    _PROJECTED.put(epoch, _Projected(records, ends, opening, body))
+    return opening + body
+
+
+def _project(records: list[Record], epoch: ContextEpoch | None) -> list[ViewMessage]:
+    """The model view of ``records``, every record projected (any kinds)."""
     start = epoch.history_start if epoch is not None else 0
     number = epoch.epoch if epoch is not None else -1
     summary_seq = epoch.summary_seq if epoch is not None else None
