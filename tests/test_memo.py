@@ -66,6 +66,23 @@ def test_canonical_json_is_json_dumps_of_the_encoding() -> None:
     assert canonical_json(()) == "[]"
 
 
+@settings(max_examples=100, deadline=None)
+@given(pairs=st.lists(st.tuples(texts, texts)).map(tuple), extra=texts)
+def test_a_tuple_of_strings_is_encoded_once_and_a_tuple_that_can_change_every_time(
+    pairs: tuple[tuple[str, str], ...], extra: str
+) -> None:
+    plain = json.dumps(encode(pairs), sort_keys=True, ensure_ascii=False)
+    assert canonical_json(pairs) == plain
+    assert canonical_json(pairs) == plain  # from the memo
+    holder: list[str] = []
+    changing = (pairs, holder)  # holds a list: never memoised
+    canonical_json(changing)
+    holder.append(extra)
+    assert canonical_json(changing) == json.dumps(
+        encode(changing), sort_keys=True, ensure_ascii=False
+    )
+
+
 def test_identity_memo_never_answers_for_another_object() -> None:
     memo: IdentityMemo[int] = IdentityMemo(size=4)
     keys = [UserMessage(f"m{i}") for i in range(10)]

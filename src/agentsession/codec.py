@@ -51,14 +51,24 @@ def canonical_json(value: Any) -> str:
     ``json.dumps`` gives for the whole value: its list and object forms compose element by
     element with the same separators.
     """
+    hit = _CANONICAL.get(value)  # holds only values that cannot change, found by identity
+    if hit is not None:
+        return hit
     if isinstance(value, tuple):
-        return "[" + ", ".join(canonical_json(v) for v in value) + "]"
+        text = "[" + ", ".join(canonical_json(v) for v in value) + "]"
+        # Key/text pairs (a request's system part) come back as the same tuple request after
+        # request, and a tuple of strings never changes.
+        return _CANONICAL.put(value, text) if _strings(value) else text
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        hit = _CANONICAL.get(value)
-        if hit is not None:
-            return hit
         return _CANONICAL.put(value, _plain_json(value))
     return _plain_json(value)
+
+
+def _strings(value: tuple[Any, ...]) -> bool:
+    """Whether ``value`` holds only strings and tuples of strings (nothing that can change)."""
+    return all(
+        type(v) is str or (type(v) is tuple and all(type(w) is str for w in v)) for v in value
+    )
 
 
 def _plain_json(value: Any) -> str:
