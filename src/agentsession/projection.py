@@ -45,6 +45,7 @@ from .request import (
 from .skills.select import prepend_skill_blocks
 
 __all__ = [
+    "VIEW_KINDS",
     "ViewMessage",
     "placeholder",
     "project",
@@ -52,6 +53,15 @@ __all__ = [
     "to_message",
     "transcript_from",
 ]
+
+#: The entry kinds the model view reads; ``project`` leaves every other kind out.
+VIEW_KINDS: tuple[str, ...] = (
+    *TRANSCRIPT_KINDS,
+    "mid_conversation_system",
+    "summary",
+    "runtime_context",
+    "omitted",
+)
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages are no longer shown):\n\n"
 

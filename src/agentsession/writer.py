@@ -8,10 +8,11 @@ without calling the model or the tools again. A conflicting writer is not a refu
 
 The writer also keeps the derived views the session serves without reading the store: the user
 transcript and the ``SystemPromptCheckpoint`` records, appended as entries become durable; and it
-reads what the next request needs (``epoch_view``: the current epoch and the log from where its
-model view starts) in time proportional to the window, through the store's kind index — once:
-afterwards the view is kept in memory and extended with every record this writer commits, so a
-step reads nothing back and each entry is decoded once.
+reads what the next request needs (``epoch_view``: the current epoch and the entries its model
+view reads, from where that view starts) in time proportional to the window, through the store's
+kind index — once, and on a local store in one worker-thread call: afterwards the view is kept
+in memory and extended with every record this writer commits, so a step reads nothing back and
+each entry is decoded once.
 
 After a cancelled or failed write it cannot know whether the store committed (a connection lost
 during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views
@@ -38,9 +39,9 @@ from .log import (
     SystemPromptCheckpoint,
     dump_entry,
 )
-from .projection import to_message
+from .projection import VIEW_KINDS, to_message
 from .request import Message
-from .store.base import Store
+from .store.base import FindsNow, Store
 from .transcript import Transcript
 
 __all__ = ["EpochView", "LogWriter"]
@@ -50,8 +51,9 @@ __all__ = ["EpochView", "LogWriter"]
 class EpochView:
     """The current epoch (``None`` before the first request) and the log its model view reads.
 
-    ``records`` run from the first seq the view needs to the end of the log; ``dispatched`` says
-    whether a request of this epoch was sent already.
+    ``records`` run from the first seq the view needs to the end of the log: the entries of the
+    kinds the model view reads (``VIEW_KINDS``), and every entry this writer committed since it
+    read them; ``dispatched`` says whether a request of this epoch was sent already.
     """
 
     epoch: ContextEpoch | None
@@ -275,15 +277,32 @@ class LogWriter:
         return EpochView(view.epoch, list(view.records), view.dispatched)
 
     async def _load_view(self) -> _CachedView:
-        found = await self._store.last(self._session_id, ["epoch"])
+        """Read the newest epoch, the view's kinds from its start, and the last dispatch's seq.
+
+        A store that reads synchronously does it in one worker-thread call; dispatch records,
+        checkpoints and state entries are neither read nor decoded.
+        """
+        store, session_id = self._store, self._session_id
+        known = self._last_dispatch if self._dispatch_known else None
+        if isinstance(store, FindsNow):
+            found, records, dispatch = await asyncio.to_thread(
+                _view_rows_now, store, session_id, self._dispatch_known
+            )
+        else:
+            found = await store.last(session_id, ["epoch"])
+            start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
+            records = await store.read(session_id, start, kinds=VIEW_KINDS)
+            dispatch = None
+            if found is not None and not self._dispatch_known:
+                dispatch = await store.last(session_id, ["dispatch"])
+        if dispatch is not None:
+            known = dispatch.seq
+            self._last_dispatch, self._dispatch = dispatch.seq, _dispatch_of(dispatch)
+            self._dispatch_known = True
         if found is None:
-            records = await self._store.read(self._session_id, 0)
-            return _CachedView(None, -1, records, False)
-        epoch = found.entry
-        assert isinstance(epoch, ContextEpoch)
-        records = await self._store.read(self._session_id, _view_start(epoch, found.seq))
-        dispatched = any(isinstance(r.entry, Dispatch) and r.seq > found.seq for r in records)
-        return _CachedView(epoch, found.seq, records, dispatched)
+            return _CachedView(None, -1, records, False, self._next_seq)
+        dispatched = known is not None and known > found.seq
+        return _CachedView(_epoch_of(found), found.seq, records, dispatched, self._next_seq)
 
     async def last_dispatch(self) -> Dispatch | None:
         """The session's last dispatch record (read once, then kept as records are committed)."""
@@ -291,8 +310,8 @@ class LogWriter:
             await self.settle()
         if not self._dispatch_known:
             found = await self._store.last(self._session_id, ["dispatch"])
-            entry = found.entry if found is not None else None
-            self._dispatch = entry if isinstance(entry, Dispatch) else None
+            self._last_dispatch = found.seq if found is not None else None
+            self._dispatch = _dispatch_of(found) if found is not None else None
             self._dispatch_known = True
         return self._dispatch
 
@@ -301,8 +320,7 @@ class LogWriter:
         if self._unsure:
             await self.settle()
         view, last_seq = self._view, self._last_dispatch
-        cached = view is not None and last_seq is not None and bool(view.records)
-        if cached and view is not None and last_seq is not None and last_seq >= view.records[0].seq:
+        if view is not None and last_seq is not None and last_seq >= view.complete_from:
             return [r for r in view.records if r.seq >= last_seq]
         last = await self._store.last(self._session_id, ["dispatch"])
         if last is None:
@@ -333,12 +351,17 @@ class LogWriter:
 
 @dataclass(frozen=True)
 class _CachedView:
-    """The epoch view this writer keeps between steps (``epoch_seq`` -1: no epoch yet)."""
+    """The epoch view this writer keeps between steps (``epoch_seq`` -1: no epoch yet).
+
+    ``records`` hold the ``VIEW_KINDS`` entries read from the store and, from ``complete_from``
+    on, every entry this writer committed.
+    """
 
     epoch: ContextEpoch | None
     epoch_seq: int
     records: list[Record]
     dispatched: bool
+    complete_from: int
 
     def extended(self, record: Record) -> _CachedView | None:
         """The view with ``record`` appended; ``None`` when it must be read afresh."""
@@ -348,10 +371,40 @@ class _CachedView:
             kept = [r for r in self.records if r.seq >= start]
             if self.records and start < self.records[0].seq:
                 return None  # the new epoch's view reaches further back than what is kept
-            return _CachedView(entry, record.seq, [*kept, record], False)
+            return _CachedView(entry, record.seq, [*kept, record], False, self.complete_from)
         dispatched = self.dispatched or (isinstance(entry, Dispatch) and self.epoch is not None)
         self.records.append(record)
-        return _CachedView(self.epoch, self.epoch_seq, self.records, dispatched)
+        return _CachedView(self.epoch, self.epoch_seq, self.records, dispatched, self.complete_from)
+
+
+def _view_rows_now(
+    store: FindsNow, session_id: str, dispatch_known: bool
+) -> tuple[Record | None, list[Record], Record | None]:
+    """The newest epoch, the ``VIEW_KINDS`` records from its view's start, the last dispatch.
+
+    The dispatch is looked up only when there is an epoch and the writer does not know it.
+    """
+    found = store.last_now(session_id, ["epoch"])
+    start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
+    records = store.read_now(session_id, start, _END, VIEW_KINDS)
+    dispatch = None
+    if found is not None and not dispatch_known:
+        dispatch = store.last_now(session_id, ["dispatch"])
+    return found, records, dispatch
+
+
+#: A seq past any log's end (the largest SQLite integer).
+_END = 2**63 - 1
+
+
+def _epoch_of(record: Record) -> ContextEpoch:
+    assert isinstance(record.entry, ContextEpoch)
+    return record.entry
+
+
+def _dispatch_of(record: Record) -> Dispatch:
+    assert isinstance(record.entry, Dispatch)
+    return record.entry
 
 
 def _common_prefix(records: Sequence[Record], entries: Sequence[LogEntry]) -> int:

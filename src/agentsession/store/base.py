@@ -29,6 +29,7 @@ from ..log import TRANSCRIPT_KINDS, AssistantEntry, LogEntry, Record, dump_entry
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
+    "FindsNow",
     "Lease",
     "ReadsNow",
     "SessionInfo",
@@ -179,6 +180,19 @@ class ReadsNow(Protocol):
 
     def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
         """How many entries of ``kinds`` lie before seq ``end``, without decoding any."""
+        ...
+
+
+@runtime_checkable
+class FindsNow(ReadsNow, Protocol):
+    """A ``ReadsNow`` store that also finds the newest entry of some kinds synchronously.
+
+    A session on such a store reads what its next request needs after a reopen (the epoch, the
+    log from where its view starts, whether a request of it was sent) in one worker-thread call.
+    """
+
+    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+        """``last(session_id, kinds)``, synchronously, blocking the caller."""
         ...
 
 

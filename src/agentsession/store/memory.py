@@ -217,6 +217,10 @@ class MemoryStore:
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``."""
+        return self.last_now(session_id, kinds)
+
+    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+        """``last``, synchronously (see ``FindsNow``)."""
         wanted = kinds_list(kinds) or []
         with self._lock:
             session = self._get(session_id)

@@ -331,6 +331,12 @@ class SQLiteStore:
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
+        return await asyncio.to_thread(self.last_now, session_id, kinds)
+
+    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+        """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock."""
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
         wanted = kinds_list(kinds) or []
 
         def op(conn: sqlite3.Connection) -> Record | None:
@@ -359,7 +365,7 @@ class SQLiteStore:
                 )
             return decode_row(session_id, *row)
 
-        return await self._run(f"read session {session_id!r}", op, session_id)
+        return self._call(f"read session {session_id!r}", op)
 
     # -- leases ----------------------------------------------------------------------------
 
