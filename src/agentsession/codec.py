@@ -314,6 +314,8 @@ def _dict(args: tuple[Any, ...]) -> Decoder:
 
 def _dataclass(cls: type) -> Decoder:
     hints = _hints(cls)
+    if _plain_init(cls):
+        return _filled(cls, hints)
     fields = [
         (
             f.name,
@@ -334,6 +336,60 @@ def _dataclass(cls: type) -> Decoder:
             elif required:
                 raise _Mismatch
         return cls(**kwargs)
+
+    return build
+
+
+def _plain_init(cls: type) -> bool:
+    """Whether ``cls(**kwargs)`` only stores each field's value (or default) on the instance.
+
+    True for a dataclass whose ``__init__`` is the generated one, with every field in it, no
+    ``__post_init__``, no slots and the plain ``object.__new__``.
+    """
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    return (
+        cls.__dataclass_params__.init  # type: ignore[attr-defined]
+        and code is not None
+        and code.co_filename == "<string>"  # made by dataclasses, not written in a class body
+        and not hasattr(cls, "__post_init__")
+        and not hasattr(cls, "__slots__")
+        and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]
+        and all(f.init for f in dataclasses.fields(cls))
+    )
+
+
+def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
+    """A decoder for a ``_plain_init`` dataclass that fills a new instance's fields directly.
+
+    What ``cls(**kwargs)`` would do, without the frozen class's ``object.__setattr__`` per
+    field: the same values (defaults and fresh ``default_factory`` values included), in field
+    order.
+    """
+    missing = dataclasses.MISSING
+    fields = [
+        (f.name, _compiled(hints[f.name]), f.default, f.default_factory)
+        for f in dataclasses.fields(cls)
+    ]
+    known = frozenset(name for name, _, _, _ in fields)
+    new = object.__new__
+
+    def build(data: Any) -> Any:
+        if not isinstance(data, dict) or not known.issuperset(data):
+            raise _Mismatch
+        values: dict[str, Any] = {}
+        for name, decoder, default, factory in fields:
+            if name in data:
+                values[name] = decoder(data[name])
+            elif default is not missing:
+                values[name] = default
+            elif factory is not missing:
+                values[name] = factory()
+            else:
+                raise _Mismatch
+        instance: Any = new(cls)
+        instance.__dict__.update(values)
+        return instance
 
     return build
 
