@@ -286,12 +286,12 @@ class LogWriter:
         known = self._last_dispatch if self._dispatch_known else None
         if isinstance(store, FindsNow):
             found, records, dispatch = await asyncio.to_thread(
-                _view_rows_now, store, session_id, self._dispatch_known
+                _view_rows_now, store, session_id, self._next_seq, self._dispatch_known
             )
         else:
             found = await store.last(session_id, ["epoch"])
             start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
-            records = await store.read(session_id, start, kinds=VIEW_KINDS)
+            records = await store.read(session_id, start, self._next_seq, kinds=VIEW_KINDS)
             dispatch = None
             if found is not None and not self._dispatch_known:
                 dispatch = await store.last(session_id, ["dispatch"])
@@ -378,23 +378,19 @@ class _CachedView:
 
 
 def _view_rows_now(
-    store: FindsNow, session_id: str, dispatch_known: bool
+    store: FindsNow, session_id: str, end: int, dispatch_known: bool
 ) -> tuple[Record | None, list[Record], Record | None]:
-    """The newest epoch, the ``VIEW_KINDS`` records from its view's start, the last dispatch.
+    """The newest epoch, its view's ``VIEW_KINDS`` records up to ``end``, the last dispatch.
 
     The dispatch is looked up only when there is an epoch and the writer does not know it.
     """
     found = store.last_now(session_id, ["epoch"])
     start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
-    records = store.read_now(session_id, start, _END, VIEW_KINDS)
+    records = store.read_now(session_id, start, end, VIEW_KINDS)
     dispatch = None
     if found is not None and not dispatch_known:
         dispatch = store.last_now(session_id, ["dispatch"])
     return found, records, dispatch
-
-
-#: A seq past any log's end (the largest SQLite integer).
-_END = 2**63 - 1
 
 
 def _epoch_of(record: Record) -> ContextEpoch:
