@@ -2,8 +2,9 @@
 
 ``dump_entry`` writes ``(kind, version, json)``; ``load_entry`` reads every version ever written
 by upgrading older payloads step by step (``_UPGRADES``), so old databases and session files keep
-loading. The table of entry types is derived from the ``LogEntry`` union, so a new kind cannot be
-forgotten in one of two lists.
+loading. A few kinds keep their fields packed (``_PACKED``, see ``log.packed``): unpacking gives
+the fields an unpacked payload holds. The table of entry types is derived from the ``LogEntry``
+union, so a new kind cannot be forgotten in one of two lists.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .entries import (
     ToolResultEntry,
     UserEntry,
 )
+from .packed import pack_dispatch, unpack_dispatch
 from .state import (
     ApprovalDecided,
     ApprovalRequested,
@@ -45,6 +47,8 @@ from .state import (
 )
 
 __all__ = ["TRANSCRIPT_KINDS", "VERSIONS", "LogEntry", "Record", "dump_entry", "load_entry"]
+
+Packer = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 LogEntry: TypeAlias = (
@@ -79,7 +83,7 @@ _TYPES: dict[str, type[Any]] = {
 }
 
 #: The version each kind is written with today.
-VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 3, "dispatch": 2}
+VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 3, "dispatch": 3}
 
 
 def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
@@ -100,11 +104,24 @@ def _dispatch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "cache": cache if cache in known else "unknown"}
 
 
+def _dispatch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 3 holds the same fields, packed (see log.packed): nothing to add.
+    return payload
+
+
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
 _UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
     ("epoch", 2): _epoch_v2_to_v3,
     ("dispatch", 1): _dispatch_v1_to_v2,
+    ("dispatch", 2): _dispatch_v2_to_v3,
+}
+
+#: Stored forms that keep their fields packed: (kind, version) -> (pack, unpack). ``pack``
+#: takes every encoded field of the current version; ``unpack`` gives them back (``ValueError``
+#: when the payload is not one).
+_PACKED: dict[tuple[str, int], tuple[Packer, Packer]] = {
+    ("dispatch", 3): (pack_dispatch, unpack_dispatch),
 }
 
 
@@ -136,12 +153,18 @@ def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
     A field holding its default value is left out (reading fills it in again): most entries
     carry several (no tool calls, no provider data, zero usage), and the log keeps every entry.
     """
-    defaults = _defaults(type(entry))  # type: ignore[arg-type]
-    payload = {
-        key: value
-        for key, value in encode(entry).items()
-        if key not in defaults or value != defaults[key] or type(value) is not type(defaults[key])
-    }
+    packed = _PACKED.get((entry.kind, VERSIONS[entry.kind]))
+    if packed is not None:
+        payload = packed[0](encode(entry))
+    else:
+        defaults = _defaults(type(entry))  # type: ignore[arg-type]
+        payload = {
+            key: value
+            for key, value in encode(entry).items()
+            if key not in defaults
+            or value != defaults[key]
+            or type(value) is not type(defaults[key])
+        }
     text = json.dumps(payload, ensure_ascii=False)
     try:
         text.encode("utf-8")
@@ -175,6 +198,14 @@ def load_entry(
         ) from exc
     if not isinstance(payload, dict):
         raise CorruptEntryError("entry is not a JSON object", session_id=session_id, seq=seq)
+    packed = _PACKED.get((kind, version))
+    if packed is not None:
+        try:
+            payload = packed[1](payload)
+        except ValueError as exc:
+            raise CorruptEntryError(
+                f"malformed {kind!r} entry: {exc}", session_id=session_id, seq=seq
+            ) from exc
     while version < current:
         upgrade = _UPGRADES.get((kind, version))
         if upgrade is None:

@@ -1,0 +1,118 @@
+"""Packed stored forms: the kinds written at every step keep their values positionally, shortened.
+
+A ``dispatch`` record is written twice per turn; its field names, four hex digests and an ISO
+timestamp made up most of its ~340 bytes. Version 3 stores the same nine fields as version 2,
+in field order under ``"v"``: ``{"v": [model, step, digest, cache, timestamp, tools_digest,
+system_digest, messages_digest, message_count], "kind": "dispatch"}``, about 170 bytes.
+
+- A digest of 32 lowercase hex digits (what the package writes) is kept as its 16 bytes in
+  unpadded base64url (22 characters); any other string as a one-element list holding it.
+- A timestamp exactly as ``log.now()`` writes it (UTC, microseconds) is kept as whole
+  microseconds since the Unix epoch; any other string as it is.
+
+Unpacking gives back exactly the strings that were packed; anything else is refused with
+``ValueError`` (the caller reports a corrupt entry).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+__all__ = ["pack_dispatch", "unpack_dispatch"]
+
+_DISPATCH_FIELDS = (
+    "model",
+    "step",
+    "digest",
+    "cache",
+    "timestamp",
+    "tools_digest",
+    "system_digest",
+    "messages_digest",
+    "message_count",
+)
+_DIGESTS = frozenset({"digest", "tools_digest", "system_digest", "messages_digest"})
+_HEX = re.compile(r"[0-9a-f]{32}")
+_B64 = re.compile(r"[A-Za-z0-9_-]{22}")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def pack_dispatch(fields: dict[str, Any]) -> dict[str, Any]:
+    """The version-3 payload of a dispatch record's encoded fields (all of them)."""
+    values = []
+    for name in _DISPATCH_FIELDS:
+        value = fields[name]
+        if name in _DIGESTS:
+            value = _pack_digest(value)
+        elif name == "timestamp":
+            value = _pack_time(value)
+        values.append(value)
+    return {"v": values, "kind": "dispatch"}
+
+
+def unpack_dispatch(payload: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a version-3 dispatch payload; ``ValueError`` when it is not one."""
+    values = payload.get("v")
+    if set(payload) - {"v", "kind"} or not isinstance(values, list):
+        raise ValueError('a dispatch record of version 3 holds "v" and "kind" only')
+    if len(values) != len(_DISPATCH_FIELDS):
+        raise ValueError(f"expected {len(_DISPATCH_FIELDS)} values, got {len(values)}")
+    fields: dict[str, Any] = {}
+    for name, value in zip(_DISPATCH_FIELDS, values, strict=True):
+        if name in _DIGESTS:
+            value = _unpack_digest(name, value)
+        elif name == "timestamp":
+            value = _unpack_time(value)
+        fields[name] = value
+    if "kind" in payload:
+        fields["kind"] = payload["kind"]
+    return fields
+
+
+def _pack_digest(value: str) -> str | list[str]:
+    if _HEX.fullmatch(value):
+        return base64.urlsafe_b64encode(bytes.fromhex(value)).decode("ascii").rstrip("=")
+    return [value]
+
+
+def _unpack_digest(name: str, value: Any) -> str:
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+        return value[0]
+    if isinstance(value, str) and _B64.fullmatch(value):
+        try:
+            raw = base64.urlsafe_b64decode(value + "==")
+        except (binascii.Error, ValueError) as exc:  # pragma: no cover - the pattern admits none
+            raise ValueError(f"{name}: {exc}") from exc
+        if _pack_digest(raw.hex()) == value:  # the one way to write these 16 bytes
+            return raw.hex()
+    raise ValueError(f"{name}: {value!r} is not a packed digest")
+
+
+def _pack_time(value: str) -> int | str:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if moment.utcoffset() != timedelta(0) or _render(moment) != value:
+        return value
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _unpack_time(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"timestamp: {value!r} is neither microseconds nor text")
+    try:
+        return _render(_EPOCH + value * _MICROSECOND)
+    except OverflowError as exc:
+        raise ValueError(f"timestamp: {value} microseconds is out of range") from exc
+
+
+def _render(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
