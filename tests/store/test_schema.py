@@ -15,7 +15,7 @@ from agentsession.store import PostgresStore, SQLiteStore
 
 from . import pg
 
-TABLES = {"sessions", "entries", "leases"}
+TABLES = {"sessions", "entries", "leases", "texts"}
 
 
 def sqlite_primary_keys(path: Path) -> dict[str, list[str]]:
@@ -67,3 +67,4 @@ async def test_every_table_is_keyed_by_session_id_first(
     for table in TABLES:
         assert keys[table][0] == "session_id", (table, keys[table])
     assert keys["entries"] == ["session_id", "seq"]
+    assert keys["texts"] == ["session_id", "ref"]

@@ -42,7 +42,16 @@ from .state import (
     SkillStoreWrite,
     SkillUnloaded,
 )
-from .stored import TRANSCRIPT_KINDS, VERSIONS, LogEntry, Record, dump_entry, load_entry
+from .stored import (
+    TRANSCRIPT_KINDS,
+    VERSIONS,
+    LogEntry,
+    Record,
+    dump_entry,
+    dump_row,
+    load_entry,
+    text_refs,
+)
 
 __all__ = [
     "STATE_KINDS",
@@ -76,6 +85,8 @@ __all__ = [
     "ToolResultEntry",
     "UserEntry",
     "dump_entry",
+    "dump_row",
     "load_entry",
     "now",
+    "text_refs",
 ]

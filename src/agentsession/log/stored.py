@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
@@ -45,8 +45,18 @@ from .state import (
     SkillStoreWrite,
     SkillUnloaded,
 )
+from .texts import refs_in, resolved, shared
 
-__all__ = ["TRANSCRIPT_KINDS", "VERSIONS", "LogEntry", "Record", "dump_entry", "load_entry"]
+__all__ = [
+    "TRANSCRIPT_KINDS",
+    "VERSIONS",
+    "LogEntry",
+    "Record",
+    "dump_entry",
+    "dump_row",
+    "load_entry",
+    "text_refs",
+]
 
 Packer = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -83,7 +93,7 @@ _TYPES: dict[str, type[Any]] = {
 }
 
 #: The version each kind is written with today.
-VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 3, "dispatch": 3}
+VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 4, "dispatch": 3}
 
 
 def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +104,11 @@ def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
 def _epoch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
     # Version 2 epochs did not record their tools: they declared the application's tools.
     return {**payload, "tools": None}
+
+
+def _epoch_v3_to_v4(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 4 may keep long baseline texts by reference (log.texts); inline ones are the same.
+    return payload
 
 
 def _dispatch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +128,7 @@ def _dispatch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
 _UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
     ("epoch", 2): _epoch_v2_to_v3,
+    ("epoch", 3): _epoch_v3_to_v4,
     ("dispatch", 1): _dispatch_v1_to_v2,
     ("dispatch", 2): _dispatch_v2_to_v3,
 }
@@ -152,19 +168,47 @@ def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
 
     A field holding its default value is left out (reading fills it in again): most entries
     carry several (no tool calls, no provider data, zero usage), and the log keeps every entry.
+    Every text is inline: the form needs nothing beside it (see ``dump_row``).
     """
+    return entry.kind, VERSIONS[entry.kind], _json(_payload(entry))
+
+
+def dump_row(entry: LogEntry) -> tuple[str, int, str, dict[str, str]]:
+    """``dump_entry`` as a store writes it: an epoch's long baseline texts by reference.
+
+    The texts referred to come back beside the row, by reference, for the store to keep once
+    per session (see ``log.texts``).
+    """
+    payload = _payload(entry)
+    texts: dict[str, str] = {}
+    if entry.kind == "epoch":
+        payload, texts = shared(payload)
+    return entry.kind, VERSIONS[entry.kind], _json(payload), texts
+
+
+def text_refs(kind: str, version: int, data: str) -> list[str]:
+    """The kept texts a stored row refers to (none when it cannot be read: loading says why)."""
+    if kind != "epoch" or version < 4:
+        return []
+    try:
+        return refs_in(json.loads(data))
+    except (json.JSONDecodeError, TypeError):
+        return []
+
+
+def _payload(entry: LogEntry) -> dict[str, Any]:
     packed = _PACKED.get((entry.kind, VERSIONS[entry.kind]))
     if packed is not None:
-        payload = packed[0](encode(entry))
-    else:
-        defaults = _defaults(type(entry))  # type: ignore[arg-type]
-        payload = {
-            key: value
-            for key, value in encode(entry).items()
-            if key not in defaults
-            or value != defaults[key]
-            or type(value) is not type(defaults[key])
-        }
+        return packed[0](encode(entry))
+    defaults = _defaults(type(entry))  # type: ignore[arg-type]
+    return {
+        key: value
+        for key, value in encode(entry).items()
+        if key not in defaults or value != defaults[key] or type(value) is not type(defaults[key])
+    }
+
+
+def _json(payload: dict[str, Any]) -> str:
     text = json.dumps(payload, ensure_ascii=False)
     try:
         text.encode("utf-8")
@@ -172,13 +216,22 @@ def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
         # Lone surrogates (a model's JSON can hold "\ud800") have no UTF-8 form; JSON escapes
         # carry them losslessly into any store or file.
         text = json.dumps(payload, ensure_ascii=True)
-    return entry.kind, VERSIONS[entry.kind], text
+    return text
 
 
 def load_entry(
-    kind: str, version: int, data: str, *, session_id: str = "", seq: int | None = None
+    kind: str,
+    version: int,
+    data: str,
+    *,
+    session_id: str = "",
+    seq: int | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> LogEntry:
-    """Decode a stored entry of any known version; ``CorruptEntryError`` when it cannot be."""
+    """Decode a stored entry of any known version; ``CorruptEntryError`` when it cannot be.
+
+    ``texts`` holds the kept texts the row refers to, by reference (see ``text_refs``).
+    """
     cls = _TYPES.get(kind)
     if cls is None:
         raise CorruptEntryError(f"unknown entry kind {kind!r}", session_id=session_id, seq=seq)
@@ -214,6 +267,13 @@ def load_entry(
             )
         payload = upgrade(payload)
         version += 1
+    if kind == "epoch":
+        try:
+            payload = resolved(payload, texts or {})
+        except ValueError as exc:
+            raise CorruptEntryError(
+                f"malformed {kind!r} entry: {exc}", session_id=session_id, seq=seq
+            ) from exc
     payload.setdefault("kind", kind)
     if payload["kind"] != kind:
         raise CorruptEntryError(

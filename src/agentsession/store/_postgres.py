@@ -1,4 +1,4 @@
-"""Connecting the PostgreSQL store: describing a server safely, and migrating its schema.
+"""Connecting the PostgreSQL store: describing a server safely, migrating its schema; kept texts.
 
 Migrations run on a connection of their own before the pool opens, each in one transaction
 under a transaction-scoped advisory lock, so processes that start together migrate once and a
@@ -14,9 +14,11 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import StoreError
 from ..log import now
+from ._sql import INSERT_TEXT, SELECT_TEXTS, postgres
+from .base import refs_of
 from .migrations import LATEST, MIGRATIONS, create_migrations_table
 
-__all__ = ["describe", "migrate", "read_only_session"]
+__all__ = ["describe", "keep_texts", "kept_texts", "migrate", "read_only_session"]
 
 #: Any constant shared by every agentsession process: the key of the migration lock.
 _MIGRATION_LOCK = 0x6167_7365_7373
@@ -82,3 +84,29 @@ async def _schema_version(conn: psycopg.AsyncConnection[Any], name: str) -> int:
             f" knows ({LATEST}); upgrade agentsession"
         )
     return version
+
+
+async def keep_texts(
+    conn: psycopg.AsyncConnection[Any], session_id: str, texts: dict[str, str]
+) -> None:
+    """Keep the baseline texts a batch's epochs refer to (those already kept stay)."""
+    if texts:
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                postgres(INSERT_TEXT), [(session_id, ref, text) for ref, text in texts.items()]
+            )
+
+
+async def kept_texts(
+    conn: psycopg.AsyncConnection[Any], session_id: str, rows: list[Any]
+) -> dict[str, str] | None:
+    """The kept texts stored ``(seq, kind, version, data)`` rows refer to, by reference.
+
+    A text is committed with (or before) the first entry that refers to it and never changes,
+    so this second statement finds every text of the rows the first one read.
+    """
+    refs = refs_of(rows)
+    if not refs:
+        return None
+    cursor = await conn.execute(postgres(SELECT_TEXTS) + " = ANY(%s)", (session_id, refs))
+    return {str(ref): str(text) for ref, text in await cursor.fetchall()}

@@ -11,11 +11,13 @@ from .base import SESSION_COLUMNS
 
 __all__ = [
     "COPY_ENTRIES",
+    "COPY_TEXTS",
     "COUNT_KIND",
     "COUNT_MESSAGES",
     "DELETE_SESSION",
     "INSERT_ENTRY",
     "INSERT_SESSION",
+    "INSERT_TEXT",
     "LAST_MODEL_ROWS",
     "LEASE_OF",
     "LIST_SESSIONS",
@@ -23,6 +25,7 @@ __all__ = [
     "READ_KIND",
     "SCAN_RANGE",
     "SELECT_SESSION",
+    "SELECT_TEXTS",
     "SESSION_EXISTS",
     "SET_COUNTERS",
     "SET_TITLE",
@@ -50,6 +53,7 @@ SET_COUNTERS = "UPDATE sessions SET message_count = ?, last_model = ? WHERE sess
 DELETE_SESSION = (
     "DELETE FROM leases WHERE session_id = ?",
     "DELETE FROM entries WHERE session_id = ?",
+    "DELETE FROM texts WHERE session_id = ?",
     "DELETE FROM sessions WHERE session_id = ?",
 )
 INSERT_ENTRY = (
@@ -67,6 +71,19 @@ COPY_ENTRIES = (
     " SELECT ?, seq, kind, version, data, created_at FROM entries"
     " WHERE session_id = ? AND seq <= ?"
 )
+#: A kept baseline text; one the session holds already stays as it is (the same reference is
+#: the same text).
+INSERT_TEXT = (
+    "INSERT INTO texts (session_id, ref, text) VALUES (?, ?, ?)"
+    " ON CONFLICT (session_id, ref) DO NOTHING"
+)
+#: The kept texts of a forked session: all of the source's (a few per context change).
+COPY_TEXTS = (
+    "INSERT INTO texts (session_id, ref, text) SELECT ?, ref, text FROM texts WHERE session_id = ?"
+)
+#: The kept texts of a session among some references (SQLite adds ``IN (?, ?, …)``, PostgreSQL
+#: ``= ANY(?)``).
+SELECT_TEXTS = "SELECT ref, text FROM texts WHERE session_id = ? AND ref"
 COUNT_MESSAGES = (
     "SELECT count(*) FROM entries WHERE session_id = ?"
     " AND kind IN ('user', 'assistant', 'tool_result')"

@@ -1,4 +1,4 @@
-"""Opening an SQLite session database: paths, read-only access, pragmas, migrations.
+"""Opening an SQLite session database: paths, read-only access, pragmas, migrations; kept texts.
 
 A writable open creates the folder and the file when missing, switches to WAL and migrates. A
 read-only open never creates a database or a folder: it opens the file with a ``mode=ro`` URI,
@@ -14,17 +14,28 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import platformdirs
 
 from ..errors import StoreError
 from ..log import now
-from ._sql import INSERT_SESSION
-from .base import Batch, SessionInfo, exists
+from ._sql import INSERT_SESSION, INSERT_TEXT, READ_ENTRIES, READ_KIND, SCAN_RANGE, SELECT_TEXTS
+from .base import Batch, SessionInfo, exists, refs_of
 from .migrations import LATEST, MIGRATIONS, create_migrations_table
 
-__all__ = ["default_path", "insert_session", "open_database", "reading", "writing"]
+__all__ = [
+    "TAKE_LEASE",
+    "default_path",
+    "insert_session",
+    "keep_texts",
+    "kept_texts",
+    "open_database",
+    "range_queries",
+    "reading",
+    "writing",
+]
 
 
 def default_path() -> Path:
@@ -214,3 +225,62 @@ def insert_session(
         )
     except sqlite3.IntegrityError as exc:
         raise exists(info.id) from exc
+
+
+def keep_texts(conn: sqlite3.Connection, session_id: str, texts: dict[str, str]) -> None:
+    """Keep the baseline texts a batch's epochs refer to (those already kept stay)."""
+    if texts:
+        conn.executemany(INSERT_TEXT, [(session_id, ref, text) for ref, text in texts.items()])
+
+
+#: References looked up per statement (SQLite allows 32,766 variables; older builds 999).
+_REFS_PER_QUERY = 500
+
+
+def kept_texts(conn: sqlite3.Connection, session_id: str, rows: list[Any]) -> dict[str, str] | None:
+    """The kept texts stored ``(seq, kind, version, data)`` rows refer to, by reference."""
+    refs = refs_of(rows)
+    if not refs:
+        return None
+    texts: dict[str, str] = {}
+    for first in range(0, len(refs), _REFS_PER_QUERY):
+        chunk = refs[first : first + _REFS_PER_QUERY]
+        query = f"{SELECT_TEXTS} IN ({', '.join('?' * len(chunk))})"
+        texts.update(conn.execute(query, [session_id, *chunk]).fetchall())
+    return texts
+
+
+#: SQLite integers are signed 64-bit; bounds outside that range are clamped, not rejected.
+MAX_SEQ = 2**63 - 1
+
+
+def range_queries(
+    session_id: str, start: int, end: int | None, wanted: list[str] | None
+) -> list[tuple[str, list[Any]]]:
+    """The statements of a range read (their rows in seq order once sorted together).
+
+    Without kinds: one walk of the primary key. With kinds over a short range (a page of the
+    transcript, a window): the same walk, filtered. Over a long range: one walk of the kind
+    index per kind, so reading a rare kind from a long log touches its rows only.
+    """
+    lo = min(max(start, 0), MAX_SEQ)
+    hi = MAX_SEQ if end is None else min(max(end, 0), MAX_SEQ)
+    if wanted is not None and not wanted:
+        return []
+    if wanted is None or hi - lo <= SCAN_RANGE:
+        query = READ_ENTRIES + " AND seq < ?"
+        params: list[Any] = [session_id, lo, hi]
+        if wanted is not None:
+            query += f" AND kind IN ({', '.join('?' * len(wanted))})"
+            params.extend(wanted)
+        return [(query + " ORDER BY seq", params)]
+    return [(READ_KIND, [session_id, kind, lo, hi]) for kind in wanted]
+
+
+#: Take a lease that is free, expired or the owner's own (the last parameter is "now").
+TAKE_LEASE = (
+    "INSERT INTO leases (session_id, owner, expires_at) VALUES (?, ?, ?)"
+    " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
+    " expires_at = excluded.expires_at"
+    " WHERE leases.owner = excluded.owner OR leases.expires_at <= ?"
+)

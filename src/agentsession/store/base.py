@@ -20,12 +20,20 @@ all stores encode, count, refuse and report alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConflictError, CorruptEntryError, StoreError, UsageError
-from ..log import TRANSCRIPT_KINDS, AssistantEntry, LogEntry, Record, dump_entry, load_entry
+from ..log import (
+    TRANSCRIPT_KINDS,
+    AssistantEntry,
+    LogEntry,
+    Record,
+    dump_row,
+    load_entry,
+    text_refs,
+)
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
@@ -201,27 +209,44 @@ class FindsNow(ReadsNow, Protocol):
 
 @dataclass(frozen=True)
 class Batch:
-    """A batch of entries in stored form, with what it adds to the session row's counters."""
+    """A batch of entries in stored form, with what it adds to the session row's counters.
+
+    ``texts`` are the baseline texts its epochs refer to, by reference: kept once per session
+    beside the log (a store writes each one it does not hold yet).
+    """
 
     rows: list[tuple[str, int, str]]
     messages: int
     last_model: str | None
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 def encode_batch(entries: Sequence[LogEntry]) -> Batch:
     """The stored rows of ``entries``; ``StoreError`` naming the first one that is not JSON."""
     rows: list[tuple[str, int, str]] = []
+    texts: dict[str, str] = {}
     for index, entry in enumerate(entries):
         try:
-            rows.append(dump_entry(entry))
+            kind, version, data, kept = dump_row(entry)
         except (TypeError, ValueError) as exc:
             raise StoreError(
                 f"entry {index} of the batch ({getattr(entry, 'kind', '?')}) cannot be"
                 f" stored as JSON: {exc}"
             ) from exc
+        rows.append((kind, version, data))
+        texts.update(kept)
     messages = sum(1 for kind, _, _ in rows if kind in TRANSCRIPT_KINDS)
     models = [e.model for e in entries if isinstance(e, AssistantEntry) and e.model]
-    return Batch(rows, messages, _shown(models[-1]) if models else None)
+    return Batch(rows, messages, _shown(models[-1]) if models else None, texts)
+
+
+def refs_of(rows: Iterable[Sequence[Any]]) -> list[str]:
+    """The kept texts stored ``(seq, kind, version, data)`` rows refer to, each once."""
+    refs: dict[str, None] = {}
+    for _, kind, version, data in rows:
+        if kind == "epoch" and isinstance(version, int) and isinstance(data, str):
+            refs.update(dict.fromkeys(text_refs(kind, version, data)))
+    return list(refs)
 
 
 def _shown(text: str) -> str:
@@ -246,8 +271,18 @@ def exists(session_id: str) -> ConflictError:
     return ConflictError(f"a session with id {session_id!r} already exists")
 
 
-def decode_row(session_id: str, seq: Any, kind: Any, version: Any, data: Any) -> Record:
-    """One stored row as a ``Record``; ``CorruptEntryError`` naming the seq when it is damaged."""
+def decode_row(
+    session_id: str,
+    seq: Any,
+    kind: Any,
+    version: Any,
+    data: Any,
+    texts: Mapping[str, str] | None = None,
+) -> Record:
+    """One stored row as a ``Record``; ``CorruptEntryError`` naming the seq when it is damaged.
+
+    ``texts`` holds the kept texts the row refers to (see ``refs_of``).
+    """
     if not isinstance(seq, int) or isinstance(seq, bool):
         raise CorruptEntryError(f"entry position {seq!r} is not a number", session_id=session_id)
     if not isinstance(kind, str) or not isinstance(data, str):
@@ -256,7 +291,7 @@ def decode_row(session_id: str, seq: Any, kind: Any, version: Any, data: Any) ->
         raise CorruptEntryError(
             f"entry version {version!r} is not a number", session_id=session_id, seq=seq
         )
-    return Record(seq, load_entry(kind, version, data, session_id=session_id, seq=seq))
+    return Record(seq, load_entry(kind, version, data, session_id=session_id, seq=seq, texts=texts))
 
 
 def info_from_row(row: Sequence[Any]) -> SessionInfo:

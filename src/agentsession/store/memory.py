@@ -1,10 +1,11 @@
 """An in-memory store with the same semantics as the database stores, for tests and throwaways.
 
-It keeps each entry in its stored form (kind, version, JSON text from ``dump_entry``) and decodes
-on every read, exactly like a database store, so an entry that does not survive the round trip
-fails here too instead of only in production. A per-kind list of seqs makes ``last()``
-independent of the history length, like the database kind index. Leases are judged by this
-process's clock. Nothing survives the process.
+It keeps each entry in its stored form (kind, version, JSON text from ``dump_row``, and the
+baseline texts its epochs refer to, once per session) and decodes on every read, exactly like a
+database store, so an entry that does not survive the round trip fails here too instead of only
+in production. A per-kind list of seqs makes ``last()`` independent of the history length, like
+the database kind index. Leases are judged by this process's clock. Nothing survives the
+process.
 """
 
 from __future__ import annotations
@@ -41,12 +42,15 @@ class _Session:
     info: SessionInfo
     rows: list[tuple[str, int, str]] = field(default_factory=list)
     by_kind: dict[str, list[int]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
     lease: Lease | None = None
 
     def add(self, batch: Batch) -> None:
         for row in batch.rows:
             self.by_kind.setdefault(row[0], []).append(len(self.rows))
             self.rows.append(row)
+        for ref, text in batch.texts.items():
+            self.texts.setdefault(ref, text)
         self.info = replace(
             self.info,
             message_count=self.info.message_count + batch.messages,
@@ -82,7 +86,8 @@ class MemoryStore:
         return replace(session.info, next_seq=len(session.rows))
 
     def _load(self, session_id: str, session: _Session, seqs: list[int]) -> list[Record]:
-        return [decode_row(session_id, seq, *session.rows[seq]) for seq in seqs]
+        texts = session.texts
+        return [decode_row(session_id, seq, *session.rows[seq], texts) for seq in seqs]
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -145,7 +150,8 @@ class MemoryStore:
                     file_version=source.info.file_version,
                 )
             )
-            forked.add(Batch(source.rows[: upto_seq + 1], counted.messages, counted.last_model))
+            rows = source.rows[: upto_seq + 1]
+            forked.add(Batch(rows, counted.messages, counted.last_model, dict(source.texts)))
             sessions[info.id] = forked
             return self._info(forked)
 

@@ -164,6 +164,32 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        3,
+        "baseline texts kept once per session, referred to by epochs",
+        (
+            # An epoch (version 4) names a long baseline text by its reference (log.texts);
+            # the text is kept here once per session, whatever the number of epochs.
+            Dialects(
+                sqlite="""
+                CREATE TABLE texts (
+                    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+                    ref        TEXT NOT NULL,
+                    text       TEXT NOT NULL,
+                    PRIMARY KEY (session_id, ref)
+                ) WITHOUT ROWID
+                """,
+                postgres="""
+                CREATE TABLE texts (
+                    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+                    ref        TEXT NOT NULL,
+                    text       TEXT NOT NULL,
+                    PRIMARY KEY (session_id, ref)
+                )
+                """,
+            ),
+        ),
+    ),
 )
 
 #: The newest schema version this code knows.

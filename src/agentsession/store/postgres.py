@@ -1,7 +1,5 @@
 """PostgreSQL: one database shared by many worker processes on many machines.
 
-Design in brief:
-
 - psycopg 3 in async mode with a ``psycopg_pool.AsyncConnectionPool`` (opened lazily on the
   first call, in the caller's event loop; a store serves one event loop). Connections are
   checked when taken from the pool, so a connection the server dropped is replaced, not used;
@@ -11,7 +9,8 @@ Design in brief:
 - every write is one transaction. An append locks its session row (``SELECT … FOR UPDATE``)
   before comparing the row's ``next_seq`` with the expected seq, so concurrent writers to one
   session queue on that row and every loser gets ``ConflictError`` with nothing written;
-- ``last()`` is one statement (one snapshot): a descent of the kind index per wanted kind;
+- ``last()`` is one statement (one snapshot): a descent of the kind index per wanted kind; the
+  baseline texts an epoch refers to (kept once per session in ``texts``) are read after it;
 - leases are rows whose expiry is judged by the server's clock (``clock_timestamp()``), so
   workers on machines with skewed clocks still agree;
 - every driver failure is a ``StoreError`` naming the server (never its password), chained
@@ -32,6 +31,7 @@ from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
 from ._sql import (
     COPY_ENTRIES,
+    COPY_TEXTS,
     COUNT_MESSAGES,
     DELETE_SESSION,
     INSERT_ENTRY,
@@ -72,7 +72,7 @@ try:
     from psycopg import errors as pg_errors
     from psycopg_pool import AsyncConnectionPool
 
-    from ._postgres import describe, migrate, read_only_session
+    from ._postgres import describe, keep_texts, kept_texts, migrate, read_only_session
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
@@ -255,6 +255,7 @@ class PostgresStore:
             forked = replace(info, file_version=source.file_version)
             await self._insert(conn, forked, upto_seq + 1, Batch([], 0, None))
             await conn.execute(sql_postgres(COPY_ENTRIES), (info.id, source_id, upto_seq))
+            await conn.execute(sql_postgres(COPY_TEXTS), (info.id, source_id))
             counted = await self._one(conn, sql_postgres(COUNT_MESSAGES), (info.id,))
             rows = await (await conn.execute(sql_postgres(LAST_MODEL_ROWS), (info.id,))).fetchall()
             model = newest_model(info.id, rows)
@@ -276,6 +277,7 @@ class PostgresStore:
                 sql_postgres(INSERT_ENTRY),
                 [(session_id, first + i, *row, stamp) for i, row in enumerate(batch.rows)],
             )
+        await keep_texts(conn, session_id, batch.texts)
 
     async def append(
         self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
@@ -337,7 +339,8 @@ class PostgresStore:
             rows = await (await conn.execute(sql_postgres(query), params)).fetchall()
             if not rows:
                 await self._require(conn, session_id)
-        return [decode_row(session_id, *row) for row in rows]
+            texts = await kept_texts(conn, session_id, rows)
+        return [decode_row(session_id, seq, kind, v, data, texts) for seq, kind, v, data in rows]
 
     async def _require(self, conn: psycopg.AsyncConnection[Any], session_id: str) -> None:
         if await self._one(conn, sql_postgres(SESSION_EXISTS), (session_id,)) is None:
@@ -361,7 +364,9 @@ class PostgresStore:
             if row is None:
                 await self._require(conn, session_id)
                 return None
-        return decode_row(session_id, *row)
+            texts = await kept_texts(conn, session_id, [row])
+        seq, kind, version, data = row
+        return decode_row(session_id, seq, kind, version, data, texts)
 
     # -- leases ----------------------------------------------------------------------------
 

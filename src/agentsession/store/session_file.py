@@ -5,10 +5,11 @@ line is one log entry ``{…, "kind": …}`` in ``seq`` order. Text is UTF-8; ev
 a line feed and lines are split on line feeds only (JSON text may hold U+2028).
 
 - **Version 3** (current) writes what the store holds: each entry line is the entry's stored
-  JSON exactly as ``log.dump_entry`` writes it, and the header's ``entry_versions`` names the
-  stored version of every entry kind, so an older line is upgraded by ``log.load_entry`` like an
-  old database row, and a new entry kind needs no new file version. Export → import into any
-  store → export gives the same bytes.
+  JSON exactly as ``log.dump_entry`` writes it (an epoch's baseline texts inline, where a store
+  keeps them once per session), and the header's ``entry_versions`` names the stored version of
+  every entry kind, so an older line is upgraded by ``log.load_entry`` like an old database row,
+  and a new entry kind needs no new file version. Export → import into any store → export gives
+  the same bytes.
 - **Version 2** is the legacy form: ``{"kind": "user" | "assistant", "content": "…"}`` message
   lines (``timestamp`` optional) and ``{"kind": "runtime_context", "user_turn": 0, "content":
   "…", "timestamp": "…"}`` snapshot lines without ``placement`` or ``skills``. They import as

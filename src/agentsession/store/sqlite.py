@@ -11,8 +11,10 @@
   ``(session_id, kind, seq)``: range reads, the next seq and "newest entry of a kind" are index
   walks whose cost does not grow with the history; reads that take several statements run in
   one read transaction, so they see one snapshot;
-- leases are rows judged by this machine's clock; opening, read-only access and migrations live
-  in ``_sqlite.py``;
+- an epoch's long baseline texts are kept once per session in ``texts``, read in the same
+  transaction as the rows that refer to them;
+- leases are rows judged by this machine's clock; opening, read-only access, migrations and the
+  statements only SQLite runs live in ``_sqlite.py``;
 - every ``sqlite3`` failure surfaces as ``StoreError`` naming the file, chained with ``from``.
 
 A write handed to the worker thread commits or fails as a whole even if its caller is
@@ -30,12 +32,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
 from ._sql import (
     COPY_ENTRIES,
+    COPY_TEXTS,
     COUNT_KIND,
     COUNT_MESSAGES,
     DELETE_SESSION,
@@ -43,16 +46,23 @@ from ._sql import (
     LAST_MODEL_ROWS,
     LEASE_OF,
     LIST_SESSIONS,
-    READ_ENTRIES,
-    READ_KIND,
-    SCAN_RANGE,
     SELECT_SESSION,
     SESSION_EXISTS,
     SET_COUNTERS,
     SET_TITLE,
     UPDATE_AFTER_APPEND,
 )
-from ._sqlite import default_path, insert_session, open_database, reading, writing
+from ._sqlite import (
+    TAKE_LEASE,
+    default_path,
+    insert_session,
+    keep_texts,
+    kept_texts,
+    open_database,
+    range_queries,
+    reading,
+    writing,
+)
 from .base import (
     DEFAULT_LEASE_TTL,
     Batch,
@@ -73,9 +83,6 @@ from .base import (
 __all__ = ["SQLiteStore", "default_path"]
 
 T = TypeVar("T")
-
-#: SQLite integers are signed 64-bit; bounds outside that range are clamped, not rejected.
-_MAX_SEQ = 2**63 - 1
 
 
 class SQLiteStore:
@@ -156,6 +163,7 @@ class SQLiteStore:
                     INSERT_ENTRY,
                     [(info.id, seq, *row, stamp) for seq, row in enumerate(batch.rows)],
                 )
+                keep_texts(conn, info.id, batch.texts)
 
         await self._run(f"create session {info.id!r}", op)
 
@@ -208,6 +216,7 @@ class SQLiteStore:
                 forked = replace(info, file_version=source.file_version)
                 insert_session(conn, forked, upto_seq + 1, Batch([], 0, None))
                 conn.execute(COPY_ENTRIES, (info.id, source_id, upto_seq))
+                conn.execute(COPY_TEXTS, (info.id, source_id))
                 counted = conn.execute(COUNT_MESSAGES, (info.id,)).fetchone()[0]
                 model = newest_model(info.id, conn.execute(LAST_MODEL_ROWS, (info.id,)))
                 conn.execute(SET_COUNTERS, (counted, model, info.id))
@@ -246,6 +255,7 @@ class SQLiteStore:
                         for i, row in enumerate(batch.rows)
                     ],
                 )
+                keep_texts(conn, session_id, batch.texts)
                 conn.execute(
                     UPDATE_AFTER_APPEND,
                     (
@@ -285,33 +295,21 @@ class SQLiteStore:
     ) -> list[Record]:
         """``read``, synchronously (see ``ReadsNow``): one call from any thread, under the lock.
 
-        Without ``kinds``: one walk of the primary key. With kinds over a short range (a page
-        of the transcript): the same walk, filtered. Over a long range: one walk of the kind
-        index per kind, so reading a rare kind from a long log touches its rows only.
+        The statements are ``range_queries``'; kept texts the rows refer to are read with them.
         """
-        wanted = kinds_list(kinds)
-        lo = min(max(start, 0), _MAX_SEQ)
-        hi = _MAX_SEQ if end is None else min(max(end, 0), _MAX_SEQ)
-        if wanted is not None and not wanted:
-            queries: list[tuple[str, list[Any]]] = []
-        elif wanted is None or hi - lo <= SCAN_RANGE:
-            query = READ_ENTRIES + " AND seq < ?"
-            params: list[Any] = [session_id, lo, hi]
-            if wanted is not None:
-                query += f" AND kind IN ({', '.join('?' * len(wanted))})"
-                params.extend(wanted)
-            queries = [(query + " ORDER BY seq", params)]
-        else:
-            queries = [(READ_KIND, [session_id, kind, lo, hi]) for kind in wanted]
+        queries = range_queries(session_id, start, end, kinds_list(kinds))
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             with reading(conn):
                 rows = [row for query, params in queries for row in conn.execute(query, params)]
                 if not rows:
                     self._require_session(conn, session_id)
+                texts = kept_texts(conn, session_id, rows)
             if len(queries) > 1:
                 rows.sort(key=lambda row: int(row[0]))
-            return [decode_row(session_id, *row) for row in rows]
+            return [
+                decode_row(session_id, seq, kind, v, data, texts) for seq, kind, v, data in rows
+            ]
 
         return self._call(f"read session {session_id!r}", op)
 
@@ -342,8 +340,8 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> Record | None:
             with reading(conn):
                 best: int | None = None
-                # One max() per kind: each is a single descent of the (session_id, kind, seq)
-                # index, where an IN (...) over several kinds would scan all their entries.
+                # One max() per kind, a single descent of the kind index each (an IN (...)
+                # over several kinds would scan all their entries).
                 for kind in wanted:
                     found = conn.execute(
                         "SELECT max(seq) FROM entries WHERE session_id = ? AND kind = ?",
@@ -358,12 +356,14 @@ class SQLiteStore:
                     "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND seq = ?",
                     (session_id, best),
                 ).fetchone()
+                texts = kept_texts(conn, session_id, [row] if row is not None else [])
             if row is None:  # the kind index names a row the table does not hold
                 raise StoreError(
                     f"session store {self.path}: the index of session {session_id!r} names"
                     f" entry {best}, which is missing (a damaged index)"
                 )
-            return decode_row(session_id, *row)
+            seq, kind, version, data = row
+            return decode_row(session_id, seq, kind, version, data, texts)
 
         return self._call(f"read session {session_id!r}", op)
 
@@ -379,13 +379,7 @@ class SQLiteStore:
             with writing(conn):
                 self._require_session(conn, session_id)
                 moment = time.time()
-                cursor = conn.execute(
-                    "INSERT INTO leases (session_id, owner, expires_at) VALUES (?, ?, ?)"
-                    " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
-                    " expires_at = excluded.expires_at"
-                    " WHERE leases.owner = excluded.owner OR leases.expires_at <= ?",
-                    (session_id, owner, moment + ttl, moment),
-                )
+                cursor = conn.execute(TAKE_LEASE, (session_id, owner, moment + ttl, moment))
                 return cursor.rowcount == 1
 
         return await self._run(f"take the lease of session {session_id!r}", op, session_id)
