@@ -18,8 +18,8 @@ import pytest
 import agentsession as ags
 from agentsession._daemon import run_on_daemon_thread
 from agentsession.codec import DecodeError, decode
-from agentsession.log import AssistantEntry, ToolResultEntry, dump_entry, load_entry
-from agentsession.request import ToolCall, Usage
+from agentsession.log import AssistantEntry, ToolResultEntry, UserEntry, dump_entry, load_entry
+from agentsession.request import ImagePart, TextPart, ToolCall, Usage
 
 from .conftest import Clock
 
@@ -42,6 +42,23 @@ def test_fields_at_their_defaults_are_left_out_and_read_back() -> None:
     # A value equal to the default but of another JSON type is kept (False is not 0).
     flagged = ToolResultEntry("c", "x", "out", is_error=True)
     assert json.loads(dump_entry(flagged)[2])["is_error"] is True
+
+
+def test_nested_fields_at_their_defaults_are_left_out_and_tags_kept() -> None:
+    entry = AssistantEntry(
+        "", (ToolCall("x", {"a": 0}),), usage=Usage(input_tokens=132), model="m", timestamp="t"
+    )
+    payload = json.loads(dump_entry(entry)[2])
+    assert payload["usage"] == {"input_tokens": 132}
+    assert payload["tool_calls"] == [{"name": "x", "arguments": {"a": 0}, "kind": "tool_call"}]
+    assert load_entry(*dump_entry(entry)) == entry
+    picture = UserEntry((TextPart("see"), ImagePart("image/png", data="AAAA")), timestamp="t")
+    parts = json.loads(dump_entry(picture)[2])["content"]
+    assert parts == [
+        {"text": "see", "kind": "text"},
+        {"media_type": "image/png", "data": "AAAA", "kind": "image"},
+    ]
+    assert load_entry(*dump_entry(picture)) == picture
 
 
 def test_rows_written_with_every_field_still_load() -> None:

@@ -151,23 +151,48 @@ class Record:
 
 @functools.cache
 def _defaults(cls: type[Any]) -> dict[str, Any]:
-    """The encoded default of each field of ``cls`` that has one (``kind`` excepted)."""
+    """The lean encoding of each field of ``cls`` that has a default (tags excepted)."""
     found: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if f.name == "kind":
-            continue
+        if f.name in ("kind", "role"):
+            continue  # a tag tells union members apart: always written
         if f.default is not dataclasses.MISSING:
-            found[f.name] = encode(f.default)
+            found[f.name] = _lean(f.default)
         elif f.default_factory is not dataclasses.MISSING:
-            found[f.name] = encode(f.default_factory())
+            found[f.name] = _lean(f.default_factory())
     return found
+
+
+def _lean(value: Any) -> Any:
+    """``codec.encode(value)`` without the fields at their defaults, at every depth.
+
+    A value equal to its default but of another JSON type is kept (``False`` is not ``0``).
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        defaults = _defaults(type(value))
+        lean: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            item = _lean(getattr(value, f.name))
+            default = defaults.get(f.name, _NO_DEFAULT)
+            if item != default or type(item) is not type(default):
+                lean[f.name] = item
+        return lean
+    if isinstance(value, tuple | list):
+        return [_lean(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _lean(v) for k, v in value.items()}
+    return value
+
+
+_NO_DEFAULT = object()
 
 
 def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
     """The stored form of ``entry``: its kind, the current version of that kind, and JSON.
 
-    A field holding its default value is left out (reading fills it in again): most entries
-    carry several (no tool calls, no provider data, zero usage), and the log keeps every entry.
+    A field holding its default value is left out, also inside nested values (reading fills it
+    in again): most entries carry several (no tool calls, no provider data, usage figures of
+    0), and the log keeps every entry.
     Every text is inline: the form needs nothing beside it (see ``dump_row``).
     """
     return entry.kind, VERSIONS[entry.kind], _json(_payload(entry))
@@ -200,12 +225,8 @@ def _payload(entry: LogEntry) -> dict[str, Any]:
     packed = _PACKED.get((entry.kind, VERSIONS[entry.kind]))
     if packed is not None:
         return packed[0](encode(entry))
-    defaults = _defaults(type(entry))  # type: ignore[arg-type]
-    return {
-        key: value
-        for key, value in encode(entry).items()
-        if key not in defaults or value != defaults[key] or type(value) is not type(defaults[key])
-    }
+    payload: dict[str, Any] = _lean(entry)
+    return payload
 
 
 def _json(payload: dict[str, Any]) -> str:
