@@ -230,14 +230,18 @@ def _payload(entry: LogEntry) -> dict[str, Any]:
 
 
 def _json(payload: dict[str, Any]) -> str:
-    text = json.dumps(payload, ensure_ascii=False)
+    # Compact: the log keeps every entry, and a space after each separator is a byte per field.
+    text = json.dumps(payload, ensure_ascii=False, separators=_COMPACT)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates (a model's JSON can hold "\ud800") have no UTF-8 form; JSON escapes
         # carry them losslessly into any store or file.
-        text = json.dumps(payload, ensure_ascii=True)
+        text = json.dumps(payload, ensure_ascii=True, separators=_COMPACT)
     return text
+
+
+_COMPACT = (",", ":")
 
 
 def load_entry(
