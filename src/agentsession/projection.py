@@ -12,9 +12,10 @@ re-read. One with ``placement="user"`` is stored right after its user entry (sam
 is prepended to that user message in the view only: a string stays a string, block input gets a
 text part in front; the stored input is never rewritten. A version-2 snapshot (no placement)
 becomes a separate user message right after the user message it is anchored to: the one whose
-zero-based ordinal among real user messages is its ``user_turn`` when the records start at the
-beginning of the log, else the nearest user entry before it (the same one in a log written in
-order); with neither, it stands at its own place.
+zero-based ordinal among real user messages is its ``user_turn`` when the view starts at the
+beginning of the log (no epoch, or one whose history starts at seq 0), else the nearest user
+entry before it (the same one in a log written in order); with neither, it stands at its own
+place.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def _project(records: list[Record], epoch: ContextEpoch | None) -> list[ViewMess
     start = epoch.history_start if epoch is not None else 0
     number = epoch.epoch if epoch is not None else -1
     summary_seq = epoch.summary_seq if epoch is not None else None
-    anchors = _anchors(records)
+    anchors = _anchors(records, from_start=start == 0)
     view: list[ViewMessage] = []
     opening: list[ViewMessage] = []
     for record in records:
@@ -256,13 +257,17 @@ class _Anchors:
         return ViewMessage(shown, seqs)
 
 
-def _anchors(records: Sequence[Record]) -> _Anchors:
-    """Each snapshot's user entry: the one before it, or (version 2) the one of its ordinal."""
+def _anchors(records: Sequence[Record], *, from_start: bool) -> _Anchors:
+    """Each snapshot's user entry: the one before it, or (version 2) the one of its ordinal.
+
+    ``from_start``: the view begins at the start of the log, so every user entry is among the
+    records. It is the view's start, not the first record's seq, that decides: a read of only
+    the kinds the view needs may begin after seq 0 and must anchor the same way.
+    """
     found = _Anchors()
     found.omitted = {r.entry.seq: r.entry.tokens for r in records if isinstance(r.entry, Omitted)}
     users = [r.seq for r in records if isinstance(r.entry, UserEntry)]
-    # Ordinals are known only when the records start at the beginning of the log.
-    by_turn = dict(enumerate(users)) if records and records[0].seq == 0 else None
+    by_turn = dict(enumerate(users)) if from_start else None
     last_user: int | None = None
     for record in records:
         entry = record.entry
