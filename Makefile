@@ -56,6 +56,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
+	mkdir -p benchmarks/results
 	$(BENCH)/turn_cost.py
 	$(BENCH)/store_level.py
 	$(BENCH)/memory_disk.py

@@ -3,7 +3,9 @@
 The harness of ``tests/durability/test_crash_soak.py`` (``tests/durability/soak.py``): worker
 processes run scripted sessions with tools and are SIGKILLed after a random delay; each next run
 reopens, recovers and continues; a last run finishes every session begun. Then every log is
-checked and the counts printed as a table — every count below the recoveries should be 0.
+checked and the counts printed as a table — every count below the recoveries should be 0. The
+SQLite run leaves its counts in ``benchmarks/results/crash_soak.json`` (the PostgreSQL run in
+``crash_soak_postgres.json``) for the README table.
 
 Usage, from the repository root::
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _results import save
 from tests.durability.soak import SoakPlan, run_soak, table
 from tests.store import pg
 
@@ -53,6 +56,16 @@ def main() -> int:
     print(f"\n{seconds:.0f} s in all")
     for line in report.details[:20]:
         print(line)
+    # Kills and recoveries, then every count that must be 0 (SoakReport.failures names them).
+    figures: dict[str, object] = {
+        "store": "PostgreSQL" if args.postgres else "SQLite",
+        "kills": report.kills,
+        "recoveries": report.recoveries,
+        **report.failures(),
+        "seconds": round(seconds),
+    }
+    command = " ".join(["benchmarks/crash_soak.py", *sys.argv[1:]])
+    save("crash_soak_postgres" if args.postgres else "crash_soak", figures, command=command)
     return 0 if not any(report.failures().values()) else 1
 
 
