@@ -37,7 +37,7 @@ import agentsession as ags
 from agentsession.log import AssistantEntry, Interrupted, Record, ToolResultEntry, UserEntry
 
 from .common import check_log, fingerprint, plan_prompt, side_runs, side_tool, text_of
-from .soak_worker import config, open_store, read_lines
+from .soak_worker import config, open_store, parse_note, read_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The number of sessions a run is told to drive while the soak kills: more than it can reach.
@@ -186,8 +186,8 @@ async def _landing(store: ags.Store, folder: Path) -> str:
     with (folder / "notes.jsonl").open("rb") as notes:
         notes.seek(max(0, notes.seek(0, os.SEEK_END) - 4096))
         for line in reversed(notes.read().splitlines()[1:]):
-            note = json.loads(line)
-            if "s" in note:
+            note = parse_note(line)
+            if note is not None and "s" in note:
                 session_id = note["s"]
                 break
     if session_id is None:

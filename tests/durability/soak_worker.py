@@ -53,10 +53,18 @@ def config() -> ags.Config:
 
 
 class Notes:
-    """Appends whole JSON lines to a file, one ``write`` each (whole even if killed)."""
+    """Appends whole JSON lines to a file, one ``write`` each.
+
+    A write longer than a page can still be cut short by SIGKILL, so a process starts by ending
+    a line its killed predecessor left unterminated; readers skip such a torn line. A torn note
+    acknowledges nothing: its process died before the note was whole.
+    """
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            os.write(self._fd, b"\n")
 
     def write(self, **fields: Any) -> None:
         os.write(self._fd, (json.dumps(fields) + "\n").encode())
@@ -65,11 +73,21 @@ class Notes:
         os.close(self._fd)
 
 
+def parse_note(line: str | bytes) -> dict[str, Any] | None:
+    """One note, or ``None`` for a line a killed process tore (see ``Notes``)."""
+    try:
+        note = json.loads(line)
+    except ValueError:
+        return None
+    return note if isinstance(note, dict) else None
+
+
 def read_lines(path: Path) -> list[dict[str, Any]]:
-    """The JSON lines of a notes file (a torn last line, impossible with one write, fails)."""
+    """The whole JSON lines of a notes file (torn ones skipped, see ``Notes``)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return [note for line in text.splitlines() if line and (note := parse_note(line)) is not None]
 
 
 class NotingStore(DelegatingStore):
