@@ -7,7 +7,9 @@ in each store.
 
 from __future__ import annotations
 
-from .base import SESSION_COLUMNS
+from typing import Any
+
+from .base import SESSION_COLUMNS, Batch, SessionInfo
 
 __all__ = [
     "COPY_ENTRIES",
@@ -31,6 +33,7 @@ __all__ = [
     "SET_TITLE",
     "UPDATE_AFTER_APPEND",
     "postgres",
+    "session_row",
 ]
 
 
@@ -48,6 +51,23 @@ INSERT_SESSION = (
     "INSERT INTO sessions (session_id, created_at, updated_at, title, project_dir, next_seq,"
     " message_count, last_model, file_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+def session_row(info: SessionInfo, next_seq: int, batch: Batch) -> tuple[Any, ...]:
+    """The parameters of ``INSERT_SESSION`` for ``info`` created holding ``batch``."""
+    return (
+        info.id,
+        info.created_at,
+        info.updated_at,
+        info.title,
+        info.project_dir,
+        next_seq,
+        batch.messages,
+        batch.last_model,
+        info.file_version,
+    )
+
+
 SET_TITLE = "UPDATE sessions SET title = ? WHERE session_id = ?"
 SET_COUNTERS = "UPDATE sessions SET message_count = ?, last_model = ? WHERE session_id = ?"
 DELETE_SESSION = (

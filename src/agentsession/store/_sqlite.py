@@ -21,7 +21,15 @@ import platformdirs
 
 from ..errors import StoreError
 from ..log import now
-from ._sql import INSERT_SESSION, INSERT_TEXT, READ_ENTRIES, READ_KIND, SCAN_RANGE, SELECT_TEXTS
+from ._sql import (
+    INSERT_SESSION,
+    INSERT_TEXT,
+    READ_ENTRIES,
+    READ_KIND,
+    SCAN_RANGE,
+    SELECT_TEXTS,
+    session_row,
+)
 from .base import Batch, SessionInfo, exists, refs_of
 from .migrations import LATEST, MIGRATIONS, create_migrations_table
 
@@ -209,20 +217,7 @@ def insert_session(
 ) -> None:
     """Insert the session row of ``info`` (``ConflictError`` when the id is taken)."""
     try:
-        conn.execute(
-            INSERT_SESSION,
-            (
-                info.id,
-                info.created_at,
-                info.updated_at,
-                info.title,
-                info.project_dir,
-                next_seq,
-                batch.messages,
-                batch.last_model,
-                info.file_version,
-            ),
-        )
+        conn.execute(INSERT_SESSION, session_row(info, next_seq, batch))
     except sqlite3.IntegrityError as exc:
         raise exists(info.id) from exc
 

@@ -45,6 +45,7 @@ from ._sql import (
     SET_COUNTERS,
     SET_TITLE,
     UPDATE_AFTER_APPEND,
+    session_row,
 )
 from ._sql import (
     postgres as sql_postgres,
@@ -185,20 +186,7 @@ class PostgresStore:
     ) -> None:
         try:
             async with conn.transaction():  # a savepoint: the caller's error is ours to name
-                await conn.execute(
-                    sql_postgres(INSERT_SESSION),
-                    (
-                        info.id,
-                        info.created_at,
-                        info.updated_at,
-                        info.title,
-                        info.project_dir,
-                        next_seq,
-                        batch.messages,
-                        batch.last_model,
-                        info.file_version,
-                    ),
-                )
+                await conn.execute(sql_postgres(INSERT_SESSION), session_row(info, next_seq, batch))
         except pg_errors.UniqueViolation as exc:
             raise exists(info.id) from exc
 
