@@ -17,7 +17,7 @@ import pytest
 from agentsession.errors import ConflictError, SessionNotFoundError, StoreError
 from agentsession.log import LogEntry, UserEntry, now
 from agentsession.store import PostgresStore, SessionInfo
-from agentsession.store.migrations import LATEST, MIGRATIONS
+from agentsession.store.migrations import LATEST, MIGRATIONS, READABLE_FROM
 
 from . import pg
 
@@ -116,6 +116,27 @@ async def test_read_only_reads_and_refuses_writes(db: PostgresStore, pg_dsn: str
     finally:
         await reader.close()
     assert [r.entry for r in await db.read("a")] == [UserEntry("kept")]
+
+
+async def test_read_only_reads_a_schema_it_knows_without_upgrading_it(
+    db: PostgresStore, pg_dsn: str
+) -> None:
+    await db.create_session(new_info("a"), [UserEntry("kept")])
+    pg.run(pg_dsn, "DROP TABLE texts")
+    pg.run(pg_dsn, f"DELETE FROM schema_migrations WHERE version > {READABLE_FROM}")
+    reader = PostgresStore(pg_dsn, read_only=True)
+    try:
+        assert [r.entry for r in await reader.read("a")] == [UserEntry("kept")]
+    finally:
+        await reader.close()
+    assert pg.run(pg_dsn, "SELECT max(version) FROM schema_migrations") == [(READABLE_FROM,)]
+    pg.run(pg_dsn, f"DELETE FROM schema_migrations WHERE version = {READABLE_FROM}")
+    reader = PostgresStore(pg_dsn, read_only=True)
+    try:
+        with pytest.raises(StoreError, match="open it once for writing"):
+            await reader.list_sessions()
+    finally:
+        await reader.close()
 
 
 async def test_read_only_never_creates_the_schema(pg_dsn: str) -> None:

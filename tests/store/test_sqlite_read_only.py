@@ -24,7 +24,12 @@ import pytest
 from agentsession.errors import SessionNotFoundError, StoreError
 from agentsession.log import AssistantEntry, UserEntry, now
 from agentsession.store import SessionInfo, SQLiteStore, Store
-from agentsession.store.migrations import MIGRATIONS, create_migrations_table
+from agentsession.store.migrations import (
+    LATEST,
+    MIGRATIONS,
+    READABLE_FROM,
+    create_migrations_table,
+)
 
 
 def new_info(session_id: str, **fields: Any) -> SessionInfo:
@@ -96,6 +101,35 @@ def test_an_older_schema_is_refused_not_migrated(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"schema version 1, older.*open it once for writing"):
         SQLiteStore(path, read_only=True)
     assert digest(path) == before
+
+
+async def test_a_schema_the_reader_knows_is_read_as_it_is_until_a_write_upgrades_it(
+    tmp_path: Path,
+) -> None:
+    # A database written before migration 3 (the kept texts): after the package is upgraded,
+    # listing and reading must work before anything has written to it.
+    path = tmp_path / "s.db"
+    await make_database(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP TABLE texts")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (READABLE_FROM + 1,))
+    conn.close()
+    assert READABLE_FROM < LATEST
+    before = digest(path)
+    store: Store = SQLiteStore(path, read_only=True)
+    try:
+        (info,) = await store.list_sessions()
+        assert info.title == "kept"
+        assert [r.entry.kind for r in await store.read("a")] == ["user", "assistant"]
+    finally:
+        await store.close()
+    assert digest(path) == before
+    writer = SQLiteStore(path)
+    await writer.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (LATEST,)
+    conn.close()
 
 
 async def test_reads_work_and_every_write_is_refused(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from ..errors import StoreError
 from ..log import now
 from ._sql import INSERT_TEXT, SELECT_TEXTS, postgres
 from .base import refs_of
-from .migrations import LATEST, MIGRATIONS, create_migrations_table
+from .migrations import LATEST, MIGRATIONS, READABLE_FROM, UPGRADE_HINT, create_migrations_table
 
 __all__ = ["describe", "keep_texts", "kept_texts", "migrate", "read_only_session"]
 
@@ -47,10 +47,10 @@ async def migrate(dsn: str, name: str, connect_seconds: float, read_only: bool) 
     async with conn:
         if read_only:
             current = await _schema_version(conn, name)
-            if current < LATEST:
+            if current < READABLE_FROM:
                 raise StoreError(
-                    f"{name} has schema version {current}, older than this agentsession"
-                    f" ({LATEST}); open it once for writing to upgrade it"
+                    f"{name} has schema version {current}, older than this agentsession reads"
+                    f" ({READABLE_FROM}); {UPGRADE_HINT}"
                 )
             return
         for migration in MIGRATIONS:

@@ -31,7 +31,7 @@ from ._sql import (
     session_row,
 )
 from .base import Batch, SessionInfo, exists, refs_of
-from .migrations import LATEST, MIGRATIONS, create_migrations_table
+from .migrations import LATEST, MIGRATIONS, READABLE_FROM, UPGRADE_HINT, create_migrations_table
 
 __all__ = [
     "TAKE_LEASE",
@@ -91,10 +91,10 @@ def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.C
         if read_only:
             if current == 0:
                 raise StoreError(f"cannot open session store {path}: it holds no sessions schema")
-            if current < LATEST:
+            if current < READABLE_FROM:
                 raise StoreError(
                     f"session store {path} has schema version {current}, older than this"
-                    f" agentsession ({LATEST}); open it once for writing to upgrade it"
+                    f" agentsession reads ({READABLE_FROM}); {UPGRADE_HINT}"
                 )
             return conn
         if current == 0:

@@ -6,6 +6,8 @@ SQL both SQLite and PostgreSQL accept, or a ``Dialects`` pair where they differ.
 the missing migrations in order at open, each in its own transaction together with its row in
 ``schema_migrations``, so a crash mid-migration leaves the previous version intact. A database
 whose recorded version is newer than ``LATEST`` was written by a newer agentsession and is refused.
+A read-only store never migrates: it reads a schema from ``READABLE_FROM`` on as it is (later
+migrations only add what newer rows refer to) and refuses an older one.
 
 Every table is keyed by ``session_id`` first, so the same layout shards by session (e.g. Citus,
 distributed by ``session_id``; see docs/storage.md).
@@ -19,6 +21,8 @@ from typing import Literal, TypeAlias
 __all__ = [
     "LATEST",
     "MIGRATIONS",
+    "READABLE_FROM",
+    "UPGRADE_HINT",
     "Dialect",
     "Dialects",
     "Migration",
@@ -194,3 +198,15 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 #: The newest schema version this code knows.
 LATEST: int = MIGRATIONS[-1].version
+
+#: The oldest schema a read-only store reads without migrating. Migration 3 only added
+#: ``texts``, which no row of an older database refers to (an epoch that refers to a kept text
+#: is written by code that migrated first), so after an upgrade of the package, listing and
+#: reading work before anything has written. Raise it when a migration changes what reads need.
+READABLE_FROM = 2
+
+#: What a read-only open of an older database says (a write migrates it).
+UPGRADE_HINT = (
+    "open it once for writing to upgrade it (run a prompt with the CLI, or open it without"
+    " read_only)"
+)
