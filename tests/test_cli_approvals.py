@@ -16,18 +16,11 @@ from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.approvals import Answer, Fixed, parse_answer
-from agentsession.chat import Driver, logged_events
+from agentsession.chat import Driver
 from agentsession.console import PlainOutput
 from agentsession.events import (
-    ApprovalNeeded,
     ApprovalRequest,
-    StepCommitted,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultEvent,
-    TurnFinished,
 )
-from agentsession.log import ApprovalRequested, AssistantEntry, Record, ToolResultEntry
 
 from .scenario import make_project, text_of, tool_results
 
@@ -156,25 +149,3 @@ async def test_nobody_to_ask_denies_and_the_model_reads_why(
     (denial,) = tool_results(model.requests[-1])
     assert text_of(denial) == "The user denied this call of run_command (nobody here)."
     assert out.getvalue() == "ok\n"
-
-
-def test_logged_events_put_each_call_before_its_result_and_the_waiting_one_last() -> None:
-    first = ags.ToolCall("read_file", {"path": "a"}, id="c1")
-    second = ags.ToolCall("run_command", {"command": "echo two"}, id="c2")
-    records = [
-        Record(7, AssistantEntry("Reading first.", (first, second))),
-        Record(8, ToolResultEntry(first.id, "read_file", "contents")),
-        Record(9, ApprovalRequested(second.id, "run_command", "asks")),
-    ]
-    waiting = ApprovalRequest(second.id, "run_command", dict(second.arguments), "asks")
-    result = ags.PromptResult("", 2, stop_reason="approval_required", approvals=(waiting,))
-    events = logged_events(records, result)
-    assert events == [
-        TextDelta("Reading first."),
-        StepCommitted(0, 7, 7, "response"),
-        ToolCallStarted(first),
-        ToolResultEvent(first.id, "read_file", "contents", False),
-        ToolCallStarted(second),
-        ApprovalNeeded(waiting),
-        TurnFinished(result),
-    ]

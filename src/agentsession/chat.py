@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,23 +28,19 @@ from .approvals import Answer, Approver, Fixed, settle
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
 from .errors import AgentSessionError, UsageError
 from .events import (
-    ApprovalNeeded,
     Event,
     PromptResult,
     StepCommitted,
-    TextDelta,
     ToolCallStarted,
-    ToolResultEvent,
-    TurnFinished,
 )
-from .log import AssistantEntry, Dispatch, Record, ToolResultEntry
+from .log import Dispatch
 from .permissions import BUILTIN_PRESETS
 from .providers.base import Model
-from .request import ToolCall, Usage, text_of
+from .request import Usage
 from .session import Session
 from .store.base import Store
 
-__all__ = ["HELP", "Chat", "Driver", "logged_events"]
+__all__ = ["HELP", "Chat", "Driver"]
 
 HELP = (
     "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
@@ -53,37 +49,21 @@ HELP = (
 )
 
 
-async def _watched(events: AsyncIterator[Event], dispatches: list[int]) -> AsyncIterator[Event]:
+async def _watched(
+    events: AsyncIterator[Event], dispatches: list[int], shown: set[str]
+) -> AsyncIterator[Event]:
+    """``events``, noting each request sent.
+
+    A call shown before its approval is not shown again when the resumed turn runs it.
+    """
     async for event in events:
         if isinstance(event, StepCommitted) and event.what == "admission":
             dispatches.append(event.last_seq)
+        if isinstance(event, ToolCallStarted):
+            if event.call.id in shown:
+                continue
+            shown.add(event.call.id)
         yield event
-
-
-def logged_events(records: Iterable[Record], result: PromptResult) -> list[Event]:
-    """The events a stream would have shown for ``records``, ending with ``result``."""
-    events: list[Event] = []
-    calls: dict[str, ToolCall] = {}
-    for record in records:
-        entry = record.entry
-        if isinstance(entry, Dispatch):
-            events.append(StepCommitted(0, record.seq, record.seq, "admission"))
-        elif isinstance(entry, AssistantEntry):
-            if entry.content:
-                events.append(TextDelta(entry.content))
-            events.append(StepCommitted(0, record.seq, record.seq, "response"))
-            calls.update((call.id, call) for call in entry.tool_calls)
-        elif isinstance(entry, ToolResultEntry):
-            if entry.call_id in calls:
-                events.append(ToolCallStarted(calls.pop(entry.call_id)))
-            content = text_of(entry.content)
-            events.append(ToolResultEvent(entry.call_id, entry.name, content, entry.is_error))
-    for request in result.approvals:
-        if request.call_id in calls:
-            events.append(ToolCallStarted(calls.pop(request.call_id)))
-        events.append(ApprovalNeeded(request))
-    events.append(TurnFinished(result))
-    return events
 
 
 def _combined(parts: Sequence[PromptResult], requests: int) -> PromptResult:
@@ -118,12 +98,12 @@ class Driver:
         return await self._drive(self.session.stream(text, skills=skills))
 
     async def retry(self) -> PromptResult | None:
-        """``session.retry()``, shown step by step once its steps are committed."""
-        return await self._drive(self._from_log(self.session.retry))
+        """``session.retry()``, shown as it happens (``stream_retry()``)."""
+        return await self._drive(self.session.stream_retry())
 
     async def resume(self) -> PromptResult | None:
         """``session.resume()`` after the waiting calls were answered, shown like ``retry``."""
-        return await self._drive(self._from_log(self.session.resume))
+        return await self._drive(self.session.stream_retry())
 
     async def settle_waiting(self, approver: Approver | None = None) -> bool:
         """Answer the calls an earlier run left waiting and finish that turn.
@@ -147,11 +127,12 @@ class Driver:
 
     async def _drive(self, events: AsyncIterator[Event]) -> PromptResult | None:
         dispatches: list[int] = []
+        shown: set[str] = set()
         parts: list[PromptResult] = []
         while True:
             restore = _no_echo()
             try:
-                result = await render(_watched(events, dispatches), self.output)
+                result = await render(_watched(events, dispatches, shown), self.output)
             finally:
                 restore()
             if result is None:
@@ -166,18 +147,10 @@ class Driver:
                 )
             if not await settle(self.session, result.approvals, self.approver, self.output):
                 break
-            events = self._from_log(self.session.resume)
+            events = self.session.stream_retry()
         total = _combined(parts, len(dispatches))
         self.output.figures(await self._figures(total, dispatches))
         return total
-
-    async def _from_log(
-        self, operation: Callable[[], Awaitable[PromptResult]]
-    ) -> AsyncIterator[Event]:
-        start = (await self.store.get_session(self.session.id)).next_seq
-        result = await operation()
-        for event in logged_events(await self.session.log(start), result):
-            yield event
 
     async def _figures(self, result: PromptResult, dispatches: list[int]) -> TurnFigures:
         caches: list[str] = []

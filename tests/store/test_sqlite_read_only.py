@@ -224,6 +224,24 @@ def _as_unprivileged() -> list[str]:
     return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
+def _require_reachable(prefix: list[str]) -> None:
+    """Skip when the unprivileged user cannot import the package (a checkout in a private
+    folder, e.g. a clone inside a 0700 temporary directory): that is the machine, not the store.
+    """
+    if not prefix:
+        return
+    probe = subprocess.run(
+        [*prefix, sys.executable, "-c", "import agentsession"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd="/",
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"the unprivileged reader cannot import this checkout: {probe.stderr[-200:]}")
+
+
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A temp folder the unprivileged reader can reach (pytest's own is private to its user)."""
@@ -253,6 +271,7 @@ def test_reading_in_a_read_only_folder(shared_dir: Path, leftover_wal: bool) -> 
     before = {p.name: digest(p) for p in folder.iterdir()}
 
     prefix = _as_unprivileged()
+    _require_reachable(prefix)
     done = subprocess.run(
         [*prefix, sys.executable, "-c", _READER, str(path)],
         capture_output=True,
