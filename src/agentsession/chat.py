@@ -1,11 +1,11 @@
 """Running turns for the command line, and the interactive ``chat`` loop.
 
 A ``Driver`` runs one session's turns on one ``Output``: a prompt's events as they stream; then,
-while the turn waits for approval, the answers of its ``Approver`` and ``session.resume()``,
-whose steps are shown from the log once they are committed (the session streams prompts, not
-resumes or retries); then the usage and cache figures of the whole turn (each request's
-diagnosis read back from its dispatch record). Calls that waited from an earlier run are asked
-about before the next prompt.
+while the turn waits for approval, the answers of its ``Approver`` and the resumed turn's events
+(``session.stream_retry()``, as are retries), a call that was shown before its approval not
+shown twice; then the usage and cache figures of the whole turn (each request's diagnosis read
+back from its dispatch record). Calls that waited from an earlier run are asked about before the
+next prompt.
 
 ``chat`` reads prompts with prompt_toolkit in a terminal — history across runs in the user data
 dir, multi-line paste (and Esc Enter for a new line), Ctrl-C clears a typed line, and at an
