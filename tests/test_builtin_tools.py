@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -215,6 +217,40 @@ async def test_write_file_creates_folders_and_replaces(project: Path, context: T
     assert folder.is_error and (project / "pkg").is_dir()
     looped = await write_file.invoke({"path": "loop", "content": "x"}, context=context)
     assert looped.is_error and looped.content.startswith("Cannot write loop:")
+
+
+async def test_write_file_keeps_the_mode_and_leaves_nothing_beside(
+    project: Path, context: ToolContext
+) -> None:
+    script = project / "run.sh"
+    script.write_text("old\n")
+    script.chmod(0o750)
+    before = set(os.listdir(project))
+    outcome = await write_file.invoke({"path": "run.sh", "content": "new\n"}, context=context)
+    assert outcome == ToolOutcome("Replaced run.sh: 4 bytes, 1 lines.")
+    assert script.read_text() == "new\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o750
+    assert set(os.listdir(project)) == before
+
+
+async def test_a_write_that_fails_leaves_the_old_file_whole(
+    project: Path, context: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full disk (or any failed write) after part of the new text: the old file stays as it was.
+    kept = project / "README.md"
+    old = kept.read_bytes()
+
+    def fail_fsync(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fail_fsync)
+    before = set(os.listdir(project))
+    outcome = await write_file.invoke(
+        {"path": "README.md", "content": "x" * 10_000}, context=context
+    )
+    assert outcome.is_error and "No space left on device" in outcome.content
+    assert kept.read_bytes() == old
+    assert set(os.listdir(project)) == before
 
 
 async def test_write_file_replaces_lone_surrogates(project: Path, context: ToolContext) -> None:

@@ -226,24 +226,46 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str | ToolOu
     text, replaced = replace_surrogates(content)
     data = text.encode("utf-8")
     try:
-        if target.is_dir():
+        existing = os.stat(target) if os.path.lexists(target) else None
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
             return _error(f"{shown} is a folder; give the path of a file.")
-        existed = target.exists()
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            return _error(f"{shown} is not a regular file (a device, pipe or socket); not written.")
         target.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK
-        fd = os.open(target, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        _replace_whole(target, data, existing)
     except OSError as exc:
         return _error(f"Cannot write {shown}: {exc.strerror or exc}")
-    with os.fdopen(fd, "wb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return _error(f"{shown} is not a regular file (a device, pipe or socket); not written.")
-        handle.write(data)
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    verb = "Replaced" if existed else "Created"
+    verb = "Replaced" if existing is not None else "Created"
     note = ""
     if replaced:
         note = f" {replaced} invalid characters (lone surrogates) were written as U+FFFD."
     return f"{verb} {shown}: {len(data):,} bytes, {lines:,} lines.{note}"
+
+
+def _replace_whole(target: Path, data: bytes, old: os.stat_result | None) -> None:
+    """Write ``data`` beside ``target``, flush it to disk, then rename it over ``target``.
+
+    A crash, a full disk or a failed write leaves the old file whole (or none), never a cut one.
+    A new file gets the umask's mode; a replaced one keeps its mode (and owner, where allowed).
+    """
+    temp = target.with_name(f".{target.name}.{os.getpid()}-{id(data):x}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temp, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if old is not None:
+            os.chmod(temp, stat.S_IMODE(old.st_mode))
+            with contextlib.suppress(OSError):
+                os.chown(temp, old.st_uid, old.st_gid)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 # -- list_files ----------------------------------------------------------------------------------
