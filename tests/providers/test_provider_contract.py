@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 
 import pytest
 from provider_fakes import LocalServer, Reply
@@ -113,6 +114,31 @@ async def test_scripted_model_reports_stop_reasons() -> None:
     first = await complete(model, REQUEST)
     second = await complete(model, REQUEST)
     assert (first.stop_reason, second.stop_reason) == ("end_turn", "tool_calls")
+
+
+async def test_a_scripted_reply_can_hold_text_and_tool_calls(tmp_path: Path) -> None:
+    said = AssistantMessage("Let me look.", (ToolCall("peek", {"x": 1}),))
+
+    @ags.tool
+    def peek(x: int) -> str:
+        """Look."""
+        return f"saw {x}"
+
+    model = ScriptedModel([said, "done"])
+    runtime = ags.Runtime(store=ags.SQLiteStore(tmp_path / "s.db"), model=model, tools=[peek])
+    async with runtime:
+        session = await runtime.create_session()
+        kinds: list[str] = []
+        async for event in session.stream("go"):
+            kinds.append(event.kind)
+        assert kinds.index("text_delta") < kinds.index("tool_call_started")
+        first = session.messages[1]
+        assert isinstance(first, AssistantMessage)
+        assert first.content == "Let me look." and [c.name for c in first.tool_calls] == ["peek"]
+        assert first.tool_calls[0].id  # an id is made for a call scripted without one
+        assert session.messages[-1] == AssistantMessage("done", provider="scripted")
+    with pytest.raises(ags.UsageError, match="an AssistantMessage"):
+        await complete(ScriptedModel([["not a call"]]), REQUEST)  # type: ignore[list-item]
 
 
 def test_a_done_with_tool_calls_never_claims_a_plain_end() -> None:

@@ -1,7 +1,8 @@
 """``ScriptedModel``: the offline model for demos and tests.
 
 Replies are consumed in order: a ``str`` is assistant text, a list of ``ToolCall`` is a tool-call
-turn, an ``Exception`` instance is raised as a provider failure. Alternatively one callable gets
+turn, an ``AssistantMessage`` is both at once (its text streams first, then its calls), an
+``Exception`` instance is raised as a provider failure. Alternatively one callable gets
 each request and returns such a reply. Every neutral request is recorded in ``.requests``.
 
 Its usage figures are guesses (a quarter of the characters), so its default profile says it
@@ -28,7 +29,7 @@ from .base import (
 
 __all__ = ["Reply", "ScriptedModel"]
 
-Reply: TypeAlias = str | Sequence[ToolCall] | BaseException
+Reply: TypeAlias = str | Sequence[ToolCall] | AssistantMessage | BaseException
 
 _STREAM_CHUNK = 16
 _PROFILE = ModelProfile(provider="scripted", reports_usage=False, writes_titles=False)
@@ -91,22 +92,23 @@ class ScriptedModel:
             _estimate_tokens(text_of(m.content)) for m in request.messages
         )
         if isinstance(reply, str):
-            for i in range(0, len(reply), _STREAM_CHUNK):
-                yield ModelTextDelta(reply[i : i + _STREAM_CHUNK])
-            message = AssistantMessage(content=reply, provider="scripted")
-        else:
-            calls: list[ToolCall] = []
-            for call in reply:
-                if not isinstance(call, ToolCall):
-                    raise UsageError(
-                        f"ScriptedModel replies must be str, a list of ToolCall or an exception;"
-                        f" got {type(call).__name__}"
-                    )
-                if not call.id:
-                    call = replace(call, id=new_call_id())
-                calls.append(call)
-                yield ModelToolCall(call)
-            message = AssistantMessage(tool_calls=tuple(calls), provider="scripted")
+            reply = AssistantMessage(content=reply)
+        elif not isinstance(reply, AssistantMessage):
+            reply = AssistantMessage(tool_calls=tuple(reply))
+        for i in range(0, len(reply.content), _STREAM_CHUNK):
+            yield ModelTextDelta(reply.content[i : i + _STREAM_CHUNK])
+        calls: list[ToolCall] = []
+        for call in reply.tool_calls:
+            if not isinstance(call, ToolCall):
+                raise UsageError(
+                    "ScriptedModel replies must be str, a list of ToolCall, an AssistantMessage"
+                    f" or an exception; got {type(call).__name__}"
+                )
+            if not call.id:
+                call = replace(call, id=new_call_id())
+            calls.append(call)
+            yield ModelToolCall(call)
+        message = replace(reply, tool_calls=tuple(calls), provider="scripted")
         usage = Usage(input_tokens=input_tokens, output_tokens=_estimate_tokens(message.content))
         stop: StopReason = "tool_calls" if message.tool_calls else "end_turn"
         yield ModelDone(message=message, usage=usage, model=self._name, stop_reason=stop)
