@@ -48,6 +48,23 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_ex)
 
 
+@pytest.fixture(autouse=True)
+def _private_user_dirs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No test reads or writes the developer's own files.
+
+    The global instruction file, the chat history and the default database live under fresh
+    folders, and the environment's choice of database or model is not inherited (a test that
+    wants one sets it).
+    """
+    home = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    for name in ("AGENTSESSION_DB", "AGENTSESSION_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
 class Clock:
     """A settable clock for the date component."""
 
