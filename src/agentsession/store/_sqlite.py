@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,7 @@ def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.C
         # The journal mode is stored in the file; only switch when needed, so an up-to-date
         # database on a read-only medium can still be opened for reading.
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(conn, busy_timeout)
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
         if current < LATEST:
@@ -118,6 +119,25 @@ def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.C
         conn.close()
         raise
     return conn
+
+
+def _switch_to_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Put a new file in WAL mode, waiting up to ``busy_timeout`` for other openers.
+
+    The switch needs the file to itself, and SQLite answers "database is locked" at once, without
+    its busy handler, when several connections open a new file together; so the wait is here.
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
