@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 import agentsession as ags
+
+from .store import pg
 
 
 def _loopback(address: Any) -> bool:
@@ -63,6 +65,23 @@ def _private_user_dirs(
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     for name in ("AGENTSESSION_DB", "AGENTSESSION_MODEL"):
         monkeypatch.delenv(name, raising=False)
+
+
+#: The stores a contract test runs on (PostgreSQL where ``make test`` started a server).
+BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture
+def pg_dsn() -> Iterator[str]:
+    """A DSN for a schema of this test's own on the test server (skips loudly without one)."""
+    with pg.schema(pg.server_dsn()) as dsn:
+        yield dsn
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The name of the store a parametrised test runs on."""
+    return str(request.param)
 
 
 class Clock:

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 import agentsession as ags
-
-from ..store import pg
-
-BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-
-
-@pytest.fixture
-def pg_dsn() -> Iterator[str]:
-    """A schema of this test's own on the test server (skips loudly without a server)."""
-    with pg.schema(pg.server_dsn()) as dsn:
-        yield dsn
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ The PostgreSQL store runs against a real server (see ``pg.py``); each test gets 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -16,28 +16,11 @@ from agentsession.store import MemoryStore, PostgresStore, SQLiteStore, Store
 
 from . import pg
 
-BACKENDS = [
-    "memory",
-    "sqlite",
-    pytest.param("postgres", marks=pytest.mark.postgres),
-]
 #: Stores kept in a database another connection can reach (and damage).
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 StoreFactory = Callable[[], Store]
 RowInjector = Callable[[Store, str, int, str, int, str], None]
-
-
-@pytest.fixture
-def pg_dsn() -> Iterator[str]:
-    """A DSN for a schema of this test's own on the test server (skips without a server)."""
-    with pg.schema(pg.server_dsn()) as dsn:
-        yield dsn
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture
