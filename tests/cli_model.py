@@ -14,8 +14,10 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import running
 
 Call = tuple[str, dict[str, Any]]
 Reply = str | list[Call]
@@ -126,17 +128,9 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 def serve() -> Iterator[ScriptedServer]:
     """Run a scripted server on a free loopback port until the generator is closed."""
     state = ScriptedServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with running(_handler(state)) as url:
+        state.url = url
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:

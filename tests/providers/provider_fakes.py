@@ -8,15 +8,15 @@ Nothing here reaches a real provider: every client under test is pointed at 127.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from pydantic import TypeAdapter
+from tests.loopback import running
 
 
 @dataclass
@@ -105,18 +105,9 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
 
 def serve() -> Iterator[LocalServer]:
     state = LocalServer(url="")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
-    httpd.block_on_close = False
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with running(_handler(state)) as url:
+        state.url = url
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def sse(data: Any, event: str | None = None) -> str:
