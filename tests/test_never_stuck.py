@@ -116,6 +116,23 @@ async def test_surrogates_in_a_result_are_replaced_and_said(make_runtime: Make) 
     encodes(model_of(runtime).requests[-1])
 
 
+async def test_a_context_component_with_lone_surrogates_never_breaks_a_session(
+    make_runtime: Make,
+) -> None:
+    # A plugin listing file names read with surrogateescape; long enough to be a kept text.
+    listing = "Files here: caf\udce9.txt, notes.md, and the rest of the folder"
+    runtime = make_runtime(["one", "two", "three"])
+    runtime.register_component(ags.ContextComponent("plugin.files.listing", lambda: listing))
+    session = await runtime.create_session()
+    assert (await session.prompt("hi")).text == "one"
+    assert (await session.prompt("again")).text == "two"
+    request = model_of(runtime).requests[-1]
+    encodes(request)
+    assert any("caf\ufffd.txt" in text for _, text in request.system)
+    reopened = await make_runtime(["three"]).open_session(session.id)
+    assert (await reopened.prompt("after reopening")).text == "three"
+
+
 async def test_a_prompt_with_lone_surrogates_is_refused_before_anything_is_stored(
     make_runtime: Make,
 ) -> None:

@@ -68,6 +68,20 @@ async def test_every_epoch_reads_back_whole(store: Store) -> None:
     assert newest is not None and newest.entry == entries[-2]
 
 
+async def test_texts_no_column_can_hold_stay_inline_and_read_back(store: Store) -> None:
+    # A listing of undecodable file names (lone surrogates) or a NUL in a long section: no UTF-8
+    # column (SQLite) and no PostgreSQL text column takes it, the entry's JSON escapes it.
+    odd = (
+        ("plugin.files", "Files here: report-\udcff.txt, notes.md, and a few more"),
+        ("plugin.raw", "A section that holds a NUL \x00 somewhere in its long text"),
+    )
+    kind, version, data, texts = dump_row(ContextEpoch(0, odd, (), 0, timestamp=T))
+    assert texts == {} and "\\udcff" in data
+    entry = ContextEpoch(0, (*odd, ("core.instructions", INSTRUCTIONS)), (), 0, timestamp=T)
+    await store.create_session(info("s"), [UserEntry("q"), entry])
+    assert [r.entry for r in await store.read("s")] == [UserEntry("q"), entry]
+
+
 async def test_a_fork_keeps_its_texts_when_the_source_is_deleted(store: Store) -> None:
     entries = log(4)
     await store.create_session(info("src"), entries)

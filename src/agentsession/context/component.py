@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
 from ..errors import UsageError
+from ..hygiene import replace_surrogates
 
 __all__ = [
     "ABSENT",
@@ -116,12 +117,31 @@ class ContextComponent:
             _log.warning("context component %s failed to load: %r", self.key, exc)
             return Unavailable(f"{type(exc).__name__}: {exc}")
         if isinstance(value, str):
-            return Rendered(value)
-        if isinstance(value, Rendered | Unavailable | Absent):
+            value = Rendered(value)
+        if isinstance(value, Rendered) and isinstance(value.baseline, str):
+            return _valid_text(self.key, value)
+        if isinstance(value, Unavailable | Absent):
             return value
         self.last_error = TypeError(f"loader returned {type(value).__name__}")
         _log.warning("context component %s returned %r", self.key, type(value))
         return Unavailable(f"loader returned {type(value).__name__}")
+
+
+def _valid_text(key: str, value: Rendered) -> Rendered:
+    """``value`` with lone surrogates replaced: its text enters the log, hashes and requests.
+
+    A loader that lists file names read with ``surrogateescape`` (``os.listdir`` of a name that
+    is not UTF-8) would otherwise make every later request unencodable.
+    """
+    baseline, replaced = replace_surrogates(value.baseline)
+    update = value.update
+    if isinstance(update, str):
+        update, more = replace_surrogates(update)
+        replaced += more
+    if not replaced:
+        return value
+    _log.warning("context component %s: %d lone surrogates replaced with U+FFFD", key, replaced)
+    return Rendered(baseline, update)
 
 
 def removal_text(key: str) -> str:

@@ -6,7 +6,8 @@ on, each ``[key, text]`` pair of an epoch's stored baseline holds either its tex
 the reference of a text its store keeps once per session, ``text_ref(text)`` (the first 16
 bytes of the text's SHA-256, base64url, 22 characters). A store writes an epoch with every text
 of at least ``SHARED_TEXT`` characters by reference and keeps the texts beside the log (a text
-already kept is not written again); reading resolves each reference from the texts the store
+already kept is not written again; one with a NUL or a lone surrogate, which not every store can
+keep as a column, stays inline); reading resolves each reference from the texts the store
 read with the row. ``log.dump_entry`` still writes every text inline, a form that needs nothing
 beside it (session files, comparisons); both are version 4.
 """
@@ -17,6 +18,8 @@ import base64
 import hashlib
 from collections.abc import Mapping
 from typing import Any
+
+from ..hygiene import has_surrogates
 
 __all__ = ["SHARED_TEXT", "refs_in", "resolved", "shared", "text_ref"]
 
@@ -35,7 +38,7 @@ def shared(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     texts: dict[str, str] = {}
     baseline: list[Any] = []
     for key, text in payload.get("baseline", []):
-        if len(text) >= SHARED_TEXT:
+        if len(text) >= SHARED_TEXT and _keepable(text):
             ref = text_ref(text)
             texts[ref] = text
             baseline.append([key, [ref]])
@@ -44,6 +47,15 @@ def shared(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     if not texts:
         return payload, texts
     return {**payload, "baseline": baseline}, texts
+
+
+def _keepable(text: str) -> bool:
+    """Whether every store can keep ``text`` as a column value.
+
+    A NUL (PostgreSQL refuses it) or a lone surrogate (no UTF-8 form) stays inline, where the
+    entry's JSON escapes it.
+    """
+    return "\x00" not in text and not has_surrogates(text)
 
 
 def refs_in(payload: Any) -> list[str]:

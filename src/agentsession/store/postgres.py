@@ -161,7 +161,7 @@ class PostgresStore:
                         yield conn
                 else:
                     yield conn
-        except psycopg.Error as exc:
+        except (psycopg.Error, UnicodeError) as exc:  # a value with no UTF-8 form included
             raise StoreError(f"{self._name}: {action} failed: {exc}") from exc
 
     @staticmethod

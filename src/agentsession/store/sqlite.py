@@ -133,7 +133,7 @@ class SQLiteStore:
                 raise StoreError(f"session store {self.path} is closed")
             try:
                 return fn(conn)
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, UnicodeError) as exc:  # a value with no UTF-8 form included
                 raise StoreError(f"session store {self.path}: {action} failed: {exc}") from exc
 
     @staticmethod
