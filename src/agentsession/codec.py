@@ -406,7 +406,9 @@ def _union(options: tuple[Any, ...]) -> Decoder:
     def pick(data: Any) -> Any:
         if isinstance(data, dict):
             for name, decoders in tagged.items():
-                decoder = decoders.get(data.get(name))
+                tag = data.get(name)
+                # A damaged value may hold a list or an object where the tag goes: not a key.
+                decoder = decoders.get(tag) if isinstance(tag, str) else None
                 if decoder is not None:
                     return decoder(data)
         for decoder in each:

@@ -284,6 +284,12 @@ BAD_FILES: list[tuple[str, bytes, int, str]] = [
     ("not an object", _v3(_USER, "[1, 2]"), 3, "not a JSON object"),
     ("unknown kind", _v3({"kind": "hologram"}), 2, "not listed in the header"),
     ("malformed", _v3(_USER, {"content": 5, "kind": "user"}), 3, "malformed 'user' entry"),
+    (
+        "list as a tag",
+        _v3(_USER, {"content": [{"kind": []}], "kind": "user"}),
+        3,
+        "malformed 'user' entry",
+    ),
     ("newer kind", _v3(_USER, header={"entry_versions": {"user": 9}}), 2, "version 9, newer"),
     (
         "not utf-8",
