@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -137,6 +138,34 @@ async def test_read_only_reads_a_schema_it_knows_without_upgrading_it(
             await reader.list_sessions()
     finally:
         await reader.close()
+
+
+async def test_a_role_without_create_rights_works_on_a_current_schema(
+    db: PostgresStore, pg_dsn: str
+) -> None:
+    # Production: migrations run by the owner, the application role only reads and writes rows.
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    await db.create_session(new_info("a"), [UserEntry("kept")])
+    schema = str(conninfo_to_dict(pg_dsn)["options"]).split("search_path=")[1]
+    role = f"app_{uuid.uuid4().hex[:12]}"
+    pg.run(pg_dsn, f"CREATE ROLE {role} LOGIN")
+    try:
+        pg.run(pg_dsn, f'GRANT USAGE ON SCHEMA "{schema}" TO {role}')
+        pg.run(
+            pg_dsn,
+            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO {role}',
+        )
+        app = PostgresStore(make_conninfo(pg_dsn, user=role))
+        try:
+            await app.append("a", 1, [UserEntry("from the app")])
+            assert [r.entry for r in await app.read("a")][-1] == UserEntry("from the app")
+        finally:
+            await app.close()
+    finally:
+        pg.run(pg_dsn, f"REASSIGN OWNED BY {role} TO CURRENT_USER")
+        pg.run(pg_dsn, f"DROP OWNED BY {role}")
+        pg.run(pg_dsn, f"DROP ROLE {role}")
 
 
 async def test_read_only_never_creates_the_schema(pg_dsn: str) -> None:

@@ -53,6 +53,10 @@ async def migrate(dsn: str, name: str, connect_seconds: float, read_only: bool) 
                     f" ({READABLE_FROM}); {UPGRADE_HINT}"
                 )
             return
+        # An application role may lack CREATE on the schema (migrations run by another role):
+        # a current schema needs no DDL at all, not even an IF NOT EXISTS one.
+        if await _schema_version(conn, name) >= LATEST:
+            return
         for migration in MIGRATIONS:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
