@@ -425,3 +425,32 @@ async def test_an_approved_call_may_reach_outside_when_the_preset_asks_for_that(
     await session.deny(second.approvals[0].call_id)
     assert (await session.resume()).text == "done"
     assert not (tmp_path / "outside" / "other.txt").exists()
+
+
+@pytest.mark.parametrize("approved", [True, False])
+async def test_an_answer_never_decides_a_later_call_that_reuses_its_id(
+    make_runtime: Make, project: Path, approved: bool
+) -> None:
+    # Some local servers number their call ids per reply ("c1" every time); after the window
+    # or a compaction moved on, the earlier call is no longer in the epoch's view.
+    def again(line: str) -> ags.ToolCall:
+        call = command(line)
+        return ags.ToolCall(call.name, call.arguments, id="c1")
+
+    replies = [[again("one")], "ran one", "two", "a summary", [again("two")], "never"]
+    session, _, result = await paused(make_runtime, project, replies)
+    (request,) = result.approvals
+    assert request.call_id == "c1"
+    if approved:
+        await session.approve("c1")
+    else:
+        await session.deny("c1", note="not now")
+    await session.resume()
+    assert (await session.prompt("second")).text == "two"
+    assert await session.compact()
+    later = await session.prompt("and now the other one")
+    assert later.stop_reason == "approval_required"  # asked, not decided by the old answer
+    (fresh,) = later.approvals
+    assert fresh.call_id != "c1"
+    assert fresh.arguments == command("two").arguments
+    assert ran(project) == (["one"] if approved else [])

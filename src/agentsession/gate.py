@@ -130,6 +130,10 @@ class PermissionGate:
             )
         return None
 
+    def known_call_ids(self) -> frozenset[str]:
+        """Every call id an approval was asked for or answered: a new call must not reuse one."""
+        return frozenset({*self._requests, *self._decisions, *self._answers})
+
     def unsaved(self, call_id: str) -> ApprovalDecided | None:
         """The answer for ``call_id`` to commit before it runs, if one is held in memory."""
         return self._answers.get(call_id)
@@ -149,7 +153,9 @@ class PermissionGate:
         if decision.kind != "ask":
             return decision
         answer = self._decisions.get(call_id) or self._answers.get(call_id)
-        if answer is not None:
+        asked = self._requests.get(call_id)
+        # An answer is for the call it was asked about: never for another tool under that id.
+        if answer is not None and asked is not None and asked.name == tool.name:
             if answer.approved:
                 return Decision(
                     "allow", "", decision.preset, tool.name, decision.needs, decision.outside

@@ -138,7 +138,10 @@ class Turn:
                 continue
             done = answers[-1]
             usage = _add(usage, done.usage)
-            message = unique_call_ids(done.message, await self._used_ids())
+            # Unique against this epoch's calls and every call an approval was asked for in the
+            # session: an earlier answer must never decide a later call that reused its id.
+            used = await self._used_ids() | self.parts.gate.known_call_ids()
+            message = unique_call_ids(done.message, used)
             async for event in self._respond(step, request, done, message):
                 yield event
             if not message.tool_calls:
