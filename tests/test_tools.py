@@ -148,6 +148,36 @@ async def test_a_tool_may_return_an_error_outcome_itself() -> None:
     assert await refuse.invoke({}) == ToolOutcome("no", True)
 
 
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    __repr__ = __str__
+
+
+async def test_a_result_that_cannot_become_text_is_an_error_result_not_a_crash() -> None:
+    # The tool has run; its call must still get a result the model can read.
+    values: dict[str, Any] = {
+        "object": _Unprintable(),
+        "none outcome": ToolOutcome(None, True),  # type: ignore[arg-type]
+        "bytes outcome": ToolOutcome(b"abc"),  # type: ignore[arg-type]
+        "bytes": b"caf\xc3\xa9 \xff",
+    }
+
+    @ags.tool
+    def give(which: str) -> Any:
+        """Return an odd value."""
+        return values[which]
+
+    unprintable = await give.invoke({"which": "object"})
+    assert unprintable == ToolOutcome(
+        "Tool give ran, but its result cannot be shown as text: RuntimeError: no text", True
+    )
+    assert await give.invoke({"which": "none outcome"}) == ToolOutcome("", True)
+    assert await give.invoke({"which": "bytes outcome"}) == ToolOutcome("abc")
+    assert await give.invoke({"which": "bytes"}) == ToolOutcome("café \ufffd")
+
+
 # -- hygiene and bounds ----------------------------------------------------------------------
 
 

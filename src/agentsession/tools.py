@@ -149,9 +149,7 @@ class Tool:
             return _failure(self.name, exc)
         except Exception as exc:  # a tool's failure is the model's information, not a crash
             return _failure(self.name, exc)
-        if isinstance(value, ToolOutcome):
-            return value
-        return ToolOutcome(_to_text(value))
+        return _outcome(self.name, value)
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         if inspect.iscoroutinefunction(self.fn):
@@ -160,6 +158,23 @@ class Tool:
         if inspect.isawaitable(value):
             value = await value
         return value
+
+
+def _outcome(name: str, value: Any) -> ToolOutcome:
+    """What the tool returned, as text; a value that cannot become text is an error result.
+
+    The tool has run by now: its call must get a result (a crash here would leave the call
+    recorded as never finished, and the model might make it again).
+    """
+    try:
+        if isinstance(value, ToolOutcome):
+            return ToolOutcome(_to_text(value.content), bool(value.is_error))
+        return ToolOutcome(_to_text(value))
+    except Exception as exc:
+        return ToolOutcome(
+            f"Tool {name} ran, but its result cannot be shown as text: {type(exc).__name__}: {exc}",
+            True,
+        )
 
 
 def _failure(name: str, exc: BaseException) -> ToolOutcome:
@@ -192,6 +207,8 @@ def _to_text(value: Any) -> str:
         return value
     if value is None:
         return ""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
