@@ -247,12 +247,18 @@ class SkillSource:
         return specs
 
     def allowed_tools(self) -> frozenset[str] | None:
-        """The active skill's ``allowed-tools`` with ``load_skill`` and its own tools, or None."""
+        """The active skill's ``allowed-tools``, with ``load_skill`` and every loaded skill's tools.
+
+        ``None`` when the active skill lists none. It narrows the application's tools only:
+        every loaded skill's tools keep working, not only the active skill's (spec 003).
+        """
         active = self._lru.active
         skill = self._skill(active) if active is not None else None
         if skill is None or skill.allowed_tools is None:
             return None
-        return frozenset({*skill.allowed_tools, LOAD_SKILL, *(t.name for t in skill.tools)})
+        loaded = (self._skill(name) for name in self._order)
+        own = {t.name for each in loaded if each is not None for t in each.tools}
+        return frozenset({*skill.allowed_tools, LOAD_SKILL, *own})
 
     def _owner(self, tool: Tool) -> tuple[str, Skill] | None:
         for name in self._order:

@@ -218,6 +218,22 @@ async def test_allowed_tools_narrow_while_the_skill_is_active(make_runtime: Make
     assert results[4] == "other ran"
 
 
+async def test_every_loaded_skills_tools_work_while_a_narrow_skill_is_active(
+    make_runtime: Make,
+) -> None:
+    # Spec 003: every loaded skill's tools work, not only the active skill's.
+    narrow = tool_skill("narrow", allowed=("scribble",))
+    replies = [load("wide"), load("narrow"), call("wide_tool", text="x"), call("other"), "done"]
+    runtime = make_runtime(replies, tools=[other, scribble], skills=[narrow, tool_skill("wide")])
+    session = await runtime.create_session()
+    await session.prompt("go")
+    results = tool_results(runtime.model.requests[-1])  # type: ignore[attr-defined]
+    assert results[2].content == "wide ran x"
+    assert results[3].is_error and "not one of the tools the active skill allows" in str(
+        results[3].content
+    )
+
+
 async def test_allowed_tools_never_grant_what_the_preset_denies(make_runtime: Make) -> None:
     narrow = tool_skill("narrow", allowed=("scribble",))
     replies = [load("narrow"), call("scribble", text="x"), "done"]
