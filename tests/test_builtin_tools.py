@@ -6,7 +6,11 @@ import asyncio
 import errno
 import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -388,3 +392,51 @@ def test_a_permission_check_precedes_what_the_tools_refuse(project: Path) -> Non
         decision = decide(WORKSPACE_WRITE, tools["write_file"], {"path": path}, project)
         assert decision.kind == "deny", path
     assert decide(WORKSPACE_WRITE, tools["run_command"], {"command": "ls"}, project).kind == "ask"
+
+
+_WRITER = """
+import asyncio, sys
+from agentsession.builtin_tools import write_file
+from agentsession.tools import ToolContext
+
+outcome = asyncio.run(
+    write_file.invoke({"path": "locked.txt", "content": "new"}, context=ToolContext(sys.argv[1]))
+)
+print(outcome.is_error, outcome.content)
+"""
+
+
+def test_a_file_the_user_made_read_only_is_not_replaced() -> None:
+    # A rename needs only the folder's write permission; the file's own must still count.
+    # Root ignores modes, so as root the writer runs as the unprivileged user.
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root and setpriv is missing: cannot test a read-only file")
+        prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    folder = Path(tempfile.mkdtemp(prefix="agentsession-ro-file-"))
+    try:
+        folder.chmod(0o777)
+        locked = folder / "locked.txt"
+        locked.write_text("kept\n")
+        locked.chmod(0o444)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", _WRITER, str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd="/",
+        )
+        if "No module named 'agentsession'" in done.stderr:
+            pytest.skip("the unprivileged user cannot import this checkout")
+        assert done.returncode == 0, done.stderr
+        assert (
+            done.stdout.strip()
+            == "True Cannot write locked.txt: the file is read-only; not written."
+        )
+        assert locked.read_text() == "kept\n"
+        assert sorted(p.name for p in folder.iterdir()) == ["locked.txt"]
+    finally:
+        shutil.rmtree(folder)

@@ -5,11 +5,11 @@ before it runs. The tools also confine themselves: a path that resolves outside 
 (through ``..``, an absolute path, ``~`` or a symlink) is refused with a readable result unless the
 call's ``ToolContext.allow_outside`` says the preset or the user allowed it — so calling one
 directly, or a symlink swapped in after the check, cannot reach outside either. Everything is
-bounded: files are shown a window of lines at a time (binary files and non-regular files refused,
-invalid UTF-8 replaced), listings stop at a fixed number of entries, command output keeps its head
-and tail. ``run_command`` runs ``bash -c`` (``sh -c`` without bash) in the project folder with
-the text exactly as given, in its own process group, which is killed on timeout, on cancellation
-and when the command ends, so no process it started outlives the call.
+bounded: files are shown a window of lines at a time, listings stop at a fixed number of
+entries, command output keeps its head and tail. ``write_file`` replaces a file whole (a flushed
+temporary file, then a rename), never a read-only one. ``run_command`` runs ``bash -c`` in the
+project folder with the text as given, in its own process group, killed on timeout, on
+cancellation and when the command ends: no process it started outlives the call.
 """
 
 from __future__ import annotations
@@ -231,23 +231,23 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str | ToolOu
             return _error(f"{shown} is a folder; give the path of a file.")
         if existing is not None and not stat.S_ISREG(existing.st_mode):
             return _error(f"{shown} is not a regular file (a device, pipe or socket); not written.")
+        if existing is not None and not os.access(target, os.W_OK):  # a rename would ignore it
+            return _error(f"Cannot write {shown}: the file is read-only; not written.")
         target.parent.mkdir(parents=True, exist_ok=True)
         _replace_whole(target, data, existing)
     except OSError as exc:
         return _error(f"Cannot write {shown}: {exc.strerror or exc}")
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    verb = "Replaced" if existing is not None else "Created"
-    note = ""
-    if replaced:
-        note = f" {replaced} invalid characters (lone surrogates) were written as U+FFFD."
-    return f"{verb} {shown}: {len(data):,} bytes, {lines:,} lines.{note}"
+    verb = ("Created", "Replaced")[existing is not None]
+    note = f" {replaced} invalid characters (lone surrogates) were written as U+FFFD."
+    return f"{verb} {shown}: {len(data):,} bytes, {lines:,} lines.{note if replaced else ''}"
 
 
 def _replace_whole(target: Path, data: bytes, old: os.stat_result | None) -> None:
     """Write ``data`` beside ``target``, flush it to disk, then rename it over ``target``.
 
-    A crash, a full disk or a failed write leaves the old file whole (or none), never a cut one.
-    A new file gets the umask's mode; a replaced one keeps its mode (and owner, where allowed).
+    A crash or a full disk leaves the old file whole (or none), never a cut one. A replaced file
+    keeps its mode (and owner, where allowed); a new one gets the umask's.
     """
     temp = target.with_name(f".{target.name}.{os.getpid()}-{id(data):x}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
