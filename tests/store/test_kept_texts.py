@@ -75,7 +75,7 @@ async def test_texts_no_column_can_hold_stay_inline_and_read_back(store: Store) 
         ("plugin.files", "Files here: report-\udcff.txt, notes.md, and a few more"),
         ("plugin.raw", "A section that holds a NUL \x00 somewhere in its long text"),
     )
-    kind, version, data, texts = dump_row(ContextEpoch(0, odd, (), 0, timestamp=T))
+    _, _, data, texts = dump_row(ContextEpoch(0, odd, (), 0, timestamp=T))
     assert texts == {} and "\\udcff" in data
     entry = ContextEpoch(0, (*odd, ("core.instructions", INSTRUCTIONS)), (), 0, timestamp=T)
     await store.create_session(info("s"), [UserEntry("q"), entry])
