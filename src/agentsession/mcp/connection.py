@@ -69,6 +69,7 @@ class ServerConnection:
         self._failures = 0
         self._retry_at = 0.0
         self._attempt = 0
+        self._failed = 0  # the last attempt counted as a failure (each counts once)
         self._closed = False
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -150,6 +151,7 @@ class ServerConnection:
             async with asyncio.timeout(limit):
                 await asyncio.shield(ready)
         except TimeoutError:
+            ready.cancel()  # nobody will read what the abandoned start ends with
             self._down(f"it did not answer within {limit:g} seconds", self._attempt)
             await self._halt(cancel=True)
         except Exception as exc:
@@ -339,9 +341,14 @@ class ServerConnection:
             _log.error("MCP server %r: %s", self.server.name, text)
 
     def _down(self, reason: str, attempt: int) -> None:
-        """The connection of ``attempt`` failed: wait before the next start."""
-        if attempt != self._attempt or self.state == "down":
+        """The connection of ``attempt`` failed: wait longer before the next start.
+
+        Each attempt counts once, also a restart that fails while the server is down already:
+        the wait doubles up to its cap instead of starting the server again at every step.
+        """
+        if attempt != self._attempt or attempt == self._failed:
             return
+        self._failed = attempt
         self.state = "down"
         self.reason = reason
         self._failures += 1
