@@ -289,6 +289,19 @@ def test_a_malformed_mcp_file_is_one_line_naming_it(tmp_path: Path, db: Path) ->
     assert not db.exists()
 
 
+def test_a_server_that_answers_garbage_is_one_warning_line_not_a_traceback(
+    tmp_path: Path, db: Path
+) -> None:
+    pytest.importorskip("mcp")
+    # `echo` prints its arguments and exits: the SDK logs the unparsable line with a traceback.
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"echoer": {"command": "echo"}}}')
+    result = cli(tmp_path, "--db", str(db), "run", "hi")
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    down = [line for line in result.err_lines if "MCP server 'echoer'" in line]
+    assert down and down[0].startswith("warning: ") and "is down" in down[0]
+
+
 @pytest.mark.parametrize("where", ["flag", "project"])
 def test_mcp_server_tools_reach_the_model_and_run(
     tmp_path: Path, db: Path, model: ScriptedServer, where: str

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 import traceback
@@ -251,9 +252,30 @@ def _fail(args: argparse.Namespace, message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
 
 
+class _OneLine(logging.Formatter):
+    """A log record as one ``warning: …`` line: a library's traceback is for ``--debug``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+
+
+def _log_to_stderr(debug: bool) -> None:
+    """Send warnings to standard error, one line each (in full with ``--debug``).
+
+    They come from the package and from the libraries it drives (the MCP SDK logs a server's
+    broken answer with a traceback).
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter() if debug else _OneLine())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``agentsession`` console script."""
     args = build_parser().parse_args(argv)
+    _log_to_stderr(args.debug)
     try:
         code = asyncio.run(_main(args))
     except KeyboardInterrupt:
