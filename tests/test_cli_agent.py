@@ -320,3 +320,18 @@ def test_mcp_server_tools_reach_the_model_and_run(
     assert "mcp__lab__echo" in tool_names(asked) and "write_file" in tool_names(asked)
     (echoed,) = tool_results(answered)
     assert text(echoed) == "hello from the lab"
+
+
+def test_a_piped_chat_reports_each_failure_and_exits_non_zero(
+    tmp_path: Path, db: Path, model: ScriptedServer
+) -> None:
+    # No scripted reply: the provider call fails; an unknown preset fails too. The chat goes on.
+    stdin = "hello\n/preset bogus\n"
+    piped = cli(tmp_path, "--db", str(db), "--model", model.model, "--json", "chat", stdin=stdin)
+    assert piped.code == 1, piped.err
+    objects = [json.loads(line) for line in piped.out.splitlines()]
+    errors = [o["message"] for o in objects if o["kind"] == "error"]
+    assert len(errors) == 2 and "bogus" in errors[1]
+    quiet = cli(tmp_path, "--db", str(db), "--model", model.model, "-q", "chat", stdin="again\n")
+    assert quiet.code == 1
+    assert [line for line in quiet.err_lines if line.startswith("error: ")]

@@ -162,8 +162,11 @@ class Driver:
         return TurnFigures(result, tuple(caches), estimated)
 
 
-async def interruptible(session: Session, work: Awaitable[object], output: Output) -> None:
-    """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat."""
+async def interruptible(session: Session, work: Awaitable[object], output: Output) -> bool:
+    """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat.
+
+    ``False`` when it failed (the error is shown, and the chat goes on).
+    """
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(work)
 
@@ -180,9 +183,11 @@ async def interruptible(session: Session, work: Awaitable[object], output: Outpu
             raise
         output.note("cancelled: the turn is recorded as cancelled; the session goes on")
     except AgentSessionError as exc:
-        output.note(f"error: {exc}")
+        output.error(str(exc))
+        return False
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+    return True
 
 
 def _no_echo() -> Callable[[], None]:
@@ -208,6 +213,7 @@ class Chat:
     skills: Sequence[str] = ()
     preset: str | None = None
     opened: list[Model] = field(default_factory=list)
+    failures: int = 0
 
     @property
     def session(self) -> Session:
@@ -228,9 +234,9 @@ class Chat:
         lines = _terminal_lines(history) if interactive else _piped_lines()
         if interactive:
             output.note(f"session {self.session.id} · {HELP}")
-        await interruptible(self.session, self.driver.settle_waiting(), output)
+        await self._attempt(self.driver.settle_waiting())
         if self.preset is not None:
-            await interruptible(self.session, self._preset(self.preset), output)
+            await self._attempt(self._preset(self.preset))
         async for text in lines:
             if not text.strip():
                 continue
@@ -241,9 +247,14 @@ class Chat:
             if isinstance(output, RichOutput):
                 output.console.print()
             skills, self.skills = self.skills, ()
-            await interruptible(self.session, self.driver.prompt(text, skills), output)
+            await self._attempt(self.driver.prompt(text, skills))
         sid = self.session.id
         output.note(f"session {sid} · resume with: agentsession chat --session {sid}")
+
+    async def _attempt(self, work: Awaitable[object]) -> None:
+        """Run one prompt or command; a failure is shown and counted, and the chat goes on."""
+        if not await interruptible(self.session, work, self.output):
+            self.failures += 1
 
     async def _command(self, text: str) -> bool:
         """Run a ``/command``; ``False`` when the chat should end."""
@@ -265,7 +276,7 @@ class Chat:
         if handler is None:
             self.output.note(f"unknown command {name}; {HELP}")
         else:
-            await interruptible(self.session, handler(arg), self.output)
+            await self._attempt(handler(arg))
         return True
 
     async def _help(self, arg: str) -> None:

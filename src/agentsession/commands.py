@@ -157,7 +157,8 @@ async def chat_command(inv: Invocation) -> int:
         driver = _driver(inv, runtime, session)
         chat = Chat(driver, inv.resolve, inv.args.skill, inv.args.preset)
         await chat.run(history=history_path())
-        return 0
+        # Read from a pipe, a failed turn is the caller's to know (a terminal user saw it).
+        return 1 if chat.failures and not sys.stdin.isatty() else 0
     finally:
         await _close(runtime, store)
         for model in chat.opened if chat is not None else ():

@@ -100,6 +100,11 @@ class Output:
         self.err.write(text + "\n")
         self.err.flush()
 
+    def error(self, text: str) -> None:
+        """A failure the command goes on after (a turn of ``chat``); shown in every mode."""
+        self.err.write(f"error: {text}\n")
+        self.err.flush()
+
     def waiting(self) -> None:
         """The model was asked; nothing has arrived yet."""
 
@@ -201,6 +206,10 @@ class JsonOutput(Output):
     def note(self, text: str) -> None:
         """See ``Output.note``."""
         return
+
+    def error(self, text: str) -> None:
+        """See ``Output.error``: an ``error`` object."""
+        self._emit({"kind": "error", "message": text})
 
     def event(self, event: Event) -> None:
         """See ``Output.event``."""
