@@ -310,3 +310,21 @@ async def test_package_errors_from_the_model_keep_their_type(make_runtime: Make)
     with pytest.raises(ags.RequestValidationError):
         await session.prompt("hi")
     assert (await session.log())[-1].entry.kind == "provider_failed"
+
+
+async def test_a_session_another_process_drives_is_not_deleted(make_runtime: Any) -> None:
+    runtime = make_runtime(["hi"])
+    session = await runtime.create_session()
+    await session.prompt("hello")
+    await session.close()  # this process lets go of its lease
+    # Another machine's worker takes it for a long turn.
+    assert await runtime.store.acquire_lease(session.id, "elsewhere:4242", 60)
+    with pytest.raises(ags.ConflictError, match="being driven by another process"):
+        await runtime.delete_session(session.id)
+    assert await runtime.store.get_session(session.id)  # still there
+    await runtime.store.release_lease(session.id, "elsewhere:4242")
+    await runtime.delete_session(session.id)
+    with pytest.raises(ags.SessionNotFoundError):
+        await runtime.store.get_session(session.id)
+    with pytest.raises(ags.SessionNotFoundError):
+        await runtime.delete_session(session.id)

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from .errors import ConflictError
 from .store.base import Lease, Store
 
-__all__ = ["LeaseKeeper", "live_lease", "new_owner"]
+__all__ = ["LeaseKeeper", "delete_undriven", "live_lease", "new_owner"]
 
 
 def new_owner() -> str:
@@ -50,6 +50,15 @@ async def live_lease(store: Store, session_id: str) -> Lease | None:
     if lease is None or _dead_here(lease.owner):
         return None
     return lease
+
+
+async def delete_undriven(store: Store, session_id: str, ttl: float) -> None:
+    """Delete a session unless another live process drives it (``ConflictError`` then).
+
+    Taking the lease first keeps a running turn from finding its session gone mid-step.
+    """
+    await LeaseKeeper(store, session_id, ttl).hold()
+    await store.delete_session(session_id)
 
 
 class LeaseKeeper:

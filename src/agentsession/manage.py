@@ -21,10 +21,12 @@ from .codec import encode
 from .console import JsonOutput, RichOutput
 from .errors import SessionFileError, UsageError
 from .invocation import Invocation
+from .leases import delete_undriven
 from .runtime import Runtime
 from .screens import print_skills
 from .session import Session
 from .skills import SkillSet, discover_skills
+from .store.base import DEFAULT_LEASE_TTL
 
 __all__ = ["MANAGEMENT"]
 
@@ -110,7 +112,7 @@ async def delete(inv: Invocation) -> int:
     """``delete``: a session and its whole log."""
     store = inv.store("write")
     try:
-        await store.delete_session(inv.args.id)
+        await delete_undriven(store, inv.args.id, DEFAULT_LEASE_TTL)
     finally:
         await store.close()
     _said(inv, "deleted", f"deleted session {inv.args.id}", id=inv.args.id)

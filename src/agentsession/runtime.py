@@ -30,7 +30,7 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .deps import SessionDeps
 from .errors import UsageError
-from .leases import live_lease
+from .leases import delete_undriven, live_lease
 from .log import (
     STATE_KINDS,
     TRANSCRIPT_KINDS,
@@ -224,8 +224,11 @@ class Runtime:
         return session
 
     async def delete_session(self, session_id: str) -> None:
-        """Delete a session, its whole log and its lease (``SessionNotFoundError`` if unknown)."""
-        await self.store.delete_session(session_id)
+        """Delete a session, its whole log and its lease (``SessionNotFoundError`` if unknown).
+
+        ``ConflictError`` while another live process drives it.
+        """
+        await delete_undriven(self.store, session_id, self.config.lease_ttl)
 
     async def import_session(
         self, path: str | PathLike[str], *, new_id: str | None = None
