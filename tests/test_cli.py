@@ -267,3 +267,16 @@ def test_offline_demo_runs_and_shows_from_a_new_process(tmp_path: Path) -> None:
     assert shown.splitlines()[0] == "# How many words are in this sentence?"
     assert "← count_words: 7" in shown and "← count_words: 6" in shown
     assert shown.count("user: ") == 2
+
+
+def test_a_refused_first_prompt_leaves_no_empty_session(tmp_path: Path, db: Path) -> None:
+    # Not valid Unicode (a terminal that is not UTF-8): refused before a session is made.
+    broken = cli(tmp_path, "--db", str(db), "run", "caf\udce9")
+    assert_clean_error(broken, "not valid Unicode")
+    # Refused by the budget after the session was made: the empty session goes again.
+    tight = cli(tmp_path, "--db", str(db), "run", "--context-window", "50", "hi")
+    assert_clean_error(tight, "tokens")
+    assert cli(tmp_path, "--db", str(db), "sessions").out.strip() in ("", "no sessions yet")
+    later = cli(tmp_path, "--db", str(db), "run", "one two")
+    assert later.code == 0, later.err
+    assert len(cli(tmp_path, "--db", str(db), "sessions").out.splitlines()) == 1

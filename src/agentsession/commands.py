@@ -22,7 +22,8 @@ from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .codec import encode
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
-from .errors import UsageError
+from .errors import AgentSessionError, UsageError
+from .hygiene import prompt_content
 from .invocation import (
     Invocation,
     history_path,
@@ -55,6 +56,7 @@ def prompt_text(words: list[str]) -> str:
         text = " ".join(words)
     if not text.strip():
         raise UsageError("the prompt is empty")
+    prompt_content(text)  # refused here, before a session is made for it
     return text
 
 
@@ -128,7 +130,12 @@ async def run(inv: Invocation) -> int:
             return _left_waiting(inv, session)
         if inv.args.preset is not None:
             session.set_permission_preset(inv.args.preset)
-        result = await driver.prompt(text, inv.args.skill)
+        try:
+            result = await driver.prompt(text, inv.args.skill)
+        except AgentSessionError:
+            if not await session.log():  # a new session its refused prompt left empty
+                await runtime.delete_session(session.id)
+            raise
         if result is None:
             return 1
         if result.stop_reason == "approval_required":
