@@ -273,3 +273,23 @@ def test_info_names_the_paths_version_and_extras(tmp_path: Path, db: Path) -> No
     ]
     configured = cli_env(tmp_path, db, {"AGENTSESSION_MODEL": "anthropic:claude-x"}, "info")
     assert "anthropic:claude-x" in configured.out
+
+
+def test_json_output_is_one_object_per_line_for_request_and_report(
+    tmp_path: Path, db: Path
+) -> None:
+    session_id = session_id_of(run(tmp_path, db, "run", "one two"))
+    body = run(tmp_path, db, "--json", "request", session_id, "--format", "openai-chat")
+    assert body.code == 0, body.err
+    (line,) = body.out.splitlines()
+    assert json.loads(line)["messages"]
+    wrote = run(tmp_path, db, "--json", "report", session_id, "-o", "one.html")
+    assert [json.loads(x) for x in wrote.out.splitlines()] == [
+        {"kind": "wrote", "paths": ["one.html"]}
+    ]
+
+
+def test_info_names_the_model_given_with_the_flag(tmp_path: Path, db: Path) -> None:
+    flagged = cli_env(tmp_path, db, {}, "--model", "openai:gpt-4.1", "info")
+    assert flagged.code == 0, flagged.err
+    assert "openai:gpt-4.1" in flagged.out and "none configured" not in flagged.out

@@ -253,7 +253,7 @@ async def info(inv: Invocation) -> int:
     """``info``: version, paths, the configured model, installed extras."""
     import os
 
-    lines = info_lines(inv.location, os.environ.get("AGENTSESSION_MODEL"))
+    lines = info_lines(inv.location, inv.args.model or os.environ.get("AGENTSESSION_MODEL"))
     if isinstance(inv.output, JsonOutput):
         inv.output.emit("info", **{label.replace(" ", "_"): value for label, value in lines})
     else:
@@ -320,7 +320,9 @@ async def request(inv: Invocation) -> int:
         else:
             neutral, model_name = inspection.next_request.request, session.model.name
         body = _wire(neutral, inv.args.format, model_name)
-        print(json.dumps(body, indent=2, ensure_ascii=False))
+        # With --json, one object per line like every other command's output.
+        indent = None if isinstance(inv.output, JsonOutput) else 2
+        print(json.dumps(body, indent=indent, ensure_ascii=False))
         return 0
     finally:
         await runtime.close()
@@ -358,7 +360,7 @@ async def report(inv: Invocation) -> int:
         await runtime.close()
         target = Path(args.output or f"agentsession-{inspection.session_id[:12]}.html")
         _write(target, render_report(inspection, generated=stamp, version=version()))
-        inv.output.note(f"wrote {target}")
+        _wrote(inv, f"wrote {target}", [target])
         return 0
     folder = Path(args.output or "agentsession-reports")
     store = inv.store("read")
@@ -372,10 +374,19 @@ async def report(inv: Invocation) -> int:
             _write(folder / name, render_report(inspection, generated=stamp, version=version()))
             entries.append(IndexEntry.of(inspection, name))
         _write(folder / "index.html", render_index(entries, generated=stamp, version=version()))
-        inv.output.note(f"wrote {folder / 'index.html'} and {len(entries)} session reports")
+        paths = [folder / "index.html", *(folder / e.href for e in entries)]
+        _wrote(inv, f"wrote {folder / 'index.html'} and {len(entries)} session reports", paths)
         return 0
     finally:
         await store.close()
+
+
+def _wrote(inv: Invocation, text: str, paths: list[Path]) -> None:
+    """Say what a command wrote: a note, or with ``--json`` a ``wrote`` object."""
+    if isinstance(inv.output, JsonOutput):
+        inv.output.emit("wrote", paths=[str(p) for p in paths])
+    else:
+        inv.output.note(text)
 
 
 def _write(path: Path, text: str) -> None:
