@@ -279,7 +279,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = asyncio.run(_main(args))
     except KeyboardInterrupt:
-        print("interrupted: the running turn is recorded as cancelled", file=sys.stderr)
+        turn = args.command in ("run", "chat", "retry")
+        print(
+            "interrupted" + (": the running turn is recorded as cancelled" if turn else ""),
+            file=sys.stderr,
+        )
         code = 130
     except BrokenPipeError:
         # The reader left (``| head``): nothing more can reach it, and nothing needs saying.
