@@ -225,10 +225,6 @@ def test_continuing_past_an_unknown_entry_kind(tmp_path: Path, db: Path) -> None
 
 
 def test_unknown_model_prefix(tmp_path: Path, db: Path) -> None:
-    import agentsession.providers as providers
-
-    if not hasattr(providers, "get_model"):
-        pytest.skip("agentsession.providers.get_model is not implemented yet")
     result = cli(tmp_path, "--db", str(db), "--model", "nope:x", "run", "hi")
     assert_clean_error(result, "nope")
     assert not any("scripted demo model" in line for line in result.err_lines)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,8 +107,10 @@ def test_paste_several_lines_then_ctrl_c_at_an_empty_prompt(
     term.keys("some typed text")
     term.wait_for("some typed text")
     term.keys("C-c")  # clears the typed text; the chat goes on
-    time.sleep(0.5)
+    term.keys("still here")
+    term.wait_for("you › still here")  # the old text is gone and the prompt still reads keys
     assert "[exit" not in term.screen()
+    term.keys("C-c")  # clears the marker
     term.keys("C-c")  # at an empty prompt: leave
     screen = term.wait_for("[exit 0]")
     session_id = session_of(screen)

@@ -275,8 +275,11 @@ async def test_selection_is_not_a_system_prompt_checkpoint(
     runtime = _runtime(make_runtime, tmp_path, ["one"])
     session = await runtime.create_session()
     await session.prompt("use $pdf")
-    for checkpoint in session.system_prompt_checkpoints():
+    checkpoints = session.system_prompt_checkpoints()
+    assert checkpoints  # the first request's baseline is one
+    for checkpoint in checkpoints:
         assert all("Follow the pdf procedure" not in (t or "") for t in checkpoint.changed.values())
+    assert session.runtime_contexts()  # the selection went to a snapshot instead
 
 
 def test_selection_in_the_sync_facade(db_path: Path, tmp_path: Path) -> None:
