@@ -88,10 +88,13 @@ class LeaseKeeper:
                 if await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
                     self._until = started + self._ttl
                     return
-            holder = f" by {lease.owner} until {lease.expires_at}" if lease is not None else ""
+            holder = ""
+            if lease is not None:
+                left = max(0.0, lease.expires_at - time.time())
+                holder = f" by {lease.owner}, for up to {left:.0f} s more unless renewed"
             raise ConflictError(
                 f"session {self._session_id} is being driven by another process (lease held"
-                f"{holder}); wait until it is done, then reopen or session.refresh()"
+                f"{holder}); try again when it is done"
             )
         self._until = started + self._ttl
 
