@@ -29,6 +29,8 @@ from agentsession.hygiene import has_surrogates
 from agentsession.permissions import WORKSPACE_WRITE, decide
 from agentsession.tools import ToolContext, ToolOutcome
 
+from .unprivileged import unprivileged
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -409,15 +411,7 @@ print(outcome.is_error, outcome.content)
 def test_a_file_the_user_made_read_only_is_not_replaced() -> None:
     # A rename needs only the folder's write permission; the file's own must still count.
     # Root ignores modes, so as root the writer runs as the unprivileged user.
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("running as root and setpriv is missing: cannot test a read-only file")
-        prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-        probe = [*prefix, sys.executable, "-c", "import agentsession"]
-        if subprocess.run(probe, capture_output=True, timeout=60, check=False, cwd="/").returncode:
-            pytest.skip("the unprivileged user cannot reach this checkout (a private folder)")
+    prefix = unprivileged()
     folder = Path(tempfile.mkdtemp(prefix="agentsession-ro-file-"))
     try:
         folder.chmod(0o777)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -30,6 +29,8 @@ from agentsession.store.migrations import (
     READABLE_FROM,
     create_migrations_table,
 )
+
+from ..unprivileged import unprivileged
 
 
 def new_info(session_id: str, **fields: Any) -> SessionInfo:
@@ -214,34 +215,6 @@ asyncio.run(main())
 """
 
 
-def _as_unprivileged() -> list[str]:
-    """A command prefix that drops root, or ``[]`` when not root; skips when impossible."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root and setpriv is missing: cannot make a folder read-only")
-    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
-def _require_reachable(prefix: list[str]) -> None:
-    """Skip when the unprivileged user cannot import the package (a checkout in a private
-    folder, e.g. a clone inside a 0700 temporary directory): that is the machine, not the store.
-    """
-    if not prefix:
-        return
-    probe = subprocess.run(
-        [*prefix, sys.executable, "-c", "import agentsession"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd="/",
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"the unprivileged reader cannot import this checkout: {probe.stderr[-200:]}")
-
-
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A temp folder the unprivileged reader can reach (pytest's own is private to its user)."""
@@ -270,8 +243,7 @@ def test_reading_in_a_read_only_folder(shared_dir: Path, leftover_wal: bool) -> 
         file.chmod(0o444)
     before = {p.name: digest(p) for p in folder.iterdir()}
 
-    prefix = _as_unprivileged()
-    _require_reachable(prefix)
+    prefix = unprivileged()
     done = subprocess.run(
         [*prefix, sys.executable, "-c", _READER, str(path)],
         capture_output=True,
