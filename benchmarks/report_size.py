@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import agentsession as ags
-from agentsession.report import render_report
+from agentsession.inspection.report import render_report
 
 
 @ags.tool

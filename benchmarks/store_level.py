@@ -74,7 +74,7 @@ def plain_read(path: Path) -> list[Any]:
 
 async def measure(items: int, repeat: int) -> dict[str, Any]:
     import agentsession as ags
-    from agentsession.writer import LogWriter
+    from agentsession.engine.writer import LogWriter
 
     out: dict[str, Any] = {"items": items}
     with tempfile.TemporaryDirectory() as tmp:

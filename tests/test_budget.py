@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession import _tiktoken
 from agentsession.budget import (
     EXACT_ENCODINGS,
     IMAGE_TOKENS,
@@ -33,6 +32,7 @@ from agentsession.budget import (
     Measurement,
     TiktokenCounter,
     TokenCounter,
+    _tiktoken,
     calibrate,
     counter_for_encoding,
     default_counter,

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from agentsession.builtin_tools import (
+from agentsession.hygiene import has_surrogates
+from agentsession.permissions import WORKSPACE_WRITE, decide
+from agentsession.tools import ToolContext, ToolOutcome
+from agentsession.tools.builtin import (
     LINE_MAX_CHARS,
     LIST_MAX_ENTRIES,
     READ_MAX_CHARS,
@@ -25,9 +28,6 @@ from agentsession.builtin_tools import (
     run_command,
     write_file,
 )
-from agentsession.hygiene import has_surrogates
-from agentsession.permissions import WORKSPACE_WRITE, decide
-from agentsession.tools import ToolContext, ToolOutcome
 
 from .unprivileged import unprivileged
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
-from agentsession.console import print_transcript
+from agentsession.cli.console import print_transcript
 
 from .cli_helpers import TIMEOUT, assert_clean_error, cli, session_id_of
 

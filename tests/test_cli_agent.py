@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
-from agentsession.approvals import NO_TERMINAL
+from agentsession.cli.approvals import NO_TERMINAL
 from agentsession.log import ApprovalDecided, PermissionChanged, Record
 
 from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of

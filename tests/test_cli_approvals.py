@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import agentsession as ags
-from agentsession.approvals import Answer, Fixed, parse_answer
-from agentsession.chat import Driver
-from agentsession.console import PlainOutput
+from agentsession.cli.approvals import Answer, Fixed, parse_answer
+from agentsession.cli.chat import Driver
+from agentsession.cli.console import PlainOutput
 from agentsession.events import (
     ApprovalRequest,
 )

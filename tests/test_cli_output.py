@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 
 import agentsession as ags
-from agentsession.console import JsonOutput, PlainOutput, QuietOutput, TurnFigures, render
+from agentsession.cli.console import JsonOutput, PlainOutput, QuietOutput, TurnFigures, render
 from agentsession.events import Event, ProviderRetry, StepCommitted, TextDelta, TurnFinished
 
 RESULT = ags.PromptResult("the answer", 1, ags.Usage(1200, 30, 1000), "s1")

@@ -17,7 +17,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.codec import encode
-from agentsession.inspect import rebuild, rebuild_all
+from agentsession.inspection.rebuild import rebuild, rebuild_all
 from agentsession.request import digest
 
 Make = Callable[..., ags.Runtime]

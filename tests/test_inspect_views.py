@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.budget import measure
+from agentsession.inspection.views import Inspection
 from agentsession.log import SkillLoaded
 from agentsession.request import digest
-from agentsession.views import Inspection
 
 Make = Callable[..., ags.Runtime]
 
@@ -164,7 +164,7 @@ async def test_window_edge_and_elision_are_reported(make_runtime: Make) -> None:
     ins = await session.inspect()
     last = ins.requests[-1]
     records = await session.log()
-    from agentsession.views import past_context
+    from agentsession.inspection.views import past_context
 
     view = past_context(ins, last.number, records, runtime.token_counter)
     # Three short turns (6 messages) lie before the window; the long turn is elided inside it.
@@ -184,7 +184,7 @@ async def test_outcomes_failed_cancelled_and_generic_kinds(make_runtime: Make) -
         await session.prompt("first")
     await session.prompt("second")
     # A state entry the inspection has no sentence for is still shown, from its fields.
-    from agentsession.writer import LogWriter
+    from agentsession.engine.writer import LogWriter
 
     info = await runtime.store.get_session(session.id)
     writer = LogWriter(runtime.store, session.id, info.next_seq, [], [])

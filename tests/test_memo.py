@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from agentsession._memo import IdentityMemo
 from agentsession.budget import EstimateCounter, measure
 from agentsession.codec import canonical_json, encode
-from agentsession.inspect import fingerprinted
+from agentsession.inspection.rebuild import fingerprinted
 from agentsession.log import Dispatch
 from agentsession.request import Message, Request, SystemMessage, UserMessage, digest
 

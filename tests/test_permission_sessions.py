@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 import agentsession as ags
 from agentsession.config import Config
 from agentsession.context.component import ContextComponent
-from agentsession.deps import SessionDeps
+from agentsession.engine.deps import SessionDeps
+from agentsession.engine.toolbox import Ran
 from agentsession.log import LogEntry
-from agentsession.toolbox import Ran
 from agentsession.tools import Tool
 
 from .scenario import assert_prefix_stable, kinds, make_project, new_updates, text_of

@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentsession as ags
-from agentsession.builtin_tools import builtin_tools
 from agentsession.permissions import (
     BUILTIN_PRESETS,
     CAPABILITIES,
@@ -26,6 +25,7 @@ from agentsession.permissions import (
     preset_table,
 )
 from agentsession.tools import ToolContext
+from agentsession.tools.builtin import builtin_tools
 
 PRESETS = (READ_ONLY, WORKSPACE_WRITE, FULL_ACCESS)
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import agentsession as ags
+from agentsession.engine.writer import LogWriter
+from agentsession.inspection.report import IndexEntry, render_index, render_report
 from agentsession.log import SkillLoaded, SkillUnloaded
-from agentsession.report import IndexEntry, render_index, render_report
-from agentsession.writer import LogWriter
 
 Make = Callable[..., ags.Runtime]
 

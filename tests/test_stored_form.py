@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
-from agentsession._daemon import run_on_daemon_thread
 from agentsession.codec import DecodeError, decode
 from agentsession.log import AssistantEntry, ToolResultEntry, UserEntry, dump_entry, load_entry
 from agentsession.request import ImagePart, TextPart, ToolCall, Usage
+from agentsession.tools._daemon import run_on_daemon_thread
 
 from .conftest import Clock
 
@@ -137,7 +137,8 @@ async def test_new_sqlite_files_use_8k_pages_and_old_ones_keep_theirs(tmp_path: 
 def test_import_loads_no_optional_heavy_module_until_named() -> None:
     code = (
         "import sys, agentsession as ags\n"
-        "heavy = ['psycopg', 'yaml', 'agentsession.views', 'openai', 'anthropic', 'google.genai']\n"
+        "heavy = ['psycopg', 'yaml', 'agentsession.inspection.views', 'openai', 'anthropic',"
+        " 'google.genai']\n"
         "print([m for m in heavy if m in sys.modules])\n"
         "ags.Runtime(store=ags.MemoryStore(), model=ags.ScriptedModel(['x']))\n"
         "print([m for m in heavy if m in sys.modules])\n"
@@ -147,7 +148,7 @@ def test_import_loads_no_optional_heavy_module_until_named() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out[0] == "[]" and out[1] == "[]"
-    assert out[2] == "agentsession.views TurnInfo"
+    assert out[2] == "agentsession.inspection.views TurnInfo"
     with pytest.raises(AttributeError):
         ags.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
 

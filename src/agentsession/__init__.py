@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .builtin_tools import builtin_tools
 from .config import Config
 from .context import (
     ABSENT,
@@ -87,10 +86,18 @@ from .skills import (
 from .skills.library import describe_skills
 from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
+from .tools.builtin import builtin_tools
 
 if TYPE_CHECKING:
+    from .inspection.views import (
+        ContextView,
+        EpochInfo,
+        Inspection,
+        RequestInfo,
+        TimelineItem,
+        TurnInfo,
+    )
     from .store.postgres import PostgresStore
-    from .views import ContextView, EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
 __version__ = "0.1.0"
 
@@ -102,7 +109,7 @@ _LAZY = {
     "PostgresStore": "store.postgres",
     **dict.fromkeys(
         ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
-        "views",
+        "inspection.views",
     ),
 }
 

@@ -103,7 +103,7 @@ class _Paced:
 
 
 async def _run(db: Path) -> str:
-    from .console import PlainOutput, render
+    from .cli.console import PlainOutput, render
     from .runtime import Runtime
     from .store.sqlite import SQLiteStore
 

@@ -27,8 +27,8 @@ from typing import Any, Literal, TypeAlias
 
 from .config import Config
 from .errors import UsageError
-from .tool_context import is_within, resolve_path
 from .tools import Tool
+from .tools.context import is_within, resolve_path
 
 __all__ = [
     "BUILTIN_PRESETS",

@@ -28,9 +28,14 @@ from .context.builtins import (
 )
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
-from .deps import SessionDeps
+from .engine.deps import SessionDeps
+from .engine.leases import delete_undriven, live_lease
+from .engine.parts import SourceFactory, build_parts
+from .engine.recovery import closing_entries
+from .engine.skill_source import skill_source_factory
+from .engine.titles import Titler
+from .engine.writer import LogWriter
 from .errors import UsageError
-from .leases import delete_undriven, live_lease
 from .log import (
     STATE_KINDS,
     TRANSCRIPT_KINDS,
@@ -41,22 +46,17 @@ from .log import (
     now,
 )
 from .mcp import MCPServer, MCPServers, merge_servers, project_servers
-from .parts import SourceFactory, build_parts
 from .permissions import preset_table
 from .projection import transcript_from
 from .providers.base import Model
-from .recovery import closing_entries
 from .session import Session
-from .skill_source import skill_source_factory
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
 from .store.base import ReadsNow, SessionInfo, Store
 from .store.session_file import import_session
 from .sync import run_sync
-from .titles import Titler
 from .tools import Tool
 from .transcript import Transcript
-from .writer import LogWriter
 
 __all__ = ["Runtime", "SupportsAclose"]
 

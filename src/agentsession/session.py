@@ -21,8 +21,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .admission import Admitter
-from .deps import SessionDeps
+from .engine.admission import Admitter
+from .engine.deps import SessionDeps
+from .engine.guard import Guard
+from .engine.leases import LeaseKeeper
+from .engine.parts import SessionParts
+from .engine.recovery import Cause, closing_entries, resume_point
+from .engine.titles import clean_title
+from .engine.turn import Start, Turn, approval_of, waiting_calls
+from .engine.writer import LogWriter
 from .errors import SessionBusyError, StoreError, UsageError
 from .events import (
     ApprovalRequest,
@@ -32,9 +39,7 @@ from .events import (
     TurnFinished,
     TurnStream,
 )
-from .guard import Guard
 from .hygiene import prompt_content
-from .leases import LeaseKeeper
 from .log import (
     ApprovalDecided,
     LogEntry,
@@ -45,19 +50,14 @@ from .log import (
     UserEntry,
     now,
 )
-from .parts import SessionParts
 from .providers.base import Model, Preparable
-from .recovery import Cause, closing_entries, resume_point
 from .request import ContentPart, Message, Request, ToolCall
 from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
-from .titles import clean_title
-from .turn import Start, Turn, approval_of, waiting_calls
-from .writer import LogWriter
 
 if TYPE_CHECKING:
-    from .views import Inspection
+    from .inspection.views import Inspection
 
 __all__ = ["Session"]
 
@@ -250,7 +250,7 @@ class Session:
         Timeline, turns, epochs, every dispatched request rebuilt, and the next request
         previewed and annotated (``Inspection.next_request``).
         """
-        from .views import inspect_log  # the inspection views load with their first use
+        from .inspection.views import inspect_log  # the inspection views load with their first use
 
         upcoming = await self._admitter.upcoming(self._metadata(), self._model)
         return inspect_log(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import agentsession as ags
 from agentsession.context import content_hash
-from agentsession.inspect import rebuild_all
+from agentsession.inspection.rebuild import rebuild_all
 from agentsession.log import (
     AssistantEntry,
     ContextEpoch,

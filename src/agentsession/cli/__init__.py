@@ -1,0 +1,1 @@
+"""The ``agentsession`` command line: everything only the command line uses."""

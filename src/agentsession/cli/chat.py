@@ -1,0 +1,372 @@
+"""Running turns for the command line, and the interactive ``chat`` loop.
+
+A ``Driver`` runs one session's turns on one ``Output``: a prompt's events as they stream; then,
+while the turn waits for approval, the answers of its ``Approver`` and the resumed turn's events
+(``session.stream_retry()``, as are retries), a call that was shown before its approval not
+shown twice; then the usage and cache figures of the whole turn (each request's diagnosis read
+back from its dispatch record). Calls that waited from an earlier run are asked about before the
+next prompt.
+
+``chat`` reads prompts with prompt_toolkit in a terminal — history across runs in the user data
+dir, multi-line paste (and Esc Enter for a new line), Ctrl-C clears a typed line, and at an
+empty prompt Ctrl-C or Ctrl-D leave, naming the session to resume — and line by line from a
+pipe. While a reply runs, Ctrl-C cancels that turn only: ``session.cancel()`` stops it, the
+session records the step as cancelled and takes the next prompt. ``/commands`` change the
+preset or the model, compact, answer waiting calls, retry (``HELP``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import AgentSessionError, UsageError
+from ..events import (
+    Event,
+    PromptResult,
+    StepCommitted,
+    ToolCallStarted,
+)
+from ..log import Dispatch
+from ..permissions import BUILTIN_PRESETS
+from ..providers.base import Model
+from ..request import Usage
+from ..session import Session
+from ..store.base import Store
+from .approvals import Answer, Approver, Fixed, settle
+from .console import JsonOutput, Output, RichOutput, TurnFigures, render
+
+__all__ = ["HELP", "Chat", "Driver"]
+
+HELP = (
+    "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
+    "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
+    "/model NAME, /compact, /approve [always], /deny [REASON], /retry, /id, /help, /quit."
+)
+
+
+async def _watched(
+    events: AsyncIterator[Event], dispatches: list[int], shown: set[str]
+) -> AsyncIterator[Event]:
+    """``events``, noting each request sent.
+
+    A call shown before its approval is not shown again when the resumed turn runs it.
+    """
+    async for event in events:
+        if isinstance(event, StepCommitted) and event.what == "admission":
+            dispatches.append(event.last_seq)
+        if isinstance(event, ToolCallStarted):
+            if event.call.id in shown:
+                continue
+            shown.add(event.call.id)
+        yield event
+
+
+def _combined(parts: Sequence[PromptResult], requests: int) -> PromptResult:
+    """One result for a turn that paused for approvals: the last part's, with summed figures.
+
+    Its ``steps`` are the ``requests`` sent: a resumed part counts its stored calls as a step.
+    """
+    last = parts[-1]
+    usage = Usage(
+        sum(p.usage.input_tokens for p in parts),
+        sum(p.usage.output_tokens for p in parts),
+        sum(p.usage.cached_input_tokens for p in parts),
+        sum(p.usage.cache_write_tokens for p in parts),
+    )
+    return replace(last, steps=requests or sum(p.steps for p in parts), usage=usage)
+
+
+@dataclass
+class Driver:
+    """One session's turns on the command line: rendered, with their approvals answered."""
+
+    session: Session
+    output: Output
+    store: Store
+    approver: Approver
+    max_rounds: int = 100
+
+    async def prompt(self, text: str, skills: Sequence[str] = ()) -> PromptResult | None:
+        """One prompt to its end; ``None`` when it stopped early (calls still wait)."""
+        if not await self.settle_waiting():
+            return None
+        return await self._drive(self.session.stream(text, skills=skills))
+
+    async def retry(self) -> PromptResult | None:
+        """``session.retry()``, shown as it happens (``stream_retry()``)."""
+        return await self._drive(self.session.stream_retry())
+
+    async def resume(self) -> PromptResult | None:
+        """``session.resume()`` after the waiting calls were answered, shown like ``retry``."""
+        return await self._drive(self.session.stream_retry())
+
+    async def settle_waiting(self, approver: Approver | None = None) -> bool:
+        """Answer the calls an earlier run left waiting and finish that turn.
+
+        ``True`` when no call waits any more.
+        """
+        waiting = self.session.pending_approvals()
+        if not waiting:
+            return True
+        if approver is None:  # asked now: say where the calls come from, and show them
+            many = len(waiting) != 1
+            self.output.note(
+                f"{len(waiting)} tool call{'s' if many else ''} of an earlier turn"
+                f" wait{'' if many else 's'} for approval"
+            )
+        chosen = approver or self.approver
+        if not await settle(self.session, waiting, chosen, self.output, show=approver is None):
+            return False
+        result = await self.resume()
+        return result is not None and result.stop_reason != "approval_required"
+
+    async def _drive(self, events: AsyncIterator[Event]) -> PromptResult | None:
+        dispatches: list[int] = []
+        shown: set[str] = set()
+        parts: list[PromptResult] = []
+        while True:
+            restore = _no_echo()
+            try:
+                result = await render(_watched(events, dispatches, shown), self.output)
+            finally:
+                restore()
+            if result is None:
+                return None
+            parts.append(result)
+            if result.stop_reason != "approval_required":
+                break
+            if len(parts) > self.max_rounds:
+                raise UsageError(
+                    f"the model asked for approval {len(parts)} times in one turn; stopped"
+                    " (the last call still waits)"
+                )
+            if not await settle(self.session, result.approvals, self.approver, self.output):
+                break
+            events = self.session.stream_retry()
+        total = _combined(parts, len(dispatches))
+        self.output.figures(await self._figures(total, dispatches))
+        return total
+
+    async def _figures(self, result: PromptResult, dispatches: list[int]) -> TurnFigures:
+        caches: list[str] = []
+        for seq in dispatches:
+            for record in await self.session.log(seq, seq + 1):
+                if isinstance(record.entry, Dispatch):
+                    caches.append(record.entry.cache)
+        estimated = not self.session.model.profile.reports_usage
+        return TurnFigures(result, tuple(caches), estimated)
+
+
+async def interruptible(session: Session, work: Awaitable[object], output: Output) -> bool:
+    """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat.
+
+    ``False`` when it failed (the error is shown, and the chat goes on).
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+
+    def interrupt() -> None:
+        if not session.cancel():
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        output.note("cancelled: the turn is recorded as cancelled; the session goes on")
+    except AgentSessionError as exc:
+        output.error(str(exc))
+        return False
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    return True
+
+
+def _no_echo() -> Callable[[], None]:
+    """Keep keys typed during a reply (``^C`` too) off the screen; returns the undo."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return lambda: None
+    import termios
+
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    changed = list(saved)
+    changed[3] &= ~(termios.ECHO | termios.ECHOCTL)
+    termios.tcsetattr(fd, termios.TCSANOW, changed)
+    return lambda: termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+@dataclass
+class Chat:
+    """The interactive loop of one session; ``resolve`` turns ``/model NAME`` into a model."""
+
+    driver: Driver
+    resolve: Callable[[str], Model]
+    skills: Sequence[str] = ()
+    preset: str | None = None
+    opened: list[Model] = field(default_factory=list)
+    failures: int = 0
+
+    @property
+    def session(self) -> Session:
+        """The session talked to."""
+        return self.driver.session
+
+    @property
+    def output(self) -> Output:
+        """Where everything goes."""
+        return self.driver.output
+
+    async def run(self, *, history: Path) -> None:
+        """Read prompts until the user leaves; each one is a rendered turn."""
+        output = self.output
+        interactive = (
+            sys.stdin.isatty() and sys.stdout.isatty() and not isinstance(output, JsonOutput)
+        )
+        lines = _terminal_lines(history) if interactive else _piped_lines()
+        if interactive:
+            output.note(f"session {self.session.id} · {HELP}")
+        await self._attempt(self.driver.settle_waiting())
+        if self.preset is not None:
+            await self._attempt(self._preset(self.preset))
+        async for text in lines:
+            if not text.strip():
+                continue
+            if text.lstrip().startswith("/"):
+                if not await self._command(text):
+                    break
+                continue
+            if isinstance(output, RichOutput):
+                output.console.print()
+            skills, self.skills = self.skills, ()
+            await self._attempt(self.driver.prompt(text, skills))
+        sid = self.session.id
+        output.note(f"session {sid} · resume with: agentsession chat --session {sid}")
+
+    async def _attempt(self, work: Awaitable[object]) -> None:
+        """Run one prompt or command; a failure is shown and counted, and the chat goes on."""
+        if not await interruptible(self.session, work, self.output):
+            self.failures += 1
+
+    async def _command(self, text: str) -> bool:
+        """Run a ``/command``; ``False`` when the chat should end."""
+        name, _, rest = text.strip().partition(" ")
+        arg = rest.strip()
+        if name in ("/quit", "/exit"):
+            return False
+        handlers: dict[str, Callable[[str], Awaitable[None]]] = {
+            "/help": self._help,
+            "/id": self._id,
+            "/retry": self._retry,
+            "/preset": self._preset,
+            "/model": self._model,
+            "/compact": self._compact,
+            "/approve": self._approve,
+            "/deny": self._deny,
+        }
+        handler = handlers.get(name)
+        if handler is None:
+            self.output.note(f"unknown command {name}; {HELP}")
+        else:
+            await self._attempt(handler(arg))
+        return True
+
+    async def _help(self, arg: str) -> None:
+        self.output.note(HELP)
+
+    async def _id(self, arg: str) -> None:
+        self.output.note(f"session {self.session.id}")
+
+    async def _retry(self, arg: str) -> None:
+        await self.driver.retry()
+
+    async def _preset(self, arg: str) -> None:
+        if not arg:
+            known = ", ".join(BUILTIN_PRESETS)
+            self.output.note(f"preset {self.session.permission_preset} (presets: {known})")
+            return
+        before = self.session.permission_preset
+        self.session.set_permission_preset(arg)
+        if arg == before:
+            self.output.note(f"preset {arg} is already in effect")
+        else:
+            self.output.note(f"preset {arg} from the next request on (was {before})")
+
+    async def _model(self, arg: str) -> None:
+        if not arg:
+            self.output.note(f"model {self.session.model.name}; /model NAME switches")
+            return
+        model = self.resolve(arg)
+        self.opened.append(model)
+        await self.session.switch_model(model)
+        self.output.note(f"model {model.name} from the next request on (a new context epoch)")
+
+    async def _compact(self, arg: str) -> None:
+        if isinstance(self.output, RichOutput):
+            self.output.waiting("compacting…")
+        try:
+            compacted = await self.session.compact()
+        finally:
+            self.output.stop()
+        if compacted:
+            self.output.note("compacted: older turns are summarised in a new context epoch")
+        else:
+            self.output.note("nothing to compact: no turns before the ones always kept")
+
+    async def _approve(self, arg: str) -> None:
+        always = arg.lower() == "always"
+        await self._answer(Answer("always" if always else "yes", why="/approve"))
+
+    async def _deny(self, arg: str) -> None:
+        await self._answer(Answer("no", arg or "the user said no", why="/deny"))
+
+    async def _answer(self, answer: Answer) -> None:
+        if not self.session.pending_approvals():
+            self.output.note("no tool call waits for approval")
+            return
+        await self.driver.settle_waiting(Fixed(answer))
+
+
+async def _piped_lines() -> AsyncIterator[str]:
+    while True:
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            return
+        yield line.rstrip("\n")
+
+
+async def _terminal_lines(history: Path) -> AsyncIterator[str]:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.formatted_text import HTML
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+    history.parent.mkdir(parents=True, exist_ok=True)
+    keys = KeyBindings()
+
+    @keys.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        buffer = event.app.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt())
+
+    @keys.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.app.current_buffer.insert_text("\n")
+
+    prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
+    while True:
+        try:
+            yield await prompt.prompt_async(HTML("<b>you</b> › "))
+        except (KeyboardInterrupt, EOFError):
+            return

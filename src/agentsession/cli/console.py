@@ -1,0 +1,371 @@
+"""Console rendering of turns and transcripts for the command line and the demo.
+
+One ``Output`` per run, chosen by where it writes:
+
+- ``RichOutput`` (a terminal): a spinner while the model has not answered yet, the reply as
+  Markdown while it streams, each tool call and result as a compact panel, and the usage and
+  cache figures after the turn;
+- ``PlainOutput`` (a pipe or a file): standard output gets exactly the stored replies — a step's
+  text is written once its response is durable, so text a failed attempt streamed (and the
+  retry sends again) never appears twice — and everything else goes to standard error;
+- ``JsonOutput``: one JSON object per event on standard output, for scripts;
+- ``QuietOutput``: the replies and nothing else.
+
+Every output consumes the same ``session.stream()`` events through ``render``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.spinner import Spinner
+from rich.text import Text
+
+from ..codec import encode
+from ..events import (
+    ApprovalNeeded,
+    ContextAdmitted,
+    Event,
+    PromptResult,
+    ProviderRetry,
+    StepCommitted,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+    TurnFinished,
+)
+from ..request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
+
+__all__ = [
+    "JsonOutput",
+    "Output",
+    "PlainOutput",
+    "QuietOutput",
+    "RichOutput",
+    "TurnFigures",
+    "print_transcript",
+    "render",
+    "short",
+]
+
+_PREVIEW = 200
+_PANEL_LINES = 12
+
+
+def short(text: str, limit: int = _PREVIEW) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+@dataclass(frozen=True)
+class TurnFigures:
+    """What the figures line after a turn says: usage, steps and each request's diagnosis."""
+
+    result: PromptResult
+    caches: tuple[str, ...] = ()
+    estimated: bool = False
+
+    def line(self) -> str:
+        """``2 requests · 1,234 tokens in (1,000 cached) · 56 out · cache: first, hit``."""
+        usage = self.result.usage
+        parts = [f"{self.result.steps} request{'s' if self.result.steps != 1 else ''}"]
+        cached = f" ({usage.cached_input_tokens:,} cached)" if usage.cached_input_tokens else ""
+        parts.append(f"{usage.input_tokens:,} tokens in{cached}")
+        parts.append(f"{usage.output_tokens:,} out")
+        if self.estimated:
+            parts[-1] += " (estimated)"
+        if self.caches:
+            parts.append("cache: " + ", ".join(self.caches))
+        return " · ".join(parts)
+
+
+@dataclass
+class Output:
+    """Where a turn goes; the base class writes nothing (see the subclasses)."""
+
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+
+    def note(self, text: str) -> None:
+        """A status line (session id, the demo model in use, a cancellation)."""
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def error(self, text: str) -> None:
+        """A failure the command goes on after (a turn of ``chat``); shown in every mode."""
+        self.err.write(f"error: {text}\n")
+        self.err.flush()
+
+    def waiting(self) -> None:
+        """The model was asked; nothing has arrived yet."""
+
+    def event(self, event: Event) -> None:
+        """One event of the turn."""
+
+    def stop(self) -> None:
+        """The turn ended however it ended: put the screen in order."""
+
+    def figures(self, figures: TurnFigures) -> None:
+        """The usage and cache figures after a finished turn."""
+
+
+async def render(events: AsyncIterator[Event], output: Output) -> PromptResult | None:
+    """Show a turn's events on ``output``; return the result when the turn finished."""
+    result: PromptResult | None = None
+    output.waiting()
+    try:
+        async for event in events:
+            output.event(event)
+            if isinstance(event, TurnFinished):
+                result = event.result
+    finally:
+        output.stop()
+    return result
+
+
+@dataclass
+class PlainOutput(Output):
+    """Stored replies on standard output; calls, results and notes on standard error."""
+
+    _text: list[str] = field(default_factory=list)
+    _wrote: bool = False
+
+    def event(self, event: Event) -> None:
+        """See ``Output.event``."""
+        match event:
+            case TextDelta():
+                self._text.append(event.text)
+            case ProviderRetry():
+                self._drop(event.discarded)
+                self.note(f"  [provider failed, retry {event.attempt}: {event.error}]")
+            case StepCommitted(what="response"):
+                self._flush()
+            case ToolCallStarted():
+                self.note(f"  → {event.call.name}({short(str(event.call.arguments))})")
+            case ToolResultEvent():
+                mark = "✗" if event.is_error else "←"
+                self.note(f"  {mark} {event.name}: {short(event.content)}")
+            case ContextAdmitted():
+                label = "new context epoch" if event.new_epoch else "context update"
+                self.note(f"  [{label}: {', '.join(event.keys)}]")
+            case ApprovalNeeded():
+                request = event.request
+                self.note(
+                    f"  ? {request.name} waits for approval ({request.call_id}): {request.reason}"
+                )
+            case TurnFinished():
+                self._flush()
+
+    def _drop(self, count: int) -> None:
+        text = "".join(self._text)
+        self._text = [text[: max(0, len(text) - count)]]
+
+    def _flush(self) -> None:
+        text = "".join(self._text)
+        self._text = []
+        if text:
+            self.out.write(text if text.endswith("\n") else text + "\n")
+            self.out.flush()
+            self._wrote = True
+
+    def figures(self, figures: TurnFigures) -> None:
+        """See ``Output.figures``."""
+        self.note(f"  [{figures.line()}]")
+
+
+@dataclass
+class QuietOutput(PlainOutput):
+    """The stored replies and nothing else."""
+
+    def note(self, text: str) -> None:
+        """See ``Output.note``."""
+        return
+
+    def figures(self, figures: TurnFigures) -> None:
+        """See ``Output.figures``."""
+        return
+
+
+@dataclass
+class JsonOutput(Output):
+    """One JSON object per event on standard output (the figures as a ``figures`` object)."""
+
+    def _emit(self, value: dict[str, object]) -> None:
+        self.out.write(json.dumps(value, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def note(self, text: str) -> None:
+        """See ``Output.note``."""
+        return
+
+    def error(self, text: str) -> None:
+        """See ``Output.error``: an ``error`` object."""
+        self._emit({"kind": "error", "message": text})
+
+    def event(self, event: Event) -> None:
+        """See ``Output.event``."""
+        self._emit(encode(event))
+
+    def emit(self, kind: str, **fields: object) -> None:
+        """An object of the command's own (``session``, ``error``)."""
+        self._emit({"kind": kind, **fields})
+
+    def figures(self, figures: TurnFigures) -> None:
+        """See ``Output.figures``."""
+        self._emit({"kind": "figures", "caches": list(figures.caches), "line": figures.line()})
+
+
+@dataclass
+class RichOutput(Output):
+    """A terminal: spinner, streamed Markdown, tool panels, a dim figures line."""
+
+    console: Console = field(default_factory=Console)
+    _live: Live | None = None
+    _streaming: bool = False
+    _text: str = ""
+
+    def note(self, text: str) -> None:
+        """See ``Output.note``."""
+        self._pause()
+        self.console.print(Text(text, style="dim"))
+
+    def waiting(self, label: str = "thinking…") -> None:
+        """See ``Output.waiting``."""
+        self._pause()
+        spinner = Spinner("dots", text=Text(label, style="dim"))
+        self._live = Live(spinner, console=self.console, transient=True, refresh_per_second=12)
+        self._live.start()
+
+    def _pause(self) -> None:
+        """Stop what is live; streamed text stays on the screen as rendered."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        self._streaming = False
+        self._text = ""
+
+    def stop(self) -> None:
+        """See ``Output.stop``."""
+        self._pause()
+
+    def event(self, event: Event) -> None:
+        """See ``Output.event``."""
+        match event:
+            case TextDelta():
+                self._stream(event.text)
+            case ProviderRetry():
+                self._discard(event.discarded)
+                self.console.print(
+                    Text(f"provider failed ({event.error}); retry {event.attempt}", style="yellow")
+                )
+            case ToolCallStarted():
+                self._pause()
+                args = json.dumps(event.call.arguments, ensure_ascii=False)
+                self.console.print(_panel(args, f"→ {event.call.name}", "cyan"))
+                self.waiting(f"running {event.call.name}…")
+            case ToolResultEvent():
+                self._pause()
+                style = "red" if event.is_error else "green"
+                mark = "✗" if event.is_error else "←"
+                self.console.print(_panel(event.content, f"{mark} {event.name}", style))
+                self.waiting()
+            case ContextAdmitted():
+                label = "new context epoch" if event.new_epoch else "context update"
+                self._print_keep(Text(f"[{label}: {', '.join(event.keys)}]", style="dim"))
+            case ApprovalNeeded():
+                self._pause()
+                request = event.request
+                body = f"{json.dumps(request.arguments, ensure_ascii=False)}\n{request.reason}"
+                self.console.print(_panel(body, f"? {request.name} waits for approval", "yellow"))
+            case StepCommitted() | TurnFinished():
+                pass
+
+    def _print_keep(self, text: Text) -> None:
+        """Print above a spinner without disturbing it."""
+        if self._live is not None and not self._streaming:
+            self._live.console.print(text)
+        else:
+            self.console.print(text)
+
+    def _stream(self, piece: str) -> None:
+        if not self._streaming:
+            self._pause()
+            self._live = Live(
+                Markdown(""),
+                console=self.console,
+                refresh_per_second=12,
+                vertical_overflow="visible",
+            )
+            self._live.start()
+            self._streaming = True
+        self._text += piece
+        assert self._live is not None
+        self._live.update(Markdown(self._text))
+
+    def _discard(self, count: int) -> None:
+        if self._streaming and self._live is not None and count:
+            self._text = self._text[: max(0, len(self._text) - count)]
+            self._live.update(Markdown(self._text))
+
+    def figures(self, figures: TurnFigures) -> None:
+        """See ``Output.figures``."""
+        self.console.print(Text(figures.line(), style="dim"))
+
+    def transcript(self, messages: Sequence[Message]) -> None:
+        """A user transcript with the same panels as a live turn."""
+        for message in messages:
+            match message:
+                case UserMessage():
+                    self.console.print(
+                        Text("you › ", style="bold") + Text(text_of(message.content))
+                    )
+                case AssistantMessage():
+                    if message.content:
+                        self.console.print(Markdown(message.content))
+                    for call in message.tool_calls:
+                        args = json.dumps(call.arguments, ensure_ascii=False)
+                        self.console.print(_panel(args, f"→ {call.name}", "cyan"))
+                case ToolResultMessage():
+                    style = "red" if message.is_error else "green"
+                    mark = "✗" if message.is_error else "←"
+                    content = text_of(message.content)
+                    self.console.print(_panel(content, f"{mark} {message.name}", style))
+                case _:
+                    pass
+
+
+def _panel(body: str, title: str, style: str) -> Panel:
+    lines = body.splitlines() or [""]
+    if len(lines) > _PANEL_LINES:
+        more = len(lines) - _PANEL_LINES
+        lines = [*lines[:_PANEL_LINES], f"… {more} more line{'s' if more != 1 else ''}"]
+    text = Text("\n".join(short(line, 400) for line in lines))
+    return Panel(text, title=title, title_align="left", border_style=style, expand=False)
+
+
+def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> None:
+    """Print a user transcript as plain text."""
+    out = out or sys.stdout
+    for message in messages:
+        match message:
+            case UserMessage():
+                out.write(f"user: {text_of(message.content)}\n")
+            case AssistantMessage():
+                if message.content:
+                    out.write(f"assistant: {message.content}\n")
+                for call in message.tool_calls:
+                    out.write(f"  → {call.name}({short(str(call.arguments))})\n")
+            case ToolResultMessage():
+                mark = "✗" if message.is_error else "←"
+                out.write(f"  {mark} {message.name}: {short(text_of(message.content))}\n")
+            case _:
+                pass

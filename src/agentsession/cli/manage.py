@@ -1,0 +1,193 @@
+"""The commands that manage stored sessions, and the skills listing.
+
+``export ID [-o FILE]`` writes the session file (standard output without ``-o``); ``import
+FILE`` (``-``: standard input) stores it and prints the id, ``--copy`` under a new one;
+``delete``, ``rename`` and ``fork [--at SEQ]`` change the store; ``skills`` lists what
+``discover_skills`` finds for a project, every diagnostic on a line of its own. Export opens
+the database read-only. Nothing here needs a model: the sessions are opened without one.
+A new id (``import``, ``fork``) is printed alone on standard output, so a script can take it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from ..codec import encode
+from ..engine.leases import delete_undriven
+from ..errors import SessionFileError, UsageError
+from ..runtime import Runtime
+from ..session import Session
+from ..skills import SkillSet, discover_skills
+from ..store.base import DEFAULT_LEASE_TTL
+from .console import JsonOutput, RichOutput
+from .invocation import Invocation
+from .screens import print_skills
+
+__all__ = ["MANAGEMENT"]
+
+
+def _said(inv: Invocation, kind: str, text: str, **fields: object) -> None:
+    """A command's outcome: a JSON object, or a note on standard error."""
+    if isinstance(inv.output, JsonOutput):
+        inv.output.emit(kind, **fields)
+    else:
+        inv.output.note(text)
+
+
+async def export(inv: Invocation) -> int:
+    """``export``: the session as a JSON Lines session file."""
+    store = inv.store("read")
+    runtime: Runtime | None = None
+    try:
+        info = await store.get_session(inv.args.id)
+        runtime = inv.plain_runtime(store, info.project_dir)
+        session = await runtime.open_session(info.id)
+        target = inv.args.output
+        if target and target != "-":
+            count = await session.export(target)
+            _said(inv, "exported", f"wrote {count} entries to {target}", entries=count, path=target)
+            return 0
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder, "session.jsonl")
+            await session.export(path)
+            _copy_out(path)
+        return 0
+    finally:
+        await (runtime.close() if runtime is not None else store.close())
+
+
+def _copy_out(path: Path) -> None:
+    with path.open("rb") as data:
+        shutil.copyfileobj(data, sys.stdout.buffer)
+    sys.stdout.buffer.flush()
+
+
+def _source(name: str, folder: str) -> Path:
+    """The file to import: ``name``, or standard input copied into ``folder`` for ``-``."""
+    if name == "-":
+        path = Path(folder, "stdin.jsonl")
+        path.write_bytes(sys.stdin.buffer.read())
+        return path
+    if not Path(name).is_file():
+        raise UsageError(f"no session file at {name}")
+    return Path(name)
+
+
+async def import_(inv: Invocation) -> int:
+    """``import``: store the session of a session file; print its id."""
+    source = inv.args.file
+    with tempfile.TemporaryDirectory() as folder:
+        path = _source(source, folder)
+        store = inv.store("create")
+        runtime = inv.plain_runtime(store, None)
+        try:
+            new_id = uuid.uuid4().hex if inv.args.copy else None
+            session = await runtime.import_session(path, new_id=new_id)
+        except SessionFileError as exc:
+            if source != "-":
+                raise
+            # The copy is ours: name what the user gave.
+            said = str(exc).replace(str(path), "standard input")
+            raise SessionFileError(said) from exc
+        finally:
+            await runtime.close()
+    _emit_id(inv, session.id, f"imported session {session.id} from {source}")
+    return 0
+
+
+def _emit_id(inv: Invocation, session_id: str, text: str) -> None:
+    if isinstance(inv.output, JsonOutput):
+        inv.output.emit("session", id=session_id)
+        return
+    inv.output.note(text)
+    print(session_id)
+
+
+async def delete(inv: Invocation) -> int:
+    """``delete``: a session and its whole log."""
+    store = inv.store("write")
+    try:
+        await delete_undriven(store, inv.args.id, DEFAULT_LEASE_TTL)
+    finally:
+        await store.close()
+    _said(inv, "deleted", f"deleted session {inv.args.id}", id=inv.args.id)
+    return 0
+
+
+async def rename(inv: Invocation) -> int:
+    """``rename``: a title of the user's own."""
+
+    async def work(session: Session) -> None:
+        await session.rename(" ".join(inv.args.title))
+        said = f"session {session.id} is now titled {session.title!r}"
+        _said(inv, "renamed", said, id=session.id, title=session.title)
+
+    await _with_session(inv, work)
+    return 0
+
+
+async def fork(inv: Invocation) -> int:
+    """``fork``: a new session whose log copies this one's up to ``--at`` (default: all)."""
+
+    async def work(session: Session) -> None:
+        forked = await session.fork(inv.args.at)
+        upto = "all of it" if inv.args.at is None else f"up to entry {inv.args.at}"
+        _emit_id(inv, forked.id, f"forked session {session.id} ({upto}) as {forked.id}")
+
+    await _with_session(inv, work)
+    return 0
+
+
+async def _with_session(inv: Invocation, work: Callable[[Session], Awaitable[None]]) -> None:
+    store = inv.store("write")
+    runtime: Runtime | None = None
+    try:
+        info = await store.get_session(inv.args.id)
+        runtime = inv.plain_runtime(store, info.project_dir)
+        await work(await runtime.open_session(info.id))
+    finally:
+        await (runtime.close() if runtime is not None else store.close())
+
+
+async def skills(inv: Invocation) -> int:
+    """``skills``: the catalog a session in the project gets, and every diagnostic."""
+    found = _discovered(inv.args.project, inv.args.skills_dir)
+    if isinstance(inv.output, JsonOutput):
+        for skill in found.skills:
+            inv.output.emit(
+                "skill",
+                name=skill.name,
+                description=skill.description,
+                location=skill.location,
+            )
+        for diagnostic in found.diagnostics:
+            fields = {k: v for k, v in encode(diagnostic).items() if k != "kind"}
+            inv.output.emit("skill_diagnostic", **fields)
+        return 0
+    print_skills(found, rich=isinstance(inv.output, RichOutput))
+    return 0
+
+
+def _discovered(project_dir: str | None, skills_dirs: list[str]) -> SkillSet:
+    project = Path(project_dir or ".").expanduser()
+    if not project.is_dir():
+        raise UsageError(f"no project folder at {project}")
+    for folder in skills_dirs:
+        if not Path(folder).expanduser().is_dir():
+            raise UsageError(f"no skills folder at {folder}")
+    return discover_skills([Path(d).expanduser() for d in skills_dirs], project.absolute())
+
+
+MANAGEMENT: dict[str, Callable[[Invocation], Awaitable[int]]] = {
+    "export": export,
+    "import": import_,
+    "delete": delete,
+    "rename": rename,
+    "fork": fork,
+    "skills": skills,
+}

@@ -1,0 +1,1 @@
+"""The session's engine: one turn, admission, the log writer, leases, parts and tool calls."""

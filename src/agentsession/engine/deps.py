@@ -1,0 +1,47 @@
+"""What a session needs from its runtime, passed in as one frozen value.
+
+A ``Session`` never sees the ``Runtime``: the runtime builds ``SessionDeps`` once and every session
+it creates or opens gets it. Mutable parts (the component registry, the token counter's
+calibration) are shared objects the runtime owns; the value itself never changes. This keeps the
+dependency pointing one way (runtime → session) and makes each part replaceable in tests by an
+ordinary implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..budget import BudgetPolicy
+from ..config import Config
+from ..context.component import ContextComponent
+from ..context.registry import ComponentRegistry
+from ..permissions import PermissionPreset
+from ..providers.base import Model
+from ..store.base import Store
+from ..tools import Tool
+from .titles import Titler
+
+__all__ = ["SessionDeps"]
+
+
+@dataclass(frozen=True)
+class SessionDeps:
+    """The runtime's parts a session uses: store, config, tools, components, budget, helpers."""
+
+    store: Store
+    config: Config
+    tools: tuple[Tool, ...]
+    registry: ComponentRegistry
+    budget: BudgetPolicy
+    titler: Titler
+    summarizer: Model | None = None
+    presets: Mapping[str, PermissionPreset] = field(default_factory=dict)
+
+    def tool_named(self, name: str) -> Tool | None:
+        """The application tool called ``name``, if any."""
+        return next((t for t in self.tools if t.name == name), None)
+
+    def components(self) -> Sequence[ContextComponent]:
+        """Every component in rendering order, as registered right now."""
+        return self.registry.components()

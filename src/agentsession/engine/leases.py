@@ -1,0 +1,126 @@
+"""The lease that marks the process driving a session.
+
+The owner is the process (host and pid): session objects of one process share it. A session
+takes the lease before anything that writes, keeps it between operations (it is renewed only
+when past half its life, so a busy session pays one write per half-life, not one per prompt) and
+renews it in the background while a long turn runs. Another process that wants to drive the
+session waits until the lease is released or expires; until then it gets a ``ConflictError`` and
+must not recover the holder's unfinished step, which is live, not dead — except when the holder
+is a process of this same machine that no longer exists: then its lease is void at once.
+``Runtime.close()`` releases the leases of the sessions it handed out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+from collections.abc import AsyncIterator
+
+from ..errors import ConflictError
+from ..store.base import Lease, Store
+
+__all__ = ["LeaseKeeper", "delete_undriven", "live_lease", "new_owner"]
+
+
+def new_owner() -> str:
+    """The lease owner name of this process: its machine and its pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead_here(owner: str) -> bool:
+    """Whether ``owner`` names a process of this machine that has ended."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists (we may just not be allowed to signal it)
+    return False
+
+
+async def live_lease(store: Store, session_id: str) -> Lease | None:
+    """The session's lease if a live process may hold it (a dead local holder's is void)."""
+    lease = await store.lease_of(session_id)
+    if lease is None or _dead_here(lease.owner):
+        return None
+    return lease
+
+
+async def delete_undriven(store: Store, session_id: str, ttl: float) -> None:
+    """Delete a session unless another live process drives it (``ConflictError`` then).
+
+    Taking the lease first keeps a running turn from finding its session gone mid-step.
+    """
+    await LeaseKeeper(store, session_id, ttl).hold()
+    await store.delete_session(session_id)
+
+
+class LeaseKeeper:
+    """Holds one session's lease for one session object."""
+
+    def __init__(self, store: Store, session_id: str, ttl: float, owner: str | None = None) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._ttl = ttl
+        self.owner = owner or new_owner()
+        self._until = 0.0  # monotonic time the lease is known to run until
+
+    @property
+    def held(self) -> bool:
+        """Whether this object believes it holds the lease right now."""
+        return time.monotonic() < self._until
+
+    async def hold(self) -> None:
+        """Make sure the lease is ours for at least half its life; ``ConflictError`` if not."""
+        if self._until - time.monotonic() > self._ttl / 2:
+            return
+        started = time.monotonic()
+        if not await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
+            lease = await self._store.lease_of(self._session_id)
+            if lease is not None and _dead_here(lease.owner):
+                await self._store.release_lease(self._session_id, lease.owner)
+                if await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
+                    self._until = started + self._ttl
+                    return
+            holder = ""
+            if lease is not None:
+                left = max(0.0, lease.expires_at - time.time())
+                holder = f" by {lease.owner}, for up to {left:.0f} s more unless renewed"
+            raise ConflictError(
+                f"session {self._session_id} is being driven by another process (lease held"
+                f"{holder}); try again when it is done"
+            )
+        self._until = started + self._ttl
+
+    @contextlib.asynccontextmanager
+    async def renewing(self) -> AsyncIterator[None]:
+        """Keep the lease fresh while the block runs (a turn can outlast one lease)."""
+        task = asyncio.create_task(self._renew_forever())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _renew_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._ttl / 3)
+            started = time.monotonic()
+            if await self._store.renew_lease(self._session_id, self.owner, self._ttl):
+                self._until = started + self._ttl
+            else:
+                self._until = 0.0
+                return
+
+    async def release(self) -> None:
+        """Give the lease up (nothing happens when it is not ours)."""
+        if self._until:
+            self._until = 0.0
+            await self._store.release_lease(self._session_id, self.owner)

@@ -1,0 +1,65 @@
+"""One provider call of a step: stream the response, retrying transient failures in place.
+
+The request was admitted and committed before this runs, so every attempt sends exactly the
+same request. Transient failures (``TransientProviderError``: rate limit, 5xx, timeout, a stream
+cut mid-way) are retried up to ``retries`` times with exponential backoff, or after the
+provider's ``Retry-After`` when it asks for longer (capped, so a hostile header cannot stall a
+session for hours). Text a failed attempt streamed is reported as discarded in the
+``ProviderRetry`` event. Anything else ends the call and leaves as raised, so the caller can
+record what the model really raised before translating it (``providers.provider_failure``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from ..errors import ProviderError, TransientProviderError
+from ..events import ProviderRetry, TextDelta
+from ..providers.base import Model, ModelDone, ModelTextDelta, ModelToolCall
+from ..request import Request
+
+__all__ = ["MAX_RETRY_AFTER", "call_model", "retry_delay"]
+
+MAX_RETRY_AFTER = 60.0
+"""The longest a provider's ``Retry-After`` may make a step wait, in seconds."""
+
+
+def retry_delay(error: TransientProviderError, attempt: int, base_delay: float) -> float:
+    """Seconds to wait before attempt ``attempt + 1``: backoff, or the provider's wish (capped)."""
+    backoff = float(base_delay) * 2.0 ** (attempt - 1)
+    asked = error.retry_after
+    if asked is None:
+        return backoff
+    return max(backoff, min(float(asked), MAX_RETRY_AFTER))
+
+
+async def call_model(
+    model: Model, request: Request, *, retries: int, base_delay: float
+) -> AsyncIterator[TextDelta | ProviderRetry | ModelDone]:
+    """Stream ``model``'s response to ``request``; the last event is ``ModelDone``."""
+    attempt = 0
+    while True:
+        done = False
+        streamed = 0
+        try:
+            async for event in model.stream(request):
+                if isinstance(event, ModelTextDelta):
+                    streamed += len(event.text)
+                    yield TextDelta(event.text)
+                elif isinstance(event, ModelDone):
+                    done = True
+                    yield event
+                elif not isinstance(event, ModelToolCall):  # pragma: no cover - protocol
+                    raise ProviderError(f"model {model.name} sent an unknown event {event!r}")
+        except TransientProviderError as exc:
+            if attempt >= retries:
+                raise
+            attempt += 1
+            delay = retry_delay(exc, attempt, base_delay)
+            yield ProviderRetry(attempt, str(exc), discarded=streamed, delay=delay)
+            await asyncio.sleep(delay)
+            continue
+        if not done:
+            raise ProviderError(f"model {model.name} ended its response without a final message")
+        return

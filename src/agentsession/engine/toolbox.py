@@ -1,0 +1,158 @@
+"""The tools of one session: what a request offers, and how one tool call runs.
+
+A request offers the application's tools as declared, then the tools of the session's parts
+(``ToolSource``: loaded skills in load order, MCP servers), each name once. A call runs only when
+the request it answers offered its tool; anything else is refused with ``Unknown tool: <name>``,
+never forwarded or mapped to another tool. Before it runs, the session's ``PermissionGate``
+decides on the tool's declared effect and paths (never on prompt text, and a skill's
+``allowed-tools`` only narrows): a denied call gets a result naming the preset, a call the preset
+asks about pauses the turn with an ``ApprovalRequested`` entry. An allowed call runs with a
+``ToolContext`` and the config's limits; observers (nested instruction discovery) turn what it
+read into log entries, committed together with its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, TypeAlias
+
+from ..config import Config
+from ..log import ApprovalRequested, LogEntry, now
+from ..request import ToolCall, ToolSpec
+from ..tools import Tool, ToolOutcome
+from ..tools.context import ToolContext
+from .gate import PermissionGate
+
+__all__ = ["CallObserver", "CallResult", "Paused", "Ran", "ToolSource", "Toolbox"]
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A call that produced a result, and what it changed (committed with the result)."""
+
+    outcome: ToolOutcome
+    entries: tuple[LogEntry, ...] = ()
+    kind: Literal["ran"] = "ran"
+
+
+@dataclass(frozen=True)
+class Paused:
+    """A call that waits for the user's approval; nothing ran."""
+
+    request: ApprovalRequested
+    kind: Literal["paused"] = "paused"
+
+
+CallResult: TypeAlias = Ran | Paused
+
+
+class ToolSource(Protocol):
+    """A session part that offers tools of its own and runs them (loaded skills, MCP servers)."""
+
+    def offered(self) -> Sequence[Tool]:
+        """The tools on offer right now, in order."""
+        ...
+
+    def known(self) -> Sequence[ToolSpec]:
+        """Every declaration this source can still give (tools that left included)."""
+        ...
+
+    def allowed_tools(self) -> Collection[str] | None:
+        """A narrowing of what may be called (a skill's ``allowed-tools``), or ``None``."""
+        ...
+
+    async def run(self, tool: Tool, call: ToolCall, context: ToolContext, config: Config) -> Ran:
+        """Run one call of a tool this source offered."""
+        ...
+
+
+class CallObserver(Protocol):
+    """A session part that learns from what every call did (e.g. the paths it read)."""
+
+    def observe(self, call: ToolCall, context: ToolContext) -> list[LogEntry]:
+        """Log entries to commit with the call's result."""
+        ...
+
+
+class Toolbox:
+    """The session's tools and the pipeline every call goes through."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        *,
+        gate: PermissionGate,
+        project_dir: Path,
+        session_id: str,
+        config: Config,
+        sources: Sequence[ToolSource] = (),
+        observers: Sequence[CallObserver] = (),
+    ) -> None:
+        self._tools = tuple(tools)
+        self._gate = gate
+        self._project_dir = project_dir
+        self._session_id = session_id
+        self._config = config
+        self._sources = tuple(sources)
+        self._observers = tuple(observers)
+
+    def offered(self) -> list[Tool]:
+        """Every tool on offer now: the application's first, then each source's, names unique."""
+        tools = list(self._tools)
+        names = {t.name for t in tools}
+        for source in self._sources:
+            for tool in source.offered():
+                if tool.name not in names:
+                    names.add(tool.name)
+                    tools.append(tool)
+        return tools
+
+    def specs(self) -> dict[str, ToolSpec]:
+        """Every declaration the session knows, for rebuilding an epoch's tool list."""
+        specs: dict[str, ToolSpec] = {}
+        for source in self._sources:
+            specs.update({s.name: s for s in source.known()})
+        specs.update({t.name: t.spec for t in self._tools})
+        return specs
+
+    async def run(self, call: ToolCall, offered: Collection[str]) -> CallResult:
+        """Run ``call`` if the request offered its tool and the gate lets it through."""
+        owners = self._owners()
+        found = owners.get(call.name)
+        if found is None or call.name not in offered:
+            return Ran(ToolOutcome(f"Unknown tool: {call.name}", True))
+        tool, source = found
+        decision = self._gate.decide(
+            tool, dict(call.arguments), call.id, allowed_tools=self._narrowing()
+        )
+        if decision.kind == "deny":
+            return Ran(ToolOutcome(decision.reason, True))
+        if decision.kind == "ask":
+            return Paused(ApprovalRequested(call.id, call.name, decision.reason, now()))
+        context = ToolContext(
+            self._project_dir, self._session_id, call.id, allow_outside=bool(decision.outside)
+        )
+        if source is None:
+            outcome = await tool.invoke(dict(call.arguments), context=context, config=self._config)
+            ran = Ran(outcome)
+        else:
+            ran = await source.run(tool, call, context, self._config)
+        seen = [e for observer in self._observers for e in observer.observe(call, context)]
+        return Ran(ran.outcome, (*ran.entries, *seen)) if seen else ran
+
+    def _owners(self) -> Mapping[str, tuple[Tool, ToolSource | None]]:
+        owners: dict[str, tuple[Tool, ToolSource | None]] = {t.name: (t, None) for t in self._tools}
+        for source in self._sources:
+            for tool in source.offered():
+                owners.setdefault(tool.name, (tool, source))
+        return owners
+
+    def _narrowing(self) -> Collection[str] | None:
+        allowed: set[str] | None = None
+        for source in self._sources:
+            narrowed = source.allowed_tools()
+            if narrowed is not None:
+                allowed = set(narrowed) if allowed is None else allowed & set(narrowed)
+        return allowed

@@ -1,0 +1,346 @@
+"""One turn: steps until the model answers with text, a call waits for approval, or a step fails.
+
+A step is: admission (committed in one transaction right before the call), the provider call,
+the response (committed before any tool runs — the write-ahead rule), then each tool call run and
+committed with what it changed. Where a turn starts depends on how the last one ended
+(``Start``): a new prompt admits its input; ``replay`` re-sends the dispatched request unchanged;
+``tools`` runs the calls of a stored response that have no result yet (a response whose commit
+the store refused, since flushed, or calls the user has answered); ``continue`` admits the next
+request after settled results.
+
+A response is checked on arrival before it is stored: a tool call without an id gets one, and an
+id that repeats one already in the history is made unique, so every later request pairs each
+result with its call. A provider's context-overflow error compacts once and retries once when
+automatic compaction is on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, TypeAlias
+
+from ..boundary import Admission
+from ..errors import ContextOverflowError, MaxStepsExceededError, StoreError
+from ..events import (
+    ApprovalNeeded,
+    ApprovalRequest,
+    ContextAdmitted,
+    Event,
+    PromptResult,
+    ProviderRetry,
+    StepCommitted,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+    TurnFinished,
+)
+from ..inspection.rebuild import fingerprinted
+from ..log import (
+    ApprovalRequested,
+    AssistantEntry,
+    Dispatch,
+    LogEntry,
+    ProviderFailed,
+    Record,
+    ToolResultEntry,
+    now,
+)
+from ..providers.base import Model, ModelDone, provider_failure
+from ..request import (
+    AssistantMessage,
+    Message,
+    Request,
+    ToolCall,
+    Usage,
+    digest,
+    new_call_id,
+)
+from .admission import Admitter
+from .deps import SessionDeps
+from .model_call import call_model
+from .parts import SessionParts
+from .writer import LogWriter
+
+__all__ = ["Start", "Turn", "approval_of", "unique_call_ids", "waiting_calls"]
+
+Start: TypeAlias = Literal["new", "replay", "tools", "continue"]
+
+
+def unique_call_ids(message: AssistantMessage, used: Collection[str]) -> AssistantMessage:
+    """``message`` with every tool call id present and unique against ``used`` and each other."""
+    taken = set(used)
+    calls: list[ToolCall] = []
+    changed = False
+    for call in message.tool_calls:
+        call_id = call.id or new_call_id()
+        if call_id in taken:
+            base, n = call_id, 2
+            while f"{base}_{n}" in taken:
+                n += 1
+            call_id = f"{base}_{n}"
+        taken.add(call_id)
+        changed = changed or call_id != call.id
+        calls.append(call if call_id == call.id else replace(call, id=call_id))
+    return replace(message, tool_calls=tuple(calls)) if changed else message
+
+
+@dataclass
+class Turn:
+    """Runs the steps of one operation on a session; ``held`` reports a write-ahead stop."""
+
+    deps: SessionDeps
+    parts: SessionParts
+    writer: LogWriter
+    admitter: Admitter
+    model: Model
+    session_id: str
+    last_dispatch: Dispatch | None
+    held: bool = False
+
+    async def run(
+        self, promoted: Sequence[LogEntry], start: Start, calls: Sequence[ToolCall] = ()
+    ) -> AsyncIterator[Event]:
+        """Run from ``start``; ``calls`` are the unanswered calls a ``tools`` start settles."""
+        config = self.deps.config
+        usage = Usage()
+        step = 0
+        overflowed = False
+        if start == "tools":
+            step = 1
+            approvals: list[ApprovalRequest] = []
+            async for event in self._settle_stored(calls, approvals):
+                yield event
+            if approvals:
+                yield self._paused(step, usage, approvals)
+                return
+            start = "continue"
+        while True:
+            step += 1
+            if step > config.max_steps:
+                raise MaxStepsExceededError(
+                    f"the prompt reached Config.max_steps={config.max_steps} model calls"
+                )
+            request, offered, events = await self._dispatch(promoted, step, start == "replay")
+            promoted, start = (), "new"
+            for event in events:
+                yield event
+            answers: list[ModelDone] = []
+            try:
+                async for model_event in self._call(request, answers):
+                    yield model_event
+            except ContextOverflowError:
+                if overflowed or not await self._make_room():
+                    raise
+                overflowed = True
+                step -= 1
+                continue
+            done = answers[-1]
+            usage = _add(usage, done.usage)
+            # Unique against this epoch's calls and every call an approval was asked for in the
+            # session: an earlier answer must never decide a later call that reused its id.
+            used = await self._used_ids() | self.parts.gate.known_call_ids()
+            message = unique_call_ids(done.message, used)
+            async for event in self._respond(step, request, done, message):
+                yield event
+            if not message.tool_calls:
+                yield TurnFinished(
+                    PromptResult(message.content, step, usage, self.session_id, done.stop_reason)
+                )
+                return
+            approvals = []
+            async for event in self._settle(step, message.tool_calls, offered, approvals):
+                yield event
+            if approvals:
+                yield self._paused(step, usage, approvals)
+                return
+
+    async def _call(self, request: Request, answers: list[ModelDone]) -> AsyncIterator[Event]:
+        """Stream the provider call's events; its final answer goes into ``answers``."""
+        async for event in self._ask(request):
+            if isinstance(event, ModelDone):
+                answers.append(event)
+            else:
+                yield event
+
+    async def _make_room(self) -> bool:
+        """After a provider's context-overflow error: compact once, if that is allowed."""
+        if not self.deps.config.auto_compact:
+            return False
+        return await self.admitter.compact(await self.admitter.sample(), self.model)
+
+    async def _settle_stored(
+        self, calls: Sequence[ToolCall], approvals: list[ApprovalRequest]
+    ) -> AsyncIterator[Event]:
+        """Settle the unanswered calls of a stored response, offered as its request offered."""
+        offered = await self.admitter.offered(self.model)
+        async for event in self._settle(1, calls, offered, approvals):
+            yield event
+
+    def _paused(self, step: int, usage: Usage, approvals: list[ApprovalRequest]) -> TurnFinished:
+        result = PromptResult(
+            "", step, usage, self.session_id, "approval_required", tuple(approvals)
+        )
+        return TurnFinished(result)
+
+    async def _dispatch(
+        self, promoted: Sequence[LogEntry], step: int, replay: bool
+    ) -> tuple[Request, Collection[str], list[Event]]:
+        """Admit and commit one request right before the provider call."""
+        admitted: Admission | None = None
+        if replay:
+            request = await self.admitter.rebuild(self.model)
+            offered: Collection[str] = await self.admitter.offered(self.model)
+            # Changes recorded while idle (a preset switch) are not part of the model view: the
+            # same request is sent again, and they are committed with its dispatch record.
+            entries: list[LogEntry] = [
+                *promoted,
+                Dispatch(self.model.name, step, digest(request), timestamp=now()),
+            ]
+        else:
+            admitted = await self.admitter.admit(promoted, step, self.model)
+            request, offered = admitted.request, admitted.offered
+            entries = list(admitted.entries)
+        dispatch = entries.pop()
+        assert isinstance(dispatch, Dispatch)
+        stamped = fingerprinted(dispatch, request, self.last_dispatch)
+        records = await self.writer.append([*entries, stamped])
+        self.last_dispatch = stamped
+        self.admitter.admitted()
+        self.parts.gate.admitted()
+        events: list[Event] = []
+        if admitted is not None and admitted.changed:
+            events.append(ContextAdmitted(admitted.changed, admitted.new_epoch))
+        events.append(StepCommitted(step, records[0].seq, records[-1].seq, "admission"))
+        return request, offered, events
+
+    async def _ask(self, request: Request) -> AsyncIterator[TextDelta | ProviderRetry | ModelDone]:
+        """The provider call of a step; a failure is recorded in the log, then raised."""
+        config = self.deps.config
+        try:
+            async for event in call_model(
+                self.model,
+                request,
+                retries=config.provider_retries,
+                base_delay=config.retry_base_delay,
+            ):
+                yield event
+        except Exception as exc:
+            # Best effort: the admitted context is already durable; a failed write here must
+            # not hide the provider error the caller needs to see.
+            with contextlib.suppress(StoreError):
+                await self.writer.append([ProviderFailed(str(exc), type(exc).__name__, now())])
+            error = provider_failure(exc, f"model {self.model.name}")
+            if error is exc:
+                raise
+            raise error from exc
+
+    async def _respond(
+        self, step: int, request: Request, done: ModelDone, message: AssistantMessage
+    ) -> AsyncIterator[Event]:
+        """Commit the response; no tool runs unless it is durable."""
+        entry = AssistantEntry(
+            content=message.content,
+            tool_calls=message.tool_calls,
+            provider=message.provider,
+            provider_data=message.provider_data,
+            model=done.model or self.model.name,
+            usage=done.usage,
+            timestamp=now(),
+        )
+        saved = await self.writer.commit([entry])
+        if self.model.profile.reports_usage and done.usage.input_tokens > 0:
+            self.deps.budget.observe(request, done.usage.input_tokens)
+        if saved:
+            yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
+        if self.writer.pending:
+            # Write-ahead: the calls wait until the response is durable (flush, then retry).
+            self.held = bool(message.tool_calls)
+            self.writer.raise_pending()
+
+    async def _settle(
+        self,
+        step: int,
+        calls: Sequence[ToolCall],
+        offered: Collection[str],
+        approvals: list[ApprovalRequest],
+    ) -> AsyncIterator[Event]:
+        """Run each call in order and commit its result; stop at the first one that must wait."""
+        for call in calls:
+            answer = self.parts.gate.unsaved(call.id)
+            if answer is not None:
+                if self.writer.pending:
+                    self.writer.raise_pending()  # the answer must not overtake refused entries
+                # Durable before the call runs: a decision without a result then means the
+                # call started, and recovery closes it instead of running it twice.
+                await self.writer.append([answer])
+                self.parts.gate.record(answer)
+            yield ToolCallStarted(call)
+            result = await self.parts.toolbox.run(call, offered)
+            if result.kind == "paused":
+                await self._commit_step(step, [result.request])
+                self.parts.gate.record(result.request)
+                request = ApprovalRequest(
+                    call.id, call.name, dict(call.arguments), result.request.reason
+                )
+                approvals.append(request)
+                yield ApprovalNeeded(request)
+                return
+            outcome = result.outcome
+            entry = ToolResultEntry(call.id, call.name, outcome.content, outcome.is_error, now())
+            committed = await self._commit_step(step, [entry, *result.entries])
+            yield ToolResultEvent(call.id, call.name, outcome.content, outcome.is_error)
+            if committed is not None:
+                yield committed
+        if self.writer.pending:
+            self.writer.raise_pending()
+
+    async def _commit_step(self, step: int, entries: list[LogEntry]) -> StepCommitted | None:
+        saved = await self.writer.commit(entries)
+        if not saved:
+            return None
+        return StepCommitted(step, saved[0].seq, saved[-1].seq, "tool_result")
+
+    async def _used_ids(self) -> set[str]:
+        view = await self.writer.epoch_view()
+        return {c.id for r in view.records for c in _calls(r)}
+
+
+def _calls(record: Record) -> Sequence[ToolCall]:
+    entry = record.entry
+    return entry.tool_calls if isinstance(entry, AssistantEntry) else ()
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+        a.cached_input_tokens + b.cached_input_tokens,
+        a.cache_write_tokens + b.cache_write_tokens,
+    )
+
+
+def approval_of(entry: ApprovalRequested, calls: Sequence[ToolCall]) -> ApprovalRequest:
+    """The public form of a stored approval request (arguments from its call)."""
+    call = next((c for c in calls if c.id == entry.call_id), None)
+    arguments = dict(call.arguments) if call is not None else {}
+    return ApprovalRequest(entry.call_id, entry.name, arguments, entry.reason)
+
+
+def waiting_calls(
+    transcript: Sequence[Message], waiting: Sequence[ApprovalRequested]
+) -> list[ToolCall]:
+    """The tool calls of ``waiting`` approvals, found from the newest message backward.
+
+    Waiting calls belong to the last steps, so a long transcript is not read from its start.
+    """
+    wanted = {w.call_id for w in waiting}
+    calls: list[ToolCall] = []
+    for message in reversed(transcript):
+        if not wanted:
+            break
+        if isinstance(message, AssistantMessage):
+            calls.extend(c for c in message.tool_calls if c.id in wanted)
+            wanted -= {c.id for c in message.tool_calls}
+    return calls

@@ -1,0 +1,421 @@
+"""The session's writer: the one place that knows what is durable, pending, and which seq is next.
+
+Every entry of a session goes through one ``LogWriter``. ``append`` is for writes that must succeed
+before anything else happens (an admission before the provider call): it raises and keeps nothing.
+``commit`` is for writes after a model or tool call: if the store refuses, the entries stay
+pending in memory (nothing a model or tool produced is dropped) and ``flush`` writes them later,
+without calling the model or the tools again. A conflicting writer is not a refusal and raises.
+
+The writer also keeps the derived views the session serves without reading the store: the user
+transcript and the ``SystemPromptCheckpoint`` records, appended as entries become durable; and it
+reads what the next request needs (``epoch_view``: the current epoch and the entries its model
+view reads, from where that view starts) in time proportional to the window, through the store's
+kind index — once, and on a local store in one worker-thread call: afterwards the view is kept
+in memory and extended with every record this writer commits, so a step reads nothing back and
+each entry is decoded once.
+
+After a cancelled or failed write it cannot know whether the store committed (a connection lost
+during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views
+it reads the log's real end and takes whatever did commit, so the next append neither repeats
+nor conflicts. Pending entries found there, the same kinds and the same stored JSON at the seq
+they were meant for, were committed by the attempt whose answer was lost: they are taken as
+written, not written twice. Anything else there is another writer's: ``ConflictError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NoReturn
+
+from ..errors import ConflictError, StoreError
+from ..log import (
+    TRANSCRIPT_KINDS,
+    ContextEpoch,
+    Dispatch,
+    LogEntry,
+    Record,
+    SystemPromptCheckpoint,
+    dump_entry,
+)
+from ..projection import VIEW_KINDS, to_message
+from ..request import Message
+from ..store.base import FindsNow, Store
+from ..transcript import Transcript
+
+__all__ = ["EpochView", "LogWriter"]
+
+
+@dataclass(frozen=True)
+class EpochView:
+    """The current epoch (``None`` before the first request) and the log its model view reads.
+
+    ``records`` run from the first seq the view needs to the end of the log: the entries of the
+    kinds the model view reads (``VIEW_KINDS``), and every entry this writer committed since it
+    read them; ``dispatched`` says whether a request of this epoch was sent already.
+    """
+
+    epoch: ContextEpoch | None
+    records: list[Record]
+    dispatched: bool
+
+
+class LogWriter:
+    """Appends one session's entries at the right seq and keeps refused ones pending."""
+
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        next_seq: int,
+        transcript: Transcript | Sequence[Message],
+        checkpoints: Callable[[], list[SystemPromptCheckpoint]] | list[SystemPromptCheckpoint],
+    ) -> None:
+        """``checkpoints``: the stored ones, or how to read them when they are first asked for."""
+        self._store = store
+        self._session_id = session_id
+        self._next_seq = next_seq
+        self._transcript = (
+            transcript if isinstance(transcript, Transcript) else Transcript.of(transcript)
+        )
+        self._checkpoints: list[SystemPromptCheckpoint] | None = None
+        self._read_checkpoints: Callable[[], list[SystemPromptCheckpoint]] | None = None
+        self._new_checkpoints: list[SystemPromptCheckpoint] = []
+        if callable(checkpoints):
+            self._read_checkpoints = checkpoints
+        else:
+            self._checkpoints = checkpoints
+        self._pending: list[LogEntry] = []
+        self._pending_error: StoreError | None = None
+        self._view: _CachedView | None = None
+        self._last_dispatch: int | None = None
+        self._dispatch: Dispatch | None = None
+        self._dispatch_known = False
+        self._inflight: asyncio.Future[list[Record]] | None = None
+        self._unsure = False  # a write failed without an answer: it may have committed
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next durable entry gets (pending entries not counted)."""
+        return self._next_seq
+
+    @property
+    def pending(self) -> tuple[LogEntry, ...]:
+        """Entries the store refused, in order; ``flush()`` writes them."""
+        return tuple(self._pending)
+
+    @property
+    def transcript(self) -> Transcript:
+        """The user transcript of everything durable, plus what an unfinished step will show.
+
+        Stored messages are read in pages when asked for (see ``Transcript``). Provisional
+        messages (set at open for a step a dead process left unfinished) stand in for the
+        entries the next write records, and vanish when anything is committed.
+        """
+        return self._transcript
+
+    async def user_turns(self) -> int:
+        """How many user messages are durable (counted by the store's index once, then kept)."""
+        known = self._transcript.known_user_turns()
+        if known is not None:
+            return known
+        return await asyncio.to_thread(self._transcript.user_turns)
+
+    def show_provisional(self, messages: Sequence[Message]) -> None:
+        """Show ``messages`` after the transcript until the next commit."""
+        self._transcript.show_provisional(messages)
+
+    @property
+    def checkpoints(self) -> list[SystemPromptCheckpoint]:
+        """Every durable ``SystemPromptCheckpoint`` in order (the stored ones read at first use)."""
+        if self._checkpoints is None:
+            assert self._read_checkpoints is not None
+            self._checkpoints = self._read_checkpoints()
+        return [*self._checkpoints, *self._new_checkpoints]
+
+    async def append(self, entries: Sequence[LogEntry]) -> list[Record]:
+        """Write ``entries`` in one transaction now, or raise (keeping nothing).
+
+        Cancelling the caller does not cancel the write: it finishes in the background and the
+        next ``resync`` takes its outcome, so a write that committed is never lost or repeated.
+        """
+        await self.settle()
+        write = asyncio.ensure_future(
+            self._store.append(self._session_id, self._next_seq, list(entries))
+        )
+        self._inflight = write
+        try:
+            records = await asyncio.shield(write)
+        except asyncio.CancelledError:
+            raise  # the write goes on: the next settle takes its outcome
+        except StoreError:
+            self._inflight = None
+            self._unsure = True  # the answer was lost, not necessarily the write
+            raise
+        except BaseException:
+            self._inflight = None
+            raise
+        self._inflight = None
+        self._take(records)
+        return records
+
+    async def settle_inflight(self) -> None:
+        """Wait for a write whose caller was cancelled and take what it committed."""
+        write, self._inflight = self._inflight, None
+        if write is None:
+            return
+        try:
+            records = await write
+        except StoreError:
+            self._unsure = True
+            return
+        except Exception:
+            return  # a conflict, or refused before writing: nothing of it was stored
+        if records and records[0].seq == self._next_seq:
+            self._take(records)
+
+    async def settle(self) -> None:
+        """Take the outcome of writes whose answer never came (cancelled, or failed unsure).
+
+        ``StoreError`` while the store cannot be read (the writer stays unsure);
+        ``ConflictError`` when pending entries were overtaken by another writer's.
+        """
+        await self.settle_inflight()
+        if self._unsure:
+            await self._catch_up()
+
+    async def commit(self, entries: Sequence[LogEntry]) -> list[Record] | None:
+        """Write ``entries`` after a model or tool call; keep them pending if the store refuses.
+
+        Returns the records, or ``None`` when they were kept pending (also when earlier entries
+        are still pending: order is kept, so nothing overtakes them).
+        """
+        if not self._pending:
+            try:
+                return await self.append(entries)
+            except ConflictError:
+                raise
+            except StoreError as exc:
+                self._pending_error = exc
+        self._pending.extend(entries)
+        return None
+
+    async def flush(self) -> int:
+        """Write the pending entries in one transaction; return how many were written.
+
+        Entries an earlier attempt committed without an answer are found at the end of the log
+        and taken as written (counted too), never written twice; the rest are written.
+        """
+        count = len(self._pending)
+        if not count:
+            return 0
+        await self.settle()
+        if self._pending:
+            try:
+                await self.append(self._pending)
+            except ConflictError:
+                # Lost answers can come late: an attempt may have committed after settle read.
+                await self._catch_up()
+                if self._pending:
+                    raise
+        self._pending = []
+        self._pending_error = None
+        return count
+
+    def raise_pending(self) -> NoReturn:
+        """Stop the turn: the store refused entries that are now kept in memory."""
+        assert self._pending_error is not None
+        raise StoreError(
+            f"the store refused to write ({self._pending_error}); {len(self._pending)} entries"
+            " are kept in memory: call session.flush() to write them (they are lost if the"
+            " process ends first)"
+        ) from self._pending_error
+
+    async def resync(self) -> list[Record]:
+        """Catch up with the store's end of the log; return the records picked up.
+
+        Used after a write whose outcome is unknown (cancelled while the store committed) or a
+        conflict. The records found become part of the derived views, exactly as if ``append``
+        had returned.
+        """
+        await self.settle_inflight()
+        return await self._catch_up()
+
+    async def _catch_up(self) -> list[Record]:
+        """Take what the store holds past ``next_seq``; pending entries found there were written.
+
+        ``ConflictError`` when entries are pending and the log holds something else there.
+        """
+        info = await self._store.get_session(self._session_id)
+        records: list[Record] = []
+        if info.next_seq > self._next_seq:
+            records = await self._store.read(self._session_id, self._next_seq, info.next_seq)
+        if self._pending and records:
+            # A lost answer's write holds the first pending entries (the commit that failed
+            # first) or all of them (a flush): what was written is a common prefix.
+            written = _common_prefix(records, self._pending)
+            if written < min(len(records), len(self._pending)):
+                raise ConflictError(
+                    f"session {self._session_id} was written by another writer while"
+                    f" {len(self._pending)} entries were pending here; they were not stored"
+                )
+            self._pending = self._pending[written:]
+            if not self._pending:
+                self._pending_error = None
+        self._unsure = False
+        self._take(records)
+        return records
+
+    async def epoch_view(self) -> EpochView:
+        """The current epoch and its log; read once (O(window), by the kind index), then kept."""
+        if self._unsure:
+            await self.settle()
+        if self._view is None:
+            self._view = await self._load_view()
+        view = self._view
+        return EpochView(view.epoch, list(view.records), view.dispatched)
+
+    async def _load_view(self) -> _CachedView:
+        """Read the newest epoch, the view's kinds from its start, and the last dispatch's seq.
+
+        A store that reads synchronously does it in one worker-thread call; dispatch records,
+        checkpoints and state entries are neither read nor decoded.
+        """
+        store, session_id = self._store, self._session_id
+        known = self._last_dispatch if self._dispatch_known else None
+        if isinstance(store, FindsNow):
+            found, records, dispatch = await asyncio.to_thread(
+                _view_rows_now, store, session_id, self._next_seq, self._dispatch_known
+            )
+        else:
+            found = await store.last(session_id, ["epoch"])
+            start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
+            records = await store.read(session_id, start, self._next_seq, kinds=VIEW_KINDS)
+            dispatch = None
+            if found is not None and not self._dispatch_known:
+                dispatch = await store.last(session_id, ["dispatch"])
+        if dispatch is not None:
+            known = dispatch.seq
+            self._last_dispatch, self._dispatch = dispatch.seq, _dispatch_of(dispatch)
+            self._dispatch_known = True
+        if found is None:
+            return _CachedView(None, -1, records, False, self._next_seq)
+        dispatched = known is not None and known > found.seq
+        return _CachedView(_epoch_of(found), found.seq, records, dispatched, self._next_seq)
+
+    async def last_dispatch(self) -> Dispatch | None:
+        """The session's last dispatch record (read once, then kept as records are committed)."""
+        if self._unsure:
+            await self.settle()
+        if not self._dispatch_known:
+            found = await self._store.last(self._session_id, ["dispatch"])
+            self._last_dispatch = found.seq if found is not None else None
+            self._dispatch = _dispatch_of(found) if found is not None else None
+            self._dispatch_known = True
+        return self._dispatch
+
+    async def tail_since_dispatch(self) -> list[Record] | None:
+        """The records from the last ``dispatch`` on, or ``None`` when nothing was dispatched."""
+        if self._unsure:
+            await self.settle()
+        view, last_seq = self._view, self._last_dispatch
+        if view is not None and last_seq is not None and last_seq >= view.complete_from:
+            return [r for r in view.records if r.seq >= last_seq]
+        last = await self._store.last(self._session_id, ["dispatch"])
+        if last is None:
+            return None
+        self._last_dispatch = last.seq
+        if isinstance(last.entry, Dispatch):
+            self._dispatch, self._dispatch_known = last.entry, True
+        records: list[Record] = await self._store.read(self._session_id, last.seq)
+        return records
+
+    def _take(self, records: Sequence[Record]) -> None:
+        if records:
+            self._next_seq = records[-1].seq + 1
+            self._transcript.committed()
+        for record in records:
+            if isinstance(record.entry, Dispatch):
+                self._last_dispatch = record.seq
+                self._dispatch, self._dispatch_known = record.entry, True
+            if self._view is not None:
+                self._view = self._view.extended(record)
+            if record.entry.kind in TRANSCRIPT_KINDS:
+                message = to_message(record)
+                assert message is not None
+                self._transcript.append(message)
+            elif isinstance(record.entry, SystemPromptCheckpoint):
+                self._new_checkpoints.append(record.entry)
+
+
+@dataclass(frozen=True)
+class _CachedView:
+    """The epoch view this writer keeps between steps (``epoch_seq`` -1: no epoch yet).
+
+    ``records`` hold the ``VIEW_KINDS`` entries read from the store and, from ``complete_from``
+    on, every entry this writer committed.
+    """
+
+    epoch: ContextEpoch | None
+    epoch_seq: int
+    records: list[Record]
+    dispatched: bool
+    complete_from: int
+
+    def extended(self, record: Record) -> _CachedView | None:
+        """The view with ``record`` appended; ``None`` when it must be read afresh."""
+        entry = record.entry
+        if isinstance(entry, ContextEpoch):
+            start = _view_start(entry, record.seq)
+            kept = [r for r in self.records if r.seq >= start]
+            if self.records and start < self.records[0].seq:
+                return None  # the new epoch's view reaches further back than what is kept
+            return _CachedView(entry, record.seq, [*kept, record], False, self.complete_from)
+        dispatched = self.dispatched or (isinstance(entry, Dispatch) and self.epoch is not None)
+        self.records.append(record)
+        return _CachedView(self.epoch, self.epoch_seq, self.records, dispatched, self.complete_from)
+
+
+def _view_rows_now(
+    store: FindsNow, session_id: str, end: int, dispatch_known: bool
+) -> tuple[Record | None, list[Record], Record | None]:
+    """The newest epoch, its view's ``VIEW_KINDS`` records up to ``end``, the last dispatch.
+
+    The dispatch is looked up only when there is an epoch and the writer does not know it.
+    """
+    found = store.last_now(session_id, ["epoch"])
+    start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
+    records = store.read_now(session_id, start, end, VIEW_KINDS)
+    dispatch = None
+    if found is not None and not dispatch_known:
+        dispatch = store.last_now(session_id, ["dispatch"])
+    return found, records, dispatch
+
+
+def _epoch_of(record: Record) -> ContextEpoch:
+    assert isinstance(record.entry, ContextEpoch)
+    return record.entry
+
+
+def _dispatch_of(record: Record) -> Dispatch:
+    assert isinstance(record.entry, Dispatch)
+    return record.entry
+
+
+def _common_prefix(records: Sequence[Record], entries: Sequence[LogEntry]) -> int:
+    """How many leading ``records`` hold ``entries``: the same kinds, the same stored JSON."""
+    count = 0
+    for record, entry in zip(records, entries, strict=False):
+        if dump_entry(record.entry) != dump_entry(entry):
+            break
+        count += 1
+    return count
+
+
+def _view_start(epoch: ContextEpoch, seq: int) -> int:
+    """The first seq the model view of ``epoch`` (stored at ``seq``) reads."""
+    start = min(epoch.history_start, seq)
+    if epoch.summary_seq is not None:
+        start = min(start, epoch.summary_seq)
+    return start

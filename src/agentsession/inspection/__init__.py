@@ -1,0 +1,1 @@
+"""Inspection: requests rebuilt and diagnosed, the inspection views, annotation, the HTML report."""

@@ -1,0 +1,421 @@
+"""Inspection views: a session's log as typed values, for the command line, reports and UIs.
+
+``inspect_log`` reads a whole log once and returns an ``Inspection``: the timeline (every entry,
+described in one line; a kind this module does not know is shown from its stored fields, so a
+new kind appears without changes here), the turns, the epochs with their baseline sections, and
+every dispatched request rebuilt from the log (``inspect.rebuild_all``) with its prompt size
+split into the part that repeats the previous request's prefix — what a provider's prompt cache
+can serve — and the new part, beside the provider-reported figures and the local diagnosis.
+``annotate.context_view`` (re-exported) annotates one request part by part. Nothing here writes
+or calls a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..boundary import Admission
+from ..budget import BudgetPolicy, Measurement, TokenCounter, measure
+from ..config import Config
+from ..errors import UsageError
+from ..log import (
+    ApprovalRequested,
+    AssistantEntry,
+    CacheDiagnosis,
+    ContextEpoch,
+    Dispatch,
+    Interrupted,
+    ModelSwitched,
+    ProviderFailed,
+    Record,
+    ToolResultEntry,
+    UserEntry,
+)
+from ..providers.base import Model
+from ..request import Request, ToolSpec, text_of
+from ..store.base import SessionInfo
+from .annotate import ContextView, Part, context_view
+from .describe import Category, category_of, describe, preview
+from .rebuild import Rebuilt, rebuild_all
+
+__all__ = [
+    "Category",
+    "ContextView",
+    "EpochInfo",
+    "Inspection",
+    "MessageCounts",
+    "Part",
+    "RequestInfo",
+    "TimelineItem",
+    "TurnInfo",
+    "context_view",
+    "inspect_log",
+    "last_model",
+    "past_context",
+]
+
+
+@dataclass(frozen=True)
+class TimelineItem:
+    """One log entry on the timeline: ``turn`` is 0 before the first user message."""
+
+    seq: int
+    kind: str
+    category: Category
+    turn: int
+    timestamp: str
+    title: str
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class EpochInfo:
+    """A context epoch: why it started, for which model, and its baseline sections."""
+
+    number: int
+    seq: int
+    reason: str
+    model: str
+    timestamp: str
+    turn: int
+    history_start: int
+    sections: tuple[Part, ...]
+    tools: tuple[str, ...] | None
+    removed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """One dispatched request, rebuilt, with its size split for the prompt cache.
+
+    ``tokens`` is the measured prompt; ``cacheable`` the part of it that repeats the previous
+    request's prefix (tools, then system, then messages), ``new`` the rest. ``reported_input`` and
+    ``reported_cached`` are the provider's figures from the response (``None``: no response).
+    ``cache`` is the local diagnosis stored on the dispatch record; ``exact`` says whether the
+    rebuild reproduced the dispatch record's digest (``mismatch`` says why not).
+    """
+
+    number: int
+    seq: int
+    step: int
+    turn: int
+    model: str
+    epoch: int | None
+    timestamp: str
+    cache: CacheDiagnosis
+    tokens: int
+    cacheable: int
+    reported_input: int | None
+    reported_cached: int | None
+    exact: bool
+    mismatch: str
+    request: Request
+
+    @property
+    def new(self) -> int:
+        """Tokens of the request not in the previous request's prefix."""
+        return self.tokens - self.cacheable
+
+
+@dataclass(frozen=True)
+class TurnInfo:
+    """A user turn: its prompt, how many requests and tool calls it took, how it ended."""
+
+    number: int
+    seq: int
+    timestamp: str
+    text: str
+    requests: int
+    tool_calls: int
+    outcome: str
+
+
+@dataclass(frozen=True)
+class MessageCounts:
+    """Messages of the user transcript by role."""
+
+    user: int = 0
+    assistant: int = 0
+    tool: int = 0
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """Everything inspection knows about one session, from its log alone.
+
+    ``next_request`` is the request the next prompt would start from, annotated (nothing
+    admitted; ``None`` with ``next_error`` saying why when it cannot be previewed).
+    """
+
+    session_id: str
+    title: str | None
+    created_at: str
+    updated_at: str
+    model: str
+    counts: MessageCounts
+    entries: int
+    timeline: tuple[TimelineItem, ...]
+    turns: tuple[TurnInfo, ...]
+    epochs: tuple[EpochInfo, ...]
+    requests: tuple[RequestInfo, ...]
+    next_request: ContextView | None = None
+    next_error: str = ""
+
+
+def inspect_log(
+    info: SessionInfo,
+    records: Sequence[Record],
+    *,
+    specs: Mapping[str, ToolSpec],
+    config: Config,
+    budget: BudgetPolicy,
+    tools: Sequence[str] = (),
+    model: Model | None = None,
+    upcoming: Admission | str = "",
+) -> Inspection:
+    """The inspection of one session's whole log (``records`` in seq order, from seq 0).
+
+    ``specs`` and ``tools`` are the tool declarations the caller knows and the application's
+    tool names (see ``inspect.rebuild_all``); ``upcoming`` is the previewed admission of the next
+    request for ``model``, or why there is none.
+    """
+    counter = _Memo(budget.counter)
+    next_request: ContextView | None = None
+    next_error = upcoming if isinstance(upcoming, str) else ""
+    if isinstance(upcoming, Admission):
+        limit = 0
+        if model is not None:
+            profile = model.profile
+            limit = budget.limit(
+                model_window=profile.context_window, max_output_tokens=profile.max_output_tokens
+            )
+        next_request = context_view(
+            upcoming.request,
+            records,
+            counter,
+            epoch=upcoming.epoch.epoch,
+            epoch_reason=upcoming.epoch.reason,
+            new_epoch=upcoming.new_epoch,
+            limit=limit,
+        )
+    rebuilt = rebuild_all(records, specs=specs, config=config, tools=tools)
+    timeline, turns_of = _timeline(records)
+    counts = MessageCounts(
+        user=sum(isinstance(r.entry, UserEntry) for r in records),
+        assistant=sum(isinstance(r.entry, AssistantEntry) for r in records),
+        tool=sum(isinstance(r.entry, ToolResultEntry) for r in records),
+    )
+    epochs = tuple(
+        _epoch_info(r, turns_of.get(r.seq, 0), counter)
+        for r in records
+        if isinstance(r.entry, ContextEpoch)
+    )
+    requests = _requests(records, rebuilt, turns_of, counter)
+    return Inspection(
+        session_id=info.id,
+        title=info.title,
+        created_at=info.created_at,
+        updated_at=info.updated_at,
+        model=last_model(records),
+        counts=counts,
+        entries=len(records),
+        timeline=timeline,
+        turns=_turns(records, turns_of),
+        epochs=epochs,
+        requests=requests,
+        next_request=next_request,
+        next_error=next_error,
+    )
+
+
+class _Memo:
+    """A counter that counts each distinct text once: a session's requests repeat their texts."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``, as the wrapped counter counts them."""
+        found = self._counts.get(text)
+        if found is None:
+            found = self._counts[text] = self._counter.count(text)
+        return found
+
+
+def last_model(records: Sequence[Record]) -> str:
+    """The model the log names last (a dispatch, an epoch or a switch); "" when none."""
+    for record in reversed(records):
+        entry = record.entry
+        if isinstance(entry, Dispatch | ContextEpoch | ModelSwitched) and entry.model:
+            return entry.model
+    return ""
+
+
+def _timeline(records: Sequence[Record]) -> tuple[tuple[TimelineItem, ...], dict[int, int]]:
+    """Every entry described, and the turn number of each seq."""
+    items: list[TimelineItem] = []
+    turns: dict[int, int] = {}
+    turn = 0
+    for record in records:
+        entry = record.entry
+        if isinstance(entry, UserEntry):
+            turn += 1
+        turns[record.seq] = turn
+        title, text = describe(entry)
+        stamp = getattr(entry, "timestamp", "")
+        items.append(
+            TimelineItem(
+                record.seq,
+                entry.kind,
+                category_of(entry.kind),
+                turn,
+                stamp if isinstance(stamp, str) else "",
+                title,
+                text,
+            )
+        )
+    return tuple(items), turns
+
+
+def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[TurnInfo, ...]:
+    """Each user turn with its requests, tool calls and how it ended so far."""
+    out: list[TurnInfo] = []
+    for record in records:
+        entry = record.entry
+        if isinstance(entry, UserEntry):
+            text = preview(text_of(entry.content), 200)
+            number = turns_of[record.seq]
+            out.append(TurnInfo(number, record.seq, entry.timestamp, text, 0, 0, "unfinished"))
+            continue
+        if not out:
+            continue
+        turn = out[-1]
+        if entry.kind == "dispatch":
+            turn = replace(turn, requests=turn.requests + 1)
+        if isinstance(entry, AssistantEntry):
+            turn = replace(turn, tool_calls=turn.tool_calls + len(entry.tool_calls))
+        outcome = _outcome(entry)
+        if outcome:
+            turn = replace(turn, outcome=outcome)
+        out[-1] = turn
+    return tuple(out)
+
+
+def _outcome(entry: object) -> str:
+    """How a turn stands after ``entry`` ("" when the entry changes nothing about that)."""
+    if isinstance(entry, AssistantEntry):
+        return "running" if entry.tool_calls else "answered"
+    if isinstance(entry, ProviderFailed):
+        return "failed"
+    if isinstance(entry, Interrupted):
+        return "cancelled" if "cancel" in entry.reason else "interrupted"
+    if isinstance(entry, ApprovalRequested):
+        return "waiting for approval"
+    return ""
+
+
+def _epoch_info(record: Record, turn: int, counter: TokenCounter) -> EpochInfo:
+    epoch = record.entry
+    assert isinstance(epoch, ContextEpoch)
+    sections = tuple(Part(key, counter.count(text), text) for key, text in epoch.baseline)
+    return EpochInfo(
+        number=epoch.epoch,
+        seq=record.seq,
+        reason=epoch.reason,
+        model=epoch.model,
+        timestamp=epoch.timestamp,
+        turn=turn,
+        history_start=epoch.history_start,
+        sections=sections,
+        tools=epoch.tools,
+        removed=epoch.removed,
+    )
+
+
+def _requests(
+    records: Sequence[Record],
+    rebuilt: Sequence[Rebuilt],
+    turns_of: Mapping[int, int],
+    counter: TokenCounter,
+) -> tuple[RequestInfo, ...]:
+    answers = _answers(records)
+    out: list[RequestInfo] = []
+    previous: Rebuilt | None = None
+    for item in rebuilt:
+        measured = measure(item.request, counter)
+        cacheable = 0
+        if previous is not None and previous.dispatch.model == item.dispatch.model:
+            cacheable = _cacheable(previous.request, item.request, measured)
+        answer = answers.get(item.seq)
+        usage = answer.usage if answer is not None else None
+        out.append(
+            RequestInfo(
+                number=item.number,
+                seq=item.seq,
+                step=item.dispatch.step,
+                turn=turns_of.get(item.seq, 0),
+                model=item.dispatch.model,
+                epoch=item.epoch.epoch if item.epoch is not None else None,
+                timestamp=item.dispatch.timestamp,
+                cache=item.dispatch.cache,
+                tokens=measured.total,
+                cacheable=cacheable,
+                reported_input=usage.input_tokens if usage is not None else None,
+                reported_cached=usage.cached_input_tokens if usage is not None else None,
+                exact=item.exact,
+                mismatch=item.mismatch,
+                request=item.request,
+            )
+        )
+        previous = item
+    return tuple(out)
+
+
+def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
+    """The response to each dispatch, by the dispatch's seq (failed dispatches have none)."""
+    answers: dict[int, AssistantEntry] = {}
+    last: int | None = None
+    for record in records:
+        if record.entry.kind == "dispatch":
+            last = record.seq
+        elif isinstance(record.entry, AssistantEntry) and last is not None:
+            answers.setdefault(last, record.entry)
+    return answers
+
+
+def _cacheable(previous: Request, current: Request, measured: Measurement) -> int:
+    """Tokens of ``current`` in the prefix it shares with ``previous``: tools, system, messages."""
+    if previous.tools != current.tools:
+        return 0
+    tokens = measured.subtotal("tool:")
+    if previous.system != current.system:
+        return tokens
+    tokens += measured.subtotal("request") + measured.subtotal("system:")
+    for i, (old, new) in enumerate(zip(previous.messages, current.messages, strict=False)):
+        if old is not new and old != new:
+            break
+        tokens += measured.subtotal(f"message[{i}]:")
+    return tokens
+
+
+def past_context(
+    inspection: Inspection, number: int, records: Sequence[Record], counter: TokenCounter
+) -> ContextView:
+    """Dispatched request ``number`` (from 1) annotated against the log as it was then."""
+    if not 1 <= number <= len(inspection.requests):
+        raise UsageError(
+            f"there is no dispatched request {number}: the session has {len(inspection.requests)}"
+        )
+    info = inspection.requests[number - 1]
+    previous = inspection.requests[number - 2] if number > 1 else None
+    reason = next((e.reason for e in inspection.epochs if e.number == info.epoch), "")
+    return context_view(
+        info.request,
+        [r for r in records if r.seq < info.seq],
+        counter,
+        epoch=info.epoch,
+        epoch_reason=reason,
+        new_epoch=previous is None or previous.epoch != info.epoch,
+    )
