@@ -74,7 +74,7 @@ async def test_a_command_waits_for_approval_and_runs_once_when_approved(
 
     await session.approve(request.call_id)
     assert session.pending_approvals() == []
-    resumed = await session.resume()
+    resumed = await session.retry()
     assert resumed.stop_reason == "end_turn"
     assert resumed.text == "it printed one"
     assert ran(project) == ["one"]
@@ -92,7 +92,7 @@ async def test_a_command_waits_for_approval_and_runs_once_when_approved(
 
     # The turn is over: nothing left to resume, and the command never runs again.
     with pytest.raises(ags.UsageError, match="nothing to retry"):
-        await session.resume()
+        await session.retry()
     assert ran(project) == ["one"]
 
 
@@ -102,7 +102,7 @@ async def test_a_denied_command_never_runs_and_the_model_reads_why(
     session, model, result = await paused(make_runtime, project, [[command("one")], "understood"])
     (request,) = result.approvals
     await session.deny(request.call_id, note="not on my machine")
-    assert (await session.resume()).text == "understood"
+    assert (await session.retry()).text == "understood"
     assert ran(project) == []
     (denial,) = tool_results(model.requests[-1])
     assert denial.is_error
@@ -118,7 +118,7 @@ async def test_always_approves_the_tool_for_the_rest_of_the_session(
         [[command("one")], [command("two")], "done", [command("three")], "done again"],
     )
     await session.approve(result.approvals[0].call_id, always=True)
-    assert (await session.resume()).text == "done"
+    assert (await session.retry()).text == "done"
     assert (await session.prompt("and once more")).text == "done again"
     assert ran(project) == ["one", "two", "three"]
     assert (await kinds(session)).count("approval_requested") == 1
@@ -148,18 +148,18 @@ async def test_a_waiting_approval_keeps_the_session_busy(make_runtime: Make, pro
     with pytest.raises(ags.SessionBusyError, match="waiting for approval"):
         await session.compact()
     with pytest.raises(ags.UsageError, match="approve or deny the waiting tool calls first"):
-        await session.resume()
+        await session.retry()
     with pytest.raises(ags.UsageError, match="no tool call 'nope' is waiting"):
         await session.approve("nope")
     assert session.permission_preset == "workspace-write"
 
     await session.approve(call_id)
     # Answered but not resumed: the paused turn still comes first.
-    with pytest.raises(ags.SessionBusyError, match=r"resume\(\)"):
+    with pytest.raises(ags.SessionBusyError, match=r"retry\(\)"):
         await session.prompt("something else")
     with pytest.raises(ags.UsageError, match="no tool call"):
         await session.approve(call_id)  # answered already
-    assert (await session.resume()).text == "ok"
+    assert (await session.retry()).text == "ok"
     assert (await session.prompt("now")).text == "later"
     assert ran(project) == ["one"]
 
@@ -178,12 +178,12 @@ async def test_calls_in_one_response_are_asked_about_one_at_a_time(
     first = result.approvals[0]
     assert first.arguments["command"].startswith("echo one")
     await session.approve(first.call_id)
-    second = await session.resume()
+    second = await session.retry()
     assert second.stop_reason == "approval_required"
     assert second.approvals[0].arguments["command"].startswith("echo two")
     assert ran(project) == ["one"]
     await session.deny(second.approvals[0].call_id)
-    assert (await session.resume()).text == "all settled"
+    assert (await session.retry()).text == "all settled"
     assert ran(project) == ["one"]
     results = tool_results(model.requests[-1])
     assert [r.call_id for r in results] == [c.id for c in model_calls(session)]
@@ -202,14 +202,14 @@ async def test_an_answer_not_yet_resumed_is_asked_again_after_a_restart(
 ) -> None:
     session, _, result = await paused(make_runtime, project, [[command("one")]])
     await session.approve(result.approvals[0].call_id)
-    # The process ends here without resume(): the request is still there, the answer is not.
+    # The process ends here without retry(): the request is still there, the answer is not.
     model = ags.ScriptedModel(["after restart"])
     reopened = await make_runtime(
         model=model, project_dir=project, tools=ags.builtin_tools()
     ).open_session(session.id)
     assert [a.call_id for a in reopened.pending_approvals()] == [result.approvals[0].call_id]
     await reopened.approve(result.approvals[0].call_id)
-    assert (await reopened.resume()).text == "after restart"
+    assert (await reopened.retry()).text == "after restart"
     assert ran(project) == ["one"]
 
 
@@ -222,7 +222,7 @@ async def test_an_approved_call_cancelled_while_running_is_recorded_not_repeated
     )
     session, _, result = await paused(make_runtime, project, [[call], "after cancel"])
     await session.approve(result.approvals[0].call_id)
-    resuming = asyncio.create_task(session.resume())
+    resuming = asyncio.create_task(session.retry())
     # The command's own process writes the marker: there is no event to wait on.
     while not started.exists() and not resuming.done():  # noqa: ASYNC110
         await asyncio.sleep(0.01)
@@ -267,7 +267,7 @@ CHILD = textwrap.dedent(
             await session.approve(waiting[0].call_id)
         else:
             await session.deny(waiting[0].call_id, note="no")
-        result = await session.resume()
+        result = await session.retry()
         report["text"] = result.text
         report["results"] = [m.content for m in model.requests[-1].messages if m.role == "tool"]
         await runtime.close()
@@ -328,7 +328,7 @@ async def test_always_covers_the_later_calls_of_the_same_response(
         make_runtime, project, [[command("one"), command("two"), command("three")], "all ran"]
     )
     await session.approve(result.approvals[0].call_id, always=True)
-    assert (await session.resume()).text == "all ran"
+    assert (await session.retry()).text == "all ran"
     assert ran(project) == ["one", "two", "three"]
     assert (await kinds(session)).count("approval_requested") == 1
 
@@ -348,7 +348,7 @@ async def test_leaving_the_stream_at_the_approval_keeps_it_waiting(
     assert "interrupted" not in await kinds(session)
     assert [a.call_id for a in session.pending_approvals()] == [asked.call_id]
     await session.approve(asked.call_id)
-    assert (await session.resume()).text == "ran it"
+    assert (await session.retry()).text == "ran it"
     assert ran(project) == ["one"]
 
 
@@ -382,7 +382,7 @@ async def test_a_destructive_tool_asks_only_where_the_preset_asks(
         assert "marked destructive" in result.approvals[0].reason
         assert (project / "doomed.txt").exists()
         await session.approve(result.approvals[0].call_id)
-        await session.resume()
+        await session.retry()
         assert not (project / "doomed.txt").exists()
         return
     assert result.text == "after"
@@ -420,10 +420,10 @@ async def test_an_approved_call_may_reach_outside_when_the_preset_asks_for_that(
     )
     assert str(target) in first.approvals[0].reason
     await session.approve(first.approvals[0].call_id)
-    second = await session.resume()
+    second = await session.retry()
     assert target.read_text() == "approved"
     await session.deny(second.approvals[0].call_id)
-    assert (await session.resume()).text == "done"
+    assert (await session.retry()).text == "done"
     assert not (tmp_path / "outside" / "other.txt").exists()
 
 
@@ -445,7 +445,7 @@ async def test_an_answer_never_decides_a_later_call_that_reuses_its_id(
         await session.approve("c1")
     else:
         await session.deny("c1", note="not now")
-    await session.resume()
+    await session.retry()
     assert (await session.prompt("second")).text == "two"
     assert await session.compact()
     later = await session.prompt("and now the other one")

@@ -88,7 +88,7 @@ async def test_every_way_out_is_refused_and_nothing_outside_changes(
     assert asked.name == "run_command" and "asks the user before running commands" in asked.reason
     assert not (outside / "ran.txt").exists()
     await session.deny(asked.call_id)
-    finished = await session.resume()
+    finished = await session.retry()
     assert finished.text == "I stayed inside."
 
     results = tool_results(model.requests[-1])

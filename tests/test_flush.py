@@ -43,18 +43,18 @@ async def test_refused_tool_result_is_kept_for_flush(make_runtime: Make, db_path
 
     with pytest.raises(ags.StoreError, match="flush"):
         await session.prompt("append x")
-    assert runs["n"] == 1 and session.pending == 1
+    assert runs["n"] == 1 and session.unflushed_entries == 1
     with pytest.raises(ags.SessionBusyError, match="flush"):
         await session.prompt("something else")
     with pytest.raises(ags.SessionBusyError):
         await session.switch_model(ags.ScriptedModel([]))
     with pytest.raises(ags.StoreError):
         await session.flush()  # still refused: kept
-    assert session.pending == 1
+    assert session.unflushed_entries == 1
 
     sql(db_path, "DROP TRIGGER refuse;")
     assert await session.flush() == 1
-    assert session.pending == 0
+    assert session.unflushed_entries == 0
     kinds = [r.entry.kind for r in await session.log()]
     assert kinds[-2:] == ["assistant", "tool_result"]
     assert len(model.requests) == 2
@@ -81,7 +81,7 @@ async def test_refused_admission_stores_nothing_and_calls_no_model(
     )
     with pytest.raises(ags.StoreError):
         await session.prompt("hello")
-    assert model.requests == [] and session.pending == 0
+    assert model.requests == [] and session.unflushed_entries == 0
     sql(db_path, "DROP TRIGGER refuse;")
     assert await session.log() == []
     assert (await session.prompt("hello")).text == "never"

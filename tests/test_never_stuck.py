@@ -232,7 +232,7 @@ async def test_no_tool_runs_before_its_call_is_durable(
     with pytest.raises(ags.StoreError, match="flush"):
         await session.prompt("touch twice")
     assert not side.exists()  # the response was not durable: nothing ran
-    assert session.pending == 1
+    assert session.unflushed_entries == 1
     with pytest.raises(ags.SessionBusyError):
         await session.prompt("meanwhile")
     refusing["on"] = False

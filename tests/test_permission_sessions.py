@@ -86,7 +86,7 @@ async def test_a_switch_while_a_write_is_pending_is_refused(
     )
     with pytest.raises(ags.StoreError):
         await session.prompt("list")
-    assert session.pending > 0
+    assert session.unflushed_entries > 0
     with pytest.raises(ags.SessionBusyError, match="flush"):
         session.set_permission_preset("read-only")
     sql(db_path, "DROP TRIGGER refuse;")

@@ -123,7 +123,8 @@ async def _run(db: Path) -> str:
     print(f"session {session.id} in {db}\n")
     for text in ("How many words are in this sentence?", "And in this much shorter one?"):
         print(f"user: {text}")
-        await render(session.stream(text), PlainOutput(err=sys.stdout))
+        async with session.stream(text) as events:
+            await render(events, PlainOutput(err=sys.stdout))
         print()
         mode["value"] = "Answer as briefly as possible."
     last, earlier = model.requests[-1], model.requests[1]

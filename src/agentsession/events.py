@@ -7,8 +7,7 @@ finished turn with its result.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -28,6 +27,7 @@ __all__ = [
     "ToolResultEvent",
     "TurnFinished",
     "TurnStream",
+    "drain",
 ]
 
 
@@ -41,7 +41,7 @@ StopReason: TypeAlias = Literal[
     "approval_required",
 ]
 """Why a turn stopped: the model's normalised finish reason, or ``approval_required`` when a tool
-call waits for the user (``session.approve``/``deny``, then ``session.resume()``)."""
+call waits for the user (``session.approve``/``deny``, then ``session.retry()``)."""
 
 
 @dataclass(frozen=True)
@@ -163,44 +163,52 @@ Event: TypeAlias = (
 
 
 class TurnStream:
-    """The events of one turn (``session.stream()``); an async iterator.
+    """The events of one turn (``session.stream()``): an async context manager and iterator.
 
-    A consumer that stops early (``break``) abandons the turn: when the stream is dropped its
-    turn is closed like a cancellation — recorded as interrupted by cancellation — and the
-    session's next operation waits for that to finish, so it never sees a busy session.
+    ``async with session.stream(text) as events: async for event in events: ...`` — leaving the
+    block settles the turn, however it is left: after the last event nothing remains to do; on
+    ``break`` or an exception inside the block the turn is closed like a cancellation (recorded
+    as interrupted by cancellation) before the block is left, so the session takes the next
+    operation at once. A stream iterated without ``async with`` and dropped early is settled by
+    the session's next operation (or ``session.close()``) before that operation starts.
     """
 
     def __init__(
         self,
         events: AsyncGenerator[Event, None],
-        on_abandon: Callable[[asyncio.Task[None]], None],
+        on_start: Callable[[TurnStream, AsyncGenerator[Event, None]], None],
     ) -> None:
         self._events = events
-        self._on_abandon = on_abandon
+        self._on_start = on_start
         self._started = False
-        self._done = False
+
+    async def __aenter__(self) -> TurnStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def __aiter__(self) -> TurnStream:
         return self
 
     async def __anext__(self) -> Event:
-        self._started = True
-        try:
-            return await self._events.__anext__()
-        except BaseException:
-            self._done = True
-            raise
+        if not self._started:
+            self._started = True
+            # The session learns of the stream before the turn starts: should the consumer
+            # drop it half-way, the next operation closes the turn first.
+            self._on_start(self, self._events)
+        return await self._events.__anext__()
 
     async def aclose(self) -> None:
         """Stop the turn now (as a cancellation) and wait until it is settled."""
-        self._done = True
         await self._events.aclose()
 
-    def __del__(self) -> None:
-        if self._done or not self._started:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # no loop any more: nothing can be settled (the process is ending)
-        self._on_abandon(loop.create_task(self._events.aclose()))
+
+async def drain(events: AsyncIterator[Event]) -> PromptResult:
+    """Run a turn's events to the end and return its result."""
+    result: PromptResult | None = None
+    async for event in events:
+        if isinstance(event, TurnFinished):
+            result = event.result
+    assert result is not None
+    return result

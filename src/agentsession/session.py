@@ -1,7 +1,7 @@
 """Session: the public operations on one durable session.
 
-``stream()`` runs one prompt as a ``Turn`` and yields its events; ``prompt()``, ``retry()`` and
-``resume()`` drain the same stream. Every operation that writes goes through the session's
+``stream()`` runs one prompt as a ``Turn`` and yields its events; ``prompt()`` and ``retry()``
+drain the same stream inside ``async with``. Every operation that writes goes through the session's
 ``Guard``: one at a time, the lease held, and settled however it ends — finished, failed or
 cancelled — so the same object always takes the next prompt. ``retry()`` re-sends a failed
 step only when the rebuilt request is the one that was dispatched; otherwise it says what changed.
@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ._deprecated import DeprecatedSessionNames
 from .engine.admission import Admitter
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
@@ -38,6 +39,7 @@ from .events import (
     StepCommitted,
     TurnFinished,
     TurnStream,
+    drain,
 )
 from .hygiene import prompt_content
 from .log import (
@@ -62,7 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 
-class Session:
+class Session(DeprecatedSessionNames):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(
@@ -135,7 +137,7 @@ class Session:
         return self._guard.busy
 
     @property
-    def pending(self) -> int:
+    def unflushed_entries(self) -> int:
         """How many entries the store refused and ``flush()`` has yet to write."""
         return len(self._writer.pending)
 
@@ -170,7 +172,8 @@ class Session:
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> PromptResult:
         """Run one prompt to the final text reply (or a pause for approval) and return it."""
-        return await _drain(self.stream(text, skills=skills))
+        async with self.stream(text, skills=skills) as events:
+            return await drain(events)
 
     def prompt_sync(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
@@ -183,11 +186,12 @@ class Session:
     ) -> TurnStream:
         """Run one prompt, yielding events as they happen; the last is ``TurnFinished``.
 
+        Use it as ``async with session.stream(text) as events: async for event in events:``.
         ``skills`` and ``$name`` in the text select skills: read now, saved with this turn.
-        Leaving the loop early cancels the turn: it is recorded as interrupted by cancellation
-        and the session takes the next operation.
+        Leaving the block early (``break``, an exception) cancels the turn, recorded as
+        interrupted by cancellation before the block is left; the session stays usable.
         """
-        return TurnStream(self._stream(text, skills), self._guard.abandon)
+        return TurnStream(self._stream(text, skills), self._guard.watch)
 
     async def _stream(
         self, text: str | Sequence[ContentPart], skills: Sequence[str]
@@ -210,17 +214,15 @@ class Session:
         no longer be sent (``prompt()`` continues instead); after ``switch_model()`` the step is
         admitted afresh for the new model, in a new epoch. A response whose tool calls did not
         run (a refused write, since flushed) runs them once; a turn that stopped after its tool
-        results continues with the next model call.
+        results continues with the next model call. A turn paused for approval continues once
+        every waiting call is approved or denied.
         """
-        return await _drain(self.stream_retry())
-
-    async def resume(self) -> PromptResult:
-        """Continue a turn paused for approval, once every waiting call is approved or denied."""
-        return await _drain(self.stream_retry())
+        async with self.stream_retry() as events:
+            return await drain(events)
 
     def stream_retry(self) -> TurnStream:
-        """``retry()`` and ``resume()`` as a stream of events, like ``stream()``."""
-        return TurnStream(self._resume(), self._guard.abandon)
+        """``retry()`` as a stream of events, used like ``stream()`` (``async with``)."""
+        return TurnStream(self._resume(), self._guard.watch)
 
     async def _resume(self) -> AsyncGenerator[Event, None]:
         async with self._guard.exclusive(allow_waiting=True):
@@ -253,7 +255,7 @@ class Session:
         from .inspection.views import inspect_log  # the inspection views load with their first use
 
         upcoming = await self._admitter.upcoming(self._metadata(), self._model)
-        return inspect_log(
+        found = inspect_log(
             await self._deps.store.get_session(self.id),
             await self.log(),
             specs=self._parts.toolbox.specs(),
@@ -263,6 +265,8 @@ class Session:
             model=self._model,
             upcoming=upcoming,
         )
+        marks = tuple(self.system_prompt_checkpoints()), tuple(self.runtime_contexts())
+        return replace(found, checkpoints=marks[0], runtime_contexts=marks[1])
 
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.
@@ -270,6 +274,7 @@ class Session:
         ``StoreError`` again (keeping them) while the store refuses; a write that failed yet
         committed is found in the log, never written twice. ``retry()`` then continues the turn.
         """
+        await self._guard.settle_dropped()
         if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
         await self._lease.hold()
@@ -310,16 +315,17 @@ class Session:
     async def approve(self, call_id: str, *, always: bool = False) -> None:
         """Approve a waiting tool call (``always``: this tool for the rest of the session).
 
-        ``resume()`` then runs it; the answer is stored right before the call runs, so a
-        restart before ``resume()`` asks again rather than guess whether the call started.
+        ``retry()`` then runs it; the answer is stored right before the call runs, so a
+        restart before ``retry()`` asks again rather than guess whether the call started.
         """
         await self._answer(call_id, approved=True, always=always, note="")
 
     async def deny(self, call_id: str, note: str = "") -> None:
-        """Deny a waiting tool call; after ``resume()`` the model reads that the user denied it."""
+        """Deny a waiting tool call; after ``retry()`` the model reads that the user denied it."""
         await self._answer(call_id, approved=False, always=False, note=note)
 
     async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
+        await self._guard.settle_dropped()
         if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
         await self._lease.hold()
@@ -355,6 +361,7 @@ class Session:
 
     async def refresh(self) -> None:
         """Catch up with what other processes committed (after a ``ConflictError``)."""
+        await self._guard.settle_dropped()
         if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")
         fresh = await self._open(self.id)
@@ -364,7 +371,8 @@ class Session:
         self._held = False
 
     async def close(self) -> None:
-        """Release the session's lease so another process may drive it right away."""
+        """Settle a stream left open, then release the lease so another process may drive it."""
+        await self._guard.settle_dropped()
         with contextlib.suppress(Exception):
             await self._lease.release()
 
@@ -438,13 +446,3 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
-
-
-async def _drain(events: AsyncIterator[Event]) -> PromptResult:
-    """Run a turn's events to the end and return its result."""
-    result: PromptResult | None = None
-    async for event in events:
-        if isinstance(event, TurnFinished):
-            result = event.result
-    assert result is not None
-    return result

@@ -154,7 +154,7 @@ async def run_script(
                     points.append(await check_failure(session, store, inner, faults))
             raised += await finish(session, text)
         records = await inner.read(session.id)
-        assert session.pending == 0
+        assert session.unflushed_entries == 0
     finally:
         await runtime.close()
     requests = [digest(r) for r in model.requests]
@@ -167,7 +167,7 @@ async def check_failure(
     """Right after a failed write: what is pending, what the log holds; flush. Returns its kind."""
     number, method = store.failed[-1]
     if method != "append":
-        assert session.pending == 0
+        assert session.unflushed_entries == 0
         return method
     attempt = store.attempts[-1]
     batch = list(attempt.entries)
@@ -176,9 +176,9 @@ async def check_failure(
     assert held == attempt.expected_seq + written  # whole or nothing
     if any(isinstance(e, Dispatch) for e in batch):
         # An admission: raised at once, nothing kept; the model was not called for it.
-        assert session.pending == 0
+        assert session.unflushed_entries == 0
         return "admission"
-    pending = session.pending
+    pending = session.unflushed_entries
     assert pending >= len(batch)
     response = any(isinstance(e, AssistantEntry) for e in batch)
     if response:
@@ -186,7 +186,7 @@ async def check_failure(
         assert sum(side_runs(store.side).values()) == attempt.side_runs
         assert pending == 1
     assert await session.flush() == pending
-    assert session.pending == 0
+    assert session.unflushed_entries == 0
     log = await inner.read(session.id)
     assert len(log) == attempt.expected_seq + pending  # exactly the step, once
     stored = log[attempt.expected_seq :]
@@ -200,7 +200,7 @@ async def finish(session: ags.Session, text: str) -> int:
     raised = 0
     while True:
         try:
-            if session.pending:
+            if session.unflushed_entries:
                 await session.flush()
             try:
                 await session.retry()

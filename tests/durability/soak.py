@@ -1,8 +1,11 @@
 """The crash soak: worker processes SIGKILLed at random moments, then the whole record checked.
 
 ``run_soak`` starts worker runs (``soak_worker``) one after another, each killed with SIGKILL
-after a random delay, until ``kills`` kills have landed; while it kills, the plan has no end, so
-every run is killed at work. A last run is left to finish every session begun. Then
+after a random delay, until ``kills`` kills have landed and the kills have reached every kind of
+point in ``must_land`` (or ``time_limit`` seconds passed); while it kills, the plan has no end, so
+every run is killed at work. A kill that lands before the run wrote anything stretches the delays:
+on a busy machine the runs start slowly, and the soak waits longer instead of asking for luck.
+A last run is left to finish every session begun. Then
 ``check_soak`` reads the store and the notes and counts what went wrong:
 
 - ``lost``: entries a worker saw acknowledged that the log does not hold at their seq;
@@ -42,6 +45,7 @@ from .soak_worker import config, open_store, parse_note, read_lines
 ROOT = Path(__file__).resolve().parents[2]
 #: The number of sessions a run is told to drive while the soak kills: more than it can reach.
 UNENDING = 10**9
+NOTHING_YET = "nothing written yet"
 
 
 class Zygote:
@@ -131,6 +135,18 @@ class SoakPlan:
     min_delay: float = 0.02
     max_delay: float = 0.35
     pause: float = 0.004
+    must_land: tuple[str, ...] = ()
+    time_limit: float = 900.0
+
+
+#: Every kind of point a turn passes: a model call in flight, tool calls about to run, a tool
+#: result committed, a finished turn (between turns). Kills must reach each at least once.
+TURN_POINTS = (
+    "admission (model call in flight)",
+    "response with tool calls",
+    "tool_result",
+    "final answer",
+)
 
 
 def run_soak(plan: SoakPlan) -> SoakReport:
@@ -155,17 +171,24 @@ def _kill_runs(plan: SoakPlan, report: SoakReport, landing: Callable[[], str]) -
     """
     rng = random.Random(plan.seed)
     zygote = Zygote()
+    deadline = time.monotonic() + plan.time_limit
+    stretch = 1.0
     try:
-        while report.kills < plan.kills:
+        while report.kills < plan.kills or (
+            not set(plan.must_land) <= set(report.landed) and time.monotonic() < deadline
+        ):
             job = _job(plan, UNENDING, report.runs)
             pid = zygote.start(job)
             report.runs += 1
-            time.sleep(rng.uniform(plan.min_delay, plan.max_delay))
+            time.sleep(rng.uniform(plan.min_delay, plan.max_delay) * stretch)
             os.kill(pid, signal.SIGKILL)
             if zygote.wait(pid) != -signal.SIGKILL:
                 raise AssertionError(f"a worker run failed:\n{Path(job['err']).read_text()}")
             report.kills += 1
-            report.landed[landing()] += 1
+            where = landing()
+            report.landed[where] += 1
+            if where == NOTHING_YET:
+                stretch = min(stretch * 1.25, 30.0)
         sessions = len(read_lines(plan.folder / "index.jsonl"))
         job = _job(plan, sessions, report.runs)
         pid = zygote.start(job)
@@ -191,7 +214,7 @@ async def _landing(store: ags.Store, folder: Path) -> str:
                 session_id = note["s"]
                 break
     if session_id is None:
-        return "nothing written yet"
+        return NOTHING_YET
     info = await store.get_session(session_id)
     last = (await store.read(session_id, max(0, info.next_seq - 1)))[-1].entry
     if isinstance(last, AssistantEntry):

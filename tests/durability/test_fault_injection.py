@@ -6,10 +6,11 @@ the script runs again on a store whose N-th write fails — refused before it ha
 committed with the answer lost (``"after"``: a connection dropped during ``COMMIT``). Right
 after the failure:
 
-- a commit after a model or tool call leaves ``session.pending`` holding exactly the step not yet
-  in the log (the refused batch and the results of calls that ran after it); ``flush()`` writes
-  it, after which the log holds exactly those entries after what was there before, and a lost
-  answer's batch is not written twice; a refused response runs no tool (write-ahead);
+- a commit after a model or tool call leaves ``session.unflushed_entries`` holding exactly the
+  step not yet in the log (the refused batch and the results of calls that ran after it);
+  ``flush()`` writes it, after which the log holds exactly those entries after what was there
+  before, and a lost answer's batch is not written twice; a refused response runs no tool
+  (write-ahead);
 - a failed admission keeps nothing pending; the model was not called for it;
 - ``retry()`` finishes the turn (when the prompt itself was never stored, it is sent again).
 

@@ -106,7 +106,7 @@ async def test_an_approved_destructive_tool_runs_on_resume(
     (approval,) = paused.approvals
 
     await session.approve(approval.call_id)
-    finished = await session.resume()
+    finished = await session.retry()
 
     assert finished.text == "reset done"
     reset = model.requests[-1].messages[-1]
@@ -128,7 +128,7 @@ async def test_a_waiting_call_resumes_in_a_runtime_whose_servers_are_not_started
     second, model = git_runtime(make_runtime, repo, ["reset after reopening"], "workspace-write")
     reopened = await second.open_session(session.id)
     await reopened.approve(approval.call_id)
-    finished = await reopened.resume()
+    finished = await reopened.retry()
     assert finished.text == "reset after reopening"
     result = model.requests[-1].messages[-1]
     assert isinstance(result, ags.ToolResultMessage) and not result.is_error, result

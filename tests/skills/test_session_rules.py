@@ -89,7 +89,7 @@ async def test_a_refused_load_result_is_kept_flushed_and_never_run_twice(
     )
     with pytest.raises(ags.StoreError, match="flush"):
         await session.prompt("load alpha")
-    assert session.pending == 2  # the tool result and what it changed, together
+    assert session.unflushed_entries == 2  # the tool result and what it changed, together
     _sql(db_path, "DROP TRIGGER refuse;")
     assert await session.flush() == 2
     await session.retry()

@@ -130,7 +130,7 @@ async def test_a_refused_write_at_any_commit_point_loses_nothing(tmp_path: Path,
                 assert model.requests == []
                 text = (await session.prompt("append x")).text
             else:
-                kept = session.pending
+                kept = session.unflushed_entries
                 assert await session.flush() == kept
                 try:
                     text = (await session.retry()).text

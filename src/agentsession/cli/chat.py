@@ -30,6 +30,7 @@ from ..events import (
     PromptResult,
     StepCommitted,
     ToolCallStarted,
+    TurnStream,
 )
 from ..log import Dispatch
 from ..permissions import BUILTIN_PRESETS
@@ -102,7 +103,7 @@ class Driver:
         return await self._drive(self.session.stream_retry())
 
     async def resume(self) -> PromptResult | None:
-        """``session.resume()`` after the waiting calls were answered, shown like ``retry``."""
+        """``session.retry()`` after the waiting calls were answered, shown like ``retry``."""
         return await self._drive(self.session.stream_retry())
 
     async def settle_waiting(self, approver: Approver | None = None) -> bool:
@@ -125,14 +126,15 @@ class Driver:
         result = await self.resume()
         return result is not None and result.stop_reason != "approval_required"
 
-    async def _drive(self, events: AsyncIterator[Event]) -> PromptResult | None:
+    async def _drive(self, events: TurnStream) -> PromptResult | None:
         dispatches: list[int] = []
         shown: set[str] = set()
         parts: list[PromptResult] = []
         while True:
             restore = _no_echo()
             try:
-                result = await render(_watched(events, dispatches, shown), self.output)
+                async with events:
+                    result = await render(_watched(events, dispatches, shown), self.output)
             finally:
                 restore()
             if result is None:

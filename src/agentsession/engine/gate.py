@@ -13,7 +13,7 @@ session (``approval_decided`` entries, so it survives a restart).
 An answer is held in memory until the resumed turn reaches its call, and is committed right
 before the call runs. So the log tells the truth about an approved call: a decision without a
 result means the call started and was cut off (closed as interrupted, never run again), and a
-request without a decision still waits (a restart before ``resume()`` asks again).
+request without a decision still waits (a restart before ``retry()`` asks again).
 """
 
 from __future__ import annotations
@@ -121,11 +121,11 @@ class PermissionGate:
             first = waiting[0]
             return (
                 f"has a tool call waiting for approval ({first.name}, {first.call_id}):"
-                " approve() or deny() it, then resume()"
+                " approve() or deny() it, then retry()"
             )
         if self.paused():
             return (
-                "has a turn paused for approval whose calls are answered: call resume() to"
+                "has a turn paused for approval whose calls are answered: call retry() to"
                 " finish it first"
             )
         return None

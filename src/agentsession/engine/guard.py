@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from ..errors import ConflictError, SessionBusyError
 from .gate import PermissionGate
@@ -40,9 +41,33 @@ class Guard:
         self.gate = gate
         self.lease = lease
         self._settle = settle
-        self.busy = False
+        self._running = False
         self._task: asyncio.Task[object] | None = None
-        self._abandoned: asyncio.Task[None] | None = None
+        self._streams: list[tuple[weakref.ref[object], AsyncGenerator[object, None]]] = []
+
+    @property
+    def busy(self) -> bool:
+        """Whether an operation runs (a stream its consumer dropped does not count)."""
+        return self._running and not self._dropped()
+
+    def _dropped(self) -> list[AsyncGenerator[object, None]]:
+        return [g for ref, g in self._streams if ref() is None and _unfinished(g)]
+
+    def watch(self, stream: object, events: AsyncGenerator[object, None]) -> None:
+        """A stream starts a turn; if its consumer drops it unfinished, ``events`` is closed."""
+        self._streams = [(r, g) for r, g in self._streams if _unfinished(g)]
+        self._streams.append((weakref.ref(stream), events))
+
+    async def settle_dropped(self) -> None:
+        """Close the turns of streams their consumers dropped half-way; wait until settled.
+
+        Called by the session's next operation before anything else, not from a finaliser: the
+        closing runs in a task of the program's own, and the operation sees an idle session.
+        """
+        dropped = self._dropped()
+        self._streams = [(r, g) for r, g in self._streams if r() is not None]
+        for events in dropped:
+            await events.aclose()
 
     def check_idle(self, *, allow_waiting: bool = False) -> None:
         """``SessionBusyError`` unless an idle-only operation may run now."""
@@ -61,13 +86,10 @@ class Guard:
     @contextlib.asynccontextmanager
     async def exclusive(self, *, allow_waiting: bool = False) -> AsyncIterator[None]:
         """Hold the session for one operation; settle it however the operation ends."""
-        abandoned, self._abandoned = self._abandoned, None
-        if abandoned is not None:
-            # A stream left early is being closed: let it record its cancellation first.
-            await asyncio.shield(abandoned)
+        await self.settle_dropped()
         self.check_idle(allow_waiting=allow_waiting)
         await self.lease.hold()
-        self.busy = True
+        self._running = True
         self._task = asyncio.current_task()
         try:
             async with self.lease.renewing():
@@ -80,7 +102,7 @@ class Guard:
                 f"{exc}; call session.refresh() (or reopen the session) to continue"
             ) from exc
         finally:
-            self.busy = False
+            self._running = False
             self._task = None
 
     async def _settle_cancelled(self) -> None:
@@ -90,10 +112,6 @@ class Guard:
             if not self.writer.pending:
                 await self._settle()
 
-    def abandon(self, closing: asyncio.Task[None]) -> None:
-        """A stream was left early; ``closing`` settles its turn (awaited by the next operation)."""
-        self._abandoned = closing
-
     def cancel(self) -> bool:
         """Cancel the running operation; ``False`` when none runs."""
         task = self._task
@@ -101,3 +119,8 @@ class Guard:
             return False
         task.get_loop().call_soon_threadsafe(task.cancel)
         return True
+
+
+def _unfinished(events: AsyncGenerator[object, None]) -> bool:
+    """Whether an async generator can still run (its frame is gone once it finished)."""
+    return getattr(events, "ag_frame", None) is not None

@@ -127,7 +127,7 @@ class ResumePoint:
 
 
 def resume_point(tail: Sequence[Record] | None) -> ResumePoint:
-    """Where ``retry()``/``resume()`` continues the step of ``tail``; ``UsageError`` if nowhere."""
+    """Where ``retry()`` continues the step of ``tail``; ``UsageError`` if nowhere."""
     if tail is None:
         raise UsageError("nothing to retry: no request was ever dispatched")
     state = step_state(tail)

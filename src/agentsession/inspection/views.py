@@ -29,6 +29,8 @@ from ..log import (
     ModelSwitched,
     ProviderFailed,
     Record,
+    RuntimeContextSnapshot,
+    SystemPromptCheckpoint,
     ToolResultEntry,
     UserEntry,
 )
@@ -146,6 +148,8 @@ class Inspection:
 
     ``next_request`` is the request the next prompt would start from, annotated (nothing
     admitted; ``None`` with ``next_error`` saying why when it cannot be previewed).
+    ``checkpoints`` and ``runtime_contexts`` are what ``session.system_prompt_checkpoints()``
+    and ``session.runtime_contexts()`` return, as of this inspection.
     """
 
     session_id: str
@@ -161,6 +165,8 @@ class Inspection:
     requests: tuple[RequestInfo, ...]
     next_request: ContextView | None = None
     next_error: str = ""
+    checkpoints: tuple[SystemPromptCheckpoint, ...] = ()
+    runtime_contexts: tuple[RuntimeContextSnapshot, ...] = ()
 
 
 def inspect_log(

@@ -15,7 +15,7 @@ from .base import (
     ModelTextDelta,
     ModelToolCall,
     Preparable,
-    StopReason,
+    ReplyStopReason,
     complete,
     provider_failure,
 )
@@ -48,8 +48,8 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "Preparable",
+    "ReplyStopReason",
     "ScriptedModel",
-    "StopReason",
     "complete",
     "default_profile",
     "get_model",

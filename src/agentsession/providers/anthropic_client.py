@@ -16,7 +16,7 @@ from ..errors import ProviderError, TransientProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, replay, require_event_stream
 from ._errors import status_error, transport_error
-from .base import ModelDone, ModelEvent, ModelTextDelta, StopReason
+from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["AnthropicModel", "map_anthropic_error"]
 
 _REPLAYED = ("thinking", "redacted_thinking")
-_STOP: dict[str, StopReason] = {
+_STOP: dict[str, ReplyStopReason] = {
     "end_turn": "end_turn",
     "stop_sequence": "end_turn",
     "tool_use": "tool_calls",

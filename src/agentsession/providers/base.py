@@ -30,19 +30,20 @@ __all__ = [
     "ModelTextDelta",
     "ModelToolCall",
     "Preparable",
-    "StopReason",
+    "ReplyStopReason",
     "complete",
     "provider_failure",
 ]
 
-StopReason: TypeAlias = Literal[
+ReplyStopReason: TypeAlias = Literal[
     "end_turn", "tool_calls", "max_tokens", "content_filter", "refusal", "other"
 ]
-"""Why a reply ended: it was complete (``end_turn``), it asks for tool calls, it hit the output
-limit (``max_tokens``: the text is cut), the provider's filter stopped it, the model refused, or
-a vendor reason without a neutral name (``other``)."""
+"""Why one model reply ended: it was complete (``end_turn``), it asks for tool calls, it hit the
+output limit (``max_tokens``: the text is cut), the provider's filter stopped it, the model
+refused, or a vendor reason without a neutral name (``other``). The turn's ``StopReason``
+(``agentsession.StopReason``, in ``events``) adds ``approval_required``."""
 
-STOP_REASONS: tuple[StopReason, ...] = (
+STOP_REASONS: tuple[ReplyStopReason, ...] = (
     "end_turn",
     "tool_calls",
     "max_tokens",
@@ -115,7 +116,7 @@ class ModelDone:
     message: AssistantMessage
     usage: Usage = field(default_factory=Usage)
     model: str = ""
-    stop_reason: StopReason = "end_turn"
+    stop_reason: ReplyStopReason = "end_turn"
     kind: Literal["done"] = "done"
 
     def __post_init__(self) -> None:

@@ -17,7 +17,7 @@ from ..errors import ProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, replay, require_event_stream
 from ._errors import status_error, transport_error
-from .base import ModelDone, ModelEvent, ModelTextDelta, StopReason
+from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
 if TYPE_CHECKING:
     from google.genai import Client
@@ -111,7 +111,7 @@ def _candidate_parts(response: Any) -> list[Any]:
     return list(content.parts or []) if content is not None else []
 
 
-def _stop(reason: str) -> StopReason:
+def _stop(reason: str) -> ReplyStopReason:
     if reason == "STOP":
         return "end_turn"
     if reason == "MAX_TOKENS":

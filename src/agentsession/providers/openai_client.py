@@ -18,7 +18,7 @@ from ..errors import ProviderError, TransientProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, parse_arguments, replay, require_event_stream
 from ._errors import status_error, transport_error
-from .base import ModelDone, ModelEvent, ModelTextDelta, StopReason
+from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -26,14 +26,14 @@ if TYPE_CHECKING:
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesModel", "map_openai_error"]
 
-_CHAT_STOP: dict[str, StopReason] = {
+_CHAT_STOP: dict[str, ReplyStopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
     "length": "max_tokens",
     "content_filter": "content_filter",
 }
-_INCOMPLETE_STOP: dict[str, StopReason] = {
+_INCOMPLETE_STOP: dict[str, ReplyStopReason] = {
     "max_output_tokens": "max_tokens",
     "content_filter": "content_filter",
 }
@@ -141,7 +141,7 @@ class _ChatReply:
             for _, c in sorted(self.calls.items())
         )
         message = AssistantMessage(content="".join(self.text), tool_calls=calls, provider=provider)
-        reason: StopReason = (
+        reason: ReplyStopReason = (
             "refusal" if self.refused else _CHAT_STOP.get(self.finish or "", "other")
         )
         return ModelDone(message, self.usage, self.model, reason)
@@ -197,7 +197,7 @@ class OpenAIChatModel(_OpenAIBase):
 # --- Responses ---------------------------------------------------------------------------------
 
 
-def _responses_stop(response: Response, source: str) -> StopReason:
+def _responses_stop(response: Response, source: str) -> ReplyStopReason:
     match response.status:
         case "completed" | None:
             return "end_turn"

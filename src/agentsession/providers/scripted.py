@@ -24,7 +24,7 @@ from .base import (
     ModelProfile,
     ModelTextDelta,
     ModelToolCall,
-    StopReason,
+    ReplyStopReason,
 )
 
 __all__ = ["Reply", "ScriptedModel"]
@@ -110,5 +110,5 @@ class ScriptedModel:
             yield ModelToolCall(call)
         message = replace(reply, tool_calls=tuple(calls), provider="scripted")
         usage = Usage(input_tokens=input_tokens, output_tokens=_estimate_tokens(message.content))
-        stop: StopReason = "tool_calls" if message.tool_calls else "end_turn"
+        stop: ReplyStopReason = "tool_calls" if message.tool_calls else "end_turn"
         yield ModelDone(message=message, usage=usage, model=self._name, stop_reason=stop)

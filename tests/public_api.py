@@ -1,0 +1,62 @@
+"""The public surface as text: every name in ``agentsession.__all__`` and each public signature.
+
+``test_public_api.py`` compares it with ``tests/fixtures/public_api.txt``, so any change to the
+public surface shows in review. After an intended change, write the file anew with
+``python -m tests.public_api > tests/fixtures/public_api.txt``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Iterator
+
+import agentsession
+
+
+def _signature(value: object) -> str:
+    try:
+        return str(inspect.signature(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _members(cls: type) -> Iterator[str]:
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    for name, value in sorted(vars(cls).items()):
+        if name.startswith("_") or name in fields:
+            continue
+        if isinstance(value, property):
+            yield f"  .{name}: property"
+        elif isinstance(value, (staticmethod, classmethod)):
+            yield f"  .{name}{_signature(value.__func__)}  [{type(value).__name__}]"
+        elif inspect.isfunction(value):
+            kind = "async " if inspect.iscoroutinefunction(value) else ""
+            yield f"  .{name}{_signature(value)}  {kind}".rstrip()
+    for base in cls.__mro__[1:]:
+        if base.__module__.startswith("agentsession"):
+            for name, value in sorted(vars(base).items()):
+                public = not name.startswith("_") and name not in vars(cls)
+                if public and (callable(value) or isinstance(value, property)):
+                    yield f"  .{name} (from {base.__name__})"
+
+
+def surface() -> list[str]:
+    """One block per public name: what it is and, for callables, its signature."""
+    lines = []
+    for name in agentsession.__all__:
+        value = getattr(agentsession, name)
+        if inspect.isclass(value):
+            kind = "exception" if issubclass(value, BaseException) else "class"
+            lines.append(f"{kind} {name}{_signature(value)}")
+            lines.extend(_members(value))
+        elif inspect.isfunction(value):
+            kind = "async def" if inspect.iscoroutinefunction(value) else "def"
+            lines.append(f"{kind} {name}{_signature(value)}")
+        else:
+            lines.append(f"{name}: {type(value).__name__}")
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(surface()))
