@@ -143,3 +143,29 @@ async def test_inspect_carries_the_checkpoints_and_runtime_contexts(make_runtime
     assert list(inspection.checkpoints) == session.system_prompt_checkpoints()
     assert inspection.checkpoints  # the first request recorded its system context
     assert list(inspection.runtime_contexts) == session.runtime_contexts()
+
+
+def test_the_console_script_names_the_cli_extra_when_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import agentsession.cli as cli
+
+    monkeypatch.setattr(cli, "CLI_MODULES", ("rich", "agentsession_no_such_display"))
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert "agentsession_no_such_display" in err and "rich" not in err.split("needs")[1]
+    assert "pip install 'agentsession[cli]'" in err
+
+
+def test_the_console_script_runs_the_command_line_with_the_extra(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import agentsession.cli as cli
+
+    assert cli.missing_cli_modules() == []
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code in (0, None)
+    assert capsys.readouterr().out.strip() == f"agentsession {ags.__version__}"

@@ -1,5 +1,5 @@
 """``python -m agentsession`` runs the command line."""
 
-from .cli.app import main
+from .cli import main
 
 main()

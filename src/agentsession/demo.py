@@ -140,6 +140,13 @@ async def _run(db: Path) -> str:
 
 def main() -> None:
     """Run the demo, then show the stored transcript and write the report from new processes."""
+    from .cli import missing_cli_modules
+
+    if missing_cli_modules():
+        sys.exit(
+            "error: the demo shows its turns as the command line does:"
+            " pip install 'agentsession[cli]'"
+        )
     db = Path(os.environ.get("AGENTSESSION_DEMO_DB", ".demo/sessions.db"))
     db.parent.mkdir(parents=True, exist_ok=True)
     session_id = asyncio.run(_run(db))
