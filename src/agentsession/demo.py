@@ -11,6 +11,7 @@ so that a test can interrupt a reply that is still streaming.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import subprocess
 import sys
@@ -140,9 +141,7 @@ async def _run(db: Path) -> str:
 
 def main() -> None:
     """Run the demo, then show the stored transcript and write the report from new processes."""
-    from .cli import missing_cli_modules
-
-    if missing_cli_modules():
+    if importlib.util.find_spec("rich") is None:  # the display of the cli extra
         sys.exit(
             "error: the demo shows its turns as the command line does:"
             " pip install 'agentsession[cli]'"
