@@ -396,3 +396,18 @@ async def test_a_failed_responses_stream_is_classified(server: LocalServer) -> N
         await run(VENDORS["openai-responses"].model(server))
     with pytest.raises(ContextOverflowError):
         await run(VENDORS["openai-responses"].model(server))
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_one_table_translates_both_sdks_of_the_shared_shape(name: str) -> None:
+    import importlib
+
+    from agentsession.providers._errors import SHARED_SHAPE
+
+    sdk = importlib.import_module(name)
+    classes = [getattr(sdk, cls) for cls, _ in SHARED_SHAPE]
+    assert all(isinstance(c, type) and issubclass(c, Exception) for c in classes)
+    # Subclasses come before their bases, or a base would take their exceptions.
+    for i, earlier in enumerate(classes):
+        for later in classes[i + 1 :]:
+            assert not issubclass(later, earlier), (later, earlier)

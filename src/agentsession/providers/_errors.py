@@ -6,12 +6,16 @@ which picks the class once for all vendors: 401/403 are credentials, a "context 
 is a ``ContextOverflowError``, rate limits and 5xx are transient. Transport exceptions that an
 SDK lets through (Gemini surfaces its HTTP library's own) are recognised by their type in the
 HTTP libraries already loaded, never by their name.
+
+The OpenAI and Anthropic SDKs are generated alike and share one exception shape: one table,
+``SHARED_SHAPE``, translates both (``sdk_error``).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 from ..errors import (
@@ -22,8 +26,10 @@ from ..errors import (
 )
 
 __all__ = [
+    "SHARED_SHAPE",
     "body_message",
     "is_context_overflow",
+    "sdk_error",
     "status_error",
     "transport_error",
 ]
@@ -170,3 +176,51 @@ def transport_error(exc: BaseException, vendor: str) -> TransientProviderError |
         detail = str(exc) or type(exc).__name__
         return TransientProviderError(f"{vendor}: the connection failed: {detail}")
     return None
+
+
+def _timed_out(exc: Any, source: str) -> ProviderError:
+    return TransientProviderError(f"{source}: the request timed out")
+
+
+def _connection_failed(exc: Any, source: str) -> ProviderError:
+    cause = exc.__cause__
+    detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+    return TransientProviderError(f"{source}: the connection failed: {detail}")
+
+
+def _malformed(exc: Any, source: str) -> ProviderError:
+    return ProviderError(
+        f"{source}: malformed response: {exc.message}",
+        status=exc.status_code,
+        body=exc.body,
+        headers=exc.response.headers,
+    )
+
+
+def _failed_status(exc: Any, source: str) -> ProviderError:
+    # An ``error`` event inside a stream can arrive here too, with the stream's status 200.
+    headers = exc.response.headers
+    return status_error(source, exc.status_code, exc.body, headers=headers, fallback=exc.message)
+
+
+def _error_event(exc: Any, source: str) -> ProviderError:
+    return status_error(source, None, exc.body, fallback=exc.message)
+
+
+#: The exceptions of the SDKs that share one shape (``openai``, ``anthropic``), by their class
+#: name in the SDK module, subclasses before their bases, and what each becomes.
+SHARED_SHAPE: tuple[tuple[str, Callable[[Any, str], ProviderError]], ...] = (
+    ("APITimeoutError", _timed_out),
+    ("APIConnectionError", _connection_failed),
+    ("APIResponseValidationError", _malformed),
+    ("APIStatusError", _failed_status),
+    ("APIError", _error_event),
+)
+
+
+def sdk_error(sdk: ModuleType, exc: Exception, source: str) -> ProviderError | None:
+    """The package error for an exception of an SDK of the shared shape; ``None`` if none fits."""
+    for name, translate in SHARED_SHAPE:
+        if isinstance(exc, getattr(sdk, name)):
+            return translate(exc, source)
+    return transport_error(exc, source)

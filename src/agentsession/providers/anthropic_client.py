@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProviderError, TransientProviderError
+from ..errors import ProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, replay, require_event_stream
-from ._errors import status_error, transport_error
+from ._errors import sdk_error
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
 if TYPE_CHECKING:
@@ -43,28 +43,7 @@ def map_anthropic_error(exc: Exception, source: str = "anthropic") -> ProviderEr
     """The package error for an exception of the ``anthropic`` SDK; ``None`` if it is not one."""
     import anthropic
 
-    if isinstance(exc, anthropic.APITimeoutError):
-        return TransientProviderError(f"{source}: the request timed out")
-    if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__
-        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-        return TransientProviderError(f"{source}: the connection failed: {detail}")
-    if isinstance(exc, anthropic.APIResponseValidationError):
-        return ProviderError(
-            f"{source}: malformed response: {exc.message}",
-            status=exc.status_code,
-            body=exc.body,
-            headers=exc.response.headers,
-        )
-    if isinstance(exc, anthropic.APIStatusError):
-        # an ``error`` event inside a stream arrives here too, with the stream's status 200
-        headers = exc.response.headers
-        return status_error(
-            source, exc.status_code, exc.body, headers=headers, fallback=exc.message
-        )
-    if isinstance(exc, anthropic.APIError):
-        return status_error(source, None, exc.body, fallback=exc.message)
-    return transport_error(exc, source)
+    return sdk_error(anthropic, exc, source)
 
 
 def _replay_data(content: list[Any], fmt: str) -> dict[str, Any]:

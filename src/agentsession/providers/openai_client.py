@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProviderError, TransientProviderError
+from ..errors import ProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, parse_arguments, replay, require_event_stream
-from ._errors import status_error, transport_error
+from ._errors import sdk_error, status_error
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
 if TYPE_CHECKING:
@@ -47,27 +47,7 @@ def map_openai_error(exc: Exception, source: str = "openai") -> ProviderError | 
     """The package error for an exception of the ``openai`` SDK; ``None`` if it is not one."""
     import openai
 
-    if isinstance(exc, openai.APITimeoutError):
-        return TransientProviderError(f"{source}: the request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-        return TransientProviderError(f"{source}: the connection failed: {detail}")
-    if isinstance(exc, openai.APIResponseValidationError):
-        return ProviderError(
-            f"{source}: malformed response: {exc.message}",
-            status=exc.status_code,
-            body=exc.body,
-            headers=exc.response.headers,
-        )
-    if isinstance(exc, openai.APIStatusError):
-        headers = exc.response.headers
-        return status_error(
-            source, exc.status_code, exc.body, headers=headers, fallback=exc.message
-        )
-    if isinstance(exc, openai.APIError):  # an error event inside a successful stream
-        return status_error(source, None, exc.body, fallback=exc.message)
-    return transport_error(exc, source)
+    return sdk_error(openai, exc, source)
 
 
 class _OpenAIBase(SDKModel):
