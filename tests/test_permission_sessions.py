@@ -256,9 +256,13 @@ async def test_allowed_tools_only_narrow_the_preset(make_runtime: Make, tmp_path
             "done",
         ]
     )
-    runtime = make_runtime(model=model, project_dir=project, tools=ags.builtin_tools())
-    # The only way a runtime gives sessions a source of their own (skills use the same hook).
-    runtime._sources.append(narrowing(["write_file", "read_file"]))
+    # A source of the application's own (skills use the same seam).
+    runtime = make_runtime(
+        model=model,
+        project_dir=project,
+        tools=ags.builtin_tools(),
+        context_sources=[narrowing(["write_file", "read_file"])],
+    )
     session = await runtime.create_session()
     session.set_permission_preset("read-only")
     assert (await session.prompt("go")).text == "done"

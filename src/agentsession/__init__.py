@@ -19,6 +19,7 @@ from .context import (
     PluginScope,
     Rendered,
 )
+from .engine.parts import ContextSource, SourceFactory
 from .errors import (
     AgentSessionError,
     BudgetExceededError,
@@ -142,6 +143,7 @@ __all__ = [
     "ContextComponent",
     "ContextEpoch",
     "ContextOverflowError",
+    "ContextSource",
     "ContextView",
     "CorruptEntryError",
     "CredentialsError",
@@ -183,6 +185,7 @@ __all__ = [
     "SkillRevision",
     "SkillSet",
     "SkillStore",
+    "SourceFactory",
     "StepCommitted",
     "StopReason",
     "Store",

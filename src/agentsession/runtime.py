@@ -71,7 +71,13 @@ class SupportsAclose(Protocol):
 
 
 class Runtime:
-    """Creates and opens sessions; see the package docs for every argument."""
+    """Creates and opens sessions; see the package docs for every argument.
+
+    ``context_sources`` are factories, each building one session's own context source (a
+    ``ContextSource``: tools of its own, context components, a narrowing of the callable
+    tools), called when a session is created or opened; skills and MCP servers use the same
+    seam, and their sources come first.
+    """
 
     def __init__(
         self,
@@ -90,6 +96,7 @@ class Runtime:
         skills_dirs: Iterable[str | PathLike[str]] = (),
         skills: Iterable[Skill] = (),
         mcp_servers: Iterable[MCPServer] = (),
+        context_sources: Iterable[SourceFactory] = (),
     ) -> None:
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
         # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
@@ -136,6 +143,7 @@ class Runtime:
         self._sources.append(skill_source_factory(self._skills))
         if self._mcp:
             self._sources.append(self._mcp.source)
+        self._sources.extend(context_sources)
 
     # -- wiring -------------------------------------------------------------------------------
 

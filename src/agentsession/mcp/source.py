@@ -1,8 +1,8 @@
 """MCP servers as a context source: their tools join requests, their resources the System Context.
 
 ``MCPServers`` belongs to a runtime: it holds one ``ServerConnection`` per declared server, is the
-runtime's source factory (``runtime._sources``), and closes the servers with the runtime. Each
-session gets an ``MCPSource``:
+runtime's source factory (the kind ``Runtime(context_sources=...)`` takes), and closes the
+servers with the runtime. Each session gets an ``MCPSource``:
 
 - ``components()``: per server, ``mcp.<server>`` (the instructions the server gives, absent when
   it gives none; sampling it is what starts the server and picks up announced tool changes),
