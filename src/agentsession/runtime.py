@@ -52,7 +52,7 @@ from .providers.base import Model
 from .session import Session
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
-from .store.base import ReadsNow, SessionInfo, Store
+from .store.base import SessionInfo, Store, reads_now
 from .store.session_file import import_session
 from .sync import run_sync
 from .tools import Tool
@@ -312,8 +312,8 @@ async def _history(
     checkpoints at their first use, so opening reads neither; another store gives both now.
     """
     end = info.next_seq
-    if isinstance(store, ReadsNow):
-        reader = store
+    reader = reads_now(store)
+    if reader is not None:
 
         def page(start: int, stop: int) -> list[Record]:
             return reader.read_now(info.id, start, stop, TRANSCRIPT_KINDS)

@@ -41,7 +41,7 @@ from ..log import (
 )
 from ..projection import VIEW_KINDS, to_message
 from ..request import Message
-from ..store.base import FindsNow, Store
+from ..store.base import FindsNow, Store, finds_now
 from ..transcript import Transcript
 
 __all__ = ["EpochView", "LogWriter"]
@@ -284,9 +284,10 @@ class LogWriter:
         """
         store, session_id = self._store, self._session_id
         known = self._last_dispatch if self._dispatch_known else None
-        if isinstance(store, FindsNow):
+        finder = finds_now(store)
+        if finder is not None:
             found, records, dispatch = await asyncio.to_thread(
-                _view_rows_now, store, session_id, self._next_seq, self._dispatch_known
+                _view_rows_now, finder, session_id, self._next_seq, self._dispatch_known
             )
         else:
             found = await store.last(session_id, ["epoch"])

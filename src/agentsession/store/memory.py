@@ -61,6 +61,8 @@ class _Session:
 class MemoryStore:
     """Sessions in a dict; each store object is its own separate database."""
 
+    fast_paths = frozenset({"read_now", "last_now"})  # declared fast paths: see ReadsNow
+
     def __init__(self) -> None:
         """An empty store."""
         # Methods never await while holding state, but a lock keeps the store safe to share

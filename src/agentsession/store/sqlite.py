@@ -16,7 +16,6 @@
 - leases are rows judged by this machine's clock; opening, read-only access, migrations and the
   statements only SQLite runs live in ``_sqlite.py``;
 - every ``sqlite3`` failure surfaces as ``StoreError`` naming the file, chained with ``from``.
-
 A write handed to the worker thread commits or fails as a whole even if its caller is
 cancelled; the caller re-reads the log's end before writing again.
 """
@@ -95,6 +94,8 @@ class SQLiteStore:
     share one file; appends to one session are serialised by ``expected_seq``. Call ``close()``
     (or use ``async with``) when done.
     """
+
+    fast_paths = frozenset({"read_now", "last_now"})  # declared fast paths: see ReadsNow
 
     def __init__(
         self,

@@ -1,0 +1,70 @@
+"""Helpers for tests that drive sessions with ``ScriptedModel``: replies in, requests out.
+
+Replies are built with ``calls`` (one tool-call turn) and ``failure`` (a provider failure, as
+``ScriptedModel`` raises an ``Exception`` reply); what the model received is read back with
+``user_texts``, ``tool_results`` and ``updates``, and ``assert_prefix_stable`` checks the
+property the package exists for: each request extends the one before it unless a new epoch
+started, so the provider's prompt cache stays warm.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from ..errors import ProviderError, TransientProviderError
+from ..providers.scripted import ScriptedModel
+from ..request import (
+    Request,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    text_of,
+)
+
+__all__ = ["assert_prefix_stable", "calls", "failure", "tool_results", "updates", "user_texts"]
+
+
+def calls(*names: str | tuple[str, dict[str, Any]]) -> list[ToolCall]:
+    """One tool-call turn: each item a tool name (no arguments) or ``(name, arguments)``."""
+    made: list[ToolCall] = []
+    for item in names:
+        name, arguments = (item, {}) if isinstance(item, str) else item
+        made.append(ToolCall(name, dict(arguments)))
+    return made
+
+
+def failure(message: str = "scripted failure", *, transient: bool = False) -> ProviderError:
+    """A provider failure as a reply: ``transient`` ones are retried inside the step."""
+    return TransientProviderError(message) if transient else ProviderError(message)
+
+
+def user_texts(request: Request) -> list[str]:
+    """The text of each user message of ``request``, in order."""
+    return [text_of(m.content) for m in request.messages if isinstance(m, UserMessage)]
+
+
+def updates(request: Request) -> list[str]:
+    """The mid-conversation system messages of ``request`` (context changes), in order."""
+    return [text_of(m.content) for m in request.messages if isinstance(m, SystemMessage)]
+
+
+def tool_results(request: Request) -> list[ToolResultMessage]:
+    """The tool results ``request`` carries, in order."""
+    return [m for m in request.messages if isinstance(m, ToolResultMessage)]
+
+
+def assert_prefix_stable(model: ScriptedModel) -> None:
+    """Each request the model received starts with the one before it, unless it is a new epoch.
+
+    A request that keeps its predecessor's tools, system part and messages as a prefix can be
+    served from the provider's prompt cache; a new epoch (a different system part) may change
+    them. ``AssertionError`` names the first request that breaks the prefix without one.
+    """
+    for number, (before, after) in enumerate(pairwise(model.requests), 1):
+        if after.system != before.system:
+            continue  # a new epoch: a fresh baseline, the cache starts over
+        same = after.tools == before.tools
+        kept = tuple(after.messages[: len(before.messages)]) == tuple(before.messages)
+        assert same and kept, f"request {number} does not extend request {number - 1}"
