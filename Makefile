@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck pytest clean system-deps bench
+.PHONY: demo test check lint typecheck pytest clean system-deps bench dist wheel-check docs release-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -67,6 +67,33 @@ bench: $(BENCH_STAMP)
 	$(BENCH)/report_size.py --entries 10000 | tee benchmarks/results/report_size.txt
 	@if [ -f benchmarks/crash_soak.py ]; then $(BENCH)/crash_soak.py; fi
 	$(BENCH)/report.py
+
+# The release files: sdist and wheel in dist/, checked by twine. wheel-check installs the wheel
+# (with the cli extra) into a fresh venv outside the checkout and runs the command line and the
+# demo from it, so a file missing from the wheel fails here rather than for a user.
+RELEASE_STAMP := $(VENV)/.release-installed
+$(RELEASE_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[release,docs]'
+	touch $(RELEASE_STAMP)
+
+dist: $(RELEASE_STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist . >/dev/null
+	$(BIN)/twine check --strict dist/*
+
+WHEEL_VENV := build/wheel-check
+wheel-check: dist
+	rm -rf $(WHEEL_VENV) && $(BIN)/python -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls dist/*.whl)[cli]"
+	cd $(WHEEL_VENV) && bin/agentsession --version
+	cd $(WHEEL_VENV) && AGENTSESSION_DEMO_DB=demo/sessions.db bin/python -m agentsession.demo >demo.log \
+	  && grep -q "open demo/report.html" demo.log && test -s demo/report.html
+
+# The API reference from the docstrings (mkdocs + mkdocstrings); warnings are errors.
+docs: $(RELEASE_STAMP)
+	$(BIN)/mkdocs build --strict --quiet
+
+release-check: wheel-check docs
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

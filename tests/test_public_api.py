@@ -169,3 +169,9 @@ def test_the_console_script_runs_the_command_line_with_the_extra(
         cli.main(["--version"])
     assert stopped.value.code in (0, None)
     assert capsys.readouterr().out.strip() == f"agentsession {ags.__version__}"
+
+
+def test_the_version_has_one_source() -> None:
+    from importlib.metadata import version
+
+    assert version("agentsession") == ags.__version__
