@@ -126,3 +126,13 @@ def test_no_import_cycles() -> None:
 def test_the_layer_list_names_only_existing_rooms() -> None:
     rooms = {room_of(m) for m in module_graph()}
     assert sorted(set(documented_layers()) - rooms) == []
+
+
+def test_the_top_level_keeps_at_most_twenty_modules() -> None:
+    # Folders follow the layers: what only the command line, the inspection or the session's
+    # engine uses lives in its sub-package, so the top level shows the public modules.
+    top = sorted(p.stem for p in SRC.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert len(top) <= 20, top
+    packages = {p.parent.name for p in SRC.glob("*/__init__.py")}
+    assert {"cli", "inspection", "engine"} <= packages
+    assert not (SRC / "inspect.py").exists()  # it would shadow the standard library's module

@@ -2,7 +2,7 @@
 
 ``StoreContract`` is the suite every store passes (subclass it under a ``Test…`` name and
 define ``open_store``); ``calls``, ``failure``, ``user_texts``, ``updates``, ``tool_results``
-and ``assert_prefix_stable`` go with ``agentsession.ScriptedModel``. Importing this module
+and ``assert_prefix_stable`` go with the package's scripted model. Importing this module
 needs nothing beyond the package itself.
 """
 

@@ -1,7 +1,7 @@
-"""Helpers for tests that drive sessions with ``ScriptedModel``: replies in, requests out.
+"""Helpers for tests that drive sessions with the scripted model: replies in, requests out.
 
 Replies are built with ``calls`` (one tool-call turn) and ``failure`` (a provider failure, as
-``ScriptedModel`` raises an ``Exception`` reply); what the model received is read back with
+the scripted model raises an ``Exception`` reply); what the model received is read back with
 ``user_texts``, ``tool_results`` and ``updates``, and ``assert_prefix_stable`` checks the
 property the package exists for: each request extends the one before it unless a new epoch
 started, so the provider's prompt cache stays warm.
@@ -9,11 +9,11 @@ started, so the provider's prompt cache stays warm.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ProviderError, TransientProviderError
-from ..providers.scripted import ScriptedModel
 from ..request import (
     Request,
     SystemMessage,
@@ -24,6 +24,15 @@ from ..request import (
 )
 
 __all__ = ["assert_prefix_stable", "calls", "failure", "tool_results", "updates", "user_texts"]
+
+
+class RecordsRequests(Protocol):
+    """A model that records every request it received, in order (the scripted model does)."""
+
+    @property
+    def requests(self) -> Sequence[Request]:
+        """The requests received, oldest first."""
+        ...
 
 
 def calls(*names: str | tuple[str, dict[str, Any]]) -> list[ToolCall]:
@@ -55,7 +64,7 @@ def tool_results(request: Request) -> list[ToolResultMessage]:
     return [m for m in request.messages if isinstance(m, ToolResultMessage)]
 
 
-def assert_prefix_stable(model: ScriptedModel) -> None:
+def assert_prefix_stable(model: RecordsRequests) -> None:
     """Each request the model received starts with the one before it, unless it is a new epoch.
 
     A request that keeps its predecessor's tools, system part and messages as a prefix can be
