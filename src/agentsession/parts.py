@@ -24,6 +24,7 @@ from .gate import PermissionGate
 from .instructions import InstructionService
 from .log import InstructionsFound, LogEntry, RuntimeContextSnapshot, UserEntry, now
 from .request import ContentPart, ToolCall
+from .sandbox import resolve_sandbox
 from .tool_context import ToolContext
 from .toolbox import CallObserver, Toolbox, ToolSource
 
@@ -180,7 +181,8 @@ def build_parts(
     """
     entries = list(state)
     sources = [factory(deps, session_id, entries) for factory in factories]
-    gate = PermissionGate(deps.presets, deps.config.permission_preset, project_dir)
+    sandbox = resolve_sandbox(deps.config.sandbox)
+    gate = PermissionGate(deps.presets, deps.config.permission_preset, project_dir, sandbox=sandbox)
     gate.restore(entries)
     nested = [p for e in entries if isinstance(e, InstructionsFound) for p in e.paths]
     service = InstructionService(project_dir, config=deps.config, nested=nested)
@@ -193,5 +195,6 @@ def build_parts(
         config=deps.config,
         sources=sources,
         observers=(tracker, *observers),
+        sandbox=sandbox,
     )
     return SessionParts(deps, gate, toolbox, tracker, sources)

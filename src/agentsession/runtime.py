@@ -46,6 +46,7 @@ from .permissions import preset_table
 from .projection import transcript_from
 from .providers.base import Model
 from .recovery import closing_entries
+from .sandbox import resolve_sandbox
 from .session import Session
 from .skill_source import skill_source_factory
 from .skills import Skill, SkillDiagnostic, SkillSet
@@ -92,6 +93,8 @@ class Runtime:
         mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
+        # Config(sandbox="bwrap") where bubblewrap cannot work is refused before anything opens.
+        resolve_sandbox((config or Config()).sandbox)
         # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
         # before anything is opened, so a malformed file leaves nothing behind.
         given = list(mcp_servers)
