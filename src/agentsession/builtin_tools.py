@@ -31,7 +31,7 @@ from .beneath import Swapped, open_beneath, parent_beneath, relative_parts
 from .command_tool import run_command
 from .hygiene import replace_surrogates
 from .protected import protected_reason
-from .tool_context import ToolContext, is_within
+from .tool_context import ToolContext
 from .tools import Tool, ToolOutcome, tool
 
 __all__ = ["builtin_tools", "list_files", "read_file", "run_command", "write_file"]
@@ -67,7 +67,8 @@ def _locate(context: ToolContext, path: str, *, write: bool = False) -> _Place |
     except ValueError:
         return ToolOutcome(f"Refused: {path!r} is not a valid path.", True)
     roots = [context.project_dir, *(() if write else context.readable)]
-    root = next((r for r in roots if is_within(target, r)), None)
+    # One resolution: the walk below re-checks every component, so no second realpath here.
+    root = next((r for r in roots if r == target or r in target.parents), None)
     if root is None and context.allow_outside:
         root = Path(target.anchor)  # allowed anywhere: still walked, so never via a symlink
     if root is None:
@@ -91,8 +92,9 @@ def _swapped(place: _Place, shown: str, verb: str) -> ToolOutcome:
 
 
 def _shown(context: ToolContext, target: Path) -> str:
-    if context.is_inside(target):
-        relative = target.relative_to(context.project_dir).as_posix()
+    root = context.project_dir  # ``target`` is resolved: compared as it is, not resolved again
+    if target == root or root in target.parents:
+        relative = target.relative_to(root).as_posix()
         return relative if relative != "." else "the project folder"
     return str(target)
 
