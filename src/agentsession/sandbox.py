@@ -164,7 +164,7 @@ def reduced_environment(environ: Mapping[str, str]) -> dict[str, str]:
 def _mounts(project: Path, readable: Sequence[Path]) -> list[str]:
     argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for folder in readable:  # loaded skills' folders, which a private /tmp would hide
-        argv += ["--ro-bind", str(folder), str(folder)]
+        argv += ["--ro-bind-try", str(folder), str(folder)]  # a skill may have left since
     if project != Path("/"):
         argv += ["--bind", str(project), str(project)]
     return argv

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import agentsession as ags
+from agentsession.sandbox import probe
 
 from ..scenario import make_project, tool_results
 
@@ -137,3 +138,31 @@ async def test_a_symlink_inside_the_skill_folder_does_not_lead_elsewhere(
     replies: list[Any] = [[ags.ToolCall("load_skill", {"name": "helper"})], [read(link)], "done"]
     texts = await results(make_runtime, project, skills, "workspace-write", replies)
     assert len(texts) == 1 and "Permission denied" in texts[0]
+
+
+@pytest.mark.skipif(not probe().works, reason=f"!!! SANDBOX NOT TESTED: {probe().problem}")
+async def test_a_sandboxed_command_reads_a_loaded_skills_files_but_cannot_change_them(
+    make_runtime: Make, tmp_path: Path, skills: Path
+) -> None:
+    project = make_project(tmp_path)
+    script = skills / "helper" / "scripts" / "run.py"
+    command = f"cat {script}; echo changed > {script}; cat {tmp_path / 'secret.txt'}"
+    model = ags.ScriptedModel(
+        [
+            [ags.ToolCall("load_skill", {"name": "helper"})],
+            [ags.ToolCall("run_command", {"command": command})],
+            "done",
+        ]
+    )
+    runtime = make_runtime(
+        model=model, project_dir=project, tools=ags.builtin_tools(), skills_dirs=[skills]
+    )
+    session = await runtime.create_session()
+    paused = await session.prompt("go")
+    await session.approve(paused.approvals[0].call_id)
+    assert (await session.resume()).text == "done"
+    output = str(tool_results(model.requests[-1])[-1].content)
+    assert BUNDLED in output  # under the private /tmp, yet visible: bound read-only
+    assert "Read-only file system" in output
+    assert "SECRET" not in output  # beside it, under /tmp: hidden by the private /tmp
+    assert script.read_text() == BUNDLED
