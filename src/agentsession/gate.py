@@ -46,6 +46,7 @@ class PermissionGate:
         project_dir: Path,
         *,
         sandbox: SandboxMode = "none",
+        commands: bool = False,
     ) -> None:
         if default not in presets:
             raise UsageError(f"unknown permission preset {default!r}")
@@ -53,6 +54,7 @@ class PermissionGate:
         self._current = presets[default]
         self._project_dir = project_dir
         self._sandbox: SandboxMode = sandbox
+        self._commands = commands  # whether the session has run_command, the sandboxed tool
         self._pending: list[PermissionChanged] = []
         self._always: set[str] = set()
         self._requests: dict[str, ApprovalRequested] = {}
@@ -189,7 +191,7 @@ class PermissionGate:
         """``core.permissions``: the preset in effect at each boundary."""
 
         def load() -> Rendered:
-            commands = commands_text(self._current, self._sandbox)
+            commands = commands_text(self._current, self._sandbox) if self._commands else ""
             summary = self._current.summary() + (f"\n{commands}" if commands else "")
             return Rendered(
                 baseline=f"<permissions>\n{summary}\n</permissions>",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from .command_tool import run_command
 from .context.component import ContextComponent
 from .deps import SessionDeps
 from .errors import UsageError
@@ -181,8 +182,13 @@ def build_parts(
     """
     entries = list(state)
     sources = [factory(deps, session_id, entries) for factory in factories]
-    sandbox = resolve_sandbox(deps.config.sandbox)
-    gate = PermissionGate(deps.presets, deps.config.permission_preset, project_dir, sandbox=sandbox)
+    # Only the built-in run_command runs in the sandbox: without it there is nothing to probe
+    # (a process start) and nothing to tell the model about commands.
+    commands = any(tool is run_command for tool in deps.tools)
+    sandbox = resolve_sandbox(deps.config.sandbox) if commands else "none"
+    gate = PermissionGate(
+        deps.presets, deps.config.permission_preset, project_dir, sandbox=sandbox, commands=commands
+    )
     gate.restore(entries)
     nested = [p for e in entries if isinstance(e, InstructionsFound) for p in e.paths]
     service = InstructionService(project_dir, config=deps.config, nested=nested)

@@ -93,8 +93,10 @@ class Runtime:
         mcp_servers: Iterable[MCPServer] = (),
     ) -> None:
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
-        # Config(sandbox="bwrap") where bubblewrap cannot work is refused before anything opens.
-        resolve_sandbox((config or Config()).sandbox)
+        # Config(sandbox="bwrap") where bubblewrap cannot work is refused before anything opens;
+        # "auto" is probed only when a session that can run commands is built.
+        if config is not None and config.sandbox == "bwrap":
+            resolve_sandbox(config.sandbox)
         # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
         # before anything is opened, so a malformed file leaves nothing behind.
         given = list(mcp_servers)
