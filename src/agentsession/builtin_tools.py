@@ -86,7 +86,7 @@ def _swapped(place: _Place, shown: str, verb: str) -> ToolOutcome:
     if os.path.islink(target) and os.path.realpath(target) == target:  # a loop, not a swap
         return _error(f"Cannot {verb} {shown}: {os.strerror(errno.ELOOP)}")
     return _error(
-        f"Refused: a folder on the way to {shown} was replaced by a symlink while the call ran; "
+        f"Refused: {shown} or a folder on its way was replaced by a symlink while the call ran; "
         "nothing was done. Paths are followed only beneath the project."
     )
 
