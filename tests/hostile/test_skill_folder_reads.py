@@ -166,3 +166,30 @@ async def test_a_sandboxed_command_reads_a_loaded_skills_files_but_cannot_change
     assert "Read-only file system" in output
     assert "SECRET" not in output  # beside it, under /tmp: hidden by the private /tmp
     assert script.read_text() == BUNDLED
+
+
+async def test_a_log_naming_a_loaded_skill_grants_nothing_without_the_skill(
+    make_runtime: Make, tmp_path: Path, skills: Path
+) -> None:
+    project = make_project(tmp_path)
+    script = skills / "helper" / "scripts" / "run.py"
+    loading = make_runtime(
+        model=ags.ScriptedModel([[ags.ToolCall("load_skill", {"name": "helper"})], "loaded"]),
+        project_dir=project,
+        tools=ags.builtin_tools(),
+        skills_dirs=[skills],
+    )
+    session = await loading.create_session()
+    await session.prompt("load it")
+    exported = tmp_path / "session.jsonl"
+    await session.export(exported)
+
+    model = ags.ScriptedModel([[read(script)], "done"])
+    importing = make_runtime(
+        model=model, project_dir=project, tools=ags.builtin_tools(), store=ags.MemoryStore()
+    )
+    imported = await importing.import_session(exported)
+    await imported.prompt("read the skill's script")
+    result = str(tool_results(model.requests[-1])[-1].content)  # the read, the last call
+    assert "Permission denied" in result
+    assert BUNDLED not in result
