@@ -33,7 +33,8 @@ SECRETS = {
 
 needs_bwrap = pytest.mark.skipif(
     not probe().works,
-    reason=f"!!! SANDBOX NOT TESTED: {probe().problem} — install bubblewrap (make test does)",
+    reason=f"!!! RUN_COMMAND'S SANDBOX WAS NOT TESTED !!! {probe().problem}"
+    " (make test installs bubblewrap)",
 )
 
 

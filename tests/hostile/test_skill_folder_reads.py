@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import agentsession as ags
-from agentsession.sandbox import probe
 
 from ..scenario import make_project, tool_results
+from .test_sandbox_run_command import needs_bwrap
 
 Make = Callable[..., ags.Runtime]
 BUNDLED = "print('bundled helper')\n"
@@ -140,7 +140,7 @@ async def test_a_symlink_inside_the_skill_folder_does_not_lead_elsewhere(
     assert len(texts) == 1 and "Permission denied" in texts[0]
 
 
-@pytest.mark.skipif(not probe().works, reason=f"!!! SANDBOX NOT TESTED: {probe().problem}")
+@needs_bwrap
 async def test_a_sandboxed_command_reads_a_loaded_skills_files_but_cannot_change_them(
     make_runtime: Make, tmp_path: Path, skills: Path
 ) -> None:
