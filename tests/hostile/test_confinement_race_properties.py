@@ -50,7 +50,7 @@ links = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(links=links, path=paths, recursive=st.booleans())
 def test_no_path_and_no_symlink_leads_a_tool_outside(
     links: list[tuple[str, str]], path: str, recursive: bool
@@ -69,6 +69,7 @@ def test_no_path_and_no_symlink_leads_a_tool_outside(
         texts = [output if isinstance(output, str) else output.content for output in outputs]
         for text in texts:
             assert SECRET not in text
-        for line in texts[1].splitlines():  # an entry of the outside folder, not a link's text
+        listing = texts[1] if isinstance(outputs[1], str) else ""  # errors echo the path
+        for line in listing.splitlines():  # an entry of the outside folder, not a link's text
             assert " -> " in line or line.split("/")[-1] != "secret.txt", texts[1]
         assert outside_state(outside) == before
