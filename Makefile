@@ -39,6 +39,14 @@ system-deps:
 	    echo "!!! chromium or tmux is missing (install them as root): their tests will skip"; \
 	  fi; \
 	fi
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    ($(APT) update && $(APT) install -y --no-install-recommends bubblewrap >/dev/null) \
+	      || echo "!!! could not install bubblewrap: run_command's sandbox tests will skip"; \
+	  else \
+	    echo "!!! bubblewrap is missing (install it as root): the sandbox tests will skip"; \
+	  fi; \
+	fi
 
 # The PostgreSQL store's tests need a server: .ci/with-postgres installs one when missing,
 # starts a throwaway cluster for this run and stops it afterwards, whatever the outcome.

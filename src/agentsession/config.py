@@ -42,6 +42,9 @@ class Config:
     sessions; ``permission_presets`` adds user-defined presets by name, each a mapping of
     ``read``, ``write_project``, ``write_elsewhere``, ``execute``, ``network`` to ``"allow"``,
     ``"ask"`` or ``"deny"`` (validated by ``agentsession.permissions.preset_table``).
+    ``sandbox`` is where ``run_command`` runs under presets that do not let tools act anywhere:
+    ``"auto"`` in bubblewrap when it works here, ``"bwrap"`` always there (a runtime cannot be
+    made without it), ``"none"`` never sandboxed (see ``agentsession.tools.sandbox``).
     """
 
     max_loaded_skills: int = 3
@@ -66,6 +69,7 @@ class Config:
     tool_timeout: float | None = 300.0
     permission_preset: str = "workspace-write"
     permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
+    sandbox: str = "auto"
 
     @property
     def effective_elision_chunk(self) -> int:
@@ -127,6 +131,10 @@ class Config:
             raise UsageError("Config.permission_preset must name a preset")
         if not isinstance(self.permission_presets, Mapping):
             raise UsageError("Config.permission_presets must map preset names to their rules")
+        if self.sandbox not in ("auto", "bwrap", "none"):
+            raise UsageError(
+                f"Config.sandbox must be 'auto', 'bwrap' or 'none', got {self.sandbox!r}"
+            )
 
 
 def _optional_limit(name: str, value: object, kinds: tuple[type, ...]) -> None:

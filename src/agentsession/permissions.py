@@ -14,10 +14,16 @@ arguments counts as writing inside the project); execute and network need their 
 Any path outside the project — read or written — also needs ``write_elsewhere``: only a preset that
 lets tools act anywhere lets them look anywhere. A ``destructive`` tool asks for approval under a
 preset that asks for anything, even where it would otherwise be allowed.
+
+Two exceptions, both about paths: a folder in ``readable`` (a loaded skill's own folder) may be
+read like the project, never written; and a write to a protected path (``protected``: ``.git/``,
+``.mcp.json``, the user's agentsession folders…) asks for approval under every preset that would
+allow it — ``full-access`` included — naming the path.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +35,8 @@ from .config import Config
 from .errors import UsageError
 from .tools import Tool
 from .tools.context import is_within, resolve_path
+from .tools.protected import protected_reason
+from .tools.sandbox import SandboxMode
 
 __all__ = [
     "BUILTIN_PRESETS",
@@ -41,9 +49,11 @@ __all__ = [
     "Decision",
     "Level",
     "PermissionPreset",
+    "commands_text",
     "decide",
     "get_preset",
     "preset_table",
+    "unsandboxed",
 ]
 
 Level: TypeAlias = Literal["allow", "ask", "deny"]
@@ -191,7 +201,8 @@ class Decision:
     ``reason`` is written for the model (a denial becomes the call's result) and for the person
     asked to approve. ``needs`` lists the capabilities the call uses; ``outside`` the resolved
     paths it touches outside the project (a call allowed or approved with such paths runs with
-    ``ToolContext.allow_outside``).
+    ``ToolContext.allow_outside``); ``protected`` the resolved protected paths it would change
+    (only an approval of this very call lets it run, never a standing "always").
     """
 
     kind: Literal["allow", "ask", "deny"]
@@ -200,6 +211,7 @@ class Decision:
     tool: str = ""
     needs: tuple[Capability, ...] = ()
     outside: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
 
     @property
     def allowed(self) -> bool:
@@ -229,11 +241,13 @@ def decide(
     project_dir: str | Path,
     *,
     allowed_tools: Collection[str] | None = None,
+    readable: Collection[Path] = (),
 ) -> Decision:
     """Whether ``tool`` may run with ``arguments`` under ``preset`` in ``project_dir``.
 
-    Reads only the tool's declared effect, its declared path arguments and ``allowed_tools`` (a
-    skill's list: a tool outside it is denied, a tool inside it is still subject to the preset).
+    Reads only the tool's declared effect, its declared path arguments, ``allowed_tools`` (a
+    skill's list: a tool outside it is denied, a tool inside it is still subject to the preset)
+    and ``readable``: folders outside the project a read-only tool may read (loaded skills' own).
     """
     if allowed_tools is not None and tool.name not in allowed_tools:
         listed = ", ".join(sorted(allowed_tools)) or "none"
@@ -244,10 +258,21 @@ def decide(
             preset.name,
             tool.name,
         )
-    targets = _targets(tool, arguments, Path(project_dir))
+    root = Path(os.path.realpath(project_dir))
+    reads = tool.effect == "read"
+    targets = _targets(tool, arguments, root, tuple(readable) if reads else ())
     needs = _needs(tool, targets)
     outside = tuple(str(t.resolved or t.raw) for t in targets if not t.inside)
     level = _strictest(preset.level(c) for c in needs)
+    if level != "deny" and tool.effect == "write":
+        guarded = _protected(targets, root)
+        if guarded:
+            why = "; ".join(guarded.values())
+            reason = (
+                f"Approval needed for a protected path: {tool.name} would change {why}. A change "
+                "there needs the user's approval of this call, under every preset."
+            )
+            return Decision("ask", reason, preset.name, tool.name, needs, outside, tuple(guarded))
     if level == "allow" and tool.destructive and preset.asks:
         reason = (
             f"Approval needed under preset '{preset.name}': {tool.name} is marked destructive, "
@@ -272,7 +297,19 @@ def decide(
     return Decision("deny", reason, preset.name, tool.name, needs, outside)
 
 
-def _targets(tool: Tool, arguments: Mapping[str, Any], root: Path) -> list[_Target]:
+def _protected(targets: list[_Target], root: Path) -> dict[str, str]:
+    """Resolved protected path → why it is protected, for each target that is one."""
+    found: dict[str, str] = {}
+    for target in targets:
+        reason = protected_reason(target.resolved, root) if target.resolved else None
+        if reason is not None:
+            found[str(target.resolved)] = reason
+    return found
+
+
+def _targets(
+    tool: Tool, arguments: Mapping[str, Any], root: Path, readable: tuple[Path, ...] = ()
+) -> list[_Target]:
     """The declared path arguments of the call, resolved against ``root``."""
     args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
     properties = tool.parameters.get("properties", {})
@@ -283,18 +320,19 @@ def _targets(tool: Tool, arguments: Mapping[str, Any], root: Path) -> list[_Targ
         for item in values:
             if item is None:
                 continue
-            found.append(_target(item, root))
+            found.append(_target(item, root, readable))
     return found
 
 
-def _target(item: object, root: Path) -> _Target:
+def _target(item: object, root: Path, readable: tuple[Path, ...]) -> _Target:
     if not isinstance(item, str):
         return _Target(repr(item), None, False)  # not a path the check can follow: outside
     try:
         resolved = resolve_path(item, root)
     except ValueError:
         return _Target(item, None, False)
-    return _Target(item, resolved, is_within(resolved, root))
+    inside = is_within(resolved, root) or any(is_within(resolved, r) for r in readable)
+    return _Target(item, resolved, inside)
 
 
 def _needs(tool: Tool, targets: list[_Target]) -> tuple[Capability, ...]:
@@ -342,3 +380,30 @@ def _hint(needs: tuple[Capability, ...]) -> str:
     if not fitting:
         return ""
     return f" It would need a preset such as '{fitting[0]}'."
+
+
+def unsandboxed(preset: PermissionPreset) -> bool:
+    """Whether ``preset`` runs commands without the sandbox: it lets tools act anywhere."""
+    return preset.write_elsewhere == "allow"
+
+
+def commands_text(preset: PermissionPreset, mode: SandboxMode) -> str:
+    """The sentence of the permissions text that says how commands run (empty: none may run)."""
+    if preset.execute == "deny":
+        return ""
+    if unsandboxed(preset):
+        return (
+            "Commands run without a sandbox: they can read and change anything this user can, "
+            "with the full environment and the network."
+        )
+    network = "may use the network" if preset.network == "allow" else "have no network access"
+    if mode == "bwrap":
+        return (
+            "Commands run in a sandbox: they can write only inside the project and a private "
+            f"/tmp, see no credentials in their environment, {network}, and nothing they start "
+            "outlives the call."
+        )
+    return (
+        "Commands are not sandboxed here (bubblewrap is not available): their environment has "
+        "no credentials, but they can reach what this user can."
+    )

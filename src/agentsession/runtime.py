@@ -56,6 +56,7 @@ from .store.base import SessionInfo, Store, reads_now
 from .store.session_file import import_session
 from .sync import run_sync
 from .tools import Tool
+from .tools.sandbox import resolve_sandbox
 from .transcript import Transcript
 
 __all__ = ["Runtime", "SupportsAclose"]
@@ -99,6 +100,10 @@ class Runtime:
         context_sources: Iterable[SourceFactory] = (),
     ) -> None:
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
+        # Config(sandbox="bwrap") where bubblewrap cannot work is refused before anything opens;
+        # "auto" is probed only when a session that can run commands is built.
+        if config is not None and config.sandbox == "bwrap":
+            resolve_sandbox(config.sandbox)
         # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
         # before anything is opened, so a malformed file leaves nothing behind.
         given = list(mcp_servers)

@@ -8,7 +8,8 @@ effective change, in order) and the ``core.permissions`` component renders only 
 effect then, so several switches before a prompt send the last one. Every tool call is decided by
 ``permissions.decide`` on the tool's declared effect and paths, never on prompt text; a call the
 preset asks about waits for the user, whose "always" approves that tool for the rest of the
-session (``approval_decided`` entries, so it survives a restart).
+session (``approval_decided`` entries, so it survives a restart) — except a call that would change
+a protected path: only an answer to that very call lets it run.
 
 An answer is held in memory until the resumed turn reaches its call, and is committed right
 before the call runs. So the log tells the truth about an approved call: a decision without a
@@ -19,14 +20,16 @@ request without a decision still waits (a restart before ``retry()`` asks again)
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..context.component import ContextComponent, Rendered
 from ..errors import UsageError
 from ..log import ApprovalDecided, ApprovalRequested, LogEntry, PermissionChanged, now
-from ..permissions import READ_ONLY, Decision, PermissionPreset, decide
+from ..permissions import READ_ONLY, Decision, PermissionPreset, commands_text, decide
 from ..tools import Tool
+from ..tools.sandbox import SandboxMode
 
 __all__ = ["PERMISSIONS_KEY", "PermissionGate"]
 
@@ -37,13 +40,21 @@ class PermissionGate:
     """Decides each tool call of one session under its current preset."""
 
     def __init__(
-        self, presets: Mapping[str, PermissionPreset], default: str, project_dir: Path
+        self,
+        presets: Mapping[str, PermissionPreset],
+        default: str,
+        project_dir: Path,
+        *,
+        sandbox: SandboxMode = "none",
+        commands: bool = False,
     ) -> None:
         if default not in presets:
             raise UsageError(f"unknown permission preset {default!r}")
         self._presets = presets
         self._current = presets[default]
         self._project_dir = project_dir
+        self._sandbox: SandboxMode = sandbox
+        self._commands = commands  # whether the session has run_command, the sandboxed tool
         self._pending: list[PermissionChanged] = []
         self._always: set[str] = set()
         self._requests: dict[str, ApprovalRequested] = {}
@@ -145,10 +156,16 @@ class PermissionGate:
         call_id: str,
         *,
         allowed_tools: Collection[str] | None = None,
+        readable: Collection[Path] = (),
     ) -> Decision:
         """The verdict on one call: the preset's, unless the user already answered for it."""
         decision = decide(
-            self._current, tool, arguments, self._project_dir, allowed_tools=allowed_tools
+            self._current,
+            tool,
+            arguments,
+            self._project_dir,
+            allowed_tools=allowed_tools,
+            readable=readable,
         )
         if decision.kind != "ask":
             return decision
@@ -157,9 +174,7 @@ class PermissionGate:
         # An answer is for the call it was asked about: never for another tool under that id.
         if answer is not None and asked is not None and asked.name == tool.name:
             if answer.approved:
-                return Decision(
-                    "allow", "", decision.preset, tool.name, decision.needs, decision.outside
-                )
+                return replace(decision, kind="allow", reason="")
             note = f" ({answer.note})" if answer.note else ""
             return Decision(
                 "deny",
@@ -168,17 +183,16 @@ class PermissionGate:
                 tool.name,
                 decision.needs,
             )
-        if tool.name in self._always:
-            return Decision(
-                "allow", "", decision.preset, tool.name, decision.needs, decision.outside
-            )
+        if tool.name in self._always and not decision.protected:
+            return replace(decision, kind="allow", reason="")
         return decision
 
     def component(self) -> ContextComponent:
         """``core.permissions``: the preset in effect at each boundary."""
 
         def load() -> Rendered:
-            summary = self._current.summary()
+            commands = commands_text(self._current, self._sandbox) if self._commands else ""
+            summary = self._current.summary() + (f"\n{commands}" if commands else "")
             return Rendered(
                 baseline=f"<permissions>\n{summary}\n</permissions>",
                 update=f"Current permissions (these supersede earlier guidance):\n{summary}",

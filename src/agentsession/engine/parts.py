@@ -22,7 +22,9 @@ from ..errors import UsageError
 from ..instructions import InstructionService
 from ..log import InstructionsFound, LogEntry, RuntimeContextSnapshot, UserEntry, now
 from ..request import ContentPart, ToolCall
+from ..tools.command import run_command
 from ..tools.context import ToolContext
+from ..tools.sandbox import resolve_sandbox
 from .deps import SessionDeps
 from .gate import PermissionGate
 from .toolbox import CallObserver, Toolbox, ToolSource
@@ -180,7 +182,13 @@ def build_parts(
     """
     entries = list(state)
     sources = [factory(deps, session_id, entries) for factory in factories]
-    gate = PermissionGate(deps.presets, deps.config.permission_preset, project_dir)
+    # Only the built-in run_command runs in the sandbox: without it there is nothing to probe
+    # (a process start) and nothing to tell the model about commands.
+    commands = any(tool is run_command for tool in deps.tools)
+    sandbox = resolve_sandbox(deps.config.sandbox) if commands else "none"
+    gate = PermissionGate(
+        deps.presets, deps.config.permission_preset, project_dir, sandbox=sandbox, commands=commands
+    )
     gate.restore(entries)
     nested = [p for e in entries if isinstance(e, InstructionsFound) for p in e.paths]
     service = InstructionService(project_dir, config=deps.config, nested=nested)
@@ -193,5 +201,6 @@ def build_parts(
         config=deps.config,
         sources=sources,
         observers=(tracker, *observers),
+        sandbox=sandbox,
     )
     return SessionParts(deps, gate, toolbox, tracker, sources)

@@ -25,7 +25,9 @@ its LRU order, each skill's store, and the committed selections.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..budget import default_counter
@@ -178,6 +180,26 @@ class SkillSource:
     def active(self) -> str | None:
         """The skill read last, or ``None``."""
         return self._lru.active
+
+    def readable_folders(self) -> list[Path]:
+        """The folders of the file skills this session has loaded or selected (read only).
+
+        A skill's SKILL.md points at files bundled beside it, so its folder is readable wherever
+        it lives. Only a skill this runtime found itself counts, at the folder it found it in: a
+        name or location in the log (an imported session's) grants nothing.
+        """
+        names = [*self._lru.loaded]
+        for snapshot in (*self._committed, *self._proposed):
+            names.extend(record.name for record in snapshot.skills)
+        folders: list[Path] = []
+        for name in names:
+            skill = self._skill(name)
+            if skill is None or not skill.location or not os.path.isabs(skill.location):
+                continue
+            folder = Path(os.path.realpath(os.path.dirname(skill.location)))
+            if folder not in folders:
+                folders.append(folder)
+        return folders
 
     def _skill(self, name: str) -> Skill | None:
         return self._set.get(name) or self._held.get(name)

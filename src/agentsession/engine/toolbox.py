@@ -8,7 +8,9 @@ decides on the tool's declared effect and paths (never on prompt text, and a ski
 ``allowed-tools`` only narrows): a denied call gets a result naming the preset, a call the preset
 asks about pauses the turn with an ``ApprovalRequested`` entry. An allowed call runs with a
 ``ToolContext`` and the config's limits; observers (nested instruction discovery) turn what it
-read into log entries, committed together with its result.
+read into log entries, committed together with its result. A source that is a ``FolderSource``
+(loaded skills) names folders outside the project its calls may read; the ``ToolContext`` also
+says whether ``run_command`` runs in the sandbox, which mirrors the preset (``sandbox``).
 """
 
 from __future__ import annotations
@@ -16,16 +18,18 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..config import Config
 from ..log import ApprovalRequested, LogEntry, now
+from ..permissions import unsandboxed
 from ..request import ToolCall, ToolSpec
 from ..tools import Tool, ToolOutcome
 from ..tools.context import ToolContext
+from ..tools.sandbox import SandboxMode
 from .gate import PermissionGate
 
-__all__ = ["CallObserver", "CallResult", "Paused", "Ran", "ToolSource", "Toolbox"]
+__all__ = ["CallObserver", "CallResult", "FolderSource", "Paused", "Ran", "ToolSource", "Toolbox"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,15 @@ class ToolSource(Protocol):
         ...
 
 
+@runtime_checkable
+class FolderSource(Protocol):
+    """A session part whose calls may read folders outside the project (a loaded skill's own)."""
+
+    def readable_folders(self) -> Sequence[Path]:
+        """The folders readable now (read only), resolved."""
+        ...
+
+
 class CallObserver(Protocol):
     """A session part that learns from what every call did (e.g. the paths it read)."""
 
@@ -89,6 +102,7 @@ class Toolbox:
         config: Config,
         sources: Sequence[ToolSource] = (),
         observers: Sequence[CallObserver] = (),
+        sandbox: SandboxMode = "none",
     ) -> None:
         self._tools = tuple(tools)
         self._gate = gate
@@ -97,6 +111,7 @@ class Toolbox:
         self._config = config
         self._sources = tuple(sources)
         self._observers = tuple(observers)
+        self._sandbox: SandboxMode = sandbox
 
     def offered(self) -> list[Tool]:
         """Every tool on offer now: the application's first, then each source's, names unique."""
@@ -124,15 +139,26 @@ class Toolbox:
         if found is None or call.name not in offered:
             return Ran(ToolOutcome(f"Unknown tool: {call.name}", True))
         tool, source = found
+        readable = self._readable()
         decision = self._gate.decide(
-            tool, dict(call.arguments), call.id, allowed_tools=self._narrowing()
+            tool, dict(call.arguments), call.id, allowed_tools=self._narrowing(), readable=readable
         )
         if decision.kind == "deny":
             return Ran(ToolOutcome(decision.reason, True))
         if decision.kind == "ask":
             return Paused(ApprovalRequested(call.id, call.name, decision.reason, now()))
+        preset = self._gate.preset
+        free = unsandboxed(preset)
         context = ToolContext(
-            self._project_dir, self._session_id, call.id, allow_outside=bool(decision.outside)
+            self._project_dir,
+            self._session_id,
+            call.id,
+            allow_outside=bool(decision.outside),
+            readable=readable,
+            approved_protected=frozenset(decision.protected),
+            sandbox="none" if free else self._sandbox,
+            network=free or preset.network == "allow",
+            clean_environment=not free,
         )
         if source is None:
             outcome = await tool.invoke(dict(call.arguments), context=context, config=self._config)
@@ -148,6 +174,13 @@ class Toolbox:
             for tool in source.offered():
                 owners.setdefault(tool.name, (tool, source))
         return owners
+
+    def _readable(self) -> tuple[Path, ...]:
+        folders: list[Path] = []
+        for source in self._sources:
+            if isinstance(source, FolderSource):
+                folders.extend(f for f in source.readable_folders() if f not in folders)
+        return tuple(folders)
 
     def _narrowing(self) -> Collection[str] | None:
         allowed: set[str] | None = None

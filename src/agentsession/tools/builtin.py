@@ -3,23 +3,24 @@
 Each declares its effect and its path arguments, so the permission preset decides about a call
 before it runs. The tools also confine themselves: a path that resolves outside the project
 (through ``..``, an absolute path, ``~`` or a symlink) is refused with a readable result unless the
-call's ``ToolContext.allow_outside`` says the preset or the user allowed it — so calling one
-directly, or a symlink swapped in after the check, cannot reach outside either. Everything is
-bounded: files are shown a window of lines at a time, listings stop at a fixed number of
-entries, command output keeps its head and tail. ``write_file`` replaces a file whole (a flushed
-temporary file, then a rename), never a read-only one. ``run_command`` runs ``bash -c`` in the
-project folder with the text as given, in its own process group, killed on timeout, on
-cancellation and when the command ends: no process it started outlives the call.
+call's ``ToolContext.allow_outside`` says the preset or the user allowed it (a loaded skill's
+folder in ``ToolContext.readable`` may be read, never written). The resolved path is then opened by
+walking directory descriptors from the project folder, one component at a time without following
+symlinks (``beneath``), so a folder swapped for a symlink after the check cannot lead outside: the
+call is refused instead. A write to a protected path (``protected``) needs the user's approval of
+that very call. Everything is bounded: files are shown a window of lines at a time, listings stop
+at a fixed number of entries, command output keeps its head and tail. ``write_file`` replaces a
+file whole (a flushed temporary file, then a rename inside the same folder descriptor), never a
+read-only one; a hard link is replaced, not written through. ``run_command`` lives in
+``command_tool``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import contextlib
+import errno
 import os
-import shutil
-import signal
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +29,10 @@ from typing import BinaryIO
 
 from ..hygiene import replace_surrogates
 from . import Tool, ToolOutcome, tool
+from .beneath import Swapped, open_beneath, parent_beneath, relative_parts
+from .command import run_command
 from .context import ToolContext
+from .protected import protected_reason
 
 __all__ = ["builtin_tools", "list_files", "read_file", "run_command", "write_file"]
 
@@ -36,13 +40,10 @@ READ_MAX_LINES = 2000
 READ_MAX_CHARS = 30_000
 LINE_MAX_CHARS = 2000
 LIST_MAX_ENTRIES = 1000
-COMMAND_TIMEOUT = 120.0
-COMMAND_MAX_TIMEOUT = 600.0
-COMMAND_OUTPUT_BYTES = 30_000
 _PIECE = 64 * 1024
 _SNIFF = 8192
-_DRAIN_GRACE = 1.0
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def builtin_tools() -> list[Tool]:
@@ -50,25 +51,50 @@ def builtin_tools() -> list[Tool]:
     return [read_file, write_file, list_files, run_command]
 
 
-def _locate(context: ToolContext, path: str) -> Path | ToolOutcome:
-    """The resolved target of ``path``, or a refusal when it leaves the project unallowed."""
+@dataclass(frozen=True)
+class _Place:
+    """Where a call's path leads: the resolved target, and the root to walk down to it from."""
+
+    target: Path
+    root: Path
+    parts: tuple[str, ...]
+
+
+def _locate(context: ToolContext, path: str, *, write: bool = False) -> _Place | ToolOutcome:
+    """Where ``path`` leads, or a refusal when it leaves the project unallowed."""
     try:
         target = context.resolve(path)
     except ValueError:
         return ToolOutcome(f"Refused: {path!r} is not a valid path.", True)
-    if not context.allow_outside and not context.is_inside(target):
+    roots = [context.project_dir, *(() if write else context.readable)]
+    # One resolution: the walk below re-checks every component, so no second realpath here.
+    root = next((r for r in roots if r == target or r in target.parents), None)
+    if root is None and context.allow_outside:
+        root = Path(target.anchor)  # allowed anywhere: still walked, so never via a symlink
+    if root is None:
         return ToolOutcome(
             f"Refused: {path!r} resolves to {target}, outside the project "
             f"({context.project_dir}). Under the current permission preset this tool only works "
-            "inside the project.",
+            "inside the project" + (" and loaded skills' folders." if context.readable else "."),
             True,
         )
-    return target
+    return _Place(target, root, relative_parts(target, root))
+
+
+def _swapped(place: _Place, shown: str, verb: str) -> ToolOutcome:
+    target = str(place.target)
+    if os.path.islink(target) and os.path.realpath(target) == target:  # a loop, not a swap
+        return _error(f"Cannot {verb} {shown}: {os.strerror(errno.ELOOP)}")
+    return _error(
+        f"Refused: {shown} or a folder on its way was replaced by a symlink while the call ran; "
+        "nothing was done. Paths are followed only beneath the project."
+    )
 
 
 def _shown(context: ToolContext, target: Path) -> str:
-    if context.is_inside(target):
-        relative = target.relative_to(context.project_dir).as_posix()
+    root = context.project_dir  # ``target`` is resolved: compared as it is, not resolved again
+    if target == root or root in target.parents:
+        relative = target.relative_to(root).as_posix()
         return relative if relative != "." else "the project folder"
     return str(target)
 
@@ -114,12 +140,13 @@ def _text_lines(handle: BinaryIO, stats: _LineStats) -> Iterator[str]:
             return
 
 
-def _open_regular(target: Path, shown: str) -> BinaryIO | ToolOutcome:
-    """``target`` opened for reading, refusing folders, devices, pipes and binary files."""
+def _open_regular(place: _Place, shown: str) -> BinaryIO | ToolOutcome:
+    """The target opened for reading, refusing folders, devices, pipes and binary files."""
     try:
-        # O_NONBLOCK: opening a pipe must not wait for a writer; O_NOFOLLOW: the path was resolved,
-        # a symlink appearing now is a swap after the check.
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        # O_NONBLOCK: opening a pipe must not wait for a writer.
+        fd = open_beneath(place.root, place.parts, os.O_RDONLY | os.O_NONBLOCK)
+    except Swapped:
+        return _swapped(place, shown, "read")
     except FileNotFoundError:
         return _error(f"No such file: {shown}")
     except IsADirectoryError:
@@ -155,11 +182,12 @@ def read_file(
         max_lines: How many lines to show at most (up to 2000).
         context: Supplied by the runtime for each call.
     """
-    target = _locate(context, path)
-    if isinstance(target, ToolOutcome):
-        return target
+    place = _locate(context, path)
+    if isinstance(place, ToolOutcome):
+        return place
+    target = place.target
     shown = _shown(context, target)
-    handle = _open_regular(target, shown)
+    handle = _open_regular(place, shown)
     if isinstance(handle, ToolOutcome):
         return handle
     first = max(1, start_line)
@@ -219,78 +247,108 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str | ToolOu
         content: The complete new text of the file.
         context: Supplied by the runtime for each call.
     """
-    target = _locate(context, path)
-    if isinstance(target, ToolOutcome):
-        return target
-    shown = _shown(context, target)
+    place = _locate(context, path, write=True)
+    if isinstance(place, ToolOutcome):
+        return place
+    shown = _shown(context, place.target)
+    guarded = protected_reason(place.target, context.project_dir)
+    if guarded is not None and str(place.target) not in context.approved_protected:
+        return _error(
+            f"Refused: {guarded}. Changing it needs the user's approval of this call, under "
+            "every permission preset; not written."
+        )
     text, replaced = replace_surrogates(content)
     data = text.encode("utf-8")
     try:
-        existing = os.stat(target) if os.path.lexists(target) else None
-        if existing is not None and stat.S_ISDIR(existing.st_mode):
-            return _error(f"{shown} is a folder; give the path of a file.")
-        if existing is not None and not stat.S_ISREG(existing.st_mode):
-            return _error(f"{shown} is not a regular file (a device, pipe or socket); not written.")
-        if existing is not None and not os.access(target, os.W_OK):  # a rename would ignore it
-            return _error(f"Cannot write {shown}: the file is read-only; not written.")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _replace_whole(target, data, existing)
+        with parent_beneath(place.root, place.parts, create=True) as (folder, name):
+            existed = _write_in(folder, name, shown, data)
+    except Swapped:
+        return _swapped(place, shown, "write")
     except OSError as exc:
         return _error(f"Cannot write {shown}: {exc.strerror or exc}")
+    if isinstance(existed, ToolOutcome):
+        return existed
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    verb = ("Created", "Replaced")[existing is not None]
+    verb = ("Created", "Replaced")[existed]
     note = f" {replaced} invalid characters (lone surrogates) were written as U+FFFD."
     return f"{verb} {shown}: {len(data):,} bytes, {lines:,} lines.{note if replaced else ''}"
 
 
-def _replace_whole(target: Path, data: bytes, old: os.stat_result | None) -> None:
-    """Write ``data`` beside ``target``, flush it to disk, then rename it over ``target``.
+def _write_in(folder: int, name: str, shown: str, data: bytes) -> bool | ToolOutcome:
+    """Write ``name`` inside the open ``folder``; whether it existed before, or a refusal."""
+    if not name:
+        return _error(f"{shown} is a folder; give the path of a file.")
+    try:
+        existing: os.stat_result | None = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and stat.S_ISLNK(existing.st_mode):  # resolved before: a swap
+        raise Swapped(0, f"{name} became a symlink")
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        return _error(f"{shown} is a folder; give the path of a file.")
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        return _error(f"{shown} is not a regular file (a device, pipe or socket); not written.")
+    if existing is not None and not os.access(name, os.W_OK, dir_fd=folder):
+        return _error(f"Cannot write {shown}: the file is read-only; not written.")  # a rename
+        # would ignore the mode, so it is checked here
+    _replace_whole(folder, name, data, existing)
+    return existing is not None
+
+
+def _replace_whole(folder: int, name: str, data: bytes, old: os.stat_result | None) -> None:
+    """Write ``data`` beside ``name`` in ``folder``, flush it to disk, then rename it over ``name``.
 
     A crash or a full disk leaves the old file whole (or none), never a cut one. A replaced file
-    keeps its mode (and owner, where allowed); a new one gets the umask's.
+    keeps its mode (and owner, where allowed); a new one gets the umask's. The rename replaces the
+    directory entry, so a hard link to the old file elsewhere keeps the old content.
     """
-    temp = target.with_name(f".{target.name}.{os.getpid()}-{id(data):x}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(temp, flags, 0o666)
+    temp = f".{name}.{os.getpid()}-{id(data):x}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | _CLOEXEC
+    fd = os.open(temp, flags, 0o666, dir_fd=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            if old is not None:
+                os.fchmod(handle.fileno(), stat.S_IMODE(old.st_mode))
+                with contextlib.suppress(OSError):
+                    os.fchown(handle.fileno(), old.st_uid, old.st_gid)
             os.fsync(handle.fileno())
-        if old is not None:
-            os.chmod(temp, stat.S_IMODE(old.st_mode))
-            with contextlib.suppress(OSError):
-                os.chown(temp, old.st_uid, old.st_gid)
-        os.replace(temp, target)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=folder)
         raise
 
 
 # -- list_files ----------------------------------------------------------------------------------
 
 
-def _entry(directory: str, name: str) -> str:
-    full = os.path.join(directory, name)
-    if os.path.islink(full):
+def _entry(folder: int, name: str) -> str:
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return name
+    if stat.S_ISLNK(info.st_mode):
         try:
-            return f"{name} -> {os.readlink(full)}"
+            return f"{name} -> {os.readlink(name, dir_fd=folder)}"
         except OSError:
             return f"{name} -> ?"
-    return f"{name}/" if os.path.isdir(full) else name
+    return f"{name}/" if stat.S_ISDIR(info.st_mode) else name
 
 
-def _walk(root: Path, recursive: bool, problems: list[str]) -> Iterator[str]:
+def _walk(folder: int, recursive: bool, problems: list[str]) -> Iterator[str]:
+    """Entries below the open ``folder``, walked by descriptors (symlinks listed, not entered)."""
     if not recursive:
-        for name in sorted(os.listdir(root)):
-            yield _entry(str(root), name)
+        for name in sorted(os.listdir(folder)):
+            yield _entry(folder, name)
         return
-    for directory, dirs, files in os.walk(root, onerror=lambda e: problems.append(str(e))):
+    walk = os.fwalk(".", dir_fd=folder, onerror=lambda e: problems.append(str(e)))
+    for directory, dirs, files, fd in walk:
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        prefix = os.path.relpath(directory, root)
+        prefix = os.path.relpath(directory, ".")
         for name in sorted(dirs + files):
-            shown = _entry(directory, name)
+            shown = _entry(fd, name)
             yield shown if prefix == "." else f"{prefix}/{shown}"
 
 
@@ -305,146 +363,37 @@ def list_files(
         recursive: Also list every subfolder (version-control and dependency folders skipped).
         context: Supplied by the runtime for each call.
     """
-    target = _locate(context, path)
-    if isinstance(target, ToolOutcome):
-        return target
+    place = _locate(context, path)
+    if isinstance(place, ToolOutcome):
+        return place
+    target = place.target
     shown = _shown(context, target)
-    if not target.exists():
+    try:
+        folder = open_beneath(place.root, place.parts, os.O_RDONLY | os.O_DIRECTORY)
+    except Swapped:
+        return _swapped(place, shown, "list")
+    except FileNotFoundError:
         return _error(f"No such folder: {shown}")
-    if not target.is_dir():
+    except NotADirectoryError:
         return _error(f"{shown} is a file; use read_file to read it.")
+    except OSError as exc:
+        return _error(f"Cannot list {shown}: {exc.strerror or exc}")
     problems: list[str] = []
     entries: list[str] = []
     more = False
     try:
-        for entry in _walk(target, recursive, problems):
+        for entry in _walk(folder, recursive, problems):
             if len(entries) >= LIST_MAX_ENTRIES:
                 more = True
                 break
             entries.append(entry)
     except OSError as exc:
         return _error(f"Cannot list {shown}: {exc.strerror or exc}")
+    finally:
+        os.close(folder)
     context.note_read(target)
     lines = entries or ["(empty folder)"]
     if more:
         lines.append(f"[... more entries not shown (limit {LIST_MAX_ENTRIES:,}); list a subfolder]")
     lines.extend(f"[could not read: {problem}]" for problem in problems[:10])
     return "\n".join(lines)
-
-
-# -- run_command ---------------------------------------------------------------------------------
-
-
-class _Output:
-    """Head and tail of a byte stream, with the total, in bounded memory."""
-
-    def __init__(self, limit: int) -> None:
-        self.half = limit // 2
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        self.tail += chunk
-        if len(self.tail) > self.half:
-            del self.tail[: len(self.tail) - self.half]
-
-    def text(self) -> str:
-        head = bytes(self.head).decode("utf-8", "replace")
-        omitted = self.total - len(self.head) - len(self.tail)
-        if omitted <= 0:
-            return head + bytes(self.tail).decode("utf-8", "replace")
-        tail = bytes(self.tail).decode("utf-8", "replace")
-        return f"{head}\n[... {omitted:,} bytes of output omitted ...]\n{tail}"
-
-
-async def _pump(stream: asyncio.StreamReader, output: _Output) -> None:
-    while chunk := await stream.read(_PIECE):
-        output.add(chunk)
-
-
-async def _exited(process: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:
-    """Until the shell itself has ended.
-
-    ``process.wait()`` would also wait for every holder of the output pipe to close it, which a
-    background job may never do; the exit status is there as soon as the shell ends.
-    """
-    while process.returncode is None:
-        if reader.done():  # end of output usually means the end of the shell: look again soon
-            await asyncio.sleep(0.01)
-        else:
-            await asyncio.wait({reader}, timeout=0.05)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-@tool(effect="execute", timeout=COMMAND_MAX_TIMEOUT + 60)
-async def run_command(
-    command: str, timeout_seconds: float = COMMAND_TIMEOUT, *, context: ToolContext
-) -> ToolOutcome:
-    """Run a shell command in the project folder and return its output and exit code.
-
-    Args:
-        command: The command line, run by bash (or sh) exactly as written; stdin is empty.
-        timeout_seconds: Seconds before the command and everything it started are killed
-            (up to 600).
-        context: Supplied by the runtime for each call.
-    """
-    seconds = min(max(timeout_seconds, 1.0), COMMAND_MAX_TIMEOUT)
-    shell = shutil.which("bash") or "/bin/sh"
-    output = _Output(COMMAND_OUTPUT_BYTES)
-    process = await asyncio.create_subprocess_exec(
-        shell,
-        "-c",
-        command,
-        cwd=context.project_dir,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
-    assert process.stdout is not None
-    reader = asyncio.create_task(_pump(process.stdout, output))
-    timed_out = False
-    try:
-        try:
-            async with asyncio.timeout(seconds):
-                await _exited(process, reader)
-        except TimeoutError:
-            timed_out = True
-        # Output still in the pipe after the shell ended; a background job holding it open
-        # does not get to keep the call waiting.
-        await asyncio.wait({reader}, timeout=_DRAIN_GRACE)
-    finally:
-        _kill_group(process.pid)
-        await asyncio.wait({reader}, timeout=_DRAIN_GRACE)
-        reader.cancel()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_DRAIN_GRACE):
-                await _exited(process, reader)
-    return _command_result(output.text(), process.returncode, timed_out, seconds)
-
-
-def _command_result(text: str, code: int | None, timed_out: bool, seconds: float) -> ToolOutcome:
-    body = text if text else "(no output)"
-    if not body.endswith("\n"):
-        body += "\n"
-    if timed_out:
-        status = (
-            f"[timed out after {seconds:g} second{'' if seconds == 1 else 's'}; the command and "
-            "every process it started "
-            "were killed]"
-        )
-    elif code is not None and code < 0:
-        status = f"[killed by signal {-code}]"
-    else:
-        status = f"[exit code: {code}]"
-    return ToolOutcome(body + status, timed_out or code != 0)

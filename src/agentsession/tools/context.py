@@ -42,13 +42,23 @@ class ToolContext:
 
     ``allow_outside`` is set by the caller when the permission preset (or the user's approval)
     lets this call touch paths outside ``project_dir``; the built-in tools refuse such paths
-    otherwise, even when called directly.
+    otherwise, even when called directly. ``readable`` are folders outside the project the call
+    may read but never write (loaded skills' own folders). ``approved_protected`` are the
+    resolved protected paths the user approved this call to change (``protected``); the built-in
+    tools refuse to change any other. ``sandbox``, ``network`` and ``clean_environment`` say how
+    ``run_command`` runs (``sandbox`` module): a call made directly, without a session, runs
+    as the application itself would.
     """
 
     project_dir: Path
     session_id: str = ""
     call_id: str = ""
     allow_outside: bool = False
+    readable: tuple[Path, ...] = ()
+    approved_protected: frozenset[str] = frozenset()
+    sandbox: Literal["bwrap", "none"] = "none"
+    network: bool = True
+    clean_environment: bool = False
     kind: Literal["tool_context"] = "tool_context"
     _reads: list[Path] = field(default_factory=list, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(
@@ -57,6 +67,8 @@ class ToolContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project_dir", Path(os.path.realpath(self.project_dir)))
+        folders = tuple(Path(os.path.realpath(folder)) for folder in self.readable)
+        object.__setattr__(self, "readable", folders)
 
     def resolve(self, path: str) -> Path:
         """``path`` resolved against the project folder (see ``resolve_path``)."""
