@@ -101,10 +101,11 @@ def prompt_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart
             raise UsageError("a prompt needs text or at least one content part")
         _refuse_surrogates(text)
         return text
-    if isinstance(text, bytes | bytearray | dict) or not isinstance(text, Sequence):
+    given: object = text
+    if isinstance(given, bytes | bytearray | dict) or not isinstance(given, Sequence):
         raise UsageError(
             "a prompt is a str or a list of ags.TextPart / ags.ImagePart, got"
-            f" {type(text).__name__}"
+            f" {type(given).__name__}"
         )
     parts = tuple(text)
     if not parts:

@@ -25,6 +25,7 @@ its LRU order, each skill's store, and the committed selections.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -69,6 +70,8 @@ from .toolbox import Ran
 from .tools import Tool, ToolOutcome, validate_arguments
 
 __all__ = ["LOADED_PREFIX", "SkillSource", "catalog_budget", "skill_source_factory"]
+
+_log = logging.getLogger("agentsession.skills")
 
 #: Loaded skill ``name`` is the component ``core.skills.loaded.<name>``.
 LOADED_PREFIX = "core.skills.loaded."
@@ -226,7 +229,14 @@ class SkillSource:
         if skill is None:
             # Loaded in the log, unknown to this runtime: keep what the model was told.
             return UNAVAILABLE
-        return Rendered(render_skill_block(_read(skill, self._context(name, skill))))
+        try:
+            text = _read(skill, self._context(name, skill))
+        except Exception as exc:
+            # A Python skill's dynamic text failed: this source keeps what the model was told,
+            # explicitly (stale-while-revalidate), as a failed load_skill reports to the model.
+            _log.warning("skill %s: its instructions could not be rendered: %r", name, exc)
+            return UNAVAILABLE
+        return Rendered(render_skill_block(text))
 
     # -- tools ----------------------------------------------------------------------------------
 

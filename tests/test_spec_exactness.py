@@ -1,0 +1,171 @@
+"""Spec exactness: the deviations an outside audit found, one scenario each.
+
+Each test runs a real session on a SQLite file with the scripted model and checks what the model
+received, what the log holds, or what the caller got.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession.log import UserEntry
+from agentsession.window import select_window
+
+Make = Callable[..., ags.Runtime]
+README = Path(__file__).parent.parent / "README.md"
+
+
+# -- item 4: a loader that raises fails the prompt, naming the component -------------------------
+
+
+async def test_a_raising_loader_fails_the_prompt_naming_the_component(make_runtime: Make) -> None:
+    state = {"broken": False, "value": "green"}
+
+    def load() -> str:
+        if state["broken"]:
+            raise RuntimeError("status service returned garbage")
+        return f"Build status: {state['value']}."
+
+    runtime = make_runtime(["one", "two"])
+    runtime.register_component(ags.ContextComponent("plugin.ci.status", load))
+    session = await runtime.create_session()
+    await session.prompt("first")
+    before = await session.log()
+
+    state["broken"], state["value"] = True, "red"
+    with pytest.raises(ags.ContextLoadError) as caught:
+        await session.prompt("second")
+    assert caught.value.key == "plugin.ci.status"
+    assert "plugin.ci.status" in str(caught.value)
+    assert "status service returned garbage" in str(caught.value)
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    # Nothing was admitted: not the user input, not a checkpoint, not a dispatch record.
+    assert await session.log() == before
+    assert len(runtime.model.requests) == 1  # type: ignore[attr-defined]
+
+    # Fixed, the same session takes the next prompt, and the model hears the new value.
+    state["broken"] = False
+    result = await session.prompt("second")
+    assert result.text == "one" or result.text == "two"
+    last = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    updates = [m.content for m in last.messages if isinstance(m, ags.SystemMessage)]
+    assert any("Build status: red." in text for text in updates)
+
+
+async def test_an_explicit_unavailable_keeps_what_the_model_was_told(make_runtime: Make) -> None:
+    values: list[object] = ["Build status: green.", ags.UNAVAILABLE]
+    runtime = make_runtime(["one", "two"])
+    runtime.register_component(ags.ContextComponent("plugin.ci.status", lambda: values[0]))
+    session = await runtime.create_session()
+    await session.prompt("first")
+    values.pop(0)
+    await session.prompt("second")
+    last = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    assert dict(last.system)["plugin.ci.status"] == "Build status: green."
+    assert not [m for m in last.messages if isinstance(m, ags.SystemMessage)]
+
+
+# -- item 5: a legacy <permissions> snapshot is superseded by the current permissions text -------
+
+
+async def test_current_permissions_supersede_a_legacy_permissions_snapshot(
+    make_runtime: Make,
+) -> None:
+    from .skills.test_legacy_snapshots import PERMISSIONS, _stored_session
+
+    runtime = make_runtime(["Noted."])
+    session = await runtime.open_session(await _stored_session(runtime.store))
+    session.set_permission_preset("read-only")
+    await session.prompt("Shorter, please.")
+    [request] = runtime.model.requests  # type: ignore[attr-defined]
+    # The legacy snapshot replays unchanged, as its own user message ...
+    assert PERMISSIONS in [m.content for m in request.messages if isinstance(m, ags.UserMessage)]
+    # ... and the permissions the model acts on say, in so many words, that they win.
+    current = dict(request.system)["core.permissions"]
+    assert "Current system permissions supersede earlier guidance." in current
+    assert "read-only" in current
+
+
+# -- item 7: prompt parts are validated -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ([ags.ImagePart("image/png", data=b"\x89PNG")], "part 0 (ImagePart)"),
+        ([ags.TextPart("look"), {"kind": "text", "text": "hi"}], "part 1 (dict)"),
+        ([ags.TextPart(123)], "part 0 (TextPart)"),  # type: ignore[arg-type]
+        ([ags.ImagePart("image/png")], "part 0 (ImagePart)"),
+        ([ags.ImagePart(None, url="https://x.test/a.png")], "part 0 (ImagePart)"),  # type: ignore[arg-type]
+        (b"not a list", "bytes"),
+    ],
+)
+async def test_invalid_prompt_parts_are_usage_errors_naming_the_part(
+    make_runtime: Make, content: object, named: str
+) -> None:
+    runtime = make_runtime(["never"])
+    session = await runtime.create_session()
+    with pytest.raises(ags.UsageError) as caught:
+        await session.prompt(content)  # type: ignore[arg-type]
+    assert named in str(caught.value)
+    with pytest.raises(ags.UsageError):
+        await session.preview_request(content)  # type: ignore[arg-type]
+    assert await session.log() == []
+    assert runtime.model.requests == []  # type: ignore[attr-defined]
+
+
+# -- item 8: a turn wider than the cap is documented where the window is --------------------------
+
+
+def test_parallel_calls_wider_than_the_cap_are_sent_whole_and_the_readme_says_so() -> None:
+    calls = tuple(ags.ToolCall(f"t{i}", {}, id=f"c{i}") for i in range(10))
+    history: list[ags.Message] = [
+        ags.UserMessage("do ten things"),
+        ags.AssistantMessage(tool_calls=calls),
+        *(ags.ToolResultMessage(c.id, c.name, "ok") for c in calls),
+    ]
+    window = select_window(history, 6)
+    assert window.count == 12  # one model step is never split: no call loses its result
+    section = README.read_text(encoding="utf-8").split("### Window, budget, compaction")[1]
+    section = section.split("\n### ")[0]
+    text = " ".join(section.split())
+    assert re.search(r"parallel (tool )?calls", text)
+    assert "more than the cap" in text or "wider than the cap" in text
+
+
+# -- item 9: an exception a scripted reply raises ends the prompt with ProviderError -------------
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [ValueError("scripted failure"), ags.UsageError("scripted usage"), ags.StoreError("disk")],
+)
+async def test_a_scripted_exception_ends_the_prompt_with_provider_error(
+    make_runtime: Make, raised: Exception
+) -> None:
+    runtime = make_runtime([raised, "recovered"])
+    session = await runtime.create_session()
+    with pytest.raises(ags.ProviderError) as caught:
+        await session.prompt("hello")
+    assert caught.value.__cause__ is raised
+    # The input and the admitted context stay; retry() sends the same request again.
+    assert [r.entry for r in await session.log() if isinstance(r.entry, UserEntry)]
+    result = await session.retry()
+    assert result.text == "recovered"
+    first, second = runtime.model.requests  # type: ignore[attr-defined]
+    assert first == second
+
+
+async def test_scripted_provider_errors_keep_their_own_type(make_runtime: Make) -> None:
+    runtime = make_runtime(
+        [ags.ContextOverflowError("too long"), "fine"],
+        config=ags.Config(retry_base_delay=0, auto_compact=False),
+    )
+    session = await runtime.create_session()
+    with pytest.raises(ags.ContextOverflowError):
+        await session.prompt("hello")
