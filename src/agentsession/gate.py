@@ -31,6 +31,8 @@ from .tools import Tool
 __all__ = ["PERMISSIONS_KEY", "PermissionGate"]
 
 PERMISSIONS_KEY = "core.permissions"
+#: The sentence that puts the permissions in effect above any earlier permission text (spec 000).
+SUPERSEDES = "Current system permissions supersede earlier guidance."
 
 
 class PermissionGate:
@@ -179,8 +181,10 @@ class PermissionGate:
 
         def load() -> Rendered:
             summary = self._current.summary()
+            # Spec 000: current system permissions supersede earlier guidance — also a
+            # replayed version-2 <permissions> snapshot, which stands later in the history.
             return Rendered(
-                baseline=f"<permissions>\n{summary}\n</permissions>",
+                baseline=f"<permissions>\n{SUPERSEDES}\n{summary}\n</permissions>",
                 update=f"Current permissions (these supersede earlier guidance):\n{summary}",
             )
 
