@@ -169,3 +169,29 @@ async def test_scripted_provider_errors_keep_their_own_type(make_runtime: Make) 
     session = await runtime.create_session()
     with pytest.raises(ags.ContextOverflowError):
         await session.prompt("hello")
+
+
+# -- item 1: the preview is what prompt() sends, skill selection included ------------------------
+
+
+async def test_preview_request_carries_the_skill_selection_prompt_sends(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    from .skills.sessions import make_skills
+
+    make_skills(tmp_path / "skills", "pdf", "docx")
+    runtime = make_runtime(["one", "two"], skills_dirs=[tmp_path / "skills"])
+    session = await runtime.create_session()
+    preview = await session.preview_request("summarise $pdf")
+    assert '<skill name="pdf"' in str(preview.messages[-1].content)
+    await session.prompt("summarise $pdf")
+    assert runtime.model.requests[-1] == preview  # type: ignore[attr-defined]
+    # Nothing was admitted by the preview: one selection, saved with the prompt's own turn.
+    assert [c.user_turn for c in session.runtime_contexts()] == [0]
+
+    content = [ags.TextPart("and this one")]
+    preview = await session.preview_request(content, skills=["docx"])
+    await session.prompt(content, skills=["docx"])
+    assert runtime.model.requests[-1] == preview  # type: ignore[attr-defined]
+    with pytest.raises(ags.UsageError, match="unknown skill"):
+        await session.preview_request("x", skills=["nope"])

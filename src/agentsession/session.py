@@ -123,10 +123,7 @@ class Session:
         return self._writer.transcript.view()
 
     async def transcript(self, *, limit: int = 50, before: int | None = None) -> list[Message]:
-        """Up to ``limit`` transcript messages before index ``before`` (default: the newest).
-
-        Indices are positions in ``session.messages``; reads only that page.
-        """
+        """Up to ``limit`` messages before index ``before`` of ``messages`` (default: the end)."""
         return await asyncio.to_thread(self._writer.transcript.page, limit, before)
 
     @property
@@ -239,10 +236,12 @@ class Session:
             async for event in self._run(self._metadata(), start, point.calls):
                 yield event
 
-    async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
-        """The neutral request the next prompt would send; nothing is admitted."""
-        user = UserEntry(prompt_content(text), timestamp=now())
-        return (await self._admitter.preview([user, *self._metadata()], self.model)).request
+    async def preview_request(
+        self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
+    ) -> Request:
+        """The neutral request ``prompt(text, skills=skills)`` would send; nothing is admitted."""
+        admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
+        return admission.request
 
     async def inspect(self) -> Inspection:
         """The session as its log tells it; nothing is admitted or written.
