@@ -195,3 +195,72 @@ async def test_preview_request_carries_the_skill_selection_prompt_sends(
     assert runtime.model.requests[-1] == preview  # type: ignore[attr-defined]
     with pytest.raises(ags.UsageError, match="unknown skill"):
         await session.preview_request("x", skills=["nope"])
+
+
+# -- items 2 and 3: checkpoints fold to the effective state; every epoch records one --------------
+
+
+def fold(checkpoints: list[ags.SystemPromptCheckpoint]) -> dict[str, str]:
+    """The system context the checkpoints say the model has: every ``changed`` applied in order."""
+    state: dict[str, str] = {}
+    for checkpoint in checkpoints:
+        for key, text in checkpoint.changed.items():
+            if text is None:
+                state.pop(key, None)
+            else:
+                state[key] = text
+    return state
+
+
+async def test_a_value_that_returns_at_a_window_advance_is_recorded(make_runtime: Make) -> None:
+    value = {"now": "Build status: green."}
+    config = ags.Config(retry_base_delay=0, titles=False, max_transcript_messages=4, window_step=1)
+    runtime = make_runtime(["one", "two", "three"], config=config)
+    runtime.register_component(ags.ContextComponent("plugin.ci.status", lambda: value["now"]))
+    session = await runtime.create_session()
+    await session.prompt("first")
+    value["now"] = "Build status: red."
+    await session.prompt("second")  # mid-epoch: an update message says red
+    value["now"] = "Build status: green."
+    await session.prompt("third")  # the window advances: a fresh baseline says green again
+    last = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    assert dict(last.system)["plugin.ci.status"] == "Build status: green."
+    assert not [m for m in last.messages if isinstance(m, ags.SystemMessage)]
+    checkpoints = session.system_prompt_checkpoints()
+    assert fold(checkpoints)["plugin.ci.status"] == "Build status: green."
+    assert fold(checkpoints) == dict(last.system)
+    # Every record holds a section's text as the system part carries it, mid-epoch too.
+    assert checkpoints[1].changed == {"plugin.ci.status": "Build status: red."}
+
+
+async def test_an_epoch_the_tools_start_records_every_section(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    from .skills.sessions import RESPONSES
+
+    @ags.tool
+    def lookup(term: str) -> str:
+        """Look a term up."""
+        return term
+
+    config = ags.Config(retry_base_delay=0, titles=False)
+    first = make_runtime(
+        ["one"], model=ags.ScriptedModel(["one"], profile=RESPONSES), config=config
+    )
+    session = await first.create_session()
+    await session.prompt("first")
+    await first.close()
+    # The same session, reopened by an application that offers one more tool: the tools change,
+    # the System Context does not.
+    second = make_runtime(
+        model=ags.ScriptedModel(["two"], profile=RESPONSES), config=config, tools=[lookup]
+    )
+    reopened = await second.open_session(session.id)
+    await reopened.prompt("second")
+    epochs = [r.entry for r in await reopened.log() if r.entry.kind == "epoch"]
+    assert [e.reason for e in epochs] == ["start", "tools"]  # type: ignore[attr-defined]
+    checkpoints = reopened.system_prompt_checkpoints()
+    assert len(checkpoints) == 2
+    [request] = second.model.requests  # type: ignore[attr-defined]
+    assert checkpoints[-1].changed == dict(request.system)
+    assert checkpoints[-1].message_count == 3
