@@ -264,3 +264,88 @@ async def test_an_epoch_the_tools_start_records_every_section(
     [request] = second.model.requests  # type: ignore[attr-defined]
     assert checkpoints[-1].changed == dict(request.system)
     assert checkpoints[-1].message_count == 3
+
+
+# -- item 6: a fork never splits what committed together ----------------------------------------
+
+
+async def test_a_fork_at_any_seq_ends_where_that_commit_ends(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    from .skills.sessions import load, make_skills
+
+    make_skills(tmp_path / "skills", "pdf", "docx")
+    config = ags.Config(retry_base_delay=0, titles=False)
+    runtime = make_runtime(
+        [load("docx"), "done", "again", "after the fork"],
+        skills_dirs=[tmp_path / "skills"],
+        config=config,
+    )
+    session = await runtime.create_session()
+    commits: list[tuple[int, int]] = []
+
+    async def run(text: str) -> None:
+        async for event in session.stream(text):
+            if isinstance(event, ags.StepCommitted):
+                commits.append((event.first_seq, event.last_seq))
+
+    await run("summarise $pdf")  # user + selection, a load_skill result, an update message
+    session.set_permission_preset("read-only")
+    await run("and now?")  # user + permission change + update message
+    log = await session.log()
+    assert {r.entry.kind for r in log} >= {
+        "user",
+        "runtime_context",
+        "epoch",
+        "system_prompt_checkpoint",
+        "mid_conversation_system",
+        "tool_result",
+        "skill_loaded",
+        "permission_changed",
+    }
+    assert [seq for first, last in commits for seq in range(first, last + 1)] == [
+        r.seq for r in log
+    ]
+    for record in log:
+        end = next(last for first, last in commits if first <= record.seq <= last)
+        fork = await session.fork(record.seq)
+        assert (await fork.log())[-1].seq == end, record.entry.kind
+
+    # The fork at the first user entry keeps that turn's selection: its request sends the block.
+    fork = await session.fork(0)
+    assert [c.user_turn for c in fork.runtime_contexts()] == [0]
+    await fork.prompt("branch here")
+    sent = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    first_user = next(m for m in sent.messages if isinstance(m, ags.UserMessage))
+    assert isinstance(first_user.content, str)
+    assert first_user.content.startswith('<skill name="pdf"')
+
+
+def test_commit_runs_of_compaction_and_recovery_are_kept_whole() -> None:
+    from agentsession.log import (
+        AssistantEntry,
+        ContextEpoch,
+        Dispatch,
+        Interrupted,
+        Record,
+        Summary,
+        ToolResultEntry,
+    )
+    from agentsession.log.commits import commit_end
+
+    calls = (ags.ToolCall("a", {}, id="a"), ags.ToolCall("b", {}, id="b"))
+    entries = [
+        UserEntry("go", timestamp="t0"),  # 0 ┐ admission
+        Dispatch("m", 1, "d", timestamp="t0"),  # 1 ┘
+        AssistantEntry(tool_calls=calls, timestamp="t1"),  # 2   response
+        ToolResultEntry("a", "a", "interrupted", True, "t2"),  # 3 ┐ recovery closes the step
+        ToolResultEntry("b", "b", "interrupted", True, "t2"),  # 4 │
+        Interrupted("process ended", "t2"),  # 5 ┘
+        Summary("so far", 2, "t3"),  # 6 ┐ compaction
+        ContextEpoch(1, (), (), 2, "compaction", "m", timestamp="t3"),  # 7 ┘
+        UserEntry("next", timestamp="t4"),  # 8 ┐ admission
+        Dispatch("m", 1, "d", timestamp="t4"),  # 9 ┘
+    ]
+    records = [Record(seq, entry) for seq, entry in enumerate(entries)]
+    ends = [commit_end(records[seq:]) for seq in range(len(records))]
+    assert ends == [1, 1, 2, 5, 5, 5, 7, 7, 9, 9]

@@ -337,13 +337,14 @@ class Session:
         self._info = replace(self._info, title=cleaned)
 
     async def fork(self, at_seq: int | None = None) -> Session:
-        """A new session whose log is a copy of this one up to entry ``at_seq`` (default: all).
+        """A new session whose log is a copy of this one through entry ``at_seq`` (default: all).
 
-        The fork is independent from then on: a branch of the conversation to try another way.
+        The copy runs to the end of the commit holding ``at_seq``, never splitting it (a user
+        entry keeps its skill selection): a branch of the conversation to try another way.
         """
         if self._writer.pending:
             raise SessionBusyError(f"session {self.id} has entries to flush() before a fork")
-        upto = self._writer.next_seq - 1 if at_seq is None else at_seq
+        upto = await self._writer.commit_end(at_seq)
         info = self._info.forked(uuid.uuid4().hex, now())
         forked = await self._deps.store.fork_session(self.id, info, upto)
         return await self._open(forked.id)
