@@ -33,6 +33,7 @@ TREE: dict[str, str] = {
     "StoreError": "AgentSessionError",
     "CorruptEntryError": "StoreError",
     "SessionFileError": "StoreError",
+    "ContextLoadError": "AgentSessionError",
 }
 
 

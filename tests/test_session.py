@@ -304,11 +304,33 @@ async def test_switch_to_a_model_of_the_same_name_keeps_the_epoch(make_runtime: 
     assert again.requests[0].messages[: len(first.messages)] == first.messages
 
 
+class _Refusing:
+    """A model whose lowering refuses the request, as an SDK model's validator does."""
+
+    name = "refusing"
+    profile = ags.ModelProfile(provider="test")
+
+    async def stream(self, request: ags.Request) -> AsyncIterator[Any]:
+        raise ags.RequestValidationError("orphaned result", fmt="gemini")
+        yield  # an async generator, like every model
+
+
 async def test_package_errors_from_the_model_keep_their_type(make_runtime: Make) -> None:
-    runtime = make_runtime([ags.RequestValidationError("orphaned result", fmt="gemini")])
+    runtime = make_runtime(model=_Refusing())
     session = await runtime.create_session()
     with pytest.raises(ags.RequestValidationError):
         await session.prompt("hi")
+    assert (await session.log())[-1].entry.kind == "provider_failed"
+
+
+async def test_a_scripted_package_error_is_a_provider_failure(make_runtime: Make) -> None:
+    # DESIGN §4: whatever a ScriptedModel reply raises ends the prompt with ProviderError.
+    scripted = ags.RequestValidationError("orphaned result", fmt="gemini")
+    runtime = make_runtime([scripted])
+    session = await runtime.create_session()
+    with pytest.raises(ags.ProviderError) as caught:
+        await session.prompt("hi")
+    assert caught.value.__cause__ is scripted
     assert (await session.log())[-1].entry.kind == "provider_failed"
 
 

@@ -250,7 +250,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         view, window, epoch.baseline, tools, data.provider, drop_system=reason is not None
     )
     tokens = preflight(request)
-    changed = _changed(data, epoch, mid, reason)
+    changed = _changed(data, epoch, mid, reason, state)
     if changed:
         pending.append(SystemPromptCheckpoint(data.message_count, data.timestamp, changed))
     pending.append(Dispatch(data.model, data.step, digest(request), timestamp=data.timestamp))
@@ -347,26 +347,35 @@ def _changed(
     epoch: ContextEpoch,
     mid: MidConversationSystemMessage | None,
     reason: EpochReason | None,
+    state: Mapping[str, ComponentState],
 ) -> dict[str, str | None]:
     """What the ``SystemPromptCheckpoint`` of this dispatch records.
 
-    The first request of the session, of a compaction and of a model switch records every
-    baseline section and the removals. An epoch the window (or a tool change) starts keeps
-    talking to the same model about the same conversation: it records the sections whose text
-    differs from the system part of the epoch before it (``None`` for a section that left),
-    so a window that moves at every turn does not record the whole system part every turn.
-    A later request of an epoch records only what its update message changed.
+    Each value is a section's rendered text as a baseline carries it (``None``: removed), so
+    folding every checkpoint of a session gives the effective state the model last had. The
+    first request of every epoch records every baseline section and the removals (DESIGN §4),
+    except an epoch the window starts: it keeps talking to the same model about the same
+    conversation, so it records only the sections whose text differs from the effective state
+    the model had — the epoch's baseline *and* its update messages — so a window that moves at
+    every turn does not record the whole system part every turn. A later request of an epoch
+    records what its update message changed.
     """
     changed: dict[str, str | None] = {}
     prior = data.epoch
-    if reason in ("window", "tools") and prior is not None and data.epoch_dispatched:
-        before = dict(prior.baseline)
+    if reason == "window" and prior is not None and data.epoch_dispatched:
+        before = {key: told.baseline for key, told in state.items()}
         after = dict(epoch.baseline)
         changed.update({k: v for k, v in after.items() if before.get(k) != v})
         changed.update({k: None for k in before if k not in after})
     elif reason is not None or not data.epoch_dispatched:
-        changed.update(dict(epoch.baseline))
-        changed.update(dict.fromkeys(epoch.removed))
+        after = dict(epoch.baseline)
+        changed.update(after)
+        gone = [*epoch.removed]
+        if reason is not None and prior is not None and not data.epoch_dispatched:
+            gone.extend(prior.removed)  # never dispatched: the model last had the state before
+        changed.update({key: None for key in gone if key not in after})
     if mid is not None:
-        changed.update({c.key: c.update for c in mid.changes})
+        for change in mid.changes:
+            text = change.baseline if change.baseline is not None else change.update
+            changed[change.key] = text if change.update is not None else None
     return changed

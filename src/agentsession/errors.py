@@ -11,6 +11,7 @@ AgentSessionError
 ├── BudgetExceededError        the request does not fit the context window (nothing admitted)
 ├── MaxStepsExceededError      one prompt made more model calls than Config.max_steps
 ├── RequestValidationError     a lowered request breaks its wire format's rules (a bug report)
+├── ContextLoadError           a context component's loader raised (nothing admitted)
 ├── ProviderError              the model provider failed; admitted context stays stored
 │   ├── TransientProviderError rate limit, 5xx, timeout, a cut stream: retried inside the step
 │   ├── ContextOverflowError   the provider says the request is longer than its context
@@ -34,6 +35,7 @@ __all__ = [
     "AgentSessionError",
     "BudgetExceededError",
     "ConflictError",
+    "ContextLoadError",
     "ContextOverflowError",
     "CorruptEntryError",
     "CredentialsError",
@@ -223,3 +225,16 @@ class SessionFileError(StoreError):
         super().__init__(f"{where}{message}")
         self.path = path
         self.line = line
+
+
+class ContextLoadError(AgentSessionError):
+    """A context component's loader raised (or returned something it may not): the prompt fails.
+
+    Nothing was admitted; the session takes the next prompt once the loader works again. A
+    loader that means "temporarily unavailable" returns ``ags.UNAVAILABLE`` instead. ``key``
+    names the component; the loader's exception is ``__cause__``.
+    """
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(f"context component {key} failed to load: {detail}")
+        self.key = key

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import UsageError
-from .request import ContentPart, TextPart
+from .request import ContentPart, ImagePart, TextPart
 
 __all__ = [
     "clean_text",
@@ -101,13 +101,47 @@ def prompt_content(text: str | Sequence[ContentPart]) -> str | tuple[ContentPart
             raise UsageError("a prompt needs text or at least one content part")
         _refuse_surrogates(text)
         return text
+    given: object = text
+    if isinstance(given, bytes | bytearray | dict) or not isinstance(given, Sequence):
+        raise UsageError(
+            "a prompt is a str or a list of ags.TextPart / ags.ImagePart, got"
+            f" {type(given).__name__}"
+        )
     parts = tuple(text)
     if not parts:
         raise UsageError("a prompt needs text or at least one content part")
-    for part in parts:
+    for index, part in enumerate(parts):
+        problem = _part_problem(part)
+        if problem is not None:
+            raise UsageError(f"prompt part {index} ({type(part).__name__}): {problem}")
         if isinstance(part, TextPart):
             _refuse_surrogates(part.text)
     return parts
+
+
+def _part_problem(part: object) -> str | None:
+    """What makes ``part`` unusable as prompt content, or ``None`` when it is fine.
+
+    Checked before anything is stored: a part that cannot be encoded, hashed or lowered would
+    otherwise fail deep inside a turn (or be stored and break every later request).
+    """
+    if isinstance(part, TextPart):
+        return None if isinstance(part.text, str) else _wrong("text", "a str", part.text)
+    if not isinstance(part, ImagePart):
+        return "expected ags.TextPart or ags.ImagePart"
+    if not isinstance(part.media_type, str) or not part.media_type.strip():
+        return _wrong("media_type", "a non-empty str such as 'image/png'", part.media_type)
+    if part.data is not None and not isinstance(part.data, str):
+        return _wrong("data", "base64 text (a str)", part.data)
+    if part.url is not None and not isinstance(part.url, str):
+        return _wrong("url", "a str", part.url)
+    if (part.data is None) == (part.url is None):
+        return "give exactly one of data (base64 text) or url"
+    return None
+
+
+def _wrong(field: str, expected: str, value: object) -> str:
+    return f"{field} must be {expected}, got {type(value).__name__}"
 
 
 def _refuse_surrogates(text: str) -> None:

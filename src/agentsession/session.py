@@ -125,10 +125,7 @@ class Session(DeprecatedSessionNames):
         return self._writer.transcript.view()
 
     async def transcript(self, *, limit: int = 50, before: int | None = None) -> list[Message]:
-        """Up to ``limit`` transcript messages before index ``before`` (default: the newest).
-
-        Indices are positions in ``session.messages``; reads only that page.
-        """
+        """Up to ``limit`` messages before index ``before`` of ``messages`` (default: the end)."""
         return await asyncio.to_thread(self._writer.transcript.page, limit, before)
 
     @property
@@ -241,10 +238,12 @@ class Session(DeprecatedSessionNames):
             async for event in self._run(self._metadata(), start, point.calls):
                 yield event
 
-    async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
-        """The neutral request the next prompt would send; nothing is admitted."""
-        user = UserEntry(prompt_content(text), timestamp=now())
-        return (await self._admitter.preview([user, *self._metadata()], self.model)).request
+    async def preview_request(
+        self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
+    ) -> Request:
+        """The neutral request ``prompt(text, skills=skills)`` would send; nothing is admitted."""
+        admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
+        return admission.request
 
     async def inspect(self) -> Inspection:
         """The session as its log tells it; nothing is admitted or written.
@@ -344,13 +343,14 @@ class Session(DeprecatedSessionNames):
         self._info = replace(self._info, title=cleaned)
 
     async def fork(self, at_seq: int | None = None) -> Session:
-        """A new session whose log is a copy of this one up to entry ``at_seq`` (default: all).
+        """A new session whose log is a copy of this one through entry ``at_seq`` (default: all).
 
-        The fork is independent from then on: a branch of the conversation to try another way.
+        The copy runs to the end of the commit holding ``at_seq``, never splitting it (a user
+        entry keeps its skill selection): a branch of the conversation to try another way.
         """
         if self._writer.pending:
             raise SessionBusyError(f"session {self.id} has entries to flush() before a fork")
-        upto = self._writer.next_seq - 1 if at_seq is None else at_seq
+        upto = await self._writer.commit_end(at_seq)
         info = self._info.forked(uuid.uuid4().hex, now())
         forked = await self._deps.store.fork_session(self.id, info, upto)
         return await self._open(forked.id)

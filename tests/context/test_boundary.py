@@ -114,12 +114,16 @@ async def test_unavailable_keeps_prior_state_and_emits_nothing(make_runtime: Mak
     assert system_messages(requests(runtime)[3]) == [update]
 
 
-async def test_loader_that_raises_counts_as_unavailable(make_runtime: Make) -> None:
+async def test_loader_that_returns_unavailable_keeps_state_and_one_that_raises_fails(
+    make_runtime: Make,
+) -> None:
     calls = {"n": 0}
 
-    def flaky() -> str:
+    def flaky() -> object:
         calls["n"] += 1
         if calls["n"] == 2:
+            return ags.UNAVAILABLE  # the explicit way to say "temporarily down"
+        if calls["n"] == 4:
             raise OSError("source down")
         return "stable"
 
@@ -129,6 +133,9 @@ async def test_loader_that_raises_counts_as_unavailable(make_runtime: Make) -> N
         await session.prompt(text)
     assert all(system_messages(r) == [] for r in requests(runtime))
     assert calls["n"] == 3  # sampled exactly once per provider call
+    with pytest.raises(ags.ContextLoadError, match=r"plugin\.x\.y"):
+        await session.prompt("4")
+    assert len(requests(runtime)) == 3
 
 
 async def test_absent_emits_removal_text_once(make_runtime: Make) -> None:

@@ -53,7 +53,7 @@ def test_bad_component_keys_are_refused() -> None:
             ags.ContextComponent(key, lambda: "x")
 
 
-async def test_ill_typed_loader_counts_as_unavailable() -> None:
+async def test_ill_typed_loader_is_a_context_load_error() -> None:
     component = ags.ContextComponent("plugin.bad.value", lambda: 42)  # type: ignore[arg-type,return-value]
-    result = await component.sample()
-    assert result.kind == "unavailable"  # type: ignore[union-attr]
+    with pytest.raises(ags.ContextLoadError, match=r"plugin\.bad\.value.*returned int"):
+        await component.sample()

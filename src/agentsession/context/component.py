@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from ..errors import UsageError
+from ..errors import ContextLoadError, UsageError
 from ..hygiene import replace_surrogates
 
 __all__ = [
@@ -107,24 +107,35 @@ class ContextComponent:
         return self.removal or removal_text(self.key)
 
     async def sample(self) -> LoadResult:
-        """Load once; a raising or ill-typed loader counts as unavailable."""
+        """Load once; ``ContextLoadError`` when the loader raises or returns something else.
+
+        Spec 002: unavailable context is an *expected* temporary inability, which a loader
+        says by returning ``UNAVAILABLE``; an exception is unexpected and surfaces, so a broken
+        source is fixed instead of silently freezing what the model was told.
+        """
         try:
             value = self._load()
             if inspect.isawaitable(value):
                 value = await value
-        except Exception as exc:  # stale-while-revalidate: keep the prior state
+        except Exception as exc:
             self.last_error = exc
-            _log.warning("context component %s failed to load: %r", self.key, exc)
-            return Unavailable(f"{type(exc).__name__}: {exc}")
+            raise ContextLoadError(self.key, f"{type(exc).__name__}: {exc}") from exc
         if isinstance(value, str):
             value = Rendered(value)
-        if isinstance(value, Rendered) and isinstance(value.baseline, str):
+        if (
+            isinstance(value, Rendered)
+            and isinstance(value.baseline, str)
+            and isinstance(value.update, str | None)
+        ):
             return _valid_text(self.key, value)
         if isinstance(value, Unavailable | Absent):
             return value
         self.last_error = TypeError(f"loader returned {type(value).__name__}")
-        _log.warning("context component %s returned %r", self.key, type(value))
-        return Unavailable(f"loader returned {type(value).__name__}")
+        raise ContextLoadError(
+            self.key,
+            f"the loader returned {type(value).__name__}; it must return a str, ags.Rendered,"
+            " ags.UNAVAILABLE or ags.ABSENT",
+        )
 
 
 def _valid_text(key: str, value: Rendered) -> Rendered:

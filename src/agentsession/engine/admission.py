@@ -35,6 +35,7 @@ from ..compaction import CompactionPlan, compaction_entries, plan_compaction, su
 from ..context.component import LoadResult
 from ..context.engine import effective_state, fresh_baseline
 from ..errors import AgentSessionError, BudgetExceededError, ProviderError, UsageError
+from ..hygiene import prompt_content
 from ..inspection.rebuild import mismatch
 from ..log import (
     ContextEpoch,
@@ -49,7 +50,7 @@ from ..log import (
 )
 from ..projection import project
 from ..providers.base import Model, complete, provider_failure
-from ..request import Request, digest, text_of
+from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .parts import SessionParts
 from .writer import EpochView, LogWriter
@@ -77,6 +78,23 @@ class Admitter:
         """The admission ``promoted`` would lead to; nothing is admitted or compacted."""
         samples = await self.sample()
         return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1)
+
+    async def preview_prompt(
+        self,
+        text: str | Sequence[ContentPart],
+        skills: Sequence[str],
+        metadata: Sequence[LogEntry],
+        model: Model,
+    ) -> Admission:
+        """The admission ``prompt(text, skills=skills)`` would lead to; nothing changes.
+
+        The prompt's skill selection (``skills``, ``$name``) and the skill set it would find are
+        part of it, so the preview's request is the one ``prompt()`` sends.
+        """
+        user = UserEntry(prompt_content(text), timestamp=now())
+        turn = await self.writer.user_turns()
+        async with self.parts.preview_prompt(user, skills, turn) as selection:
+            return await self.preview([user, *selection, *metadata], model)
 
     async def upcoming(self, promoted: Sequence[LogEntry], model: Model | None) -> Admission | str:
         """What ``preview`` gives for an inspection, or why there is none (no model, too big)."""

@@ -34,6 +34,8 @@ from ..tools.sandbox import SandboxMode
 __all__ = ["PERMISSIONS_KEY", "PermissionGate"]
 
 PERMISSIONS_KEY = "core.permissions"
+#: The sentence that puts the permissions in effect above any earlier permission text (spec 000).
+SUPERSEDES = "Current system permissions supersede earlier guidance."
 
 
 class PermissionGate:
@@ -193,8 +195,10 @@ class PermissionGate:
         def load() -> Rendered:
             commands = commands_text(self._current, self._sandbox) if self._commands else ""
             summary = self._current.summary() + (f"\n{commands}" if commands else "")
+            # Spec 000: current system permissions supersede earlier guidance — also a
+            # replayed version-2 <permissions> snapshot, which stands later in the history.
             return Rendered(
-                baseline=f"<permissions>\n{summary}\n</permissions>",
+                baseline=f"<permissions>\n{SUPERSEDES}\n{summary}\n</permissions>",
                 update=f"Current permissions (these supersede earlier guidance):\n{summary}",
             )
 

@@ -12,7 +12,8 @@ it (an explicit skill selection); that is also the only moment such a source re-
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -106,6 +107,26 @@ class SessionParts:
             entries.extend(await source.start_prompt(user.content, skills, user_turn))
         return entries
 
+    @contextlib.asynccontextmanager
+    async def preview_prompt(
+        self, user: UserEntry, skills: Sequence[str], user_turn: int
+    ) -> AsyncIterator[list[LogEntry]]:
+        """What ``start_prompt`` would promote; inside, the sources show what it would find.
+
+        Nothing changes: a preview sees the prompt's own skill set (catalog, tools) and
+        selection, so that it equals what ``prompt()`` sends; a running turn sees its own.
+        """
+        takers = [s for s in self.sources if isinstance(s, PromptSource)]
+        if skills and not takers:
+            raise UsageError(f"unknown skill {skills[0]!r}; this runtime has no skills")
+        entries: list[LogEntry] = []
+        with contextlib.ExitStack() as scopes:
+            for source in takers:
+                found, scope = await source.preview_prompt(user.content, skills, user_turn)
+                entries.extend(found)
+                scopes.enter_context(scope)
+            yield entries
+
     def runtime_contexts(self, turns: int, *, pending: bool) -> list[RuntimeContextSnapshot]:
         """Every prompt source's committed selections (and the running prompt's, ``pending``).
 
@@ -138,6 +159,15 @@ class PromptSource(Protocol):
 
         ``skills`` are the names the caller selected. Returns entries to promote right after
         the user entry, in the same admission; raises ``UsageError`` before changing anything.
+        """
+        ...
+
+    async def preview_prompt(
+        self, content: str | tuple[ContentPart, ...], skills: Sequence[str], user_turn: int
+    ) -> tuple[list[LogEntry], contextlib.AbstractContextManager[None]]:
+        """What ``start_prompt`` would return, changing nothing, and a scope showing its finds.
+
+        Inside the scope, only the task that entered it sees what that prompt would find.
         """
         ...
 

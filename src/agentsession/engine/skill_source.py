@@ -25,8 +25,12 @@ its LRU order, each skill's store, and the committed selections.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +64,8 @@ from ..skills import (
     load_skill_spec,
     render_catalog,
     render_skill_block,
-    render_skill_blocks,
     select_skills,
+    selection_snapshot,
 )
 from ..skills.library import SkillLibrary
 from ..tools import Tool, ToolOutcome, validate_arguments
@@ -71,6 +75,8 @@ from .parts import SourceFactory
 from .toolbox import Ran
 
 __all__ = ["LOADED_PREFIX", "SkillSource", "catalog_budget", "skill_source_factory"]
+
+_log = logging.getLogger("agentsession.skills")
 
 #: Loaded skill ``name`` is the component ``core.skills.loaded.<name>``.
 LOADED_PREFIX = "core.skills.loaded."
@@ -97,6 +103,19 @@ def _load_tool(names: Sequence[str], max_loaded: int) -> Tool:
     return Tool(spec.name, spec.description, spec.parameters, fn=_not_direct)
 
 
+@dataclass(frozen=True)
+class _Adopted:
+    """The skill set a prompt found, with the catalog text and ``load_skill`` tool it gives."""
+
+    skills: SkillSet
+    catalog: str = ""
+    load_tool: Tool | None = None
+
+
+#: A preview's own skill set, seen only by the task that previews (never by a running turn).
+_PREVIEW: ContextVar[tuple[SkillSource, _Adopted] | None] = ContextVar("preview", default=None)
+
+
 class SkillSource:
     """One session's skills; built by ``skill_source_factory`` when the session is made."""
 
@@ -106,9 +125,7 @@ class SkillSource:
         self._library = library
         self._config = config
         self._counter = default_counter()  # never calibrated: the catalog stays deterministic
-        self._set = SkillSet()
-        self._catalog = ""
-        self._load_tool: Tool | None = None
+        self._adopted = _Adopted(SkillSet())
         self._held: dict[str, Skill] = {}  # the skill each loaded skill was loaded from
         self._loaded: dict[str, SkillLoaded] = {}
         self._order: list[str] = []  # loaded skills in load order: the order of their tools
@@ -156,20 +173,29 @@ class SkillSource:
 
     def _adopt(self, found: SkillSet) -> None:
         """Take ``found`` as the skill set until the next prompt: catalog and enum follow it."""
-        self._set = found
+        self._adopted = self._adoption(found)
+
+    def _adoption(self, found: SkillSet) -> _Adopted:
         budget = catalog_budget(self._config)
-        self._catalog = render_catalog(found.skills, budget=budget, counter=self._counter)
+        catalog = render_catalog(found.skills, budget=budget, counter=self._counter)
         names = found.names()
-        current = self._load_tool
+        tool = self._adopted.load_tool
         if not names:
-            self._load_tool = None
-        elif current is None or current.parameters["properties"]["name"]["enum"] != list(names):
-            self._load_tool = _load_tool(names, self._config.max_loaded_skills)
+            tool = None
+        elif tool is None or tool.parameters["properties"]["name"]["enum"] != list(names):
+            tool = _load_tool(names, self._config.max_loaded_skills)
+        return _Adopted(found, catalog, tool)
+
+    @property
+    def _now(self) -> _Adopted:
+        """The adopted skill set, or the one a preview in this task found."""
+        preview = _PREVIEW.get()
+        return preview[1] if preview is not None and preview[0] is self else self._adopted
 
     @property
     def available(self) -> SkillSet:
         """The skill set this session uses until the next prompt."""
-        return self._set
+        return self._now.skills
 
     @property
     def loaded(self) -> tuple[str, ...]:
@@ -202,7 +228,7 @@ class SkillSource:
         return folders
 
     def _skill(self, name: str) -> Skill | None:
-        return self._set.get(name) or self._held.get(name)
+        return self._now.skills.get(name) or self._held.get(name)
 
     def _store(self, name: str) -> MemorySkillStore:
         return self._stores.setdefault(name, MemorySkillStore())
@@ -230,7 +256,8 @@ class SkillSource:
         return [self._catalog_component, *loaded]
 
     def _catalog_sample(self) -> LoadResult:
-        return Rendered(self._catalog) if self._catalog else ABSENT
+        catalog = self._now.catalog
+        return Rendered(catalog) if catalog else ABSENT
 
     def _component(self, name: str) -> ContextComponent:
         component = self._components.get(name)
@@ -248,13 +275,21 @@ class SkillSource:
         if skill is None:
             # Loaded in the log, unknown to this runtime: keep what the model was told.
             return UNAVAILABLE
-        return Rendered(render_skill_block(_read(skill, self._context(name, skill))))
+        try:
+            text = _read(skill, self._context(name, skill))
+        except Exception as exc:
+            # A Python skill's dynamic text failed: this source keeps what the model was told,
+            # explicitly (stale-while-revalidate), as a failed load_skill reports to the model.
+            _log.warning("skill %s: its instructions could not be rendered: %r", name, exc)
+            return UNAVAILABLE
+        return Rendered(render_skill_block(text))
 
     # -- tools ----------------------------------------------------------------------------------
 
     def offered(self) -> list[Tool]:
         """``load_skill`` (when any skill is available), then loaded skills' tools in load order."""
-        tools = [self._load_tool] if self._load_tool is not None else []
+        load_tool = self._now.load_tool
+        tools = [load_tool] if load_tool is not None else []
         for name in self._order:
             skill = self._skill(name)
             if skill is not None:
@@ -263,8 +298,9 @@ class SkillSource:
 
     def known(self) -> list[ToolSpec]:
         """Every declaration this source can give: ``load_skill`` and every skill's tools."""
-        specs = [self._load_tool.spec] if self._load_tool is not None else []
-        for skill in (*self._set.skills, *self._held.values()):
+        now = self._now
+        specs = [now.load_tool.spec] if now.load_tool is not None else []
+        for skill in (*now.skills.skills, *self._held.values()):
             specs.extend(t.spec for t in skill.tools)
         return specs
 
@@ -291,7 +327,7 @@ class SkillSource:
 
     async def run(self, tool: Tool, call: ToolCall, context: ToolContext, config: Config) -> Ran:
         """Run ``load_skill`` or a loaded skill's tool (with that skill's context bound)."""
-        if tool is self._load_tool:
+        if tool is self._adopted.load_tool:
             return self._load(call, config)
         owner = self._owner(tool)
         if owner is None:
@@ -306,9 +342,10 @@ class SkillSource:
         return Ran(outcome, self._writes())
 
     def _load(self, call: ToolCall, config: Config) -> Ran:
-        assert self._load_tool is not None
+        load_tool = self._adopted.load_tool
+        assert load_tool is not None
         arguments = dict(call.arguments)
-        problem = validate_arguments(self._load_tool.parameters, arguments)
+        problem = validate_arguments(load_tool.parameters, arguments)
         if problem is not None:
             return Ran(ToolOutcome(f"Invalid arguments for tool {LOAD_SKILL}: {problem}", True))
         name: str = arguments["name"]
@@ -317,7 +354,7 @@ class SkillSource:
             self._lru.read(name)
             entries: list[LogEntry] = [SkillActivated(name, call.id, stamp)]
             return Ran(ToolOutcome(context_changed(active=name)), (*entries, *self._writes()))
-        skill = self._set.get(name)
+        skill = self._adopted.skills.get(name)
         assert skill is not None  # the enum holds exactly the names of this set
         try:
             fresh = skill.new_context(self._store(name))
@@ -361,29 +398,48 @@ class SkillSource:
         selection). ``UsageError`` for an unknown or unreadable skill, before anything changed.
         """
         found = await asyncio.to_thread(self._library.discover)
-        names = select_skills(content, skills, found.names())
-        reads: list[SkillText] = []
-        for name in names:
-            skill = found.get(name)
-            assert skill is not None
-            reads.append(self._read_selected(name, skill))
+        selection = self._selection(found, content, skills, user_turn)
         self._adopt(found)
         # A proposal older than this turn was committed; one for this turn never was.
         self._committed.extend(s for s in self._proposed if s.user_turn < user_turn)
-        self._proposed = []
-        if not reads:
-            return []
-        snapshot = RuntimeContextSnapshot(
-            user_turn=user_turn,
-            content=render_skill_blocks(reads),
-            timestamp=now(),
-            skills=tuple(read.record for read in reads),
-            placement="user",
-        )
-        self._proposed.append(snapshot)
-        return [snapshot]
+        self._proposed = [e for e in selection if isinstance(e, RuntimeContextSnapshot)]
+        return selection
 
-    def _read_selected(self, name: str, skill: Skill) -> SkillText:
+    async def preview_prompt(
+        self, content: str | tuple[ContentPart, ...], skills: Sequence[str], user_turn: int
+    ) -> tuple[list[LogEntry], contextlib.AbstractContextManager[None]]:
+        """What ``start_prompt`` would promote, and a scope showing the set it would find.
+
+        Inside the scope this task sees that prompt's catalog and ``load_skill``; nothing of the
+        session changes, and a turn running meanwhile keeps its own set.
+        """
+        found = await asyncio.to_thread(self._library.discover)
+        selection = self._selection(found, content, skills, user_turn)
+        return selection, self._previewing(self._adoption(found))
+
+    @contextlib.contextmanager
+    def _previewing(self, adopted: _Adopted) -> Iterator[None]:
+        token = _PREVIEW.set((self, adopted))
+        try:
+            yield
+        finally:
+            _PREVIEW.reset(token)
+
+    def _selection(
+        self,
+        found: SkillSet,
+        content: str | tuple[ContentPart, ...],
+        skills: Sequence[str],
+        turn: int,
+    ) -> list[LogEntry]:
+        """The snapshot of the skills ``content`` and ``skills`` select, if any."""
+        names = select_skills(content, skills, found.names())
+        reads = [self._read_selected(name, found.get(name)) for name in names]
+        snapshot = selection_snapshot(reads, turn, now())
+        return [snapshot] if snapshot is not None else []
+
+    def _read_selected(self, name: str, skill: Skill | None) -> SkillText:
+        assert skill is not None  # select_skills chose among the names found
         try:
             context = self._contexts.get(name) or skill.new_context(self._store(name))
             return _read(skill, context)

@@ -39,12 +39,16 @@ from ..log import (
     SystemPromptCheckpoint,
     dump_entry,
 )
+from ..log.commits import commit_end
 from ..projection import VIEW_KINDS, to_message
 from ..request import Message
 from ..store.base import FindsNow, Store, finds_now
 from ..transcript import Transcript
 
 __all__ = ["EpochView", "LogWriter"]
+
+#: How many entries ``commit_end`` reads at a time (an admission is a handful).
+_PAGE = 64
 
 
 @dataclass(frozen=True)
@@ -331,6 +335,29 @@ class LogWriter:
             self._dispatch, self._dispatch_known = last.entry, True
         records: list[Record] = await self._store.read(self._session_id, last.seq)
         return records
+
+    async def commit_end(self, seq: int | None) -> int:
+        """The last seq of the commit holding entry ``seq`` (``None``: the log's last entry).
+
+        A ``seq`` that is no entry comes back as it is, for the store to refuse.
+        Reads from ``seq`` on, a page at a time, only as far as that commit runs.
+        """
+        if self._unsure:
+            await self.settle()
+        if seq is None:
+            return self._next_seq - 1
+        if not isinstance(seq, int) or not 0 <= seq < self._next_seq:
+            return seq  # not an entry: the store says so
+        records: list[Record] = []
+        while True:
+            start = seq + len(records)
+            page = await self._store.read(self._session_id, start, start + _PAGE)
+            records.extend(page)
+            if not records:
+                return seq
+            end = commit_end(records)
+            if end < records[-1].seq or len(page) < _PAGE:
+                return end
 
     def _take(self, records: Sequence[Record]) -> None:
         if records:

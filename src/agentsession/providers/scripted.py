@@ -2,7 +2,9 @@
 
 Replies are consumed in order: a ``str`` is assistant text, a list of ``ToolCall`` is a tool-call
 turn, an ``AssistantMessage`` is both at once (its text streams first, then its calls), an
-``Exception`` instance is raised as a provider failure. Alternatively one callable gets
+``Exception`` instance is raised as a provider failure: a ``ProviderError`` (transient, context
+overflow, …) keeps its type, any other ends the prompt as a ``ProviderError`` caused by it
+(DESIGN §4), the package's own errors included. Alternatively one callable gets
 each request and returns such a reply. Every neutral request is recorded in ``.requests``.
 
 Its usage figures are guesses (a quarter of the characters), so its default profile says it
@@ -16,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TypeAlias
 
-from ..errors import ProviderError, UsageError
+from ..errors import AgentSessionError, ProviderError, UsageError
 from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id, text_of
 from .base import (
     ModelDone,
@@ -86,8 +88,13 @@ class ScriptedModel:
         """Record ``request`` and yield the next scripted reply as events."""
         self.requests.append(request)
         reply = self._next_reply(request)
+        if isinstance(reply, AgentSessionError) and not isinstance(reply, ProviderError):
+            # DESIGN §4: an exception a scripted reply raises is a provider failure, also one
+            # of the package's own (a scripted StoreError is not the session's store failing).
+            detail = str(reply) or type(reply).__name__
+            raise ProviderError(f"{self._name}: {type(reply).__name__}: {detail}") from reply
         if isinstance(reply, BaseException):
-            raise reply
+            raise reply  # the turn translates it, recording what was raised first
         input_tokens = sum(_estimate_tokens(t) for _, t in request.system) + sum(
             _estimate_tokens(text_of(m.content)) for m in request.messages
         )

@@ -35,6 +35,7 @@ from .select import (
     render_skill_block,
     render_skill_blocks,
     select_skills,
+    selection_snapshot,
 )
 from .skill import (
     MAX_DESCRIPTION_CHARS,
@@ -85,6 +86,7 @@ __all__ = [
     "render_skill_block",
     "render_skill_blocks",
     "select_skills",
+    "selection_snapshot",
     "skill_context",
     "text_revision",
 ]

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..errors import UsageError
+from ..log import RuntimeContextSnapshot
 from ..request import ContentPart, TextPart, text_of
 from .skill import SkillText
 
@@ -30,6 +31,7 @@ __all__ = [
     "render_skill_block",
     "render_skill_blocks",
     "select_skills",
+    "selection_snapshot",
 ]
 
 _MENTION = re.compile(r"(?<![\w$])\$([\w-]+)")
@@ -111,3 +113,18 @@ def prepend_skill_blocks(
     if isinstance(content, str):
         return f"{blocks}\n\n{content}" if content else blocks
     return (TextPart(blocks), *content)
+
+
+def selection_snapshot(
+    reads: Sequence[SkillText], user_turn: int, timestamp: str
+) -> RuntimeContextSnapshot | None:
+    """The ``RuntimeContextSnapshot`` saving one prompt's selection (``None`` for none)."""
+    if not reads:
+        return None
+    return RuntimeContextSnapshot(
+        user_turn=user_turn,
+        content=render_skill_blocks(reads),
+        timestamp=timestamp,
+        skills=tuple(read.record for read in reads),
+        placement="user",
+    )

@@ -1,0 +1,82 @@
+"""Which log entries committed together, told from the entries alone.
+
+The log keeps no transaction marks, but each commit point writes a recognisable run (DESIGN §3):
+an admission runs from its first promoted entry (the user input, its skill selection, idle
+changes, omissions) through the update message or epoch and the checkpoint to its ``dispatch``
+record; a tool result is followed by what the tool changed (skills loaded, unloaded or read
+again, store writes, instruction files found); a compaction writes its summary and the epoch it
+opens; the entries that close an unfinished step (synthetic results, ``interrupted``) share one
+timestamp. Every other entry is a commit of its own. ``commit_end`` says where the commit that
+holds an entry ends, so that a fork never splits what committed together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .entries import ContextEpoch
+from .stored import Record
+
+__all__ = ["commit_end"]
+
+#: Entries an admission may hold before its dispatch record, in the order it writes them.
+_ADMITTED = frozenset(
+    {
+        "user",
+        "runtime_context",
+        "model_switched",
+        "permission_changed",
+        "omitted",
+        "mid_conversation_system",
+        "epoch",
+        "system_prompt_checkpoint",
+    }
+)
+#: Entries that continue an admission, up to and including its dispatch record.
+_IN_ADMISSION = (_ADMITTED - {"user"}) | {"dispatch"}
+#: Entries a tool result commits with: what the call changed.
+_TOOL_SIDE = frozenset(
+    {"skill_loaded", "skill_unloaded", "skill_activated", "skill_store", "instructions_found"}
+)
+
+
+def commit_end(records: Sequence[Record]) -> int:
+    """The seq of the last entry of the commit holding ``records[0]``.
+
+    ``records`` run on from that entry in seq order; when they end before the commit does (the
+    end of the log), the last one given ends it.
+    """
+    first, rest = records[0], records[1:]
+    kind = first.entry.kind
+    if kind in _ADMITTED and not _compaction(first):
+        return _run(first, rest, lambda r: r.entry.kind in _IN_ADMISSION, "dispatch")
+    if kind == "summary":
+        return _run(first, rest[:1], _compaction, "epoch")
+    if kind == "tool_result" or kind in _TOOL_SIDE:
+        stamp = getattr(first.entry, "timestamp", None)
+
+        def with_result(r: Record) -> bool:
+            closing = r.entry.kind in ("tool_result", "interrupted")
+            same = getattr(r.entry, "timestamp", None) == stamp
+            return r.entry.kind in _TOOL_SIDE or (closing and same)
+
+        return _run(first, rest, with_result, "interrupted")
+    return first.seq
+
+
+def _compaction(record: Record) -> bool:
+    return isinstance(record.entry, ContextEpoch) and record.entry.reason == "compaction"
+
+
+def _run(
+    first: Record, rest: Sequence[Record], member: Callable[[Record], bool], closer: str
+) -> int:
+    """Where the run from ``first`` that ``member`` continues ends; a ``closer`` ends it too."""
+    end = first.seq
+    for record in rest:
+        if not member(record):
+            break
+        end = record.seq
+        if record.entry.kind == closer:
+            break
+    return end
