@@ -398,7 +398,7 @@ def test_a_permission_check_precedes_what_the_tools_refuse(project: Path) -> Non
 
 _WRITER = """
 import asyncio, sys
-from agentsession.builtin_tools import write_file
+from agentsession.tools.builtin import write_file
 from agentsession.tools import ToolContext
 
 outcome = asyncio.run(
