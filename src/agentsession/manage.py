@@ -22,6 +22,7 @@ from .console import JsonOutput, RichOutput
 from .errors import SessionFileError, UsageError
 from .invocation import Invocation
 from .leases import delete_undriven
+from .project_trust import trust_command
 from .runtime import Runtime
 from .screens import print_skills
 from .session import Session
@@ -183,6 +184,11 @@ def _discovered(project_dir: str | None, skills_dirs: list[str]) -> SkillSet:
     return discover_skills([Path(d).expanduser() for d in skills_dirs], project.absolute())
 
 
+async def trust(inv: Invocation) -> int:
+    """``trust [DIR]`` / ``trust --revoke [DIR]``: the folder's project configuration."""
+    return trust_command(inv.args)
+
+
 MANAGEMENT: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "export": export,
     "import": import_,
@@ -190,4 +196,5 @@ MANAGEMENT: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "rename": rename,
     "fork": fork,
     "skills": skills,
+    "trust": trust,
 }

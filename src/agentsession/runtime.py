@@ -56,6 +56,7 @@ from .sync import run_sync
 from .titles import Titler
 from .tools import Tool
 from .transcript import Transcript
+from .trust import ProjectConfig, check_project_config
 from .writer import LogWriter
 
 __all__ = ["Runtime", "SupportsAclose"]
@@ -90,12 +91,16 @@ class Runtime:
         skills_dirs: Iterable[str | PathLike[str]] = (),
         skills: Iterable[Skill] = (),
         mcp_servers: Iterable[MCPServer] = (),
+        project_config: ProjectConfig = "ignore",
     ) -> None:
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
-        # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
-        # before anything is opened, so a malformed file leaves nothing behind.
+        # A folder's own files act only when the application says the project is trusted: a
+        # library never starts what a cloned repository or a model's write declares.
+        self.project_config = check_project_config(project_config)
+        # MCP servers: the given ones, then a trusted project's .mcp.json (started at first
+        # use). Read before anything is opened, so a malformed file leaves nothing behind.
         given = list(mcp_servers)
-        read_project = config is None or config.load_project_mcp
+        read_project = project_config == "trusted" and (config is None or config.load_project_mcp)
         servers = merge_servers(given, project_servers(self.project_dir) if read_project else [])
         self._mcp = MCPServers(servers, required=bool(given))
         if store is None:
