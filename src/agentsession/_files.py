@@ -49,13 +49,14 @@ def create_private(path: Path) -> bool:
     return True
 
 
-def write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes, *, make_folder: bool = True) -> None:
     """Replace ``path`` whole with ``data`` (never half-written), as a ``0600`` file.
 
-    The folder is made (``0700``) when missing. A file that existed keeps ``0600`` too: the
-    replacement is a new file.
+    The folder is made (``0700``) when missing, unless ``make_folder`` is false. A file that
+    existed becomes ``0600`` too: the replacement is a new file.
     """
-    private_folder(path.parent)
+    if make_folder:
+        private_folder(path.parent)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(handle, FILE_MODE)

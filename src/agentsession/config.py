@@ -42,6 +42,7 @@ class Config:
     sessions; ``permission_presets`` adds user-defined presets by name, each a mapping of
     ``read``, ``write_project``, ``write_elsewhere``, ``execute``, ``network`` to ``"allow"``,
     ``"ask"`` or ``"deny"`` (validated by ``agentsession.permissions.preset_table``).
+    ``max_import_line_bytes`` is the longest line ``import_session`` reads (16 MiB).
     """
 
     max_loaded_skills: int = 3
@@ -66,6 +67,7 @@ class Config:
     tool_timeout: float | None = 300.0
     permission_preset: str = "workspace-write"
     permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
+    max_import_line_bytes: int = 16 * 1024 * 1024
 
     @property
     def effective_elision_chunk(self) -> int:
@@ -81,6 +83,7 @@ class Config:
             "window_step": self.window_step,
             "context_window": self.context_window,
             "max_steps": self.max_steps,
+            "max_import_line_bytes": self.max_import_line_bytes,
         }
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -30,6 +30,7 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .deps import SessionDeps
 from .errors import UsageError
+from .imports import admit_import
 from .leases import delete_undriven, live_lease
 from .log import (
     STATE_KINDS,
@@ -51,7 +52,7 @@ from .skill_source import skill_source_factory
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
 from .store.base import ReadsNow, SessionInfo, Store
-from .store.session_file import import_session
+from .store.session_file import SessionFile, import_session
 from .sync import run_sync
 from .titles import Titler
 from .tools import Tool
@@ -238,8 +239,24 @@ class Runtime:
     async def import_session(
         self, path: str | PathLike[str], *, new_id: str | None = None
     ) -> Session:
-        """Import a JSON Lines session file (all or nothing) and open the session."""
-        session_id = await import_session(self.store, path, new_id=new_id)
+        """Import a JSON Lines session file (all or nothing) and open the session.
+
+        The file is data, not authority: the session starts at this runtime's default preset
+        and without the approvals the file remembers (both recorded in its log), its id must be
+        one this package could have created and its title is cleaned (``imports``). A line over
+        ``Config.max_import_line_bytes`` or nested too deep is refused naming it.
+        """
+
+        def admit(parsed: SessionFile) -> SessionFile:
+            return admit_import(parsed, self.config.permission_preset, path=str(path))
+
+        session_id = await import_session(
+            self.store,
+            path,
+            new_id=new_id,
+            admit=admit,
+            max_line_bytes=self.config.max_import_line_bytes,
+        )
         return await self.open_session(session_id)
 
     async def _named_model(self, session_id: str) -> str:
