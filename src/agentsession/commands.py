@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ._files import write_private
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .codec import encode
@@ -391,8 +392,7 @@ def _wrote(inv: Invocation, text: str, paths: list[Path]) -> None:
 
 def _write(path: Path, text: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_private(path, text.encode("utf-8"))  # a report holds the whole transcript
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 

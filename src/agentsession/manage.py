@@ -20,6 +20,7 @@ from pathlib import Path
 from .codec import encode
 from .console import JsonOutput, RichOutput
 from .errors import SessionFileError, UsageError
+from .imports import admit_import
 from .invocation import Invocation
 from .leases import delete_undriven
 from .project_trust import trust_command
@@ -28,6 +29,7 @@ from .screens import print_skills
 from .session import Session
 from .skills import SkillSet, discover_skills
 from .store.base import DEFAULT_LEASE_TTL
+from .store.session_file import parse_session_file
 
 __all__ = ["MANAGEMENT"]
 
@@ -84,21 +86,35 @@ async def import_(inv: Invocation) -> int:
     source = inv.args.file
     with tempfile.TemporaryDirectory() as folder:
         path = _source(source, folder)
-        store = inv.store("create")
-        runtime = inv.plain_runtime(store, None)
+        new_id = uuid.uuid4().hex if inv.args.copy else None
         try:
-            new_id = uuid.uuid4().hex if inv.args.copy else None
-            session = await runtime.import_session(path, new_id=new_id)
+            # Refused before the store is opened: a refused file creates no database either.
+            _check_import(inv, path, new_id)
+            store = inv.store("create")
+            runtime = inv.plain_runtime(store, None)
+            try:
+                session = await runtime.import_session(path, new_id=new_id)
+            finally:
+                await runtime.close()
         except SessionFileError as exc:
             if source != "-":
                 raise
             # The copy is ours: name what the user gave.
             said = str(exc).replace(str(path), "standard input")
             raise SessionFileError(said) from exc
-        finally:
-            await runtime.close()
     _emit_id(inv, session.id, f"imported session {session.id} from {source}")
     return 0
+
+
+def _check_import(inv: Invocation, path: Path, new_id: str | None) -> None:
+    config = inv.config()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SessionFileError(f"cannot read session file: {exc}", path=str(path)) from exc
+    parsed = parse_session_file(data, path=str(path), max_line_bytes=config.max_import_line_bytes)
+    if new_id is None:
+        admit_import(parsed, config.permission_preset, path=str(path))
 
 
 def _emit_id(inv: Invocation, session_id: str, text: str) -> None:
