@@ -25,6 +25,7 @@ from typing import Literal, Protocol
 from .console import JsonOutput, Output, short
 from .events import ApprovalNeeded, ApprovalRequest
 from .session import Session
+from .visible import visible
 
 __all__ = [
     "APPROVE_ALL",
@@ -107,6 +108,7 @@ class TerminalAsker:
         if self.detailed:
             arguments = short(json.dumps(request.arguments, ensure_ascii=False))
             asked = f"{request.name}({arguments}): {request.reason}\n{QUESTION}"
+        asked = visible(asked)  # the model chose the arguments: no escape reaches the terminal
         try:
             typed = await prompt.prompt_async(asked)
         except (KeyboardInterrupt, EOFError):

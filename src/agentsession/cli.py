@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from .errors import AgentSessionError
+from .visible import visible_line
 
 __all__ = ["build_parser", "main"]
 
@@ -258,6 +259,7 @@ async def _main(args: argparse.Namespace) -> int:
 def _fail(args: argparse.Namespace, message: str) -> None:
     # One line, whatever the message (a driver's error may span several).
     message = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    message = visible_line(message)  # it may quote an id, a title or a server's words
     if getattr(args, "json", False):
         from .console import JsonOutput
 
@@ -269,7 +271,8 @@ class _OneLine(logging.Formatter):
     """A log record as one ``warning: …`` line: a library's traceback is for ``--debug``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+        said = visible_line(" ".join(record.getMessage().split()))
+        return f"{record.levelname.lower()}: {said}"
 
 
 def _log_to_stderr(debug: bool) -> None:

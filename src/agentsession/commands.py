@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rich.text import Text
+
 from ._files import write_private
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
@@ -43,6 +45,7 @@ from .screens import print_context, print_sessions
 from .session import Session
 from .store.base import Store
 from .views import Inspection, past_context
+from .visible import visible_json, visible_line
 
 __all__ = ["COMMANDS", "prompt_text"]
 
@@ -239,11 +242,11 @@ async def show(inv: Invocation) -> int:
                 inv.output.emit("message", **encode(message))
         elif isinstance(inv.output, RichOutput):
             if session.title:
-                inv.output.console.print(f"[bold]# {session.title}[/bold]")
+                inv.output.console.print(Text(f"# {visible_line(session.title)}", style="bold"))
             inv.output.transcript(session.messages)
         else:
             if session.title:
-                print(f"# {session.title}")
+                print(f"# {visible_line(session.title)}")
             print_transcript(session.messages)
         return 0
     finally:
@@ -260,7 +263,7 @@ async def info(inv: Invocation) -> int:
     else:
         width = max(len(label) for label, _ in lines)
         for label, value in lines:
-            print(f"{label:<{width}}  {value}")
+            print(visible_line(f"{label:<{width}}  {value}"))
     return 0
 
 
@@ -323,7 +326,7 @@ async def request(inv: Invocation) -> int:
         body = _wire(neutral, inv.args.format, model_name)
         # With --json, one object per line like every other command's output.
         indent = None if isinstance(inv.output, JsonOutput) else 2
-        print(json.dumps(body, indent=indent, ensure_ascii=False))
+        print(visible_json(json.dumps(body, indent=indent, ensure_ascii=False)))
         return 0
     finally:
         await runtime.close()

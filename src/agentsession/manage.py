@@ -30,6 +30,7 @@ from .session import Session
 from .skills import SkillSet, discover_skills
 from .store.base import DEFAULT_LEASE_TTL
 from .store.session_file import parse_session_file
+from .visible import visible_line
 
 __all__ = ["MANAGEMENT"]
 
@@ -122,7 +123,7 @@ def _emit_id(inv: Invocation, session_id: str, text: str) -> None:
         inv.output.emit("session", id=session_id)
         return
     inv.output.note(text)
-    print(session_id)
+    print(visible_line(session_id))
 
 
 async def delete(inv: Invocation) -> int:

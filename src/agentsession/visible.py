@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["visible", "visible_line"]
+__all__ = ["visible", "visible_json", "visible_line"]
 
 _BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
 _CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 _LINE_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\u2028\u2029]")
+# JSON escapes C0 itself; these it would write raw.
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}\u2028\u2029]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -27,6 +29,14 @@ def _escape(match: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """``text`` with every control character except newline and tab shown as its escape."""
     return _CONTROL.sub(_escape, text)
+
+
+def visible_json(text: str) -> str:
+    """JSON text with the control characters ``json.dumps`` leaves raw written as escapes.
+
+    The result is still valid JSON that decodes to the same value.
+    """
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def visible_line(text: str) -> str:
