@@ -12,6 +12,7 @@ HTML report (``report``). Session management and ``skills`` are in ``manage``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -27,6 +28,7 @@ from .codec import encode
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
 from .errors import AgentSessionError, UsageError
 from .hygiene import prompt_content
+from .imports import valid_session_id
 from .invocation import (
     Invocation,
     history_path,
@@ -362,7 +364,8 @@ async def report(inv: Invocation) -> int:
     if args.id:
         runtime, _, inspection = await _inspected(inv, args.id)
         await runtime.close()
-        target = Path(args.output or f"agentsession-{inspection.session_id[:12]}.html")
+        stem = report_name(inspection.session_id).removesuffix(".html")[:12]
+        target = Path(args.output or f"agentsession-{stem}.html")
         _write(target, render_report(inspection, generated=stamp, version=version()))
         _wrote(inv, f"wrote {target}", [target])
         return 0
@@ -374,7 +377,7 @@ async def report(inv: Invocation) -> int:
             # Runtimes made for reading share the store and never open a model client.
             _, session = await inv.open(store, found.id, read_only=True)
             inspection = await session.inspect()
-            name = f"{found.id}.html"
+            name = report_name(found.id)
             _write(folder / name, render_report(inspection, generated=stamp, version=version()))
             entries.append(IndexEntry.of(inspection, name))
         _write(folder / "index.html", render_index(entries, generated=stamp, version=version()))
@@ -383,6 +386,18 @@ async def report(inv: Invocation) -> int:
         return 0
     finally:
         await store.close()
+
+
+def report_name(session_id: str) -> str:
+    """The file name of a session's report in ``report --all``: always inside its folder.
+
+    An id the package could have created names its file; any other (a store written by an
+    older version, a hostile import) is named by its digest, never by ``../`` or ``/``.
+    """
+    if valid_session_id(session_id):
+        return f"{session_id}.html"
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"session-{digest[:24]}.html"
 
 
 def _wrote(inv: Invocation, text: str, paths: list[Path]) -> None:
