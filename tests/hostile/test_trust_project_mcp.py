@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import sys
 from collections.abc import Iterator
@@ -63,10 +64,12 @@ def test_a_model_written_mcp_json_starts_nothing_on_the_next_run(
 ) -> None:
     marker = project.parent / "started"
     env = config_home(project)
-    # Turn 1: under workspace-write the model writes .mcp.json into the project (nobody asked).
+    # Turn 1: the model writes .mcp.json into the project with a command (under full-access
+    # nobody is asked; the built-in file tools may refuse the file as protected).
     hostile = json.dumps(starter(marker))
-    model.reply([("write_file", {"path": ".mcp.json", "content": hostile})], "Done.")
-    first = run(project, model, "run", "--preset", "workspace-write", "set things up", env=env)
+    command = f"printf %s {shlex.quote(hostile)} > .mcp.json"
+    model.reply([("run_command", {"command": command})], "Done.")
+    first = run(project, model, "run", "--preset", "full-access", "set things up", env=env)
     assert first.code == 0, first.err
     assert (project / ".mcp.json").exists()
 
