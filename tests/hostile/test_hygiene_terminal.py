@@ -10,12 +10,15 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 import agentsession as ags
 from agentsession.console import RichOutput
 from agentsession.screens import print_sessions
 from agentsession.store.session_file import import_session
+from agentsession.visible import visible, visible_json, visible_line
 
 from ..cli_helpers import cli
 
@@ -120,3 +123,26 @@ async def test_the_rich_screens_show_escapes_as_text(
     assert TITLE_CODE not in written and "\x1b[2J" not in written and "\x07" not in written
     assert "\x9b" not in written
     assert "\\x1b]0;pwned\\x07" in written and "\\x1b[2J" in written
+
+
+def _shown_raw(text: str) -> list[str]:
+    """Characters a terminal would obey: C0 but newline and tab, DEL, C1, bidi overrides."""
+    bidi = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+    return [
+        ch
+        for ch in text
+        if (ord(ch) < 0x20 and ch not in "\n\t") or 0x7F <= ord(ch) <= 0x9F or ch in bidi
+    ]
+
+
+@given(st.text())
+def test_visible_leaves_nothing_a_terminal_obeys(text: str) -> None:
+    shown = visible(text)
+    assert _shown_raw(shown) == []
+    line = visible_line(text)
+    assert not any(ch in "\n\t" for ch in line) and _shown_raw(line) == []
+    if not _shown_raw(text):
+        assert shown == text  # ordinary text, newlines and tabs pass unchanged
+    as_json = json.dumps({"v": text}, ensure_ascii=False)
+    assert json.loads(visible_json(as_json)) == {"v": text}
+    assert _shown_raw(visible_json(as_json)) == []

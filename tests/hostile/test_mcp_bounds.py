@@ -5,11 +5,14 @@ Real servers over stdio: the SDK's lab server, and a wire-level one for thousand
 
 from __future__ import annotations
 
+import itertools
 import logging
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.log import ToolResultEntry
@@ -122,3 +125,27 @@ def test_line_bound_drops_long_lines_as_they_arrive() -> None:
     assert bound.feed(b"x" * 100) == []  # dropped while read, nothing kept
     assert bound.feed(b"tail\nshort\nnext") == [(b"short", None)]
     assert bound.feed(b"\n") == [(b"next", None)]
+
+
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=20),
+    limit=st.integers(min_value=1, max_value=30),
+)
+def test_line_bound_keeps_short_lines_whatever_the_chunks(
+    lines: list[bytes], cuts: list[int], limit: int
+) -> None:
+    stream = b"".join(line + b"\n" for line in lines)
+    points = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    bound = LineBound(limit)
+    kept: list[bytes] = []
+    dropped = 0
+    for start, end in itertools.pairwise(points):
+        for line, head in bound.feed(stream[start:end]):
+            if line is not None:
+                kept.append(line)
+            else:
+                assert head is not None and len(head) <= 512
+                dropped += 1
+    assert kept == [line for line in lines if len(line) <= limit]
+    assert dropped == sum(len(line) > limit for line in lines)
