@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ..cli_helpers import SCRIPT
+from ..cli_terminal import Terminal, needs_tmux
 
 UMASKS = [0o000, 0o022, 0o277]
 
@@ -110,3 +112,31 @@ def test_an_existing_folder_keeps_its_mode(tmp_path: Path) -> None:
     )
     assert mode(folder) == 0o755  # the user's folder, not ours to change
     assert mode(folder / "s.db") == 0o600
+
+
+@needs_tmux
+def test_the_chat_history_is_private(tmp_path: Path) -> None:
+    env = {
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "PYTHONIOENCODING": "utf-8",
+        "TERM": "xterm-256color",
+        "PATH": os.environ.get("PATH", ""),
+    }
+    db = tmp_path / "chat.db"
+    command = [sys.executable, "-m", "agentsession", "--db", str(db), "chat"]
+    term = Terminal(["sh", "-c", f"umask 000 && exec {shlex.join(command)}"], env, tmp_path)
+    try:
+        term.wait_for("you ›")
+        term.paste("count the words in a private line")
+        term.keys("Enter")
+        term.wait_for("you ›", count=2)
+        term.keys("C-d")
+        term.wait_for("[exit 0]")
+    finally:
+        term.close()
+    history = tmp_path / "data" / "agentsession" / "chat_history"
+    assert "private line" in history.read_text()
+    assert mode(history) == 0o600
+    assert mode(history.parent) == 0o700 and mode(history.parent.parent) == 0o700
+    assert mode(db) == 0o600
