@@ -76,8 +76,8 @@ def _reset_authority(entries: tuple[LogEntry, ...], default_preset: str) -> list
                 preset = entry.preset
             case ApprovalRequested():
                 asked[entry.call_id] = entry.name
-            case ApprovalDecided(approved=True, always=True):
-                always.add(asked.get(entry.call_id, ""))
+            case ApprovalDecided(approved=True, always=True) if entry.call_id in asked:
+                always.add(asked[entry.call_id])  # what the gate would remember
             case _:
                 pass
     added: list[LogEntry] = []

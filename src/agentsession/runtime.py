@@ -103,7 +103,8 @@ class Runtime:
         given = list(mcp_servers)
         read_project = project_config == "trusted" and (config is None or config.load_project_mcp)
         servers = merge_servers(given, project_servers(self.project_dir) if read_project else [])
-        self._mcp = MCPServers(servers, required=bool(given))
+        # Without the SDK, servers the application declared are an error; a project's are left out.
+        self._mcp = MCPServers(servers, required=any(not s.from_project for s in given))
         if store is None:
             from .store.sqlite import SQLiteStore
 
