@@ -18,7 +18,7 @@ import agentsession as ags
 from agentsession.log import ToolResultEntry
 from agentsession.mcp.bounded import LineBound
 
-from ..mcp_servers.conftest import stdio_lab
+from ..mcp_servers.conftest import http_lab, stdio_lab
 
 pytest.importorskip("mcp")
 CROWD = Path(__file__).with_name("crowd_server.py")
@@ -61,6 +61,38 @@ async def test_a_50_mb_result_ends_its_call_and_the_next_prompt_works(tmp_path: 
         echoed = results(model, 3)
         assert not echoed.is_error and echoed.content == "still here"
         assert lab.starts() == 1  # the same connection served both
+
+
+async def test_a_50_mb_result_over_http_ends_its_call_and_the_next_prompt_works(
+    tmp_path: Path,
+) -> None:
+    # Over HTTP the SDK's client reads the body; the call's timeout still ends the turn's wait.
+    # Which comes first (the timeout or the whole result, cut to the configured size) depends
+    # on the machine; either way the call ends and the connection keeps working.
+    lab = http_lab(tmp_path, timeout=5)
+    assert lab.process is not None
+    model = ags.ScriptedModel(
+        [call("huge", megabytes=50), "too big", call("echo", text="still here"), "fine"]
+    )
+    try:
+        async with ags.Runtime(
+            store=ags.MemoryStore(),
+            model=model,
+            mcp_servers=[lab.server],
+            config=ags.Config(retry_base_delay=0),
+        ) as runtime:
+            session = await runtime.create_session()
+            assert (await session.prompt("big")).text == "too big"
+            ended = results(model, 1)
+            said = str(ended.content)
+            assert ("did not finish within 5 seconds" in said) == ended.is_error
+            assert (await session.prompt("again")).text == "fine"
+            assert results(model, 3).content == "still here"
+    finally:
+        lab.process.kill()
+        lab.process.wait(timeout=30)
+        if lab.process.stdout is not None:
+            lab.process.stdout.close()
 
 
 async def test_a_result_under_the_bound_arrives_whole(tmp_path: Path) -> None:
