@@ -284,7 +284,7 @@ def test_a_malformed_mcp_file_is_one_line_naming_it(tmp_path: Path, db: Path) ->
     project = tmp_path / "project"
     project.mkdir()
     (project / ".mcp.json").write_text('{"mcpServers": {"lab": {"type": "carrier-pigeon"}}}')
-    own = cli(project, "--db", str(db), "run", "hi")
+    own = cli(project, "--db", str(db), "run", "--trust", "hi")
     assert_clean_error(own, str(project / ".mcp.json"), "carrier-pigeon")
     assert not db.exists()
 
@@ -295,7 +295,7 @@ def test_a_server_that_answers_garbage_is_one_warning_line_not_a_traceback(
     pytest.importorskip("mcp")
     # `echo` prints its arguments and exits: the SDK logs the unparsable line with a traceback.
     (tmp_path / ".mcp.json").write_text('{"mcpServers": {"echoer": {"command": "echo"}}}')
-    result = cli(tmp_path, "--db", str(db), "run", "hi")
+    result = cli(tmp_path, "--db", str(db), "run", "--trust", "hi")
     assert result.code == 0, result.err
     assert "Traceback" not in result.err
     down = [line for line in result.err_lines if "MCP server 'echoer'" in line]
@@ -312,7 +312,7 @@ def test_mcp_server_tools_reach_the_model_and_run(
     config = tmp_path / ("servers.json" if where == "flag" else ".mcp.json")
     config.write_text(json.dumps(servers), "utf-8")
     model.reply([("mcp__lab__echo", {"text": "hello from the lab"})], "The lab answered.")
-    options = ["--mcp-config", str(config)] if where == "flag" else []
+    options = ["--mcp-config", str(config)] if where == "flag" else ["--trust"]
     result = agent(tmp_path, db, model, "run", *options, "ask the lab")
     assert result.code == 0, result.err
     assert result.out == "The lab answered.\n"

@@ -45,6 +45,7 @@ class Config:
     ``sandbox`` is where ``run_command`` runs under presets that do not let tools act anywhere:
     ``"auto"`` in bubblewrap when it works here, ``"bwrap"`` always there (a runtime cannot be
     made without it), ``"none"`` never sandboxed (see ``agentsession.tools.sandbox``).
+    ``max_import_line_bytes`` is the longest line ``import_session`` reads (16 MiB).
     """
 
     max_loaded_skills: int = 3
@@ -70,6 +71,7 @@ class Config:
     permission_preset: str = "workspace-write"
     permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
     sandbox: str = "auto"
+    max_import_line_bytes: int = 16 * 1024 * 1024
 
     @property
     def effective_elision_chunk(self) -> int:
@@ -85,6 +87,7 @@ class Config:
             "window_step": self.window_step,
             "context_window": self.context_window,
             "max_steps": self.max_steps,
+            "max_import_line_bytes": self.max_import_line_bytes,
         }
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -1,4 +1,4 @@
-"""Text hygiene: every string that enters the log must encode, and tool output must stay bounded.
+r"""Text hygiene: every string that enters the log must encode, and tool output must stay bounded.
 
 Two pure functions, usable on any text before it is stored: ``replace_surrogates`` turns lone
 surrogate code points (``os.listdir`` yields them for file names that are not valid UTF-8) into
@@ -7,6 +7,12 @@ keeps the head and the tail of an over-long text with a marker saying how much w
 end of a command's output (the error, the summary) matters as much as its start. ``clean_text``
 applies both and appends a short note when characters were replaced. NUL characters are valid
 Unicode and are kept.
+
+Text leaving for a terminal passes ``visible``: a session id, a title, a model string, a tool
+result or a reply may hold escape sequences (an imported file, a hostile server or a
+prompt-injected model wrote them). Each control character other than newline and tab (C0, DEL,
+C1) and each bidirectional override becomes its ``\xNN`` / ``\uNNNN`` escape, so the reader sees
+that it was there and the terminal obeys none.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ __all__ = [
     "prompt_content",
     "replace_surrogates",
     "truncate_middle",
+    "visible",
+    "visible_json",
+    "visible_line",
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -150,3 +159,33 @@ def _refuse_surrogates(text: str) -> None:
             "the prompt holds text that is not valid Unicode (lone surrogates, e.g. from a"
             " terminal that is not UTF-8); nothing was stored"
         )
+
+
+_BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+_LINE_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\u2028\u2029]")
+# JSON escapes C0 itself; these it would write raw.
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}\u2028\u2029]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character except newline and tab shown as its escape."""
+    return _CONTROL.sub(_escape, text)
+
+
+def visible_json(text: str) -> str:
+    """JSON text with the control characters ``json.dumps`` leaves raw written as escapes.
+
+    The result is still valid JSON that decodes to the same value.
+    """
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def visible_line(text: str) -> str:
+    """Like ``visible``, for a one-line field (an id, a title): newlines and tabs shown too."""
+    return _LINE_CONTROL.sub(_escape, text)

@@ -29,6 +29,7 @@ from .context.builtins import (
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .engine.deps import SessionDeps
+from .engine.imports import admit_import
 from .engine.leases import delete_undriven, live_lease
 from .engine.parts import SourceFactory, build_parts
 from .engine.recovery import closing_entries
@@ -53,11 +54,12 @@ from .session import Session
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
 from .store.base import SessionInfo, Store, reads_now
-from .store.session_file import import_session
+from .store.session_file import SessionFile, import_session
 from .sync import run_sync
 from .tools import Tool
 from .tools.sandbox import resolve_sandbox
 from .transcript import Transcript
+from .trust import ProjectConfig, check_project_config
 
 __all__ = ["Runtime", "SupportsAclose"]
 
@@ -98,18 +100,23 @@ class Runtime:
         skills: Iterable[Skill] = (),
         mcp_servers: Iterable[MCPServer] = (),
         context_sources: Iterable[SourceFactory] = (),
+        project_config: ProjectConfig = "ignore",
     ) -> None:
         self.project_dir = Path(project_dir or Path.cwd()).resolve()
+        # A folder's own files act only when the application says the project is trusted: a
+        # library never starts what a cloned repository or a model's write declares.
+        self.project_config = check_project_config(project_config)
         # Config(sandbox="bwrap") where bubblewrap cannot work is refused before anything opens;
         # "auto" is probed only when a session that can run commands is built.
         if config is not None and config.sandbox == "bwrap":
             resolve_sandbox(config.sandbox)
-        # MCP servers: the given ones, then the project's .mcp.json (started at first use). Read
-        # before anything is opened, so a malformed file leaves nothing behind.
+        # MCP servers: the given ones, then a trusted project's .mcp.json (started at first
+        # use). Read before anything is opened, so a malformed file leaves nothing behind.
         given = list(mcp_servers)
-        read_project = config is None or config.load_project_mcp
+        read_project = project_config == "trusted" and (config is None or config.load_project_mcp)
         servers = merge_servers(given, project_servers(self.project_dir) if read_project else [])
-        self._mcp = MCPServers(servers, required=bool(given))
+        # Without the SDK, servers the application declared are an error; a project's are left out.
+        self._mcp = MCPServers(servers, required=any(not s.from_project for s in given))
         if store is None:
             from .store.sqlite import SQLiteStore
 
@@ -246,8 +253,24 @@ class Runtime:
     async def import_session(
         self, path: str | PathLike[str], *, new_id: str | None = None
     ) -> Session:
-        """Import a JSON Lines session file (all or nothing) and open the session."""
-        session_id = await import_session(self.store, path, new_id=new_id)
+        """Import a JSON Lines session file (all or nothing) and open the session.
+
+        The file is data, not authority: the session starts at this runtime's default preset
+        and without the approvals the file remembers (both recorded in its log), its id must be
+        one this package could have created and its title is cleaned (``imports``). A line over
+        ``Config.max_import_line_bytes`` or nested too deep is refused naming it.
+        """
+
+        def admit(parsed: SessionFile) -> SessionFile:
+            return admit_import(parsed, self.config.permission_preset, path=str(path))
+
+        session_id = await import_session(
+            self.store,
+            path,
+            new_id=new_id,
+            admit=admit,
+            max_line_bytes=self.config.max_import_line_bytes,
+        )
         return await self.open_session(session_id)
 
     async def _named_model(self, session_id: str) -> str:

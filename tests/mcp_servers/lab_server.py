@@ -5,7 +5,8 @@ free loopback port, printed as the first line of stdout). Tool calls change the 
 ``grow``/``shrink`` add and remove the tool ``extra``, ``set_note``/``drop_note`` change and
 remove the resource ``note://current``, each followed by the change notification of both
 protocol eras. ``LAB_LOG`` names a file that gets one line per start and per cancelled call;
-``LAB_COLLIDE=1`` adds two tools whose names meet once sanitised.
+``LAB_COLLIDE=1`` adds two tools whose names meet once sanitised. The tool ``huge`` answers
+with a result of the given size.
 """
 
 from __future__ import annotations
@@ -163,6 +164,12 @@ def note() -> str:
     if text is None:
         raise ResourceNotFoundError("no note")
     return text
+
+
+@server.tool(annotations=READ)
+def huge(megabytes: float) -> str:
+    """A result of ``megabytes`` MB, on one line of the wire."""
+    return "x" * int(megabytes * 1024 * 1024)
 
 
 if os.environ.get("LAB_COLLIDE"):

@@ -154,7 +154,7 @@ async def test_the_projects_mcp_json_is_honoured(
 ) -> None:
     project_file(tmp_path)
     model = ags.ScriptedModel(["ok"])
-    runtime = make_runtime(model=model)
+    runtime = make_runtime(model=model, project_config="trusted")
     session = await runtime.create_session()
 
     await session.prompt("hello")
@@ -178,7 +178,7 @@ async def test_a_runtime_may_ignore_the_projects_file(tmp_path: Path) -> None:
 def test_a_malformed_project_file_fails_the_runtime_naming_it(tmp_path: Path) -> None:
     write(tmp_path / ".mcp.json", "{ not json")
     with pytest.raises(ags.UsageError, match=re.escape(str(tmp_path / ".mcp.json"))):
-        ags.Runtime(store=ags.MemoryStore(), project_dir=tmp_path)
+        ags.Runtime(store=ags.MemoryStore(), project_dir=tmp_path, project_config="trusted")
 
 
 async def test_a_given_server_wins_over_the_project_file(
@@ -188,7 +188,9 @@ async def test_a_given_server_wins_over_the_project_file(
     given = ags.MCPServer.stdio("lab", sys.executable, [str(LAB)], effect="read")
     model = ags.ScriptedModel([[ags.ToolCall("mcp__lab__set_note", {"text": "n"})], "ok"])
     config = ags.Config(retry_base_delay=0, permission_preset="read-only")
-    runtime = make_runtime(model=model, mcp_servers=[given], config=config)
+    runtime = make_runtime(
+        model=model, mcp_servers=[given], config=config, project_config="trusted"
+    )
     session = await runtime.create_session()
 
     await session.prompt("note")
@@ -217,7 +219,7 @@ async def test_without_the_sdk_a_project_file_is_left_out(
     monkeypatch.setitem(sys.modules, "mcp", None)
     model = ags.ScriptedModel(["ok"])
     with caplog.at_level("WARNING", logger="agentsession.mcp"):
-        runtime = make_runtime(model=model)
+        runtime = make_runtime(model=model, project_config="trusted")
     session = await runtime.create_session()
 
     await session.prompt("hello")

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from agentsession.log import (
     ApprovalDecided,
     ApprovalRequested,
+    ApprovalsDropped,
     AssistantEntry,
     CacheDiagnosis,
     ComponentChange,
@@ -197,6 +198,12 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         approved=st.booleans(),
         always=st.booleans(),
         note=_text,
+        timestamp=_text,
+    ),
+    "approvals_dropped": st.builds(
+        ApprovalsDropped,
+        tools=st.lists(_text, max_size=3).map(tuple),
+        reason=_text,
         timestamp=_text,
     ),
 }

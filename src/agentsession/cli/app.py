@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..errors import AgentSessionError
+from ..hygiene import visible_line
 
 __all__ = ["build_parser", "main"]
 
@@ -101,7 +102,14 @@ def _add_agent_options(parser: argparse.ArgumentParser, *, prompting: bool = Tru
     add(
         "--mcp-config",
         metavar="FILE",
-        help="MCP servers in the .mcp.json format (the project's own .mcp.json is read too)",
+        help="MCP servers in the .mcp.json format (the project's own .mcp.json is read too,"
+        " once the project is trusted)",
+    )
+    add(
+        "--trust",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="trust this project's .mcp.json as it is now, without asking (remembered)",
     )
     if prompting:
         add(
@@ -140,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="agentsession", description="Durable LLM-agent sessions.")
     parser.add_argument("--version", action="version", version=f"agentsession {version()}")
     _add_common(parser, False)
+    parser.add_argument(
+        "--trust", action="store_true", help="trust this project's .mcp.json (run, chat, retry)"
+    )
     # The commands accept the same options after their name; SUPPRESS keeps a value given
     # before the command from being reset to the default.
     common = _Parser(add_help=False)
@@ -218,6 +229,9 @@ def _add_management(command: Callable[[str, str], argparse.ArgumentParser]) -> N
     imported.add_argument(
         "--copy", action="store_true", help="import under a new id (keep the stored one apart)"
     )
+    trust = command("trust", "trust a project folder's .mcp.json as it is now (remembered)")
+    trust.add_argument("dir", nargs="?", metavar="DIR", help="the folder (default: this one)")
+    trust.add_argument("--revoke", action="store_true", help="forget the folder's trust")
     delete = command("delete", "delete a session and its whole log (cannot be undone)")
     delete.add_argument("id", metavar="ID", help="the session")
     rename = command("rename", "give a session a title of your own")
@@ -245,6 +259,7 @@ async def _main(args: argparse.Namespace) -> int:
 def _fail(args: argparse.Namespace, message: str) -> None:
     # One line, whatever the message (a driver's error may span several).
     message = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    message = visible_line(message)  # it may quote an id, a title or a server's words
     if getattr(args, "json", False):
         from .console import JsonOutput
 
@@ -256,7 +271,8 @@ class _OneLine(logging.Formatter):
     """A log record as one ``warning: …`` line: a library's traceback is for ``--debug``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {' '.join(record.getMessage().split())}"
+        said = visible_line(" ".join(record.getMessage().split()))
+        return f"{record.levelname.lower()}: {said}"
 
 
 def _log_to_stderr(debug: bool) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ..events import ApprovalNeeded, ApprovalRequest
+from ..hygiene import visible
 from ..session import Session
 from .console import JsonOutput, Output, short
 
@@ -107,6 +108,7 @@ class TerminalAsker:
         if self.detailed:
             arguments = short(json.dumps(request.arguments, ensure_ascii=False))
             asked = f"{request.name}({arguments}): {request.reason}\n{QUESTION}"
+        asked = visible(asked)  # the model chose the arguments: no escape reaches the terminal
         try:
             typed = await prompt.prompt_async(asked)
         except (KeyboardInterrupt, EOFError):

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .._files import create_private, private_folder
 from ..errors import AgentSessionError, UsageError
 from ..events import (
     Event,
@@ -351,7 +352,8 @@ async def _terminal_lines(history: Path) -> AsyncIterator[str]:
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-    history.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(history.parent)
+    create_private(history)  # what the user typed: for their eyes only
     keys = KeyBindings()
 
     @keys.add("c-c")

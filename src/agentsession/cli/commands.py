@@ -12,15 +12,20 @@ HTML report (``report``). Session management and ``skills`` are in ``manage``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rich.text import Text
+
+from .._files import write_private
 from ..codec import encode
+from ..engine.imports import valid_session_id
 from ..errors import AgentSessionError, UsageError
-from ..hygiene import prompt_content
+from ..hygiene import prompt_content, visible_json, visible_line
 from ..inspection.report import IndexEntry, render_index, render_report
 from ..inspection.views import Inspection, past_context
 from ..providers import get_model, lower
@@ -238,11 +243,11 @@ async def show(inv: Invocation) -> int:
                 inv.output.emit("message", **encode(message))
         elif isinstance(inv.output, RichOutput):
             if session.title:
-                inv.output.console.print(f"[bold]# {session.title}[/bold]")
+                inv.output.console.print(Text(f"# {visible_line(session.title)}", style="bold"))
             inv.output.transcript(session.messages)
         else:
             if session.title:
-                print(f"# {session.title}")
+                print(f"# {visible_line(session.title)}")
             print_transcript(session.messages)
         return 0
     finally:
@@ -259,7 +264,7 @@ async def info(inv: Invocation) -> int:
     else:
         width = max(len(label) for label, _ in lines)
         for label, value in lines:
-            print(f"{label:<{width}}  {value}")
+            print(visible_line(f"{label:<{width}}  {value}"))
     return 0
 
 
@@ -322,7 +327,7 @@ async def request(inv: Invocation) -> int:
         body = _wire(neutral, inv.args.format, model_name)
         # With --json, one object per line like every other command's output.
         indent = None if isinstance(inv.output, JsonOutput) else 2
-        print(json.dumps(body, indent=indent, ensure_ascii=False))
+        print(visible_json(json.dumps(body, indent=indent, ensure_ascii=False)))
         return 0
     finally:
         await runtime.close()
@@ -358,7 +363,8 @@ async def report(inv: Invocation) -> int:
     if args.id:
         runtime, _, inspection = await _inspected(inv, args.id)
         await runtime.close()
-        target = Path(args.output or f"agentsession-{inspection.session_id[:12]}.html")
+        stem = report_name(inspection.session_id).removesuffix(".html")[:12]
+        target = Path(args.output or f"agentsession-{stem}.html")
         _write(target, render_report(inspection, generated=stamp, version=version()))
         _wrote(inv, f"wrote {target}", [target])
         return 0
@@ -370,7 +376,7 @@ async def report(inv: Invocation) -> int:
             # Runtimes made for reading share the store and never open a model client.
             _, session = await inv.open(store, found.id, read_only=True)
             inspection = await session.inspect()
-            name = f"{found.id}.html"
+            name = report_name(found.id)
             _write(folder / name, render_report(inspection, generated=stamp, version=version()))
             entries.append(IndexEntry.of(inspection, name))
         _write(folder / "index.html", render_index(entries, generated=stamp, version=version()))
@@ -379,6 +385,18 @@ async def report(inv: Invocation) -> int:
         return 0
     finally:
         await store.close()
+
+
+def report_name(session_id: str) -> str:
+    """The file name of a session's report in ``report --all``: always inside its folder.
+
+    An id the package could have created names its file; any other (a store written by an
+    older version, a hostile import) is named by its digest, never by ``../`` or ``/``.
+    """
+    if valid_session_id(session_id):
+        return f"{session_id}.html"
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"session-{digest[:24]}.html"
 
 
 def _wrote(inv: Invocation, text: str, paths: list[Path]) -> None:
@@ -391,8 +409,7 @@ def _wrote(inv: Invocation, text: str, paths: list[Path]) -> None:
 
 def _write(path: Path, text: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_private(path, text.encode("utf-8"))  # a report holds the whole transcript
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 

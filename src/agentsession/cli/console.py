@@ -42,6 +42,7 @@ from ..events import (
     ToolResultEvent,
     TurnFinished,
 )
+from ..hygiene import visible, visible_json, visible_line
 from ..request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
 
 __all__ = [
@@ -97,12 +98,12 @@ class Output:
 
     def note(self, text: str) -> None:
         """A status line (session id, the demo model in use, a cancellation)."""
-        self.err.write(text + "\n")
+        self.err.write(visible(text) + "\n")
         self.err.flush()
 
     def error(self, text: str) -> None:
         """A failure the command goes on after (a turn of ``chat``); shown in every mode."""
-        self.err.write(f"error: {text}\n")
+        self.err.write(f"error: {visible(text)}\n")
         self.err.flush()
 
     def waiting(self) -> None:
@@ -173,6 +174,7 @@ class PlainOutput(Output):
         text = "".join(self._text)
         self._text = []
         if text:
+            text = visible(text)  # the model's words, never its escape sequences
             self.out.write(text if text.endswith("\n") else text + "\n")
             self.out.flush()
             self._wrote = True
@@ -200,7 +202,7 @@ class JsonOutput(Output):
     """One JSON object per event on standard output (the figures as a ``figures`` object)."""
 
     def _emit(self, value: dict[str, object]) -> None:
-        self.out.write(json.dumps(value, ensure_ascii=False) + "\n")
+        self.out.write(visible_json(json.dumps(value, ensure_ascii=False)) + "\n")
         self.out.flush()
 
     def note(self, text: str) -> None:
@@ -236,7 +238,7 @@ class RichOutput(Output):
     def note(self, text: str) -> None:
         """See ``Output.note``."""
         self._pause()
-        self.console.print(Text(text, style="dim"))
+        self.console.print(Text(visible(text), style="dim"))
 
     def waiting(self, label: str = "thinking…") -> None:
         """See ``Output.waiting``."""
@@ -265,7 +267,10 @@ class RichOutput(Output):
             case ProviderRetry():
                 self._discard(event.discarded)
                 self.console.print(
-                    Text(f"provider failed ({event.error}); retry {event.attempt}", style="yellow")
+                    Text(
+                        visible(f"provider failed ({event.error}); retry {event.attempt}"),
+                        style="yellow",
+                    )
                 )
             case ToolCallStarted():
                 self._pause()
@@ -280,7 +285,8 @@ class RichOutput(Output):
                 self.waiting()
             case ContextAdmitted():
                 label = "new context epoch" if event.new_epoch else "context update"
-                self._print_keep(Text(f"[{label}: {', '.join(event.keys)}]", style="dim"))
+                keys = visible(", ".join(event.keys))
+                self._print_keep(Text(f"[{label}: {keys}]", style="dim"))
             case ApprovalNeeded():
                 self._pause()
                 request = event.request
@@ -309,12 +315,12 @@ class RichOutput(Output):
             self._streaming = True
         self._text += piece
         assert self._live is not None
-        self._live.update(Markdown(self._text))
+        self._live.update(Markdown(visible(self._text)))
 
     def _discard(self, count: int) -> None:
         if self._streaming and self._live is not None and count:
             self._text = self._text[: max(0, len(self._text) - count)]
-            self._live.update(Markdown(self._text))
+            self._live.update(Markdown(visible(self._text)))
 
     def figures(self, figures: TurnFigures) -> None:
         """See ``Output.figures``."""
@@ -326,11 +332,11 @@ class RichOutput(Output):
             match message:
                 case UserMessage():
                     self.console.print(
-                        Text("you › ", style="bold") + Text(text_of(message.content))
+                        Text("you › ", style="bold") + Text(visible(text_of(message.content)))
                     )
                 case AssistantMessage():
                     if message.content:
-                        self.console.print(Markdown(message.content))
+                        self.console.print(Markdown(visible(message.content)))
                     for call in message.tool_calls:
                         args = json.dumps(call.arguments, ensure_ascii=False)
                         self.console.print(_panel(args, f"→ {call.name}", "cyan"))
@@ -348,24 +354,26 @@ def _panel(body: str, title: str, style: str) -> Panel:
     if len(lines) > _PANEL_LINES:
         more = len(lines) - _PANEL_LINES
         lines = [*lines[:_PANEL_LINES], f"… {more} more line{'s' if more != 1 else ''}"]
-    text = Text("\n".join(short(line, 400) for line in lines))
-    return Panel(text, title=title, title_align="left", border_style=style, expand=False)
+    text = Text(visible("\n".join(short(line, 400) for line in lines)))
+    shown = Text(visible_line(title))
+    return Panel(text, title=shown, title_align="left", border_style=style, expand=False)
 
 
 def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> None:
-    """Print a user transcript as plain text."""
+    """Print a user transcript as plain text (control characters made visible)."""
     out = out or sys.stdout
     for message in messages:
         match message:
             case UserMessage():
-                out.write(f"user: {text_of(message.content)}\n")
+                out.write(visible(f"user: {text_of(message.content)}") + "\n")
             case AssistantMessage():
                 if message.content:
-                    out.write(f"assistant: {message.content}\n")
+                    out.write(visible(f"assistant: {message.content}") + "\n")
                 for call in message.tool_calls:
-                    out.write(f"  → {call.name}({short(str(call.arguments))})\n")
+                    out.write(visible(f"  → {call.name}({short(str(call.arguments))})") + "\n")
             case ToolResultMessage():
                 mark = "✗" if message.is_error else "←"
-                out.write(f"  {mark} {message.name}: {short(text_of(message.content))}\n")
+                said = f"  {mark} {message.name}: {short(text_of(message.content))}"
+                out.write(visible(said) + "\n")
             case _:
                 pass

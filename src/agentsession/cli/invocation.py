@@ -34,7 +34,7 @@ from ..context.engine import effective_state
 from ..errors import UnknownModelError, UsageError
 from ..inspection.views import last_model
 from ..log import ContextEpoch, MidConversationSystemMessage
-from ..mcp import MCPServer, load_mcp_config, project_servers
+from ..mcp import MCPServer, load_mcp_config, merge_servers
 from ..permissions import preset_table
 from ..providers import get_model
 from ..providers.base import Model
@@ -46,6 +46,7 @@ from ..store.sqlite import SQLiteStore, default_path
 from ..tools import Tool
 from ..tools.builtin import builtin_tools
 from .console import JsonOutput, Output, PlainOutput, QuietOutput, RichOutput
+from .trust import project_servers_for
 
 __all__ = [
     "DEMO_MODEL",
@@ -194,13 +195,13 @@ class Invocation:
                     f"unknown permission preset {preset!r}; known presets: {', '.join(known)}"
                 )
         self.mcp_servers()
-        project_servers(Path.cwd())  # a malformed .mcp.json is one error naming it, now
 
     def mcp_servers(self) -> list[MCPServer]:
-        """The servers of ``--mcp-config`` (none without it), read once."""
+        """The servers of ``--mcp-config``, then a trusted project's (asked once), read once."""
         if self._servers is None:
             path = getattr(self.args, "mcp_config", None)
-            self._servers = load_mcp_config(path) if path else []
+            given = load_mcp_config(path) if path else []
+            self._servers = merge_servers(given, project_servers_for(self.args, Path.cwd()))
         return self._servers
 
     async def session_id(self, store: Store, given: str | None) -> str | None:

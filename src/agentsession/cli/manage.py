@@ -18,15 +18,19 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..codec import encode
+from ..engine.imports import admit_import
 from ..engine.leases import delete_undriven
 from ..errors import SessionFileError, UsageError
+from ..hygiene import visible_line
 from ..runtime import Runtime
 from ..session import Session
 from ..skills import SkillSet, discover_skills
 from ..store.base import DEFAULT_LEASE_TTL
+from ..store.session_file import parse_session_file
 from .console import JsonOutput, RichOutput
 from .invocation import Invocation
 from .screens import print_skills
+from .trust import trust_command
 
 __all__ = ["MANAGEMENT"]
 
@@ -83,21 +87,35 @@ async def import_(inv: Invocation) -> int:
     source = inv.args.file
     with tempfile.TemporaryDirectory() as folder:
         path = _source(source, folder)
-        store = inv.store("create")
-        runtime = inv.plain_runtime(store, None)
+        new_id = uuid.uuid4().hex if inv.args.copy else None
         try:
-            new_id = uuid.uuid4().hex if inv.args.copy else None
-            session = await runtime.import_session(path, new_id=new_id)
+            # Refused before the store is opened: a refused file creates no database either.
+            _check_import(inv, path, new_id)
+            store = inv.store("create")
+            runtime = inv.plain_runtime(store, None)
+            try:
+                session = await runtime.import_session(path, new_id=new_id)
+            finally:
+                await runtime.close()
         except SessionFileError as exc:
             if source != "-":
                 raise
             # The copy is ours: name what the user gave.
             said = str(exc).replace(str(path), "standard input")
             raise SessionFileError(said) from exc
-        finally:
-            await runtime.close()
     _emit_id(inv, session.id, f"imported session {session.id} from {source}")
     return 0
+
+
+def _check_import(inv: Invocation, path: Path, new_id: str | None) -> None:
+    config = inv.config()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SessionFileError(f"cannot read session file: {exc}", path=str(path)) from exc
+    parsed = parse_session_file(data, path=str(path), max_line_bytes=config.max_import_line_bytes)
+    if new_id is None:
+        admit_import(parsed, config.permission_preset, path=str(path))
 
 
 def _emit_id(inv: Invocation, session_id: str, text: str) -> None:
@@ -105,7 +123,7 @@ def _emit_id(inv: Invocation, session_id: str, text: str) -> None:
         inv.output.emit("session", id=session_id)
         return
     inv.output.note(text)
-    print(session_id)
+    print(visible_line(session_id))
 
 
 async def delete(inv: Invocation) -> int:
@@ -183,6 +201,11 @@ def _discovered(project_dir: str | None, skills_dirs: list[str]) -> SkillSet:
     return discover_skills([Path(d).expanduser() for d in skills_dirs], project.absolute())
 
 
+async def trust(inv: Invocation) -> int:
+    """``trust [DIR]`` / ``trust --revoke [DIR]``: the folder's project configuration."""
+    return trust_command(inv.args)
+
+
 MANAGEMENT: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "export": export,
     "import": import_,
@@ -190,4 +213,5 @@ MANAGEMENT: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "rename": rename,
     "fork": fork,
     "skills": skills,
+    "trust": trust,
 }

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..hygiene import visible, visible_line
 from ..inspection.annotate import ContextView, Part
 from ..inspection.describe import EPOCH_REASONS
 from ..skills import SkillDiagnostic, SkillSet
@@ -38,14 +40,19 @@ def print_sessions(rows: Sequence[SessionRow], *, rich: bool) -> None:
         for info, user, assistant, tool, model in rows:
             counts = f"{user} user · {assistant} assistant · {tool} tool"
             table.add_row(
-                info.id, _when(info.updated_at), counts, model or "–", info.title or "(untitled)"
+                Text(visible_line(info.id)),
+                _when(info.updated_at),
+                counts,
+                Text(visible_line(model or "–")),
+                Text(visible_line(info.title or "(untitled)")),
             )
         Console().print(table)
         return
     for info, user, assistant, tool, model in rows:
         counts = f"{user:>3} user {assistant:>3} assistant {tool:>3} tool"
-        title = info.title or "(untitled)"
-        print(f"{info.id}  {_when(info.updated_at)}  {counts}  {model or '-'}  {title}")
+        title = visible_line(info.title or "(untitled)")
+        shown, model = visible_line(info.id), visible_line(model or "-")
+        print(f"{shown}  {_when(info.updated_at)}  {counts}  {model}  {title}")
 
 
 def print_skills(found: SkillSet, *, rich: bool) -> None:
@@ -58,7 +65,11 @@ def print_skills(found: SkillSet, *, rich: bool) -> None:
                 table.add_column(column, overflow="fold")
             for skill in found.skills:
                 description = " ".join(skill.description.split())
-                table.add_row(skill.name, description, skill.location or "(Python)")
+                table.add_row(
+                    Text(visible_line(skill.name)),
+                    Text(visible_line(description)),
+                    Text(visible_line(skill.location or "(Python)")),
+                )
             console.print(table)
         else:
             console.print(Text("no skills found", style="dim"))
@@ -70,13 +81,14 @@ def print_skills(found: SkillSet, *, rich: bool) -> None:
         print("no skills found", file=sys.stderr)
     for skill in found.skills:
         description = " ".join(skill.description.split())
-        print(f"{skill.name}  {skill.location or '(Python)'}  {description}")
+        print(visible_line(f"{skill.name}  {skill.location or '(Python)'}  {description}"))
     for diagnostic in found.diagnostics:
         print(_diagnostic_line(diagnostic))
 
 
 def _diagnostic_line(diagnostic: SkillDiagnostic) -> str:
-    return f"{diagnostic.severity}: {diagnostic.path}: {' '.join(diagnostic.message.split())}"
+    said = f"{diagnostic.severity}: {diagnostic.path}: {' '.join(diagnostic.message.split())}"
+    return visible_line(said)
 
 
 def _describe(view: ContextView) -> list[str]:
@@ -108,7 +120,7 @@ def print_context(view: ContextView, heading: str, *, full: bool, rich: bool) ->
     if rich:
         _rich_context(view, heading, full=full)
         return
-    out = sys.stdout
+    out = _Visible(sys.stdout)
     out.write(heading + "\n")
     for line in _describe(view):
         out.write(f"  {line}\n")
@@ -127,15 +139,25 @@ def print_context(view: ContextView, heading: str, *, full: bool, rich: bool) ->
     out.write(f"\n  {view.overhead:>7,}  request framing\n")
 
 
+class _Visible:
+    """Writes to ``out`` with control characters made visible (the parts hold model text)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> None:
+        self._out.write(visible(text))
+
+
 def _indent(text: str) -> str:
     return "".join(f"           {line}\n" for line in (text.splitlines() or [""]))
 
 
 def _rich_context(view: ContextView, heading: str, *, full: bool) -> None:
     console = Console()
-    console.print(Text(heading, style="bold"))
+    console.print(Text(visible(heading), style="bold"))
     for line in _describe(view):
-        console.print(Text(line, style="dim"))
+        console.print(Text(visible(line), style="dim"))
     table = Table(box=None, header_style="dim", expand=True)
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("part", ratio=2)
@@ -144,19 +166,19 @@ def _rich_context(view: ContextView, heading: str, *, full: bool) -> None:
     table.add_row(Text("system", style="bold"), "", "", "")
     for part in view.sections:
         skill = part.label.startswith("core.skills")
-        label = Text(part.label, style="magenta" if skill else "cyan")
+        label = Text(visible_line(part.label), style="magenta" if skill else "cyan")
         table.add_row(f"{part.tokens:,}", label, "baseline", _text(part.text, full))
     table.add_row(Text("messages", style="bold"), "", "", "")
     for i, part in enumerate(view.messages):
         style = "yellow" if part.role == "system" else ""
-        label = Text(f"[{i}] {part.label}", style=style)
+        label = Text(visible_line(f"[{i}] {part.label}"), style=style)
         table.add_row(f"{part.tokens:,}", label, _source(part), _text(part.text, full))
     table.add_row(Text("tools", style="bold"), "", "", "")
     for part in view.tools:
-        table.add_row(f"{part.tokens:,}", Text(part.label, style="green"), "", "")
+        table.add_row(f"{part.tokens:,}", Text(visible_line(part.label), style="green"), "", "")
     table.add_row(f"{view.overhead:,}", "request framing", "", "")
     console.print(table)
 
 
-def _text(text: str, full: bool) -> str:
-    return text if full else short(text, 160)
+def _text(text: str, full: bool) -> Text:
+    return Text(visible(text if full else short(text, 160)))

@@ -8,8 +8,9 @@ effective change, in order) and the ``core.permissions`` component renders only 
 effect then, so several switches before a prompt send the last one. Every tool call is decided by
 ``permissions.decide`` on the tool's declared effect and paths, never on prompt text; a call the
 preset asks about waits for the user, whose "always" approves that tool for the rest of the
-session (``approval_decided`` entries, so it survives a restart) — except a call that would change
-a protected path: only an answer to that very call lets it run.
+session (``approval_decided`` entries, so it survives a restart) until an ``approvals_dropped``
+entry (an imported session brings no approvals) — except a call that would change a protected
+path: only an answer to that very call lets it run.
 
 An answer is held in memory until the resumed turn reaches its call, and is committed right
 before the call runs. So the log tells the truth about an approved call: a decision without a
@@ -26,7 +27,14 @@ from typing import Any
 
 from ..context.component import ContextComponent, Rendered
 from ..errors import UsageError
-from ..log import ApprovalDecided, ApprovalRequested, LogEntry, PermissionChanged, now
+from ..log import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ApprovalsDropped,
+    LogEntry,
+    PermissionChanged,
+    now,
+)
 from ..permissions import READ_ONLY, Decision, PermissionPreset, commands_text, decide
 from ..tools import Tool
 from ..tools.sandbox import SandboxMode
@@ -101,6 +109,8 @@ class PermissionGate:
                     self._requests[entry.call_id] = entry
                 case ApprovalDecided():
                     self.record(entry)
+                case ApprovalsDropped():
+                    self._always.clear()
                 case _:
                     pass
 

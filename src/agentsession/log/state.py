@@ -13,6 +13,7 @@ __all__ = [
     "STATE_KINDS",
     "ApprovalDecided",
     "ApprovalRequested",
+    "ApprovalsDropped",
     "InstructionsFound",
     "PermissionChanged",
     "SkillActivated",
@@ -110,6 +111,19 @@ class ApprovalDecided:
     kind: Literal["approval_decided"] = "approval_decided"
 
 
+@dataclass(frozen=True)
+class ApprovalsDropped:
+    """Approvals remembered for the session ("always") no longer apply (an import brings none).
+
+    ``tools`` names the tools they covered; ``reason`` says why, for the reader of the log.
+    """
+
+    tools: tuple[str, ...]
+    reason: str
+    timestamp: str = ""
+    kind: Literal["approvals_dropped"] = "approvals_dropped"
+
+
 #: What a session reads once when it is opened to rebuild its state: every kind defined here,
 #: and the explicit skill selections (``runtime_context``) that ``runtime_contexts()`` returns.
 STATE_KINDS: tuple[str, ...] = (
@@ -122,4 +136,5 @@ STATE_KINDS: tuple[str, ...] = (
     "instructions_found",
     "approval_requested",
     "approval_decided",
+    "approvals_dropped",
 )

@@ -38,6 +38,7 @@ from .packed import pack_dispatch, unpack_dispatch
 from .state import (
     ApprovalDecided,
     ApprovalRequested,
+    ApprovalsDropped,
     InstructionsFound,
     PermissionChanged,
     SkillActivated,
@@ -83,6 +84,7 @@ LogEntry: TypeAlias = (
     | InstructionsFound
     | ApprovalRequested
     | ApprovalDecided
+    | ApprovalsDropped
 )
 
 #: Entry kinds that make up the user transcript (``session.messages``).

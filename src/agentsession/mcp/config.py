@@ -6,7 +6,8 @@ streamable HTTP. Nothing starts here. A project's ``.mcp.json`` uses the ``mcpSe
 other agent tools read (``command``/``args``/``env`` or ``type: "http"`` with ``url``/``headers``;
 ``${VAR}`` and ``${VAR:-default}`` expand from the environment), plus three optional keys of our
 own per server: ``resources`` (URIs, or names → URIs, that become context components),
-``effect`` (overrides what the annotations say about every tool of the server) and ``timeout``.
+``effect`` (overrides what the annotations say about every tool of the server; in a project's
+file it can only make a tool stricter) and ``timeout``.
 A file that cannot be read, is not JSON, or declares a server wrongly is one ``UsageError``
 naming the file.
 
@@ -18,6 +19,7 @@ the full name, so every provider accepts it and two different tools rarely meet.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -36,10 +38,10 @@ __all__ = [
     "load_mcp_config",
     "merge_servers",
     "parse_mcp_config",
-    "project_servers",
     "resource_key",
     "server_key",
     "tool_name",
+    "variables_in",
 ]
 
 PROJECT_FILE = ".mcp.json"
@@ -80,7 +82,9 @@ class MCPServer:
     effect every tool of this server is declared with (otherwise its annotations decide).
     ``timeout`` bounds one tool call in seconds (``None``: ``Config.tool_timeout``; ``0``: no
     limit); ``startup_timeout`` bounds connecting; ``backoff`` is the first wait before a
-    server that failed is started again (doubling up to a minute).
+    server that failed is started again (doubling up to a minute). ``max_tools`` caps the tools
+    offered from this server (the rest are left out with one warning). ``from_project`` marks a
+    server a project's ``.mcp.json`` declared: its ``effect`` can only make a tool stricter.
     """
 
     name: str
@@ -96,6 +100,8 @@ class MCPServer:
     timeout: float | None = None
     startup_timeout: float = 30.0
     backoff: float = 1.0
+    max_tools: int = 128
+    from_project: bool = False
     kind: Literal["mcp_server"] = "mcp_server"
 
     def __post_init__(self) -> None:
@@ -124,6 +130,9 @@ class MCPServer:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise UsageError(f"{where}: {label} must be a non-negative number, got {value!r}")
+        tools = self.max_tools
+        if isinstance(tools, bool) or not isinstance(tools, int) or tools < 1:
+            raise UsageError(f"{where}: max_tools must be a positive whole number, got {tools!r}")
 
     @classmethod
     def stdio(
@@ -139,6 +148,7 @@ class MCPServer:
         timeout: float | None = None,
         startup_timeout: float = 30.0,
         backoff: float = 1.0,
+        max_tools: int = 128,
     ) -> MCPServer:
         """A server run as ``command args...``; ``env`` is added to the usual safe variables."""
         if isinstance(args, str):
@@ -155,6 +165,7 @@ class MCPServer:
             timeout=timeout,
             startup_timeout=startup_timeout,
             backoff=backoff,
+            max_tools=max_tools,
         )
 
     @classmethod
@@ -169,6 +180,7 @@ class MCPServer:
         timeout: float | None = None,
         startup_timeout: float = 30.0,
         backoff: float = 1.0,
+        max_tools: int = 128,
     ) -> MCPServer:
         """A server at ``url`` over streamable HTTP; ``headers`` go with every request."""
         return cls(
@@ -181,6 +193,7 @@ class MCPServer:
             timeout=timeout,
             startup_timeout=startup_timeout,
             backoff=backoff,
+            max_tools=max_tools,
         )
 
     @property
@@ -260,14 +273,21 @@ def load_mcp_config(
     return parse_mcp_config(data, where, os.environ if environ is None else environ)
 
 
-def parse_mcp_config(data: Any, where: str, environ: Mapping[str, str]) -> list[MCPServer]:
-    """The servers of a decoded ``{"mcpServers": {...}}`` document read from ``where``."""
+def parse_mcp_config(
+    data: Any, where: str, environ: Mapping[str, str], *, project: bool = False
+) -> list[MCPServer]:
+    """The servers of a decoded ``{"mcpServers": {...}}`` document read from ``where``.
+
+    ``project``: the document is a project's own file (its ``effect`` only makes tools stricter).
+    """
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
         raise UsageError(f'{where}: expected an object with "mcpServers" mapping names to servers')
     servers: list[MCPServer] = []
     for name, entry in data["mcpServers"].items():
         try:
             server = _server(name, _expand(entry, environ))
+            if project:
+                server = dataclasses.replace(server, from_project=True)
         except UsageError as exc:
             said = str(exc)
             prefix = f"MCP server {name!r}: "
@@ -342,12 +362,18 @@ def _expand(value: Any, environ: Mapping[str, str]) -> Any:
     return value
 
 
-def project_servers(project_dir: Path) -> list[MCPServer]:
-    """The servers of the project's ``.mcp.json``, or none when it has no such file."""
-    path = project_dir / PROJECT_FILE
-    if not path.is_file():
-        return []
-    return load_mcp_config(path)
+def variables_in(value: Any) -> list[str]:
+    """The environment variables ``${VAR}`` references in every string of ``value``, sorted."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        found.update(match.group(1) for match in _VAR.finditer(value))
+    elif isinstance(value, list):
+        for item in value:
+            found.update(variables_in(item))
+    elif isinstance(value, dict):
+        for item in value.values():
+            found.update(variables_in(item))
+    return sorted(found)
 
 
 def merge_servers(given: Iterable[MCPServer], from_project: Iterable[MCPServer]) -> list[MCPServer]:

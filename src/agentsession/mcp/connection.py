@@ -61,6 +61,7 @@ class ServerConnection:
         self.instructions: str | None = None
         self._clock = clock
         self._reported: set[str] = set()
+        self._capped = False
         self._tools: tuple[Tool, ...] = ()
         self._origin: dict[str, str] = {}
         self._seen: dict[str, ToolSpec] = {}
@@ -130,7 +131,7 @@ class ServerConnection:
                 assert client is not None
                 try:
                     self._dirty = False
-                    self._absorb(await list_all(client))
+                    self._absorb(await list_all(client, self.server.max_tools))
                 except Exception as exc:
                     await self._broken(f"listing its tools failed: {describe(exc)}")
                     return False
@@ -175,7 +176,7 @@ class ServerConnection:
                 tools = client.server_capabilities.tools
                 self._announces = bool(tools is not None and tools.list_changed)
                 self._client = client
-                self._absorb(await list_all(client))
+                self._absorb(await list_all(client, self.server.max_tools))
                 self.instructions = client.instructions
                 self.state, self.reason, self._failures, self._dirty = "up", "", 0, False
                 ready.set_result(None)
@@ -312,7 +313,22 @@ class ServerConnection:
     # -- state ----------------------------------------------------------------------------------
 
     def _absorb(self, listed: list[ListedTool]) -> None:
-        """Take a fresh listing: declarations, names, collisions refused with a logged error."""
+        """Take a fresh listing: declarations, names, collisions refused with a logged error.
+
+        Past ``MCPServer.max_tools`` the rest are left out (one warning per connection), so a
+        server offering thousands of tools cannot make every request too large to send.
+        """
+        cap = self.server.max_tools
+        if len(listed) > cap:
+            if not self._capped:
+                self._capped = True
+                _log.warning(
+                    "MCP server %r offers more than %d tools; the rest are left out"
+                    " (MCPServer(max_tools=...) raises the limit)",
+                    self.server.name,
+                    cap,
+                )
+            listed = listed[:cap]
         names: dict[str, list[ListedTool]] = {}
         for item in listed:
             names.setdefault(tool_name(self.server.name, item.name), []).append(item)

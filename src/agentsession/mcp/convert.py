@@ -1,11 +1,13 @@
 """MCP values → this package's values: tool declarations with effects, results, resource text.
 
-Effects come from what the user configured and, failing that, from the tool's annotations, read
-conservatively: ``openWorldHint: true`` → ``network``; ``readOnlyHint: true`` → ``read``;
-anything else → ``write``. A tool that is not read-only is ``destructive`` unless it says
-``destructiveHint: false`` (MCP's own default), so presets that ask for anything ask before it
-runs. The permission gate decides on the ``Tool`` built here, never on a description or a
-result, so nothing a server writes can widen what the preset allows.
+Effects come from what the user configured (a project's own file may only make a tool stricter
+than its annotations: ``read`` < ``write`` < ``execute`` < ``network``) and, failing that, from
+the tool's annotations, read conservatively: ``openWorldHint: true`` → ``network``;
+``readOnlyHint: true`` → ``read``; anything else → ``write``. A tool that is not read-only is
+``destructive`` unless it says ``destructiveHint: false`` (MCP's own default), so presets
+that ask for anything ask before it runs. The permission gate decides on the ``Tool`` built
+here, never on a description or a result, so nothing a server writes can widen what the
+preset allows.
 
 A tool result's content is a string in this package: text parts are kept as they are, every
 other part (image, audio, resource link, embedded resource) becomes a one-line description
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["declared_tool", "effect_of", "render_content", "render_resource", "tool_outcome"]
 
 _DESCRIPTION_LIMIT = 10_000
+_STRICTNESS: dict[Effect, int] = {"read": 0, "write": 1, "execute": 2, "network": 3}
 
 
 def effect_of(server: MCPServer, listed: ListedTool) -> tuple[Effect, bool]:
@@ -41,11 +44,14 @@ def effect_of(server: MCPServer, listed: ListedTool) -> tuple[Effect, bool]:
     read_only = bool(hints is not None and hints.read_only_hint)
     open_world = bool(hints is not None and hints.open_world_hint)
     destructive = not read_only and not (hints is not None and hints.destructive_hint is False)
-    if server.effect is not None:
-        return server.effect, destructive and server.effect != "read"
-    if open_world:
-        return "network", destructive
-    return ("read" if read_only else "write"), destructive
+    annotated: Effect = "network" if open_world else ("read" if read_only else "write")
+    if server.effect is None:
+        return annotated, destructive
+    if server.from_project:
+        # A folder's file is data: it may ask for more care, never for less.
+        stricter = max(annotated, server.effect, key=_STRICTNESS.__getitem__)
+        return stricter, destructive
+    return server.effect, destructive and server.effect != "read"
 
 
 def declared_tool(server: MCPServer, listed: ListedTool, name: str) -> Tool:

@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from .bounded import bounded_stdio
 from .config import MCPServer
 
 if TYPE_CHECKING:
@@ -34,24 +35,30 @@ def transport(server: MCPServer) -> Any:
     if server.transport == "stdio":
         from mcp import StdioServerParameters
 
-        return StdioServerParameters(
-            command=server.command,
-            args=list(server.args),
-            env=dict(server.env) if server.env is not None else None,
-            cwd=server.cwd,
+        # Our own reader: a message is bounded while it is read (see ``bounded``).
+        return bounded_stdio(
+            StdioServerParameters(
+                command=server.command,
+                args=list(server.args),
+                env=dict(server.env) if server.env is not None else None,
+                cwd=server.cwd,
+            )
         )
     return _http_transport(server.url, dict(server.headers))
 
 
-async def list_all(client: Client) -> list[ListedTool]:
-    """Every tool the server lists, following pagination (bounded)."""
+async def list_all(client: Client, enough: int | None = None) -> list[ListedTool]:
+    """Every tool the server lists, following pagination (bounded).
+
+    With ``enough``, no further page is asked for once more than that many are in hand.
+    """
     tools: list[ListedTool] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools.extend(page.tools)
         cursor = page.next_cursor
-        if not cursor:
+        if not cursor or (enough is not None and len(tools) > enough):
             break
     return tools
 

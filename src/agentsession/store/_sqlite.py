@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import platformdirs
 
+from .._files import create_private, private_folder
 from ..errors import StoreError
 from ..log import now
 from ._sql import (
@@ -143,11 +144,18 @@ def _switch_to_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
 def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     try:
         is_dir = path.is_dir()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
     except OSError as exc:
         raise StoreError(f"cannot create the directory of session store {path}: {exc}") from exc
     if is_dir:
         raise StoreError(f"cannot open session store {path}: it is a directory")
+    try:
+        # Made 0600 here, before SQLite opens it: its -wal and -shm files take the database
+        # file's mode, so every transcript stays its owner's alone.
+        if str(path) != ":memory:":
+            create_private(path)
+    except OSError as exc:
+        raise StoreError(f"cannot create session store {path}: {exc}") from exc
     try:
         return sqlite3.connect(
             path, timeout=busy_timeout, isolation_level=None, check_same_thread=False

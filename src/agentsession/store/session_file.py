@@ -19,8 +19,10 @@ a line feed and lines are split on line feeds only (JSON text may hold U+2028).
   once it has grown past that, it exports as version 3 (its snapshots still without placement).
 
 Importing reads and checks the whole file first and then creates the session in one
-transaction: a corrupt line, an unknown kind or a newer version is a ``SessionFileError``
-naming the line, and nothing is imported.
+transaction: a corrupt line, an unknown kind, a newer version, a line longer than the limit
+(``DEFAULT_MAX_LINE_BYTES`` unless told otherwise) or JSON nested deeper than
+``MAX_JSON_DEPTH`` is a ``SessionFileError`` naming the line, and nothing is imported. What the
+importing runtime makes of the file's authority (presets, approvals) is its ``admit`` step.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import tempfile
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import write_private
 from ..errors import CorruptEntryError, SessionFileError, StoreError
 from ..log import (
     VERSIONS,
@@ -48,7 +51,9 @@ from .base import SessionInfo, Store
 
 __all__ = [
     "CURRENT_VERSION",
+    "DEFAULT_MAX_LINE_BYTES",
     "LEGACY_VERSION",
+    "MAX_JSON_DEPTH",
     "SessionFile",
     "export_session",
     "import_session",
@@ -62,6 +67,12 @@ CURRENT_VERSION = 3
 LEGACY_VERSION = 2
 #: Entries read from the store per page while exporting.
 _PAGE = 1000
+#: The longest line an import reads unless told otherwise (a file is data from anywhere).
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+#: The deepest nesting of arrays and objects a line may have.
+MAX_JSON_DEPTH = 100
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(rb"[\[\]{}]")
 
 _V3_HEADER = {"kind", "version", "id", "title", "created_at", "updated_at", "project_dir"}
 _V2_HEADER_OPTIONAL = ("title", "created_at", "updated_at", "project_dir")
@@ -172,16 +183,8 @@ async def export_session(store: Store, session_id: str, path: str | os.PathLike[
 
 def _write_atomically(path: Path, text: str) -> None:
     try:
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        # A transcript: for its owner's eyes only.
+        write_private(path, text.encode("utf-8"), make_folder=False)
     except OSError as exc:
         raise StoreError(f"cannot write session file {path}: {exc}") from exc
 
@@ -288,7 +291,22 @@ def _v2_entry(text: str) -> LogEntry:
     return RuntimeContextSnapshot(turn, content, stamp, skills=(), placement=None)
 
 
-def parse_session_file(data: bytes, *, path: str = "") -> SessionFile:
+def _bounded(raw: bytes, max_line_bytes: int) -> bytes:
+    """``raw`` when it is within the size and nesting limits; ``_LineError`` otherwise."""
+    if len(raw) > max_line_bytes:
+        raise _LineError(f"the line is {len(raw)} bytes long, over the limit of {max_line_bytes}")
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_STRING.sub(b"", raw)):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_JSON_DEPTH:
+        raise _LineError(f"the line nests {deepest} levels deep, over the limit {MAX_JSON_DEPTH}")
+    return raw
+
+
+def parse_session_file(
+    data: bytes, *, path: str = "", max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> SessionFile:
     """Parse a whole session file; ``SessionFileError`` naming the first bad line."""
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -297,10 +315,10 @@ def parse_session_file(data: bytes, *, path: str = "") -> SessionFile:
         raise SessionFileError("the file is empty: no session header", path=path, line=1)
     number = 1
     try:
-        info, version, entry_versions = _header(_decode(lines[0]))
+        info, version, entry_versions = _header(_decode(_bounded(lines[0], max_line_bytes)))
         entries: list[LogEntry] = []
         for number, raw in enumerate(lines[1:], start=2):
-            text = _decode(raw)
+            text = _decode(_bounded(raw, max_line_bytes))
             if version == LEGACY_VERSION:
                 entries.append(_v2_entry(text))
             else:
@@ -318,18 +336,24 @@ def _decode(raw: bytes) -> str:
 
 
 async def import_session(
-    store: Store, path: str | os.PathLike[str], *, new_id: str | None = None
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    new_id: str | None = None,
+    admit: Callable[[SessionFile], SessionFile] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> str:
     """Create the session of the file at ``path`` in ``store`` (all or nothing); its id.
 
-    ``new_id`` imports it under another id (e.g. a second copy). ``ConflictError`` when the id
-    exists; ``SessionFileError`` for a file that cannot be imported.
+    ``new_id`` imports it under another id (e.g. a second copy). ``admit`` turns the parsed file
+    into what is stored (the importer's policy; it raises to refuse). ``ConflictError`` when the
+    id exists; ``SessionFileError`` for a file that cannot be imported.
     """
     try:
         data = await asyncio.to_thread(Path(path).read_bytes)
     except OSError as exc:
         raise SessionFileError(f"cannot read session file: {exc}", path=str(path)) from exc
-    parsed = parse_session_file(data, path=str(path))
+    parsed = parse_session_file(data, path=str(path), max_line_bytes=max_line_bytes)
     info = parsed.info
     if new_id is not None:
         info = SessionInfo(
@@ -340,5 +364,8 @@ async def import_session(
             project_dir=info.project_dir,
             file_version=info.file_version,
         )
-    await store.create_session(info, parsed.entries)
-    return info.id
+        parsed = SessionFile(info, parsed.entries, parsed.version)
+    if admit is not None:
+        parsed = admit(parsed)
+    await store.create_session(parsed.info, parsed.entries)
+    return parsed.info.id
