@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..errors import AgentSessionError
-from ..hygiene import visible_line
+from ..hygiene import visible, visible_line
 
 __all__ = ["build_parser", "main"]
 
@@ -275,6 +275,13 @@ class _OneLine(logging.Formatter):
         return f"{record.levelname.lower()}: {said}"
 
 
+class _Full(logging.Formatter):
+    """A log record in full (``--debug``), its control characters made visible all the same."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
 def _log_to_stderr(debug: bool) -> None:
     """Send warnings to standard error, one line each (in full with ``--debug``).
 
@@ -282,7 +289,7 @@ def _log_to_stderr(debug: bool) -> None:
     broken answer with a traceback).
     """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter() if debug else _OneLine())
+    handler.setFormatter(_Full() if debug else _OneLine())
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
