@@ -20,6 +20,7 @@ from .context import (
     PluginScope,
     Rendered,
 )
+from .costs import CostEstimate
 from .errors import (
     AgentSessionError,
     BudgetExceededError,
@@ -50,6 +51,7 @@ from .events import (
     ToolResultEvent,
     TurnFinished,
 )
+from .ledger import CostSummary, ModelCost
 from .log import (
     ContextEpoch,
     MidConversationSystemMessage,
@@ -59,6 +61,7 @@ from .log import (
 )
 from .mcp import MCPServer
 from .permissions import Decision, PermissionPreset
+from .pricing import ModelPrice
 from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
 from .request import (
     AssistantMessage,
@@ -131,6 +134,8 @@ __all__ = [
     "ContextOverflowError",
     "ContextView",
     "CorruptEntryError",
+    "CostEstimate",
+    "CostSummary",
     "CredentialsError",
     "Decision",
     "EpochInfo",
@@ -144,6 +149,8 @@ __all__ = [
     "Message",
     "MidConversationSystemMessage",
     "Model",
+    "ModelCost",
+    "ModelPrice",
     "ModelProfile",
     "PermissionPreset",
     "PluginScope",

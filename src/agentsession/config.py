@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import UsageError
+from .pricing import ModelPrice
 
 __all__ = ["Config"]
 
@@ -42,6 +43,12 @@ class Config:
     sessions; ``permission_presets`` adds user-defined presets by name, each a mapping of
     ``read``, ``write_project``, ``write_elsewhere``, ``execute``, ``network`` to ``"allow"``,
     ``"ask"`` or ``"deny"`` (validated by ``agentsession.permissions.preset_table``).
+
+    ``cache_ttl`` is the lifetime asked for the provider's prompt cache where the provider offers
+    a choice (Anthropic): ``"5m"``, ``"1h"`` or ``"auto"`` (1 h only when the session's measured
+    gaps between requests make it cheaper). ``provider_cache_diagnostics`` asks providers that
+    can explain a cache miss to do so on every call after the first. ``prices`` overrides the
+    shipped price table (USD per million tokens), keyed by model string or bare model name.
     """
 
     max_loaded_skills: int = 3
@@ -66,6 +73,9 @@ class Config:
     tool_timeout: float | None = 300.0
     permission_preset: str = "workspace-write"
     permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
+    cache_ttl: str = "auto"
+    provider_cache_diagnostics: bool = True
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict, hash=False)
 
     @property
     def effective_elision_chunk(self) -> int:
@@ -127,6 +137,17 @@ class Config:
             raise UsageError("Config.permission_preset must name a preset")
         if not isinstance(self.permission_presets, Mapping):
             raise UsageError("Config.permission_presets must map preset names to their rules")
+        self._check_cache_and_prices()
+
+    def _check_cache_and_prices(self) -> None:
+        if self.cache_ttl not in ("auto", "5m", "1h"):
+            raise UsageError(
+                f"Config.cache_ttl must be 'auto', '5m' or '1h', got {self.cache_ttl!r}"
+            )
+        if not isinstance(self.prices, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, ModelPrice) for k, v in self.prices.items()
+        ):
+            raise UsageError("Config.prices must map model names to ags.ModelPrice values")
 
 
 def _optional_limit(name: str, value: object, kinds: tuple[type, ...]) -> None:

@@ -22,16 +22,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .admission import Admitter
+from .costs import SessionCosts
 from .deps import SessionDeps
 from .errors import SessionBusyError, StoreError, UsageError
-from .events import (
-    ApprovalRequest,
-    Event,
-    PromptResult,
-    StepCommitted,
-    TurnFinished,
-    TurnStream,
-)
+from .events import ApprovalRequest, Event, PromptResult, StepCommitted, TurnFinished, TurnStream
 from .guard import Guard
 from .hygiene import prompt_content
 from .leases import LeaseKeeper
@@ -62,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 
-class Session:
+class Session(SessionCosts):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(

@@ -23,6 +23,7 @@ from typing import Literal, TypeAlias
 
 from .admission import Admitter
 from .boundary import Admission
+from .cache_policy import choose_ttl
 from .deps import SessionDeps
 from .errors import ContextOverflowError, MaxStepsExceededError, StoreError
 from .events import (
@@ -52,6 +53,7 @@ from .log import (
 from .model_call import call_model
 from .parts import SessionParts
 from .providers.base import Model, ModelDone, provider_failure
+from .providers.cache_controls import CacheControls, cache_key_for
 from .request import (
     AssistantMessage,
     Message,
@@ -224,6 +226,7 @@ class Turn:
                 request,
                 retries=config.provider_retries,
                 base_delay=config.retry_base_delay,
+                controls=await self._cache_controls(),
             ):
                 yield event
         except Exception as exc:
@@ -235,6 +238,25 @@ class Turn:
             if error is exc:
                 raise
             raise error from exc
+
+    async def _cache_controls(self) -> CacheControls:
+        """The provider cache controls of the next call (see ``cache_policy``)."""
+        config, ledger, clock = self.deps.config, self.writer.ledger, self.deps.clock
+        if clock is not None:
+            ledger.note(clock())
+        answered = ledger.last_answered()
+        previous = answered.response_id if answered is not None else ledger.stored_response_id
+        if answered is None and previous is None:
+            found = await self.deps.store.last(self.session_id, ["assistant"])
+            entry = found.entry if found is not None else None
+            previous = entry.response_id if isinstance(entry, AssistantEntry) else ""
+            ledger.stored_response_id = previous
+        return CacheControls(
+            key=cache_key_for(self.session_id),
+            ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
+            diagnose=config.provider_cache_diagnostics,
+            compare_with=previous or None,
+        )
 
     async def _respond(
         self, step: int, request: Request, done: ModelDone, message: AssistantMessage
@@ -248,6 +270,9 @@ class Turn:
             model=done.model or self.model.name,
             usage=done.usage,
             timestamp=now(),
+            response_id=done.response_id,
+            provider_cache=done.provider_cache,
+            usage_estimated=not self.model.profile.reports_usage,
         )
         saved = await self.writer.commit([entry])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0:

@@ -31,7 +31,9 @@ from .base import (
     ModelToolCall,
     provider_failure,
 )
+from .cache_controls import CacheControls, apply_cache_controls
 from .lower import lower
+from .validate import validate
 
 __all__ = [
     "NO_KEY",
@@ -203,9 +205,18 @@ class SDKModel(ABC):
     def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         """Send ``body`` and yield events, ending with one ``ModelDone``."""
 
-    async def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
         """Lower, validate and send ``request``; yield text, tool calls, then ``ModelDone``."""
-        body = self.lower(request)  # raises before anything is sent
+        return self._send(self.lower(request))  # lowering raises before anything is sent
+
+    def stream_with(self, request: Request, controls: CacheControls) -> AsyncIterator[ModelEvent]:
+        """``stream(request)`` with the cache controls this model's profile supports."""
+        fmt, profile = self.wire_format, self._profile
+        body = apply_cache_controls(self.lower(request), fmt, profile, controls, request)
+        validate(body, fmt, profile)
+        return self._send(body)
+
+    async def _send(self, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         if self._sdk is None:
             self.ensure_ready()
             self._sdk = self._make_sdk(self._key())

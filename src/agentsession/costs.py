@@ -1,0 +1,122 @@
+"""A session's money: ``session.cost()`` from the ledger, ``preview_cost()`` for the next request.
+
+``SessionCosts`` is a part of ``Session`` (mixed in) so the session module stays about turns.
+The ledger lives on the session's ``LogWriter``; a store that reads synchronously gives the
+records from before the session was opened when they are first needed, another store gave them
+when the session was opened (``prime_ledger``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from .budget import measure
+from .deps import SessionDeps
+from .inspect import fingerprinted
+from .ledger import LEDGER_KINDS, SHORTEST_TTL, Charge, CostSummary, Ledger, summarize
+from .log import Dispatch
+from .pricing import price_for
+from .request import ContentPart, Request, digest
+from .store.base import ReadsNow, Store
+from .writer import LogWriter
+
+if TYPE_CHECKING:
+    from .providers.base import Model
+    from .store.base import SessionInfo
+
+__all__ = ["CostEstimate", "SessionCosts", "prime_ledger"]
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """The expected input cost of the next request, from what the provider's cache holds.
+
+    ``cached_tokens`` are expected to be read from the cache (the prefix the previous request
+    left warm, if its lifetime has not run out), ``uncached_tokens`` the rest. ``input_usd`` is
+    ``None`` when the model has no price (``reason`` then says ``"no price"``).
+    """
+
+    input_usd: float | None
+    cached_tokens: int
+    uncached_tokens: int
+    model: str = ""
+    reason: str = ""
+    kind: Literal["cost_estimate"] = "cost_estimate"
+
+
+async def prime_ledger(store: Store, session_id: str, ledger: Ledger) -> None:
+    """Give ``ledger`` its stored records now, for a store that cannot read synchronously."""
+    if not ledger.primed and not isinstance(store, ReadsNow):
+        ledger.prime(await store.read(session_id, 0, ledger.start_seq, kinds=list(LEDGER_KINDS)))
+
+
+class SessionCosts:
+    """``cost()`` and ``preview_cost()`` of a ``Session``."""
+
+    _deps: SessionDeps
+    _writer: LogWriter
+    _info: SessionInfo
+
+    if TYPE_CHECKING:
+
+        @property
+        def model(self) -> Model:
+            """The session's model (``Session.model``)."""
+
+        async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
+            """The next request (``Session.preview_request``)."""
+
+    def cost(self) -> CostSummary:
+        """What this session cost so far, from the provider-reported usage of every response.
+
+        Figures are USD; ``None`` where a model used has no price (never a guess).
+        """
+        return summarize(self._charges(), self._deps.config.prices)
+
+    def _charges(self) -> list[Charge]:
+        ledger = self._writer.ledger
+        store = self._deps.store
+        if not ledger.primed and isinstance(store, ReadsNow):
+            kinds = list(LEDGER_KINDS)
+            ledger.prime(store.read_now(self._info.id, 0, ledger.start_seq, kinds))
+        return ledger.charges()
+
+    async def preview_cost(self, text: str | Sequence[ContentPart]) -> CostEstimate:
+        """The next request's expected input cost if ``text`` were sent now (nothing admitted).
+
+        The request is measured with the session's token counter; the part expected to be read
+        from the cache is what the previous request sent, when the new request extends it and
+        the time since it is within the cache's lifetime.
+        """
+        request = await self.preview_request(text)
+        model = self.model
+        total = measure(request, self._deps.budget.counter).total
+        cached = await self._warm_tokens(request, model.name)
+        cached = min(cached, total)
+        uncached = total - cached
+        price = price_for(model.name, self._deps.config.prices)
+        if price is None:
+            return CostEstimate(None, cached, uncached, model.name, "no price")
+        usd = (cached * price.cached_input + uncached * price.write) / 1e6
+        return CostEstimate(usd, cached, uncached, model.name)
+
+    async def _warm_tokens(self, request: Request, model: str) -> int:
+        """Tokens of ``request`` the provider's cache is expected to hold right now."""
+        previous = await self._writer.last_dispatch()
+        charges = self._charges()
+        last = charges[-1] if charges else None
+        if previous is None or last is None or last.usage is None:
+            return 0
+        probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
+        if probe.cache != "hit":
+            return 0
+        try:
+            sent = datetime.fromisoformat(previous.timestamp)
+        except ValueError:
+            return 0
+        if (datetime.now(UTC) - sent).total_seconds() > SHORTEST_TTL:
+            return 0
+        return last.usage.input_tokens
