@@ -113,10 +113,16 @@ class SessionCosts:
         probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
         if probe.cache != "hit":
             return 0
-        try:
-            sent = datetime.fromisoformat(previous.timestamp)
-        except ValueError:
-            return 0
-        if (datetime.now(UTC) - sent).total_seconds() > SHORTEST_TTL:
+        if (self._since(previous.timestamp) or 0.0) > SHORTEST_TTL:
             return 0
         return last.usage.input_tokens
+
+    def _since(self, stored: str) -> float | None:
+        """Seconds since the last request: by the runtime's clock when this object sent it."""
+        noted, clock = self._writer.ledger.last_noted(), self._deps.clock
+        if noted is not None and clock is not None:
+            return (clock() - noted).total_seconds()
+        try:
+            return (datetime.now(UTC) - datetime.fromisoformat(stored)).total_seconds()
+        except (TypeError, ValueError):
+            return None

@@ -108,6 +108,10 @@ class Ledger:
         """Note that a request is sent at ``moment`` (the runtime's clock)."""
         self._times.append(moment)
 
+    def last_noted(self) -> datetime | None:
+        """When the newest request noted was sent (the runtime's clock), if any."""
+        return self._times[-1] if self._times else None
+
     def gaps(self) -> list[float]:
         """Seconds between the requests noted, oldest first."""
         return [(b - a).total_seconds() for a, b in pairwise(self._times)]

@@ -131,7 +131,7 @@ def _anthropic(
     body: dict[str, Any], profile: ModelProfile, controls: CacheControls, request: Request
 ) -> None:
     system = body.get("system")
-    if profile.cache_markers and isinstance(system, list) and len(system) > 1:
+    if profile.cache_markers and profile.cache_ttl and isinstance(system, list) and len(system) > 1:
         stable = _stable_count(request)
         if 0 < stable < len(system):
             system[stable - 1]["cache_control"] = {"type": "ephemeral"}
