@@ -51,7 +51,7 @@ def test_prices_are_found_by_model_string_bare_name_and_dated_variant() -> None:
 
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), "3", True])
 def test_a_bad_price_is_a_clear_error(bad: object) -> None:
-    with pytest.raises(ags.UsageError, match="ModelPrice.input"):
+    with pytest.raises(ags.UsageError, match=r"ModelPrice\.input"):
         ags.ModelPrice(input=bad, cached_input=0, output=0)  # type: ignore[arg-type]
 
 
