@@ -22,6 +22,7 @@ from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .codec import encode
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
+from .cost_command import COST_COMMANDS
 from .errors import AgentSessionError, UsageError
 from .hygiene import prompt_content
 from .invocation import (
@@ -408,4 +409,5 @@ COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "request": request,
     "report": report,
     **MANAGEMENT,
+    **COST_COMMANDS,
 }

@@ -33,6 +33,9 @@ __all__ = [
     "Ledger",
     "ModelCost",
     "charge_usd",
+    "charges_of",
+    "cost_fields",
+    "cost_lines",
     "summarize",
     "unexplained",
 ]
@@ -122,6 +125,14 @@ class Ledger:
         read = sum(u.cached_input_tokens for u in known)
         written = sum(u.cache_write_tokens for u in known)
         return written / read if read else 0.1
+
+
+def charges_of(records: Iterable[Record]) -> list[Charge]:
+    """The charges of a whole stored log (``records`` in seq order)."""
+    charges: list[Charge] = []
+    for record in records:
+        _fold(charges, record)
+    return charges
 
 
 def _fold(charges: list[Charge], record: Record) -> None:
@@ -267,3 +278,53 @@ def _plus(sum_so_far: float | None, value: float | None, priced: bool) -> float 
     if not priced or value is None:
         return None
     return (sum_so_far or 0.0) + value
+
+
+def _usd(value: float | None) -> str:
+    return "no price" if value is None else f"${value:,.4f}"
+
+
+def cost_lines(summary: CostSummary) -> list[str]:
+    """The summary in a few plain lines: the same figures ``cost``, ``/usage`` and reports show."""
+    models = summary.by_model.values()
+    sent = sum(m.input_tokens for m in models)
+    lines = [
+        f"requests {summary.requests} (usage estimated for {summary.estimated})"
+        f" · input {sent:,} tokens, {summary.cached_share:.1%} read from cache"
+        f" · output {sum(m.output_tokens for m in models):,} tokens",
+        f"cost {_usd(summary.total_usd)} · without caching {_usd(summary.uncached_usd)}"
+        f" · saved {_usd(summary.saved_usd)} · unexplained cache misses"
+        f" {summary.unexplained_misses}",
+    ]
+    for row in models:
+        lines.append(f"  {row.model}: {row.requests} requests, {_usd(row.total_usd)}")
+    if summary.no_price:
+        lines.append(f"no price for {', '.join(summary.no_price)}: set Config(prices=...)")
+    return lines
+
+
+def cost_fields(summary: CostSummary) -> dict[str, object]:
+    """The summary as plain JSON values (``cost --json``)."""
+    return {
+        "total_usd": summary.total_usd,
+        "uncached_usd": summary.uncached_usd,
+        "saved_usd": summary.saved_usd,
+        "requests": summary.requests,
+        "estimated": summary.estimated,
+        "unexplained_misses": summary.unexplained_misses,
+        "cached_share": summary.cached_share,
+        "no_price": list(summary.no_price),
+        "by_model": {
+            name: {
+                "requests": row.requests,
+                "input_tokens": row.input_tokens,
+                "cached_input_tokens": row.cached_input_tokens,
+                "cache_write_tokens": row.cache_write_tokens,
+                "output_tokens": row.output_tokens,
+                "total_usd": row.total_usd,
+                "uncached_usd": row.uncached_usd,
+                "saved_usd": row.saved_usd,
+            }
+            for name, row in summary.by_model.items()
+        },
+    }

@@ -22,6 +22,7 @@ from .config import Config
 from .describe import Category, category_of, describe, preview
 from .errors import UsageError
 from .inspect import Rebuilt, rebuild_all
+from .ledger import CostSummary, charge_usd, charges_of, summarize
 from .log import (
     ApprovalRequested,
     AssistantEntry,
@@ -35,6 +36,7 @@ from .log import (
     ToolResultEntry,
     UserEntry,
 )
+from .pricing import ModelPrice, price_for
 from .providers.base import Model
 from .request import Request, ToolSpec, text_of
 from .store.base import SessionInfo
@@ -111,6 +113,8 @@ class RequestInfo:
     exact: bool
     mismatch: str
     request: Request
+    cost_usd: float | None = None  # as billed, from the reported usage; None: no price
+    provider_cache: str = ""  # the provider's own cache diagnosis ("": none given)
 
     @property
     def new(self) -> int:
@@ -161,6 +165,7 @@ class Inspection:
     requests: tuple[RequestInfo, ...]
     next_request: ContextView | None = None
     next_error: str = ""
+    cost: CostSummary | None = None  # what the session cost (ledger.summarize)
 
 
 def inspect_log(
@@ -211,7 +216,7 @@ def inspect_log(
         for r in records
         if isinstance(r.entry, ContextEpoch)
     )
-    requests = _requests(records, rebuilt, turns_of, counter)
+    requests = _requests(records, rebuilt, turns_of, counter, config.prices)
     return Inspection(
         session_id=info.id,
         title=info.title,
@@ -226,6 +231,7 @@ def inspect_log(
         requests=requests,
         next_request=next_request,
         next_error=next_error,
+        cost=summarize(charges_of(records), config.prices),
     )
 
 
@@ -339,6 +345,7 @@ def _requests(
     rebuilt: Sequence[Rebuilt],
     turns_of: Mapping[int, int],
     counter: TokenCounter,
+    prices: Mapping[str, ModelPrice],
 ) -> tuple[RequestInfo, ...]:
     answers = _answers(records)
     out: list[RequestInfo] = []
@@ -350,6 +357,8 @@ def _requests(
             cacheable = _cacheable(previous.request, item.request, measured)
         answer = answers.get(item.seq)
         usage = answer.usage if answer is not None else None
+        price = price_for(item.dispatch.model, prices)
+        billed = charge_usd(usage, price)[0] if usage is not None and price else None
         out.append(
             RequestInfo(
                 number=item.number,
@@ -367,6 +376,8 @@ def _requests(
                 exact=item.exact,
                 mismatch=item.mismatch,
                 request=item.request,
+                cost_usd=billed,
+                provider_cache=answer.provider_cache if answer is not None else "",
             )
         )
         previous = item
