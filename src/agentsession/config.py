@@ -16,9 +16,10 @@ class Config:
     """Limits and switches of a runtime; every field has the spec's default where it sets one.
 
     ``max_transcript_messages`` caps the history messages of one request (a tool call and its
-    result count as two); ``window_step`` is how many user turns the window start moves at once
-    (4: chosen from the measured trade-off between prompt-cache reuse and history kept, see
-    benchmarks/README.md);
+    result count as two); ``window_step`` is how many user turns the window start moves at once;
+    ``None`` (the default) uses the cost policy instead: once the cap is exceeded the window
+    drops to ``window_keep`` of the cap (default 0.65) in one move, and moves early, at no
+    extra cost, when the provider's cache has expired anyway (see benchmarks/README.md);
     ``context_window`` is the token budget of one request; ``auto_compact`` enables every
     automatic compaction path; ``max_steps`` bounds the model calls of one prompt;
     ``provider_retries`` is how often a transient provider failure is retried inside a step.
@@ -53,7 +54,8 @@ class Config:
 
     max_loaded_skills: int = 3
     max_transcript_messages: int = 60
-    window_step: int = 4
+    window_step: int | None = None
+    window_keep: float = 0.65
     context_window: int = 200_000
     auto_compact: bool = True
     compact_threshold: float = 0.9
@@ -78,6 +80,13 @@ class Config:
     prices: Mapping[str, ModelPrice] = field(default_factory=dict, hash=False)
 
     @property
+    def window_keep_messages(self) -> int | None:
+        """What the cost policy keeps after a window move; ``None`` with an explicit step."""
+        if self.window_step is not None:
+            return None
+        return max(1, int(self.max_transcript_messages * self.window_keep))
+
+    @property
     def effective_elision_chunk(self) -> int:
         """The elision chunk in use: the configured one, or half the window cap."""
         if self.elision_chunk is not None:
@@ -88,7 +97,6 @@ class Config:
         positive = {
             "max_loaded_skills": self.max_loaded_skills,
             "max_transcript_messages": self.max_transcript_messages,
-            "window_step": self.window_step,
             "context_window": self.context_window,
             "max_steps": self.max_steps,
         }
@@ -140,6 +148,12 @@ class Config:
         self._check_cache_and_prices()
 
     def _check_cache_and_prices(self) -> None:
+        step = self.window_step
+        if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 1):
+            raise UsageError(f"Config.window_step must be None or a positive integer, got {step!r}")
+        keep = self.window_keep
+        if isinstance(keep, bool) or not isinstance(keep, int | float) or not 0 < keep < 1:
+            raise UsageError(f"Config.window_keep must be in (0, 1), got {keep!r}")
         if self.cache_ttl not in ("auto", "5m", "1h"):
             raise UsageError(
                 f"Config.cache_ttl must be 'auto', '5m' or '1h', got {self.cache_ttl!r}"

@@ -8,7 +8,8 @@ A *shortfall* is a request that read from the provider's cache clearly less than
 before it had sent (more than ``SHORTFALL_SLACK`` tokens less), although nothing the model
 was sent in between should have moved the prefix. It is *explained* by the local diagnosis
 (the prefix changed), by the provider's own diagnosis (a miss reason) or by a known expiry
-(the gap since the request before exceeds ``SHORTEST_TTL``); otherwise it is an *unexplained
+(the gap since the request before, by the runtime's clock where it was recorded, exceeds
+``SHORTEST_TTL``); otherwise it is an *unexplained
 miss*: counted, never hidden.
 """
 
@@ -65,6 +66,7 @@ class Charge:
     estimated: bool = False
     provider_cache: str = ""
     response_id: str = ""
+    sent_at: str = ""  # by the runtime's clock, when known
     kind: Literal["charge"] = "charge"
 
 
@@ -82,6 +84,7 @@ class Ledger:
         self._late: list[Charge] = []
         self._times: list[datetime] = []
         self.stored_response_id: str | None = None  # the newest before opening, once looked up
+        self.ttl_seconds = SHORTEST_TTL  # the cache lifetime the last request asked for
 
     def prime(self, records: Iterable[Record]) -> None:
         """Take the stored records before ``start_seq`` (any order-preserving read of them)."""
@@ -146,6 +149,7 @@ def _fold(charges: list[Charge], record: Record) -> None:
             estimated=entry.usage_estimated or entry.usage.input_tokens <= 0,
             provider_cache=entry.provider_cache,
             response_id=entry.response_id,
+            sent_at=entry.sent_at,
         )
 
 
@@ -182,7 +186,12 @@ def unexplained(charges: list[Charge]) -> list[Charge]:
             continue  # no shortfall
         if charge.local_cache != "hit" or charge.provider_cache not in _PROVIDER_HITS:
             continue  # the prefix changed, and a diagnosis says so
-        gap = _gap(before.timestamp, charge.timestamp)
+        clocked = bool(before.sent_at and charge.sent_at)
+        gap = (
+            _gap(before.sent_at, charge.sent_at)
+            if clocked
+            else _gap(before.timestamp, charge.timestamp)
+        )
         if gap is None or gap > SHORTEST_TTL:
             continue  # the cache may have expired
         found.append(charge)

@@ -19,11 +19,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Literal, TypeAlias
 
 from .admission import Admitter
 from .boundary import Admission
-from .cache_policy import choose_ttl
+from .cache_policy import LONG_TTL, SHORT_TTL, choose_ttl
 from .deps import SessionDeps
 from .errors import ContextOverflowError, MaxStepsExceededError, StoreError
 from .events import (
@@ -251,9 +252,11 @@ class Turn:
             entry = found.entry if found is not None else None
             previous = entry.response_id if isinstance(entry, AssistantEntry) else ""
             ledger.stored_response_id = previous
+        ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+        ledger.ttl_seconds = LONG_TTL if ttl == "1h" else SHORT_TTL
         return CacheControls(
             key=cache_key_for(self.session_id),
-            ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
+            ttl=ttl,
             diagnose=config.provider_cache_diagnostics,
             compare_with=previous or None,
         )
@@ -273,6 +276,7 @@ class Turn:
             response_id=done.response_id,
             provider_cache=done.provider_cache,
             usage_estimated=not self.model.profile.reports_usage,
+            sent_at=_iso(self.writer.ledger.last_noted()),
         )
         saved = await self.writer.commit([entry])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0:
@@ -369,3 +373,7 @@ def waiting_calls(
             calls.extend(c for c in message.tool_calls if c.id in wanted)
             wanted -= {c.id for c in message.tool_calls}
     return calls
+
+
+def _iso(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else ""

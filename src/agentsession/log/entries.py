@@ -58,6 +58,8 @@ class AssistantEntry:
     this answers (``""``: none asked or given; ``"hit"``; or its miss reason, e.g.
     ``"messages_changed"``), kept beside the local diagnosis of the dispatch record before it.
     ``usage_estimated``: the figures are the model's guess, not the provider's count.
+    ``sent_at`` is when the request was sent by the runtime's clock (cache lifetimes are
+    judged by it; ``timestamp`` is the wall clock's).
     """
 
     content: str = ""
@@ -70,6 +72,7 @@ class AssistantEntry:
     response_id: str = ""
     provider_cache: str = ""
     usage_estimated: bool = False
+    sent_at: str = ""
     kind: Literal["assistant"] = "assistant"
 
 
