@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.ledger import SHORTFALL_SLACK, Charge, charge_usd, summarize, unexplained
-from agentsession.log import AssistantEntry
+from agentsession.log import AssistantEntry, dump_entry, load_entry
 from agentsession.pricing import PRICES, price_for
 from agentsession.request import Usage
 
@@ -240,3 +240,24 @@ async def test_preview_cost_expects_the_warm_prefix_within_its_lifetime(tmp_path
         expired = await session.preview_cost("and more")
         assert expired.cached_tokens == 0
         assert expired.uncached_tokens == warm.cached_tokens + warm.uncached_tokens
+
+
+def test_response_entries_are_version_2_and_version_1_still_loads() -> None:
+    entry = AssistantEntry(
+        content="hi",
+        model="m",
+        usage=Usage(100, 5, 60, 30, 10),
+        response_id="msg_1",
+        provider_cache="system_changed",
+        usage_estimated=True,
+        sent_at="2026-01-01T09:00:00+00:00",
+    )
+    kind, version, data = dump_entry(entry)
+    assert (kind, version) == ("assistant", 2)
+    assert load_entry(kind, version, data) == entry
+    old = '{"content": "hi", "model": "m", "usage": {"input_tokens": 7}, "kind": "assistant"}'
+    loaded = load_entry("assistant", 1, old)
+    assert isinstance(loaded, AssistantEntry)
+    assert loaded.usage == Usage(input_tokens=7)
+    assert (loaded.response_id, loaded.provider_cache, loaded.sent_at) == ("", "", "")
+    assert not loaded.usage_estimated

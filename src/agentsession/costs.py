@@ -9,7 +9,7 @@ when the session was opened (``prime_ledger``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -87,35 +87,40 @@ class SessionCosts:
     async def preview_cost(self, text: str | Sequence[ContentPart]) -> CostEstimate:
         """The next request's expected input cost if ``text`` were sent now (nothing admitted).
 
-        The request is measured with the session's token counter; the part expected to be read
-        from the cache is what the previous request sent, when the new request extends it and
-        the time since it is within the cache's lifetime.
+        The part expected to be read from the cache is what the previous request sent (its
+        provider-reported input), when the new request extends it and the time since it is
+        within the cache's lifetime; the rest is measured with the session's token counter,
+        scaled by how the provider counted the previous request, and priced as a cache write.
         """
         request = await self.preview_request(text)
         model = self.model
-        total = measure(request, self._deps.budget.counter).total
-        cached = await self._warm_tokens(request, model.name)
-        cached = min(cached, total)
-        uncached = total - cached
+        cached, uncached = await self._split(request, model.name)
         price = price_for(model.name, self._deps.config.prices)
         if price is None:
             return CostEstimate(None, cached, uncached, model.name, "no price")
         usd = (cached * price.cached_input + uncached * price.write) / 1e6
         return CostEstimate(usd, cached, uncached, model.name)
 
-    async def _warm_tokens(self, request: Request, model: str) -> int:
-        """Tokens of ``request`` the provider's cache is expected to hold right now."""
+    async def _split(self, request: Request, model: str) -> tuple[int, int]:
+        """(cached, uncached) tokens of ``request`` as the provider is expected to count them."""
+        counter = self._deps.budget.counter
+        total = measure(request, counter).total
         previous = await self._writer.last_dispatch()
         charges = self._charges()
         last = charges[-1] if charges else None
-        if previous is None or last is None or last.usage is None:
-            return 0
+        if previous is None or last is None or last.usage is None or last.estimated:
+            return 0, total
         probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
         if probe.cache != "hit":
-            return 0
-        if (self._since(previous.timestamp) or 0.0) > SHORTEST_TTL:
-            return 0
-        return last.usage.input_tokens
+            return 0, total
+        before = replace(request, messages=request.messages[: previous.message_count])
+        local = measure(before, counter).total
+        scale = last.usage.input_tokens / local if local else 1.0
+        new = max(0, round((total - local) * scale))
+        ttl = self._writer.ledger.ttl_seconds
+        if (self._since(previous.timestamp) or 0.0) > max(ttl, SHORTEST_TTL):
+            return 0, last.usage.input_tokens + new
+        return last.usage.input_tokens, new
 
     def _since(self, stored: str) -> float | None:
         """Seconds since the last request: by the runtime's clock when this object sent it."""
