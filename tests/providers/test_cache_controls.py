@@ -8,6 +8,7 @@ diagnosis request travelling with each call.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -269,3 +270,29 @@ async def test_openai_session_key_is_stable_per_session(
     keys = [r.json["prompt_cache_key"] for r in server.requests]
     assert keys[0] == keys[1] == cache_key_for(one.id) != keys[2] == cache_key_for(two.id)
     assert all(one.id not in k for k in keys)
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOT_CASES = [
+    ("openai", "gpt-5.6-terra", "openai-chat"),
+    ("openai", "gpt-5.6-terra", "openai-responses"),
+    ("openai", "gpt-4.1", "openai-chat"),
+    ("openai", "gpt-4.1", "openai-responses"),
+    ("anthropic", "claude-opus-4-8", "anthropic-messages"),
+    ("anthropic", "claude-sonnet-4-6", "anthropic-messages"),
+    ("openai-compatible", "qwen3", "openai-chat"),
+    ("gemini", "gemini-2.5-pro", "gemini"),
+]
+
+
+@pytest.mark.parametrize(("provider", "model", "fmt"), SNAPSHOT_CASES)
+def test_cache_control_snapshots(provider: str, model: str, fmt: str, sdk_types: SdkTypes) -> None:
+    """Each body with the controls, as a reviewed file (``UPDATE_SNAPSHOTS=1`` rewrites them)."""
+    _, body = controlled(provider, model, fmt)
+    sdk_types(fmt, body)
+    path = SNAPSHOTS / f"cache_controls.{fmt}.{model}.json"
+    text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing snapshot {path.name}; run with UPDATE_SNAPSHOTS=1"
+    assert text == path.read_text(encoding="utf-8"), f"cache controls changed: {path.name}"

@@ -116,7 +116,8 @@ def _openai(
                 first["content"] = _baseline_parts(request, "text")
         elif body.pop("instructions", None) is not None:
             parts = _baseline_parts(request, "input_text")
-            body["input"] = [{"role": "developer", "content": parts}, *body["input"]]
+            head = {"type": "message", "role": "developer", "content": parts}
+            body["input"] = [head, *body["input"]]
     if (
         fmt == "openai-responses"
         and profile.cache_diagnostics
