@@ -216,20 +216,7 @@ class Simulator:
     # -- Anthropic ---------------------------------------------------------------------------
 
     def anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
-        parts: list[tuple[Any, str | None]] = []
-        for tool in body.get("tools", []):
-            parts.append((tool, _mark(tool)))
-        for block in body.get("system", []):
-            parts.append((block, _mark(block)))
-        firsts: list[int] = []
-        for message in body["messages"]:
-            content = message["content"]
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-            firsts.append(len(parts))
-            for k, block in enumerate(blocks):
-                value = {"role": message["role"], **block} if k == 0 else block
-                parts.append((value, _mark(block)))
-        blocks = _chain(parts)
+        blocks, firsts = _anthropic_blocks(body)
         marks = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
         candidates = [j for i in marks for j in range(max(0, i - LOOKBACK), i + 1)]
         read, w5, w1 = account(self.cache, "anthropic", blocks, candidates, marks)
@@ -290,19 +277,8 @@ class Simulator:
 
     def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
         route = str(body.get("prompt_cache_key") or "")
-        parts: list[tuple[Any, str | None]] = [(t, None) for t in body.get("tools", [])]
-        if body.get("instructions"):
-            parts.append(({"instructions": body["instructions"]}, None))
         items = body["messages"] if shape == "openai-chat" else body["input"]
-        for item in items:
-            content = item.get("content") if isinstance(item, dict) else None
-            if isinstance(content, list) and content:
-                for k, part in enumerate(content):
-                    value = {"role": item.get("role"), **part} if k == 0 else part
-                    parts.append((value, "30m" if "prompt_cache_breakpoint" in part else None))
-            else:
-                parts.append((item, None))
-        blocks = _chain(parts)
+        blocks = _chain(_openai_parts(shape, body))
         explicit = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
         options = body.get("prompt_cache_options") or {}
         implicit = [] if options.get("mode") == "explicit" else [len(blocks) - 1]
@@ -337,6 +313,51 @@ class Simulator:
                 self.fingerprints.get(compare), fingerprint
             )
         return answer
+
+
+def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[Block], list[int]]:
+    """The prefix blocks of a Messages body, and where each message starts."""
+    parts: list[tuple[Any, str | None]] = []
+    for tool in body.get("tools", []):
+        parts.append((tool, _mark(tool)))
+    system = body.get("system", [])
+    for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
+        parts.append((block, _mark(block)))
+    firsts: list[int] = []
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        firsts.append(len(parts))
+        for k, block in enumerate(blocks):
+            value = {"role": message["role"], **block} if k == 0 else block
+            parts.append((value, _mark(block)))
+    return _chain(parts), firsts
+
+
+def _openai_parts(shape: str, body: dict[str, Any]) -> list[tuple[Any, str | None]]:
+    """The prefix blocks of a Chat Completions or Responses body, breakpoints marked."""
+    parts: list[tuple[Any, str | None]] = [(t, None) for t in body.get("tools", [])]
+    if body.get("instructions"):
+        parts.append(({"instructions": body["instructions"]}, None))
+    items = body["messages"] if shape == "openai-chat" else body["input"]
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list) and content:
+            for k, part in enumerate(content):
+                value = {"role": item.get("role"), **part} if k == 0 else part
+                parts.append((value, "30m" if "prompt_cache_breakpoint" in part else None))
+        else:
+            parts.append((item, None))
+    return parts
+
+
+def count_tokens(shape: str, body: dict[str, Any]) -> int:
+    """What the token-counting endpoints answer: the request's input, as billed."""
+    if shape == "anthropic":
+        blocks, _ = _anthropic_blocks(body)
+    else:
+        blocks = _chain(_openai_parts(shape, body))
+    return _cumulative(blocks)[-1]
 
 
 def _mark(block: Any) -> str | None:
@@ -490,7 +511,12 @@ def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
             with sim.lock:
-                if self.path.endswith("/messages"):
+                if self.path.endswith("/messages/count_tokens"):
+                    answer = {"input_tokens": count_tokens("anthropic", body)}
+                elif self.path.endswith("/responses/input_tokens"):
+                    tokens = count_tokens("openai-responses", body)
+                    answer = {"object": "response.input_tokens", "input_tokens": tokens}
+                elif self.path.endswith("/messages"):
                     answer = sim.anthropic(body)
                 elif self.path.endswith("/chat/completions"):
                     answer = sim.openai("openai-chat", body)

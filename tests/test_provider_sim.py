@@ -51,4 +51,5 @@ async def test_the_simulated_provider_bills_what_the_session_counts(
     assert figures["session_cost_usd"] == pytest.approx(figures["simulator_bill_usd"], rel=0.01)
     assert figures["cached_share"] >= 0.9
     assert figures["session_cached_share"] == pytest.approx(figures["cached_share"])
-    assert figures["preview_difference"] < 0.05
+    # the provider counts the tokens where it can (1%); Chat Completions is counted locally (5%)
+    assert figures["preview_difference"] < (0.05 if shape == "openai-chat" else 0.01)

@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Literal
 
 from .budget import measure
 from .deps import SessionDeps
+from .errors import ProviderError
 from .inspect import fingerprinted
 from .ledger import LEDGER_KINDS, SHORTEST_TTL, Charge, CostSummary, Ledger, summarize
 from .log import Dispatch
 from .pricing import price_for
+from .providers.base import CountsTokens
+from .providers.cache_controls import CacheControls, cache_key_for
 from .request import ContentPart, Request, digest
 from .store.base import ReadsNow, Store
 from .writer import LogWriter
@@ -36,7 +39,8 @@ class CostEstimate:
 
     ``cached_tokens`` are expected to be read from the cache (the prefix the previous request
     left warm, if its lifetime has not run out), ``uncached_tokens`` the rest. ``input_usd`` is
-    ``None`` when the model has no price (``reason`` then says ``"no price"``).
+    ``None`` when the model has no price (``reason`` then says ``"no price"``); ``reason`` also
+    says when the tokens were counted locally rather than by the provider.
     """
 
     input_usd: float | None
@@ -94,17 +98,33 @@ class SessionCosts:
         """
         request = await self.preview_request(text)
         model = self.model
-        cached, uncached = await self._split(request, model.name)
+        counted, why = await self._provider_count(request)
+        cached, uncached = await self._split(request, model.name, counted)
         price = price_for(model.name, self._deps.config.prices)
         if price is None:
             return CostEstimate(None, cached, uncached, model.name, "no price")
         usd = (cached * price.cached_input + uncached * price.write) / 1e6
-        return CostEstimate(usd, cached, uncached, model.name)
+        return CostEstimate(usd, cached, uncached, model.name, why)
 
-    async def _split(self, request: Request, model: str) -> tuple[int, int]:
-        """(cached, uncached) tokens of ``request`` as the provider is expected to count them."""
+    async def _provider_count(self, request: Request) -> tuple[int | None, str]:
+        """The provider's count of ``request`` where it has an endpoint, else why not."""
+        model = self.model
+        if not isinstance(model, CountsTokens):
+            return None, "counted locally"
+        controls = CacheControls(key=cache_key_for(self._info.id))
+        try:
+            counted = await model.count_input_tokens(request, controls)
+        except ProviderError as exc:
+            return None, f"counted locally: the provider's count failed: {exc}"
+        return counted, "" if counted is not None else "counted locally"
+
+    async def _split(self, request: Request, model: str, counted: int | None) -> tuple[int, int]:
+        """(cached, uncached) tokens of ``request`` as the provider is expected to count them.
+
+        ``counted`` is the provider's own count of the whole request, when it gave one.
+        """
         counter = self._deps.budget.counter
-        total = measure(request, counter).total
+        total = measure(request, counter).total if counted is None else counted
         previous = await self._writer.last_dispatch()
         charges = self._charges()
         last = charges[-1] if charges else None
@@ -113,14 +133,16 @@ class SessionCosts:
         probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
         if probe.cache != "hit":
             return 0, total
-        before = replace(request, messages=request.messages[: previous.message_count])
-        local = measure(before, counter).total
-        scale = last.usage.input_tokens / local if local else 1.0
-        new = max(0, round((total - local) * scale))
+        sent = last.usage.input_tokens
+        if counted is None:  # the new part by the local count, scaled to the provider's
+            before = replace(request, messages=request.messages[: previous.message_count])
+            local = measure(before, counter).total
+            scale = sent / local if local else 1.0
+            total = sent + max(0, round((total - local) * scale))
         ttl = self._writer.ledger.ttl_seconds
         if (self._since(previous.timestamp) or 0.0) > max(ttl, SHORTEST_TTL):
-            return 0, last.usage.input_tokens + new
-        return last.usage.input_tokens, new
+            return 0, max(total, sent)
+        return min(sent, total), max(0, total - sent)
 
     def _since(self, stored: str) -> float | None:
         """Seconds since the last request: by the runtime's clock when this object sent it."""

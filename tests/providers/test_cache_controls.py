@@ -296,3 +296,59 @@ def test_cache_control_snapshots(provider: str, model: str, fmt: str, sdk_types:
         path.write_text(text, encoding="utf-8")
     assert path.exists(), f"missing snapshot {path.name}; run with UPDATE_SNAPSHOTS=1"
     assert text == path.read_text(encoding="utf-8"), f"cache controls changed: {path.name}"
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        ("anthropic:claude-opus-4-8", "/v1/messages/count_tokens"),
+        ("openai:gpt-5.6-terra", "/responses/input_tokens"),
+    ],
+)
+async def test_the_provider_counts_a_request_where_it_can(
+    server: LocalServer, spec: str, path: str
+) -> None:
+    model = ags.get_model(spec, base_url=server.url, api_key="test")
+    answer = {"input_tokens": 4321, "object": "response.input_tokens"}
+    server.reply(Reply(body=answer), Reply(status=500, body={"error": {"message": "down"}}))
+    controls = CacheControls(key="k", diagnose=True, compare_with="r0")
+    assert await model.count_input_tokens(REQUEST, controls) == 4321
+    sent = server.requests[0]
+    assert sent.path.endswith(path)
+    # only what the counting endpoint takes: no output cap, cache key, diagnosis or storage
+    assert not {"max_tokens", "prompt_cache_key", "diagnostics", "store"} & set(sent.json)
+    assert "Read a.txt" in json.dumps(sent.json)
+    with pytest.raises(ags.ProviderError):
+        await model.count_input_tokens(REQUEST, controls)
+    await model.aclose()
+
+
+async def test_chat_completions_has_no_count(server: LocalServer) -> None:
+    model = ags.get_model("openai-chat:gpt-5.6-terra", base_url=server.url, api_key="test")
+    assert await model.count_input_tokens(REQUEST) is None
+    assert server.requests == []
+
+
+async def test_preview_cost_uses_the_providers_count_and_survives_its_failure(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    model = ags.get_model(
+        "anthropic:claude-opus-4-8", base_url=server.url, api_key="test", streaming=False
+    )
+    async with ags.Runtime(
+        store=ags.MemoryStore(), model=model, project_dir=tmp_path, config=ags.Config(titles=False)
+    ) as runtime:
+        session = await runtime.create_session()
+        server.reply(anthropic_reply(1))
+        await session.prompt("one")
+        server.reply(Reply(body={"input_tokens": 500}))
+        counted = await session.preview_cost("two")
+        assert server.requests[-1].path.endswith("/count_tokens")
+        assert (counted.cached_tokens, counted.uncached_tokens) == (160, 340)  # 10 + 100 + 50 sent
+        assert counted.reason == ""
+        price = ags.ModelPrice(input=5.0, cached_input=0.5, cache_write=6.25, output=25.0)
+        assert counted.input_usd == pytest.approx((160 * 0.5 + 340 * price.write) / 1e6)
+        server.reply(Reply(status=500, body={"error": {"message": "down"}}))
+        local = await session.preview_cost("two")
+        assert local.reason.startswith("counted locally: the provider's count failed")
+        assert local.cached_tokens == 160 and local.uncached_tokens > 0

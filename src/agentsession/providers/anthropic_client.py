@@ -153,6 +153,13 @@ class AnthropicModel(SDKModel):
     def _map_error(self, exc: Exception) -> ProviderError | None:
         return map_anthropic_error(exc, self._source)
 
+    async def _count(self, sdk: Any, body: dict[str, Any]) -> int | None:
+        keys = ("model", "messages", "system", "tools", "tool_choice", "thinking", "betas")
+        args = {k: body[k] for k in keys if k in body}
+        api = sdk.beta.messages if "betas" in body else sdk.messages
+        result = await api.count_tokens(**args)
+        return _int(result.input_tokens)
+
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         source = self._source
         api = sdk.beta.messages if "betas" in body else sdk.messages

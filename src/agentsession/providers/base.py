@@ -24,6 +24,7 @@ from ..request import AssistantMessage, Request, ToolCall, Usage
 __all__ = [
     "STOP_REASONS",
     "CacheControlled",
+    "CountsTokens",
     "Model",
     "ModelDone",
     "ModelEvent",
@@ -137,6 +138,15 @@ class ModelDone:
 
 
 ModelEvent: TypeAlias = ModelTextDelta | ModelToolCall | ModelDone
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A model whose provider can count a request's input tokens without running it."""
+
+    async def count_input_tokens(self, request: Request, controls: Any = None) -> int | None:
+        """The provider's count of ``request`` (with ``controls``); ``None``: it has no way."""
+        ...
 
 
 @runtime_checkable

@@ -275,6 +275,12 @@ class OpenAIResponsesModel(_OpenAIBase):
 
     wire_format = "openai-responses"
 
+    async def _count(self, sdk: Any, body: dict[str, Any]) -> int | None:
+        keys = ("model", "input", "instructions", "tools", "tool_choice", "reasoning", "text")
+        args = {k: body[k] for k in keys if k in body}
+        result = await sdk.responses.input_tokens.count(**args)
+        return _int(result.input_tokens)
+
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         from openai.types.responses import Response
 
