@@ -26,6 +26,9 @@ every request. It is a model of the documentation, not of the services:
 
 The model's replies come from ``policy(shape, last_user_text, last_is_tool) -> Reply``; the
 clock is a callable, so a benchmark can share its runtime's clock with the simulated cache.
+The token-counting endpoints (Anthropic ``/v1/messages/count_tokens``, Responses
+``/v1/responses/input_tokens``) answer the same count the bill uses. The response bodies and
+the diagnoses' shapes are in ``provider_shapes``.
 """
 
 from __future__ import annotations
@@ -35,10 +38,18 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from provider_shapes import (
+    Reply,
+    anthropic_diagnosis,
+    chat_answer,
+    openai_diagnosis,
+    responses_answer,
+)
 
 MIN_PREFIX = 1024
 LOOKBACK = 20
@@ -54,15 +65,6 @@ class Price:
     write: float
     write_long: float
     output: float
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What the simulated model answers: text, or one tool call."""
-
-    text: str = ""
-    tool: str = ""
-    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 Policy = Callable[[str, str, bool], Reply]
@@ -268,9 +270,7 @@ class Simulator:
             self.fingerprints[message_id] = print_
             previous = body["diagnostics"].get("previous_message_id")
             if previous is not None:
-                answer["diagnostics"] = _anthropic_diagnosis(
-                    self.fingerprints.get(previous), print_
-                )
+                answer["diagnostics"] = anthropic_diagnosis(self.fingerprints.get(previous), print_)
         return answer
 
     # -- OpenAI ------------------------------------------------------------------------------
@@ -295,11 +295,9 @@ class Simulator:
         out = _tokens(out_value)
         self.bill(shape, body["model"], total, read, w5, 0, out)
         if shape == "openai-chat":
-            return _chat_answer(
-                self.next_id("chatcmpl"), body["model"], reply, total, read, w5, out
-            )
+            return chat_answer(self.next_id("chatcmpl"), body["model"], reply, total, read, w5, out)
         response_id = self.next_id("resp")
-        answer = _responses_answer(response_id, body["model"], reply, total, read, w5, out)
+        answer = responses_answer(response_id, body["model"], reply, total, read, w5, out)
         fingerprint = {
             "model": body["model"],
             "key": route,
@@ -309,7 +307,7 @@ class Simulator:
         self.fingerprints[response_id] = fingerprint
         compare = options.get("comparison_response_id")
         if compare:
-            answer["prompt_cache_diagnostics"] = _openai_diagnosis(
+            answer["prompt_cache_diagnostics"] = openai_diagnosis(
                 self.fingerprints.get(compare), fingerprint
             )
         return answer
@@ -386,120 +384,6 @@ def _last_text(items: list[Any]) -> str:
             if texts:
                 return " ".join(texts)
     return ""
-
-
-def _anthropic_diagnosis(
-    before: dict[str, Any] | None, now: dict[str, Any]
-) -> dict[str, Any] | None:
-    if before is None:
-        return {"cache_miss_reason": {"type": "previous_message_not_found"}}
-    for key, reason in (
-        ("model", "model_changed"),
-        ("tools", "tools_changed"),
-        ("system", "system_changed"),
-    ):
-        if before[key] != now[key]:
-            return {
-                "cache_miss_reason": {"type": reason, "cache_missed_input_tokens": now["tokens"]}
-            }
-    old, new = before["messages"], now["messages"]
-    if len(old) > len(new) or old != new[: len(old)]:
-        return {
-            "cache_miss_reason": {
-                "type": "messages_changed",
-                "cache_missed_input_tokens": now["tokens"],
-            }
-        }
-    return None
-
-
-def _openai_diagnosis(before: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
-    if before is None:
-        return {"type": "comparison_response_not_found"}
-    for key, reason in (
-        ("model", "model_changed"),
-        ("key", "prompt_cache_key_changed"),
-        ("tools", "tools_changed"),
-    ):
-        if before[key] != now[key]:
-            return {"type": "cache_miss", "reason": reason, "cache_missed_tokens": 0}
-    old, new = before["chain"], now["chain"]
-    if len(old) > len(new) or new[len(old) - 1] != old[-1]:
-        return {"type": "cache_miss", "reason": "input_changed", "cache_missed_tokens": 0}
-    return {"type": "cache_hit"}
-
-
-def _chat_answer(
-    answer_id: str, model: str, reply: Reply, total: int, read: int, written: int, out: int
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.tool:
-        message["tool_calls"] = [
-            {
-                "id": f"call_{answer_id}",
-                "type": "function",
-                "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)},
-            }
-        ]
-    return {
-        "id": answer_id,
-        "object": "chat.completion",
-        "created": 1,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls" if reply.tool else "stop",
-                "message": message,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": total,
-            "completion_tokens": out,
-            "total_tokens": total + out,
-            "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
-        },
-    }
-
-
-def _responses_answer(
-    answer_id: str, model: str, reply: Reply, total: int, read: int, written: int, out: int
-) -> dict[str, Any]:
-    if reply.tool:
-        item: dict[str, Any] = {
-            "type": "function_call",
-            "id": f"fc_{answer_id}",
-            "call_id": f"call_{answer_id}",
-            "name": reply.tool,
-            "arguments": json.dumps(reply.arguments),
-            "status": "completed",
-        }
-    else:
-        item = {
-            "type": "message",
-            "id": f"m_{answer_id}",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
-        }
-    return {
-        "id": answer_id,
-        "object": "response",
-        "created_at": 1,
-        "model": model,
-        "status": "completed",
-        "output": [item],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": {
-            "input_tokens": total,
-            "input_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
-            "output_tokens": out,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": total + out,
-        },
-    }
 
 
 def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
