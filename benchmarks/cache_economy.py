@@ -68,7 +68,9 @@ def skill(name: str) -> ags.Skill:
     )
 
 
-async def session_requests(turns: int, cap: int, step: int) -> list[Request]:
+async def session_requests(
+    turns: int, cap: int, step: int | None, keep: float | None = None
+) -> list[Request]:
     """The neutral requests of the scripted session under ``cap`` and ``step``."""
     moment = {"now": datetime(2026, 3, 1, 9, 0)}
     pending_skill: dict[str, str | None] = {"name": None}
@@ -96,7 +98,12 @@ async def session_requests(turns: int, cap: int, step: int) -> list[Request]:
             tools=[lookup],
             skills=[skill("alpha"), skill("beta")],
             clock=lambda: moment["now"],
-            config=ags.Config(max_transcript_messages=cap, window_step=step, max_loaded_skills=1),
+            config=ags.Config(
+                max_transcript_messages=cap,
+                window_step=step,
+                max_loaded_skills=1,
+                **({} if keep is None else {"window_keep": keep}),
+            ),
         )
         status = {"text": "build green"}
         handle = None
@@ -230,6 +237,8 @@ def main() -> None:
     for step in STEPS:
         requests = asyncio.run(session_requests(args.turns, 60, step))
         runs[f"cap 60, window_step {step}"] = classify(requests)
+    requests = asyncio.run(session_requests(args.turns, 60, None))
+    runs["cap 60, default policy (window_step=None)"] = classify(requests)
     for name, result in runs.items():
         print(
             f"{name:48} hits {result['hit_rate']:6.1%}  reuse {result['prefix_reuse']:6.1%}"

@@ -147,6 +147,8 @@ def cache_rows(data: dict[str, Any]) -> list[str]:
             return (0, 0)
         if name.startswith("naive"):
             return (1, 0)
+        if "default policy" in name:
+            return (3, 0)
         return (2, int(name.rsplit(" ", 1)[1]))
 
     rows = []
@@ -177,6 +179,24 @@ def window_rows(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def provider_cache_rows(data: dict[str, Any]) -> list[str]:
+    rows = []
+    for shape, r in data["figures"]["shapes"].items():
+        met = r["cached_share"] >= 0.95 and r["unexplained_misses"] == 0
+        close = r["bill_difference"] <= 0.01
+        limit = 0.05 if shape == "openai-chat" else 0.01  # where the provider counts tokens: 1%
+        rows.append(
+            f"| 7 | {shape} ({r['model']}), {data['figures']['turns']} turns: cached share ·"
+            f" unexplained misses · `session.cost()` vs bill · `preview_cost` vs billed"
+            f" | {r['cached_share']:.1%} · {r['unexplained_misses']} ·"
+            f" ${r['session_cost_usd']:.4f} vs ${r['simulator_bill_usd']:.4f}"
+            f" ({r['bill_difference']:.2%}) · {r['preview_difference']:.1%}"
+            f" | ≥ 95%, 0, ≤ 1%: {verdict(met and close)}; preview ≤ {limit:.0%}:"
+            f" {verdict(r['preview_difference'] <= limit)} |"
+        )
+    return rows
+
+
 def soak_rows(data: dict[str, Any] | None) -> list[str]:
     if data is None:
         return [
@@ -204,6 +224,7 @@ def table() -> str:
         ("startup", startup_rows),
         ("cache_economy", cache_rows),
         ("window_step", window_rows),
+        ("provider_cache", provider_cache_rows),
     ):
         data = load(name)
         if data is None:
@@ -257,7 +278,12 @@ def plots() -> None:
     data = load("cache_economy")
     if data is not None:
         runs = data["figures"]["runs"]
-        steps = [(int(n.rsplit(" ", 1)[1]), r) for n, r in runs.items() if "window_step" in n]
+        steps = [
+            (int(n.rsplit(" ", 1)[1]), r)
+            for n, r in runs.items()
+            if "window_step" in n and "default policy" not in n
+        ]
+        policy = next((r for n, r in runs.items() if "default policy" in n), None)
         fig, ax = plt.subplots(figsize=(6.5, 4))
         xs = [s for s, _ in steps]
         ax.plot(xs, [r["hit_rate"] for _, r in steps], marker="o", label="cache hits")
@@ -268,6 +294,11 @@ def plots() -> None:
             marker="o",
             label="history kept (avg msgs / 60)",
         )
+        if policy is not None:
+            for key, color in (("hit_rate", "C0"), ("prefix_reuse", "C1")):
+                ax.axhline(policy[key], color=color, linestyle=":", linewidth=1)
+            ax.axhline(policy["avg_history_messages"] / 60, color="C2", linestyle=":", linewidth=1)
+            ax.text(xs[0], policy["prefix_reuse"] + 0.01, "dotted: default policy", fontsize=7)
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs, [str(x) for x in xs])
         ax.set_xlabel("window_step (cap 60)")

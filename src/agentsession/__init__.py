@@ -19,6 +19,7 @@ from .context import (
     PluginScope,
     Rendered,
 )
+from .engine.costs import CostEstimate
 from .engine.parts import ContextSource, SourceFactory
 from .errors import (
     AgentSessionError,
@@ -55,6 +56,8 @@ from .events import (
     TurnFinished,
     TurnStream,
 )
+from .ledger import CostSummary, ModelCost
+from .ledger.prices import ModelPrice
 from .log import (
     ContextEpoch,
     MidConversationSystemMessage,
@@ -148,6 +151,8 @@ __all__ = [
     "ContextSource",
     "ContextView",
     "CorruptEntryError",
+    "CostEstimate",
+    "CostSummary",
     "CredentialsError",
     "Decision",
     "EpochInfo",
@@ -161,6 +166,8 @@ __all__ = [
     "Message",
     "MidConversationSystemMessage",
     "Model",
+    "ModelCost",
+    "ModelPrice",
     "ModelProfile",
     "PermissionPreset",
     "PluginScope",

@@ -82,6 +82,7 @@ class BoundaryInput:
     tool_specs: Mapping[str, ToolSpec] = field(default_factory=dict)
     native_tool_changes: bool = False
     removal_texts: Mapping[str, str] = field(default_factory=dict)
+    cold: bool = False  # the provider's cache has expired since the last request
 
 
 @dataclass(frozen=True)
@@ -187,13 +188,15 @@ def build_request(
     )
 
 
-def window_of(view: Sequence[ViewMessage], config: Config) -> Window:
-    """The transcript window over ``view`` under ``config``."""
+def window_of(view: Sequence[ViewMessage], config: Config, *, cold: bool = False) -> Window:
+    """The transcript window over ``view`` under ``config`` (``cold``: the cache has expired)."""
     return select_window(
         [v.message for v in view],
         config.max_transcript_messages,
-        step=config.window_step,
+        step=config.window_step or 1,
         chunk=config.effective_elision_chunk,
+        keep=config.window_keep_messages,
+        cold=cold,
     )
 
 
@@ -222,7 +225,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
             records.append(Record(seq, mid))
 
     view = project(records, data.epoch)
-    window = window_of(view, data.config)
+    window = window_of(view, data.config, cold=data.cold)
     if reason is None and (window.start > 0 or window.omitted_system):
         # Something the model was told would leave its view (whole turns, or update messages
         # inside an elided stretch of a long turn): fold the current state into a fresh

@@ -2,12 +2,55 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .errors import UsageError
 
-__all__ = ["Config"]
+__all__ = ["Config", "ModelPrice"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelPrice:
+    """USD per million tokens of one model.
+
+    ``input`` is uncached input; ``cached_input`` input read from the provider's prompt cache;
+    ``cache_write`` input written to it with the short lifetime (Anthropic 5 min, OpenAI's
+    explicit breakpoints); ``cache_write_long`` written with the long one (Anthropic 1 h).
+    ``None`` for a write price means writes cost the input price (providers that charge
+    nothing extra). ``source`` and ``date`` say where and when the figures were read.
+    """
+
+    input: float
+    cached_input: float
+    output: float
+    cache_write: float | None = None
+    cache_write_long: float | None = None
+    source: str = ""
+    date: str = ""
+    kind: Literal["model_price"] = "model_price"
+
+    def __post_init__(self) -> None:
+        for name in ("input", "cached_input", "output", "cache_write", "cache_write_long"):
+            value = getattr(self, name)
+            if value is None and name.startswith("cache_write"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise UsageError(f"ModelPrice.{name} must be a number, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise UsageError(f"ModelPrice.{name} must be a finite number >= 0, got {value!r}")
+
+    @property
+    def write(self) -> float:
+        """USD per million tokens written with the short lifetime."""
+        return self.input if self.cache_write is None else self.cache_write
+
+    @property
+    def write_long(self) -> float:
+        """USD per million tokens written with the long lifetime."""
+        return self.write if self.cache_write_long is None else self.cache_write_long
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,9 +58,10 @@ class Config:
     """Limits and switches of a runtime; every field has the spec's default where it sets one.
 
     ``max_transcript_messages`` caps the history messages of one request (a tool call and its
-    result count as two); ``window_step`` is how many user turns the window start moves at once
-    (4: chosen from the measured trade-off between prompt-cache reuse and history kept, see
-    benchmarks/README.md);
+    result count as two); ``window_step`` is how many user turns the window start moves at once;
+    ``None`` (the default) uses the cost policy instead: once the cap is exceeded the window
+    drops to ``window_keep`` of the cap (default 0.65) in one move, and moves early, at no
+    extra cost, when the provider's cache has expired anyway (see benchmarks/README.md);
     ``context_window`` is the token budget of one request; ``auto_compact`` enables every
     automatic compaction path; ``max_steps`` bounds the model calls of one prompt;
     ``provider_retries`` is how often a transient provider failure is retried inside a step.
@@ -46,11 +90,18 @@ class Config:
     ``"auto"`` in bubblewrap when it works here, ``"bwrap"`` always there (a runtime cannot be
     made without it), ``"none"`` never sandboxed (see ``agentsession.tools.sandbox``).
     ``max_import_line_bytes`` is the longest line ``import_session`` reads (16 MiB).
+
+    ``cache_ttl`` is the lifetime asked for the provider's prompt cache where the provider offers
+    a choice (Anthropic): ``"5m"``, ``"1h"`` or ``"auto"`` (1 h only when the session's measured
+    gaps between requests make it cheaper). ``provider_cache_diagnostics`` asks providers that
+    can explain a cache miss to do so on every call after the first. ``prices`` overrides the
+    shipped price table (USD per million tokens), keyed by model string or bare model name.
     """
 
     max_loaded_skills: int = 3
     max_transcript_messages: int = 60
-    window_step: int = 4
+    window_step: int | None = None
+    window_keep: float = 0.65
     context_window: int = 200_000
     auto_compact: bool = True
     compact_threshold: float = 0.9
@@ -72,6 +123,16 @@ class Config:
     permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
     sandbox: str = "auto"
     max_import_line_bytes: int = 16 * 1024 * 1024
+    cache_ttl: str = "auto"
+    provider_cache_diagnostics: bool = True
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict, hash=False)
+
+    @property
+    def window_keep_messages(self) -> int | None:
+        """What the cost policy keeps after a window move; ``None`` with an explicit step."""
+        if self.window_step is not None:
+            return None
+        return max(1, int(self.max_transcript_messages * self.window_keep))
 
     @property
     def effective_elision_chunk(self) -> int:
@@ -84,7 +145,6 @@ class Config:
         positive = {
             "max_loaded_skills": self.max_loaded_skills,
             "max_transcript_messages": self.max_transcript_messages,
-            "window_step": self.window_step,
             "context_window": self.context_window,
             "max_steps": self.max_steps,
             "max_import_line_bytes": self.max_import_line_bytes,
@@ -138,6 +198,23 @@ class Config:
             raise UsageError(
                 f"Config.sandbox must be 'auto', 'bwrap' or 'none', got {self.sandbox!r}"
             )
+        self._check_cache_and_prices()
+
+    def _check_cache_and_prices(self) -> None:
+        step = self.window_step
+        if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 1):
+            raise UsageError(f"Config.window_step must be None or a positive integer, got {step!r}")
+        keep = self.window_keep
+        if isinstance(keep, bool) or not isinstance(keep, int | float) or not 0 < keep < 1:
+            raise UsageError(f"Config.window_keep must be in (0, 1), got {keep!r}")
+        if self.cache_ttl not in ("auto", "5m", "1h"):
+            raise UsageError(
+                f"Config.cache_ttl must be 'auto', '5m' or '1h', got {self.cache_ttl!r}"
+            )
+        if not isinstance(self.prices, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, ModelPrice) for k, v in self.prices.items()
+        ):
+            raise UsageError("Config.prices must map model names to ags.ModelPrice values")
 
 
 def _optional_limit(name: str, value: object, kinds: tuple[type, ...]) -> None:

@@ -77,13 +77,16 @@ class Usage:
     """Token figures a provider reported for one response (0 when not reported).
 
     ``input_tokens`` counts all input, cached included; ``cached_input_tokens`` (read from the
-    provider's prompt cache) and ``cache_write_tokens`` (written to it) are parts of it.
+    provider's prompt cache) and ``cache_write_tokens`` (written to it) are parts of it;
+    ``cache_write_long_tokens`` is the part of ``cache_write_tokens`` written with the long
+    lifetime (Anthropic's 1 h), billed at its own price.
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_long_tokens: int = 0
 
 
 @dataclass(frozen=True)

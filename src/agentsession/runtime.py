@@ -28,6 +28,7 @@ from .context.builtins import (
 )
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
+from .engine.costs import prime_ledger
 from .engine.deps import SessionDeps
 from .engine.imports import admit_import
 from .engine.leases import delete_undriven, live_lease
@@ -145,6 +146,7 @@ class Runtime:
             titler=Titler(title_model, model),
             summarizer=summarizer,
             presets=preset_table(self.config),
+            clock=self.clock,
         )
         # Each feature that gives sessions tools or context of their own adds one factory.
         self._sources: list[SourceFactory] = []
@@ -220,6 +222,7 @@ class Runtime:
         info = await self.store.get_session(session_id)
         state = [r.entry for r in await self.store.read(session_id, kinds=STATE_KINDS)]
         writer = LogWriter(self.store, info.id, info.next_seq, *await _history(self.store, info))
+        await prime_ledger(self.store, info.id, writer.ledger)
         parts = build_parts(self._deps, info.id, self.project_dir, state, self._sources)
         # A step a dead process left unfinished is recorded at the next write (opening never
         # writes); meanwhile the transcript already shows its calls as interrupted — unless a

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ._deprecated import DeprecatedSessionNames
 from .engine.admission import Admitter
+from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
 from .engine.leases import LeaseKeeper
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 
-class Session(DeprecatedSessionNames):
+class Session(DeprecatedSessionNames, SessionCosts):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(

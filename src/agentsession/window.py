@@ -123,7 +123,14 @@ def _groups(messages: Sequence[Message], begin: int, end: int) -> list[tuple[int
 
 
 def select_window(
-    messages: Sequence[Message], cap: int, *, step: int = 1, start: int = 0, chunk: int = 1
+    messages: Sequence[Message],
+    cap: int,
+    *,
+    step: int = 1,
+    start: int = 0,
+    chunk: int = 1,
+    keep: int | None = None,
+    cold: bool = False,
 ) -> Window:
     """Choose the window over ``messages`` (the model-view history since the epoch start).
 
@@ -138,6 +145,11 @@ def select_window(
     groups whose counted messages fit in ``cap - 1``. If not even the newest group fits, it is
     kept anyway: dropping it would hide the results the model is about to act on, and splitting
     it would orphan a call or a result. That is the only case in which ``count`` exceeds ``cap``.
+
+    ``keep`` (the cost policy, ``Config.window_step=None``): once the cap is exceeded, the start
+    moves turn by turn until at most ``keep`` counted messages remain, so the prefix moves once
+    per ``cap - keep`` messages; with ``cold`` (the provider's cache has expired anyway) it moves
+    there as soon as more than ``keep`` are held, when the move costs nothing extra.
     A history that opens without a user message and consists of one turn keeps the newest groups
     that fit ``cap`` (at least one), without a user message to carry the note.
     """
@@ -162,7 +174,10 @@ def select_window(
     counted = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
         counted[i] = counted[i + 1] + _counts(messages[i])
-    while counted[starts[pos]] > cap and pos < len(starts) - 1:
+    limit = cap
+    if keep is not None and (cold or counted[starts[pos]] > cap):
+        limit = min(keep, cap)
+    while counted[starts[pos]] > limit and pos < len(starts) - 1:
         pos = min(pos + step, len(starts) - 1)
     first = starts[pos]
 

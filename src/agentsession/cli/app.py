@@ -208,7 +208,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="file (folder with --all) to write; default agentsession-<id>.html",
     )
     _add_management(command)
+    _add_cost(command)
     return parser
+
+
+def _add_cost(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    cost = command("cost", "what a session cost in USD, from the provider-reported usage")
+    cost.add_argument("id", nargs="?", metavar="ID", help="the session")
+    cost.add_argument("--all", action="store_true", help="every session, and their total")
 
 
 def _add_management(command: Callable[[str, str], argparse.ArgumentParser]) -> None:

@@ -33,6 +33,7 @@ from ..events import (
     ToolCallStarted,
     TurnStream,
 )
+from ..ledger import cost_lines
 from ..log import Dispatch
 from ..permissions import BUILTIN_PRESETS
 from ..providers.base import Model
@@ -47,7 +48,7 @@ __all__ = ["HELP", "Chat", "Driver"]
 HELP = (
     "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
     "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
-    "/model NAME, /compact, /approve [always], /deny [REASON], /retry, /id, /help, /quit."
+    "/model NAME, /compact, /approve [always], /deny [REASON], /retry, /id, /usage, /help, /quit."
 )
 
 
@@ -274,6 +275,7 @@ class Chat:
             "/compact": self._compact,
             "/approve": self._approve,
             "/deny": self._deny,
+            "/usage": self._usage,
         }
         handler = handlers.get(name)
         if handler is None:
@@ -284,6 +286,10 @@ class Chat:
 
     async def _help(self, arg: str) -> None:
         self.output.note(HELP)
+
+    async def _usage(self, arg: str) -> None:
+        for line in cost_lines(self.session.cost()):
+            self.output.note(line)
 
     async def _id(self, arg: str) -> None:
         self.output.note(f"session {self.session.id}")

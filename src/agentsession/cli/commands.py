@@ -38,6 +38,7 @@ from ..store.base import Store
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
+from .cost import COST_COMMANDS
 from .invocation import (
     Invocation,
     history_path,
@@ -425,4 +426,5 @@ COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "request": request,
     "report": report,
     **MANAGEMENT,
+    **COST_COMMANDS,
 }

@@ -247,6 +247,14 @@ class Admitter:
         self.epoch_reason = None
         return True
 
+    def _cold(self) -> bool:
+        """Whether the provider's cache has expired since the last request (runtime clock)."""
+        clock, ledger = self.deps.clock, self.writer.ledger
+        last = ledger.last_noted()
+        if clock is None or last is None:
+            return False
+        return (clock() - last).total_seconds() > ledger.ttl_seconds
+
     async def rebuild(self, model: Model) -> Request:
         """The request of the current epoch exactly as last admitted (nothing sampled)."""
         view = await self.writer.epoch_view()
@@ -329,6 +337,7 @@ class Admitter:
             tool_specs=toolbox.specs(),
             native_tool_changes=profile.native_tool_changes,
             removal_texts=self.parts.removals,
+            cold=self._cold(),
         )
 
         def preflight(request: Request) -> int:

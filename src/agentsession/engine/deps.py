@@ -9,8 +9,9 @@ ordinary implementation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ..budget import BudgetPolicy
 from ..config import Config
@@ -37,6 +38,7 @@ class SessionDeps:
     titler: Titler
     summarizer: Model | None = None
     presets: Mapping[str, PermissionPreset] = field(default_factory=dict)
+    clock: Callable[[], datetime] | None = None  # the runtime's clock (cache lifetimes)
 
     def tool_named(self, name: str) -> Tool | None:
         """The application tool called ``name``, if any."""

@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator
 
 from ..errors import ProviderError, TransientProviderError
 from ..events import ProviderRetry, TextDelta
-from ..providers.base import Model, ModelDone, ModelTextDelta, ModelToolCall
+from ..providers.base import CacheControlled, Model, ModelDone, ModelTextDelta, ModelToolCall
+from ..providers.cache_controls import CacheControls
 from ..request import Request
 
 __all__ = ["MAX_RETRY_AFTER", "call_model", "retry_delay"]
@@ -35,15 +36,27 @@ def retry_delay(error: TransientProviderError, attempt: int, base_delay: float) 
 
 
 async def call_model(
-    model: Model, request: Request, *, retries: int, base_delay: float
+    model: Model,
+    request: Request,
+    *,
+    retries: int,
+    base_delay: float,
+    controls: CacheControls | None = None,
 ) -> AsyncIterator[TextDelta | ProviderRetry | ModelDone]:
-    """Stream ``model``'s response to ``request``; the last event is ``ModelDone``."""
+    """Stream ``model``'s response to ``request``; the last event is ``ModelDone``.
+
+    ``controls`` go with the request to a model that takes provider cache controls.
+    """
     attempt = 0
     while True:
         done = False
         streamed = 0
+        if controls is not None and isinstance(model, CacheControlled):
+            events = model.stream_with(request, controls)
+        else:
+            events = model.stream(request)
         try:
-            async for event in model.stream(request):
+            async for event in events:
                 if isinstance(event, ModelTextDelta):
                     streamed += len(event.text)
                     yield TextDelta(event.text)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Literal, TypeAlias
 
 from ..boundary import Admission
@@ -48,6 +49,8 @@ from ..log import (
     now,
 )
 from ..providers.base import Model, ModelDone, provider_failure
+from ..providers.cache_controls import CacheControls, cache_key_for
+from ..providers.cache_policy import LONG_TTL, SHORT_TTL, choose_ttl
 from ..request import (
     AssistantMessage,
     Message,
@@ -224,6 +227,7 @@ class Turn:
                 request,
                 retries=config.provider_retries,
                 base_delay=config.retry_base_delay,
+                controls=await self._cache_controls(),
             ):
                 yield event
         except Exception as exc:
@@ -235,6 +239,27 @@ class Turn:
             if error is exc:
                 raise
             raise error from exc
+
+    async def _cache_controls(self) -> CacheControls:
+        """The provider cache controls of the next call (see ``cache_policy``)."""
+        config, ledger, clock = self.deps.config, self.writer.ledger, self.deps.clock
+        if clock is not None:
+            ledger.note(clock())
+        answered = ledger.last_answered()
+        previous = answered.response_id if answered is not None else ledger.stored_response_id
+        if answered is None and previous is None:
+            found = await self.deps.store.last(self.session_id, ["assistant"])
+            entry = found.entry if found is not None else None
+            previous = entry.response_id if isinstance(entry, AssistantEntry) else ""
+            ledger.stored_response_id = previous
+        ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+        ledger.ttl_seconds = LONG_TTL if ttl == "1h" else SHORT_TTL
+        return CacheControls(
+            key=cache_key_for(self.session_id),
+            ttl=ttl,
+            diagnose=config.provider_cache_diagnostics,
+            compare_with=previous or None,
+        )
 
     async def _respond(
         self, step: int, request: Request, done: ModelDone, message: AssistantMessage
@@ -248,6 +273,10 @@ class Turn:
             model=done.model or self.model.name,
             usage=done.usage,
             timestamp=now(),
+            response_id=done.response_id,
+            provider_cache=done.provider_cache,
+            usage_estimated=not self.model.profile.reports_usage,
+            sent_at=_iso(self.writer.ledger.last_noted()),
         )
         saved = await self.writer.commit([entry])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0:
@@ -344,3 +373,7 @@ def waiting_calls(
             calls.extend(c for c in message.tool_calls if c.id in wanted)
             wanted -= {c.id for c in message.tool_calls}
     return calls
+
+
+def _iso(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else ""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from ..errors import ConflictError, StoreError
+from ..ledger import Ledger
 from ..log import (
     TRANSCRIPT_KINDS,
     ContextEpoch,
@@ -98,6 +99,7 @@ class LogWriter:
         self._dispatch_known = False
         self._inflight: asyncio.Future[list[Record]] | None = None
         self._unsure = False  # a write failed without an answer: it may have committed
+        self.ledger = Ledger(next_seq)  # what each dispatched request cost (session.cost())
 
     @property
     def next_seq(self) -> int:
@@ -364,6 +366,7 @@ class LogWriter:
             self._next_seq = records[-1].seq + 1
             self._transcript.committed()
         for record in records:
+            self.ledger.take(record)
             if isinstance(record.entry, Dispatch):
                 self._last_dispatch = record.seq
                 self._dispatch, self._dispatch_known = record.entry, True

@@ -132,11 +132,29 @@ def _stats(ins: Inspection) -> str:
         ("prompt tokens (measured)", "token-count", f"{tokens:,}"),
         ("repeating the previous prefix", "cacheable-share", share),
         ("cached, as the provider reported", "reported-cached", f"{cached:,}"),
+        *_cost_stats(ins),
     ]
     cells = "".join(
         f"<div><dt>{label}</dt><dd id='{ident}'>{value}</dd></div>" for label, ident, value in stats
     )
     return f"<dl class='stats'>{cells}</dl>"
+
+
+def _usd(value: float | None) -> str:
+    return "no price" if value is None else f"${value:,.4f}"
+
+
+def _cost_stats(ins: Inspection) -> list[tuple[str, str, str]]:
+    """The session's cost totals, the same figures ``agentsession cost`` prints."""
+    cost = ins.cost
+    if cost is None:
+        return []
+    return [
+        ("cost (USD)", "cost-total", _usd(cost.total_usd)),
+        ("without caching", "cost-uncached", _usd(cost.uncached_usd)),
+        ("saved by caching", "cost-saved", _usd(cost.saved_usd)),
+        ("unexplained cache misses", "unexplained-misses", f"{cost.unexplained_misses:,}"),
+    ]
 
 
 def _requests_section(requests: Sequence[RequestInfo]) -> str:
@@ -162,7 +180,8 @@ def _requests_section(requests: Sequence[RequestInfo]) -> str:
         "<thead><tr><th>#</th><th>turn</th><th>step</th><th>model</th><th>epoch</th>"
         "<th>prompt</th><th class='num'>tokens</th><th class='num'>cacheable</th>"
         "<th class='num'>new</th><th class='num'>provider input</th>"
-        "<th class='num'>provider cached</th><th>diagnosis</th><th>rebuilt</th></tr></thead>"
+        "<th class='num'>provider cached</th><th>diagnosis</th><th>provider diagnosis</th>"
+        "<th class='num'>cost</th><th>rebuilt</th></tr></thead>"
         f"<tbody>{rows}</tbody></table></details></section>"
     )
 
@@ -180,7 +199,9 @@ def _request_row(r: RequestInfo, top: int) -> str:
         f"<td>{_n(r.epoch)}</td><td>{bar}</td><td class='num'>{r.tokens:,}</td>"
         f"<td class='num'>{r.cacheable:,}</td><td class='num'>{r.new:,}</td>"
         f"<td class='num'>{_n(r.reported_input)}</td><td class='num'>{_n(r.reported_cached)}</td>"
-        f"<td class='diag diag-{escape(r.cache)}'>{escape(r.cache)}</td><td>{exact}</td></tr>"
+        f"<td class='diag diag-{escape(r.cache)}'>{escape(r.cache)}</td>"
+        f"<td>{escape(r.provider_cache) or '–'}</td><td class='num'>{_usd(r.cost_usd)}</td>"
+        f"<td>{exact}</td></tr>"
     )
 
 

@@ -19,6 +19,8 @@ from ..boundary import Admission
 from ..budget import BudgetPolicy, Measurement, TokenCounter, measure
 from ..config import Config
 from ..errors import UsageError
+from ..ledger import CostSummary, charge_usd, charges_of, summarize
+from ..ledger.prices import ModelPrice, price_for
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -113,6 +115,8 @@ class RequestInfo:
     exact: bool
     mismatch: str
     request: Request
+    cost_usd: float | None = None  # as billed, from the reported usage; None: no price
+    provider_cache: str = ""  # the provider's own cache diagnosis ("": none given)
 
     @property
     def new(self) -> int:
@@ -167,6 +171,7 @@ class Inspection:
     next_error: str = ""
     checkpoints: tuple[SystemPromptCheckpoint, ...] = ()
     runtime_contexts: tuple[RuntimeContextSnapshot, ...] = ()
+    cost: CostSummary | None = None  # what the session cost (ledger.summarize)
 
 
 def inspect_log(
@@ -217,7 +222,7 @@ def inspect_log(
         for r in records
         if isinstance(r.entry, ContextEpoch)
     )
-    requests = _requests(records, rebuilt, turns_of, counter)
+    requests = _requests(records, rebuilt, turns_of, counter, config.prices)
     return Inspection(
         session_id=info.id,
         title=info.title,
@@ -232,6 +237,7 @@ def inspect_log(
         requests=requests,
         next_request=next_request,
         next_error=next_error,
+        cost=summarize(charges_of(records), config.prices),
     )
 
 
@@ -345,6 +351,7 @@ def _requests(
     rebuilt: Sequence[Rebuilt],
     turns_of: Mapping[int, int],
     counter: TokenCounter,
+    prices: Mapping[str, ModelPrice],
 ) -> tuple[RequestInfo, ...]:
     answers = _answers(records)
     out: list[RequestInfo] = []
@@ -356,6 +363,8 @@ def _requests(
             cacheable = _cacheable(previous.request, item.request, measured)
         answer = answers.get(item.seq)
         usage = answer.usage if answer is not None else None
+        price = price_for(item.dispatch.model, prices)
+        billed = charge_usd(usage, price)[0] if usage is not None and price else None
         out.append(
             RequestInfo(
                 number=item.number,
@@ -373,6 +382,8 @@ def _requests(
                 exact=item.exact,
                 mismatch=item.mismatch,
                 request=item.request,
+                cost_usd=billed,
+                provider_cache=answer.provider_cache if answer is not None else "",
             )
         )
         previous = item

@@ -51,7 +51,16 @@ class UserEntry:
 
 @dataclass(frozen=True)
 class AssistantEntry:
-    """A model response with the usage figures the provider reported for it."""
+    """A model response with the usage figures the provider reported for it.
+
+    ``response_id`` is the provider's id of the response (the next request may ask the provider
+    to compare against it); ``provider_cache`` the provider's own cache diagnosis of the request
+    this answers (``""``: none asked or given; ``"hit"``; or its miss reason, e.g.
+    ``"messages_changed"``), kept beside the local diagnosis of the dispatch record before it.
+    ``usage_estimated``: the figures are the model's guess, not the provider's count.
+    ``sent_at`` is when the request was sent by the runtime's clock (cache lifetimes are
+    judged by it; ``timestamp`` is the wall clock's).
+    """
 
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -60,6 +69,10 @@ class AssistantEntry:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     timestamp: str = ""
+    response_id: str = ""
+    provider_cache: str = ""
+    usage_estimated: bool = False
+    sent_at: str = ""
     kind: Literal["assistant"] = "assistant"
 
 

@@ -95,7 +95,12 @@ _TYPES: dict[str, type[Any]] = {
 }
 
 #: The version each kind is written with today.
-VERSIONS: dict[str, int] = {**dict.fromkeys(_TYPES, 1), "epoch": 4, "dispatch": 3}
+VERSIONS: dict[str, int] = {
+    **dict.fromkeys(_TYPES, 1),
+    "epoch": 4,
+    "dispatch": 3,
+    "assistant": 2,
+}
 
 
 def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +131,12 @@ def _dispatch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _assistant_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 may add the provider's response id and cache diagnosis, long-lived cache
+    # writes in the usage and an estimated-usage flag; a version 1 response had none of them.
+    return payload
+
+
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
 _UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
@@ -133,6 +144,7 @@ _UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 3): _epoch_v3_to_v4,
     ("dispatch", 1): _dispatch_v1_to_v2,
     ("dispatch", 2): _dispatch_v2_to_v3,
+    ("assistant", 1): _assistant_v1_to_v2,
 }
 
 #: Stored forms that keep their fields packed: (kind, version) -> (pack, unpack). ``pack``

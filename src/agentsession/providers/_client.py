@@ -31,7 +31,9 @@ from .base import (
     ModelToolCall,
     provider_failure,
 )
+from .cache_controls import CacheControls, apply_cache_controls
 from .lower import lower
+from .validate import validate
 
 __all__ = [
     "NO_KEY",
@@ -203,18 +205,54 @@ class SDKModel(ABC):
     def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         """Send ``body`` and yield events, ending with one ``ModelDone``."""
 
-    async def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
         """Lower, validate and send ``request``; yield text, tool calls, then ``ModelDone``."""
-        body = self.lower(request)  # raises before anything is sent
+        return self._send(self.lower(request))  # lowering raises before anything is sent
+
+    def stream_with(self, request: Request, controls: CacheControls) -> AsyncIterator[ModelEvent]:
+        """``stream(request)`` with the cache controls this model's profile supports."""
+        return self._send(self._controlled(request, controls))
+
+    async def count_input_tokens(
+        self, request: Request, controls: CacheControls | None = None
+    ) -> int | None:
+        """The provider's own count of the request's input tokens; ``None``: no endpoint.
+
+        Nothing is generated or billed; a failure is a ``ProviderError`` like a call's.
+        """
+        body = self.lower(request) if controls is None else self._controlled(request, controls)
+        try:
+            return await self._count(self._client(), body)
+        except Exception as exc:
+            raise self._failure(exc) from exc
+
+    async def _count(self, sdk: Any, body: dict[str, Any]) -> int | None:
+        """The vendor's token-counting call for ``body``; ``None`` where there is none."""
+        return None
+
+    def _controlled(self, request: Request, controls: CacheControls) -> dict[str, Any]:
+        fmt, profile = self.wire_format, self._profile
+        body = apply_cache_controls(self.lower(request), fmt, profile, controls, request)
+        validate(body, fmt, profile)
+        return body
+
+    def _client(self) -> Any:
         if self._sdk is None:
             self.ensure_ready()
             self._sdk = self._make_sdk(self._key())
+        return self._sdk
+
+    def _failure(self, exc: Exception) -> Exception:
+        mapped = None if isinstance(exc, AgentSessionError) else self._map_error(exc)
+        return mapped or provider_failure(exc, self._source)
+
+    async def _send(self, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+        sdk = self._client()
         try:
-            async for event in self._events(self._sdk, body):
+            async for event in self._events(sdk, body):
                 yield event
         except Exception as exc:
-            mapped = None if isinstance(exc, AgentSessionError) else self._map_error(exc)
-            failure = mapped or provider_failure(exc, self._source)
+            failure = self._failure(exc)
             if failure is exc:
                 raise
             raise failure from exc

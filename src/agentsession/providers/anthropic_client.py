@@ -64,12 +64,29 @@ def _replay_data(content: list[Any], fmt: str) -> dict[str, Any]:
 def _usage(u: Any) -> Usage:
     cache_read = _int(getattr(u, "cache_read_input_tokens", 0))
     cache_write = _int(getattr(u, "cache_creation_input_tokens", 0))
+    split = getattr(u, "cache_creation", None)
     return Usage(
         input_tokens=_int(u.input_tokens) + cache_read + cache_write,
         output_tokens=_int(u.output_tokens),
         cached_input_tokens=cache_read,
         cache_write_tokens=cache_write,
+        cache_write_long_tokens=_int(getattr(split, "ephemeral_1h_input_tokens", 0)),
     )
+
+
+def _diagnosis(message: Any) -> str:
+    """Anthropic's cache diagnosis as one word: ``hit``, a miss reason, ``pending`` or ``""``.
+
+    No ``diagnostics`` object on a response that asked for one means no divergence was found;
+    one without a reason means the comparison had not finished.
+    """
+    found = getattr(message, "diagnostics", None)
+    if found is None:
+        return ""
+    reason = getattr(found, "cache_miss_reason", None)
+    if reason is None:
+        return "pending"
+    return str(getattr(reason, "type", "") or "unavailable")
 
 
 def _done(message: Any, fmt: str) -> ModelDone:
@@ -86,7 +103,14 @@ def _done(message: Any, fmt: str) -> ModelDone:
         content="".join(text), tool_calls=tuple(calls), provider="anthropic", provider_data=data
     )
     stop = _STOP.get(message.stop_reason or "", "other")
-    return ModelDone(assistant, _usage(message.usage), message.model, stop)
+    return ModelDone(
+        assistant,
+        _usage(message.usage),
+        message.model,
+        stop,
+        response_id=str(getattr(message, "id", "") or ""),
+        provider_cache=_diagnosis(message),
+    )
 
 
 class AnthropicModel(SDKModel):
@@ -107,6 +131,13 @@ class AnthropicModel(SDKModel):
 
     def _map_error(self, exc: Exception) -> ProviderError | None:
         return map_anthropic_error(exc, self._source)
+
+    async def _count(self, sdk: Any, body: dict[str, Any]) -> int | None:
+        keys = ("model", "messages", "system", "tools", "tool_choice", "thinking", "betas")
+        args = {k: body[k] for k in keys if k in body}
+        api = sdk.beta.messages if "betas" in body else sdk.messages
+        result = await api.count_tokens(**args)
+        return _int(result.input_tokens)
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         source = self._source

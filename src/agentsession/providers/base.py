@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import AgentSessionError, ProviderError
 from ..request import AssistantMessage, Request, ToolCall, Usage
 
 __all__ = [
     "STOP_REASONS",
+    "CacheControlled",
+    "CountsTokens",
     "Model",
     "ModelDone",
     "ModelEvent",
@@ -72,6 +74,12 @@ class ModelProfile:
     ``tokenizer``: the name of the model's exact BPE encoding (``"o200k_base"``,
     ``"cl100k_base"``) when it is known, else ``None``. ``provider`` is empty for a model
     that names none.
+
+    Provider cache controls (added by ``providers.cache_controls``; all off by default, so a
+    model that does not know them gets none of their fields): ``cache_key`` a per-session
+    ``prompt_cache_key``; ``cache_breakpoints`` OpenAI's explicit ``prompt_cache_breakpoint``;
+    ``cache_ttl`` a choice of cache lifetime (Anthropic ``ttl: "1h"``); ``cache_diagnostics``
+    the provider's own cache diagnosis against the previous response.
     """
 
     provider: str = ""
@@ -87,6 +95,10 @@ class ModelProfile:
     reports_usage: bool = True
     writes_titles: bool = True
     tokenizer: str | None = None
+    cache_key: bool = False
+    cache_breakpoints: bool = False
+    cache_ttl: bool = False
+    cache_diagnostics: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,8 @@ class ModelDone:
     model: str = ""
     stop_reason: ReplyStopReason = "end_turn"
     kind: Literal["done"] = "done"
+    response_id: str = ""
+    provider_cache: str = ""
 
     def __post_init__(self) -> None:
         if self.stop_reason == "end_turn" and self.message.tool_calls:
@@ -125,6 +139,24 @@ class ModelDone:
 
 
 ModelEvent: TypeAlias = ModelTextDelta | ModelToolCall | ModelDone
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A model whose provider can count a request's input tokens without running it."""
+
+    async def count_input_tokens(self, request: Request, controls: Any = None) -> int | None:
+        """The provider's count of ``request`` (with ``controls``); ``None``: it has no way."""
+        ...
+
+
+@runtime_checkable
+class CacheControlled(Protocol):
+    """A model that takes the session's provider cache controls with a request."""
+
+    def stream_with(self, request: Request, controls: Any) -> AsyncIterator[ModelEvent]:
+        """``stream(request)`` with ``controls`` (a ``CacheControls``) added to the body."""
+        ...
 
 
 @runtime_checkable

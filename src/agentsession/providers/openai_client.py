@@ -80,6 +80,7 @@ class _ChatReply:
         self.calls: dict[int, dict[str, str]] = {}
         self.usage = Usage()
         self.finish: str | None = None
+        self.id = ""
 
     def add_message(self, message: Any) -> None:
         self.text.append(message.content or "")
@@ -94,6 +95,7 @@ class _ChatReply:
     def add_chunk(self, chunk: Any) -> list[str]:
         """Fold one stream chunk in; returns the text that arrived with it."""
         self.model = chunk.model or self.model
+        self.id = chunk.id or self.id
         if chunk.usage is not None:
             self.usage = _chat_usage(chunk.usage)
         pieces: list[str] = []
@@ -124,7 +126,7 @@ class _ChatReply:
         reason: ReplyStopReason = (
             "refusal" if self.refused else _CHAT_STOP.get(self.finish or "", "other")
         )
-        return ModelDone(message, self.usage, self.model, reason)
+        return ModelDone(message, self.usage, self.model, reason, response_id=self.id)
 
 
 def _chat_usage(usage: Any) -> Usage:
@@ -135,6 +137,7 @@ def _chat_usage(usage: Any) -> Usage:
         input_tokens=_int(usage.prompt_tokens),
         output_tokens=_int(usage.completion_tokens),
         cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
+        cache_write_tokens=_int(getattr(details, "cache_write_tokens", 0)),
     )
 
 
@@ -154,6 +157,7 @@ class OpenAIChatModel(_OpenAIBase):
                 raise ProviderError(f"{source}: malformed response: no chat completion choices")
             choice = completion.choices[0]
             reply.model, reply.usage = completion.model, _chat_usage(completion.usage)
+            reply.id = completion.id or ""
             reply.finish = choice.finish_reason
             reply.add_message(choice.message)
             for event in replay(reply.done(source, provider)):
@@ -222,18 +226,40 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
             input_tokens=_int(response.usage.input_tokens),
             output_tokens=_int(response.usage.output_tokens),
             cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
+            cache_write_tokens=_int(getattr(details, "cache_write_tokens", 0)),
         )
     data = {fmt: {"reasoning": reasoning}} if reasoning else {}
     message = AssistantMessage(
         content="".join(text), tool_calls=tuple(calls), provider="openai", provider_data=data
     )
-    return ModelDone(message, usage, response.model, stop)
+    diagnosis = _responses_diagnosis(getattr(response, "prompt_cache_diagnostics", None))
+    return ModelDone(
+        message, usage, response.model, stop, response_id=response.id, provider_cache=diagnosis
+    )
+
+
+def _responses_diagnosis(found: Any) -> str:
+    """The Responses API's cache diagnosis as one word: ``hit``, a miss reason, or ``""``."""
+    kind = getattr(found, "type", None)
+    if kind is None:
+        return ""
+    if kind == "cache_hit":
+        return "hit"
+    if kind == "cache_miss":
+        return str(getattr(found, "reason", "") or "cache_miss")
+    return str(kind)  # comparison_response_not_found, unavailable
 
 
 class OpenAIResponsesModel(_OpenAIBase):
     """A Responses API model (the default for ``openai:`` model strings)."""
 
     wire_format = "openai-responses"
+
+    async def _count(self, sdk: Any, body: dict[str, Any]) -> int | None:
+        keys = ("model", "input", "instructions", "tools", "tool_choice", "reasoning", "text")
+        args = {k: body[k] for k in keys if k in body}
+        result = await sdk.responses.input_tokens.count(**args)
+        return _int(result.input_tokens)
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         from openai.types.responses import Response

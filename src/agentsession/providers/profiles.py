@@ -22,6 +22,7 @@ __all__ = [
     "FORMATS",
     "OPENAI_ENCODINGS",
     "default_profile",
+    "openai_explicit_cache",
     "openai_tokenizer",
     "profile_for",
 ]
@@ -127,6 +128,19 @@ def openai_tokenizer(model: str) -> str | None:
     return None
 
 
+def openai_explicit_cache(model: str) -> bool:
+    """Whether OpenAI model ``model`` takes explicit cache breakpoints and cache diagnostics.
+
+    The SDK documents both for ``gpt-5.6`` and later: GPT-5 minor versions from 6 on, and any
+    later major version.
+    """
+    found = re.match(r"gpt-(\d+)(?:\.(\d+))?(?![\d.])", model.lower())
+    if found is None:
+        return False
+    major, minor = int(found.group(1)), int(found.group(2) or 0)
+    return major > 5 or (major == 5 and minor >= 6)
+
+
 def _openai_reasoning(model: str) -> bool:
     name = model.lower()
     return bool(re.match(r"(o\d|gpt-5)", name))
@@ -149,19 +163,25 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                     native_tool_changes=True,
                     context_window=1_000_000 if big else base.context_window,
                     max_output_tokens=16_384,
+                    cache_ttl=True,
+                    cache_diagnostics=True,
                 )
-            return base
+            return replace(base, cache_ttl=True, cache_diagnostics=True)
         case "openai":
             fmt = wire_format or "openai-responses"
             base = default_profile(fmt)
             reasoning = _openai_reasoning(model)
             window = 1_047_576 if model.lower().startswith("gpt-4.1") else 400_000
+            explicit = openai_explicit_cache(model)
             return replace(
                 base,
                 system_role="developer",
                 reasoning=reasoning and fmt == "openai-responses",
                 context_window=window,
                 tokenizer=openai_tokenizer(model),
+                cache_key=True,
+                cache_breakpoints=explicit,
+                cache_diagnostics=explicit and fmt == "openai-responses",
             )
         case "openai-compatible":
             # Local servers (llama.cpp, vLLM, Ollama) speak Chat Completions; their chat

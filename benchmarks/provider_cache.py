@@ -1,0 +1,188 @@
+"""Provider caches in their own terms: sessions through the real SDKs against ``provider_sim``.
+
+For each wire shape — OpenAI Chat Completions and Responses (``gpt-5.6-terra``, explicit cache
+breakpoints) and Anthropic Messages (``claude-opus-4-8``) — one session runs ``--turns`` turns
+through the official SDK against the loopback simulator: a coding-agent-sized application prompt
+and the built-in tools, each prompt → a tool call → the answer; the System Context changes every
+10 turns (in turn: the date rolls over to the next day, AGENTS.md is edited, the permission
+preset switches, a plugin value changes) and a skill is loaded every 25 turns; cap 60 and
+otherwise the default ``Config`` (titles off: the naming call is not a turn's request). Turns
+are 20 seconds apart by the runtime's clock, which the simulated caches share, so the night
+between two dates expires every cache.
+
+Reported per shape: the provider-reported cached share of input tokens, the unexplained misses
+``session.cost()`` counts, ``session.cost()`` against the simulator's own bill, and
+``preview_cost`` against the next request's billed input (measured on the last turn).
+
+Usage: ``python benchmarks/provider_cache.py [--turns 200]``; writes
+``benchmarks/results/provider_cache.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _results import save
+from provider_sim import Price, Reply, Simulator, running
+
+import agentsession as ags
+
+SHAPES = {
+    "openai-chat": "openai-chat:gpt-5.6-terra",
+    "openai-responses": "openai:gpt-5.6-terra",
+    "anthropic": "anthropic:claude-opus-4-8",
+}
+# The simulator's own prices, typed from the providers' pages (the package ships its own table).
+SIM_PRICES = {
+    "gpt-5.6-terra": Price(input=2.0, cached=0.2, write=2.5, write_long=2.5, output=12.0),
+    "claude-opus-4-8": Price(input=5.0, cached=0.5, write=6.25, write_long=10.0, output=25.0),
+}
+APP_PROMPT = "\n\n".join(
+    f"## Rule {n}\nWhen you work on a repository, read before you write; keep changes small, "
+    "run the tests that cover what you touched, and explain what you changed and why. "
+    "Never invent file contents; quote what you read. " * 3
+    for n in range(60)
+)
+
+
+@ags.tool
+def lookup(n: int) -> str:
+    """Look a record up."""
+    return f"record {n}: " + "detail " * 30
+
+
+def skill(name: str) -> ags.Skill:
+    @ags.tool(name=f"{name}_run")
+    def run(x: str) -> str:
+        """Run the skill's step."""
+        return f"{name} did {x}"
+
+    return ags.Skill(
+        name=name,
+        description=f"The {name} procedure.",
+        instructions=f"Follow the {name} procedure step by step. " * 20,
+        tools=[run],
+    )
+
+
+def policy(shape: str, text: str, tool_turn: bool) -> Reply:
+    """The simulated model: a tool call for each prompt, then the answer."""
+    if tool_turn:
+        return Reply(text="done: " + "the answer in some words " * 4)
+    wanted = re.search(r"load skill (\w+)", text)
+    if wanted:
+        return Reply(tool="load_skill", arguments={"name": wanted.group(1)})
+    return Reply(tool="lookup", arguments={"n": len(text)})
+
+
+async def drive(
+    shape: str, turns: int, sim: Simulator, url: str, clock: dict[str, datetime]
+) -> dict[str, Any]:
+    """One session of ``turns`` turns over the real SDK of ``shape``; its figures."""
+    spec = SHAPES[shape]
+    base = url if shape == "anthropic" else f"{url}/v1"
+    model = ags.get_model(spec, base_url=base, api_key="sim", streaming=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "AGENTS.md").write_text("Use four spaces.\n")
+        value = {"text": "build green"}
+        runtime = ags.Runtime(
+            store=ags.SQLiteStore(project / "s.db"),
+            model=model,
+            project_dir=project,
+            instructions=APP_PROMPT,
+            tools=[*ags.builtin_tools(), lookup],
+            skills=[skill("alpha"), skill("beta")],
+            components=[
+                ags.ContextComponent(
+                    "plugin.ci.status",
+                    lambda: ags.Rendered(f"CI: {value['text']}", f"CI: {value['text']}"),
+                )
+            ],
+            clock=lambda: clock["now"],
+            config=ags.Config(max_transcript_messages=60, titles=False),
+        )
+        async with runtime:
+            session = await runtime.create_session()
+            presets = ["read-only", "workspace-write"]
+            estimate: ags.CostEstimate | None = None
+            count = 0
+            for turn in range(turns):
+                clock["now"] += timedelta(seconds=20)
+                change = (turn // 10) % 4 if turn % 10 == 0 and turn else None
+                if change == 0:
+                    clock["now"] += timedelta(days=1)
+                elif change == 1:
+                    (project / "AGENTS.md").write_text(f"Use four spaces. Revision {turn}.\n")
+                elif change == 2:
+                    session.set_permission_preset(presets[(turn // 40) % 2])
+                elif change == 3:
+                    value["text"] = f"build {turn} green"
+                text = f"turn {turn}: please check record {turn}"
+                if turn % 25 == 24:
+                    text += f" and load skill {'alpha' if (turn // 25) % 2 == 0 else 'beta'}"
+                if turn == turns - 1:
+                    estimate = await session.preview_cost(text)
+                    count = len(sim.inputs)
+                await session.prompt(text)
+            summary = session.cost()
+    bill = sim.bills[shape]
+    return {
+        "model": spec,
+        "requests": bill.requests,
+        "cached_share": bill.cached_tokens / bill.input_tokens,
+        "session_cached_share": summary.cached_share,
+        "unexplained_misses": summary.unexplained_misses,
+        "simulator_bill_usd": bill.usd,
+        "session_cost_usd": summary.total_usd,
+        "uncached_usd": summary.uncached_usd,
+        "bill_difference": abs((summary.total_usd or 0.0) - bill.usd) / bill.usd,
+        "preview_input_usd": estimate.input_usd if estimate else None,
+        "next_request_billed_input_usd": sim.inputs[count][1],
+        "preview_difference": abs((estimate.input_usd or 0.0) - sim.inputs[count][1])
+        / sim.inputs[count][1]
+        if estimate
+        else None,
+    }
+
+
+async def run_all(turns: int, shapes: list[str]) -> dict[str, Any]:
+    clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
+    sim = Simulator(policy, SIM_PRICES, lambda: clock["now"])
+    out: dict[str, Any] = {}
+    with running(sim) as url:
+        for shape in shapes:
+            out[shape] = await drive(shape, turns, sim, url, clock)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--shape", action="append", choices=list(SHAPES), default=[])
+    args = parser.parse_args()
+    results = asyncio.run(run_all(args.turns, args.shape or list(SHAPES)))
+    for shape, r in results.items():
+        print(
+            f"{shape:17} requests {r['requests']:4}  cached share {r['cached_share']:6.1%}"
+            f"  unexplained {r['unexplained_misses']}  bill ${r['simulator_bill_usd']:.4f}"
+            f"  session.cost() ${r['session_cost_usd']:.4f} (diff {r['bill_difference']:.2%})"
+        )
+    save(
+        "provider_cache",
+        {"turns": args.turns, "shapes": results},
+        command=" ".join(["python benchmarks/provider_cache.py", *sys.argv[1:]]),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``agentsession cost [ID | --all] [--json]``: what sessions cost, from the stored usage.
+
+Reads the store only (read-only, never creating a database): each session's dispatch records
+and responses make its ledger, priced with the shipped table (``pricing``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from ..errors import UsageError
+from ..ledger import LEDGER_KINDS, CostSummary, Ledger, cost_fields, cost_lines, summarize
+from ..store.base import Store
+from .console import JsonOutput
+from .invocation import Invocation
+
+__all__ = ["COST_COMMANDS", "stored_cost"]
+
+
+async def stored_cost(store: Store, session_id: str) -> CostSummary:
+    """The cost summary of a stored session (shipped prices)."""
+    info = await store.get_session(session_id)
+    ledger = Ledger(info.next_seq)
+    ledger.prime(await store.read(session_id, 0, info.next_seq, kinds=list(LEDGER_KINDS)))
+    return summarize(ledger.charges())
+
+
+async def cost(inv: Invocation) -> int:
+    """``cost``: one session's cost, or every session's with ``--all``."""
+    args = inv.args
+    if bool(args.all) == bool(args.id):
+        raise UsageError("cost needs a session ID or --all (not both)")
+    if not inv.postgres and not inv.db.exists():
+        inv.output.note(f"no sessions yet (no database at {inv.db})")
+        return 0
+    store = inv.store("read")
+    try:
+        ids = [s.id for s in await store.list_sessions()] if args.all else [args.id]
+        summaries = [(sid, await stored_cost(store, sid)) for sid in ids]
+    finally:
+        await store.close()
+    if isinstance(inv.output, JsonOutput):
+        for sid, summary in summaries:
+            inv.output.emit("cost", id=sid, **cost_fields(summary))
+        return 0
+    for sid, summary in summaries:
+        print(f"session {sid}")
+        for line in cost_lines(summary):
+            print(f"  {line}")
+    if args.all and summaries:
+        totals = [s.total_usd for _, s in summaries]
+        known = [t for t in totals if t is not None]
+        unpriced = len(totals) - len(known)
+        tail = f" ({unpriced} sessions without a price)" if unpriced else ""
+        print(f"all {len(summaries)} sessions: ${sum(known):,.4f}{tail}")
+    return 0
+
+
+COST_COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {"cost": cost}

@@ -1,0 +1,339 @@
+"""The cost ledger: every dispatched request, its provider-reported usage and what it cost.
+
+A ``Charge`` pairs a dispatch record with the response that answered it. Costs are computed
+from the recorded usage with the prices in force (``pricing.price_for``), so a corrected price
+applies to the past as well; the log keeps the tokens, which are the provider's facts.
+
+A *shortfall* is a request that read from the provider's cache clearly less than the request
+before it had sent (more than ``SHORTFALL_SLACK`` tokens less), although nothing the model
+was sent in between should have moved the prefix. It is *explained* by the local diagnosis
+(the prefix changed), by the provider's own diagnosis (a miss reason) or by a known expiry
+(the gap since the request before, by the runtime's clock where it was recorded, exceeds
+``SHORTEST_TTL``); otherwise it is an *unexplained
+miss*: counted, never hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from itertools import pairwise
+from typing import Literal
+
+from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record
+from ..request import Usage
+from .prices import ModelPrice, price_for
+
+__all__ = [
+    "LEDGER_KINDS",
+    "SHORTEST_TTL",
+    "SHORTFALL_SLACK",
+    "Charge",
+    "CostSummary",
+    "Ledger",
+    "ModelCost",
+    "charge_usd",
+    "charges_of",
+    "cost_fields",
+    "cost_lines",
+    "summarize",
+    "unexplained",
+]
+
+LEDGER_KINDS: tuple[str, ...] = ("dispatch", "assistant")
+"""The log kinds a ledger is built from."""
+
+SHORTEST_TTL = 300.0
+"""Seconds: the shortest cache lifetime a provider documents (5 minutes); a longer gap may
+have let the cache expire, which explains a miss."""
+
+SHORTFALL_SLACK = 1024
+"""Tokens: providers cache in blocks and need a minimum prefix; less than this is no miss."""
+
+_PROVIDER_HITS = frozenset({"", "hit", "pending"})
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One dispatched request; ``usage`` is ``None`` while (or when) no response was recorded."""
+
+    seq: int
+    model: str
+    timestamp: str
+    local_cache: CacheDiagnosis
+    usage: Usage | None = None
+    estimated: bool = False
+    provider_cache: str = ""
+    response_id: str = ""
+    sent_at: str = ""  # by the runtime's clock, when known
+    kind: Literal["charge"] = "charge"
+
+
+class Ledger:
+    """The charges of one session: primed from the stored log once, extended as records commit.
+
+    ``start_seq`` is where the log stood when the session was opened; ``prime`` takes the
+    stored records before it (read when they are first needed).
+    """
+
+    def __init__(self, start_seq: int = 0) -> None:
+        self.start_seq = start_seq
+        self.primed = start_seq == 0
+        self._early: list[Charge] = []
+        self._late: list[Charge] = []
+        self._times: list[datetime] = []
+        self.stored_response_id: str | None = None  # the newest before opening, once looked up
+        self.ttl_seconds = SHORTEST_TTL  # the cache lifetime the last request asked for
+
+    def prime(self, records: Iterable[Record]) -> None:
+        """Take the stored records before ``start_seq`` (any order-preserving read of them)."""
+        early: list[Charge] = []
+        for record in records:
+            if record.seq < self.start_seq:
+                _fold(early, record)
+        self._early, self.primed = early, True
+
+    def take(self, record: Record) -> None:
+        """Fold in one record just committed."""
+        _fold(self._late, record)
+
+    def charges(self) -> list[Charge]:
+        """Every charge known, oldest first (the stored ones only once primed)."""
+        return [*self._early, *self._late]
+
+    def last(self) -> Charge | None:
+        """The newest charge taken since the session opened, if any."""
+        return self._late[-1] if self._late else None
+
+    def last_answered(self) -> Charge | None:
+        """The newest charge since the session opened that got a response."""
+        return next((c for c in reversed(self._late) if c.usage is not None), None)
+
+    def note(self, moment: datetime) -> None:
+        """Note that a request is sent at ``moment`` (the runtime's clock)."""
+        self._times.append(moment)
+
+    def last_noted(self) -> datetime | None:
+        """When the newest request noted was sent (the runtime's clock), if any."""
+        return self._times[-1] if self._times else None
+
+    def gaps(self) -> list[float]:
+        """Seconds between the requests noted, oldest first."""
+        return [(b - a).total_seconds() for a, b in pairwise(self._times)]
+
+    def write_ratio(self) -> float:
+        """Tokens written to the cache per token read from it, over the responses since opening."""
+        known = [c.usage for c in self._late if c.usage is not None]
+        read = sum(u.cached_input_tokens for u in known)
+        written = sum(u.cache_write_tokens for u in known)
+        return written / read if read else 0.1
+
+
+def charges_of(records: Iterable[Record]) -> list[Charge]:
+    """The charges of a whole stored log (``records`` in seq order)."""
+    charges: list[Charge] = []
+    for record in records:
+        _fold(charges, record)
+    return charges
+
+
+def _fold(charges: list[Charge], record: Record) -> None:
+    entry = record.entry
+    if isinstance(entry, Dispatch):
+        charges.append(Charge(record.seq, entry.model, entry.timestamp, entry.cache))
+    elif isinstance(entry, AssistantEntry) and charges and charges[-1].usage is None:
+        charges[-1] = replace(
+            charges[-1],
+            usage=entry.usage,
+            estimated=entry.usage_estimated or entry.usage.input_tokens <= 0,
+            provider_cache=entry.provider_cache,
+            response_id=entry.response_id,
+            sent_at=entry.sent_at,
+        )
+
+
+def charge_usd(usage: Usage, price: ModelPrice) -> tuple[float, float]:
+    """``(billed, uncached)`` USD of one response: as billed, and without any caching."""
+    long_writes = min(usage.cache_write_long_tokens, usage.cache_write_tokens)
+    short_writes = usage.cache_write_tokens - long_writes
+    fresh = max(0, usage.input_tokens - usage.cached_input_tokens - usage.cache_write_tokens)
+    billed = (
+        fresh * price.input
+        + usage.cached_input_tokens * price.cached_input
+        + short_writes * price.write
+        + long_writes * price.write_long
+        + usage.output_tokens * price.output
+    )
+    uncached = usage.input_tokens * price.input + usage.output_tokens * price.output
+    return billed / 1e6, uncached / 1e6
+
+
+def _gap(before: str, after: str) -> float | None:
+    try:
+        return (datetime.fromisoformat(after) - datetime.fromisoformat(before)).total_seconds()
+    except (ValueError, TypeError):
+        return None
+
+
+def unexplained(charges: list[Charge]) -> list[Charge]:
+    """The charges whose cache shortfall nothing explains (see the module docstring)."""
+    found: list[Charge] = []
+    for before, charge in pairwise(charges):
+        if charge.usage is None or before.usage is None or charge.estimated or before.estimated:
+            continue
+        if charge.usage.cached_input_tokens + SHORTFALL_SLACK >= before.usage.input_tokens:
+            continue  # no shortfall
+        if charge.local_cache != "hit" or charge.provider_cache not in _PROVIDER_HITS:
+            continue  # the prefix changed, and a diagnosis says so
+        clocked = bool(before.sent_at and charge.sent_at)
+        gap = (
+            _gap(before.sent_at, charge.sent_at)
+            if clocked
+            else _gap(before.timestamp, charge.timestamp)
+        )
+        if gap is None or gap > SHORTEST_TTL:
+            continue  # the cache may have expired
+        found.append(charge)
+    return found
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """What the requests to one model cost; USD figures are ``None`` when it has no price."""
+
+    model: str
+    requests: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    total_usd: float | None = None
+    uncached_usd: float | None = None
+    kind: Literal["model_cost"] = "model_cost"
+
+    @property
+    def saved_usd(self) -> float | None:
+        """What caching saved on this model's requests."""
+        if self.total_usd is None or self.uncached_usd is None:
+            return None
+        return self.uncached_usd - self.total_usd
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    """What a session cost, from the provider-reported usage of every response.
+
+    ``total_usd`` as billed; ``uncached_usd`` the same requests without any caching;
+    ``saved_usd`` the difference. Each is ``None`` when a model used has no price (``no_price``
+    names them; ``by_model`` still has the priced ones). ``estimated`` counts requests whose
+    usage is a guess or missing; ``unexplained_misses`` the cache shortfalls nothing explains.
+    """
+
+    total_usd: float | None
+    uncached_usd: float | None
+    saved_usd: float | None
+    by_model: Mapping[str, ModelCost] = field(default_factory=dict)
+    estimated: int = 0
+    unexplained_misses: int = 0
+    requests: int = 0
+    no_price: tuple[str, ...] = ()
+    kind: Literal["cost_summary"] = "cost_summary"
+
+    @property
+    def cached_share(self) -> float:
+        """The share of input tokens read from the provider's cache (0 without input)."""
+        total = sum(m.input_tokens for m in self.by_model.values())
+        cached = sum(m.cached_input_tokens for m in self.by_model.values())
+        return cached / total if total else 0.0
+
+
+def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = None) -> CostSummary:
+    """The cost summary of ``charges`` with ``prices`` (``Config.prices``) over the shipped ones."""
+    rows: dict[str, ModelCost] = {}
+    estimated = 0
+    for charge in charges:
+        usage = charge.usage or Usage()
+        estimated += charge.usage is None or charge.estimated
+        row = rows.get(charge.model) or ModelCost(charge.model)
+        price = price_for(charge.model, prices)
+        billed, uncached = charge_usd(usage, price) if price is not None else (None, None)
+        rows[charge.model] = replace(
+            row,
+            requests=row.requests + 1,
+            input_tokens=row.input_tokens + usage.input_tokens,
+            cached_input_tokens=row.cached_input_tokens + usage.cached_input_tokens,
+            cache_write_tokens=row.cache_write_tokens + usage.cache_write_tokens,
+            output_tokens=row.output_tokens + usage.output_tokens,
+            total_usd=_plus(row.total_usd, billed, price is not None),
+            uncached_usd=_plus(row.uncached_usd, uncached, price is not None),
+        )
+    no_price = tuple(name for name, row in rows.items() if row.total_usd is None)
+    total = None if no_price else sum(r.total_usd or 0.0 for r in rows.values())
+    plain = None if no_price else sum(r.uncached_usd or 0.0 for r in rows.values())
+    return CostSummary(
+        total_usd=total,
+        uncached_usd=plain,
+        saved_usd=None if total is None or plain is None else plain - total,
+        by_model=rows,
+        estimated=estimated,
+        unexplained_misses=len(unexplained(charges)),
+        requests=len(charges),
+        no_price=no_price,
+    )
+
+
+def _plus(sum_so_far: float | None, value: float | None, priced: bool) -> float | None:
+    if not priced or value is None:
+        return None
+    return (sum_so_far or 0.0) + value
+
+
+def _usd(value: float | None) -> str:
+    return "no price" if value is None else f"${value:,.4f}"
+
+
+def cost_lines(summary: CostSummary) -> list[str]:
+    """The summary in a few plain lines: the same figures ``cost``, ``/usage`` and reports show."""
+    models = summary.by_model.values()
+    sent = sum(m.input_tokens for m in models)
+    lines = [
+        f"requests {summary.requests} (usage estimated for {summary.estimated})"
+        f" · input {sent:,} tokens, {summary.cached_share:.1%} read from cache"
+        f" · output {sum(m.output_tokens for m in models):,} tokens",
+        f"cost {_usd(summary.total_usd)} · without caching {_usd(summary.uncached_usd)}"
+        f" · saved {_usd(summary.saved_usd)} · unexplained cache misses"
+        f" {summary.unexplained_misses}",
+    ]
+    for row in models:
+        lines.append(f"  {row.model}: {row.requests} requests, {_usd(row.total_usd)}")
+    if summary.no_price:
+        lines.append(f"no price for {', '.join(summary.no_price)}: set Config(prices=...)")
+    return lines
+
+
+def cost_fields(summary: CostSummary) -> dict[str, object]:
+    """The summary as plain JSON values (``cost --json``)."""
+    return {
+        "total_usd": summary.total_usd,
+        "uncached_usd": summary.uncached_usd,
+        "saved_usd": summary.saved_usd,
+        "requests": summary.requests,
+        "estimated": summary.estimated,
+        "unexplained_misses": summary.unexplained_misses,
+        "cached_share": summary.cached_share,
+        "no_price": list(summary.no_price),
+        "by_model": {
+            name: {
+                "requests": row.requests,
+                "input_tokens": row.input_tokens,
+                "cached_input_tokens": row.cached_input_tokens,
+                "cache_write_tokens": row.cache_write_tokens,
+                "output_tokens": row.output_tokens,
+                "total_usd": row.total_usd,
+                "uncached_usd": row.uncached_usd,
+                "saved_usd": row.saved_usd,
+            }
+            for name, row in summary.by_model.items()
+        },
+    }

@@ -1,0 +1,152 @@
+"""Provider cache controls: what a session adds to a lowered body so the provider's cache holds.
+
+Lowering stays a pure function of the request; the session's own cache settings (a stable
+cache key, the lifetime asked for, the response to compare against) are added afterwards by
+``apply_cache_controls``, also a pure function, and only the fields the model's profile
+supports are added (see ``ModelProfile.cache_key``, ``cache_breakpoints``, ``cache_ttl``,
+``cache_diagnostics``):
+
+- OpenAI (chat and responses): ``prompt_cache_key``, derived from the session id by a hash so
+  it reveals nothing else. With explicit breakpoints (GPT-5.6 and later), the baseline is sent
+  as text parts with a ``prompt_cache_breakpoint`` at the end of the application's own
+  instructions (which survive a re-baseline; tools come before them in the provider's prefix)
+  and at the end of the epoch baseline; the provider's implicit breakpoint covers the newest
+  message. Responses ``instructions`` cannot carry a breakpoint, so such a body carries the
+  baseline as a leading ``developer`` input message instead.
+- OpenAI responses: ``prompt_cache_options.comparison_response_id`` asks for the provider's
+  diagnosis against the previous response.
+- Anthropic: the lowering's breakpoints (last tool, last baseline block, newest user turn)
+  plus one at the end of the application's instructions, all with the lifetime asked for
+  (``ttl: "1h"``; the 5-minute default is left implicit), and ``diagnostics.previous_message_id``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..request import Request
+from .base import ModelProfile
+
+__all__ = ["STABLE_KEYS", "CacheControls", "apply_cache_controls", "cache_key_for"]
+
+STABLE_KEYS: frozenset[str] = frozenset({"core.agent"})
+"""Baseline sections that survive a re-baseline: the application's own instructions."""
+
+_BREAKPOINT = {"mode": "explicit"}
+
+
+@dataclass(frozen=True)
+class CacheControls:
+    """The cache settings of one request.
+
+    ``key``: the provider's cache routing key (``""``: none). ``ttl``: the lifetime asked for
+    where the provider offers a choice. ``diagnose``: ask for the provider's diagnosis;
+    ``compare_with`` is the previous response's id (``None`` on the first call).
+    """
+
+    key: str = ""
+    ttl: Literal["5m", "1h"] = "5m"
+    diagnose: bool = False
+    compare_with: str | None = None
+    kind: Literal["cache_controls"] = "cache_controls"
+
+
+def cache_key_for(session_id: str) -> str:
+    """A stable cache key for a session that reveals nothing but its own identity."""
+    return "ags-" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+
+
+def _stable_count(request: Request) -> int:
+    """How many leading non-empty baseline sections survive a re-baseline."""
+    count = 0
+    for key, text in request.system:
+        if key not in STABLE_KEYS:
+            break
+        count += bool(text)
+    return count
+
+
+def _baseline_parts(request: Request, part_type: str) -> list[dict[str, Any]]:
+    """The baseline as at most two text parts (stable head, the rest), joined as lowered."""
+    texts = [text for _, text in request.system if text]
+    stable = _stable_count(request)
+    head, tail = "\n\n".join(texts[:stable]), "\n\n".join(texts[stable:])
+    parts: list[dict[str, Any]] = []
+    if head:
+        parts.append({"type": part_type, "text": head})
+    if tail:
+        parts.append({"type": part_type, "text": ("\n\n" + tail) if head else tail})
+    for part in parts:
+        part["prompt_cache_breakpoint"] = dict(_BREAKPOINT)
+    return parts
+
+
+def apply_cache_controls(
+    body: dict[str, Any],
+    fmt: str,
+    profile: ModelProfile,
+    controls: CacheControls,
+    request: Request,
+) -> dict[str, Any]:
+    """``body`` (lowered from ``request`` for ``fmt``) with the controls ``profile`` supports."""
+    out = copy.deepcopy(body)
+    if fmt in ("openai-chat", "openai-responses"):
+        _openai(out, fmt, profile, controls, request)
+    elif fmt == "anthropic-messages":
+        _anthropic(out, profile, controls, request)
+    return out
+
+
+def _openai(
+    body: dict[str, Any],
+    fmt: str,
+    profile: ModelProfile,
+    controls: CacheControls,
+    request: Request,
+) -> None:
+    if profile.cache_key and controls.key:
+        body["prompt_cache_key"] = controls.key
+    if profile.cache_breakpoints and request.system_text:
+        if fmt == "openai-chat":
+            first = body["messages"][0]
+            if first.get("role") in ("system", "developer") and isinstance(first["content"], str):
+                first["content"] = _baseline_parts(request, "text")
+        elif body.pop("instructions", None) is not None:
+            parts = _baseline_parts(request, "input_text")
+            head = {"type": "message", "role": "developer", "content": parts}
+            body["input"] = [head, *body["input"]]
+    if (
+        fmt == "openai-responses"
+        and profile.cache_diagnostics
+        and controls.diagnose
+        and controls.compare_with
+    ):
+        options = body.setdefault("prompt_cache_options", {})
+        options["comparison_response_id"] = controls.compare_with
+
+
+def _anthropic(
+    body: dict[str, Any], profile: ModelProfile, controls: CacheControls, request: Request
+) -> None:
+    system = body.get("system")
+    if profile.cache_markers and profile.cache_ttl and isinstance(system, list) and len(system) > 1:
+        stable = _stable_count(request)
+        if 0 < stable < len(system):
+            system[stable - 1]["cache_control"] = {"type": "ephemeral"}
+    if profile.cache_ttl and controls.ttl == "1h":
+        for block in _marked(body):
+            block["cache_control"]["ttl"] = "1h"
+    if profile.cache_diagnostics and controls.diagnose:
+        body["diagnostics"] = {"previous_message_id": controls.compare_with}
+
+
+def _marked(body: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [*body.get("tools", []), *body.get("system", [])]
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            blocks += [b for b in content if isinstance(b, dict)]
+    return [b for b in blocks if isinstance(b.get("cache_control"), dict)]

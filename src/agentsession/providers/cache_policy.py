@@ -1,0 +1,51 @@
+"""The session's provider cache policy: which lifetime to ask for, and the controls of a request.
+
+``Config(cache_ttl="auto")`` asks for the long lifetime (Anthropic's 1 h) only when the gaps
+measured between this session's requests make it cheaper. Per request, with the prefix
+``P`` already cached and ``N`` new tokens written (``r = N / P``), relative to the input price:
+
+- short (5 min): a gap within it reads the prefix (0.1·P) and writes the new part (1.25·N);
+  a longer gap writes everything again (1.25·(P + N));
+- long (1 h): the same with a write price of 2 and a lifetime of an hour.
+
+The expected cost of each over the measured gaps decides; fewer than ``MIN_GAPS`` gaps keep
+the short lifetime (nothing measured yet argues for paying double for writes). Gaps are taken
+with the runtime's clock, so a test or a replay with the same clock makes the same choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+__all__ = ["LONG_TTL", "MIN_GAPS", "SHORT_TTL", "choose_ttl", "expected_cost"]
+
+SHORT_TTL = 300.0
+LONG_TTL = 3600.0
+MIN_GAPS = 3
+_READ = 0.1
+_WRITE = {"5m": 1.25, "1h": 2.0}
+_LIFETIME = {"5m": SHORT_TTL, "1h": LONG_TTL}
+
+
+def expected_cost(ttl: Literal["5m", "1h"], gaps: Sequence[float], ratio: float) -> float:
+    """Mean input cost per request, in units of the prefix at the input price."""
+    write, life = _WRITE[ttl], _LIFETIME[ttl]
+    total = 0.0
+    for gap in gaps:
+        if gap <= life:
+            total += _READ + write * ratio
+        else:
+            total += write * (1.0 + ratio)
+    return total / len(gaps) if gaps else 0.0
+
+
+def choose_ttl(setting: str, gaps: Sequence[float], ratio: float = 0.1) -> Literal["5m", "1h"]:
+    """The lifetime to ask for: the configured one, or for ``"auto"`` the cheaper one."""
+    if setting == "1h":
+        return "1h"
+    if setting != "auto" or len(gaps) < MIN_GAPS:
+        return "5m"
+    ratio = max(0.0, ratio)
+    cheaper = expected_cost("1h", gaps, ratio) < expected_cost("5m", gaps, ratio)
+    return "1h" if cheaper else "5m"

@@ -1,0 +1,92 @@
+"""``agentsession cost``, ``/usage`` in chat and the report: the totals of ``session.cost()``.
+
+The session is made in this process with the scripted model under a priced model's name and a
+profile that reports usage (its figures are then taken as the provider's); the commands run in
+real processes on the same SQLite file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import agentsession as ags
+from agentsession.ledger import cost_lines
+
+from .cli_helpers import cli
+
+PRICED = "anthropic:claude-opus-4-8"
+
+
+async def priced_session(tmp_path: Path, db: Path) -> ags.CostSummary:
+    model = ags.ScriptedModel(
+        ["first answer", "second answer"],
+        name=PRICED,
+        profile=ags.ModelProfile(provider="anthropic", reports_usage=True),
+    )
+    async with ags.Runtime(
+        store=ags.SQLiteStore(db),
+        model=model,
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    ) as runtime:
+        session = await runtime.create_session()
+        await session.prompt("one question")
+        await session.prompt("another question")
+        (tmp_path / "id").write_text(session.id)
+        return session.cost()
+
+
+async def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    summary = await priced_session(tmp_path, db)
+    session_id = (tmp_path / "id").read_text()
+    assert summary.total_usd is not None and summary.total_usd > 0
+    total = f"${summary.total_usd:,.4f}"
+
+    as_json = cli(tmp_path, "--db", str(db), "cost", session_id, "--json")
+    assert as_json.code == 0, as_json.err
+    (row,) = [json.loads(line) for line in as_json.out.splitlines()]
+    assert row["id"] == session_id
+    assert row["total_usd"] == summary.total_usd
+    assert row["uncached_usd"] == summary.uncached_usd
+    assert row["requests"] == 2 and row["estimated"] == 0
+    assert row["by_model"][PRICED]["input_tokens"] == summary.by_model[PRICED].input_tokens
+
+    text = cli(tmp_path, "--db", str(db), "cost", session_id)
+    assert text.code == 0, text.err
+    for line in cost_lines(summary):
+        assert line in text.out
+
+    every = cli(tmp_path, "--db", str(db), "cost", "--all")
+    assert every.code == 0, every.err
+    assert f"all 1 sessions: {total}" in every.out
+
+    out = tmp_path / "report.html"
+    report = cli(tmp_path, "--db", str(db), "report", session_id, "-o", str(out))
+    assert report.code == 0, report.err
+    assert f"id='cost-total'>{total}<" in out.read_text(encoding="utf-8")
+
+    chat = cli(
+        tmp_path,
+        "--db",
+        str(db),
+        "chat",
+        "--session",
+        session_id,
+        "--model",
+        "scripted:demo",
+        stdin="/usage\n",
+    )
+    assert chat.code == 0, chat.err
+    assert cost_lines(summary)[1] in chat.err
+
+
+def test_cost_needs_an_id_or_all(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    assert cli(tmp_path, "--db", str(db), "run", "a b").code == 0
+    both = cli(tmp_path, "--db", str(db), "cost")
+    assert both.code == 1 and "needs a session ID or --all" in both.err
+    unpriced = cli(tmp_path, "--db", str(db), "cost", "--all")
+    assert unpriced.code == 0, unpriced.err
+    assert "no price" in unpriced.out
