@@ -162,7 +162,12 @@ class Driver:
         return TurnFigures(result, tuple(caches), estimated)
 
 
-async def interruptible(session: Session, work: Awaitable[object], output: Output) -> bool:
+async def interruptible(
+    session: Session,
+    work: Awaitable[object],
+    output: Output,
+    explain: Callable[[BaseException], str] = str,
+) -> bool:
     """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat.
 
     ``False`` when it failed (the error is shown, and the chat goes on).
@@ -183,7 +188,7 @@ async def interruptible(session: Session, work: Awaitable[object], output: Outpu
             raise
         output.note("cancelled: the turn is recorded as cancelled; the session goes on")
     except AgentSessionError as exc:
-        output.error(str(exc))
+        output.error(explain(exc), exc)
         return False
     finally:
         loop.remove_signal_handler(signal.SIGINT)
@@ -214,6 +219,7 @@ class Chat:
     preset: str | None = None
     opened: list[Model] = field(default_factory=list)
     failures: int = 0
+    explain: Callable[[BaseException], str] = str
 
     @property
     def session(self) -> Session:
@@ -253,7 +259,7 @@ class Chat:
 
     async def _attempt(self, work: Awaitable[object]) -> None:
         """Run one prompt or command; a failure is shown and counted, and the chat goes on."""
-        if not await interruptible(self.session, work, self.output):
+        if not await interruptible(self.session, work, self.output, self.explain):
             self.failures += 1
 
     async def _command(self, text: str) -> bool:

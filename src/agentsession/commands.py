@@ -27,13 +27,13 @@ from .hygiene import prompt_content
 from .invocation import (
     Invocation,
     history_path,
-    info_lines,
     message_counts,
     version,
 )
 from .manage import MANAGEMENT
-from .providers import get_model, lower
-from .providers.base import ModelProfile
+from .overview import info, models
+from .providers import lower
+from .providers.base import Model, ModelProfile
 from .providers.profiles import FORMATS, default_profile
 from .report import IndexEntry, render_index, render_report
 from .request import Request
@@ -47,13 +47,20 @@ __all__ = ["COMMANDS", "prompt_text"]
 
 
 def prompt_text(words: list[str]) -> str:
-    """The prompt: the words given, or standard input for ``-`` or when nothing is given."""
-    if words == ["-"] or (not words and not sys.stdin.isatty()):
-        text = sys.stdin.read()
-    elif not words:
+    """The prompt, the way ``llm`` reads it.
+
+    ``-`` alone (or no words with a pipe): standard input is the prompt. Words and a pipe (or
+    words and ``-``): the words, a blank line, then standard input. Words alone: the words.
+    """
+    dash = "-" in words
+    words = [w for w in words if w != "-"]
+    piped = dash or not sys.stdin.isatty()
+    if not words and not piped:
         raise UsageError("no prompt: give it as arguments, or '-' (or a pipe) for standard input")
-    else:
-        text = " ".join(words)
+    text = " ".join(words)
+    if piped:
+        given = sys.stdin.read()
+        text = f"{text}\n\n{given}" if text and given.strip() else text or given
     if not text.strip():
         raise UsageError("the prompt is empty")
     prompt_content(text)  # refused here, before a session is made for it
@@ -84,12 +91,19 @@ async def _session(inv: Invocation, store: Store) -> tuple[Runtime, Session]:
     session_id = await inv.session_id(store, args.session)
     session: Session | None = None
     if session_id is None:
-        runtime = inv.new_runtime(store, args.system)
+        system = args.system if args.system is not None else inv.choice.config.system
+        runtime = inv.new_runtime(store, system)
     else:
         runtime, session = await inv.open(store, session_id, read_only=False, system=args.system)
     try:
         _check_skills(runtime, args.skill)
-        return runtime, session or await runtime.create_session()
+        if session is not None:
+            return runtime, session
+        session = await runtime.create_session()
+        preset = inv.choice.config.preset
+        if args.preset is None and preset is not None:  # the file's default for a new session
+            session.set_permission_preset(preset)
+        return runtime, session
     except BaseException:
         await runtime.close()
         raise
@@ -162,7 +176,7 @@ async def chat_command(inv: Invocation) -> int:
         if isinstance(inv.output, JsonOutput):
             _announce(inv, session)
         driver = _driver(inv, runtime, session)
-        chat = Chat(driver, inv.resolve, inv.args.skill, inv.args.preset)
+        chat = Chat(driver, inv.resolve, inv.args.skill, inv.args.preset, explain=inv.explain)
         await chat.run(history=history_path())
         # Read from a pipe, a failed turn is the caller's to know (a terminal user saw it).
         return 1 if chat.failures and not sys.stdin.isatty() else 0
@@ -249,20 +263,6 @@ async def show(inv: Invocation) -> int:
         await store.close()
 
 
-async def info(inv: Invocation) -> int:
-    """``info``: version, paths, the configured model, installed extras."""
-    import os
-
-    lines = info_lines(inv.location, inv.args.model or os.environ.get("AGENTSESSION_MODEL"))
-    if isinstance(inv.output, JsonOutput):
-        inv.output.emit("info", **{label.replace(" ", "_"): value for label, value in lines})
-    else:
-        width = max(len(label) for label, _ in lines)
-        for label, value in lines:
-            print(f"{label:<{width}}  {value}")
-    return 0
-
-
 async def _inspected(inv: Invocation, session_id: str) -> tuple[Runtime, Session, Inspection]:
     store = inv.store("read")
     runtime: Runtime | None = None
@@ -319,7 +319,7 @@ async def request(inv: Invocation) -> int:
             raise UsageError(f"cannot preview the next request: {inspection.next_error}")
         else:
             neutral, model_name = inspection.next_request.request, session.model.name
-        body = _wire(neutral, inv.args.format, model_name)
+        body = _wire(inv, neutral, inv.args.format, model_name)
         # With --json, one object per line like every other command's output.
         indent = None if isinstance(inv.output, JsonOutput) else 2
         print(json.dumps(body, indent=indent, ensure_ascii=False))
@@ -328,11 +328,13 @@ async def request(inv: Invocation) -> int:
         await runtime.close()
 
 
-def _wire(request: Request, fmt: str | None, model_name: str) -> object:
+def _wire(inv: Invocation, request: Request, fmt: str | None, model_name: str) -> object:
     """``request`` in wire format ``fmt`` (``neutral``: the package's own form)."""
     profile: ModelProfile | None = None
+    model: Model | None = None
     try:
-        profile = get_model(model_name).profile
+        model = inv.resolve(model_name)
+        profile = model.profile
     except UsageError:
         profile = None  # a model the command line cannot call: the format's own profile
     chosen = fmt or (profile.wire_format if profile and profile.wire_format in FORMATS else None)
@@ -345,7 +347,7 @@ def _wire(request: Request, fmt: str | None, model_name: str) -> object:
         return {k: v for k, v in encode(request).items() if k != "sources"}
     if profile is None or profile.wire_format != chosen:
         return lower(request, chosen, profile=default_profile(chosen))
-    name = model_name.partition(":")[2].rpartition("#")[2]
+    name = getattr(model, "model", None) or model_name.partition(":")[2].rpartition("#")[2]
     return lower(request, chosen, profile=profile, model=name)
 
 
@@ -403,9 +405,10 @@ COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "retry": retry,
     "sessions": sessions,
     "show": show,
-    "info": info,
     "context": context,
     "request": request,
     "report": report,
+    "models": models,
+    "info": info,
     **MANAGEMENT,
 }

@@ -30,6 +30,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from .codec import encode
+from .errors import ProviderError, TransientProviderError
 from .events import (
     ApprovalNeeded,
     ContextAdmitted,
@@ -45,18 +46,22 @@ from .events import (
 from .request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
 
 __all__ = [
+    "SCHEMA_VERSION",
     "JsonOutput",
     "Output",
     "PlainOutput",
     "QuietOutput",
     "RichOutput",
     "TurnFigures",
+    "error_fields",
     "print_transcript",
     "render",
     "short",
 ]
 
 _PREVIEW = 200
+SCHEMA_VERSION = 1
+"""The version of the ``--json`` objects (docs/cli.md); raised when a field changes meaning."""
 _PANEL_LINES = 12
 
 
@@ -64,6 +69,16 @@ def short(text: str, limit: int = _PREVIEW) -> str:
     """``text`` on one line, cut to ``limit`` characters."""
     text = text.replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def error_fields(exc: BaseException | None) -> dict[str, object]:
+    """An ``error`` object's ``type``, ``status`` (the provider's HTTP status) and ``retryable``."""
+    status = exc.status if isinstance(exc, ProviderError) else None
+    return {
+        "type": type(exc).__name__ if exc is not None else None,
+        "status": status,
+        "retryable": isinstance(exc, TransientProviderError),
+    }
 
 
 @dataclass(frozen=True)
@@ -100,7 +115,7 @@ class Output:
         self.err.write(text + "\n")
         self.err.flush()
 
-    def error(self, text: str) -> None:
+    def error(self, text: str, exc: BaseException | None = None) -> None:
         """A failure the command goes on after (a turn of ``chat``); shown in every mode."""
         self.err.write(f"error: {text}\n")
         self.err.flush()
@@ -200,6 +215,7 @@ class JsonOutput(Output):
     """One JSON object per event on standard output (the figures as a ``figures`` object)."""
 
     def _emit(self, value: dict[str, object]) -> None:
+        value = {"kind": value.get("kind"), "schema_version": SCHEMA_VERSION, **value}
         self.out.write(json.dumps(value, ensure_ascii=False) + "\n")
         self.out.flush()
 
@@ -207,9 +223,9 @@ class JsonOutput(Output):
         """See ``Output.note``."""
         return
 
-    def error(self, text: str) -> None:
+    def error(self, text: str, exc: BaseException | None = None) -> None:
         """See ``Output.error``: an ``error`` object."""
-        self._emit({"kind": "error", "message": text})
+        self._emit({"kind": "error", "message": text, **error_fields(exc)})
 
     def event(self, event: Event) -> None:
         """See ``Output.event``."""
