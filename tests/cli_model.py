@@ -33,6 +33,9 @@ class ScriptedServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     _calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    key: str | None = None
+    """When set, a request without ``Authorization: Bearer <key>`` is refused with 401."""
+    authorizations: list[str] = field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -104,10 +107,14 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length))
-            reply = server.next_reply(body)
+            given = self.headers.get("authorization") or ""
+            server.authorizations.append(given)
+            refused = server.key is not None and given != f"Bearer {server.key}"
+            reply = None if refused else server.next_reply(body)
             if reply is None:
-                data = json.dumps({"error": {"message": "the script has no more replies"}})
-                self.send_response(400)
+                message = "invalid api key" if refused else "the script has no more replies"
+                data = json.dumps({"error": {"message": message}})
+                self.send_response(401 if refused else 400)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()

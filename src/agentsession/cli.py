@@ -330,6 +330,10 @@ def _log_to_stderr(debug: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter() if debug else _OneLine())
     root = logging.getLogger()
+    # One handler of ours, however often ``main`` runs in one process (tests call it).
+    for old in [h for h in root.handlers if getattr(h, "agentsession_cli", False)]:
+        root.removeHandler(old)
+    handler.agentsession_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 

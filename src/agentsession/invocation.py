@@ -193,6 +193,10 @@ class Invocation:
             return PostgresStore(self.location, read_only=access == "read")
         if access != "create" and not self.db.exists():
             raise UsageError(f"no session database at {self.db} (nothing has been stored there)")
+        given = self.args.db or os.environ.get("AGENTSESSION_DB")
+        if given and not self.db.parent.is_dir():
+            # A mistyped --db must not leave a folder behind: only the default one is made.
+            raise UsageError(f"no folder {self.db.parent} for the database {self.db}")
         return SQLiteStore(self.db, read_only=access == "read")
 
     def config(self) -> Config:
