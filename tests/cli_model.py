@@ -33,6 +33,8 @@ class ScriptedServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     _calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    by_line: bool = False
+    """Stream a text reply line by line, one chunk each (as a long answer arrives)."""
     key: str | None = None
     """When set, a request without ``Authorization: Bearer <key>`` is refused with 401."""
     authorizations: list[str] = field(default_factory=list)
@@ -78,7 +80,10 @@ def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any =
 
 def _stream(server: ScriptedServer, reply: Reply) -> list[bytes]:
     if isinstance(reply, str):
-        chunks = [_chunk({"role": "assistant", "content": reply}), _chunk({}, "stop")]
+        pieces = reply.splitlines(keepends=True) if server.by_line else [reply]
+        chunks = [_chunk({"role": "assistant", "content": pieces[0] if pieces else ""})]
+        chunks += [_chunk({"content": piece}) for piece in pieces[1:]]
+        chunks.append(_chunk({}, "stop"))
     else:
         calls = [
             {

@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
@@ -44,6 +45,8 @@ from .events import (
     TurnFinished,
 )
 from .request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
+from .streamview import LiveReply
+from .toolview import call_line, call_text
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -109,6 +112,10 @@ class Output:
 
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
+    project: Path | None = None
+    """The folder the tools work in: a ``write_file`` call is shown as a diff against it."""
+    shown_calls: set[str] = field(default_factory=set)
+    """The calls on screen already: an approval question does not show them again."""
 
     def note(self, text: str) -> None:
         """A status line (session id, the demo model in use, a cancellation)."""
@@ -165,7 +172,8 @@ class PlainOutput(Output):
             case StepCommitted(what="response"):
                 self._flush()
             case ToolCallStarted():
-                self.note(f"  → {event.call.name}({short(str(event.call.arguments))})")
+                self.shown_calls.add(event.call.id)
+                self.note(f"  → {short(call_line(event.call.name, event.call.arguments))}")
             case ToolResultEvent():
                 mark = "✗" if event.is_error else "←"
                 self.note(f"  {mark} {event.name}: {short(event.content)}")
@@ -174,6 +182,9 @@ class PlainOutput(Output):
                 self.note(f"  [{label}: {', '.join(event.keys)}]")
             case ApprovalNeeded():
                 request = event.request
+                if request.call_id not in self.shown_calls:
+                    self.shown_calls.add(request.call_id)
+                    self.note(f"  → {short(call_line(request.name, request.arguments))}")
                 self.note(
                     f"  ? {request.name} waits for approval ({request.call_id}): {request.reason}"
                 )
@@ -245,9 +256,10 @@ class RichOutput(Output):
     """A terminal: spinner, streamed Markdown, tool panels, a dim figures line."""
 
     console: Console = field(default_factory=Console)
+    verbose: bool = False
+    """Show ``[context update]`` lines and the cache diagnosis too."""
     _live: Live | None = None
-    _streaming: bool = False
-    _text: str = ""
+    _reply: LiveReply | None = None
 
     def note(self, text: str) -> None:
         """See ``Output.note``."""
@@ -262,12 +274,13 @@ class RichOutput(Output):
         self._live.start()
 
     def _pause(self) -> None:
-        """Stop what is live; streamed text stays on the screen as rendered."""
+        """Stop what is live; streamed text stays on the screen, printed once."""
         if self._live is not None:
             self._live.stop()
             self._live = None
-        self._streaming = False
-        self._text = ""
+        if self._reply is not None:
+            self._reply.close()
+            self._reply = None
 
     def stop(self) -> None:
         """See ``Output.stop``."""
@@ -285,8 +298,9 @@ class RichOutput(Output):
                 )
             case ToolCallStarted():
                 self._pause()
-                args = json.dumps(event.call.arguments, ensure_ascii=False)
-                self.console.print(_panel(args, f"→ {event.call.name}", "cyan"))
+                self.shown_calls.add(event.call.id)
+                body = call_text(event.call.name, event.call.arguments, self.project)
+                self.console.print(_call_panel(body, f"→ {event.call.name}"))
                 self.waiting(f"running {event.call.name}…")
             case ToolResultEvent():
                 self._pause()
@@ -295,46 +309,42 @@ class RichOutput(Output):
                 self.console.print(_panel(event.content, f"{mark} {event.name}", style))
                 self.waiting()
             case ContextAdmitted():
-                label = "new context epoch" if event.new_epoch else "context update"
-                self._print_keep(Text(f"[{label}: {', '.join(event.keys)}]", style="dim"))
+                if event.new_epoch or self.verbose:
+                    label = "new context epoch" if event.new_epoch else "context update"
+                    self._print_keep(Text(f"[{label}: {', '.join(event.keys)}]", style="dim"))
             case ApprovalNeeded():
                 self._pause()
                 request = event.request
-                body = f"{json.dumps(request.arguments, ensure_ascii=False)}\n{request.reason}"
+                body = request.reason
+                if request.call_id not in self.shown_calls:  # each call is shown once
+                    self.shown_calls.add(request.call_id)
+                    shown = call_text(request.name, request.arguments, self.project)
+                    body = f"{shown}\n{request.reason}"
                 self.console.print(_panel(body, f"? {request.name} waits for approval", "yellow"))
             case StepCommitted() | TurnFinished():
                 pass
 
     def _print_keep(self, text: Text) -> None:
-        """Print above a spinner without disturbing it."""
-        if self._live is not None and not self._streaming:
+        """Print above a spinner (or a streaming reply) without disturbing it."""
+        if self._live is not None:
             self._live.console.print(text)
         else:
             self.console.print(text)
 
     def _stream(self, piece: str) -> None:
-        if not self._streaming:
+        if self._reply is None:
             self._pause()
-            self._live = Live(
-                Markdown(""),
-                console=self.console,
-                refresh_per_second=12,
-                vertical_overflow="visible",
-            )
-            self._live.start()
-            self._streaming = True
-        self._text += piece
-        assert self._live is not None
-        self._live.update(Markdown(self._text))
+            self._reply = LiveReply(self.console)
+        self._reply.add(piece)
 
     def _discard(self, count: int) -> None:
-        if self._streaming and self._live is not None and count:
-            self._text = self._text[: max(0, len(self._text) - count)]
-            self._live.update(Markdown(self._text))
+        if self._reply is not None and count:
+            self._reply.discard(count)
 
     def figures(self, figures: TurnFigures) -> None:
-        """See ``Output.figures``."""
-        self.console.print(Text(figures.line(), style="dim"))
+        """See ``Output.figures``; the cache diagnosis only when ``verbose``."""
+        shown = figures if self.verbose else replace(figures, caches=())
+        self.console.print(Text(shown.line(), style="dim"))
 
     def transcript(self, messages: Sequence[Message]) -> None:
         """A user transcript with the same panels as a live turn."""
@@ -348,8 +358,8 @@ class RichOutput(Output):
                     if message.content:
                         self.console.print(Markdown(message.content))
                     for call in message.tool_calls:
-                        args = json.dumps(call.arguments, ensure_ascii=False)
-                        self.console.print(_panel(args, f"→ {call.name}", "cyan"))
+                        body = call_text(call.name, call.arguments)
+                        self.console.print(_call_panel(body, f"→ {call.name}"))
                 case ToolResultMessage():
                     style = "red" if message.is_error else "green"
                     mark = "✗" if message.is_error else "←"
@@ -357,6 +367,19 @@ class RichOutput(Output):
                     self.console.print(_panel(content, f"{mark} {message.name}", style))
                 case _:
                     pass
+
+
+def _call_panel(body: str, title: str) -> Panel:
+    """A call: a diff coloured as one, anything else as it is."""
+    if "\n--- " not in body and "\n+++ " not in body:
+        return _panel(body, title, "cyan")
+    text = Text()
+    for line in body.splitlines()[: _PANEL_LINES * 4]:
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+        if line.startswith(("+++", "---", "@@")):
+            style = "dim"
+        text.append(short(line, 400) + "\n", style=style)
+    return Panel(text, title=title, title_align="left", border_style="cyan", expand=False)
 
 
 def _panel(body: str, title: str, style: str) -> Panel:
@@ -379,7 +402,7 @@ def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> 
                 if message.content:
                     out.write(f"assistant: {message.content}\n")
                 for call in message.tool_calls:
-                    out.write(f"  → {call.name}({short(str(call.arguments))})\n")
+                    out.write(f"  → {short(call_line(call.name, call.arguments))}\n")
             case ToolResultMessage():
                 mark = "✗" if message.is_error else "←"
                 out.write(f"  {mark} {message.name}: {short(text_of(message.content))}\n")
