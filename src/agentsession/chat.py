@@ -25,9 +25,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .approvals import Answer, Approver, Fixed, settle
+from .chatview import EpochWatch
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
 from .errors import AgentSessionError, UsageError
 from .events import (
+    ContextAdmitted,
     Event,
     PromptResult,
     StepCommitted,
@@ -50,11 +52,13 @@ HELP = (
 
 
 async def _watched(
-    events: AsyncIterator[Event], dispatches: list[int], shown: set[str]
+    events: AsyncIterator[Event], dispatches: list[int], shown: set[str], epochs: EpochWatch
 ) -> AsyncIterator[Event]:
     """``events``, noting each request sent.
 
-    A call shown before its approval is not shown again when the resumed turn runs it.
+    A call shown before its approval is not shown again when the resumed turn runs it. The first
+    request of an epoch that a compaction opened is shown as a new epoch, not as an update of
+    every key (the compaction stored the epoch before the request).
     """
     async for event in events:
         if isinstance(event, StepCommitted) and event.what == "admission":
@@ -63,6 +67,10 @@ async def _watched(
             if event.call.id in shown:
                 continue
             shown.add(event.call.id)
+        if isinstance(event, ContextAdmitted):
+            opened = await epochs.opened()
+            if opened and not event.new_epoch:
+                event = ContextAdmitted(event.keys, True)
         yield event
 
 
@@ -90,6 +98,13 @@ class Driver:
     store: Store
     approver: Approver
     max_rounds: int = 100
+    epochs: EpochWatch | None = None
+
+    def watch(self) -> EpochWatch:
+        """The epoch watch of the current session (a new one after ``/new``)."""
+        if self.epochs is None or self.epochs.session is not self.session:
+            self.epochs = EpochWatch(self.session, self.store, self.output)
+        return self.epochs
 
     async def prompt(self, text: str, skills: Sequence[str] = ()) -> PromptResult | None:
         """One prompt to its end; ``None`` when it stopped early (calls still wait)."""
@@ -129,10 +144,12 @@ class Driver:
         dispatches: list[int] = []
         shown: set[str] = set()
         parts: list[PromptResult] = []
+        epochs = self.watch()
+        await epochs.start()
         while True:
             restore = _no_echo()
             try:
-                result = await render(_watched(events, dispatches, shown), self.output)
+                result = await render(_watched(events, dispatches, shown, epochs), self.output)
             finally:
                 restore()
             if result is None:
@@ -318,10 +335,15 @@ class Chat:
     async def _compact(self, arg: str) -> None:
         if isinstance(self.output, RichOutput):
             self.output.waiting("compacting…")
+        epochs = self.driver.watch()
+        await epochs.start()
         try:
             compacted = await self.session.compact()
         finally:
             self.output.stop()
+        found = await epochs.current()
+        if compacted and found is not None:
+            epochs.announced.add(found.seq)
         if compacted:
             self.output.note("compacted: older turns are summarised in a new context epoch")
         else:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
+from .chatview import outcome_marks
 from .codec import encode
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
 from .errors import AgentSessionError, UsageError
@@ -242,22 +243,27 @@ async def sessions(inv: Invocation) -> int:
 
 
 async def show(inv: Invocation) -> int:
-    """``show``: a session's user transcript."""
+    """``show``: a session's user transcript, each turn that got no answer marked."""
     store = inv.store("read")
     try:
         _, session = await inv.open(store, inv.args.id, read_only=True)
+        messages = list(session.messages)
+        outcomes = [turn.outcome for turn in (await session.inspect()).turns]
+        marks = outcome_marks(messages, outcomes)
         if isinstance(inv.output, JsonOutput):
             inv.output.emit("session", id=session.id, title=session.title)
-            for message in session.messages:
+            for index, message in enumerate(messages):
                 inv.output.emit("message", **encode(message))
+                if index in marks:
+                    inv.output.emit("turn_mark", text=marks[index])
         elif isinstance(inv.output, RichOutput):
             if session.title:
                 inv.output.console.print(f"[bold]# {session.title}[/bold]")
-            inv.output.transcript(session.messages)
+            inv.output.transcript(messages, marks)
         else:
             if session.title:
                 print(f"# {session.title}")
-            print_transcript(session.messages)
+            print_transcript(messages, marks=marks)
         return 0
     finally:
         await store.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
@@ -346,27 +346,32 @@ class RichOutput(Output):
         shown = figures if self.verbose else replace(figures, caches=())
         self.console.print(Text(shown.line(), style="dim"))
 
-    def transcript(self, messages: Sequence[Message]) -> None:
-        """A user transcript with the same panels as a live turn."""
-        for message in messages:
-            match message:
-                case UserMessage():
-                    self.console.print(
-                        Text("you › ", style="bold") + Text(text_of(message.content))
-                    )
-                case AssistantMessage():
-                    if message.content:
-                        self.console.print(Markdown(message.content))
-                    for call in message.tool_calls:
-                        body = call_text(call.name, call.arguments)
-                        self.console.print(_call_panel(body, f"→ {call.name}"))
-                case ToolResultMessage():
-                    style = "red" if message.is_error else "green"
-                    mark = "✗" if message.is_error else "←"
-                    content = text_of(message.content)
-                    self.console.print(_panel(content, f"{mark} {message.name}", style))
-                case _:
-                    pass
+    def transcript(
+        self, messages: Sequence[Message], marks: Mapping[int, str] | None = None
+    ) -> None:
+        """A user transcript with the same panels as a live turn; ``marks`` follow messages."""
+        for index, message in enumerate(messages):
+            self._message(message)
+            if marks and index in marks:
+                self.console.print(Text(marks[index], style="yellow"))
+
+    def _message(self, message: Message) -> None:
+        match message:
+            case UserMessage():
+                self.console.print(Text("you › ", style="bold") + Text(text_of(message.content)))
+            case AssistantMessage():
+                if message.content:
+                    self.console.print(Markdown(message.content))
+                for call in message.tool_calls:
+                    body = call_text(call.name, call.arguments)
+                    self.console.print(_call_panel(body, f"→ {call.name}"))
+            case ToolResultMessage():
+                style = "red" if message.is_error else "green"
+                mark = "✗" if message.is_error else "←"
+                content = text_of(message.content)
+                self.console.print(_panel(content, f"{mark} {message.name}", style))
+            case _:
+                pass
 
 
 def _call_panel(body: str, title: str) -> Panel:
@@ -391,10 +396,16 @@ def _panel(body: str, title: str, style: str) -> Panel:
     return Panel(text, title=title, title_align="left", border_style=style, expand=False)
 
 
-def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> None:
-    """Print a user transcript as plain text."""
+def print_transcript(
+    messages: Sequence[Message],
+    out: TextIO | None = None,
+    marks: Mapping[int, str] | None = None,
+) -> None:
+    """Print a user transcript as plain text; ``marks`` are lines that follow a message."""
     out = out or sys.stdout
-    for message in messages:
+    for index, message in enumerate(messages):
+        if marks and index - 1 in marks:
+            out.write(f"  {marks[index - 1]}\n")
         match message:
             case UserMessage():
                 out.write(f"user: {text_of(message.content)}\n")
@@ -408,3 +419,5 @@ def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> 
                 out.write(f"  {mark} {message.name}: {short(text_of(message.content))}\n")
             case _:
                 pass
+    if marks and len(messages) - 1 in marks:
+        out.write(f"  {marks[len(messages) - 1]}\n")

@@ -29,23 +29,42 @@ def _when(stamp: str) -> str:
     return stamp[:16].replace("T", " ")
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_MODEL_WIDTH = 40
+
+
 def print_sessions(rows: Sequence[SessionRow], *, rich: bool) -> None:
-    """One line per session: id, last activity, messages, model, title."""
+    """One line per session: id, last activity, messages, model, title.
+
+    A long model string (an ``openai-compatible:`` URL) is cut so the columns stay aligned.
+    """
     if rich:
         table = Table(box=None, header_style="dim")
-        for column in ("session", "last activity", "messages", "model", "title"):
-            table.add_column(column, overflow="fold")
+        table.add_column("session", no_wrap=True)
+        table.add_column("last activity", no_wrap=True)
+        table.add_column("messages", no_wrap=True)
+        table.add_column("model", no_wrap=True, max_width=_MODEL_WIDTH, overflow="ellipsis")
+        table.add_column("title", overflow="fold")
         for info, user, assistant, tool, model in rows:
             counts = f"{user} user · {assistant} assistant · {tool} tool"
             table.add_row(
-                info.id, _when(info.updated_at), counts, model or "–", info.title or "(untitled)"
+                info.id[:12],
+                _when(info.updated_at),
+                counts,
+                model or "–",
+                info.title or "(untitled)",
             )
         Console().print(table)
         return
+    width = min(_MODEL_WIDTH, max((len(row[4] or "-") for row in rows), default=1))
     for info, user, assistant, tool, model in rows:
         counts = f"{user:>3} user {assistant:>3} assistant {tool:>3} tool"
         title = info.title or "(untitled)"
-        print(f"{info.id}  {_when(info.updated_at)}  {counts}  {model or '-'}  {title}")
+        shown = _cut(model or "-", width)
+        print(f"{info.id}  {_when(info.updated_at)}  {counts}  {shown:<{width}}  {title}")
 
 
 def print_skills(found: SkillSet, *, rich: bool) -> None:

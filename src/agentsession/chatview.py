@@ -1,0 +1,89 @@
+"""What the command line shows around turns: epochs opened, turn outcomes, the chat's banner.
+
+``EpochWatch`` tells the first request of a new epoch — also one a compaction opened, which it
+announces unless ``/compact`` already did. ``outcome_marks`` places a line after each turn that
+did not end with an answer (failed, cancelled, waiting for approval), so ``show`` and ``chat
+-c`` never present a failed turn as two user messages in a row. ``recap`` is the last turns a
+resumed chat prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .console import Output
+from .log import ContextEpoch, Record
+from .request import Message, UserMessage
+from .session import Session
+from .store.base import Store
+
+__all__ = ["MARKS", "EpochWatch", "outcome_marks"]
+
+MARKS = {
+    "failed": "✗ this turn failed: no answer was stored (agentsession retry re-sends it)",
+    "cancelled": "✗ this turn was cancelled",
+    "interrupted": "✗ this turn was interrupted (the process ended)",
+    "waiting for approval": "? a tool call of this turn waits for approval",
+    "running": "… this turn did not finish",
+    "unfinished": "… this turn did not finish",
+}
+"""The line shown after a turn, by its outcome (an answered turn gets none)."""
+
+
+def outcome_marks(messages: Sequence[Message], outcomes: Sequence[str]) -> dict[int, str]:
+    """Which message index a turn's mark follows: the last one before the next user message.
+
+    ``outcomes`` holds one outcome per user turn, in order (``session.inspect().turns``).
+    """
+    marks: dict[int, str] = {}
+    turn = -1
+    for index, message in enumerate(messages):
+        if isinstance(message, UserMessage):
+            turn += 1
+        last_of_turn = index + 1 == len(messages) or isinstance(messages[index + 1], UserMessage)
+        if last_of_turn and 0 <= turn < len(outcomes) and outcomes[turn] in MARKS:
+            marks[index] = MARKS[outcomes[turn]]
+    return marks
+
+
+@dataclass
+class EpochWatch:
+    """Which epoch the session's requests were last sent in, to tell a compaction's new one.
+
+    ``announced`` holds the epochs the user was already told about (``/compact``).
+    """
+
+    session: Session
+    store: Store
+    output: Output
+    seen: int | None = None
+    announced: set[int] = field(default_factory=set)
+
+    async def current(self) -> Record | None:
+        """The session's newest epoch entry."""
+        return await self.store.last(self.session.id, ["epoch"])
+
+    async def start(self) -> None:
+        """Remember the epoch in force before this run's first request (once)."""
+        if self.seen is not None:
+            return
+        dispatched = await self.store.last(self.session.id, ["dispatch"])
+        epochs = await self.store.read(self.session.id, kinds=["epoch"])
+        sent = [r.seq for r in epochs if dispatched is not None and r.seq < dispatched.seq]
+        self.seen = sent[-1] if sent else -1
+
+    async def opened(self) -> bool:
+        """Whether this request is the first of a new epoch; a compaction's is announced."""
+        found = await self.current()
+        if found is None or found.seq == self.seen:
+            return False
+        self.seen = found.seq
+        entry = found.entry
+        compaction = isinstance(entry, ContextEpoch) and entry.reason == "compaction"
+        if compaction and isinstance(entry, ContextEpoch) and found.seq not in self.announced:
+            self.output.note(
+                f"compacted automatically: older turns are summarised in context epoch"
+                f" {entry.epoch}"
+            )
+        return True
