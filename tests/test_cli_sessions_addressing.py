@@ -100,7 +100,7 @@ def test_an_ambiguous_prefix_lists_the_candidates(tmp_path: Path) -> None:
     one = run_cli(tmp_path, "--db", str(db), "show", "abcd" + "0" * 27 + "2")
     assert one.code == 0, one.err
     unknown = run_cli(tmp_path, "--db", str(db), "show", "zzzz")
-    assert_clean_error(unknown, "no session 'zzzz'")
+    assert_clean_error(unknown, "no session with id 'zzzz'")
 
 
 def test_continue_takes_the_newest_session_of_this_folder_only(tmp_path: Path) -> None:

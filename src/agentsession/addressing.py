@@ -33,7 +33,7 @@ async def find_session(store: Store, given: str) -> SessionInfo:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise SessionNotFoundError(f"no session {given!r} (see: agentsession sessions)")
+        raise SessionNotFoundError(given)
     shown = ", ".join(f"{i.id[:12]} ({i.title or 'untitled'})" for i in found[:_LISTED])
     more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     raise UsageError(f"session id prefix {given!r} is ambiguous: {shown}{more}")

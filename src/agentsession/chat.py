@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .approvals import Answer, Approver, Fixed, settle
-from .chatview import EpochWatch
+from .chatview import EpochWatch, banner, recap
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
 from .errors import AgentSessionError, UsageError
 from .events import (
@@ -35,6 +35,7 @@ from .events import (
     StepCommitted,
     ToolCallStarted,
 )
+from .inspectview import show_context, write_report
 from .log import Dispatch
 from .permissions import BUILTIN_PRESETS
 from .providers.base import Model
@@ -47,8 +48,24 @@ __all__ = ["HELP", "Chat", "Driver"]
 HELP = (
     "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
     "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
-    "/model NAME, /compact, /approve [always], /deny [REASON], /retry, /id, /help, /quit."
+    "/model NAME, /compact, /context, /new, /report [FILE], /approve [always], /deny [REASON], "
+    "/retry, /id, /help, /quit."
 )
+COMMAND_NAMES = (
+    "/help",
+    "/id",
+    "/retry",
+    "/preset",
+    "/model",
+    "/compact",
+    "/context",
+    "/new",
+    "/report",
+    "/approve",
+    "/deny",
+    "/quit",
+)
+"""What Tab completes at the start of a line (more are added by name to ``Chat.extra``)."""
 
 
 async def _watched(
@@ -237,6 +254,8 @@ class Chat:
     opened: list[Model] = field(default_factory=list)
     failures: int = 0
     explain: Callable[[BaseException], str] = str
+    new_session: Callable[[], Awaitable[Session]] | None = None
+    folder: Path | None = None
 
     @property
     def session(self) -> Session:
@@ -256,7 +275,9 @@ class Chat:
         )
         lines = _terminal_lines(history) if interactive else _piped_lines()
         if interactive:
-            output.note(f"session {self.session.id} · {HELP}")
+            output.note(banner(self.session, self.folder or Path.cwd()))
+            for line in await recap(self.driver.store, self.session.id):
+                output.note(line)
         await self._attempt(self.driver.settle_waiting())
         if self.preset is not None:
             await self._attempt(self._preset(self.preset))
@@ -292,6 +313,9 @@ class Chat:
             "/preset": self._preset,
             "/model": self._model,
             "/compact": self._compact,
+            "/context": self._context,
+            "/new": self._new,
+            "/report": self._report,
             "/approve": self._approve,
             "/deny": self._deny,
         }
@@ -349,6 +373,21 @@ class Chat:
         else:
             self.output.note("nothing to compact: no turns before the ones always kept")
 
+    async def _context(self, arg: str) -> None:
+        await show_context(self.session, self.output)
+
+    async def _report(self, arg: str) -> None:
+        path = Path(arg or f"agentsession-{self.session.id[:12]}.html")
+        await write_report(self.session, path)
+        self.output.note(f"wrote {path}")
+
+    async def _new(self, arg: str) -> None:
+        if self.new_session is None:
+            self.output.note("/new is not available here")
+            return
+        self.driver.session = await self.new_session()
+        self.output.note(f"new session {self.session.id} (the previous one is kept)")
+
     async def _approve(self, arg: str) -> None:
         always = arg.lower() == "always"
         await self._answer(Answer("always" if always else "yes", why="/approve"))
@@ -373,6 +412,8 @@ async def _piped_lines() -> AsyncIterator[str]:
 
 async def _terminal_lines(history: Path) -> AsyncIterator[str]:
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import WordCompleter
+    from prompt_toolkit.filters import Condition
     from prompt_toolkit.formatted_text import HTML
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -392,7 +433,13 @@ async def _terminal_lines(history: Path) -> AsyncIterator[str]:
     def _newline(event: KeyPressEvent) -> None:
         event.app.current_buffer.insert_text("\n")
 
-    prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
+    commands = WordCompleter(list(COMMAND_NAMES), sentence=True)
+    prompt: PromptSession[str] = PromptSession(
+        history=FileHistory(str(history)),
+        key_bindings=keys,
+        completer=commands,
+        complete_while_typing=Condition(lambda: prompt.default_buffer.text.startswith("/")),
+    )
     while True:
         try:
             yield await prompt.prompt_async(HTML("<b>you</b> › "))

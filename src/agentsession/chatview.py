@@ -11,14 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .console import Output
-from .log import ContextEpoch, Record
-from .request import Message, UserMessage
+from .console import Output, short
+from .log import (
+    ApprovalDecided,
+    ApprovalRequested,
+    AssistantEntry,
+    ContextEpoch,
+    Interrupted,
+    ProviderFailed,
+    Record,
+    ToolResultEntry,
+    UserEntry,
+)
+from .request import Message, UserMessage, text_of
 from .session import Session
 from .store.base import Store
+from .toolview import call_line
 
-__all__ = ["MARKS", "EpochWatch", "outcome_marks"]
+__all__ = ["MARKS", "EpochWatch", "banner", "outcome_marks", "recap"]
 
 MARKS = {
     "failed": "✗ this turn failed: no answer was stored (agentsession retry re-sends it)",
@@ -87,3 +99,69 @@ class EpochWatch:
                 f" {entry.epoch}"
             )
         return True
+
+
+_RECAP_TURNS = 3
+
+
+def _outcome(entry: object, outcome: str) -> str:
+    """How a turn stands after ``entry`` (the same reading as the report's)."""
+    if isinstance(entry, AssistantEntry):
+        return "running" if entry.tool_calls else "answered"
+    if isinstance(entry, ProviderFailed):
+        return "failed"
+    if isinstance(entry, Interrupted):
+        return "cancelled" if "cancel" in entry.reason else "interrupted"
+    if isinstance(entry, ApprovalRequested):
+        return "waiting for approval"
+    return outcome
+
+
+def _entry_lines(entry: object) -> list[str]:
+    if isinstance(entry, UserEntry):
+        return [f"you › {short(text_of(entry.content), 300)}"]
+    if isinstance(entry, AssistantEntry):
+        lines = entry.content.strip().splitlines()
+        shown = [*lines[:6], "…"] if len(lines) > 6 else lines
+        calls = [f"  → {short(call_line(c.name, c.arguments))}" for c in entry.tool_calls]
+        return [*shown, *calls]
+    if isinstance(entry, ToolResultEntry):
+        mark = "✗" if entry.is_error else "←"
+        return [f"  {mark} {entry.name}: {short(text_of(entry.content), 120)}"]
+    return []
+
+
+async def recap(store: Store, session_id: str, turns: int = _RECAP_TURNS) -> list[str]:
+    """The last ``turns`` turns of a session as lines, each unanswered turn marked."""
+    users = await store.read(session_id, kinds=["user"])
+    if not users:
+        return []
+    start = users[-turns].seq if len(users) >= turns else 0
+    lines: list[str] = []
+    outcome = ""
+    for record in await store.read(session_id, start):
+        entry = record.entry
+        if isinstance(entry, UserEntry) and outcome in MARKS:
+            lines.append(f"  {MARKS[outcome]}")
+        if isinstance(entry, UserEntry):
+            outcome = "unfinished"
+        if isinstance(entry, ApprovalDecided):
+            outcome = "running"
+        outcome = _outcome(entry, outcome)
+        lines.extend(_entry_lines(entry))
+    if outcome in MARKS:
+        lines.append(f"  {MARKS[outcome]}")
+    if len(users) > turns:
+        lines.insert(
+            0, f"… {len(users) - turns} earlier turns (agentsession show {session_id[:8]})"
+        )
+    return lines
+
+
+def banner(session: Session, folder: Path) -> str:
+    """The first lines of an interactive chat: model, preset, folder, session, how to use it."""
+    return (
+        f"agentsession · model {session.model.name} · preset {session.permission_preset}"
+        f" · folder {folder}\n"
+        f"session {session.id} · /help for commands · Ctrl-C cancels a reply · Ctrl-D quits"
+    )

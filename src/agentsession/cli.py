@@ -83,6 +83,12 @@ def _add_session_options(parser: argparse.ArgumentParser, *, continuing: bool = 
     parser.add_argument(
         "--context-window", metavar="N", type=_positive, help="the token budget of one request"
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="on a terminal, also show context updates and the cache diagnosis of each request",
+    )
     if continuing:
         group = parser.add_mutually_exclusive_group()
         group.add_argument("--session", metavar="ID", help="continue this session (an id prefix)")

@@ -177,7 +177,15 @@ async def chat_command(inv: Invocation) -> int:
         if isinstance(inv.output, JsonOutput):
             _announce(inv, session)
         driver = _driver(inv, runtime, session)
-        chat = Chat(driver, inv.resolve, inv.args.skill, inv.args.preset, explain=inv.explain)
+        chat = Chat(
+            driver,
+            inv.resolve,
+            inv.args.skill,
+            inv.args.preset,
+            explain=inv.explain,
+            new_session=runtime.create_session,
+            folder=Path.cwd(),
+        )
         await chat.run(history=history_path())
         # Read from a pipe, a failed turn is the caller's to know (a terminal user saw it).
         return 1 if chat.failures and not sys.stdin.isatty() else 0
@@ -325,17 +333,20 @@ async def request(inv: Invocation) -> int:
             raise UsageError(f"cannot preview the next request: {inspection.next_error}")
         else:
             neutral, model_name = inspection.next_request.request, session.model.name
-        body = _wire(inv, neutral, inv.args.format, model_name)
-        # With --json, one object per line like every other command's output.
-        indent = None if isinstance(inv.output, JsonOutput) else 2
-        print(json.dumps(body, indent=indent, ensure_ascii=False))
+        chosen, body = _wire(inv, neutral, inv.args.format, model_name)
+        if isinstance(inv.output, JsonOutput):  # one object per line, like every --json output
+            inv.output.emit("request", format=chosen, step=step, body=body)
+        else:
+            print(json.dumps(body, indent=2, ensure_ascii=False))
         return 0
     finally:
         await runtime.close()
 
 
-def _wire(inv: Invocation, request: Request, fmt: str | None, model_name: str) -> object:
-    """``request`` in wire format ``fmt`` (``neutral``: the package's own form)."""
+def _wire(
+    inv: Invocation, request: Request, fmt: str | None, model_name: str
+) -> tuple[str, object]:
+    """The wire format chosen and ``request`` in it (``neutral``: the package's own form)."""
     profile: ModelProfile | None = None
     model: Model | None = None
     try:
@@ -350,11 +361,11 @@ def _wire(inv: Invocation, request: Request, fmt: str | None, model_name: str) -
             f" ({', '.join((*FORMATS, 'neutral'))})"
         )
     if chosen == "neutral":
-        return {k: v for k, v in encode(request).items() if k != "sources"}
+        return chosen, {k: v for k, v in encode(request).items() if k != "sources"}
     if profile is None or profile.wire_format != chosen:
-        return lower(request, chosen, profile=default_profile(chosen))
+        return chosen, lower(request, chosen, profile=default_profile(chosen))
     name = getattr(model, "model", None) or model_name.partition(":")[2].rpartition("#")[2]
-    return lower(request, chosen, profile=profile, model=name)
+    return chosen, lower(request, chosen, profile=profile, model=name)
 
 
 async def report(inv: Invocation) -> int:

@@ -45,7 +45,7 @@ from .events import (
     TurnFinished,
 )
 from .request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
-from .streamview import LiveReply
+from .streamview import Elapsed, LiveReply
 from .toolview import call_line, call_text
 
 __all__ = [
@@ -269,7 +269,7 @@ class RichOutput(Output):
     def waiting(self, label: str = "thinking…") -> None:
         """See ``Output.waiting``."""
         self._pause()
-        spinner = Spinner("dots", text=Text(label, style="dim"))
+        spinner = Spinner("dots", text=Elapsed(label))
         self._live = Live(spinner, console=self.console, transient=True, refresh_per_second=12)
         self._live.start()
 

@@ -102,9 +102,10 @@ def make_output(args: argparse.Namespace) -> Output:
         return JsonOutput()
     if args.quiet:
         return QuietOutput()
+    # The tools of run and chat work in the current folder: a write is shown as a diff against it.
     if sys.stdout.isatty():
-        return RichOutput()
-    return PlainOutput()
+        return RichOutput(project=Path.cwd(), verbose=bool(getattr(args, "verbose", False)))
+    return PlainOutput(project=Path.cwd())
 
 
 def installed_extras() -> dict[str, bool]:

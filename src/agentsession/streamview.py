@@ -8,12 +8,27 @@ in the history, instead of once per redraw as a live region taller than the scre
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
-__all__ = ["LiveReply", "finished_upto"]
+__all__ = ["Elapsed", "LiveReply", "finished_upto"]
+
+
+class Elapsed:
+    """A spinner's label with the seconds since it started: ``thinking… 3s · Ctrl-C to cancel``."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.monotonic()
+
+    def __rich__(self) -> Text:
+        """The label as it reads now."""
+        seconds = int(time.monotonic() - self.started)
+        return Text(f"{self.label} {seconds}s · Ctrl-C to cancel", style="dim")
 
 
 def finished_upto(text: str, start: int) -> int:
