@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .approvals import Answer, Approver, Fixed, settle
+from .approvals import Answer, Approver, CommandRules, Fixed, settle
 from .chatview import EpochWatch, banner, recap
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
 from .errors import AgentSessionError, UsageError
@@ -116,6 +116,7 @@ class Driver:
     approver: Approver
     max_rounds: int = 100
     epochs: EpochWatch | None = None
+    rules: CommandRules = field(default_factory=CommandRules)
 
     def watch(self) -> EpochWatch:
         """The epoch watch of the current session (a new one after ``/new``)."""
@@ -152,7 +153,10 @@ class Driver:
                 f" wait{'' if many else 's'} for approval"
             )
         chosen = approver or self.approver
-        if not await settle(self.session, waiting, chosen, self.output, show=approver is None):
+        shown = approver is None
+        if not await settle(
+            self.session, waiting, chosen, self.output, show=shown, rules=self.rules
+        ):
             return False
         result = await self.resume()
         return result is not None and result.stop_reason != "approval_required"
@@ -179,7 +183,9 @@ class Driver:
                     f"the model asked for approval {len(parts)} times in one turn; stopped"
                     " (the last call still waits)"
                 )
-            if not await settle(self.session, result.approvals, self.approver, self.output):
+            if not await settle(
+                self.session, result.approvals, self.approver, self.output, rules=self.rules
+            ):
                 break
             events = self.session.stream_retry()
         total = _combined(parts, len(dispatches))
