@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .approvals import Answer, Approver, CommandRules, Fixed, settle
-from .chatview import EpochWatch, banner, recap
+from .chatview import COMMAND_NAMES, HELP, EpochWatch, banner, recap
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
 from .errors import AgentSessionError, UsageError
 from .events import (
@@ -44,28 +44,6 @@ from .session import Session
 from .store.base import Store
 
 __all__ = ["HELP", "Chat", "Driver"]
-
-HELP = (
-    "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
-    "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
-    "/model NAME, /compact, /context, /new, /report [FILE], /approve [always], /deny [REASON], "
-    "/retry, /id, /help, /quit."
-)
-COMMAND_NAMES = (
-    "/help",
-    "/id",
-    "/retry",
-    "/preset",
-    "/model",
-    "/compact",
-    "/context",
-    "/new",
-    "/report",
-    "/approve",
-    "/deny",
-    "/quit",
-)
-"""What Tab completes at the start of a line (more are added by name to ``Chat.extra``)."""
 
 
 async def _watched(

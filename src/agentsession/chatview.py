@@ -30,7 +30,29 @@ from .session import Session
 from .store.base import Store
 from .toolview import call_line
 
-__all__ = ["MARKS", "EpochWatch", "banner", "outcome_marks", "recap"]
+__all__ = ["COMMAND_NAMES", "HELP", "MARKS", "EpochWatch", "banner", "outcome_marks", "recap"]
+
+HELP = (
+    "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
+    "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
+    "/model NAME, /compact, /context, /new, /report [FILE], /approve [always], /deny [REASON], "
+    "/retry, /id, /help, /quit."
+)
+COMMAND_NAMES = (
+    "/help",
+    "/id",
+    "/retry",
+    "/preset",
+    "/model",
+    "/compact",
+    "/context",
+    "/new",
+    "/report",
+    "/approve",
+    "/deny",
+    "/quit",
+)
+"""What Tab completes at the start of a chat line."""
 
 MARKS = {
     "failed": "✗ this turn failed: no answer was stored (agentsession retry re-sends it)",

@@ -75,7 +75,8 @@ class ModelChoice:
         try:
             return get_model(spec)
         except UnknownModelError:
-            raise suggest(spec, self.config, PREFIXES) from None
+            known = (*PREFIXES, DEMO_MODEL.partition(":")[0])
+            raise suggest(spec, self.config, known) from None
 
     def key_variables(self, spec: str) -> tuple[str, ...]:
         """The environment variables the key for ``spec`` is read from (none: no key is sent)."""

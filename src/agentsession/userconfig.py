@@ -191,7 +191,7 @@ def load_config(path: Path | None = None) -> UserConfig:
 def suggest(spec: str, config: UserConfig, known_prefixes: tuple[str, ...]) -> UnknownModelError:
     """An unknown model string's error, with a "did you mean" from what is configured."""
     prefix = spec.partition(":")[0]
-    names = [*config.providers, *known_prefixes, "scripted"]
+    names = [*config.providers, *known_prefixes]
     close = difflib.get_close_matches(prefix, names, n=1)
     aliases = difflib.get_close_matches(spec, list(config.aliases), n=1)
     if aliases:
