@@ -104,3 +104,45 @@ def test_resume_without_an_id_opens_a_picker_and_resumes(
     picker.wait_for("Answer two.")
     sent = server.agent_requests[-1]["messages"]
     assert any("the picked one" in str(m.get("content")) for m in sent)
+
+
+def demo_terminal(opened: list[Terminal], tmp_path: Path, *args: str) -> Terminal:
+    env = {
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "PYTHONIOENCODING": "utf-8",
+        "TERM": "xterm-256color",
+        "PATH": os.environ.get("PATH", ""),
+        "AGENTSESSION_DEMO_DELAY": "1.5",
+    }
+    db = str(tmp_path / "demo.db")
+    term = Terminal([sys.executable, "-m", "agentsession", "--db", db, *args], env, tmp_path)
+    opened.append(term)
+    return term
+
+
+def test_bare_command_chats_with_a_banner_a_spinner_and_completion(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    term = demo_terminal(terminal, tmp_path)
+    screen = term.wait_for("you ›")
+    banner = " ".join(screen.split())  # the banner may wrap
+    assert "model scripted:demo · preset workspace-write · folder" in banner
+    term.keys("/co", "Tab")
+    screen = term.wait_for("/context")
+    assert "/compact" in screen
+    term.keys("C-u")
+    term.keys("count three words", "Enter")
+    term.wait_for("s · Ctrl-C to cancel")  # the spinner counts the seconds
+    term.wait_for("2 requests · ")
+    term.keys("C-d")
+    term.wait_for("[exit 0]")
+    deleting = demo_terminal(terminal, tmp_path, "sessions")
+    listed = deleting.wait_for("[exit 0]")
+    prefix = next(line.split()[0] for line in listed.splitlines() if "user ·" in line)
+    asked = demo_terminal(terminal, tmp_path, "delete", prefix)
+    asked.wait_for("[y/N]")
+    asked.keys("n", "Enter")
+    assert "not deleted" in asked.wait_for("[exit 1]")
+    gone = demo_terminal(terminal, tmp_path, "delete", prefix, "-y")
+    assert "deleted session" in gone.wait_for("[exit 0]")
