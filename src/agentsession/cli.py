@@ -36,15 +36,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
-def _add_common(parser: argparse.ArgumentParser, default: object) -> None:
+def _add_common(parser: argparse.ArgumentParser, default: object, *, db: bool = True) -> None:
     add = parser.add_argument
-    add(
-        "--db",
-        default=default,
-        metavar="PATH|URL",
-        help="SQLite database file or postgresql:// URL (default: AGENTSESSION_DB, else a file"
-        " in the user data dir)",
-    )
+    if db:
+        _add_db(parser, default)
     add("--debug", action="store_true", default=default, help="show tracebacks of failures")
     out = parser.add_mutually_exclusive_group()
     out.add_argument(
@@ -55,6 +50,16 @@ def _add_common(parser: argparse.ArgumentParser, default: object) -> None:
         action="store_true",
         default=default,
         help="one JSON object per line on stdout, each with schema_version (see docs/cli.md)",
+    )
+
+
+def _add_db(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--db",
+        default=default,
+        metavar="PATH|URL",
+        help="SQLite database file or postgresql:// URL (default: AGENTSESSION_DB, else a file"
+        " in the user data dir)",
     )
 
 
@@ -186,22 +191,24 @@ def build_parser() -> argparse.ArgumentParser:
     # The commands accept the same options after their name; SUPPRESS keeps a value given
     # before the command from being reset to the default.
     common = _Parser(add_help=False)
-    _add_common(common, argparse.SUPPRESS)
+    _add_common(common, argparse.SUPPRESS, db=False)
+    stored = _Parser(add_help=False)
+    _add_db(stored, argparse.SUPPRESS)
     modeled = _Parser(add_help=False)
     _add_model(modeled, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(
-        name: str, text: str, *, model: bool = False, aliases: Sequence[str] = ()
+        name: str, text: str, *, model: bool = False, database: bool = True
     ) -> argparse.ArgumentParser:
+        parents = [common, *([stored] if database else []), *([modeled] if model else [])]
         return sub.add_parser(
             name,
             help=text,
             description=text,
-            parents=[common, modeled] if model else [common],
+            parents=parents,
             epilog=examples(name),
             formatter_class=argparse.RawDescriptionHelpFormatter,
-            aliases=list(aliases),
         )
 
     run = command("run", "run one prompt, in a new session or a continued one", model=True)
@@ -227,7 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     command(
         "info", "version, paths (the default database too), model, installed extras", model=True
     )
-    command("models", "the models the config file and the environment make usable, and why not")
+    command(
+        "models",
+        "the models the config file and the environment make usable, and why not",
+        database=False,
+    )
     context = command(
         "context", "the next request annotated: epoch, sources, window, tokens", model=True
     )
@@ -265,7 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_management(command: Callable[..., argparse.ArgumentParser]) -> None:
-    skills = command("skills", "list the skills a session here can use, and the broken ones")
+    skills = command(
+        "skills", "list the skills a session here can use, and the broken ones", database=False
+    )
     skills.add_argument(
         "--project", metavar="DIR", help="the project folder (default: the current folder)"
     )

@@ -256,7 +256,10 @@ async def show(inv: Invocation) -> int:
     try:
         _, session = await inv.open(store, inv.args.id, read_only=True)
         messages = list(session.messages)
-        outcomes = [turn.outcome for turn in (await session.inspect()).turns]
+        try:
+            outcomes = [turn.outcome for turn in (await session.inspect()).turns]
+        except AgentSessionError:  # the transcript is shown all the same, unmarked
+            outcomes = []
         marks = outcome_marks(messages, outcomes)
         if isinstance(inv.output, JsonOutput):
             inv.output.emit("session", id=session.id, title=session.title)
