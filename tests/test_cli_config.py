@@ -157,3 +157,11 @@ def test_the_config_file_gives_a_new_sessions_preset_and_system(tmp_path: Path) 
     view = json.loads(shown.out)
     texts = json.dumps(view)
     assert "You answer in French." in texts and "read-only" in texts
+
+
+def test_a_vendor_model_without_its_key_stores_and_prints_no_session(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    done = run_cli(tmp_path, "--db", db, "run", "--model", "openai:gpt-4.1", "hi")
+    assert_clean_error(done, "OPENAI_API_KEY")
+    assert not any(line.startswith("session ") for line in done.err_lines), done.err
+    assert run_cli(tmp_path, "--db", db, "--json", "sessions").out == ""
