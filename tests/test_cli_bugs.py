@@ -5,10 +5,13 @@ Driven in-process: a ``Driver`` on a ``PlainOutput`` over a scripted model, or `
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 import agentsession as ags
 from agentsession.approvals import DENY_ALL
@@ -85,8 +88,6 @@ def test_sessions_columns_hold_with_a_long_model_string(tmp_path: Path, capsys: 
         for n, m in enumerate([long_model, "openai:gpt-4.1"])
     ]
     out = io.StringIO()
-    import contextlib
-
     with contextlib.redirect_stdout(out):
         print_sessions(rows, rich=False)
     lines = out.getvalue().splitlines()
@@ -108,3 +109,32 @@ def test_a_failed_turn_is_marked_and_leaves_no_consecutive_user_messages_on_scre
     shown = run_cli(tmp_path, "--db", db, "show", row["id"][:8])
     assert shown.code == 0, shown.err
     assert "failed" in shown.out
+
+
+async def test_the_recap_of_a_resumed_chat_marks_a_failed_turn_and_a_waiting_call(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    from agentsession.chatview import recap
+
+    from .scenario import make_project
+
+    project = make_project(tmp_path)
+    replies: list[object] = [
+        "the first answer",
+        RuntimeError("provider down"),
+        [ags.ToolCall("run_command", {"command": "make test"})],
+    ]
+    runtime = make_runtime(replies, project_dir=project, tools=ags.builtin_tools())
+    session = await runtime.create_session()
+    await session.prompt("first")
+    with pytest.raises(ags.ProviderError):
+        await session.prompt("second")
+    waiting = await session.prompt("third")
+    assert waiting.stop_reason == "approval_required"
+    lines = await recap(runtime.store, session.id)
+    text = "\n".join(lines)
+    assert lines[0] == "you › first" and "the first answer" in text
+    second, third = text.index("you › second"), text.index("you › third")
+    assert second < text.index("this turn failed") < third
+    assert "→ $ make test" in text
+    assert text.rstrip().endswith("? a tool call of this turn waits for approval")
