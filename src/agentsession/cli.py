@@ -225,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_session_options(chat)
     _add_agent_options(chat)
     retry = command("retry", "finish a turn that failed: re-send the failed step", model=True)
-    retry.add_argument("id", nargs="?", metavar="ID", help="the session (default: most recent)")
+    retry.add_argument(
+        "id", nargs="?", metavar="ID", help="the session (default: this folder's most recent)"
+    )
     _add_session_options(retry, continuing=False)
     _add_agent_options(retry, prompting=False)
     command("sessions", "list sessions: id, last activity, messages, model, title")

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .addressing import newest_here
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .chatview import outcome_marks
@@ -222,10 +223,11 @@ async def retry(inv: Invocation) -> int:
 
 
 async def _latest(store: Store) -> str:
+    """The session ``retry`` finishes by default: the newest of this folder, like ``-c``."""
     sessions = await store.list_sessions()
     if not sessions:
         raise UsageError("no session to retry: none is stored yet")
-    return sessions[0].id
+    return (await newest_here(store, Path.cwd())).id
 
 
 async def sessions(inv: Invocation) -> int:
