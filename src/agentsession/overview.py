@@ -21,6 +21,7 @@ from .invocation import (
     shown_location,
     version,
 )
+from .modelchoice import DEMO_MODEL
 from .store.sqlite import default_path
 
 __all__ = ["info", "models"]
@@ -54,6 +55,10 @@ async def info(inv: Invocation) -> int:
             extras=installed_extras(),
         )
         return 0
+    if configured is None:
+        spec, why = inv.choice.default_model()
+        if spec != DEMO_MODEL and why:
+            configured = f"{spec} (not configured: {why.partition(':')[0]})"
     lines = info_lines(inv.location, configured)
     state = "exists" if config.exists else "none"
     lines.append(("config file", f"{config.path} ({state})"))
