@@ -15,7 +15,7 @@ from agentsession.log import Dispatch, ModelSwitched, Record
 from agentsession.providers.profiles import default_profile
 from agentsession.request import Request, digest
 
-from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of
+from .cli_helpers import VENDOR_KEYS, Outcome, assert_clean_error, cli, session_id_of
 
 REPLY = "(scripted demo model) `count_words` returned **{}**."
 
@@ -160,7 +160,9 @@ def cli_env(tmp_path: Path, db: Path, env: dict[str, str], *args: str) -> Outcom
     import subprocess
     import sys
 
-    full = {k: v for k, v in os.environ.items() if k != "AGENTSESSION_MODEL"} | env
+    dropped = ("AGENTSESSION_MODEL", *VENDOR_KEYS)
+    own = {"XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    full = {k: v for k, v in os.environ.items() if k not in dropped} | own | env
     done = subprocess.run(
         [sys.executable, "-m", "agentsession", "--db", str(db), *args],
         cwd=tmp_path,
