@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TIMEOUT = 60
+VENDOR_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 SCRIPT = shutil.which("agentsession", path=str(Path(sys.executable).parent))
 
 
@@ -35,7 +36,8 @@ def cli(
 
     ``env`` adds variables; the user's own configuration folder is replaced by one in ``cwd``.
     """
-    unset = ("AGENTSESSION_MODEL", "AGENTSESSION_DB")
+    # A vendor key would make a set key's default model answer: tests never reach a provider.
+    unset = ("AGENTSESSION_MODEL", "AGENTSESSION_DB", "AGENTSESSION_CONFIG", *VENDOR_KEYS)
     base = {k: v for k, v in os.environ.items() if k not in unset}
     env = {
         **base,

@@ -33,6 +33,11 @@ class ScriptedServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     _calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    by_line: bool = False
+    """Stream a text reply line by line, one chunk each (as a long answer arrives)."""
+    key: str | None = None
+    """When set, a request without ``Authorization: Bearer <key>`` is refused with 401."""
+    authorizations: list[str] = field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -75,7 +80,10 @@ def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any =
 
 def _stream(server: ScriptedServer, reply: Reply) -> list[bytes]:
     if isinstance(reply, str):
-        chunks = [_chunk({"role": "assistant", "content": reply}), _chunk({}, "stop")]
+        pieces = reply.splitlines(keepends=True) if server.by_line else [reply]
+        chunks = [_chunk({"role": "assistant", "content": pieces[0] if pieces else ""})]
+        chunks += [_chunk({"content": piece}) for piece in pieces[1:]]
+        chunks.append(_chunk({}, "stop"))
     else:
         calls = [
             {
@@ -104,10 +112,14 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length))
-            reply = server.next_reply(body)
+            given = self.headers.get("authorization") or ""
+            server.authorizations.append(given)
+            refused = server.key is not None and given != f"Bearer {server.key}"
+            reply = None if refused else server.next_reply(body)
             if reply is None:
-                data = json.dumps({"error": {"message": "the script has no more replies"}})
-                self.send_response(400)
+                message = "invalid api key" if refused else "the script has no more replies"
+                data = json.dumps({"error": {"message": message}})
+                self.send_response(401 if refused else 400)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .cli_helpers import VENDOR_KEYS
+
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(
     TMUX is None, reason="!!! TMUX IS NOT INSTALLED: chat was NOT tested in a real terminal !!!"
@@ -25,13 +27,23 @@ WAIT = 60.0
 class Terminal:
     """One tmux server of our own (its own socket), running one command in an 120x50 pane."""
 
-    def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(
+        self,
+        command: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        *,
+        width: int = 120,
+        height: int = 50,
+    ) -> None:
         # A socket of our own in the test's folder: nothing is left behind, nothing shared.
         self.socket = str(cwd / f"tmux-{uuid.uuid4().hex[:8]}.sock")
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        line = f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}"
+        # No vendor key reaches the command: tests never talk to a real provider.
+        unset = " ".join(f"-u {name}" for name in VENDOR_KEYS)
+        line = f"cd {shlex.quote(str(cwd))} && env {unset} {exports} {shlex.join(command)}"
         shell = f'{line}; echo "[exit $?]"; sleep 600'
-        self._tmux("new-session", "-d", "-s", "chat", "-x", "120", "-y", "50", shell)
+        self._tmux("new-session", "-d", "-s", "chat", "-x", str(width), "-y", str(height), shell)
 
     def _tmux(self, *args: str) -> str:
         assert TMUX is not None

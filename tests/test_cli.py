@@ -48,7 +48,7 @@ def test_run_prints_the_turn_and_names_the_demo_model(
     # Piped, standard output holds exactly the stored reply; the rest goes to standard error.
     assert result.out == "(scripted demo model) `count_words` returned **4**.\n"
     err = result.err
-    assert "→ count_words({'text': 'count these four words'})" in err
+    assert '→ count_words {"text": "count these four words"}' in err  # JSON, not a repr
     assert "← count_words: 4" in err
     # The call is printed before its result, the result before the figures of the turn.
     assert err.index("→ count_words") < err.index("← count_words") < err.index("2 requests")

@@ -101,12 +101,13 @@ async def test_a_turn_that_pauses_twice_is_shown_as_one_turn(
     calls = [
         line for line in shown if line[:1] in "→←✗?" or line.startswith(("approved", "denied"))
     ]
+    # A command is shown as the shell line it runs, once.
     assert [line.split("(")[0].split(":")[0] for line in calls] == [
-        "→ run_command",
+        "→ $ echo one >> ran.txt; echo said one",
         "? run_command waits for approval ",
         "approved run_command",
         "← run_command",
-        "→ run_command",
+        "→ $ echo two >> ran.txt; echo said two",
         "? run_command waits for approval ",
         "denied run_command",
         "✗ run_command",

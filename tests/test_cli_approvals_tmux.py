@@ -99,19 +99,27 @@ def test_chat_always_preset_compact_and_model(
     terminal: list[Terminal], tmp_path: Path, model: ScriptedServer
 ) -> None:
     write = ("write_file", {"path": "x.txt", "content": "x"})
-    model.reply([command("a")], "Ran a.", [command("b")], "Ran b.", [write], "Refused.")
+
+    def mkdir(name: str) -> tuple[str, dict[str, str]]:
+        return ("run_command", {"command": f"mkdir -p made/{name}"})
+
+    model.reply([mkdir("a")], "Ran a.", [mkdir("b")], "Ran b.", [write], "Refused.")
     model.reply("The fourth reply.")
     term = agent_in(terminal, tmp_path, model, "chat")
     term.wait_for("you ›")
     term.keys("run a", "Enter")
     term.wait_for(QUESTION)
     term.keys("a", "Enter")
+    # "always" for a command is a prefix, shown and editable: here the program alone.
+    term.wait_for("always allow commands starting with")
+    term.keys("Enter")
     term.wait_for("Ran a.")
     term.wait_for("you ›", count=2)
     term.keys("run b", "Enter")
     screen = term.wait_for("Ran b.")
-    assert screen.count(QUESTION) == 1  # "always": not asked again
-    assert ran(tmp_path) == ["a", "b"]
+    assert screen.count(QUESTION) == 1  # the prefix covers it: not asked again
+    assert "commands starting with 'mkdir' from now on" in screen
+    assert sorted(p.name for p in (tmp_path / "made").iterdir()) == ["a", "b"]
 
     term.wait_for("you ›", count=3)
     term.keys("/preset read-only", "Enter")
@@ -138,7 +146,8 @@ def test_chat_always_preset_compact_and_model(
     assert model.agent_requests[-1]["model"] == "other"
     entries = [r.entry for r in log_of(tmp_path, session_of(screen))]
     decided = [e for e in entries if isinstance(e, ApprovalDecided)]
-    assert [(d.approved, d.always) for d in decided] == [(True, True)]
+    # The prefix lives in the run; each call it covered is recorded as approved once.
+    assert [(d.approved, d.always) for d in decided] == [(True, False), (True, False)]
     assert [e.preset for e in entries if isinstance(e, PermissionChanged)] == ["read-only"]
     assert sum(isinstance(e, Summary) for e in entries) == 1
     (switch,) = [e for e in entries if isinstance(e, ModelSwitched)]

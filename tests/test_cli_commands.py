@@ -15,7 +15,7 @@ from agentsession.log import Dispatch, ModelSwitched, Record
 from agentsession.providers.profiles import default_profile
 from agentsession.request import Request, digest
 
-from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of
+from .cli_helpers import VENDOR_KEYS, Outcome, assert_clean_error, cli, session_id_of
 
 REPLY = "(scripted demo model) `count_words` returned **{}**."
 
@@ -84,12 +84,24 @@ def test_quiet_and_json(tmp_path: Path, db: Path) -> None:
 
     shown = run(tmp_path, db, "--json", "show", events[0]["id"])
     messages = [json.loads(line) for line in shown.out.splitlines()]
-    assert messages[0] == {"kind": "session", "id": events[0]["id"], "title": "just the reply"}
+    assert messages[0] == {
+        "kind": "session",
+        "schema_version": 1,
+        "id": events[0]["id"],
+        "title": "just the reply",
+    }
     assert [m["role"] for m in messages[1:]] == ["user", "assistant", "tool", "assistant"] * 2
 
     failed = run(tmp_path, db, "--json", "show", "missing")
     assert failed.code == 1
-    assert json.loads(failed.out) == {"kind": "error", "message": "no session with id 'missing'"}
+    assert json.loads(failed.out) == {
+        "kind": "error",
+        "schema_version": 1,
+        "message": "no session with id 'missing'",
+        "type": "SessionNotFoundError",
+        "status": None,
+        "retryable": False,
+    }
 
 
 async def test_system_text_is_kept_until_replaced(tmp_path: Path, db: Path) -> None:
@@ -148,7 +160,9 @@ def cli_env(tmp_path: Path, db: Path, env: dict[str, str], *args: str) -> Outcom
     import subprocess
     import sys
 
-    full = {k: v for k, v in os.environ.items() if k != "AGENTSESSION_MODEL"} | env
+    dropped = ("AGENTSESSION_MODEL", *VENDOR_KEYS)
+    own = {"XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    full = {k: v for k, v in os.environ.items() if k not in dropped} | own | env
     done = subprocess.run(
         [sys.executable, "-m", "agentsession", "--db", str(db), *args],
         cwd=tmp_path,
@@ -270,6 +284,7 @@ def test_info_names_the_paths_version_and_extras(tmp_path: Path, db: Path) -> No
         "model",
         "extras installed",
         "extras missing",
+        "config file",
     ]
     configured = cli_env(tmp_path, db, {"AGENTSESSION_MODEL": "anthropic:claude-x"}, "info")
     assert "anthropic:claude-x" in configured.out
@@ -282,10 +297,12 @@ def test_json_output_is_one_object_per_line_for_request_and_report(
     body = run(tmp_path, db, "--json", "request", session_id, "--format", "openai-chat")
     assert body.code == 0, body.err
     (line,) = body.out.splitlines()
-    assert json.loads(line)["messages"]
+    wrapped = json.loads(line)
+    assert wrapped["kind"] == "request" and wrapped["schema_version"] == 1
+    assert wrapped["format"] == "openai-chat" and wrapped["body"]["messages"]
     wrote = run(tmp_path, db, "--json", "report", session_id, "-o", "one.html")
     assert [json.loads(x) for x in wrote.out.splitlines()] == [
-        {"kind": "wrote", "paths": ["one.html"]}
+        {"kind": "wrote", "schema_version": 1, "paths": ["one.html"]}
     ]
 
 

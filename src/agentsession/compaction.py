@@ -130,6 +130,7 @@ def compaction_entries(
     model: str,
     summary_seq: int,
     timestamp: str,
+    tools: tuple[str, ...] | None = None,
 ) -> tuple[Summary, ContextEpoch]:
     """The summary entry and the epoch it opens, to be committed together at ``summary_seq``.
 
@@ -147,5 +148,6 @@ def compaction_entries(
         removed=removed,
         summary_seq=summary_seq,
         timestamp=timestamp,
+        tools=tools,
     )
     return Summary(summary, plan.cut_seq, timestamp), opened

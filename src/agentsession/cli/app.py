@@ -23,6 +23,7 @@ from typing import NoReturn
 
 from ..errors import AgentSessionError
 from ..hygiene import visible, visible_line
+from .examples import examples
 
 __all__ = ["build_parser", "main"]
 
@@ -36,42 +37,81 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
-def _add_common(parser: argparse.ArgumentParser, default: object) -> None:
+def _add_common(parser: argparse.ArgumentParser, default: object, *, db: bool = True) -> None:
     add = parser.add_argument
-    add(
-        "--db",
-        default=default,
-        metavar="PATH|URL",
-        help="SQLite database file or postgresql:// URL (default: AGENTSESSION_DB, else a file"
-        " in the user data dir)",
-    )
-    add("--model", default=default, help="model, e.g. openai:gpt-4.1 (default: AGENTSESSION_MODEL)")
+    if db:
+        _add_db(parser, default)
     add("--debug", action="store_true", default=default, help="show tracebacks of failures")
     out = parser.add_mutually_exclusive_group()
     out.add_argument(
         "-q", "--quiet", action="store_true", default=default, help="print the replies only"
     )
     out.add_argument(
-        "--json", action="store_true", default=default, help="one JSON object per event on stdout"
+        "--json",
+        action="store_true",
+        default=default,
+        help="one JSON object per line on stdout, each with schema_version (see docs/cli.md)",
+    )
+
+
+def _add_db(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--db",
+        default=default,
+        metavar="PATH|URL",
+        help="SQLite database file or postgresql:// URL (default: AGENTSESSION_DB, else a file"
+        " in the user data dir)",
+    )
+
+
+def _add_model(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "-m",
+        "--model",
+        default=default,
+        help="model: NAME:MODEL of a configured provider, an alias, or e.g. openai:gpt-4.1"
+        " (default: AGENTSESSION_MODEL, else the config file; see: agentsession models)",
+    )
+
+
+def _add_system(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "-s",
+        "--system",
+        metavar="TEXT",
+        default=default,
+        help="the application's instructions (kept for the session)",
     )
 
 
 def _add_session_options(parser: argparse.ArgumentParser, *, continuing: bool = True) -> None:
-    parser.add_argument(
-        "--system", metavar="TEXT", help="the application's instructions (kept for the session)"
-    )
+    _add_system(parser, argparse.SUPPRESS)
     parser.add_argument(
         "--context-window", metavar="N", type=_positive, help="the token budget of one request"
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="on a terminal, also show context updates and the cache diagnosis of each request",
+    )
     if continuing:
         group = parser.add_mutually_exclusive_group()
-        group.add_argument("--session", metavar="ID", help="continue this session")
+        group.add_argument("--session", metavar="ID", help="continue this session (an id prefix)")
+        group.add_argument(
+            "-r",
+            "--resume",
+            metavar="ID",
+            nargs="?",
+            const="",
+            help="continue session ID; without ID, pick one from a list (on a terminal)",
+        )
         group.add_argument(
             "-c",
             "--continue",
             dest="continue_",
             action="store_true",
-            help="continue the most recent session",
+            help="continue the most recent session of the current folder",
         )
 
 
@@ -145,47 +185,84 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``agentsession --help``)."""
     from .invocation import version
 
-    parser = _Parser(prog="agentsession", description="Durable LLM-agent sessions.")
+    parser = _Parser(
+        prog="agentsession",
+        description="Durable LLM-agent sessions. Without a command: chat on a terminal,"
+        " this help otherwise.",
+        epilog=examples(None),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"agentsession {version()}")
     _add_common(parser, False)
     parser.add_argument(
         "--trust", action="store_true", help="trust this project's .mcp.json (run, chat, retry)"
     )
+    _add_model(parser, None)
+    _add_system(parser, None)
     # The commands accept the same options after their name; SUPPRESS keeps a value given
     # before the command from being reset to the default.
     common = _Parser(add_help=False)
-    _add_common(common, argparse.SUPPRESS)
-    sub = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
-    )
+    _add_common(common, argparse.SUPPRESS, db=False)
+    stored = _Parser(add_help=False)
+    _add_db(stored, argparse.SUPPRESS)
+    modeled = _Parser(add_help=False)
+    _add_model(modeled, argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    def command(name: str, text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=text, description=text, parents=[common])
+    def command(
+        name: str, text: str, *, model: bool = False, database: bool = True
+    ) -> argparse.ArgumentParser:
+        parents = [common, *([stored] if database else []), *([modeled] if model else [])]
+        return sub.add_parser(
+            name,
+            help=text,
+            description=text,
+            parents=parents,
+            epilog=examples(name),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
 
-    run = command("run", "run one prompt, in a new session or a continued one")
+    run = command("run", "run one prompt, in a new session or a continued one", model=True)
     run.add_argument(
-        "text", nargs="*", metavar="TEXT", help="the prompt; '-' or nothing reads standard input"
+        "text",
+        nargs="*",
+        metavar="TEXT",
+        help="the prompt; '-' alone or nothing reads standard input; with a pipe and TEXT,"
+        " the prompt is TEXT, a blank line, then standard input",
     )
     _add_session_options(run)
     _add_agent_options(run)
-    chat = command("chat", "talk interactively (Ctrl-C cancels a reply, Ctrl-D quits)")
+    chat = command("chat", "talk interactively (Ctrl-C cancels a reply, Ctrl-D quits)", model=True)
     _add_session_options(chat)
     _add_agent_options(chat)
-    retry = command("retry", "finish a turn that failed: re-send the failed step")
-    retry.add_argument("id", nargs="?", metavar="ID", help="the session (default: most recent)")
+    retry = command("retry", "finish a turn that failed: re-send the failed step", model=True)
+    retry.add_argument(
+        "id", nargs="?", metavar="ID", help="the session (default: this folder's most recent)"
+    )
     _add_session_options(retry, continuing=False)
     _add_agent_options(retry, prompting=False)
-    command("sessions", "list sessions: messages, model, last activity, title")
+    command("sessions", "list sessions: id, last activity, messages, model, title")
     show = command("show", "print a session's transcript")
-    show.add_argument("id", metavar="ID", help="the session")
-    command("info", "version, paths (the default database too), model, installed extras")
-    context = command("context", "the next request annotated: epoch, sources, window, tokens")
+    show.add_argument("id", metavar="ID", help="the session (a unique id prefix will do)")
+    command(
+        "info", "version, paths (the default database too), model, installed extras", model=True
+    )
+    command(
+        "models",
+        "the models the config file and the environment make usable, and why not",
+        database=False,
+    )
+    context = command(
+        "context", "the next request annotated: epoch, sources, window, tokens", model=True
+    )
     context.add_argument("id", metavar="ID", help="the session")
     context.add_argument(
         "--step", metavar="N", type=_positive, help="the N-th dispatched request instead"
     )
     context.add_argument("--full", action="store_true", help="print every part in full")
-    request = command("request", "the exact JSON a request is sent as (nothing is admitted)")
+    request = command(
+        "request", "the exact JSON a request is sent as (nothing is admitted)", model=True
+    )
     request.add_argument("id", metavar="ID", help="the session")
     request.add_argument(
         "--format",
@@ -212,14 +289,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_cost(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+def _add_cost(command: Callable[..., argparse.ArgumentParser]) -> None:
     cost = command("cost", "what a session cost in USD, from the provider-reported usage")
     cost.add_argument("id", nargs="?", metavar="ID", help="the session")
     cost.add_argument("--all", action="store_true", help="every session, and their total")
 
 
-def _add_management(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    skills = command("skills", "list the skills a session here can use, and the broken ones")
+def _add_management(command: Callable[..., argparse.ArgumentParser]) -> None:
+    skills = command(
+        "skills", "list the skills a session here can use, and the broken ones", database=False
+    )
     skills.add_argument(
         "--project", metavar="DIR", help="the project folder (default: the current folder)"
     )
@@ -236,11 +315,16 @@ def _add_management(command: Callable[[str, str], argparse.ArgumentParser]) -> N
     imported.add_argument(
         "--copy", action="store_true", help="import under a new id (keep the stored one apart)"
     )
-    trust = command("trust", "trust a project folder's .mcp.json as it is now (remembered)")
+    trust = command(
+        "trust", "trust a project folder's .mcp.json as it is now (remembered)", database=False
+    )
     trust.add_argument("dir", nargs="?", metavar="DIR", help="the folder (default: this one)")
     trust.add_argument("--revoke", action="store_true", help="forget the folder's trust")
     delete = command("delete", "delete a session and its whole log (cannot be undone)")
     delete.add_argument("id", metavar="ID", help="the session")
+    delete.add_argument(
+        "-y", "--yes", action="store_true", help="do not ask (a terminal asks to confirm)"
+    )
     rename = command("rename", "give a session a title of your own")
     rename.add_argument("id", metavar="ID", help="the session")
     rename.add_argument("title", nargs="+", metavar="TITLE", help="the new title")
@@ -255,22 +339,23 @@ def _add_management(command: Callable[[str, str], argparse.ArgumentParser]) -> N
     )
 
 
-async def _main(args: argparse.Namespace) -> int:
+async def _main(args: argparse.Namespace, held: list[object]) -> int:
     from .commands import COMMANDS
     from .invocation import Invocation, make_output
 
     invocation = Invocation(args, make_output(args))
+    held.append(invocation)
     return await COMMANDS[args.command](invocation)
 
 
-def _fail(args: argparse.Namespace, message: str) -> None:
+def _fail(args: argparse.Namespace, message: str, exc: BaseException | None = None) -> None:
     # One line, whatever the message (a driver's error may span several).
     message = " ".join(line.strip() for line in message.splitlines() if line.strip())
     message = visible_line(message)  # it may quote an id, a title or a server's words
     if getattr(args, "json", False):
-        from .console import JsonOutput
+        from .console import JsonOutput, error_fields
 
-        JsonOutput().emit("error", message=message)
+        JsonOutput().emit("error", message=message, **error_fields(exc))
     print(f"error: {message}", file=sys.stderr)
 
 
@@ -298,16 +383,41 @@ def _log_to_stderr(debug: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Full() if debug else _OneLine())
     root = logging.getLogger()
+    # One handler of ours, however often ``main`` runs in one process (tests call it).
+    for old in [h for h in root.handlers if getattr(h, "agentsession_cli", False)]:
+        root.removeHandler(old)
+    handler.agentsession_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 
 
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed arguments; no command means ``chat`` on a terminal, else the help (exit 0)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is not None:
+        return args
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return parser.parse_args([*(sys.argv[1:] if argv is None else argv), "chat"])
+    parser.print_help()
+    sys.exit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``agentsession`` console script."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``agentsession`` console script.
+
+    Exit codes: 0 success, 1 failure, 2 bad arguments, 130 interrupted.
+    """
+    args = _arguments(argv)
     _log_to_stderr(args.debug)
+    held: list[object] = []
+
+    def said(exc: BaseException) -> str:
+        explain = getattr(held[0], "explain", None) if held else None
+        return explain(exc) if explain is not None else str(exc)
+
     try:
-        code = asyncio.run(_main(args))
+        code = asyncio.run(_main(args, held))
     except KeyboardInterrupt:
         turn = args.command in ("run", "chat", "retry")
         print(
@@ -322,12 +432,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except AgentSessionError as exc:
         if args.debug:
             traceback.print_exc()
-        _fail(args, str(exc))
+        _fail(args, said(exc), exc)
         code = 1
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
         hint = "" if args.debug else " (run with --debug for the traceback)"
-        _fail(args, f"unexpected {type(exc).__name__}: {exc}{hint}")
+        _fail(args, f"unexpected {type(exc).__name__}: {exc}{hint}", exc)
         code = 1
     sys.exit(code)

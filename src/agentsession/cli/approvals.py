@@ -4,7 +4,9 @@ A turn that reaches such a call pauses (``stop_reason == "approval_required"``);
 line answers every waiting call through one ``Approver`` and then resumes the turn:
 
 - ``TerminalAsker`` asks in the terminal: ``y`` approves the call, ``a`` approves the tool for
-  the rest of the session, ``n`` or Enter denies it, and any other text denies it with that
+  the rest of the session — for ``run_command`` only the commands that start with a prefix,
+  shown and editable (``git status`` for ``git status --short``), for the rest of this run —
+  ``n`` or Enter denies it, and any other text denies it with that
   text as the reason the model reads. Ctrl-C or Ctrl-D stops asking and leaves the call waiting
   (``chat`` asks again, or ``/approve`` / ``/deny`` answer it).
 - ``APPROVE_ALL`` (``--yes``) approves each call as it comes, never "always".
@@ -19,11 +21,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..events import ApprovalNeeded, ApprovalRequest
 from ..hygiene import visible
+from ..inspection.toolview import command_prefix
 from ..session import Session
 from .console import JsonOutput, Output, short
 
@@ -33,6 +36,7 @@ __all__ = [
     "NO_TERMINAL",
     "Answer",
     "Approver",
+    "CommandRules",
     "Fixed",
     "TerminalAsker",
     "parse_answer",
@@ -45,11 +49,37 @@ QUESTION = "allow? [y]es · [n]o (or type why not) · [a]lways for this session 
 
 @dataclass(frozen=True)
 class Answer:
-    """One decision: ``yes``, ``always`` (this tool for the session) or ``no`` with a note."""
+    """One decision: ``yes``, ``always`` (this tool for the session) or ``no`` with a note.
+
+    ``prefix``: for ``run_command``, "always" approves only the commands that start with it.
+    """
 
     verdict: Literal["yes", "always", "no"]
     note: str = ""
     why: str = ""  # for the user only: how the decision came about
+    prefix: str = ""
+
+
+@dataclass
+class CommandRules:
+    """The command prefixes "always" approved in this run: never every command."""
+
+    prefixes: list[str] = field(default_factory=list)
+
+    def match(self, request: ApprovalRequest) -> str | None:
+        """The prefix that approves ``request`` (a ``run_command`` call), if any."""
+        command = request.arguments.get("command")
+        if request.name != "run_command" or not isinstance(command, str):
+            return None
+        words = command.split()
+        for prefix in self.prefixes:
+            wanted = prefix.split()
+            # Whole words only, and one plain command: "git status" never approves
+            # "git status; rm -rf ~".
+            plain = not any(mark in command for mark in (";", "&", "|", "`", "$(", ">", "<", "\n"))
+            if wanted and words[: len(wanted)] == wanted and plain:
+                return prefix
+        return None
 
 
 def parse_answer(text: str) -> Answer:
@@ -111,9 +141,20 @@ class TerminalAsker:
         asked = visible(asked)  # the model chose the arguments: no escape reaches the terminal
         try:
             typed = await prompt.prompt_async(asked)
+            answer = parse_answer(typed)
+            command = request.arguments.get("command")
+            if answer.verdict == "always" and request.name == "run_command":
+                default = command_prefix(command) if isinstance(command, str) else ""
+                prefix = await prompt.prompt_async(
+                    "always allow commands starting with (edit; empty: just this once) › ",
+                    default=default,
+                )
+                answer = (
+                    Answer("always", prefix=prefix.strip()) if prefix.strip() else Answer("yes")
+                )
         except (KeyboardInterrupt, EOFError):
             return None
-        return parse_answer(typed)
+        return answer
 
 
 async def settle(
@@ -123,19 +164,35 @@ async def settle(
     output: Output,
     *,
     show: bool = False,
+    rules: CommandRules | None = None,
 ) -> bool:
     """Answer each waiting call; ``False`` when the user stopped (the rest keep waiting).
 
     ``show`` puts each call on screen first (calls from an earlier run, not seen in this one).
+    A ``run_command`` call that a prefix of ``rules`` covers is approved without asking; an
+    "always" for ``run_command`` adds a prefix to ``rules`` and approves this call only.
     """
+    rules = rules if rules is not None else CommandRules()
     for request in approvals:
         if show:
             output.event(ApprovalNeeded(request))
-        answer = await approver.answer(request)
+        matched = rules.match(request)
+        answer = (
+            Answer("yes", why=f"it starts with {matched!r}, approved always")
+            if matched is not None
+            else await approver.answer(request)
+        )
         if answer is None:
             output.note(f"{request.name} ({request.call_id}) still waits for approval")
             return False
-        if answer.verdict == "no":
+        if answer.verdict == "always" and request.name == "run_command":
+            command = request.arguments.get("command")
+            prefix = answer.prefix or (command_prefix(command) if isinstance(command, str) else "")
+            answer = Answer("always", answer.note, answer.why, prefix)
+            if prefix:
+                rules.prefixes.append(prefix)
+            await session.approve(request.call_id)
+        elif answer.verdict == "no":
             await session.deny(request.call_id, note=answer.note)
         else:
             await session.approve(request.call_id, always=answer.verdict == "always")
@@ -152,11 +209,14 @@ def _show(output: Output, request: ApprovalRequest, answer: Answer) -> None:
             approved=answer.verdict != "no",
             always=answer.verdict == "always",
             note=answer.note,
+            prefix=answer.prefix or None,
         )
         return
     match answer.verdict:
         case "yes":
             said = f"approved {request.name}"
+        case "always" if answer.prefix:
+            said = f"approved {request.name}; commands starting with {answer.prefix!r} from now on"
         case "always":
             said = f"approved {request.name} for the rest of the session"
         case "no":

@@ -27,6 +27,7 @@ from pathlib import Path
 from .._files import create_private, private_folder
 from ..errors import AgentSessionError, UsageError
 from ..events import (
+    ContextAdmitted,
     Event,
     PromptResult,
     StepCommitted,
@@ -40,24 +41,22 @@ from ..providers.base import Model
 from ..request import Usage
 from ..session import Session
 from ..store.base import Store
-from .approvals import Answer, Approver, Fixed, settle
+from .approvals import Answer, Approver, CommandRules, Fixed, settle
+from .chatview import COMMAND_NAMES, HELP, EpochWatch, banner, recap
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
+from .inspectview import show_context, write_report
 
 __all__ = ["HELP", "Chat", "Driver"]
 
-HELP = (
-    "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
-    "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
-    "/model NAME, /compact, /approve [always], /deny [REASON], /retry, /id, /usage, /help, /quit."
-)
-
 
 async def _watched(
-    events: AsyncIterator[Event], dispatches: list[int], shown: set[str]
+    events: AsyncIterator[Event], dispatches: list[int], shown: set[str], epochs: EpochWatch
 ) -> AsyncIterator[Event]:
     """``events``, noting each request sent.
 
-    A call shown before its approval is not shown again when the resumed turn runs it.
+    A call shown before its approval is not shown again when the resumed turn runs it. The first
+    request of an epoch that a compaction opened is shown as a new epoch, not as an update of
+    every key (the compaction stored the epoch before the request).
     """
     async for event in events:
         if isinstance(event, StepCommitted) and event.what == "admission":
@@ -66,6 +65,10 @@ async def _watched(
             if event.call.id in shown:
                 continue
             shown.add(event.call.id)
+        if isinstance(event, ContextAdmitted):
+            opened = await epochs.opened()
+            if opened and not event.new_epoch:
+                event = ContextAdmitted(event.keys, True)
         yield event
 
 
@@ -93,6 +96,14 @@ class Driver:
     store: Store
     approver: Approver
     max_rounds: int = 100
+    epochs: EpochWatch | None = None
+    rules: CommandRules = field(default_factory=CommandRules)
+
+    def watch(self) -> EpochWatch:
+        """The epoch watch of the current session (a new one after ``/new``)."""
+        if self.epochs is None or self.epochs.session is not self.session:
+            self.epochs = EpochWatch(self.session, self.store, self.output)
+        return self.epochs
 
     async def prompt(self, text: str, skills: Sequence[str] = ()) -> PromptResult | None:
         """One prompt to its end; ``None`` when it stopped early (calls still wait)."""
@@ -123,7 +134,10 @@ class Driver:
                 f" wait{'' if many else 's'} for approval"
             )
         chosen = approver or self.approver
-        if not await settle(self.session, waiting, chosen, self.output, show=approver is None):
+        shown = approver is None
+        if not await settle(
+            self.session, waiting, chosen, self.output, show=shown, rules=self.rules
+        ):
             return False
         result = await self.resume()
         return result is not None and result.stop_reason != "approval_required"
@@ -132,11 +146,13 @@ class Driver:
         dispatches: list[int] = []
         shown: set[str] = set()
         parts: list[PromptResult] = []
+        epochs = self.watch()
+        await epochs.start()
         while True:
             restore = _no_echo()
             try:
                 async with events:
-                    result = await render(_watched(events, dispatches, shown), self.output)
+                    result = await render(_watched(events, dispatches, shown, epochs), self.output)
             finally:
                 restore()
             if result is None:
@@ -149,7 +165,9 @@ class Driver:
                     f"the model asked for approval {len(parts)} times in one turn; stopped"
                     " (the last call still waits)"
                 )
-            if not await settle(self.session, result.approvals, self.approver, self.output):
+            if not await settle(
+                self.session, result.approvals, self.approver, self.output, rules=self.rules
+            ):
                 break
             events = self.session.stream_retry()
         total = _combined(parts, len(dispatches))
@@ -166,7 +184,12 @@ class Driver:
         return TurnFigures(result, tuple(caches), estimated)
 
 
-async def interruptible(session: Session, work: Awaitable[object], output: Output) -> bool:
+async def interruptible(
+    session: Session,
+    work: Awaitable[object],
+    output: Output,
+    explain: Callable[[BaseException], str] = str,
+) -> bool:
     """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat.
 
     ``False`` when it failed (the error is shown, and the chat goes on).
@@ -187,7 +210,7 @@ async def interruptible(session: Session, work: Awaitable[object], output: Outpu
             raise
         output.note("cancelled: the turn is recorded as cancelled; the session goes on")
     except AgentSessionError as exc:
-        output.error(str(exc))
+        output.error(explain(exc), exc)
         return False
     finally:
         loop.remove_signal_handler(signal.SIGINT)
@@ -218,6 +241,9 @@ class Chat:
     preset: str | None = None
     opened: list[Model] = field(default_factory=list)
     failures: int = 0
+    explain: Callable[[BaseException], str] = str
+    new_session: Callable[[], Awaitable[Session]] | None = None
+    folder: Path | None = None
 
     @property
     def session(self) -> Session:
@@ -237,7 +263,9 @@ class Chat:
         )
         lines = _terminal_lines(history) if interactive else _piped_lines()
         if interactive:
-            output.note(f"session {self.session.id} · {HELP}")
+            output.note(banner(self.session, self.folder or Path.cwd()))
+            for line in await recap(self.driver.store, self.session.id):
+                output.note(line)
         await self._attempt(self.driver.settle_waiting())
         if self.preset is not None:
             await self._attempt(self._preset(self.preset))
@@ -257,7 +285,7 @@ class Chat:
 
     async def _attempt(self, work: Awaitable[object]) -> None:
         """Run one prompt or command; a failure is shown and counted, and the chat goes on."""
-        if not await interruptible(self.session, work, self.output):
+        if not await interruptible(self.session, work, self.output, self.explain):
             self.failures += 1
 
     async def _command(self, text: str) -> bool:
@@ -273,6 +301,9 @@ class Chat:
             "/preset": self._preset,
             "/model": self._model,
             "/compact": self._compact,
+            "/context": self._context,
+            "/new": self._new,
+            "/report": self._report,
             "/approve": self._approve,
             "/deny": self._deny,
             "/usage": self._usage,
@@ -321,14 +352,34 @@ class Chat:
     async def _compact(self, arg: str) -> None:
         if isinstance(self.output, RichOutput):
             self.output.waiting("compacting…")
+        epochs = self.driver.watch()
+        await epochs.start()
         try:
             compacted = await self.session.compact()
         finally:
             self.output.stop()
+        found = await epochs.current()
+        if compacted and found is not None:
+            epochs.announced.add(found.seq)
         if compacted:
             self.output.note("compacted: older turns are summarised in a new context epoch")
         else:
             self.output.note("nothing to compact: no turns before the ones always kept")
+
+    async def _context(self, arg: str) -> None:
+        await show_context(self.session, self.output)
+
+    async def _report(self, arg: str) -> None:
+        path = Path(arg or f"agentsession-{self.session.id[:12]}.html")
+        await write_report(self.session, path)
+        self.output.note(f"wrote {path}")
+
+    async def _new(self, arg: str) -> None:
+        if self.new_session is None:
+            self.output.note("/new is not available here")
+            return
+        self.driver.session = await self.new_session()
+        self.output.note(f"new session {self.session.id} (the previous one is kept)")
 
     async def _approve(self, arg: str) -> None:
         always = arg.lower() == "always"
@@ -354,6 +405,8 @@ async def _piped_lines() -> AsyncIterator[str]:
 
 async def _terminal_lines(history: Path) -> AsyncIterator[str]:
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import WordCompleter
+    from prompt_toolkit.filters import Condition
     from prompt_toolkit.formatted_text import HTML
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -374,7 +427,13 @@ async def _terminal_lines(history: Path) -> AsyncIterator[str]:
     def _newline(event: KeyPressEvent) -> None:
         event.app.current_buffer.insert_text("\n")
 
-    prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
+    commands = WordCompleter(list(COMMAND_NAMES), sentence=True)
+    prompt: PromptSession[str] = PromptSession(
+        history=FileHistory(str(history)),
+        key_bindings=keys,
+        completer=commands,
+        complete_while_typing=Condition(lambda: prompt.default_buffer.text.startswith("/")),
+    )
     while True:
         try:
             yield await prompt.prompt_async(HTML("<b>you</b> › "))

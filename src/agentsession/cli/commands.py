@@ -28,38 +28,47 @@ from ..errors import AgentSessionError, UsageError
 from ..hygiene import prompt_content, visible_json, visible_line
 from ..inspection.report import IndexEntry, render_index, render_report
 from ..inspection.views import Inspection, past_context
-from ..providers import get_model, lower
-from ..providers.base import ModelProfile
+from ..providers import lower
+from ..providers.base import Model, ModelProfile
 from ..providers.profiles import FORMATS, default_profile
 from ..request import Request
 from ..runtime import Runtime, SupportsAclose
 from ..session import Session
 from ..store.base import Store
+from .addressing import newest_here
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
+from .chatview import outcome_marks
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
 from .cost import COST_COMMANDS
 from .invocation import (
     Invocation,
     history_path,
-    info_lines,
     message_counts,
     version,
 )
 from .manage import MANAGEMENT
+from .overview import info, models
 from .screens import print_context, print_sessions
 
 __all__ = ["COMMANDS", "prompt_text"]
 
 
 def prompt_text(words: list[str]) -> str:
-    """The prompt: the words given, or standard input for ``-`` or when nothing is given."""
-    if words == ["-"] or (not words and not sys.stdin.isatty()):
-        text = sys.stdin.read()
-    elif not words:
+    """The prompt, the way ``llm`` reads it.
+
+    ``-`` alone (or no words with a pipe): standard input is the prompt. Words and a pipe (or
+    words and ``-``): the words, a blank line, then standard input. Words alone: the words.
+    """
+    dash = "-" in words
+    words = [w for w in words if w != "-"]
+    piped = dash or not sys.stdin.isatty()
+    if not words and not piped:
         raise UsageError("no prompt: give it as arguments, or '-' (or a pipe) for standard input")
-    else:
-        text = " ".join(words)
+    text = " ".join(words)
+    if piped:
+        given = sys.stdin.read()
+        text = f"{text}\n\n{given}" if text and given.strip() else text or given
     if not text.strip():
         raise UsageError("the prompt is empty")
     prompt_content(text)  # refused here, before a session is made for it
@@ -90,12 +99,19 @@ async def _session(inv: Invocation, store: Store) -> tuple[Runtime, Session]:
     session_id = await inv.session_id(store, args.session)
     session: Session | None = None
     if session_id is None:
-        runtime = inv.new_runtime(store, args.system)
+        system = args.system if args.system is not None else inv.choice.config.system
+        runtime = inv.new_runtime(store, system)
     else:
         runtime, session = await inv.open(store, session_id, read_only=False, system=args.system)
     try:
         _check_skills(runtime, args.skill)
-        return runtime, session or await runtime.create_session()
+        if session is not None:
+            return runtime, session
+        session = await runtime.create_session()
+        preset = inv.choice.config.preset
+        if args.preset is None and preset is not None:  # the file's default for a new session
+            session.set_permission_preset(preset)
+        return runtime, session
     except BaseException:
         await runtime.close()
         raise
@@ -168,7 +184,15 @@ async def chat_command(inv: Invocation) -> int:
         if isinstance(inv.output, JsonOutput):
             _announce(inv, session)
         driver = _driver(inv, runtime, session)
-        chat = Chat(driver, inv.resolve, inv.args.skill, inv.args.preset)
+        chat = Chat(
+            driver,
+            inv.resolve,
+            inv.args.skill,
+            inv.args.preset,
+            explain=inv.explain,
+            new_session=runtime.create_session,
+            folder=Path.cwd(),
+        )
         await chat.run(history=history_path())
         # Read from a pipe, a failed turn is the caller's to know (a terminal user saw it).
         return 1 if chat.failures and not sys.stdin.isatty() else 0
@@ -205,10 +229,11 @@ async def retry(inv: Invocation) -> int:
 
 
 async def _latest(store: Store) -> str:
+    """The session ``retry`` finishes by default: the newest of this folder, like ``-c``."""
     sessions = await store.list_sessions()
     if not sessions:
         raise UsageError("no session to retry: none is stored yet")
-    return sessions[0].id
+    return (await newest_here(store, Path.cwd())).id
 
 
 async def sessions(inv: Invocation) -> int:
@@ -234,39 +259,33 @@ async def sessions(inv: Invocation) -> int:
 
 
 async def show(inv: Invocation) -> int:
-    """``show``: a session's user transcript."""
+    """``show``: a session's user transcript, each turn that got no answer marked."""
     store = inv.store("read")
     try:
         _, session = await inv.open(store, inv.args.id, read_only=True)
+        messages = list(session.messages)
+        try:
+            outcomes = [turn.outcome for turn in (await session.inspect()).turns]
+        except AgentSessionError:  # the transcript is shown all the same, unmarked
+            outcomes = []
+        marks = outcome_marks(messages, outcomes)
         if isinstance(inv.output, JsonOutput):
             inv.output.emit("session", id=session.id, title=session.title)
-            for message in session.messages:
+            for index, message in enumerate(messages):
                 inv.output.emit("message", **encode(message))
+                if index in marks:
+                    inv.output.emit("turn_mark", text=marks[index])
         elif isinstance(inv.output, RichOutput):
             if session.title:
                 inv.output.console.print(Text(f"# {visible_line(session.title)}", style="bold"))
-            inv.output.transcript(session.messages)
+            inv.output.transcript(messages, marks)
         else:
             if session.title:
                 print(f"# {visible_line(session.title)}")
-            print_transcript(session.messages)
+            print_transcript(messages, marks=marks)
         return 0
     finally:
         await store.close()
-
-
-async def info(inv: Invocation) -> int:
-    """``info``: version, paths, the configured model, installed extras."""
-    import os
-
-    lines = info_lines(inv.location, inv.args.model or os.environ.get("AGENTSESSION_MODEL"))
-    if isinstance(inv.output, JsonOutput):
-        inv.output.emit("info", **{label.replace(" ", "_"): value for label, value in lines})
-    else:
-        width = max(len(label) for label, _ in lines)
-        for label, value in lines:
-            print(visible_line(f"{label:<{width}}  {value}"))
-    return 0
 
 
 async def _inspected(inv: Invocation, session_id: str) -> tuple[Runtime, Session, Inspection]:
@@ -325,20 +344,25 @@ async def request(inv: Invocation) -> int:
             raise UsageError(f"cannot preview the next request: {inspection.next_error}")
         else:
             neutral, model_name = inspection.next_request.request, session.model.name
-        body = _wire(neutral, inv.args.format, model_name)
-        # With --json, one object per line like every other command's output.
-        indent = None if isinstance(inv.output, JsonOutput) else 2
-        print(visible_json(json.dumps(body, indent=indent, ensure_ascii=False)))
+        chosen, body = _wire(inv, neutral, inv.args.format, model_name)
+        if isinstance(inv.output, JsonOutput):  # one object per line, like every --json output
+            inv.output.emit("request", format=chosen, step=step, body=body)
+        else:
+            print(visible_json(json.dumps(body, indent=2, ensure_ascii=False)))
         return 0
     finally:
         await runtime.close()
 
 
-def _wire(request: Request, fmt: str | None, model_name: str) -> object:
-    """``request`` in wire format ``fmt`` (``neutral``: the package's own form)."""
+def _wire(
+    inv: Invocation, request: Request, fmt: str | None, model_name: str
+) -> tuple[str, object]:
+    """The wire format chosen and ``request`` in it (``neutral``: the package's own form)."""
     profile: ModelProfile | None = None
+    model: Model | None = None
     try:
-        profile = get_model(model_name).profile
+        model = inv.resolve(model_name)
+        profile = model.profile
     except UsageError:
         profile = None  # a model the command line cannot call: the format's own profile
     chosen = fmt or (profile.wire_format if profile and profile.wire_format in FORMATS else None)
@@ -348,11 +372,11 @@ def _wire(request: Request, fmt: str | None, model_name: str) -> object:
             f" ({', '.join((*FORMATS, 'neutral'))})"
         )
     if chosen == "neutral":
-        return {k: v for k, v in encode(request).items() if k != "sources"}
+        return chosen, {k: v for k, v in encode(request).items() if k != "sources"}
     if profile is None or profile.wire_format != chosen:
-        return lower(request, chosen, profile=default_profile(chosen))
-    name = model_name.partition(":")[2].rpartition("#")[2]
-    return lower(request, chosen, profile=profile, model=name)
+        return chosen, lower(request, chosen, profile=default_profile(chosen))
+    name = getattr(model, "model", None) or model_name.partition(":")[2].rpartition("#")[2]
+    return chosen, lower(request, chosen, profile=profile, model=name)
 
 
 async def report(inv: Invocation) -> int:
@@ -421,10 +445,11 @@ COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "retry": retry,
     "sessions": sessions,
     "show": show,
-    "info": info,
     "context": context,
     "request": request,
     "report": report,
+    "models": models,
+    "info": info,
     **MANAGEMENT,
     **COST_COMMANDS,
 }

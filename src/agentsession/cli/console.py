@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
@@ -30,6 +31,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from ..codec import encode
+from ..errors import ProviderError, TransientProviderError
 from ..events import (
     ApprovalNeeded,
     ContextAdmitted,
@@ -43,21 +45,27 @@ from ..events import (
     TurnFinished,
 )
 from ..hygiene import visible, visible_json, visible_line
+from ..inspection.toolview import call_line, call_text
 from ..request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
+from .streamview import Elapsed, LiveReply
 
 __all__ = [
+    "SCHEMA_VERSION",
     "JsonOutput",
     "Output",
     "PlainOutput",
     "QuietOutput",
     "RichOutput",
     "TurnFigures",
+    "error_fields",
     "print_transcript",
     "render",
     "short",
 ]
 
 _PREVIEW = 200
+SCHEMA_VERSION = 1
+"""The version of the ``--json`` objects (docs/cli.md); raised when a field changes meaning."""
 _PANEL_LINES = 12
 
 
@@ -65,6 +73,16 @@ def short(text: str, limit: int = _PREVIEW) -> str:
     """``text`` on one line, cut to ``limit`` characters."""
     text = text.replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def error_fields(exc: BaseException | None) -> dict[str, object]:
+    """An ``error`` object's ``type``, ``status`` (the provider's HTTP status) and ``retryable``."""
+    status = exc.status if isinstance(exc, ProviderError) else None
+    return {
+        "type": type(exc).__name__ if exc is not None else None,
+        "status": status,
+        "retryable": isinstance(exc, TransientProviderError),
+    }
 
 
 @dataclass(frozen=True)
@@ -95,13 +113,17 @@ class Output:
 
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
+    project: Path | None = None
+    """The folder the tools work in: a ``write_file`` call is shown as a diff against it."""
+    shown_calls: set[str] = field(default_factory=set)
+    """The calls on screen already: an approval question does not show them again."""
 
     def note(self, text: str) -> None:
         """A status line (session id, the demo model in use, a cancellation)."""
         self.err.write(visible(text) + "\n")
         self.err.flush()
 
-    def error(self, text: str) -> None:
+    def error(self, text: str, exc: BaseException | None = None) -> None:
         """A failure the command goes on after (a turn of ``chat``); shown in every mode."""
         self.err.write(f"error: {visible(text)}\n")
         self.err.flush()
@@ -151,7 +173,8 @@ class PlainOutput(Output):
             case StepCommitted(what="response"):
                 self._flush()
             case ToolCallStarted():
-                self.note(f"  → {event.call.name}({short(str(event.call.arguments))})")
+                self.shown_calls.add(event.call.id)
+                self.note(f"  → {short(call_line(event.call.name, event.call.arguments))}")
             case ToolResultEvent():
                 mark = "✗" if event.is_error else "←"
                 self.note(f"  {mark} {event.name}: {short(event.content)}")
@@ -160,6 +183,9 @@ class PlainOutput(Output):
                 self.note(f"  [{label}: {', '.join(event.keys)}]")
             case ApprovalNeeded():
                 request = event.request
+                if request.call_id not in self.shown_calls:
+                    self.shown_calls.add(request.call_id)
+                    self.note(f"  → {short(call_line(request.name, request.arguments))}")
                 self.note(
                     f"  ? {request.name} waits for approval ({request.call_id}): {request.reason}"
                 )
@@ -202,6 +228,7 @@ class JsonOutput(Output):
     """One JSON object per event on standard output (the figures as a ``figures`` object)."""
 
     def _emit(self, value: dict[str, object]) -> None:
+        value = {"kind": value.get("kind"), "schema_version": SCHEMA_VERSION, **value}
         self.out.write(visible_json(json.dumps(value, ensure_ascii=False)) + "\n")
         self.out.flush()
 
@@ -209,9 +236,9 @@ class JsonOutput(Output):
         """See ``Output.note``."""
         return
 
-    def error(self, text: str) -> None:
+    def error(self, text: str, exc: BaseException | None = None) -> None:
         """See ``Output.error``: an ``error`` object."""
-        self._emit({"kind": "error", "message": text})
+        self._emit({"kind": "error", "message": text, **error_fields(exc)})
 
     def event(self, event: Event) -> None:
         """See ``Output.event``."""
@@ -231,9 +258,10 @@ class RichOutput(Output):
     """A terminal: spinner, streamed Markdown, tool panels, a dim figures line."""
 
     console: Console = field(default_factory=Console)
+    verbose: bool = False
+    """Show ``[context update]`` lines and the cache diagnosis too."""
     _live: Live | None = None
-    _streaming: bool = False
-    _text: str = ""
+    _reply: LiveReply | None = None
 
     def note(self, text: str) -> None:
         """See ``Output.note``."""
@@ -243,17 +271,18 @@ class RichOutput(Output):
     def waiting(self, label: str = "thinking…") -> None:
         """See ``Output.waiting``."""
         self._pause()
-        spinner = Spinner("dots", text=Text(label, style="dim"))
+        spinner = Spinner("dots", text=Elapsed(label))
         self._live = Live(spinner, console=self.console, transient=True, refresh_per_second=12)
         self._live.start()
 
     def _pause(self) -> None:
-        """Stop what is live; streamed text stays on the screen as rendered."""
+        """Stop what is live; streamed text stays on the screen, printed once."""
         if self._live is not None:
             self._live.stop()
             self._live = None
-        self._streaming = False
-        self._text = ""
+        if self._reply is not None:
+            self._reply.close()
+            self._reply = None
 
     def stop(self) -> None:
         """See ``Output.stop``."""
@@ -274,8 +303,9 @@ class RichOutput(Output):
                 )
             case ToolCallStarted():
                 self._pause()
-                args = json.dumps(event.call.arguments, ensure_ascii=False)
-                self.console.print(_panel(args, f"→ {event.call.name}", "cyan"))
+                self.shown_calls.add(event.call.id)
+                body = call_text(event.call.name, event.call.arguments, self.project)
+                self.console.print(_call_panel(body, f"→ {event.call.name}"))
                 self.waiting(f"running {event.call.name}…")
             case ToolResultEvent():
                 self._pause()
@@ -284,69 +314,87 @@ class RichOutput(Output):
                 self.console.print(_panel(event.content, f"{mark} {event.name}", style))
                 self.waiting()
             case ContextAdmitted():
-                label = "new context epoch" if event.new_epoch else "context update"
-                keys = visible(", ".join(event.keys))
-                self._print_keep(Text(f"[{label}: {keys}]", style="dim"))
+                if event.new_epoch or self.verbose:
+                    label = "new context epoch" if event.new_epoch else "context update"
+                    keys = visible(", ".join(event.keys))
+                    self._print_keep(Text(f"[{label}: {keys}]", style="dim"))
             case ApprovalNeeded():
                 self._pause()
                 request = event.request
-                body = f"{json.dumps(request.arguments, ensure_ascii=False)}\n{request.reason}"
+                body = request.reason
+                if request.call_id not in self.shown_calls:  # each call is shown once
+                    self.shown_calls.add(request.call_id)
+                    shown = call_text(request.name, request.arguments, self.project)
+                    body = f"{shown}\n{request.reason}"
                 self.console.print(_panel(body, f"? {request.name} waits for approval", "yellow"))
             case StepCommitted() | TurnFinished():
                 pass
 
     def _print_keep(self, text: Text) -> None:
-        """Print above a spinner without disturbing it."""
-        if self._live is not None and not self._streaming:
+        """Print above a spinner (or a streaming reply) without disturbing it."""
+        if self._live is not None:
             self._live.console.print(text)
         else:
             self.console.print(text)
 
     def _stream(self, piece: str) -> None:
-        if not self._streaming:
+        if self._reply is None:
             self._pause()
-            self._live = Live(
-                Markdown(""),
-                console=self.console,
-                refresh_per_second=12,
-                vertical_overflow="visible",
-            )
-            self._live.start()
-            self._streaming = True
-        self._text += piece
-        assert self._live is not None
-        self._live.update(Markdown(visible(self._text)))
+            self._reply = LiveReply(self.console)
+        self._reply.add(visible(piece))  # the model's words, never its escape sequences
 
     def _discard(self, count: int) -> None:
-        if self._streaming and self._live is not None and count:
-            self._text = self._text[: max(0, len(self._text) - count)]
-            self._live.update(Markdown(visible(self._text)))
+        if self._reply is not None and count:
+            self._reply.discard(count)
 
     def figures(self, figures: TurnFigures) -> None:
-        """See ``Output.figures``."""
-        self.console.print(Text(figures.line(), style="dim"))
+        """See ``Output.figures``; the cache diagnosis only when ``verbose``."""
+        shown = figures if self.verbose else replace(figures, caches=())
+        self.console.print(Text(shown.line(), style="dim"))
 
-    def transcript(self, messages: Sequence[Message]) -> None:
-        """A user transcript with the same panels as a live turn."""
-        for message in messages:
-            match message:
-                case UserMessage():
-                    self.console.print(
-                        Text("you › ", style="bold") + Text(visible(text_of(message.content)))
-                    )
-                case AssistantMessage():
-                    if message.content:
-                        self.console.print(Markdown(visible(message.content)))
-                    for call in message.tool_calls:
-                        args = json.dumps(call.arguments, ensure_ascii=False)
-                        self.console.print(_panel(args, f"→ {call.name}", "cyan"))
-                case ToolResultMessage():
-                    style = "red" if message.is_error else "green"
-                    mark = "✗" if message.is_error else "←"
-                    content = text_of(message.content)
-                    self.console.print(_panel(content, f"{mark} {message.name}", style))
-                case _:
-                    pass
+    def transcript(
+        self, messages: Sequence[Message], marks: Mapping[int, str] | None = None
+    ) -> None:
+        """A user transcript with the same panels as a live turn; ``marks`` follow messages."""
+        for index, message in enumerate(messages):
+            self._message(message)
+            if marks and index in marks:
+                self.console.print(Text(visible(marks[index]), style="yellow"))
+
+    def _message(self, message: Message) -> None:
+        match message:
+            case UserMessage():
+                self.console.print(
+                    Text("you › ", style="bold") + Text(visible(text_of(message.content)))
+                )
+            case AssistantMessage():
+                if message.content:
+                    self.console.print(Markdown(visible(message.content)))
+                for call in message.tool_calls:
+                    body = call_text(call.name, call.arguments)
+                    self.console.print(_call_panel(body, f"→ {call.name}"))
+            case ToolResultMessage():
+                style = "red" if message.is_error else "green"
+                mark = "✗" if message.is_error else "←"
+                content = text_of(message.content)
+                self.console.print(_panel(content, f"{mark} {message.name}", style))
+            case _:
+                pass
+
+
+def _call_panel(body: str, title: str) -> Panel:
+    """A call: a diff coloured as one, anything else as it is."""
+    if "\n--- " not in body and "\n+++ " not in body:
+        return _panel(body, title, "cyan")
+    text = Text()
+    for line in body.splitlines()[: _PANEL_LINES * 4]:
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+        if line.startswith(("+++", "---", "@@")):
+            style = "dim"
+        text.append(visible(short(line, 400)) + "\n", style=style)
+    return Panel(
+        text, title=Text(visible_line(title)), title_align="left", border_style="cyan", expand=False
+    )
 
 
 def _panel(body: str, title: str, style: str) -> Panel:
@@ -359,10 +407,16 @@ def _panel(body: str, title: str, style: str) -> Panel:
     return Panel(text, title=shown, title_align="left", border_style=style, expand=False)
 
 
-def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> None:
-    """Print a user transcript as plain text (control characters made visible)."""
+def print_transcript(
+    messages: Sequence[Message],
+    out: TextIO | None = None,
+    marks: Mapping[int, str] | None = None,
+) -> None:
+    """Print a user transcript as plain text (control characters made visible); ``marks`` follow."""
     out = out or sys.stdout
-    for message in messages:
+    for index, message in enumerate(messages):
+        if marks and index - 1 in marks:
+            out.write(f"  {marks[index - 1]}\n")
         match message:
             case UserMessage():
                 out.write(visible(f"user: {text_of(message.content)}") + "\n")
@@ -370,10 +424,12 @@ def print_transcript(messages: Sequence[Message], out: TextIO | None = None) -> 
                 if message.content:
                     out.write(visible(f"assistant: {message.content}") + "\n")
                 for call in message.tool_calls:
-                    out.write(visible(f"  → {call.name}({short(str(call.arguments))})") + "\n")
+                    out.write(visible(f"  → {short(call_line(call.name, call.arguments))}") + "\n")
             case ToolResultMessage():
                 mark = "✗" if message.is_error else "←"
                 said = f"  {mark} {message.name}: {short(text_of(message.content))}"
                 out.write(visible(said) + "\n")
             case _:
                 pass
+    if marks and len(messages) - 1 in marks:
+        out.write(f"  {marks[len(messages) - 1]}\n")

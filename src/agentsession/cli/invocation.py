@@ -1,12 +1,13 @@
 """One run of the command line: its output, its store, its model, its session.
 
 Which model a command talks to: ``--model`` when given; else, for a session that already talked
-to one, the model its log names last (resolved with ``get_model``; the CLI's own offline demo
-model by its name); else ``AGENTSESSION_MODEL``; else the offline demo model, with its two small
-tools, announced in one line. A real model gets the built-in coding tools (read, write and list
-files, run commands in the project) under the session's permission preset; the demo model keeps
-its own two. A continued session also keeps its application instructions (the ``core.agent``
-section its context holds) unless ``--system`` replaces them.
+to one, the model its log names last; else ``AGENTSESSION_MODEL``; else the configuration
+file's ``model``; else a vendor's default model when its key variable is set; else the offline
+demo model, with its two small tools, announced in one line (``modelchoice`` resolves names:
+aliases and configured providers too). A real model gets the built-in coding tools (read,
+write and list files, run commands in the project) under the session's permission preset;
+the demo model keeps its own two. A continued session also keeps its application
+instructions (the ``core.agent`` section its context holds) unless ``--system`` replaces them.
 
 The database is ``--db``, else ``AGENTSESSION_DB``, else the default file: a path or a
 ``postgresql://`` URL. Commands that only read (``sessions``, ``show``, ``export``, ``context``,
@@ -36,7 +37,6 @@ from ..inspection.views import last_model
 from ..log import ContextEpoch, MidConversationSystemMessage
 from ..mcp import MCPServer, load_mcp_config, merge_servers
 from ..permissions import preset_table
-from ..providers import get_model
 from ..providers.base import Model
 from ..runtime import Runtime
 from ..session import Session
@@ -45,8 +45,11 @@ from ..store.postgres import PostgresStore
 from ..store.sqlite import SQLiteStore, default_path
 from ..tools import Tool
 from ..tools.builtin import builtin_tools
+from .addressing import find_session, newest_here, pick_session
 from .console import JsonOutput, Output, PlainOutput, QuietOutput, RichOutput
+from .modelchoice import DEMO_MODEL, ModelChoice
 from .trust import project_servers_for
+from .userconfig import load_config
 
 __all__ = [
     "DEMO_MODEL",
@@ -67,7 +70,6 @@ __all__ = [
 Access = Literal["create", "write", "read"]
 """How a command uses the database: may create it, writes to an existing one, or only reads."""
 
-DEMO_MODEL = "scripted:demo"
 EXTRAS = {
     "openai": ("openai",),
     "anthropic": ("anthropic",),
@@ -101,9 +103,10 @@ def make_output(args: argparse.Namespace) -> Output:
         return JsonOutput()
     if args.quiet:
         return QuietOutput()
+    # The tools of run and chat work in the current folder: a write is shown as a diff against it.
     if sys.stdout.isatty():
-        return RichOutput()
-    return PlainOutput()
+        return RichOutput(project=Path.cwd(), verbose=bool(getattr(args, "verbose", False)))
+    return PlainOutput(project=Path.cwd())
 
 
 def installed_extras() -> dict[str, bool]:
@@ -153,6 +156,20 @@ class Invocation:
     args: argparse.Namespace
     output: Output
     _servers: list[MCPServer] | None = field(default=None, repr=False)
+    _choice: ModelChoice | None = field(default=None, repr=False)
+    spec: str | None = None
+    """The model string the last ``model()`` call resolved (for error hints)."""
+
+    @property
+    def choice(self) -> ModelChoice:
+        """The configuration file's models, read once (a bad file: ``UsageError``)."""
+        if self._choice is None:
+            self._choice = ModelChoice(load_config())
+        return self._choice
+
+    def explain(self, exc: BaseException) -> str:
+        """``exc``'s message for the user; a refused key names its variable."""
+        return self.choice.explain(exc, self.spec) if self._choice is not None else str(exc)
 
     @property
     def location(self) -> str:
@@ -178,6 +195,10 @@ class Invocation:
             return PostgresStore(self.location, read_only=access == "read")
         if access != "create" and not self.db.exists():
             raise UsageError(f"no session database at {self.db} (nothing has been stored there)")
+        given = self.args.db or os.environ.get("AGENTSESSION_DB")
+        if given and not self.db.parent.is_dir():
+            # A mistyped --db must not leave a folder behind: only the default one is made.
+            raise UsageError(f"no folder {self.db.parent} for the database {self.db}")
         return SQLiteStore(self.db, read_only=access == "read")
 
     def config(self) -> Config:
@@ -187,7 +208,7 @@ class Invocation:
 
     def check_agent_options(self) -> None:
         """Refuse a bad preset or MCP file before anything is opened or created."""
-        preset = getattr(self.args, "preset", None)
+        preset = getattr(self.args, "preset", None) or self.choice.config.preset
         if preset is not None:
             known = preset_table(self.config())
             if preset not in known:
@@ -205,35 +226,44 @@ class Invocation:
         return self._servers
 
     async def session_id(self, store: Store, given: str | None) -> str | None:
-        """The session a command names: an id, ``-c`` (the most recent), or none."""
+        """The session a command names: an id (prefix), ``-c``, ``--resume [ID]``, or none."""
+        resume = getattr(self.args, "resume", None)
+        given = given or resume
         if given:
-            return given
+            return (await find_session(store, given)).id
         if getattr(self.args, "continue_", False):
-            sessions = await store.list_sessions()
-            if not sessions:
-                raise UsageError("no session to continue: none is stored yet")
-            return sessions[0].id
+            return (await newest_here(store, Path.cwd())).id
+        if resume == "":
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                raise UsageError("--resume without an id needs a terminal to pick on; give an id")
+            lasts = {i.id: await last_line(store, i.id) for i in await store.list_sessions()}
+            return (await pick_session(store, Path.cwd(), lasts)).id
         return None
 
     def resolve(self, spec: str) -> Model:
         """The model called ``spec`` (``scripted:demo``: the offline demo model)."""
-        if spec == DEMO_MODEL:
-            from ..demo import demo_model
+        return self.choice.resolve(spec)
 
-            return demo_model()
-        return get_model(spec)
+    def configured(self) -> str | None:
+        """The model named by ``--model`` or ``AGENTSESSION_MODEL`` or the config file."""
+        return self.args.model or os.environ.get("AGENTSESSION_MODEL") or self.choice.config.model
 
-    def model(self, logged: str) -> tuple[Model | None, list[Tool]]:
-        """The model to talk to, and the tools that come with it."""
-        spec = self.args.model or logged or os.environ.get("AGENTSESSION_MODEL")
+    def model(self, logged: str, *, ready: bool = False) -> tuple[Model | None, list[Tool]]:
+        """The model to talk to, and the tools that come with it.
+
+        ``ready``: refuse a model that cannot be called (no key) before anything is stored.
+        """
+        spec = self.args.model or logged or self.configured()
         if not spec:
-            self.output.note(
-                "No model configured (--model or AGENTSESSION_MODEL); using the offline"
-                " scripted demo model."
-            )
-            spec = DEMO_MODEL
+            spec, note = self.choice.default_model()
+            if note:
+                self.output.note(note)
+        self.spec = spec
         try:
-            return self.resolve(spec), tools_for(spec)
+            model = self.resolve(spec)
+            if ready:
+                self.choice.ready(model)
+            return model, tools_for(self.choice.config.expand(spec))
         except UnknownModelError:
             if spec != logged:
                 raise
@@ -255,10 +285,14 @@ class Invocation:
         self, store: Store, session_id: str, *, read_only: bool, system: str | None = None
     ) -> tuple[Runtime, Session]:
         """A runtime for the session's own model, tools and instructions, and the session."""
-        info = await store.get_session(session_id)
+        info = await find_session(store, session_id)
+        session_id = info.id
         records = await store.read(session_id, kinds=["dispatch", "epoch", "model_switched"])
         logged = last_model(records)
-        model, tools = self.inspection_model(logged) if read_only else self.model(logged)
+        if read_only:
+            model, tools = self.inspection_model(logged)
+        else:
+            model, tools = self.model(logged, ready=True)
         instructions = system if system is not None else await logged_instructions(store, info.id)
         project = Path(info.project_dir) if read_only and info.project_dir else Path.cwd()
         runtime = self._runtime(
@@ -273,7 +307,7 @@ class Invocation:
 
     def new_runtime(self, store: Store, system: str | None) -> Runtime:
         """A runtime for a new session in the current directory."""
-        model, tools = self.model("")
+        model, tools = self.model("", ready=True)
         return self._runtime(store, model, tools, system, Path.cwd(), agent=True)
 
     def _runtime(
@@ -351,3 +385,17 @@ def info_lines(location: str, configured: str | None) -> list[tuple[str, str]]:
         ("extras installed", have),
         ("extras missing", f"{missing} (pip install 'agentsession[NAME]')"),
     ]
+
+
+async def last_line(store: Store, session_id: str) -> str:
+    """The last user or assistant text of a session (for the picker)."""
+    found = await store.last(session_id, ["user", "assistant"])
+    if found is None:
+        return ""
+    content = getattr(found.entry, "content", "")
+    text = (
+        content
+        if isinstance(content, str)
+        else " ".join(str(getattr(part, "text", "")) for part in content)
+    )
+    return text.strip().splitlines()[-1] if text.strip() else ""

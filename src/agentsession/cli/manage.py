@@ -25,8 +25,9 @@ from ..hygiene import visible_line
 from ..runtime import Runtime
 from ..session import Session
 from ..skills import SkillSet, discover_skills
-from ..store.base import DEFAULT_LEASE_TTL
+from ..store.base import DEFAULT_LEASE_TTL, SessionInfo
 from ..store.session_file import parse_session_file
+from .addressing import find_session
 from .console import JsonOutput, RichOutput
 from .invocation import Invocation
 from .screens import print_skills
@@ -48,7 +49,7 @@ async def export(inv: Invocation) -> int:
     store = inv.store("read")
     runtime: Runtime | None = None
     try:
-        info = await store.get_session(inv.args.id)
+        info = await find_session(store, inv.args.id)
         runtime = inv.plain_runtime(store, info.project_dir)
         session = await runtime.open_session(info.id)
         target = inv.args.output
@@ -127,14 +128,34 @@ def _emit_id(inv: Invocation, session_id: str, text: str) -> None:
 
 
 async def delete(inv: Invocation) -> int:
-    """``delete``: a session and its whole log."""
+    """``delete``: a session and its whole log; a terminal asks first (``-y`` does not)."""
     store = inv.store("write")
     try:
-        await delete_undriven(store, inv.args.id, DEFAULT_LEASE_TTL)
+        info = await find_session(store, inv.args.id)
+        if not inv.args.yes and _terminal(inv) and not await _confirmed(info):
+            inv.output.note("not deleted")
+            return 1
+        await delete_undriven(store, info.id, DEFAULT_LEASE_TTL)
     finally:
         await store.close()
-    _said(inv, "deleted", f"deleted session {inv.args.id}", id=inv.args.id)
+    _said(inv, "deleted", f"deleted session {info.id}", id=info.id)
     return 0
+
+
+def _terminal(inv: Invocation) -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty() and not isinstance(inv.output, JsonOutput)
+
+
+async def _confirmed(info: SessionInfo) -> bool:
+    from prompt_toolkit import PromptSession
+
+    title = info.title or "untitled"
+    asked = f"delete session {info.id[:12]} ({title}, {info.message_count} messages)? [y/N] "
+    try:
+        typed = await PromptSession[str]().prompt_async(asked)
+    except (KeyboardInterrupt, EOFError):
+        return False
+    return typed.strip().lower() in ("y", "yes")
 
 
 async def rename(inv: Invocation) -> int:
@@ -165,7 +186,7 @@ async def _with_session(inv: Invocation, work: Callable[[Session], Awaitable[Non
     store = inv.store("write")
     runtime: Runtime | None = None
     try:
-        info = await store.get_session(inv.args.id)
+        info = await find_session(store, inv.args.id)
         runtime = inv.plain_runtime(store, info.project_dir)
         await work(await runtime.open_session(info.id))
     finally:

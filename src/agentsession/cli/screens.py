@@ -31,16 +31,29 @@ def _when(stamp: str) -> str:
     return stamp[:16].replace("T", " ")
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_MODEL_WIDTH = 40
+
+
 def print_sessions(rows: Sequence[SessionRow], *, rich: bool) -> None:
-    """One line per session: id, last activity, messages, model, title."""
+    """One line per session: id, last activity, messages, model, title.
+
+    A long model string (an ``openai-compatible:`` URL) is cut so the columns stay aligned.
+    """
     if rich:
         table = Table(box=None, header_style="dim")
-        for column in ("session", "last activity", "messages", "model", "title"):
-            table.add_column(column, overflow="fold")
+        table.add_column("session", no_wrap=True)
+        table.add_column("last activity", no_wrap=True)
+        table.add_column("messages", no_wrap=True)
+        table.add_column("model", no_wrap=True, max_width=_MODEL_WIDTH, overflow="ellipsis")
+        table.add_column("title", overflow="fold")
         for info, user, assistant, tool, model in rows:
             counts = f"{user} user · {assistant} assistant · {tool} tool"
             table.add_row(
-                Text(visible_line(info.id)),
+                Text(visible_line(info.id[:12])),
                 _when(info.updated_at),
                 counts,
                 Text(visible_line(model or "–")),
@@ -48,11 +61,13 @@ def print_sessions(rows: Sequence[SessionRow], *, rich: bool) -> None:
             )
         Console().print(table)
         return
+    width = min(_MODEL_WIDTH, max((len(row[4] or "-") for row in rows), default=1))
     for info, user, assistant, tool, model in rows:
         counts = f"{user:>3} user {assistant:>3} assistant {tool:>3} tool"
         title = visible_line(info.title or "(untitled)")
-        shown, model = visible_line(info.id), visible_line(model or "-")
-        print(f"{shown}  {_when(info.updated_at)}  {counts}  {model}  {title}")
+        shown = _cut(visible_line(model or "-"), width)
+        sid = visible_line(info.id)
+        print(f"{sid}  {_when(info.updated_at)}  {counts}  {shown:<{width}}  {title}")
 
 
 def print_skills(found: SkillSet, *, rich: bool) -> None:

@@ -242,6 +242,8 @@ class Admitter:
             model=model.name,
             summary_seq=self.writer.next_seq,
             timestamp=now(),
+            # Like every epoch, the compaction's names the tools its requests declare.
+            tools=tuple(t.spec.name for t in self.parts.toolbox.offered()),
         )
         await self.writer.append(entries)
         self.epoch_reason = None

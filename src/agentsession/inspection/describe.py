@@ -31,6 +31,7 @@ from ..log import (
     UserEntry,
 )
 from ..request import text_of
+from .toolview import call_line
 
 __all__ = ["CATEGORIES", "Category", "category_of", "describe", "preview"]
 
@@ -104,7 +105,7 @@ def _user(entry: UserEntry) -> tuple[str, str]:
 
 
 def _assistant(entry: AssistantEntry) -> tuple[str, str]:
-    calls = [f"→ {c.name}({_short(str(c.arguments))})" for c in entry.tool_calls]
+    calls = [f"→ {_short(call_line(c.name, c.arguments))}" for c in entry.tool_calls]
     title = f"assistant · {entry.model}" if entry.model else "assistant"
     if entry.tool_calls:
         n = len(entry.tool_calls)

@@ -43,6 +43,7 @@ def get_model(
     profile: ModelProfile | None = None,
     timeout: float = 120.0,
     streaming: bool = True,
+    name: str | None = None,
 ) -> SDKModel:
     """The client for ``spec`` (``"<provider>:<model>"``).
 
@@ -50,8 +51,9 @@ def get_model(
     overrides the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or
     ``GOOGLE_API_KEY``); ``api_key_env`` names another variable to read the key from (the only
     way an ``openai-compatible:`` server gets a key from the environment); ``profile``
-    overrides the per-model profile. An unknown prefix or an empty model name raises
-    ``UnknownModelError``.
+    overrides the per-model profile; ``name`` is the name the model goes by (default:
+    ``spec``), e.g. a configured provider's ``"local:qwen3"``. An unknown prefix or an empty
+    model name raises ``UnknownModelError``.
     """
     prefix, sep, rest = spec.partition(":")
     if not sep or prefix not in PREFIXES:
@@ -93,7 +95,7 @@ def get_model(
     return cls(
         model,
         profile=prof,
-        name=spec,
+        name=name or spec,
         api_key=api_key,
         api_key_env=key_env,
         base_url=base_url,

@@ -1,0 +1,39 @@
+"""The chat's inspection commands: ``/context`` (the next request annotated), ``/report``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..errors import UsageError
+from ..inspection.report import render_report
+from ..session import Session
+from .console import Output, RichOutput
+from .invocation import version
+from .screens import print_context
+
+__all__ = ["show_context", "write_report"]
+
+
+async def show_context(session: Session, output: Output) -> None:
+    """Print the next request of ``session`` part by part (nothing is admitted)."""
+    inspection = await session.inspect()
+    view = inspection.next_request
+    if view is None:
+        raise UsageError(f"cannot preview the next request: {inspection.next_error}")
+    heading = f"The next request of session {session.id} (nothing is admitted)"
+    print_context(view, heading, full=False, rich=isinstance(output, RichOutput))
+
+
+async def write_report(session: Session, path: Path) -> None:
+    """Write the HTML report of ``session`` to ``path``."""
+    inspection = await session.inspect()
+    stamp = datetime.now(UTC).isoformat()
+    _write(path, render_report(inspection, generated=stamp, version=version()))
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
