@@ -258,7 +258,7 @@ async def test_an_epoch_the_tools_start_records_every_section(
     reopened = await second.open_session(session.id)
     await reopened.prompt("second")
     epochs = [r.entry for r in await reopened.log() if r.entry.kind == "epoch"]
-    assert [e.reason for e in epochs] == ["start", "tools"]  # type: ignore[attr-defined]
+    assert [e.reason for e in epochs] == ["start", "tools"]
     checkpoints = reopened.system_prompt_checkpoints()
     assert len(checkpoints) == 2
     [request] = second.model.requests  # type: ignore[attr-defined]

@@ -124,7 +124,7 @@ async def test_unknown_skill_is_refused_before_anything_is_stored(
     with pytest.raises(ags.UsageError, match=r"unknown skill 'nope'.*docx, pdf"):
         await session.prompt("hello", skills=["nope"])
     with pytest.raises(ags.UsageError, match="list of skill names"):
-        await session.prompt("hello", skills="pdf")  # type: ignore[arg-type]
+        await session.prompt("hello", skills="pdf")
     assert await session.log() == []
     assert runtime.model.requests == []  # type: ignore[attr-defined]
     assert session.runtime_contexts() == []
