@@ -176,11 +176,13 @@ async def test_calls_in_one_response_are_asked_about_one_at_a_time(
     ]
     session, model, result = await paused(make_runtime, project, [reply, "all settled"])
     first = result.approvals[0]
-    assert first.arguments["command"].startswith("echo one")
+    first_command = first.arguments["command"]
+    assert isinstance(first_command, str) and first_command.startswith("echo one")
     await session.approve(first.call_id)
     second = await session.retry()
     assert second.stop_reason == "approval_required"
-    assert second.approvals[0].arguments["command"].startswith("echo two")
+    second_command = second.approvals[0].arguments["command"]
+    assert isinstance(second_command, str) and second_command.startswith("echo two")
     assert ran(project) == ["one"]
     await session.deny(second.approvals[0].call_id)
     assert (await session.retry()).text == "all settled"

@@ -21,6 +21,7 @@ from agentsession.cli.console import PlainOutput
 from agentsession.events import (
     ApprovalRequest,
 )
+from agentsession.providers.scripted import Reply
 
 from .scenario import make_project, text_of, tool_results
 
@@ -73,7 +74,7 @@ def ran(project: Path) -> list[str]:
 
 
 async def driven(
-    make_runtime: Make, project: Path, replies: list[object], approver: object
+    make_runtime: Make, project: Path, replies: Sequence[Reply], approver: object
 ) -> tuple[Driver, ags.ScriptedModel, io.StringIO, io.StringIO]:
     model = ags.ScriptedModel(replies)
     runtime = make_runtime(model=model, project_dir=project, tools=ags.builtin_tools())
@@ -88,7 +89,7 @@ async def test_a_turn_that_pauses_twice_is_shown_as_one_turn(
 ) -> None:
     project = make_project(tmp_path)
     approver = Scripted([Answer("yes"), Answer("no", "not two")])
-    replies = [[command("one")], [command("two")], "One ran."]
+    replies: list[Reply] = [[command("one")], [command("two")], "One ran."]
     driver, model, out, err = await driven(make_runtime, project, replies, approver)
     result = await driver.prompt("run them")
 
@@ -122,7 +123,7 @@ async def test_calls_left_waiting_are_asked_again_and_the_turn_finishes(
 ) -> None:
     project = make_project(tmp_path)
     approver = Scripted([None, Answer("always")])
-    replies = [[command("one")], "Ran it.", "And the next answer."]
+    replies: list[Reply] = [[command("one")], "Ran it.", "And the next answer."]
     driver, _, out, err = await driven(make_runtime, project, replies, approver)
 
     stopped = await driver.prompt("run it")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
+from agentsession.providers.scripted import Reply
 
 from .scenario import kinds, make_project, snapshot, text_of, tool_results
 
@@ -67,7 +68,7 @@ async def test_every_way_out_is_refused_and_nothing_outside_changes(
     project, outside = world["project"], world["outside"]
     escapes = attempts(outside)
     command = ags.ToolCall("run_command", {"command": "touch ../outside/ran.txt; cat linkfile"})
-    script: list[object] = [[call] for call in escapes]
+    script: list[Reply] = [[call] for call in escapes]
     script += [
         [command],
         [ags.ToolCall("read_file", {"path": "claims.txt"})],

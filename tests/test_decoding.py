@@ -91,6 +91,7 @@ def test_a_class_whose_constructor_does_more_is_built_by_calling_it() -> None:
 
 
 def test_what_does_not_fit_is_still_refused() -> None:
+    bad: object
     for bad in ({"content": 5}, {"content": "x", "extra": 1}, [], {"usage": {"input_tokens": "1"}}):
         with pytest.raises(DecodeError):
             decode(AssistantEntry, bad)

@@ -97,7 +97,7 @@ async def _log(store: Store, session_id: str, start: int) -> list[tuple[str, Any
 async def test_a_reopened_session_sends_what_an_open_one_sends(
     name: str, compact_at: int | None, tmp_path: Path
 ) -> None:
-    results = []
+    results: list[tuple[bool, int | str, list[Any]]] = []
     for reopen in (False, True):
         folder = tmp_path / f"reopen={reopen}"
         folder.mkdir()

@@ -212,7 +212,7 @@ async def test_after_compaction_the_nested_file_is_in_the_new_baseline(
     assert list(system)[-2:] == [ROOT_KEY, NESTED_KEY]
     assert NESTED_TEXT in system[NESTED_KEY]
     assert updates(after) == []  # folded into the baseline, not repeated as an update
-    epochs = [r.entry.reason for r in await session.log() if r.entry.kind == "epoch"]  # type: ignore[attr-defined]
+    epochs = [r.entry.reason for r in await session.log() if r.entry.kind == "epoch"]
     assert epochs == ["start", "compaction"]
 
 

@@ -228,7 +228,8 @@ def test_nested_file_found_on_read_but_not_for_a_sibling(tmp_path: Path, home: P
     assert joined == ["app/pkg/AGENTS.md", "app/pkg/sub/AGENTS.md"]
     assert svc.note_read(project / "pkg/sub/file.py") == []  # once
     assert svc.note_read(project / "pkg/other.py") == []
-    assert svc.nested == ("app/pkg/AGENTS.md", "app/pkg/sub/AGENTS.md")
+    nested: tuple[str, ...] = svc.nested  # un-narrowed: mypy kept `== ()` from above
+    assert nested == ("app/pkg/AGENTS.md", "app/pkg/sub/AGENTS.md")
     components = svc.components()
     assert [c.key for c in components] == [
         "core.instructions:app/AGENTS.md",

@@ -98,7 +98,7 @@ def test_a_malformed_packed_record_is_a_corrupt_entry(
 
 
 def test_the_unix_epoch_and_its_microseconds_read_back() -> None:
-    assert load_entry("dispatch", 3, json.dumps(_with(4, 0))).timestamp == (  # type: ignore[union-attr]
+    assert load_entry("dispatch", 3, json.dumps(_with(4, 0))).timestamp == (
         "1970-01-01T00:00:00.000000+00:00"
     )
     stamp = "1969-12-31T23:59:59.999999+00:00"

@@ -115,7 +115,7 @@ async def test_three_switches_send_only_the_last_and_keep_earlier_bytes(make_run
     await session.prompt("second")
 
     changes = [r.entry for r in await session.log() if r.entry.kind == "permission_changed"]
-    assert [(c.preset, c.previous) for c in changes] == [  # type: ignore[attr-defined]
+    assert [(c.preset, c.previous) for c in changes] == [
         ("read-only", "workspace-write"),
         ("full-access", "read-only"),
         ("read-only", "full-access"),

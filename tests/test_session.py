@@ -183,6 +183,7 @@ async def test_max_steps_stops_a_looping_model(make_runtime: Make) -> None:
 
 async def test_empty_prompt_is_usage_error(make_runtime: Make) -> None:
     session = await make_runtime(["x"]).create_session()
+    empty: str | list[ags.TextPart]
     for empty in ([], "", "  \n"):
         with pytest.raises(ags.UsageError):
             await session.prompt(empty)

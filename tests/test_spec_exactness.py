@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
+from agentsession.context import LoadResult
 from agentsession.log import UserEntry
 from agentsession.window import select_window
 
@@ -58,7 +59,7 @@ async def test_a_raising_loader_fails_the_prompt_naming_the_component(make_runti
 
 
 async def test_an_explicit_unavailable_keeps_what_the_model_was_told(make_runtime: Make) -> None:
-    values: list[object] = ["Build status: green.", ags.UNAVAILABLE]
+    values: list[LoadResult | str] = ["Build status: green.", ags.UNAVAILABLE]
     runtime = make_runtime(["one", "two"])
     runtime.register_component(ags.ContextComponent("plugin.ci.status", lambda: values[0]))
     session = await runtime.create_session()
@@ -97,7 +98,8 @@ async def test_current_permissions_supersede_a_legacy_permissions_snapshot(
 @pytest.mark.parametrize(
     ("content", "named"),
     [
-        ([ags.ImagePart("image/png", data=b"\x89PNG")], "part 0 (ImagePart)"),
+        # raw bytes on purpose: the validation under test rejects them (data is base64 text)
+        ([ags.ImagePart("image/png", data=b"\x89PNG")], "part 0 (ImagePart)"),  # type: ignore[arg-type]
         ([ags.TextPart("look"), {"kind": "text", "text": "hi"}], "part 1 (dict)"),
         ([ags.TextPart(123)], "part 0 (TextPart)"),  # type: ignore[arg-type]
         ([ags.ImagePart("image/png")], "part 0 (ImagePart)"),
@@ -258,7 +260,7 @@ async def test_an_epoch_the_tools_start_records_every_section(
     reopened = await second.open_session(session.id)
     await reopened.prompt("second")
     epochs = [r.entry for r in await reopened.log() if r.entry.kind == "epoch"]
-    assert [e.reason for e in epochs] == ["start", "tools"]  # type: ignore[attr-defined]
+    assert [e.reason for e in epochs] == ["start", "tools"]
     checkpoints = reopened.system_prompt_checkpoints()
     assert len(checkpoints) == 2
     [request] = second.model.requests  # type: ignore[attr-defined]
@@ -327,6 +329,7 @@ def test_commit_runs_of_compaction_and_recovery_are_kept_whole() -> None:
         ContextEpoch,
         Dispatch,
         Interrupted,
+        LogEntry,
         Record,
         Summary,
         ToolResultEntry,
@@ -334,7 +337,7 @@ def test_commit_runs_of_compaction_and_recovery_are_kept_whole() -> None:
     from agentsession.log.commits import commit_end
 
     calls = (ags.ToolCall("a", {}, id="a"), ags.ToolCall("b", {}, id="b"))
-    entries = [
+    entries: list[LogEntry] = [
         UserEntry("go", timestamp="t0"),  # 0 ┐ admission
         Dispatch("m", 1, "d", timestamp="t0"),  # 1 ┘
         AssistantEntry(tool_calls=calls, timestamp="t1"),  # 2   response

@@ -150,7 +150,7 @@ def test_import_loads_no_optional_heavy_module_until_named() -> None:
     assert out[0] == "[]" and out[1] == "[]"
     assert out[2] == "agentsession.inspection.views TurnInfo"
     with pytest.raises(AttributeError):
-        ags.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+        ags.NoSuchName  # noqa: B018
 
 
 async def test_sync_calls_reuse_an_idle_thread_and_a_hanging_call_keeps_its_own() -> None:

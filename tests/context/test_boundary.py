@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 
 import agentsession as ags
+from agentsession.context import LoadResult
 from agentsession.log import Dispatch, MidConversationSystemMessage, ProviderFailed
 
 from ..conftest import Clock
@@ -34,10 +35,10 @@ def assert_prefix(previous: ags.Request, current: ags.Request) -> None:
 class Box:
     """A mutable value behind a component."""
 
-    def __init__(self, value: object) -> None:
+    def __init__(self, value: LoadResult | str) -> None:
         self.value = value
 
-    def __call__(self) -> object:
+    def __call__(self) -> LoadResult | str:
         return self.value
 
 
@@ -119,7 +120,7 @@ async def test_loader_that_returns_unavailable_keeps_state_and_one_that_raises_f
 ) -> None:
     calls = {"n": 0}
 
-    def flaky() -> object:
+    def flaky() -> LoadResult | str:
         calls["n"] += 1
         if calls["n"] == 2:
             return ags.UNAVAILABLE  # the explicit way to say "temporarily down"

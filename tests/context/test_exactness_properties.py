@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import agentsession as ags
+from agentsession.context import LoadResult
 from agentsession.context.engine import effective_state
 from agentsession.log import ContextEpoch, Dispatch, MidConversationSystemMessage
 
@@ -88,7 +89,7 @@ class World:
         self.loads: list[Any] = []
         self.expected: dict[str, str] = {}  # plugin keys: what the model was last told
 
-    def load(self, key: str) -> object:
+    def load(self, key: str) -> LoadResult | str:
         match self.values[key]:
             case "gone":
                 return ags.ABSENT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentsession as ags
+from agentsession.context import LoadResult
 from agentsession.log import ContextEpoch, Dispatch, MidConversationSystemMessage
 
 from ..conftest import Clock
@@ -35,7 +37,7 @@ def noop(i: int) -> str:
 
 
 async def scenario(ops: list[tuple[Any, ...]], tmp: Path) -> None:
-    values: dict[str, object] = dict.fromkeys(KEYS, "x")
+    values: dict[str, LoadResult | str] = dict.fromkeys(KEYS, "x")
     plan: dict[str, int] = {"calls": 0}
 
     def reply(request: ags.Request) -> Any:
@@ -54,9 +56,12 @@ async def scenario(ops: list[tuple[Any, ...]], tmp: Path) -> None:
         clock=clock,
         config=ags.Config(max_transcript_messages=9, window_step=1, retry_base_delay=0),
     )
+
+    def reader(key: str) -> Callable[[], LoadResult | str]:
+        return lambda: values[key]
+
     handles = {
-        key: runtime.register_component(ags.ContextComponent(key, lambda k=key: values[k]))
-        for key in KEYS
+        key: runtime.register_component(ags.ContextComponent(key, reader(key))) for key in KEYS
     }
     session = await runtime.create_session()
     current = 0

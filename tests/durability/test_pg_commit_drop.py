@@ -206,7 +206,7 @@ async def test_a_backend_killed_in_the_middle_of_each_commit(
 
 async def append_numbers(store: ags.Store, folder: Path) -> list[int]:
     """The numbers (among all writes) of the script's appends, from a clean run."""
-    seen: list[Faults] = []
+    seen: list[NumberingFaults] = []
 
     def counting(inner: ags.Store, faults: Mapping[int, When], side: Path) -> Faults:
         made = NumberingFaults(inner, faults, side)

@@ -55,8 +55,8 @@ async def test_a_50_mb_result_ends_its_call_and_the_next_prompt_works(tmp_path: 
         assert (await session.prompt("big")).text == "too big"
         refused = results(model, 1)
         assert refused.is_error
-        assert "larger than 16777216 bytes" in refused.content  # type: ignore[operator]
-        assert "did not finish within" not in refused.content  # type: ignore[operator]
+        assert "larger than 16777216 bytes" in refused.content
+        assert "did not finish within" not in refused.content
         assert (await session.prompt("again")).text == "fine"
         echoed = results(model, 3)
         assert not echoed.is_error and echoed.content == "still here"
@@ -109,10 +109,14 @@ async def test_a_result_under_the_bound_arrives_whole(tmp_path: Path) -> None:
     assert not result.is_error and result.content == "x" * 2 * 1024 * 1024
 
 
-def crowd(count: int, **kwargs: object) -> ags.MCPServer:
+def crowd(count: int, max_tools: int = 128) -> ags.MCPServer:
     return ags.MCPServer.stdio(
-        "crowd", sys.executable, [str(CROWD)], env={"CROWD_TOOLS": str(count)}, **kwargs
-    )  # type: ignore[arg-type]
+        "crowd",
+        sys.executable,
+        [str(CROWD)],
+        env={"CROWD_TOOLS": str(count)},
+        max_tools=max_tools,
+    )
 
 
 async def test_5000_tools_leave_prompts_working(caplog: pytest.LogCaptureFixture) -> None:

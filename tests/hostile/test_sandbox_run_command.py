@@ -51,7 +51,11 @@ def project(tmp_path: Path) -> Path:
 
 
 async def run_approved(
-    make_runtime: Make, project: Path, command: str, preset: str = "workspace-write", **config: str
+    make_runtime: Make,
+    project: Path,
+    command: str,
+    preset: str = "workspace-write",
+    sandbox: str = "auto",
 ) -> str:
     """Run ``command`` through a session under ``preset``, approving it; the result text."""
     model = ags.ScriptedModel([[ags.ToolCall("run_command", {"command": command})], "done"])
@@ -59,7 +63,7 @@ async def run_approved(
         model=model,
         project_dir=project,
         tools=ags.builtin_tools(),
-        config=ags.Config(retry_base_delay=0, permission_preset=preset, **config),
+        config=ags.Config(retry_base_delay=0, permission_preset=preset, sandbox=sandbox),
     )
     session = await runtime.create_session()
     result = await session.prompt("run it")

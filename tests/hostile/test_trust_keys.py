@@ -70,7 +70,7 @@ async def test_a_library_runtime_sends_no_key_unless_the_project_is_trusted(
             store=ags.MemoryStore(),
             model=model,
             project_dir=repo,
-            project_config=trust,  # type: ignore[arg-type]
+            project_config=trust,
             config=ags.Config(retry_base_delay=0),
         )
         async with runtime:

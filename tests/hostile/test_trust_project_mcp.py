@@ -142,8 +142,12 @@ async def test_a_library_runtime_ignores_the_project_file_unless_told(tmp_path: 
 
     async def prompt(config: Literal["ignore", "trusted"] | None) -> None:
         model = ags.ScriptedModel(["ok"])
-        given = {} if config is None else {"project_config": config}
-        runtime = ags.Runtime(store=ags.MemoryStore(), model=model, project_dir=tmp_path, **given)
+        store = ags.MemoryStore()
+        runtime = (
+            ags.Runtime(store=store, model=model, project_dir=tmp_path)
+            if config is None
+            else ags.Runtime(store=store, model=model, project_dir=tmp_path, project_config=config)
+        )
         async with runtime:
             session = await runtime.create_session()
             await session.prompt("hi")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from mcp.types import Tool as ListedTool
 from mcp.types import ToolAnnotations
@@ -10,10 +12,14 @@ import agentsession as ags
 from agentsession.mcp.convert import declared_tool, effect_of
 
 SERVER = ags.MCPServer.stdio("s", "x")
-SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"q": {"type": "string"}},
+    "required": ["q"],
+}
 
 
-def listed(annotations: ToolAnnotations | None, schema: object = SCHEMA) -> ListedTool:
+def listed(annotations: ToolAnnotations | None, schema: dict[str, Any] = SCHEMA) -> ListedTool:
     return ListedTool(name="t", description="d", input_schema=schema, annotations=annotations)
 
 

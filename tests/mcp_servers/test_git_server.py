@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
+from agentsession.providers.scripted import Reply
 
 from .wire import assert_every_format_declares, installed
 
@@ -43,7 +44,7 @@ def staged(repo: Path) -> list[str]:
 
 
 def git_runtime(
-    make_runtime: Callable[..., ags.Runtime], repo: Path, replies: list[object], preset: str
+    make_runtime: Callable[..., ags.Runtime], repo: Path, replies: list[Reply], preset: str
 ) -> tuple[ags.Runtime, ags.ScriptedModel]:
     model = ags.ScriptedModel(replies)
     server = ags.MCPServer.stdio("git", installed("mcp-server-git"), ["--repository", str(repo)])

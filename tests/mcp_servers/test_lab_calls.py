@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
+from agentsession.providers.scripted import Reply
 
 from .conftest import stdio_lab
 from .wire import tool_names
@@ -67,7 +68,7 @@ async def test_a_server_that_died_is_started_again_after_its_backoff(
     make_runtime: Callable[..., ags.Runtime], tmp_path: Path
 ) -> None:
     lab = stdio_lab(tmp_path, backoff=0)
-    replies = ["up", call("echo", text="back again"), "done"]
+    replies: list[Reply] = ["up", call("echo", text="back again"), "done"]
     model = ags.ScriptedModel(replies)
     runtime = make_runtime(model=model, mcp_servers=[lab.server])
     session = await runtime.create_session()
@@ -111,6 +112,7 @@ async def test_every_kind_of_content_becomes_text(
     gallery, table, fail = [
         m for m in model.requests[-1].messages if isinstance(m, ags.ToolResultMessage)
     ]
+    assert isinstance(gallery.content, str)
     assert gallery.content.splitlines() == [
         "a caption",
         "[image: image/png, 21 bytes, not shown]",

@@ -13,6 +13,7 @@ from dataclasses import replace
 import agentsession as ags
 from agentsession.log import ContextEpoch, Dispatch, MidConversationSystemMessage
 from agentsession.providers.profiles import default_profile
+from agentsession.providers.scripted import Reply
 
 from .conftest import Lab
 from .wire import tool_names
@@ -42,7 +43,7 @@ def updates(request: ags.Request) -> list[ags.SystemMessage]:
 async def test_tools_join_and_leave_at_the_next_boundary(
     make_runtime: Callable[..., ags.Runtime], lab: Lab
 ) -> None:
-    replies = [call("grow"), [ags.ToolCall(EXTRA, {"text": "hi"})], call("shrink")]
+    replies: list[Reply] = [call("grow"), [ags.ToolCall(EXTRA, {"text": "hi"})], call("shrink")]
     replies += [[ags.ToolCall(EXTRA, {"text": "again"})], "done"]
     model = ags.ScriptedModel(replies)
     runtime = make_runtime(model=model, mcp_servers=[lab.server])
@@ -66,7 +67,7 @@ async def test_tools_join_and_leave_at_the_next_boundary(
 async def test_native_tool_changes_keep_the_top_level_tool_list(
     make_runtime: Callable[..., ags.Runtime], lab: Lab
 ) -> None:
-    replies = [call("grow"), [ags.ToolCall(EXTRA, {"text": "hi"})], call("shrink")]
+    replies: list[Reply] = [call("grow"), [ags.ToolCall(EXTRA, {"text": "hi"})], call("shrink")]
     replies += [[ags.ToolCall(EXTRA, {"text": "again"})], "done"]
     model = ags.ScriptedModel(replies, profile=NATIVE)
     runtime = make_runtime(model=model, mcp_servers=[lab.server])
@@ -93,7 +94,7 @@ async def test_native_tool_changes_keep_the_top_level_tool_list(
 async def test_a_resource_change_arrives_as_one_message(
     make_runtime: Callable[..., ags.Runtime], lab: Lab
 ) -> None:
-    replies = [call("set_note", text="second note"), call("echo", text="x"), "noted"]
+    replies: list[Reply] = [call("set_note", text="second note"), call("echo", text="x"), "noted"]
     replies += [call("drop_note"), "dropped"]
     model = ags.ScriptedModel(replies)
     runtime = make_runtime(model=model, mcp_servers=[lab.server])
@@ -124,7 +125,12 @@ async def test_a_resource_change_arrives_as_one_message(
 async def test_a_killed_server_is_unavailable_and_the_session_continues(
     make_runtime: Callable[..., ags.Runtime], lab: Lab
 ) -> None:
-    replies = [call("echo", text="before"), "fine", call("echo", text="after"), "carrying on"]
+    replies: list[Reply] = [
+        call("echo", text="before"),
+        "fine",
+        call("echo", text="after"),
+        "carrying on",
+    ]
     model = ags.ScriptedModel(replies)
     runtime = make_runtime(model=model, mcp_servers=[lab.server])
     session = await runtime.create_session()

@@ -35,6 +35,7 @@ async def test_a_call_of_the_time_tool_reaches_the_next_request(
     answer = second.messages[-1]
     assert isinstance(answer, ags.ToolResultMessage)
     assert answer.name == TIME and not answer.is_error
+    assert isinstance(answer.content, str)
     assert json.loads(answer.content)["timezone"] == "Etc/UTC"
     stored = [m for m in session.messages if m.role == "tool"]
     assert [m.content for m in stored] == [answer.content]

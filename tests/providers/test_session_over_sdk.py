@@ -80,7 +80,7 @@ async def test_timeout_keeps_admitted_context_for_retry(
         assert len(set(digests)) == 1
     finally:
         await runtime.close()
-        await model.aclose()  # type: ignore[attr-defined]
+        await model.aclose()
 
 
 def chunk(
@@ -164,4 +164,4 @@ async def test_streamed_turn_through_session_events(server: LocalServer, tmp_pat
         assert second["stream"] is True
     finally:
         await runtime.close()
-        await model.aclose()  # type: ignore[attr-defined]
+        await model.aclose()

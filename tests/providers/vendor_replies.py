@@ -20,7 +20,7 @@ TOOLS = (ToolSpec("read_file", "Read a file.", {"type": "object", "properties": 
 REQUEST = Request(SYSTEM, (UserMessage("Read a.txt"),), TOOLS)
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
-CHAT_FULL = {
+CHAT_FULL: dict[str, Any] = {
     "id": "chatcmpl-1",
     "object": "chat.completion",
     "created": 1,
@@ -66,7 +66,7 @@ def chat_chunk(
     return sse(body)
 
 
-CHAT_STREAM = [
+CHAT_STREAM: list[str] = [
     chat_chunk({"role": "assistant", "content": "Hello"}),
     chat_chunk({"content": " there"}),
     chat_chunk(
@@ -84,11 +84,11 @@ CHAT_STREAM = [
     chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":'}}]}),
     chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"a.txt"}'}}]}),
     chat_chunk({}, finish="tool_calls"),
-    chat_chunk(None, CHAT_FULL["usage"]),  # type: ignore[arg-type]
+    chat_chunk(None, CHAT_FULL["usage"]),
     "data: [DONE]\n\n",
 ]
 
-RESP_FULL = {
+RESP_FULL: dict[str, Any] = {
     "id": "resp_1",
     "object": "response",
     "created_at": 1,
@@ -119,7 +119,7 @@ RESP_FULL = {
         "output_tokens_details": {"reasoning_tokens": 0},
     },
 }
-RESP_STREAM = [
+RESP_STREAM: list[str] = [
     sse(
         {
             "type": "response.created",
@@ -160,20 +160,20 @@ RESP_STREAM = [
             "item": RESP_FULL["output"][1],
         },
         "response.output_item.done",
-    ),  # type: ignore[index]
+    ),
     sse(
         {"type": "response.completed", "sequence_number": 4, "response": RESP_FULL},
         "response.completed",
     ),
 ]
 
-ANTHROPIC_USAGE = {
+ANTHROPIC_USAGE: dict[str, Any] = {
     "input_tokens": 10,
     "output_tokens": 5,
     "cache_read_input_tokens": 80,
     "cache_creation_input_tokens": 10,
 }
-ANTHROPIC_FULL = {
+ANTHROPIC_FULL: dict[str, Any] = {
     "id": "msg_1",
     "type": "message",
     "role": "assistant",
@@ -186,7 +186,7 @@ ANTHROPIC_FULL = {
     "stop_sequence": None,
     "usage": ANTHROPIC_USAGE,
 }
-ANTHROPIC_STREAM = [
+ANTHROPIC_STREAM: list[str] = [
     sse(
         {
             "type": "message_start",
@@ -251,13 +251,13 @@ ANTHROPIC_STREAM = [
     sse({"type": "message_stop"}, "message_stop"),
 ]
 
-GEMINI_USAGE = {
+GEMINI_USAGE: dict[str, Any] = {
     "promptTokenCount": 100,
     "candidatesTokenCount": 5,
     "cachedContentTokenCount": 64,
     "totalTokenCount": 105,
 }
-GEMINI_FULL = {
+GEMINI_FULL: dict[str, Any] = {
     "candidates": [
         {
             "index": 0,
@@ -299,7 +299,7 @@ def gem_chunk(
     return f"data: {json.dumps(body)}\r\n\r\n"
 
 
-GEMINI_STREAM = [
+GEMINI_STREAM: list[str] = [
     gem_chunk([{"text": "Hello"}]),
     gem_chunk([{"text": " there"}]),
     gem_chunk(

@@ -70,7 +70,7 @@ def test_unknown_requested_names_list_the_available_ones() -> None:
     with pytest.raises(UsageError, match="available skills: none"):
         select_skills("", ["xlsx"], [])
     with pytest.raises(UsageError, match="list of skill names"):
-        select_skills("", "pdf", AVAILABLE)  # type: ignore[arg-type]
+        select_skills("", "pdf", AVAILABLE)
 
 
 def test_block_escapes_attributes_and_disarms_tags_in_the_body() -> None:

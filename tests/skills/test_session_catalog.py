@@ -85,7 +85,7 @@ def test_python_skill_misuse_fails_when_the_runtime_is_made(tmp_path: Path) -> N
     with pytest.raises(ags.UsageError, match="list"):
         ags.Runtime(store=ags.MemoryStore(), project_dir=tmp_path, skills=twice[0])  # type: ignore[arg-type]
     with pytest.raises(ags.UsageError, match="list of folders"):
-        ags.Runtime(store=ags.MemoryStore(), project_dir=tmp_path, skills_dirs=str(tmp_path))  # type: ignore[arg-type]
+        ags.Runtime(store=ags.MemoryStore(), project_dir=tmp_path, skills_dirs=str(tmp_path))
 
 
 def _skill_folders(root: Path) -> list[str]:

@@ -292,4 +292,4 @@ async def test_loads_on_a_profile_without_native_tool_changes_start_epochs(
     )
     assert updates(after) == []  # folded into the new baseline
     dispatches = [r.entry for r in await session.log() if r.entry.kind == "dispatch"]
-    assert [d.cache for d in dispatches] == ["first", "tools_changed"]  # type: ignore[union-attr]
+    assert [d.cache for d in dispatches] == ["first", "tools_changed"]

@@ -46,8 +46,8 @@ async def test_string_input_gets_blocks_in_front_and_stays_a_string(
     # The stored input, the transcript and the title input never change.
     assert session.messages[0].content == "Summarise it with $pdf please"
     assert session.title is not None and "<skill" not in session.title
-    [record] = [r for r in await session.log() if isinstance(r.entry, UserEntry)]
-    assert record.entry.content == "Summarise it with $pdf please"
+    [entry] = [r.entry for r in await session.log() if isinstance(r.entry, UserEntry)]
+    assert entry.content == "Summarise it with $pdf please"
 
 
 async def test_block_input_gets_a_text_part_before_its_text_and_images(
@@ -55,7 +55,7 @@ async def test_block_input_gets_a_text_part_before_its_text_and_images(
 ) -> None:
     runtime = _runtime(make_runtime, tmp_path, ["done"])
     session = await runtime.create_session()
-    content = [ags.TextPart("What does this page say?"), IMAGE]
+    content: list[ags.TextPart | ags.ImagePart] = [ags.TextPart("What does this page say?"), IMAGE]
     await session.prompt(content, skills=["docx"])
     sent = _first_user(runtime.model)  # type: ignore[arg-type]
     assert isinstance(sent, tuple) and len(sent) == 3
@@ -124,7 +124,7 @@ async def test_unknown_skill_is_refused_before_anything_is_stored(
     with pytest.raises(ags.UsageError, match=r"unknown skill 'nope'.*docx, pdf"):
         await session.prompt("hello", skills=["nope"])
     with pytest.raises(ags.UsageError, match="list of skill names"):
-        await session.prompt("hello", skills="pdf")  # type: ignore[arg-type]
+        await session.prompt("hello", skills="pdf")
     assert await session.log() == []
     assert runtime.model.requests == []  # type: ignore[attr-defined]
     assert session.runtime_contexts() == []

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agentsession.errors import UsageError
 from agentsession.log import SkillRevision
 from agentsession.skills import (
+    JSONValue,
     MemorySkillStore,
     Skill,
     SkillContext,
@@ -139,6 +140,7 @@ async def test_sync_and_async_tools_reach_their_skill_context() -> None:
         second = await remember.invoke({"value": "green"})
         recalled = await recall.invoke({})
     assert (first.content, second.content, recalled.content) == ("memo:1", "memo:2", "green")
+    assert isinstance(context.store, MemorySkillStore)
     assert context.store.take_writes() == (
         StoreWrite("value", '"blue"'),
         StoreWrite("value", '"green"'),
@@ -156,7 +158,7 @@ async def test_concurrent_calls_see_their_own_skill() -> None:
             await asyncio.sleep(0)
             return (await remember.invoke({"value": skill.name})).content
 
-    assert await asyncio.gather(call(one), call(two)) == ["one:1", "two:1"]
+    assert list(await asyncio.gather(call(one), call(two))) == ["one:1", "two:1"]
 
 
 def test_store_values_are_json_and_copied() -> None:
@@ -166,9 +168,10 @@ def test_store_values_are_json_and_copied() -> None:
     assert isinstance(items, list)
     items.append(2)
     assert store["seed"] == [1]
-    given_value = {"a": [1, 2]}
+    given_list: list[JSONValue] = [1, 2]
+    given_value: dict[str, JSONValue] = {"a": given_list}
     store.set("nested", given_value)
-    given_value["a"].append(3)
+    given_list.append(3)
     assert store.get("nested") == {"a": [1, 2]}
     assert store.get("missing", "default") == "default"
     assert "nested" in store and len(store) == 2 and list(store) == ["seed", "nested"]

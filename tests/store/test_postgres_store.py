@@ -356,12 +356,12 @@ async def test_appends_under_random_backend_kills_stay_whole(
     log = [r.entry for r in await retrying(lambda: db.read("s"))]
     assert len(log) % 3 == 0
     batches = [log[i : i + 3] for i in range(0, len(log), 3)]
-    numbers = []
+    numbers: list[int] = []
     for batch in batches:
         texts = [str(e.content) for e in batch if isinstance(e, UserEntry)]
-        number = texts[0].split()[1]
-        assert texts == [f"batch {number} part {p}" for p in range(3)]
-        numbers.append(int(number))
+        label = texts[0].split()[1]
+        assert texts == [f"batch {label} part {p}" for p in range(3)]
+        numbers.append(int(label))
     assert numbers == sorted(set(numbers))  # in order, none twice
     assert len(numbers) >= 60 - failures
     assert kills > 0

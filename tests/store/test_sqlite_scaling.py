@@ -39,7 +39,7 @@ class Work:
         real = sqlite3.connect
 
         def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-            conn = real(*args, **kwargs)
+            conn: sqlite3.Connection = real(*args, **kwargs)
             conn.set_progress_handler(self._tick, 1)
             return conn
 

@@ -7,6 +7,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -185,4 +186,5 @@ def test_only_a_declared_fast_path_is_used() -> None:
         fast_paths = frozenset({"read_now"})
 
     declaring = Declaring()
-    assert reads_now(declaring) is declaring and finds_now(declaring) is None
+    # The declaration is what counts: Declaring has no read_now method, so widen before comparing.
+    assert cast(object, reads_now(declaring)) is declaring and finds_now(declaring) is None

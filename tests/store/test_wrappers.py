@@ -13,6 +13,7 @@ import pytest
 import agentsession as ags
 from agentsession.errors import StoreError
 from agentsession.log import UserEntry, now
+from agentsession.providers.scripted import Reply
 from agentsession.store import SessionInfo, SQLiteStore, Store
 
 from .wrappers import CountingStore, FaultyStore
@@ -76,7 +77,7 @@ async def test_faulty_store_can_lose_the_acknowledgement_instead(tmp_path: Path)
         await store.close()
 
 
-def script() -> list[object]:
+def script() -> list[Reply]:
     return [[ags.ToolCall("append_line", {"text": "x"})], "done"]
 
 
@@ -136,7 +137,9 @@ async def test_a_refused_write_at_any_commit_point_loses_nothing(tmp_path: Path,
                     text = (await session.retry()).text
                 except ags.UsageError as exc:  # the flushed entry was the turn's last answer
                     assert "the last turn finished" in str(exc)
-                    text = session.messages[-1].content
+                    last = session.messages[-1].content
+                    assert isinstance(last, str)
+                    text = last
         assert text == "done"
         assert runs["tool"] == 1
         assert len(model.requests) == 2
