@@ -59,7 +59,7 @@ async def test_after_compact_the_next_request_is_a_new_epoch_not_an_update(
     driver = Driver(session, PlainOutput(out=io.StringIO(), err=err), runtime.store, DENY_ALL)
     for text in ("one", "two", "three"):
         await driver.prompt(text)
-    chat = Chat(driver, lambda name: runtime.model)  # type: ignore[arg-type,return-value]
+    chat = Chat(driver, lambda name: runtime.model)
     await chat._compact("")
     before = err.getvalue()
     assert "compacted: older turns" in before

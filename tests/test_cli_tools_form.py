@@ -14,6 +14,7 @@ from agentsession.cli.chat import Driver
 from agentsession.cli.console import PlainOutput, print_transcript
 from agentsession.events import ApprovalRequest
 from agentsession.inspection.toolview import call_line, call_text, command_prefix
+from agentsession.providers.scripted import Reply
 
 from .cli_inprocess import run_cli
 from .scenario import make_project
@@ -58,7 +59,7 @@ def test_show_and_piped_output_print_json_not_python_reprs(tmp_path: Path) -> No
         ags.AssistantMessage("", (ags.ToolCall("run_command", {"command": "make"}, id="c1"),))
     ]
     out = io.StringIO()
-    print_transcript(messages, out)  # type: ignore[arg-type]
+    print_transcript(messages, out)
     assert out.getvalue() == "  → $ make\n"
 
 
@@ -80,7 +81,7 @@ async def test_always_for_a_command_approves_its_prefix_only(
     make_runtime: Make, tmp_path: Path
 ) -> None:
     project = make_project(tmp_path)
-    replies = [
+    replies: list[Reply] = [
         run_command("echo one"),
         run_command("echo two --again"),
         run_command("echo three; touch bad"),
@@ -108,7 +109,7 @@ async def test_approve_always_in_chat_never_approves_every_command(
     make_runtime: Make, tmp_path: Path
 ) -> None:
     project = make_project(tmp_path)
-    replies = [run_command("echo one"), run_command("touch other"), "done"]
+    replies: list[Reply] = [run_command("echo one"), run_command("touch other"), "done"]
     model = ags.ScriptedModel(replies)
     runtime = make_runtime(model=model, project_dir=project, tools=ags.builtin_tools())
     session = await runtime.create_session()

@@ -177,7 +177,7 @@ async def test_a_store_that_cannot_read_now_gives_the_ledger_at_open(tmp_path: P
     model = ags.ScriptedModel(["one", "two"], name="test-model", profile=REPORTING)
     async with runtime_for(
         CountingStore(inner), model, tmp_path, prices={"test-model": PRICE}
-    ) as rt:  # type: ignore[arg-type]
+    ) as rt:
         session = await rt.create_session()
         await session.prompt("a")
         first = session.cost()
@@ -235,6 +235,7 @@ async def test_preview_cost_expects_the_warm_prefix_within_its_lifetime(tmp_path
         assert warm.input_usd == pytest.approx(
             (warm.cached_tokens * PRICE.cached_input + warm.uncached_tokens * PRICE.write) / 1e6
         )
+        assert warm.input_usd is not None and cold.input_usd is not None
         assert warm.input_usd < cold.input_usd + warm.uncached_tokens * PRICE.write / 1e6
         moment[0] += timedelta(minutes=6)  # past the shortest lifetime
         expired = await session.preview_cost("and more")

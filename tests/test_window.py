@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -349,7 +350,7 @@ def test_only_system_messages_and_empty_history() -> None:
         ({"cap": 5, "start": -1}, "start"),
     ],
 )
-def test_bad_arguments_are_usage_errors(kwargs: dict[str, int], match: str) -> None:
+def test_bad_arguments_are_usage_errors(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(UsageError, match=match):
         select_window([user()], **kwargs)
 
