@@ -96,18 +96,23 @@ def _usage(u: Any) -> Usage:
 def _done(message: Any, fmt: str) -> ModelDone:
     text: list[str] = []
     calls: list[ToolCall] = []
+    unusable: list[tuple[int, str]] = []
     for block in message.content:
         if block.type == "text":
             text.append(block.text)
         elif block.type == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
+            arguments = block.input
+            if not isinstance(arguments, dict):
+                unusable.append((len(calls), "not a JSON object"))
+                arguments = {}
             calls.append(ToolCall(block.name, dict(arguments), id=block.id or new_call_id()))
     data = _replay_data(list(message.content), fmt)
     assistant = AssistantMessage(
         content="".join(text), tool_calls=tuple(calls), provider="anthropic", provider_data=data
     )
     stop = _STOP.get(message.stop_reason or "", "other")
-    return ModelDone(assistant, _usage(message.usage), message.model, stop)
+    usage = _usage(message.usage)
+    return ModelDone(assistant, usage, message.model, stop, unusable_calls=tuple(unusable))
 
 
 class AnthropicModel(SDKModel):
