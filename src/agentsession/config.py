@@ -42,6 +42,10 @@ class Config:
     sessions; ``permission_presets`` adds user-defined presets by name, each a mapping of
     ``read``, ``write_project``, ``write_elsewhere``, ``execute``, ``network`` to ``"allow"``,
     ``"ask"`` or ``"deny"`` (validated by ``agentsession.permissions.preset_table``).
+
+    ``title_timeout`` bounds the model call that names a session, in seconds (``None`` or ``0``:
+    no limit); it runs after the turn's result is delivered, and the first words of the first
+    prompt stand in when it fails, times out or the session closes first.
     """
 
     max_loaded_skills: int = 3
@@ -66,6 +70,7 @@ class Config:
     tool_timeout: float | None = 300.0
     permission_preset: str = "workspace-write"
     permission_presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
+    title_timeout: float | None = 10.0
 
     @property
     def effective_elision_chunk(self) -> int:
@@ -123,6 +128,7 @@ class Config:
             raise UsageError("Config.retry_base_delay must be >= 0")
         _optional_limit("max_tool_result_chars", self.max_tool_result_chars, (int,))
         _optional_limit("tool_timeout", self.tool_timeout, (int, float))
+        _optional_limit("title_timeout", self.title_timeout, (int, float))
         if not isinstance(self.permission_preset, str) or not self.permission_preset:
             raise UsageError("Config.permission_preset must name a preset")
         if not isinstance(self.permission_presets, Mapping):

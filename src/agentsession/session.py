@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from .admission import Admitter
 from .deps import SessionDeps
-from .errors import SessionBusyError, StoreError, UsageError
+from .errors import SessionBusyError, UsageError
 from .events import (
     ApprovalRequest,
     Event,
@@ -52,7 +52,7 @@ from .request import ContentPart, Message, Request, ToolCall
 from .store.base import SessionInfo
 from .store.session_file import export_session
 from .sync import run_sync
-from .titles import clean_title
+from .titles import Naming, clean_title
 from .turn import Start, Turn, approval_of, waiting_calls
 from .writer import LogWriter
 
@@ -89,6 +89,7 @@ class Session:
         )
         self._opener = opener
         self._switch = switch
+        self._naming = Naming(deps.titler, deps.store, deps.config, info.id, self._title_now)
         if switch is not None:
             self._admitter.epoch_reason = "model_switch"
 
@@ -363,8 +364,14 @@ class Session:
         self._guard.writer, self._guard.gate = self._writer, self._parts.gate
         self._held = False
 
+    async def named(self) -> str | None:
+        """Wait for the title a model is making after the first turn; return the title."""
+        await self._naming.wait()
+        return self.title
+
     async def close(self) -> None:
-        """Release the session's lease so another process may drive it right away."""
+        """Cancel a title still being made; release the lease for other processes at once."""
+        await self._naming.close()
         with contextlib.suppress(Exception):
             await self._lease.release()
 
@@ -412,7 +419,7 @@ class Session:
                 if isinstance(event, TurnFinished) and event.result.stop_reason != (
                     "approval_required"
                 ):
-                    await self._name_session()
+                    await self._naming.after_turn(self._writer.transcript)
                 yield event
         finally:
             self._held = turn.held
@@ -424,17 +431,10 @@ class Session:
         if closing:
             await self._writer.append(closing)
 
-    async def _name_session(self) -> None:
-        if self._info.title is not None:
-            return
-        titles = self._deps.config.titles
-        title = await self._deps.titler.title(self._writer.transcript, use_model=titles)
-        # A title is a convenience: a store that refuses it must not fail the turn, and the
-        # session stays untitled (and tries again after its next turn) unless it was stored.
-        with contextlib.suppress(StoreError):
-            if title:
-                await self._deps.store.set_title(self.id, title)
-                self._info = replace(self._info, title=title)
+    def _title_now(self, title: str | None) -> str | None:
+        if title is not None:  # a title the background call stored
+            self._info = replace(self._info, title=title)
+        return self._info.title
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
