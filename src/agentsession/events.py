@@ -8,7 +8,7 @@ finished turn with its result.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -28,6 +28,7 @@ __all__ = [
     "ToolResultEvent",
     "TurnFinished",
     "TurnStream",
+    "drain",
 ]
 
 
@@ -204,3 +205,13 @@ class TurnStream:
         except RuntimeError:
             return  # no loop any more: nothing can be settled (the process is ending)
         self._on_abandon(loop.create_task(self._events.aclose()))
+
+
+async def drain(events: AsyncIterator[Event]) -> PromptResult:
+    """Run a turn's events to the end and return its result."""
+    result: PromptResult | None = None
+    async for event in events:
+        if isinstance(event, TurnFinished):
+            result = event.result
+    assert result is not None
+    return result

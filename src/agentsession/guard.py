@@ -90,6 +90,16 @@ class Guard:
             if not self.writer.pending:
                 await self._settle()
 
+    @property
+    def running(self) -> bool:
+        """Whether an operation runs for its caller: a stream left early is only being closed."""
+        return self.busy and (self._abandoned is None or self._abandoned.done())
+
+    async def settled(self) -> None:
+        """Wait until a stream left early has recorded how its turn ended."""
+        if self._abandoned is not None:
+            await asyncio.shield(self._abandoned)
+
     def abandon(self, closing: asyncio.Task[None]) -> None:
         """A stream was left early; ``closing`` settles its turn (awaited by the next operation)."""
         self._abandoned = closing

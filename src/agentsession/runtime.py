@@ -29,7 +29,7 @@ from .context.builtins import (
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .deps import SessionDeps
-from .errors import UsageError
+from .errors import StoreError, UsageError
 from .leases import delete_undriven, live_lease
 from .log import (
     STATE_KINDS,
@@ -260,13 +260,18 @@ class Runtime:
     async def close(self) -> None:
         """Release leases, stop MCP servers, close the store and the models' SDK clients.
 
+        Each session first writes what refused commits kept; entries a store still refuses
+        are reported with ``StoreError`` once everything is closed, never dropped silently.
+
         The leases are those of the sessions this runtime handed out; the models are the
         runtime's own (model, titles, summaries): a model opened again later makes a new client;
         a session's own ``switch_model`` models belong to the caller.
         """
+        lost: list[str] = []
         try:
             for session in list(self._sessions):
-                await session.close()
+                if count := await session.close():
+                    lost.append(f"{count} of session {session.id}")
             await self._mcp.close()
         finally:
             try:
@@ -278,6 +283,12 @@ class Runtime:
                         closing.append(model)
                 for client in closing:
                     await client.aclose()
+        if lost:
+            # Never silently: a lost tool result belongs to a call that ran.
+            raise StoreError(
+                f"closed without writing {', '.join(lost)} entries the store refused: they are"
+                " lost (a tool call they answer did run; its result is gone)"
+            )
 
     async def __aenter__(self) -> Runtime:
         return self

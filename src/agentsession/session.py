@@ -31,6 +31,7 @@ from .events import (
     StepCommitted,
     TurnFinished,
     TurnStream,
+    drain,
 )
 from .guard import Guard
 from .hygiene import prompt_content
@@ -132,8 +133,8 @@ class Session:
 
     @property
     def busy(self) -> bool:
-        """Whether a turn is running."""
-        return self._guard.busy
+        """Whether a turn is running (one whose stream was left is over for its caller)."""
+        return self._guard.running
 
     @property
     def pending(self) -> int:
@@ -171,7 +172,7 @@ class Session:
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> PromptResult:
         """Run one prompt to the final text reply (or a pause for approval) and return it."""
-        return await _drain(self.stream(text, skills=skills))
+        return await drain(self.stream(text, skills=skills))
 
     def prompt_sync(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
@@ -213,11 +214,11 @@ class Session:
         run (a refused write, since flushed) runs them once; a turn that stopped after its tool
         results continues with the next model call.
         """
-        return await _drain(self.stream_retry())
+        return await drain(self.stream_retry())
 
     async def resume(self) -> PromptResult:
         """Continue a turn paused for approval, once every waiting call is approved or denied."""
-        return await _drain(self.stream_retry())
+        return await drain(self.stream_retry())
 
     def stream_retry(self) -> TurnStream:
         """``retry()`` and ``resume()`` as a stream of events, like ``stream()``."""
@@ -242,6 +243,7 @@ class Session:
 
     async def preview_request(self, text: str | Sequence[ContentPart]) -> Request:
         """The neutral request the next prompt would send; nothing is admitted."""
+        await self._guard.settled()  # a stream left early records how it ended first
         user = UserEntry(prompt_content(text), timestamp=now())
         return (await self._admitter.preview([user, *self._metadata()], self.model)).request
 
@@ -369,11 +371,17 @@ class Session:
         await self._naming.wait()
         return self.title
 
-    async def close(self) -> None:
-        """Cancel a title still being made; release the lease for other processes at once."""
+    async def close(self) -> int:
+        """Write what a refused commit kept, cancel a title being made, release the lease.
+
+        Returns how many entries still could not be written (lost with this object; 0 normally).
+        """
         await self._naming.close()
+        busy, writer = self._guard.busy, self._writer
+        lost = len(writer.pending) if busy else await writer.write_before_close()
         with contextlib.suppress(Exception):
             await self._lease.release()
+        return lost
 
     async def _open(self, session_id: str) -> Session:
         if self._opener is None:
@@ -438,13 +446,3 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"
-
-
-async def _drain(events: AsyncIterator[Event]) -> PromptResult:
-    """Run a turn's events to the end and return its result."""
-    result: PromptResult | None = None
-    async for event in events:
-        if isinstance(event, TurnFinished):
-            result = event.result
-    assert result is not None
-    return result
