@@ -36,11 +36,12 @@ from .providers import get_model, lower
 from .providers.base import ModelProfile
 from .providers.profiles import FORMATS, default_profile
 from .report import IndexEntry, render_index, render_report
-from .request import Request
+from .request import Message, Request
 from .runtime import Runtime, SupportsAclose
 from .screens import print_context, print_sessions
 from .session import Session
 from .store.base import Store
+from .turn_marks import turn_marks
 from .views import Inspection, past_context
 
 __all__ = ["COMMANDS", "prompt_text"]
@@ -232,21 +233,45 @@ async def show(inv: Invocation) -> int:
     store = inv.store("read")
     try:
         _, session = await inv.open(store, inv.args.id, read_only=True)
+        parts = await _marked_transcript(session)
         if isinstance(inv.output, JsonOutput):
             inv.output.emit("session", id=session.id, title=session.title)
-            for message in session.messages:
-                inv.output.emit("message", **encode(message))
+            for chunk, mark in parts:
+                for message in chunk:
+                    inv.output.emit("message", **encode(message))
+                if mark:
+                    inv.output.emit("mark", text=mark[1:-1])
         elif isinstance(inv.output, RichOutput):
             if session.title:
                 inv.output.console.print(f"[bold]# {session.title}[/bold]")
-            inv.output.transcript(session.messages)
+            for chunk, mark in parts:
+                inv.output.transcript(chunk)
+                if mark:
+                    inv.output.console.print(mark, style="yellow", markup=False)
         else:
             if session.title:
                 print(f"# {session.title}")
-            print_transcript(session.messages)
+            for chunk, mark in parts:
+                print_transcript(chunk)
+                if mark:
+                    print(f"  {mark}")
         return 0
     finally:
         await store.close()
+
+
+async def _marked_transcript(session: Session) -> list[tuple[list[Message], str]]:
+    """The transcript in pieces, each followed by a mark or ``""``.
+
+    A mark follows a turn that ended without a reply: cancelled, killed, or failed.
+    """
+    marks = turn_marks(await session.log())
+    messages, start, parts = list(session.messages), 0, []
+    for end in sorted(marks):
+        parts.append((messages[start:end], f"[{marks[end]}]"))
+        start = end
+    parts.append((messages[start:], ""))
+    return parts
 
 
 async def info(inv: Invocation) -> int:
