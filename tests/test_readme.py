@@ -34,3 +34,47 @@ def test_readme_example_runs(tmp_path: Path) -> None:
         "['user', 'assistant', 'tool', 'assistant']",
         "4 messages stored",
     ]
+
+
+def test_readme_approval_snippet_answers_every_call(tmp_path: Path) -> None:
+    """The approval snippet, as pasted, answers a turn whose calls are asked one at a time."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    (snippet,) = [b for b in blocks if "approval_required" in b]
+    body = "\n".join("        " + line for line in snippet.splitlines())
+    script = tmp_path / "approvals.py"
+    script.write_text(
+        f"""
+import asyncio
+import agentsession as ags
+
+ran = []
+
+@ags.tool(effect="execute")
+def run_command(command: str) -> str:
+    \"\"\"Run a command.\"\"\"
+    ran.append(command)
+    return "ok"
+
+calls = [ags.ToolCall("run_command", {{"command": c}}) for c in ("pytest -x", "pytest")]
+model = ags.ScriptedModel([calls, "The tests pass."])
+
+async def main() -> None:
+    async with ags.Runtime(store=ags.MemoryStore(), model=model, tools=[run_command]) as runtime:
+        session = await runtime.create_session()
+{body}
+        print(result.stop_reason, result.text, ran)
+
+asyncio.run(main())
+""",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["end_turn The tests pass. ['pytest -x', 'pytest']"]

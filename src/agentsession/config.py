@@ -96,6 +96,10 @@ class Config:
     gaps between requests make it cheaper). ``provider_cache_diagnostics`` asks providers that
     can explain a cache miss to do so on every call after the first. ``prices`` overrides the
     shipped price table (USD per million tokens), keyed by model string or bare model name.
+
+    ``title_timeout`` bounds the model call that names a session, in seconds (``None`` or ``0``:
+    no limit); it runs after the turn's result is delivered, and the first words of the first
+    prompt stand in when it fails, times out or the session closes first.
     """
 
     max_loaded_skills: int = 3
@@ -126,6 +130,7 @@ class Config:
     cache_ttl: str = "auto"
     provider_cache_diagnostics: bool = True
     prices: Mapping[str, ModelPrice] = field(default_factory=dict, hash=False)
+    title_timeout: float | None = 10.0
 
     @property
     def window_keep_messages(self) -> int | None:
@@ -190,6 +195,7 @@ class Config:
             raise UsageError("Config.retry_base_delay must be >= 0")
         _optional_limit("max_tool_result_chars", self.max_tool_result_chars, (int,))
         _optional_limit("tool_timeout", self.tool_timeout, (int, float))
+        _optional_limit("title_timeout", self.title_timeout, (int, float))
         if not isinstance(self.permission_preset, str) or not self.permission_preset:
             raise UsageError("Config.permission_preset must name a preset")
         if not isinstance(self.permission_presets, Mapping):

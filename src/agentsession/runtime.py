@@ -37,7 +37,7 @@ from .engine.recovery import closing_entries
 from .engine.skill_source import skill_source_factory
 from .engine.titles import Titler
 from .engine.writer import LogWriter
-from .errors import UsageError
+from .errors import StoreError, UsageError
 from .log import (
     STATE_KINDS,
     TRANSCRIPT_KINDS,
@@ -299,13 +299,18 @@ class Runtime:
     async def close(self) -> None:
         """Release leases, stop MCP servers, close the store and the models' SDK clients.
 
+        Each session first writes what refused commits kept; entries a store still refuses
+        are reported with ``StoreError`` once everything is closed, never dropped silently.
+
         The leases are those of the sessions this runtime handed out; the models are the
         runtime's own (model, titles, summaries): a model opened again later makes a new client;
         a session's own ``switch_model`` models belong to the caller.
         """
+        lost: list[str] = []
         try:
             for session in list(self._sessions):
-                await session.close()
+                if count := await session.close():
+                    lost.append(f"{count} of session {session.id}")
             await self._mcp.close()
         finally:
             try:
@@ -317,6 +322,12 @@ class Runtime:
                         closing.append(model)
                 for client in closing:
                     await client.aclose()
+        if lost:
+            # Never silently: a lost tool result belongs to a call that ran.
+            raise StoreError(
+                f"closed without writing {', '.join(lost)} entries the store refused: they are"
+                " lost (a tool call they answer did run; its result is gone)"
+            )
 
     async def __aenter__(self) -> Runtime:
         return self

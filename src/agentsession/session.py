@@ -29,10 +29,10 @@ from .engine.guard import Guard
 from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
-from .engine.titles import clean_title
+from .engine.titles import Naming, clean_title
 from .engine.turn import Start, Turn, approval_of, waiting_calls
 from .engine.writer import LogWriter
-from .errors import SessionBusyError, StoreError, UsageError
+from .errors import SessionBusyError, UsageError
 from .events import (
     ApprovalRequest,
     Event,
@@ -92,6 +92,7 @@ class Session(DeprecatedSessionNames, SessionCosts):
         )
         self._opener = opener
         self._switch = switch
+        self._naming = Naming(deps.titler, deps.store, deps.config, info.id, self._title_now)
         if switch is not None:
             self._admitter.epoch_reason = "model_switch"
 
@@ -131,7 +132,7 @@ class Session(DeprecatedSessionNames, SessionCosts):
 
     @property
     def busy(self) -> bool:
-        """Whether a turn is running."""
+        """Whether a turn is running (one whose stream was left is over for its caller)."""
         return self._guard.busy
 
     @property
@@ -243,6 +244,7 @@ class Session(DeprecatedSessionNames, SessionCosts):
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> Request:
         """The neutral request ``prompt(text, skills=skills)`` would send; nothing is admitted."""
+        await self._guard.settle_dropped()  # a stream left early records how it ended first
         admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
         return admission.request
 
@@ -371,11 +373,23 @@ class Session(DeprecatedSessionNames, SessionCosts):
         self._guard.writer, self._guard.gate = self._writer, self._parts.gate
         self._held = False
 
-    async def close(self) -> None:
-        """Settle a stream left open, then release the lease so another process may drive it."""
+    async def named(self) -> str | None:
+        """Wait for the title a model is making after the first turn; return the title."""
+        await self._naming.wait()
+        return self.title
+
+    async def close(self) -> int:
+        """Settle a dropped stream, write what a refused commit kept, end the title, free the lease.
+
+        Returns how many entries still could not be written (lost with this object; 0 normally).
+        """
         await self._guard.settle_dropped()
+        await self._naming.close()
+        busy, writer = self._guard.busy, self._writer
+        lost = len(writer.pending) if busy else await writer.write_before_close()
         with contextlib.suppress(Exception):
             await self._lease.release()
+        return lost
 
     async def _open(self, session_id: str) -> Session:
         if self._opener is None:
@@ -421,7 +435,7 @@ class Session(DeprecatedSessionNames, SessionCosts):
                 if isinstance(event, TurnFinished) and event.result.stop_reason != (
                     "approval_required"
                 ):
-                    await self._name_session()
+                    await self._naming.after_turn(self._writer.transcript)
                 yield event
         finally:
             self._held = turn.held
@@ -433,17 +447,10 @@ class Session(DeprecatedSessionNames, SessionCosts):
         if closing:
             await self._writer.append(closing)
 
-    async def _name_session(self) -> None:
-        if self._info.title is not None:
-            return
-        titles = self._deps.config.titles
-        title = await self._deps.titler.title(self._writer.transcript, use_model=titles)
-        # A title is a convenience: a store that refuses it must not fail the turn, and the
-        # session stays untitled (and tries again after its next turn) unless it was stored.
-        with contextlib.suppress(StoreError):
-            if title:
-                await self._deps.store.set_title(self.id, title)
-                self._info = replace(self._info, title=title)
+    def _title_now(self, title: str | None) -> str | None:
+        if title is not None:  # a title the background call stored
+            self._info = replace(self._info, title=title)
+        return self._info.title
 
     def __repr__(self) -> str:
         return f"Session({self.id!r})"

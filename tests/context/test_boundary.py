@@ -360,7 +360,7 @@ async def test_title_sees_only_the_user_transcript(make_runtime: Make) -> None:
     )
     session = await runtime.create_session()
     await session.prompt("Help me plan a trip")
-    assert session.title == "Planning a trip"
+    assert await session.named() == "Planning a trip"
     (request,) = title_model.requests
     sent = repr(request)
     assert "Help me plan a trip" in sent
@@ -387,4 +387,4 @@ async def test_failing_title_model_falls_back_to_the_first_words(make_runtime: M
     runtime = make_runtime(["Sure."], title_model=ags.ScriptedModel([OSError("no network")]))
     session = await runtime.create_session()
     assert (await session.prompt("Help me plan a trip")).text == "Sure."
-    assert session.title == "Help me plan a trip"
+    assert await session.named() == "Help me plan a trip"

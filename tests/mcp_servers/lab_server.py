@@ -6,7 +6,8 @@ free loopback port, printed as the first line of stdout). Tool calls change the 
 remove the resource ``note://current``, each followed by the change notification of both
 protocol eras. ``LAB_LOG`` names a file that gets one line per start and per cancelled call;
 ``LAB_COLLIDE=1`` adds two tools whose names meet once sanitised. The tool ``huge`` answers
-with a result of the given size.
+with a result of the given size. ``freeze`` stops the process (alive and silent) and ``vanish``
+ends it, each in the middle of its own call.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import signal
 import socket
 import sys
 from typing import Any
@@ -156,6 +158,21 @@ def bare() -> str:
 def browse() -> str:
     """A read-only tool that reaches the open world."""
     return "browsed"
+
+
+@server.tool(annotations=READ)
+def freeze() -> str:
+    """Stop answering anything, the process still alive (stopped by its own signal)."""
+    log("frozen")
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return "thawed"
+
+
+@server.tool(annotations=READ)
+def vanish() -> str:
+    """End the process in the middle of the call, before any answer."""
+    log("vanished")
+    os._exit(3)
 
 
 @server.resource("note://current")

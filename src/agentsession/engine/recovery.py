@@ -40,13 +40,18 @@ __all__ = [
 
 Cause: TypeAlias = Literal["process", "cancelled"]
 
+# Without a result in the log nobody knows whether the call ran: a result the store refused
+# (and a close could not write) belongs to a call that did run. The text says what is known.
 INTERRUPTED_RESULT = {
-    "process": "No result: the process ended before this tool call finished.",
+    "process": (
+        "No result was stored: the process ended after this tool call was asked for. It may"
+        " have run, with its effects, or not; its result is unknown."
+    ),
     "cancelled": "No result: the turn was cancelled before this tool call finished.",
 }
 _REASONS = {
     ("process", "response"): "the process ended before the response was stored",
-    ("process", "tools"): "the process ended while tools were running",
+    ("process", "tools"): "the process ended before every tool result was stored",
     ("cancelled", "response"): "the turn was cancelled before the response was stored",
     ("cancelled", "tools"): "the turn was cancelled while tools were running",
 }

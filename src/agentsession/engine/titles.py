@@ -6,17 +6,27 @@ when one is configured for it and its profile says it can (``writes_titles``); o
 that call fails, the title is the first words of the first user message. A title is a
 convenience: nothing here may fail a finished turn. This is one extra model call per session
 (the first finished turn); ``use_model=False`` (``Config(titles=False)``) avoids it.
+
+``Naming`` keeps that call off the turn's path: the turn's result is delivered first, the model
+names the session in the background within ``Config.title_timeout``, and closing the session
+cancels the call (the first words stand in). A slow or hanging title endpoint never holds back
+a committed answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ..config import Config
+from ..errors import StoreError
 from ..providers.base import Model, complete
 from ..request import Message, Request, UserMessage, text_of
+from ..store.base import Store
 
-__all__ = ["TITLE_INSTRUCTIONS", "Titler", "clean_title", "heuristic_title"]
+__all__ = ["TITLE_INSTRUCTIONS", "Naming", "Titler", "clean_title", "heuristic_title"]
 
 TITLE_INSTRUCTIONS = (
     "Name the conversation below in at most six words. Reply with the title only: no quotes, "
@@ -52,6 +62,10 @@ class Titler:
             title_model = session_model if session_model.profile.writes_titles else None
         self._model = title_model
 
+    def uses_model(self, use_model: bool = True) -> bool:
+        """Whether ``title()`` would ask a model (else it takes the first words, at once)."""
+        return self._model is not None and use_model
+
     async def title(self, transcript: Sequence[Message], *, use_model: bool = True) -> str | None:
         """A title for ``transcript``, or ``None`` when it holds no user message yet."""
         first = next((m for m in transcript if isinstance(m, UserMessage)), None)
@@ -72,3 +86,74 @@ class Titler:
             return fallback
         title = clean_title(done.message.content).strip("\"'").strip()
         return title[:80] if title else fallback
+
+
+def first_words(transcript: Sequence[Message]) -> str | None:
+    """The fallback title of ``transcript``: the first words of its first user message."""
+    first = next((m for m in transcript if isinstance(m, UserMessage)), None)
+    return heuristic_title(text_of(first.content)) if first is not None else None
+
+
+class Naming:
+    """Names one session after a finished turn, off the turn's path.
+
+    ``title_now(None)`` reads the session's title (``None``: untitled); ``title_now(t)`` takes
+    a stored one. A title the user gave meanwhile is never overwritten.
+    """
+
+    def __init__(
+        self,
+        titler: Titler,
+        store: Store,
+        config: Config,
+        session_id: str,
+        title_now: Callable[[str | None], str | None],
+    ) -> None:
+        self._titler, self._store, self._id = titler, store, session_id
+        self._use_model, self._timeout = config.titles, config.title_timeout
+        self._title_now = title_now
+        self._task: asyncio.Task[None] | None = None
+
+    async def after_turn(self, transcript: Sequence[Message]) -> None:
+        """Name an untitled session: from the first words now, or by a model in the background."""
+        if self._title_now(None) is not None or (self._task is not None and not self._task.done()):
+            return
+        if not self._titler.uses_model(self._use_model):
+            await self._keep(first_words(transcript))
+            return
+        snapshot = list(transcript)  # the turn goes on changing the live view
+        self._task = asyncio.get_running_loop().create_task(self._by_model(snapshot))
+
+    async def wait(self) -> None:
+        """Wait until a title being made in the background is stored (or given up)."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._task)
+
+    async def close(self) -> None:
+        """Cancel a title still being made; the first words are stored instead."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _by_model(self, transcript: list[Message]) -> None:
+        try:
+            made = self._titler.title(transcript, use_model=self._use_model)
+            title = await asyncio.wait_for(made, self._timeout or None)
+        except TimeoutError:
+            title = first_words(transcript)
+        except asyncio.CancelledError:
+            await self._keep(first_words(transcript))
+            raise
+        await self._keep(title)
+
+    async def _keep(self, title: str | None) -> None:
+        # A title is a convenience: a store that refuses it must not fail anything, and the
+        # session stays untitled (and tries again after its next turn) unless it was stored.
+        if not title or self._title_now(None) is not None:
+            return
+        with contextlib.suppress(StoreError):
+            await self._store.set_title(self._id, title)
+            self._title_now(title)

@@ -66,7 +66,15 @@ from .model_call import call_model
 from .parts import SessionParts
 from .writer import LogWriter
 
-__all__ = ["Start", "Turn", "approval_of", "unique_call_ids", "waiting_calls"]
+__all__ = [
+    "CUT_BY_LIMIT",
+    "Start",
+    "Turn",
+    "approval_of",
+    "refused_calls",
+    "unique_call_ids",
+    "waiting_calls",
+]
 
 Start: TypeAlias = Literal["new", "replay", "tools", "continue"]
 
@@ -145,15 +153,21 @@ class Turn:
             # session: an earlier answer must never decide a later call that reused its id.
             used = await self._used_ids() | self.parts.gate.known_call_ids()
             message = unique_call_ids(done.message, used)
-            async for event in self._respond(step, request, done, message):
+            refused = refused_calls(done, message)
+            if refused:
+                message = replace(message, tool_calls=tuple(_emptied(message, refused)))
+            async for event in self._respond(step, request, done, message, refused):
                 yield event
-            if not message.tool_calls:
+            if not message.tool_calls or done.stop_reason == "max_tokens":
+                # A reply the output limit cut ends the turn: its calls did not run, and
+                # asking again at once would likely be cut the same way.
                 yield TurnFinished(
                     PromptResult(message.content, step, usage, self.session_id, done.stop_reason)
                 )
                 return
             approvals = []
-            async for event in self._settle(step, message.tool_calls, offered, approvals):
+            runnable = [c for c in message.tool_calls if c.id not in refused]
+            async for event in self._settle(step, runnable, offered, approvals):
                 yield event
             if approvals:
                 yield self._paused(step, usage, approvals)
@@ -262,9 +276,23 @@ class Turn:
         )
 
     async def _respond(
-        self, step: int, request: Request, done: ModelDone, message: AssistantMessage
+        self,
+        step: int,
+        request: Request,
+        done: ModelDone,
+        message: AssistantMessage,
+        refused: dict[str, str],
     ) -> AsyncIterator[Event]:
-        """Commit the response; no tool runs unless it is durable."""
+        """Commit the response; no tool runs unless it is durable.
+
+        The error results of calls that must not run commit with it, so no later start (a
+        flush and retry, a crash recovery) can take them for calls still to run.
+        """
+        results = [
+            ToolResultEntry(c.id, c.name, refused[c.id], True, now())
+            for c in message.tool_calls
+            if c.id in refused
+        ]
         entry = AssistantEntry(
             content=message.content,
             tool_calls=message.tool_calls,
@@ -278,9 +306,12 @@ class Turn:
             usage_estimated=not self.model.profile.reports_usage,
             sent_at=_iso(self.writer.ledger.last_noted()),
         )
-        saved = await self.writer.commit([entry])
+        saved = await self.writer.commit([entry, *results])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0:
             self.deps.budget.observe(request, done.usage.input_tokens)
+        for call in message.tool_calls:
+            if call.id in refused:
+                yield ToolResultEvent(call.id, call.name, refused[call.id], True)
         if saved:
             yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
         if self.writer.pending:
@@ -334,6 +365,36 @@ class Turn:
     async def _used_ids(self) -> set[str]:
         view = await self.writer.epoch_view()
         return {c.id for r in view.records for c in _calls(r)}
+
+
+CUT_BY_LIMIT = (
+    "Error: the output limit cut this reply before the tool call was complete, so it was not"
+    " run. The same request may be cut the same way again: ask for a smaller step or a higher"
+    " output limit."
+)
+
+
+def refused_calls(done: ModelDone, message: AssistantMessage) -> dict[str, str]:
+    """Call id → the error result of each call of ``message`` that must not run.
+
+    Every call of a reply the output limit cut is refused: its arguments may be a fragment
+    that parses as something else (a list cut short, ``1500`` cut to ``1``), and a complete
+    call cannot be told apart from a cut one by every vendor. A call whose arguments were not
+    one JSON object is refused with that reason.
+    """
+    calls = message.tool_calls
+    if done.stop_reason == "max_tokens":
+        return {c.id: CUT_BY_LIMIT for c in calls}
+    return {
+        calls[index].id: f"Error: the arguments of this tool call were {why}, so it was not run."
+        for index, why in done.unusable_calls
+        if index < len(calls)
+    }
+
+
+def _emptied(message: AssistantMessage, refused: dict[str, str]) -> list[ToolCall]:
+    """The calls with refused ones' arguments emptied: a fragment's guess is never kept."""
+    return [replace(c, arguments={}) if c.id in refused else c for c in message.tool_calls]
 
 
 def _calls(record: Record) -> Sequence[ToolCall]:

@@ -25,11 +25,12 @@ written, not written twice. Anything else there is another writer's: ``ConflictE
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from ..errors import ConflictError, StoreError
+from ..errors import AgentSessionError, ConflictError, StoreError
 from ..ledger import Ledger
 from ..log import (
     TRANSCRIPT_KINDS,
@@ -228,6 +229,13 @@ class LogWriter:
         self._pending = []
         self._pending_error = None
         return count
+
+    async def write_before_close(self) -> int:
+        """Try once more to write the pending entries; return how many still could not be."""
+        if self._pending:
+            with contextlib.suppress(AgentSessionError):
+                await self.flush()
+        return len(self._pending)
 
     def raise_pending(self) -> NoReturn:
         """Stop the turn: the store refused entries that are now kept in memory."""

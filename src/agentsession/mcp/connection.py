@@ -14,6 +14,9 @@ declarations and answer with an error result naming the server, its components a
 and it is started again at the first boundary or call after a wait that doubles from
 ``MCPServer.backoff`` up to a minute. A call carries a timeout; a call that runs out of time or
 whose session is cancelled is abandoned with ``notifications/cancelled`` (the SDK sends it).
+While a call runs the server is pinged: a connection that closes fails the call at once, and a
+server that stopped answering (alive, silent) is noticed within seconds (``liveness``) instead
+of after the whole tool timeout.
 Every SDK import happens here, lazily, so the package imports without the ``mcp`` extra.
 """
 
@@ -32,6 +35,7 @@ from ..request import ToolSpec
 from ..tools import Tool, ToolOutcome
 from .config import MCPServer, tool_name
 from .convert import declared_tool, tool_outcome
+from .liveness import ServerSilent, watched
 from .sdk import client_version, describe, list_all, transport
 
 if TYPE_CHECKING:
@@ -257,7 +261,12 @@ class ServerConnection:
         from pydantic import ValidationError
 
         try:
-            result = await client.call_tool(name, arguments, read_timeout_seconds=seconds or None)
+            result = await watched(
+                client, client.call_tool(name, arguments, read_timeout_seconds=seconds or None)
+            )
+        except ServerSilent as exc:
+            await self._broken(str(exc))
+            return self._lost_call(shown)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 return ToolOutcome(

@@ -73,17 +73,21 @@ def require_event_stream(headers: Mapping[str, str], vendor: str) -> None:
         )
 
 
-def parse_arguments(raw: str | None, vendor: str) -> dict[str, Any]:
-    """Tool-call arguments from the JSON string a provider sent."""
+def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments from the JSON string a provider sent, and what was wrong with them.
+
+    Arguments that are not one JSON object come back empty with the reason; such a call must
+    never run (a fragment the output limit cut parses as something else entirely).
+    """
     if not raw:
-        return {}
+        return {}, None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ProviderError(f"{vendor}: malformed tool-call arguments: {raw[:200]!r}") from exc
+    except json.JSONDecodeError:
+        return {}, "not valid JSON"
     if not isinstance(value, dict):
-        raise ProviderError(f"{vendor}: tool-call arguments are not an object: {raw[:200]!r}")
-    return value
+        return {}, "not a JSON object"
+    return value, None
 
 
 def api_key_from_env(names: tuple[str, ...], vendor: str) -> str:

@@ -92,11 +92,15 @@ def _diagnosis(message: Any) -> str:
 def _done(message: Any, fmt: str) -> ModelDone:
     text: list[str] = []
     calls: list[ToolCall] = []
+    unusable: list[tuple[int, str]] = []
     for block in message.content:
         if block.type == "text":
             text.append(block.text)
         elif block.type == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
+            arguments = block.input
+            if not isinstance(arguments, dict):
+                unusable.append((len(calls), "not a JSON object"))
+                arguments = {}
             calls.append(ToolCall(block.name, dict(arguments), id=block.id or new_call_id()))
     data = _replay_data(list(message.content), fmt)
     assistant = AssistantMessage(
@@ -110,6 +114,7 @@ def _done(message: Any, fmt: str) -> ModelDone:
         stop,
         response_id=str(getattr(message, "id", "") or ""),
         provider_cache=_diagnosis(message),
+        unusable_calls=tuple(unusable),
     )
 
 

@@ -132,6 +132,10 @@ class ModelDone:
     kind: Literal["done"] = "done"
     response_id: str = ""
     provider_cache: str = ""
+    unusable_calls: tuple[tuple[int, str], ...] = ()
+    """Calls (by index in ``message.tool_calls``) whose arguments did not arrive as one JSON
+    object, each with why (``"not valid JSON"``, ``"not a JSON object"``); their ``arguments``
+    are empty and they never run."""
 
     def __post_init__(self) -> None:
         if self.stop_reason == "end_turn" and self.message.tool_calls:

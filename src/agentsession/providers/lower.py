@@ -2,8 +2,9 @@
 
 Lowering is pure: the same request, format, profile and model give the same dict, byte for byte
 once serialised, so the provider's prompt cache sees a stable prefix. ``Request.sources`` never
-reaches the output. Every body passes the neutral pairing check and the format's validator; a
-breach raises ``RequestValidationError`` at the neutral message position.
+reaches the output. Tool-call ids are mapped to the format's id rules (``call_ids``). Every body
+passes the neutral pairing check and the format's validator (id rules included); a breach raises
+``RequestValidationError`` at the neutral message position.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..request import Request
 from ._lowering import Lowered, WireViolation, check_history
 from .anthropic_messages import lower_anthropic
 from .base import ModelProfile
+from .call_ids import map_call_ids
 from .gemini import lower_gemini
 from .openai_chat import lower_openai_chat
 from .openai_responses import lower_openai_responses
@@ -43,7 +45,9 @@ def lower_traced(
     base = default_profile(fmt)  # raises UnknownFormatError
     effective = profile if profile is not None else base
     check_history(request, fmt)
-    lowered = LOWERINGS[fmt](request, effective, model)
+    # ids are mapped to the format's rules here, never in the log: another provider's ids
+    # (``functions.add:0``, 100 characters) must not refuse every later request
+    lowered = LOWERINGS[fmt](map_call_ids(request, fmt), effective, model)
     try:
         VALIDATORS[fmt](lowered.body, effective)
     except WireViolation as exc:

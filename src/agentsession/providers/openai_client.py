@@ -117,16 +117,28 @@ class _ChatReply:
         self.text += pieces
         return pieces
 
-    def done(self, source: str, provider: str) -> ModelDone:
-        calls = tuple(
-            ToolCall(c["name"], parse_arguments(c["args"], source), id=c["id"] or new_call_id())
-            for _, c in sorted(self.calls.items())
+    def done(self, provider: str) -> ModelDone:
+        calls: list[ToolCall] = []
+        unusable: list[tuple[int, str]] = []
+        for index, (_, c) in enumerate(sorted(self.calls.items())):
+            arguments, problem = parse_arguments(c["args"])
+            if problem is not None:
+                unusable.append((index, problem))
+            calls.append(ToolCall(c["name"], arguments, id=c["id"] or new_call_id()))
+        message = AssistantMessage(
+            content="".join(self.text), tool_calls=tuple(calls), provider=provider
         )
-        message = AssistantMessage(content="".join(self.text), tool_calls=calls, provider=provider)
         reason: ReplyStopReason = (
             "refusal" if self.refused else _CHAT_STOP.get(self.finish or "", "other")
         )
-        return ModelDone(message, self.usage, self.model, reason, response_id=self.id)
+        return ModelDone(
+            message,
+            self.usage,
+            self.model,
+            reason,
+            response_id=self.id,
+            unusable_calls=tuple(unusable),
+        )
 
 
 def _chat_usage(usage: Any) -> Usage:
@@ -160,7 +172,7 @@ class OpenAIChatModel(_OpenAIBase):
             reply.id = completion.id or ""
             reply.finish = choice.finish_reason
             reply.add_message(choice.message)
-            for event in replay(reply.done(source, provider)):
+            for event in replay(reply.done(provider)):
                 yield event
             return
         stream = await sdk.chat.completions.create(
@@ -174,7 +186,7 @@ class OpenAIChatModel(_OpenAIBase):
             raise ProviderError(
                 f"{source}: the stream ended without a finish reason; the reply is incomplete"
             )
-        for event in replay(reply.done(source, provider), text=False):
+        for event in replay(reply.done(provider), text=False):
             yield event
 
 
@@ -201,6 +213,7 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
     stop = _responses_stop(response, source)
     text: list[str] = []
     calls: list[ToolCall] = []
+    unusable: list[tuple[int, str]] = []
     reasoning: list[dict[str, Any]] = []
     for item in response.output:
         match item.type:
@@ -212,7 +225,9 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
                         text.append(part.refusal)
                         stop = "refusal"
             case "function_call":
-                args = parse_arguments(item.arguments, source)
+                args, problem = parse_arguments(item.arguments)
+                if problem is not None:
+                    unusable.append((len(calls), problem))
                 calls.append(ToolCall(item.name, args, id=item.call_id or new_call_id()))
             case "reasoning":
                 if getattr(item, "encrypted_content", None):
@@ -234,7 +249,13 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
     )
     diagnosis = _responses_diagnosis(getattr(response, "prompt_cache_diagnostics", None))
     return ModelDone(
-        message, usage, response.model, stop, response_id=response.id, provider_cache=diagnosis
+        message,
+        usage,
+        response.model,
+        stop,
+        response_id=response.id,
+        provider_cache=diagnosis,
+        unusable_calls=tuple(unusable),
     )
 
 

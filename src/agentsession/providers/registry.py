@@ -4,7 +4,8 @@
 ``"anthropic:claude-opus-4-8"``, ``"gemini:gemini-2.5-pro"`` and
 ``"openai-compatible:http://127.0.0.1:8080/v1#qwen3"``. Nothing is imported or checked until the
 first call, so a model can be built (and its profile read) without an SDK or a key;
-``model.ensure_ready()`` checks both without a network call.
+``model.ensure_ready()`` checks both without a network call. Only a base URL is checked at
+once: one that no request could reach is refused here, not retried as a connection failure.
 
 Keys: ``api_key`` wins; else ``api_key_env`` names the environment variable to read; else the
 vendor's own variable. An ``openai-compatible:`` server gets no key from the environment unless
@@ -14,7 +15,9 @@ URL points at.
 
 from __future__ import annotations
 
-from ..errors import UnknownModelError
+from urllib.parse import urlsplit
+
+from ..errors import UnknownModelError, UsageError
 from ._client import SDKModel
 from .anthropic_client import AnthropicModel
 from .base import ModelProfile
@@ -32,6 +35,22 @@ PREFIXES = (
     "anthropic",
     "gemini",
 )
+
+
+def check_base_url(url: str) -> None:
+    """Refuse a base URL no request could reach, before anything is stored or sent.
+
+    A malformed URL would otherwise fail every call as a "connection failure" and be retried.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port that is not a number in range
+    except ValueError as exc:
+        raise UsageError(f"base URL {url!r} is malformed: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"base URL {url!r} is not an http:// or https:// URL with a host")
+    if any(ch.isspace() for ch in url) or (port is not None and port == 0):
+        raise UsageError(f"base URL {url!r} is malformed")
 
 
 def get_model(
@@ -53,7 +72,8 @@ def get_model(
     way an ``openai-compatible:`` server gets a key from the environment); ``profile``
     overrides the per-model profile; ``name`` is the name the model goes by (default:
     ``spec``), e.g. a configured provider's ``"local:qwen3"``. An unknown prefix or an empty
-    model name raises ``UnknownModelError``.
+    model name raises ``UnknownModelError``; a base URL that is not an http(s) URL with a host,
+    ``UsageError``.
     """
     prefix, sep, rest = spec.partition(":")
     if not sep or prefix not in PREFIXES:
@@ -76,6 +96,8 @@ def get_model(
         base_url = base_url or url
     if not model:
         raise UnknownModelError(f"model string {spec!r} names no model")
+    if base_url is not None:
+        check_base_url(base_url)
     cls: type[SDKModel]
     key_env: str | tuple[str, ...] | None = api_key_env
     match prefix:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ._lowering import reject
 from .base import ModelProfile
+from .call_ids import id_breach
 from .openai_chat import strict_alternation
 from .profiles import default_profile
 
@@ -41,6 +42,16 @@ def _check_answers(
             reject(fmt, f"{what} {call_id!r} has no result in the next turn", position)
         if count > 1:
             reject(fmt, f"{what} {call_id!r} has {count} results", position)
+
+
+def _check_ids(fmt: str, ids: list[Any], position: int) -> None:
+    """Each tool-call id must follow the format's id rule (else every later request fails)."""
+    for call_id in ids:
+        if not isinstance(call_id, str):
+            reject(fmt, "a tool call has no id", position)
+        breach = id_breach(call_id, fmt)
+        if breach is not None:
+            reject(fmt, breach, position)
 
 
 def _anthropic_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -81,6 +92,7 @@ def _anthropic_user(messages: list[dict[str, Any]], i: int) -> None:
     fmt = "anthropic-messages"
     blocks = _anthropic_blocks(messages[i])
     results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+    _check_ids(fmt, results, i)
     if results and any(b.get("type") != "tool_result" for b in blocks[: len(results)]):
         reject(fmt, "tool_result blocks must come first in a user turn", i)
     previous = messages[i - 1] if i else None
@@ -95,6 +107,7 @@ def _anthropic_user(messages: list[dict[str, Any]], i: int) -> None:
 def _anthropic_assistant(messages: list[dict[str, Any]], i: int) -> None:
     """An assistant turn's tool_use blocks are answered by the very next (user) turn."""
     calls = [b for b in _anthropic_blocks(messages[i]) if b.get("type") == "tool_use"]
+    _check_ids("anthropic-messages", [b.get("id") for b in calls], i)
     following_turn = messages[i + 1] if i + 1 < len(messages) else None
     if calls and (following_turn is None or following_turn["role"] != "user"):
         reject("anthropic-messages", "tool_use blocks must be answered by the next user turn", i)
@@ -154,6 +167,7 @@ def validate_openai_chat(body: dict[str, Any], profile: ModelProfile | None = No
             reject(fmt, "two user messages in a row; this model's template needs alternation", i)
         if role == "tool":
             call_id = message.get("tool_call_id")
+            _check_ids(fmt, [call_id], i)
             if call_id not in pending or call_id in answered:
                 reject(fmt, f"tool message {call_id!r} answers no open tool call", i)
             answered.append(call_id)
@@ -167,7 +181,8 @@ def validate_openai_chat(body: dict[str, Any], profile: ModelProfile | None = No
             if not leading and profile is not None and profile.system_placement == "none":
                 reject(fmt, "this model takes system messages only at the start", i)
         elif role == "assistant":
-            pending = [c["id"] for c in message.get("tool_calls") or []]
+            pending = [c.get("id") for c in message.get("tool_calls") or []]
+            _check_ids(fmt, pending, i)
             call_at = i
         elif role != "user":
             reject(fmt, f"unknown role {role!r}", i)
@@ -185,6 +200,8 @@ def validate_openai_responses(body: dict[str, Any], profile: ModelProfile | None
     answered: set[str] = set()
     for i, item in enumerate(items):
         kind = item.get("type", "message")
+        if kind in ("function_call", "function_call_output"):
+            _check_ids(fmt, [item.get("call_id")], i)
         if kind == "function_call":
             call_id = item["call_id"]
             if call_id in pending or call_id in answered:
@@ -238,11 +255,15 @@ def validate_gemini(body: dict[str, Any], profile: ModelProfile | None = None) -
             if i:
                 previous = contents[i - 1]["parts"]
                 calls = [p["function_call"] for p in previous if "function_call" in p]
+            # Gemini may leave ids out; an id that is there must follow the rule
+            _check_ids(fmt, [r["id"] for r in responses if "id" in r], i)
             keys = [f"{c.get('id')}:{c['name']}" for c in calls]
             got = [f"{r.get('id')}:{r['name']}" for r in responses]
             _check_answers(fmt, keys, got, i, what="function call")
         else:
             has_calls = any("function_call" in p for p in parts)
+            ids = [p["function_call"]["id"] for p in parts if "id" in p.get("function_call", {})]
+            _check_ids(fmt, ids, i)
             if has_calls and i + 1 == len(contents):
                 reject(fmt, "function calls must be answered by the next user turn", i)
 
