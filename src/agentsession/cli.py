@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from .errors import AgentSessionError
+from .serve import add_serve_command
 
 __all__ = ["build_parser", "main"]
 
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="file (folder with --all) to write; default agentsession-<id>.html",
     )
     _add_management(command)
+    add_serve_command(command)
     return parser
 
 

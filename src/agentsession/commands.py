@@ -39,6 +39,7 @@ from .report import IndexEntry, render_index, render_report
 from .request import Request
 from .runtime import Runtime, SupportsAclose
 from .screens import print_context, print_sessions
+from .serve import serve
 from .session import Session
 from .store.base import Store
 from .views import Inspection, past_context
@@ -408,4 +409,5 @@ COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "request": request,
     "report": report,
     **MANAGEMENT,
+    "serve": serve,
 }

@@ -1,0 +1,91 @@
+"""``agentsession serve``: the HTTP server over the command line's database and model.
+
+``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T]
+[--otlp-endpoint URL]``. Without ``--token`` the server answers anyone who reaches it, so it
+refuses to listen anywhere but on a loopback address. The server and its traces come with the
+``server`` and ``otel`` extras; nothing here imports them until ``serve`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .invocation import Invocation
+
+__all__ = ["add_serve_command", "serve"]
+
+
+def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """Add ``serve`` and its options to the command line."""
+    parser = command("serve", "serve sessions over HTTP (SSE streams, web UI at /)")
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    add("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    add(
+        "--token",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="a bearer token clients must send (repeatable; 'sha256:<hex>' gives its hash"
+        " instead); required to listen on a non-loopback address",
+    )
+    add(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="send OpenTelemetry traces over OTLP/HTTP to this collector (e.g."
+        " http://127.0.0.1:4318/v1/traces)",
+    )
+
+
+def _check_bind(host: str, tokens: list[str]) -> None:
+    from .server.auth import is_loopback
+
+    if not tokens and not is_loopback(host):
+        raise UsageError(
+            f"refusing to listen on {host} without --token: anyone who reaches it could drive"
+            " every session; give --token TOKEN (clients send 'Authorization: Bearer TOKEN'),"
+            " or listen on 127.0.0.1"
+        )
+
+
+async def serve(inv: Invocation) -> int:
+    """Run the server until interrupted (SIGINT/SIGTERM: turns finish or are cancelled)."""
+    args = inv.args
+    _check_bind(args.host, args.token)
+    try:
+        import uvicorn
+
+        from .server import create_app
+    except ImportError as exc:
+        raise UsageError(
+            f"the server needs the 'server' extra (pip install 'agentsession[server]'): {exc}"
+        ) from None
+    store = inv.store("create")
+    runtime = inv.new_runtime(store, None)
+    tracing = None
+    try:
+        if args.otlp_endpoint:
+            from .server.telemetry import otlp_tracing
+
+            tracing = otlp_tracing(args.otlp_endpoint, runtime.token_counter)
+        app = create_app(
+            runtime,
+            tokens=args.token,
+            observer=tracing.observer if tracing is not None else None,
+        )
+        config = uvicorn.Config(
+            app, host=args.host, port=args.port, log_level="warning", lifespan="on"
+        )
+        server = uvicorn.Server(config)
+        inv.output.note(f"serving on http://{args.host}:{args.port} (Ctrl-C stops)")
+        await server.serve()
+    finally:
+        await runtime.close()
+        if tracing is not None:
+            tracing.shutdown()
+    return 0
