@@ -9,8 +9,10 @@ refuses to listen anywhere but on a loopback address. The server and its traces 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
     from .invocation import Invocation
 
 __all__ = ["add_serve_command", "serve"]
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -53,6 +57,26 @@ def _check_bind(host: str, tokens: list[str]) -> None:
         )
 
 
+def _graceful(uvicorn: Any, config: Any) -> Any:
+    """A uvicorn server that stops on SIGINT/SIGTERM and then returns (never re-raises them).
+
+    uvicorn re-raises the signal after its shutdown, which would end the process before the
+    runtime is closed and the last traces are flushed.
+    """
+
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {s: signal.signal(s, self.handle_exit) for s in _SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server(config)
+
+
 async def serve(inv: Invocation) -> int:
     """Run the server until interrupted (SIGINT/SIGTERM: turns finish or are cancelled)."""
     args = inv.args
@@ -81,7 +105,7 @@ async def serve(inv: Invocation) -> int:
         config = uvicorn.Config(
             app, host=args.host, port=args.port, log_level="warning", lifespan="on"
         )
-        server = uvicorn.Server(config)
+        server = _graceful(uvicorn, config)
         inv.output.note(f"serving on http://{args.host}:{args.port} (Ctrl-C stops)")
         await server.serve()
     finally:
