@@ -44,12 +44,14 @@ def _provider_name(model: str) -> str:
 class SpanObserver:
     """Spans of one turn, made as its events arrive."""
 
-    def __init__(self, tracer: trace.Tracer, session: Session, counter: TokenCounter) -> None:
+    def __init__(
+        self, tracer: trace.Tracer, session: Session, epoch: int | None, counter: TokenCounter
+    ) -> None:
         self._tracer = tracer
         self._counter = counter
         self._model = session.model.name
         self._estimated_context = 0
-        self._epoch: int | None = None
+        self._epoch = epoch
         self._turn = tracer.start_span(
             "invoke_agent",
             kind=trace.SpanKind.INTERNAL,
@@ -128,12 +130,12 @@ class SpanObserver:
                 continue
             usage = entry.usage
             output = self._tokens(record)
-            estimated = usage.input_tokens == 0 and usage.output_tokens == 0
-            input_tokens = self._estimated_context if estimated else usage.input_tokens
+            # A provider that reports nothing (or a 0 it cannot mean): the counter's estimate.
+            input_tokens = usage.input_tokens or self._estimated_context
+            output_tokens = usage.output_tokens or output
+            estimated = not (usage.input_tokens and usage.output_tokens)
             span.set_attribute("gen_ai.usage.input_tokens", int(input_tokens))
-            span.set_attribute(
-                "gen_ai.usage.output_tokens", int(output if estimated else usage.output_tokens)
-            )
+            span.set_attribute("gen_ai.usage.output_tokens", int(output_tokens))
             span.set_attribute(
                 "gen_ai.usage.cache_read.input_tokens", int(usage.cached_input_tokens)
             )
@@ -177,10 +179,10 @@ class SpanObserver:
 
 def otel_observer(
     provider: trace.TracerProvider, counter: TokenCounter
-) -> Callable[[Session], TurnObserver]:
+) -> Callable[[Session, int | None], TurnObserver]:
     """An observer factory for ``create_app(observer=...)`` making spans with ``provider``."""
     tracer = provider.get_tracer("agentsession.server")
-    return lambda session: SpanObserver(tracer, session, counter)
+    return lambda session, epoch: SpanObserver(tracer, session, epoch, counter)
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ class OtlpTracing:
     """Traces sent over OTLP/HTTP; ``shutdown()`` flushes what is still batched."""
 
     provider: TracerProvider
-    observer: Callable[[Session], TurnObserver]
+    observer: Callable[[Session, int | None], TurnObserver]
 
     def shutdown(self) -> None:
         """Flush and stop the exporter."""

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from ..errors import SessionBusyError
 from ..events import Event, StepCommitted, TurnFinished, TurnStream
-from ..log import Record
+from ..log import ContextEpoch, Record
 from ..runtime import Runtime
 from ..session import Session
 from .notify import Notifier
@@ -86,7 +86,8 @@ class TurnRun:
 
 StreamOf = Callable[[Session], TurnStream]
 Prepare = Callable[[Session], Awaitable[None]]
-ObserverOf = Callable[[Session], TurnObserver]
+ObserverOf = Callable[[Session, int | None], TurnObserver]
+"""Makes the observer of one turn: given its session and the context epoch it starts in."""
 
 
 class Turns:
@@ -152,7 +153,11 @@ class Turns:
     async def _drive(
         self, session: Session, stream_of: StreamOf, run: TurnRun, start_seq: int
     ) -> None:
-        observer = self._observer(session) if self._observer is not None else None
+        observer = None
+        if self._observer is not None:
+            epoch = await self._runtime.store.last(run.session_id, ["epoch"])
+            number = epoch.entry.epoch if epoch and isinstance(epoch.entry, ContextEpoch) else None
+            observer = self._observer(session, number)
         emitted = start_seq
         finished: TurnFinished | None = None
         error: BaseException | None = None
