@@ -37,7 +37,25 @@ def _as(token: str | None) -> dict[str, str]:
 
 
 def test_a_token_sees_only_its_own_sessions(guarded: Server) -> None:
-    client = guarded.client
+    _owners_scenario(guarded)
+
+
+@pytest.mark.postgres
+def test_owners_hold_across_processes_on_postgres(pg_dsn: str, tmp_path: Path) -> None:
+    tokens = ("--token", ALICE, "--token", BOB)
+    first, second = Server(pg_dsn, tmp_path, *tokens), Server(pg_dsn, tmp_path, *tokens)
+    try:
+        _owners_scenario(first)
+        theirs = first.client.post("/sessions", json={}, headers=_as(BOB)).json()["id"]
+        assert second.client.get(f"/sessions/{theirs}", headers=_as(ALICE)).status_code == 404
+        assert second.client.get(f"/sessions/{theirs}", headers=_as(BOB)).status_code == 200
+    finally:
+        first.stop()
+        second.stop()
+
+
+def _owners_scenario(server: Server) -> None:
+    client = server.client
     assert client.get("/sessions").status_code == 401
     assert client.post("/sessions", json={}).status_code == 401
     wrong = client.get("/sessions", headers=_as("not-a-known-token-at-all"))

@@ -9,6 +9,7 @@ agrees; a store of neither kind keeps owners in memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,9 @@ class Owners:
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             if not self._ready:
                 async with self._lock:
-                    await conn.execute(_CREATE)
+                    # Two processes creating the table at once: one wins, the other finds it.
+                    with contextlib.suppress(psycopg.errors.UniqueViolation):
+                        await conn.execute(_CREATE)
                     self._ready = True
             cursor = await conn.execute(query, params)
             return list(await cursor.fetchall()) if cursor.description else []
