@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["add_serve_command", "serve"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Seconds running turns and open streams get to finish when the server stops.
+_GRACE = 10
 
 
 def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -57,14 +59,19 @@ def _check_bind(host: str, tokens: list[str]) -> None:
         )
 
 
-def _graceful(uvicorn: Any, config: Any) -> Any:
+def _graceful(uvicorn: Any, config: Any, app: Any) -> Any:
     """A uvicorn server that stops on SIGINT/SIGTERM and then returns (never re-raises them).
 
     uvicorn re-raises the signal after its shutdown, which would end the process before the
-    runtime is closed and the last traces are flushed.
+    runtime is closed and the last traces are flushed. On the signal, open event streams that
+    follow a log are told to end, so the shutdown does not wait for them.
     """
 
     class Server(uvicorn.Server):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            app.state.server.notifier.stopping = True
+            super().handle_exit(sig, frame)
+
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             previous = {s: signal.signal(s, self.handle_exit) for s in _SIGNALS}
@@ -100,12 +107,20 @@ async def serve(inv: Invocation) -> int:
         app = create_app(
             runtime,
             tokens=args.token,
+            shutdown_grace=_GRACE,
             observer=tracing.observer if tracing is not None else None,
         )
+        # Open event streams never end by themselves: after the grace period uvicorn closes
+        # them, and running turns get the same time to finish before they are cancelled.
         config = uvicorn.Config(
-            app, host=args.host, port=args.port, log_level="warning", lifespan="on"
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=_GRACE,
         )
-        server = _graceful(uvicorn, config)
+        server = _graceful(uvicorn, config, app)
         inv.output.note(f"serving on http://{args.host}:{args.port} (Ctrl-C stops)")
         await server.serve()
     finally:

@@ -165,6 +165,13 @@ def test_the_serve_command_runs_a_session_with_the_demo_model(tmp_path: Path) ->
         got = list(frames(iter(answer.text.splitlines())))
         assert got[-1].event == "turn_finished" and "**4**" in got[-1].data["result"]["text"]
         assert [f.id for f in got if f.id is not None] == list(range(8))
+        # An open events stream never ends by itself, but it does when the server stops.
+        with client.stream("GET", f"/sessions/{sid}/events?after=5") as events:
+            lines = events.iter_lines()
+            first = next(frames(lines))
+            assert first.id == 6
+            process.terminate()
+            assert [f.id for f in frames(lines)] == [7]
         client.close()
     finally:
         process.terminate()

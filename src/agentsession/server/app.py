@@ -68,6 +68,7 @@ def create_app(
         try:
             yield
         finally:
+            notifier.stopping = True
             await state.turns.close(shutdown_grace)
             await notifier.close()
 

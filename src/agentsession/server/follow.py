@@ -25,10 +25,13 @@ _KEEPALIVE = 15.0
 async def follow_log(
     store: Store, notifier: Notifier, session_id: str, after: int
 ) -> AsyncIterator[bytes]:
-    """SSE frames of every entry with seq > ``after``, then live ones; never ends by itself."""
+    """SSE frames of every entry with seq > ``after``, then live ones; never ends by itself.
+
+    It ends when the server stops; the client resumes with its last id on another process.
+    """
     next_seq = after + 1
     quiet_since = time.monotonic()
-    while True:
+    while not notifier.stopping:
         seen = notifier.generation(session_id)
         records = await store.read(session_id, next_seq, next_seq + _PAGE)
         for record in records:

@@ -37,6 +37,9 @@ class Notifier:
         self._sending = asyncio.Lock()
         #: Seconds between reads of the log when no news comes (news may come from elsewhere).
         self.poll_interval = 1.0 if self._dsn else 0.25
+        #: Set when the server stops: followers end their streams (clients resume elsewhere).
+        #: A plain flag, so a signal handler may set it; followers see it within one interval.
+        self.stopping = False
 
     async def start(self) -> None:
         """Begin listening to other processes (PostgreSQL only)."""
