@@ -40,6 +40,8 @@ class Notifier:
         #: Set when the server stops: followers end their streams (clients resume elsewhere).
         #: A plain flag, so a signal handler may set it; followers see it within one interval.
         self.stopping = False
+        #: Set once this process listens to the others (PostgreSQL).
+        self.listening = asyncio.Event()
 
     async def start(self) -> None:
         """Begin listening to other processes (PostgreSQL only)."""
@@ -97,7 +99,7 @@ class Notifier:
         """Forward PostgreSQL notifications to local readers; reconnect when the link drops."""
         while True:
             try:
-                async for session_id in _notifications(dsn):
+                async for session_id in _notifications(dsn, self.listening):
                     await self._wake(session_id)
             except asyncio.CancelledError:
                 raise
@@ -106,10 +108,11 @@ class Notifier:
             await asyncio.sleep(self.poll_interval)
 
 
-async def _notifications(dsn: str) -> AsyncIterator[str]:
+async def _notifications(dsn: str, listening: asyncio.Event) -> AsyncIterator[str]:
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CHANNEL}")
+        listening.set()
         async for note in conn.notifies():
             yield note.payload
