@@ -10,7 +10,7 @@ mid-run. A client whose server died (or that finds the session still leased by i
 server to ``retry`` the turn, or sends the prompt again if the log never got it. At the end:
 
 - lost entries: answered prompts whose user entry or answer is missing from the log, and logs
-  whose seqs are not 0..n-1;
+  whose entries are not every seq from 0 to the log's end;
 - duplicate tool runs: tool calls that ran twice (each run appends its text to a file);
 - stuck sessions: sessions a live server cannot take one more prompt on.
 
@@ -208,7 +208,9 @@ async def _check(
             sent, answered = await _log_has(client, url, sid, text)
             lost += not (sent and answered)
         header = json.loads(exported.text.splitlines()[0])
-        lost += header["id"] != sid or not lines
+        info = (await client.get(f"{url}/sessions/{sid}")).json()
+        # The export holds every seq from 0 to the log's end: a gap would be a lost entry.
+        lost += header["id"] != sid or not lines or len(lines) != info["entries"]
         if await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"}) is None:
             stuck += 1
     text = await asyncio.to_thread(runs.read_text) if runs.exists() else ""  # noqa: ASYNC240
