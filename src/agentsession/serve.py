@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import signal
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -19,11 +21,13 @@ from .errors import UsageError
 if TYPE_CHECKING:
     from .invocation import Invocation
 
-__all__ = ["add_serve_command", "serve"]
+__all__ = ["add_serve_command", "serve", "worker_app"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds running turns and open streams get to finish when the server stops.
 _GRACE = 10
+#: How ``--workers`` passes its configuration to the worker processes.
+_WORKER_ENV = "AGENTSESSION_SERVE_WORKER"
 
 
 def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -39,6 +43,13 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         metavar="TOKEN",
         help="a bearer token clients must send (repeatable; 'sha256:<hex>' gives its hash"
         " instead); required to listen on a non-loopback address",
+    )
+    add(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes sharing the port, each with its own runtime (default: 1)",
     )
     add(
         "--otlp-endpoint",
@@ -84,10 +95,78 @@ def _graceful(uvicorn: Any, config: Any, app: Any) -> Any:
     return Server(config)
 
 
+def worker_app() -> Any:
+    """The app of one ``--workers`` process, configured by its parent through the environment.
+
+    The parent passes the database, the model, the tokens (hashed) and the trace endpoint; each
+    worker builds its own runtime and closes it when the app shuts down.
+    """
+    from .console import QuietOutput
+    from .invocation import Invocation
+    from .server import create_app
+
+    conf = json.loads(os.environ[_WORKER_ENV])
+    args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
+    inv = Invocation(args, QuietOutput())
+    runtime = inv.new_runtime(inv.store("write"), None)
+    tracing = None
+    if conf["otlp"]:
+        from .server.telemetry import otlp_tracing
+
+        tracing = otlp_tracing(conf["otlp"], runtime.token_counter)
+
+    async def closing() -> None:
+        await runtime.close()
+        if tracing is not None:
+            tracing.shutdown()
+
+    return create_app(
+        runtime,
+        tokens=conf["tokens"],
+        shutdown_grace=_GRACE,
+        observer=tracing.observer if tracing is not None else None,
+        on_shutdown=closing,
+    )
+
+
+async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
+    """``--workers N``: uvicorn's supervisor runs N processes, each serving ``worker_app``."""
+    from .server.auth import Tokens
+
+    args = inv.args
+    store = inv.store("create")
+    try:
+        await store.list_sessions()  # the database exists before N processes open it at once
+    finally:
+        await store.close()
+    os.environ[_WORKER_ENV] = json.dumps(
+        {
+            "db": inv.location,
+            "model": args.model,
+            "tokens": list(Tokens.of(args.token).hashes),
+            "otlp": args.otlp_endpoint,
+        }
+    )
+    inv.output.note(f"serving on http://{args.host}:{args.port} with {args.workers} workers")
+    uvicorn.run(
+        "agentsession.serve:worker_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=_GRACE,
+    )
+    return 0
+
+
 async def serve(inv: Invocation) -> int:
     """Run the server until interrupted (SIGINT/SIGTERM: turns finish or are cancelled)."""
     args = inv.args
     _check_bind(args.host, args.token)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be 1 or more, got {args.workers}")
     try:
         import uvicorn
 
@@ -96,6 +175,8 @@ async def serve(inv: Invocation) -> int:
         raise UsageError(
             f"the server needs the 'server' extra (pip install 'agentsession[server]'): {exc}"
         ) from None
+    if args.workers > 1:
+        return await _serve_workers(inv, uvicorn)
     store = inv.store("create")
     runtime = inv.new_runtime(store, None)
     tracing = None

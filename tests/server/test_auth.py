@@ -177,3 +177,55 @@ def test_the_serve_command_runs_a_session_with_the_demo_model(tmp_path: Path) ->
         process.terminate()
         process.communicate(timeout=120)
     assert process.returncode == 0
+
+
+def test_serve_with_two_workers_answers_and_stops_cleanly(tmp_path: Path) -> None:
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentsession",
+            "--db",
+            str(tmp_path / "w.db"),
+            "--model",
+            "scripted:demo",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        for _ in range(1200):
+            try:
+                with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as c:
+                    c.get("/openapi.json")
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(0.1)
+        answers = []
+        for n in range(4):  # a fresh connection each time: the workers share the port
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as c:
+                sid = c.post("/sessions", json={}).json()["id"]
+                text = " ".join(["word"] * (n + 1))
+                got = list(
+                    frames(
+                        iter(
+                            c.post(f"/sessions/{sid}/prompt", json={"text": text}).text.splitlines()
+                        )
+                    )
+                )
+                answers.append(got[-1].data["result"]["text"])
+        assert [f"**{n + 1}**" in a for n, a in enumerate(answers)] == [True] * 4
+    finally:
+        process.terminate()
+        process.communicate(timeout=120)
+    assert process.returncode == 0

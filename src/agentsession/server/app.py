@@ -9,7 +9,7 @@ get ``shutdown_grace`` seconds to finish; the rest are cancelled and recorded as
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -45,12 +45,14 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     shutdown_grace: float = 10.0,
     observer: ObserverOf | None = None,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
     ``tokens`` (plain or ``sha256:<hex>``) turn on bearer authentication: each token names an
     owner and sees only its own sessions. ``max_body`` caps request bodies (413 beyond).
     ``observer`` sees every turn (``agentsession.server.telemetry.otel_observer`` makes spans).
+    ``on_shutdown`` runs last when the app shuts down (closing a runtime the app owns).
     """
     notifier = Notifier(runtime.store)
     state = ServerState(
@@ -71,6 +73,8 @@ def create_app(
             notifier.stopping = True
             await state.turns.close(shutdown_grace)
             await notifier.close()
+            if on_shutdown is not None:
+                await on_shutdown()
 
     async def failed(request: Request, exc: Exception) -> Response:
         extra: dict[str, Any] = {}
