@@ -1,11 +1,12 @@
 """A real server process for the HTTP tests: ``create_app`` over a runtime, served by uvicorn.
 
-    python app_main.py DB GATES [--token T ...] [--max-body N]
+    python app_main.py DB GATES [--postgres] [--token T ...] [--max-body N]
 
-DB is a SQLite file or a PostgreSQL DSN; GATES a folder. The model is scripted by the prompt:
-``approve …`` calls a tool the preset asks about, ``wait NAME`` calls a tool that finishes when
-the file GATES/NAME exists (so a test decides when a turn moves on, without sleeping), ``fail``
-fails the provider call once, anything else calls ``count_words`` and answers with the count.
+DB is a SQLite file, or with ``--postgres`` a PostgreSQL DSN; GATES a folder. The model is
+scripted by the prompt: ``approve …`` calls a tool the preset asks about, ``wait NAME`` calls a
+tool that finishes when the file GATES/NAME exists (so a test decides when a turn moves on,
+without sleeping), ``fail`` fails the provider call once, anything else calls ``count_words``
+and answers with the count.
 Prints ``PORT <n>`` once listening on an ephemeral loopback port.
 """
 
@@ -86,9 +87,10 @@ async def main() -> None:
     parser.add_argument("gates")
     parser.add_argument("--token", action="append", default=[])
     parser.add_argument("--max-body", type=int, default=64 * 1024)
+    parser.add_argument("--postgres", action="store_true", help="DB is a PostgreSQL DSN")
     args = parser.parse_args()
     GATES = Path(args.gates)
-    if args.db.startswith("postgresql://"):
+    if args.postgres:
         store: ags.Store = ags.PostgresStore(args.db)
     else:
         store = ags.SQLiteStore(args.db)

@@ -16,6 +16,7 @@ import pytest
 
 from agentsession.server.auth import Tokens, hash_token, is_loopback
 
+from ..store import pg
 from .harness import TIMEOUT, Server, frames
 
 ALICE = "alice-token-0123456789"
@@ -42,13 +43,15 @@ def test_a_token_sees_only_its_own_sessions(guarded: Server) -> None:
 
 @pytest.mark.postgres
 def test_owners_hold_across_processes_on_postgres(pg_dsn: str, tmp_path: Path) -> None:
-    tokens = ("--token", ALICE, "--token", BOB)
+    tokens = ("--postgres", "--token", ALICE, "--token", BOB)
     first, second = Server(pg_dsn, tmp_path, *tokens), Server(pg_dsn, tmp_path, *tokens)
     try:
         _owners_scenario(first)
         theirs = first.client.post("/sessions", json={}, headers=_as(BOB)).json()["id"]
         assert second.client.get(f"/sessions/{theirs}", headers=_as(ALICE)).status_code == 404
         assert second.client.get(f"/sessions/{theirs}", headers=_as(BOB)).status_code == 200
+        owners = pg.run(pg_dsn, "SELECT count(DISTINCT owner) FROM agentsession_owners")
+        assert owners[0][0] == 2  # kept in PostgreSQL, where every process reads them
     finally:
         first.stop()
         second.stop()

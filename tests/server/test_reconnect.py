@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ..store import pg
 from .harness import Frame, Server, frames
 
 
@@ -126,10 +127,11 @@ def test_reconnect_to_another_process_on_sqlite(
 
 @pytest.mark.postgres
 def test_reconnect_to_another_process_on_postgres(pg_dsn: str, tmp_path: Path) -> None:
-    first = Server(pg_dsn, tmp_path)
-    second = Server(pg_dsn, tmp_path)
+    first = Server(pg_dsn, tmp_path, "--postgres")
+    second = Server(pg_dsn, tmp_path, "--postgres")
     try:
         _reconnect_scenario(first, second, tmp_path)
+        assert pg.run(pg_dsn, "SELECT count(*) FROM entries")[0][0] > 0  # it ran on PostgreSQL
     finally:
         first.stop()
         second.stop()
