@@ -11,7 +11,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,cli,openai,anthropic,gemini,postgres,tokens,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,cli,openai,anthropic,gemini,postgres,tokens,mcp,server,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)

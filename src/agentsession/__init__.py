@@ -124,6 +124,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "server":  # the HTTP server (the "server" extra) loads with its first use
+        return importlib.import_module(".server", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,6 +24,7 @@ from typing import NoReturn
 from ..errors import AgentSessionError
 from ..hygiene import visible, visible_line
 from .examples import examples
+from .serve import add_serve_command
 
 __all__ = ["build_parser", "main"]
 
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_management(command)
     _add_cost(command)
+    add_serve_command(command)
     return parser
 
 

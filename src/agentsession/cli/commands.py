@@ -50,6 +50,7 @@ from .invocation import (
 from .manage import MANAGEMENT
 from .overview import info, models
 from .screens import print_context, print_sessions
+from .serve import serve
 
 __all__ = ["COMMANDS", "prompt_text"]
 
@@ -452,4 +453,5 @@ COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "info": info,
     **MANAGEMENT,
     **COST_COMMANDS,
+    "serve": serve,
 }

@@ -101,17 +101,25 @@ class LeaseKeeper:
     @contextlib.asynccontextmanager
     async def renewing(self) -> AsyncIterator[None]:
         """Keep the lease fresh while the block runs (a turn can outlast one lease)."""
-        task = asyncio.create_task(self._renew_forever())
+        stop = asyncio.Event()
+        task = asyncio.create_task(self._renew_forever(stop))
         try:
             yield
         finally:
+            # The flag as well as the cancel: a driver may swallow a cancellation that lands
+            # while it waits for a pooled connection (asyncio.wait_for before Python 3.12), and
+            # the renewal must still end rather than keep the lease, and this block, forever.
+            stop.set()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    async def _renew_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self._ttl / 3)
+    async def _renew_forever(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._ttl / 3)
+            if stop.is_set():
+                return
             started = time.monotonic()
             if await self._store.renew_lease(self._session_id, self.owner, self._ttl):
                 self._until = started + self._ttl

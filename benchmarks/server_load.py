@@ -1,0 +1,242 @@
+"""Load on ``agentsession serve``: server processes on one PostgreSQL, one killed mid-run.
+
+    .ci/with-postgres .venv/bin/python benchmarks/server_load.py --servers 4 --sessions 200 \\
+        --prompts 10 --clients 40
+
+``--sessions`` sessions each get ``--prompts`` prompts, one after another, from ``--clients``
+concurrent HTTP clients; each prompt goes to the next live server in turn and is read to the
+end of its event stream. When a third of the prompts are answered one server is SIGKILLed
+mid-run. A client whose server died (or that finds the session still leased by it) asks another
+server to ``retry`` the turn, or sends the prompt again if the log never got it. At the end:
+
+- lost entries: answered prompts whose user entry or answer is missing from the log, and logs
+  whose entries are not every seq from 0 to the log's end;
+- duplicate tool runs: tool calls that ran twice (each run appends its text to a file);
+- stuck sessions: sessions a live server cannot take one more prompt on.
+
+Throughput is answered prompts per second of the whole run; latency is per prompt, from the
+request to the answer, including retries after the kill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _results import save
+
+HERE = Path(__file__).parent
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Servers:
+    def __init__(self, count: int, dsn: str, runs: Path) -> None:
+        self.urls: list[str] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.dead: set[int] = set()
+        for _ in range(count):
+            port = _port()
+            self.processes.append(
+                subprocess.Popen(
+                    [sys.executable, str(HERE / "server_worker.py"), dsn, str(port), str(runs)],
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            self.urls.append(f"http://127.0.0.1:{port}")
+        self._turn = 0
+
+    async def ready(self, client: httpx.AsyncClient) -> None:
+        for url in self.urls:
+            for _ in range(600):
+                try:
+                    if (await client.get(url + "/openapi.json")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+            else:
+                raise RuntimeError(f"{url} never answered")
+
+    def next(self) -> int:
+        while True:
+            self._turn = (self._turn + 1) % len(self.urls)
+            if self._turn not in self.dead:
+                return self._turn
+
+    def kill(self, index: int) -> None:
+        self.dead.add(index)
+        self.processes[index].send_signal(signal.SIGKILL)
+        self.processes[index].wait()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            process.wait(60)
+
+
+async def _turn(client: httpx.AsyncClient, url: str, path: str, body: dict[str, Any]) -> str | None:
+    """Run a turn to its end; its answer, or ``None`` when it did not finish here."""
+    async with client.stream("POST", url + path, json=body) as response:
+        if response.status_code != 200:
+            await response.aread()
+            return None
+        event = ""
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "turn_finished":
+                return str(json.loads(line[6:])["result"]["text"])
+    return None
+
+
+async def _log_has(client: httpx.AsyncClient, url: str, sid: str, text: str) -> tuple[bool, bool]:
+    """Whether the log holds the prompt ``text``, and an answer after it."""
+    exported = await client.get(f"{url}/sessions/{sid}/export")
+    lines = [json.loads(x) for x in exported.text.splitlines()[1:]]
+    users = [i for i, e in enumerate(lines) if e["kind"] == "user" and e.get("content") == text]
+    if not users:
+        return False, False
+    after = lines[users[-1] :]
+    return True, any(e["kind"] == "assistant" and not e.get("tool_calls") for e in after)
+
+
+async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: str) -> None:
+    """One prompt to its answer, across server deaths; never sent twice once the log has it."""
+    path = f"/sessions/{sid}/prompt"
+    body: dict[str, Any] = {"text": text}
+    check = False
+    for _ in range(200):
+        url = servers.urls[servers.next()]
+        try:
+            if check:  # a turn that broke off: ask the log what happened before acting again
+                sent, answered = await _log_has(client, url, sid, text)
+                if answered:
+                    return
+                path, body = (f"/sessions/{sid}/retry", {}) if sent else (path, {"text": text})
+            if await _turn(client, url, path, body) is not None:
+                return
+        except httpx.TransportError:
+            pass  # that server died: the next one takes over
+        check = True
+        await asyncio.sleep(0.2)  # the dead process's lease is found void on the next try
+    raise RuntimeError(f"prompt {text!r} never finished")
+
+
+async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
+    runs = Path(tempfile.mkdtemp()) / "tool_runs.txt"
+    servers = Servers(args.servers, dsn, runs)
+    limits = httpx.Limits(max_connections=args.clients * 2)
+    timeout = httpx.Timeout(300.0, connect=30.0)
+    latencies: list[float] = []
+    done = 0
+    total = args.sessions * args.prompts
+    try:
+        async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+            await servers.ready(client)
+            ids = []
+            for _ in range(args.sessions):
+                created = await client.post(servers.urls[servers.next()] + "/sessions", json={})
+                ids.append(created.json()["id"])
+            queue: asyncio.Queue[str] = asyncio.Queue()
+            for sid in ids:
+                queue.put_nowait(sid)
+
+            async def worker() -> None:
+                nonlocal done
+                while not queue.empty():
+                    sid = queue.get_nowait()
+                    for n in range(args.prompts):
+                        text = f"{sid[:8]} prompt {n} of the load run"
+                        started = time.perf_counter()
+                        await prompt(client, servers, sid, text)
+                        latencies.append(time.perf_counter() - started)
+                        done += 1
+                        if done == total // 3 and not servers.dead:
+                            servers.kill(len(servers.urls) - 1)
+
+            began = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(args.clients)))
+            elapsed = time.perf_counter() - began
+            checks = await _check(client, servers, ids, args.prompts, runs)
+    finally:
+        servers.stop()
+    latencies.sort()
+    return {
+        "servers": args.servers,
+        "sessions": args.sessions,
+        "prompts_per_session": args.prompts,
+        "clients": args.clients,
+        "killed": 1,
+        "answered": done,
+        "seconds": round(elapsed, 1),
+        "prompts_per_second": round(done / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 1),
+        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1),
+        **checks,
+    }
+
+
+async def _check(
+    client: httpx.AsyncClient, servers: Servers, ids: list[str], prompts: int, runs: Path
+) -> dict[str, int]:
+    url = servers.urls[servers.next()]
+    lost = stuck = 0
+    for sid in ids:
+        exported = await client.get(f"{url}/sessions/{sid}/export")
+        lines = [json.loads(x) for x in exported.text.splitlines()[1:]]
+        for n in range(prompts):
+            text = f"{sid[:8]} prompt {n} of the load run"
+            sent, answered = await _log_has(client, url, sid, text)
+            lost += not (sent and answered)
+        header = json.loads(exported.text.splitlines()[0])
+        info = (await client.get(f"{url}/sessions/{sid}")).json()
+        # The export holds every seq from 0 to the log's end: a gap would be a lost entry.
+        lost += header["id"] != sid or not lines or len(lines) != info["entries"]
+        if await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"}) is None:
+            stuck += 1
+    text = await asyncio.to_thread(runs.read_text) if runs.exists() else ""  # noqa: ASYNC240
+    ran = Counter(text.splitlines())
+    duplicates = sum(c - 1 for line, c in ran.items() if c > 1 and line != "one more")
+    return {"lost_entries": lost, "duplicate_tool_runs": duplicates, "stuck_sessions": stuck}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--servers", type=int, default=4)
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--prompts", type=int, default=10)
+    parser.add_argument("--clients", type=int, default=40)
+    args = parser.parse_args()
+    dsn = os.environ.get("AGENTSESSION_TEST_PG_DSN")
+    if not dsn:
+        parser.error("needs AGENTSESSION_TEST_PG_DSN (run under .ci/with-postgres)")
+    figures = asyncio.run(run(args, dsn))
+    command = "benchmarks/server_load.py " + " ".join(sys.argv[1:])
+    path = save("server_load", figures, command=command)
+    print(json.dumps(figures, indent=1))
+    print(f"saved {path}")
+    bad = figures["lost_entries"] + figures["duplicate_tool_runs"] + figures["stuck_sessions"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

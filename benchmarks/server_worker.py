@@ -1,0 +1,68 @@
+"""One server process of ``server_load.py``: ``create_app`` on PostgreSQL, served by uvicorn.
+
+    python server_worker.py DSN PORT RUNS_FILE
+
+The model is scripted (no provider): each prompt calls ``count_words`` once and then answers
+with the count, so a prompt is two provider calls and one tool call. The tool appends the text
+it was called with to RUNS_FILE (one line per run, O_APPEND), so the benchmark can count tool
+runs across processes: a line seen twice is a tool that ran twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import uvicorn
+
+import agentsession as ags
+from agentsession.request import ToolResultMessage, UserMessage, text_of
+
+RUNS = ""
+
+
+@ags.tool
+def count_words(text: str) -> int:
+    """Count the words in a text.
+
+    Args:
+        text: The text to count.
+    """
+    fd = os.open(RUNS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (text + "\n").encode())
+    finally:
+        os.close(fd)
+    return len(text.split())
+
+
+def reply(request: ags.Request) -> object:
+    last = request.messages[-1] if request.messages else None
+    if isinstance(last, ToolResultMessage):
+        return f"answer: {text_of(last.content)}"
+    users = [m for m in request.messages if isinstance(m, UserMessage)]
+    return [ags.ToolCall("count_words", {"text": text_of(users[-1].content)})]
+
+
+async def main() -> None:
+    global RUNS
+    dsn, port, RUNS = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    runtime = ags.Runtime(
+        store=ags.PostgresStore(dsn),
+        model=ags.ScriptedModel(reply, name="scripted:bench"),
+        tools=[count_words],
+        config=ags.Config(retry_base_delay=0),
+    )
+    app = ags.server.create_app(runtime)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    try:
+        await server.serve()
+    finally:
+        await runtime.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,211 @@
+"""``agentsession serve``: the HTTP server over the command line's database and model.
+
+``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T]
+[--otlp-endpoint URL]``. Without ``--token`` the server answers anyone who reaches it, so it
+refuses to listen anywhere but on a loopback address. The server and its traces come with the
+``server`` and ``otel`` extras; nothing here imports them until ``serve`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from .invocation import Invocation
+
+__all__ = ["add_serve_command", "serve", "worker_app"]
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Seconds running turns and open streams get to finish when the server stops.
+_GRACE = 10
+#: How ``--workers`` passes its configuration to the worker processes.
+_WORKER_ENV = "AGENTSESSION_SERVE_WORKER"
+
+
+def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """Add ``serve`` and its options to the command line."""
+    parser = command("serve", "serve sessions over HTTP (SSE streams, web UI at /)")
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    add("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    add(
+        "--token",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="a bearer token clients must send (repeatable; 'sha256:<hex>' gives its hash"
+        " instead); required to listen on a non-loopback address",
+    )
+    add(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes sharing the port, each with its own runtime (default: 1)",
+    )
+    add(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="send OpenTelemetry traces over OTLP/HTTP to this collector (e.g."
+        " http://127.0.0.1:4318/v1/traces)",
+    )
+
+
+def _check_bind(host: str, tokens: list[str]) -> None:
+    from ..server.auth import is_loopback
+
+    if not tokens and not is_loopback(host):
+        raise UsageError(
+            f"refusing to listen on {host} without --token: anyone who reaches it could drive"
+            " every session; give --token TOKEN (clients send 'Authorization: Bearer TOKEN'),"
+            " or listen on 127.0.0.1"
+        )
+
+
+def _graceful(uvicorn: Any, config: Any, app: Any) -> Any:
+    """A uvicorn server that stops on SIGINT/SIGTERM and then returns (never re-raises them).
+
+    uvicorn re-raises the signal after its shutdown, which would end the process before the
+    runtime is closed and the last traces are flushed. On the signal, open event streams that
+    follow a log are told to end, so the shutdown does not wait for them.
+    """
+
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            app.state.server.notifier.stopping = True
+            super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {s: signal.signal(s, self.handle_exit) for s in _SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server(config)
+
+
+def worker_app() -> Any:
+    """The app of one ``--workers`` process, configured by its parent through the environment.
+
+    The parent passes the database, the model, the tokens (hashed) and the trace endpoint; each
+    worker builds its own runtime and closes it when the app shuts down.
+    """
+    from ..server import create_app
+    from .console import QuietOutput
+    from .invocation import Invocation
+
+    conf = json.loads(os.environ[_WORKER_ENV])
+    args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
+    inv = Invocation(args, QuietOutput())
+    runtime = inv.new_runtime(inv.store("write"), None)
+    tracing = None
+    if conf["otlp"]:
+        from ..server.telemetry import otlp_tracing
+
+        tracing = otlp_tracing(conf["otlp"], runtime.token_counter)
+
+    async def closing() -> None:
+        await runtime.close()
+        if tracing is not None:
+            tracing.shutdown()
+
+    return create_app(
+        runtime,
+        tokens=conf["tokens"],
+        shutdown_grace=_GRACE,
+        observer=tracing.observer if tracing is not None else None,
+        on_shutdown=closing,
+    )
+
+
+async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
+    """``--workers N``: uvicorn's supervisor runs N processes, each serving ``worker_app``."""
+    from ..server.auth import Tokens
+
+    args = inv.args
+    store = inv.store("create")
+    try:
+        await store.list_sessions()  # the database exists before N processes open it at once
+    finally:
+        await store.close()
+    os.environ[_WORKER_ENV] = json.dumps(
+        {
+            "db": inv.location,
+            "model": args.model,
+            "tokens": list(Tokens.of(args.token).hashes),
+            "otlp": args.otlp_endpoint,
+        }
+    )
+    inv.output.note(f"serving on http://{args.host}:{args.port} with {args.workers} workers")
+    uvicorn.run(
+        "agentsession.cli.serve:worker_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=_GRACE,
+    )
+    return 0
+
+
+async def serve(inv: Invocation) -> int:
+    """Run the server until interrupted (SIGINT/SIGTERM: turns finish or are cancelled)."""
+    args = inv.args
+    _check_bind(args.host, args.token)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be 1 or more, got {args.workers}")
+    try:
+        import uvicorn
+
+        from ..server import create_app
+    except ImportError as exc:
+        raise UsageError(
+            f"the server needs the 'server' extra (pip install 'agentsession[server]'): {exc}"
+        ) from None
+    if args.workers > 1:
+        return await _serve_workers(inv, uvicorn)
+    store = inv.store("create")
+    runtime = inv.new_runtime(store, None)
+    tracing = None
+    try:
+        if args.otlp_endpoint:
+            from ..server.telemetry import otlp_tracing
+
+            tracing = otlp_tracing(args.otlp_endpoint, runtime.token_counter)
+        app = create_app(
+            runtime,
+            tokens=args.token,
+            shutdown_grace=_GRACE,
+            observer=tracing.observer if tracing is not None else None,
+        )
+        # Open event streams never end by themselves: after the grace period uvicorn closes
+        # them, and running turns get the same time to finish before they are cancelled.
+        config = uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=_GRACE,
+        )
+        server = _graceful(uvicorn, config, app)
+        inv.output.note(f"serving on http://{args.host}:{args.port} (Ctrl-C stops)")
+        await server.serve()
+    finally:
+        await runtime.close()
+        if tracing is not None:
+            tracing.shutdown()
+    return 0

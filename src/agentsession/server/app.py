@@ -1,0 +1,112 @@
+"""``create_app(runtime)``: the ASGI application of ``agentsession serve``.
+
+Starlette routes over one ``Runtime``: session management, turns as Server-Sent Events, the
+log followed live, inspection, the OpenAPI document and a small web UI. Every failure is JSON
+``{"error": {"type", "message", "retryable"}}`` with a fitting status. On shutdown running turns
+get ``shutdown_grace`` seconds to finish; the rest are cancelled and recorded as cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from ..engine.leases import live_lease
+from ..errors import AgentSessionError, ConflictError
+from ..runtime import Runtime
+from .auth import Tokens
+from .inspect_routes import inspect_routes
+from .notify import Notifier
+from .openapi import openapi_document
+from .owners import Owners
+from .sessions import session_routes
+from .state import BodyTooLargeError, NotAuthorizedError, ServerState
+from .turn_routes import lease_details, turn_routes
+from .turns import ObserverOf, Turns
+from .ui_page import PAGE
+from .wire import error_body, status_of
+
+__all__ = ["create_app"]
+
+#: Bytes a request body may hold unless ``create_app`` is told otherwise.
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+
+
+def create_app(
+    runtime: Runtime,
+    *,
+    tokens: Iterable[str] = (),
+    max_body: int = DEFAULT_MAX_BODY,
+    shutdown_grace: float = 10.0,
+    observer: ObserverOf | None = None,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> Starlette:
+    """The ASGI app serving ``runtime``'s sessions over HTTP.
+
+    ``tokens`` (plain or ``sha256:<hex>``) turn on bearer authentication: each token names an
+    owner and sees only its own sessions. ``max_body`` caps request bodies (413 beyond).
+    ``observer`` sees every turn (``agentsession.server.telemetry.otel_observer`` makes spans).
+    ``on_shutdown`` runs last when the app shuts down (closing a runtime the app owns).
+    """
+    notifier = Notifier(runtime.store)
+    state = ServerState(
+        runtime=runtime,
+        notifier=notifier,
+        turns=Turns(runtime, notifier, observer),
+        tokens=Tokens.of(tokens),
+        owners=Owners(runtime.store),
+        max_body=max_body,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await notifier.start()
+        try:
+            yield
+        finally:
+            notifier.stopping = True
+            await state.turns.close(shutdown_grace)
+            await notifier.close()
+            if on_shutdown is not None:
+                await on_shutdown()
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        extra: dict[str, Any] = {}
+        status = status_of(exc)
+        if isinstance(exc, NotAuthorizedError):
+            status = 401
+        elif isinstance(exc, BodyTooLargeError):
+            status = 413
+        elif isinstance(exc, ConflictError) and "id" in request.path_params:
+            with contextlib.suppress(Exception):
+                lease = await live_lease(runtime.store, request.path_params["id"])
+                extra = lease_details(lease.expires_at if lease else None)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(error_body(exc, **extra), status_code=status, headers=headers)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(PAGE)
+
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        *session_routes(),
+        *turn_routes(),
+        *inspect_routes(),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={AgentSessionError: failed, Exception: failed},
+    )
+    app.state.server = state
+    return app

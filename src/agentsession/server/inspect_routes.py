@@ -1,0 +1,101 @@
+"""Routes that show what the model saw and was sent: ``context``, ``request``, ``report``.
+
+They read the log only; nothing is admitted. ``request`` answers in the neutral form or in a
+wire format (``?format=openai-chat`` …); ``?step=N`` rebuilds the N-th dispatched request.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from ..codec import encode
+from ..errors import UsageError
+from ..inspection.report import render_report
+from ..inspection.views import Inspection
+from ..providers import lower
+from .state import ServerState
+
+__all__ = ["inspect_routes"]
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+async def _inspection(request: Request) -> Inspection:
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    session = await state.runtime.open_session(session_id)
+    try:
+        return await session.inspect()
+    finally:
+        await session.close()
+
+
+def _step(request: Request) -> int | None:
+    raw = request.query_params.get("step")
+    if raw is None:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise UsageError(f"'step' must be a positive whole number, got {raw!r}")
+    return int(raw)
+
+
+async def context(request: Request) -> Response:
+    inspection = await _inspection(request)
+    if inspection.next_request is None:
+        raise UsageError(f"cannot preview the next request: {inspection.next_error}")
+    view: dict[str, Any] = encode(inspection.next_request)
+    return JSONResponse({"session_id": inspection.session_id, "context": view})
+
+
+async def request_body(request: Request) -> Response:
+    inspection = await _inspection(request)
+    step = _step(request)
+    if step is not None:
+        if not 1 <= step <= len(inspection.requests):
+            raise UsageError(
+                f"there is no dispatched request {step}: the session has {len(inspection.requests)}"
+            )
+        neutral = inspection.requests[step - 1].request
+    elif inspection.next_request is None:
+        raise UsageError(f"cannot preview the next request: {inspection.next_error}")
+    else:
+        neutral = inspection.next_request.request
+    fmt = request.query_params.get("format", "neutral")
+    if fmt == "neutral":
+        body: Any = {k: v for k, v in encode(neutral).items() if k != "sources"}
+    else:
+        body = lower(neutral, fmt)
+    return JSONResponse({"session_id": inspection.session_id, "format": fmt, "request": body})
+
+
+def _version() -> str:
+    try:
+        return installed("agentsession")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+async def report(request: Request) -> Response:
+    inspection = await _inspection(request)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return HTMLResponse(render_report(inspection, generated=stamp, version=_version()))
+
+
+def inspect_routes() -> list[Route]:
+    """The inspection routes."""
+    return [
+        Route("/sessions/{id}/context", context, methods=["GET"]),
+        Route("/sessions/{id}/request", request_body, methods=["GET"]),
+        Route("/sessions/{id}/report", report, methods=["GET"]),
+    ]

@@ -1,0 +1,107 @@
+"""One server's shared state: the runtime, its turns, owners, tokens and limits.
+
+Every route reaches the same ``ServerState``; it also answers the questions every route asks
+first: who is calling, may they see this session, and what does their request body hold.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+
+from ..errors import SessionNotFoundError, UsageError
+from ..runtime import Runtime
+from .auth import Tokens
+from .notify import Notifier
+from .owners import Owners
+from .turns import Turns
+
+__all__ = ["BodyTooLargeError", "Decision", "NotAuthorizedError", "ServerState"]
+
+
+class NotAuthorizedError(UsageError):
+    """The request carries no token the server accepts."""
+
+
+class BodyTooLargeError(UsageError):
+    """The request body is larger than the server accepts."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A user's answer to a tool call waiting for approval."""
+
+    call_id: str
+    approved: bool
+    always: bool = False
+    note: str = ""
+
+
+@dataclass
+class ServerState:
+    """What the routes of one app share."""
+
+    runtime: Runtime
+    notifier: Notifier
+    turns: Turns
+    tokens: Tokens
+    owners: Owners
+    max_body: int
+    #: Approvals answered here and not yet used by a resume, per session.
+    decisions: dict[str, dict[str, Decision]] = field(default_factory=dict)
+
+    def caller(self, request: Request) -> str | None:
+        """The calling owner (``None`` when the server needs no token)."""
+        if not self.tokens.required:
+            return None
+        owner = self.tokens.owner(request.headers.get("authorization"))
+        if owner is None:
+            raise NotAuthorizedError("a bearer token is required (Authorization: Bearer TOKEN)")
+        return owner
+
+    async def allowed(self, request: Request, session_id: str) -> str | None:
+        """The caller, after checking it may see ``session_id`` (unknown to others: 404)."""
+        owner = self.caller(request)
+        if owner is not None and await self.owners.get(session_id) != owner:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return owner
+
+    async def body(self, request: Request) -> bytes:
+        """The request body, refused past ``max_body`` bytes (also while it is being read)."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def json(self, request: Request) -> dict[str, Any]:
+        """The JSON object of the request body (an empty body is ``{}``)."""
+        raw = await self.body(request)
+        if not raw.strip():
+            return {}
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UsageError(f"the request body is not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise UsageError("the request body must be a JSON object")
+        return value
+
+
+def text_field(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+    """A string field of a JSON body (``UsageError`` when missing or of another type)."""
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"the request body needs a string field {name!r}")
+    return value

@@ -1,0 +1,178 @@
+"""Routes that run and follow turns: prompt, events, approvals, resume and retry, cancel.
+
+``POST /sessions/{id}/prompt`` answers with the turn's Server-Sent Events: live events (text
+deltas, tool calls, results) without an id, and every log entry under its seq as the SSE id;
+the last event carries the answer. ``GET /sessions/{id}/events`` replays the log after
+``Last-Event-ID`` (or ``?after=N``) and then follows it live, whichever process runs the turn.
+Errors before a turn's first event are answered as JSON with their status (409 while another
+process drives the session, with when its lease ends).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..engine.leases import live_lease, new_owner
+from ..errors import ConflictError, UsageError
+from ..session import Session
+from .follow import follow_log
+from .state import Decision, ServerState, text_field
+from .turns import TurnRun
+from .wire import plain
+
+__all__ = ["turn_routes"]
+
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+def _stream(run: TurnRun) -> Response:
+    return StreamingResponse(run.listen(), media_type="text/event-stream", headers=_SSE_HEADERS)
+
+
+async def prompt(request: Request) -> Response:
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    text = text_field(await state.json(request), "text")
+    assert text is not None
+    if not text.strip():
+        raise UsageError("the prompt text is empty")
+    run = await state.turns.start(session_id, lambda session: session.stream(text))
+    return _stream(run)
+
+
+def _after(request: Request) -> int:
+    raw = request.headers.get("last-event-id") or request.query_params.get("after")
+    if raw is None:
+        return -1
+    raw = raw.strip()
+    if not (raw.isdigit() or (raw.startswith("-") and raw[1:].isdigit())):
+        raise UsageError(f"Last-Event-ID / after must be a log seq, got {raw!r}")
+    return max(int(raw), -1)
+
+
+async def events(request: Request) -> Response:
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    after = _after(request)
+    await state.runtime.store.get_session(session_id)  # 404 before the stream starts
+    frames = follow_log(state.runtime.store, state.notifier, session_id, after)
+    return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)
+
+
+async def waiting(request: Request) -> Response:
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    session = await state.runtime.open_session(session_id)
+    pending = session.pending_approvals()
+    await session.close()
+    answered = state.decisions.get(session_id, {})
+    found = [plain(a) for a in pending if a.call_id not in answered]
+    return JSONResponse({"waiting": found, "answered": sorted(answered)})
+
+
+def _decision(value: object) -> Decision:
+    if not isinstance(value, dict):
+        raise UsageError("a decision is an object with 'call_id' and 'approved'")
+    call_id, approved = value.get("call_id"), value.get("approved")
+    always, note = value.get("always", False), value.get("note", "")
+    if not isinstance(call_id, str) or not isinstance(approved, bool):
+        raise UsageError("a decision needs a string 'call_id' and a boolean 'approved'")
+    if not isinstance(always, bool) or not isinstance(note, str):
+        raise UsageError("'always' is a boolean and 'note' a string")
+    return Decision(call_id, approved, always, note)
+
+
+async def answer(request: Request) -> Response:
+    """Answer one waiting call; kept here until ``resume`` runs the turn on."""
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    body = await state.json(request)
+    decision = _decision({**body, "call_id": request.path_params["call_id"]})
+    session = await state.runtime.open_session(session_id)
+    waiting_ids = [a.call_id for a in session.pending_approvals()]
+    await session.close()
+    if decision.call_id not in waiting_ids:
+        raise UsageError(f"no tool call {decision.call_id!r} is waiting for approval")
+    answered = state.decisions.setdefault(session_id, {})
+    answered[decision.call_id] = decision
+    left = [c for c in waiting_ids if c not in answered]
+    return JSONResponse({"waiting": left, "answered": sorted(answered)})
+
+
+async def resume(request: Request) -> Response:
+    """Run the turn on: after approvals (given here or answered before) or after a failure."""
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    body = await state.json(request)
+    given = body.get("decisions", [])
+    if not isinstance(given, list):
+        raise UsageError("'decisions' is a list")
+    decisions = {**state.decisions.get(session_id, {})}
+    decisions.update((d.call_id, d) for d in map(_decision, given))
+
+    async def prepare(session: Session) -> None:
+        waiting = {a.call_id for a in session.pending_approvals()}
+        for decision in decisions.values():
+            if decision.call_id not in waiting:
+                continue
+            if decision.approved:
+                await session.approve(decision.call_id, always=decision.always)
+            else:
+                await session.deny(decision.call_id, decision.note)
+
+    run = await state.turns.start(session_id, lambda s: s.stream_retry(), prepare)
+    state.decisions.pop(session_id, None)
+    return _stream(run)
+
+
+async def cancel(request: Request) -> Response:
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    if state.turns.cancel(session_id):
+        return JSONResponse({"cancelled": True})
+    lease = await live_lease(state.runtime.store, session_id)
+    if lease is not None and lease.owner != new_owner():
+        raise ConflictError(
+            f"session {session_id} is being driven by another process ({lease.owner});"
+            " cancel it there"
+        )
+    return JSONResponse({"cancelled": False})
+
+
+def lease_details(lease_expires_at: float | None) -> dict[str, Any]:
+    """When a conflicting lease ends, for a 409's body."""
+    if lease_expires_at is None:
+        return {}
+    return {
+        "lease_expires_at": lease_expires_at,
+        "lease_seconds_left": max(0.0, round(lease_expires_at - time.time(), 1)),
+    }
+
+
+def turn_routes() -> list[Route]:
+    """The routes that run and follow turns."""
+    return [
+        Route("/sessions/{id}/prompt", prompt, methods=["POST"]),
+        Route("/sessions/{id}/events", events, methods=["GET"]),
+        Route("/sessions/{id}/approvals", waiting, methods=["GET"]),
+        Route("/sessions/{id}/approvals/{call_id}", answer, methods=["POST"]),
+        Route("/sessions/{id}/resume", resume, methods=["POST"]),
+        Route("/sessions/{id}/retry", resume, methods=["POST"]),
+        Route("/sessions/{id}/cancel", cancel, methods=["POST"]),
+    ]

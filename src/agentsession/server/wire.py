@@ -1,0 +1,108 @@
+"""What the server says on the wire: log entries and turn events as JSON, SSE frames, errors.
+
+A log entry travels as ``{"seq", "kind", "version", "entry"}`` where ``entry`` is its stored
+form (the same JSON a session file holds), so an entry is the same JSON on every stream of every
+process. Errors are ``{"error": {"type", "message", "retryable"}}``: ``type`` is the exception's
+class name, stable across releases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from ..errors import (
+    AgentSessionError,
+    BudgetExceededError,
+    ConflictError,
+    ContextOverflowError,
+    ProviderError,
+    SessionBusyError,
+    SessionNotFoundError,
+    StoreError,
+    TransientProviderError,
+    UsageError,
+)
+from ..events import Event
+from ..log import Record
+from ..log.stored import dump_entry
+
+__all__ = [
+    "entry_json",
+    "error_body",
+    "event_json",
+    "is_retryable",
+    "plain",
+    "sse_frame",
+    "status_of",
+]
+
+
+def entry_json(record: Record) -> dict[str, Any]:
+    """A log record as the server sends it: its seq, kind, stored version and stored form."""
+    kind, version, data = dump_entry(record.entry)
+    return {"seq": record.seq, "kind": kind, "version": version, "entry": json.loads(data)}
+
+
+def plain(value: Any) -> Any:
+    """A dataclass value (recursively) as plain JSON data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """A live turn event (``session.stream()``) as JSON; its ``kind`` names it."""
+    found: dict[str, Any] = plain(event)
+    return found
+
+
+def sse_frame(event: str, data: object, event_id: int | None = None) -> bytes:
+    """One Server-Sent Events frame; ``event_id`` (a log seq) only for entries from the log."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {text}\n\n".encode()
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether the same request may succeed later without any change."""
+    return isinstance(exc, TransientProviderError | StoreError | ConflictError | SessionBusyError)
+
+
+def status_of(exc: BaseException) -> int:
+    """The HTTP status of a failure."""
+    match exc:
+        case SessionNotFoundError():
+            return 404
+        case ConflictError() | SessionBusyError():
+            return 409
+        case BudgetExceededError() | ContextOverflowError():
+            return 422
+        case UsageError():
+            return 400
+        case TransientProviderError() | StoreError():
+            return 503
+        case ProviderError():
+            return 502
+        case _:
+            return 500
+
+
+def error_body(exc: BaseException, **extra: object) -> dict[str, Any]:
+    """The JSON body of a failure: its class name, message and whether a retry may help."""
+    known = isinstance(exc, AgentSessionError)
+    message = str(exc) if known else f"internal error ({type(exc).__name__})"
+    error: dict[str, Any] = {
+        "type": type(exc).__name__,
+        "message": message,
+        "retryable": is_retryable(exc),
+    }
+    error.update(extra)
+    return {"error": error}

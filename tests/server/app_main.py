@@ -1,0 +1,119 @@
+"""A real server process for the HTTP tests: ``create_app`` over a runtime, served by uvicorn.
+
+    python app_main.py DB GATES [--postgres] [--token T ...] [--max-body N]
+
+DB is a SQLite file, or with ``--postgres`` a PostgreSQL DSN; GATES a folder. The model is
+scripted by the prompt: ``approve …`` calls a tool the preset asks about, ``wait NAME`` calls a
+tool that finishes when the file GATES/NAME exists (so a test decides when a turn moves on,
+without sleeping), ``fail`` fails the provider call once, anything else calls ``count_words``
+and answers with the count.
+Prints ``PORT <n>`` once listening on an ephemeral loopback port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+import agentsession as ags
+from agentsession.providers.scripted import Reply
+from agentsession.request import ToolResultMessage, UserMessage, text_of
+
+GATES = Path(".")
+_failed: set[str] = set()
+
+
+@ags.tool
+def count_words(text: str) -> int:
+    """Count the words in a text.
+
+    Args:
+        text: The text to count.
+    """
+    return len(text.split())
+
+
+@ags.tool(effect="execute")
+def deploy(target: str) -> str:
+    """Deploy to a target (asks for approval under workspace-write).
+
+    Args:
+        target: Where to deploy.
+    """
+    return f"deployed to {target}"
+
+
+@ags.tool
+async def wait_gate(name: str) -> str:
+    """Wait until the test opens a gate.
+
+    Args:
+        name: The gate's file name.
+    """
+    gate = GATES / name
+    for _ in range(6000):  # a generous bound (10 minutes) so a broken test cannot hang forever
+        if gate.exists():
+            return f"gate {name} open"
+        await asyncio.sleep(0.1)
+    return f"gate {name} never opened"
+
+
+def reply(request: ags.Request) -> Reply:
+    users = [m for m in request.messages if isinstance(m, UserMessage)]
+    text = text_of(users[-1].content) if users else ""
+    last = request.messages[-1] if request.messages else None
+    if isinstance(last, ToolResultMessage):
+        return f"answer: {text_of(last.content)}"
+    word, _, rest = text.partition(" ")
+    if word == "approve":
+        return [ags.ToolCall("deploy", {"target": rest or "prod"})]
+    if word == "wait":
+        return [ags.ToolCall("wait_gate", {"name": rest})]
+    if word == "fail" and text not in _failed:
+        _failed.add(text)
+        return ags.ProviderError("the provider failed (scripted)")
+    return [ags.ToolCall("count_words", {"text": text})]
+
+
+async def main() -> None:
+    global GATES
+    parser = argparse.ArgumentParser()
+    parser.add_argument("db")
+    parser.add_argument("gates")
+    parser.add_argument("--token", action="append", default=[])
+    parser.add_argument("--max-body", type=int, default=64 * 1024)
+    parser.add_argument("--postgres", action="store_true", help="DB is a PostgreSQL DSN")
+    args = parser.parse_args()
+    GATES = Path(args.gates)
+    if args.postgres:
+        store: ags.Store = ags.PostgresStore(args.db)
+    else:
+        store = ags.SQLiteStore(args.db)
+    runtime = ags.Runtime(
+        store=store,
+        model=ags.ScriptedModel(reply, name="scripted:test"),
+        tools=[count_words, deploy, wait_gate],
+        project_dir=Path(args.gates),
+        config=ags.Config(retry_base_delay=0, provider_retries=0),
+    )
+    app = ags.server.create_app(runtime, tokens=args.token, max_body=args.max_body)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        await runtime.close()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.getcwd())
+    asyncio.run(main())

@@ -1,0 +1,103 @@
+"""Real server processes on loopback and a small SSE reader for the HTTP tests."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+APP = Path(__file__).with_name("app_main.py")
+#: Generous bounds: the machine may be busy; nothing here measures time.
+TIMEOUT = httpx.Timeout(120.0, connect=30.0)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One Server-Sent Event."""
+
+    event: str
+    data: dict[str, Any]
+    id: int | None
+
+
+def frames(lines: Iterator[str]) -> Iterator[Frame]:
+    """Parse SSE lines into frames (comments skipped)."""
+    event, data, ident = "message", "", None
+    for line in lines:
+        if line == "":
+            if data:
+                yield Frame(event, json.loads(data), ident)
+            event, data, ident = "message", "", None
+        elif line.startswith(":"):
+            continue
+        else:
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "event":
+                event = value
+            elif name == "data":
+                data += value
+            elif name == "id":
+                ident = int(value)
+
+
+class Server:
+    """One ``app_main.py`` process listening on an ephemeral loopback port."""
+
+    def __init__(self, db: str, gates: Path, *args: str) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, str(APP), db, str(gates), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("PORT "):
+            self.process.kill()
+            raise RuntimeError(f"server did not start: {line!r} {self.process.stderr.read()}")  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+        self.client = httpx.Client(base_url=self.url, timeout=TIMEOUT)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        for _ in range(600):
+            try:
+                if self.client.get("/openapi.json").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if self.process.poll() is not None:
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(0.1)
+        raise RuntimeError("server never answered")
+
+    def kill(self) -> None:
+        """End the process at once (SIGKILL: nothing is flushed or released)."""
+        self.process.kill()
+        self.process.wait(60)
+        self.client.close()
+
+    def stop(self) -> str:
+        """Stop gracefully (SIGTERM); returns what it wrote to standard error."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            _, err = self.process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate()
+        self.client.close()
+        return err or ""
