@@ -1,7 +1,9 @@
-"""Routes that show what the model saw and was sent: ``context``, ``request``, ``report``.
+"""Routes that show what the model saw and was sent: ``context``, ``request``, ``report``, ``cost``.
 
 They read the log only; nothing is admitted. ``request`` answers in the neutral form or in a
 wire format (``?format=openai-chat`` …); ``?step=N`` rebuilds the N-th dispatched request.
+``cost`` is ``session.cost()`` as JSON: USD from the provider-reported usage, ``null`` figures
+and the model in ``no_price`` where no price is known (never a guess).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..codec import encode
 from ..errors import UsageError
 from ..inspection.report import render_report
 from ..inspection.views import Inspection
+from ..ledger import cost_fields
 from ..providers import lower
 from .state import ServerState
 
@@ -92,10 +95,23 @@ async def report(request: Request) -> Response:
     return HTMLResponse(render_report(inspection, generated=stamp, version=_version()))
 
 
+async def cost(request: Request) -> Response:
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    session = await state.runtime.open_session(session_id)
+    try:
+        summary = session.cost()
+    finally:
+        await session.close()
+    return JSONResponse({"session_id": session_id, **cost_fields(summary)})
+
+
 def inspect_routes() -> list[Route]:
     """The inspection routes."""
     return [
         Route("/sessions/{id}/context", context, methods=["GET"]),
         Route("/sessions/{id}/request", request_body, methods=["GET"]),
         Route("/sessions/{id}/report", report, methods=["GET"]),
+        Route("/sessions/{id}/cost", cost, methods=["GET"]),
     ]

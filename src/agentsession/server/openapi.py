@@ -206,6 +206,13 @@ def _turn_paths() -> dict[str, Any]:
                 {"200": {"description": "OK", "content": {"text/html": {}}}},
             ),
         },
+        "/sessions/{id}/cost": {
+            "parameters": [_ID],
+            "get": _op(
+                "What the session cost in USD, from the provider-reported usage",
+                {"200": _json(_OBJECT)},
+            ),
+        },
     }
 
 
