@@ -49,7 +49,7 @@ from ..log import (
     now,
 )
 from ..projection import project
-from ..providers.base import Model, complete, provider_failure
+from ..providers.base import Model, complete
 from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .parts import SessionParts
@@ -60,6 +60,15 @@ __all__ = ["Admitter", "Samples"]
 Samples = dict[str, LoadResult]
 
 
+@dataclass(frozen=True)
+class Rejection:
+    """An admission the budget refused: the error to raise and the request it measured."""
+
+    error: BudgetExceededError
+    request: Request | None  # ``None`` when the rejection came before a request was built
+    kind: Literal["rejected"] = "rejected"
+
+
 @dataclass
 class Admitter:
     """Builds the admissions of one session; ``epoch_reason`` asks the next one for a new epoch."""
@@ -68,7 +77,6 @@ class Admitter:
     writer: LogWriter
     parts: SessionParts
     epoch_reason: EpochReason | None = None
-    _rejected: Request | None = None
 
     async def sample(self) -> Samples:
         """Sample every component once: one sample serves the whole boundary."""
@@ -110,11 +118,10 @@ class Admitter:
         config = self.deps.config
         samples = await self.sample()
         view = await self.writer.epoch_view()
-        try:
-            admission = self._admission(view, promoted, samples, model, step)
-        except BudgetExceededError as exc:
-            rejected = exc
-            omissions = self._oversized(model)
+        admission = self._checked(view, promoted, samples, model, step)
+        if isinstance(admission, Rejection):
+            rejected = admission.error
+            omissions = self._oversized(admission.request, model)
             if omissions:
                 promoted = [*promoted, *omissions]
                 try:
@@ -173,9 +180,8 @@ class Admitter:
                 contributors=rejected.contributors,
             ) from exc
 
-    def _oversized(self, model: Model) -> list[Omitted]:
-        """``Omitted`` marks for stored items of the rejected request too big to keep sending."""
-        request = self._rejected
+    def _oversized(self, request: Request | None, model: Model) -> list[Omitted]:
+        """``Omitted`` marks for stored items of a rejected ``request`` too big to keep sending."""
         if request is None:
             return []
         limit = self.deps.budget.limit(
@@ -222,13 +228,8 @@ class Admitter:
         summarizer = self.deps.summarizer or model
         budget = self.deps.budget.budget(summarizer.profile.context_window)
         request = summary_request(plan.head, self.deps.budget.counter, budget)
-        try:
-            done = await complete(summarizer, request)
-        except Exception as exc:
-            error = provider_failure(exc, "the summariser")
-            if error is exc:
-                raise
-            raise error from exc
+        # ``complete`` already translates the summariser's failure (``raise … from``).
+        done = await complete(summarizer, request)
         text = done.message.content.strip()
         if not text:
             raise ProviderError("the summariser returned an empty summary")
@@ -316,6 +317,21 @@ class Admitter:
         model: Model,
         step: int,
     ) -> Admission:
+        """The admission of ``promoted``; ``BudgetExceededError`` when its request does not fit."""
+        admission = self._checked(view, promoted, samples, model, step)
+        if isinstance(admission, Rejection):
+            raise admission.error
+        return admission
+
+    def _checked(
+        self,
+        view: EpochView,
+        promoted: Sequence[LogEntry],
+        samples: Samples,
+        model: Model,
+        step: int,
+    ) -> Admission | Rejection:
+        """The admission of ``promoted``, or the request the budget rejected and why."""
         users = [e for e in promoted if isinstance(e, UserEntry)]
         text = text_of(users[0].content) if users else None
         profile = model.profile
@@ -342,18 +358,22 @@ class Admitter:
             cold=self._cold(),
         )
 
+        measured: Request | None = None  # the request preflight saw, once it got that far
+
         def preflight(request: Request) -> int:
-            self._rejected = request
-            total = self.deps.budget.check(
+            nonlocal measured
+            measured = request
+            return self.deps.budget.check(
                 request,
                 model_window=profile.context_window,
                 max_output_tokens=profile.max_output_tokens,
                 text=text,
             ).total
-            self._rejected = None
-            return total
 
-        return admit(data, preflight)
+        try:
+            return admit(data, preflight)
+        except BudgetExceededError as exc:
+            return Rejection(exc, measured)
 
 
 def _message_index(label: str) -> int | None:

@@ -6,7 +6,8 @@ committed with what it changed. Where a turn starts depends on how the last one 
 (``Start``): a new prompt admits its input; ``replay`` re-sends the dispatched request unchanged;
 ``tools`` runs the calls of a stored response that have no result yet (a response whose commit
 the store refused, since flushed, or calls the user has answered); ``continue`` admits the next
-request after settled results.
+request after settled results. Each step yields its events, then one outcome (``steps``) that
+the loop matches: ask again, finish, pause for an approval, or stop on a refused write.
 
 A response is checked on arrival before it is stored: a tool call without an id gets one, and an
 id that repeats one already in the history is made unique, so every later request pairs each
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, assert_never
 
 from ..boundary import Admission
 from ..errors import ContextOverflowError, MaxStepsExceededError, StoreError
@@ -64,6 +65,7 @@ from .admission import Admitter
 from .deps import SessionDeps
 from .model_call import call_model
 from .parts import SessionParts
+from .steps import STEP_OUTCOMES, StepContinue, StepFinished, StepHeld, StepOutcome, StepPaused
 from .writer import LogWriter
 
 __all__ = [
@@ -108,78 +110,65 @@ class Turn:
     model: Model
     session_id: str
     last_dispatch: Dispatch | None
-    held: bool = False
+    _held: bool = field(default=False, init=False)
+
+    @property
+    def held(self) -> bool:
+        """Whether the turn stopped because the store refused a response whose calls wait."""
+        return self._held
 
     async def run(
         self, promoted: Sequence[LogEntry], start: Start, calls: Sequence[ToolCall] = ()
     ) -> AsyncIterator[Event]:
         """Run from ``start``; ``calls`` are the unanswered calls a ``tools`` start settles."""
-        config = self.deps.config
-        usage = Usage()
         step = 0
-        overflowed = False
+        outcome: StepOutcome = StepContinue(Usage())
         if start == "tools":
-            step = 1
-            approvals: list[ApprovalRequest] = []
-            async for event in self._settle_stored(calls, approvals):
-                yield event
-            if approvals:
-                yield self._paused(step, usage, approvals)
-                return
-            start = "continue"
+            step, start = 1, "continue"
+            # The stored response's calls, offered as its request offered them.
+            offered: Collection[str] = await self.admitter.offered(self.model)
+            async for item in self._settle(step, calls, offered, Usage()):
+                if isinstance(item, STEP_OUTCOMES):
+                    outcome = item
+                else:
+                    yield item
+        overflowed = False
         while True:
+            match outcome:
+                case StepContinue():
+                    usage = outcome.usage
+                case StepFinished() | StepPaused():
+                    yield TurnFinished(outcome.result)
+                    return
+                case StepHeld():
+                    self._held = outcome.calls_wait
+                    self.writer.raise_pending()
+                case _:
+                    assert_never(outcome)
             step += 1
-            if step > config.max_steps:
-                raise MaxStepsExceededError(
-                    f"the prompt reached Config.max_steps={config.max_steps} model calls"
-                )
             request, offered, events = await self._dispatch(promoted, step, start == "replay")
             promoted, start = (), "new"
             for event in events:
                 yield event
-            answers: list[ModelDone] = []
+            done: ModelDone | None = None
             try:
-                async for model_event in self._call(request, answers):
-                    yield model_event
+                async for answer in self._ask(request):
+                    if isinstance(answer, ModelDone):
+                        done = answer
+                    else:
+                        yield answer
             except ContextOverflowError:
                 if overflowed or not await self._make_room():
                     raise
                 overflowed = True
                 step -= 1
                 continue
-            done = answers[-1]
-            usage = _add(usage, done.usage)
-            # Unique against this epoch's calls and every call an approval was asked for in the
-            # session: an earlier answer must never decide a later call that reused its id.
-            used = await self._used_ids() | self.parts.gate.known_call_ids()
-            message = unique_call_ids(done.message, used)
-            refused = refused_calls(done, message)
-            if refused:
-                message = replace(message, tool_calls=tuple(_emptied(message, refused)))
-            async for event in self._respond(step, request, done, message, refused):
-                yield event
-            if not message.tool_calls or done.stop_reason == "max_tokens":
-                # A reply the output limit cut ends the turn: its calls did not run, and
-                # asking again at once would likely be cut the same way.
-                yield TurnFinished(
-                    PromptResult(message.content, step, usage, self.session_id, done.stop_reason)
-                )
-                return
-            approvals = []
-            runnable = [c for c in message.tool_calls if c.id not in refused]
-            async for event in self._settle(step, runnable, offered, approvals):
-                yield event
-            if approvals:
-                yield self._paused(step, usage, approvals)
-                return
-
-    async def _call(self, request: Request, answers: list[ModelDone]) -> AsyncIterator[Event]:
-        """Stream the provider call's events; its final answer goes into ``answers``."""
-        async for event in self._ask(request):
-            if isinstance(event, ModelDone):
-                answers.append(event)
-            else:
-                yield event
+            assert done is not None  # a provider call's last event is its answer
+            async for item in self._answer(step, request, offered, done, usage):
+                if isinstance(item, STEP_OUTCOMES):
+                    outcome = item
+                else:
+                    yield item
 
     async def _make_room(self) -> bool:
         """After a provider's context-overflow error: compact once, if that is allowed."""
@@ -187,24 +176,42 @@ class Turn:
             return False
         return await self.admitter.compact(await self.admitter.sample(), self.model)
 
-    async def _settle_stored(
-        self, calls: Sequence[ToolCall], approvals: list[ApprovalRequest]
-    ) -> AsyncIterator[Event]:
-        """Settle the unanswered calls of a stored response, offered as its request offered."""
-        offered = await self.admitter.offered(self.model)
-        async for event in self._settle(1, calls, offered, approvals):
+    async def _answer(
+        self, step: int, request: Request, offered: Collection[str], done: ModelDone, usage: Usage
+    ) -> AsyncIterator[Event | StepOutcome]:
+        """The rest of a step once the model answered: commit the answer, then run its calls."""
+        usage = _add(usage, done.usage)
+        # Unique against this epoch's calls and every call an approval was asked for in the
+        # session: an earlier answer must never decide a later call that reused its id.
+        used = await self._used_ids() | self.parts.gate.known_call_ids()
+        message = unique_call_ids(done.message, used)
+        refused = refused_calls(done, message)
+        if refused:
+            message = replace(message, tool_calls=tuple(_emptied(message, refused)))
+        async for event in self._respond(step, request, done, message, refused):
             yield event
-
-    def _paused(self, step: int, usage: Usage, approvals: list[ApprovalRequest]) -> TurnFinished:
-        result = PromptResult(
-            "", step, usage, self.session_id, "approval_required", tuple(approvals)
-        )
-        return TurnFinished(result)
+        if self.writer.pending:
+            # Write-ahead: the calls wait until the response is durable (flush, then retry).
+            yield StepHeld(calls_wait=bool(message.tool_calls))
+            return
+        if not message.tool_calls or done.stop_reason == "max_tokens":
+            # A reply the output limit cut ends the turn: its calls did not run, and
+            # asking again at once would likely be cut the same way.
+            yield StepFinished(
+                PromptResult(message.content, step, usage, self.session_id, done.stop_reason)
+            )
+            return
+        runnable = [c for c in message.tool_calls if c.id not in refused]
+        async for item in self._settle(step, runnable, offered, usage):
+            yield item
 
     async def _dispatch(
         self, promoted: Sequence[LogEntry], step: int, replay: bool
     ) -> tuple[Request, Collection[str], list[Event]]:
-        """Admit and commit one request right before the provider call."""
+        """Admit and commit one request right before the provider call (step ``step``)."""
+        limit = self.deps.config.max_steps
+        if step > limit:
+            raise MaxStepsExceededError(f"the prompt reached Config.max_steps={limit} model calls")
         admitted: Admission | None = None
         if replay:
             request = await self.admitter.rebuild(self.model)
@@ -314,24 +321,22 @@ class Turn:
                 yield ToolResultEvent(call.id, call.name, refused[call.id], True)
         if saved:
             yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
-        if self.writer.pending:
-            # Write-ahead: the calls wait until the response is durable (flush, then retry).
-            self.held = bool(message.tool_calls)
-            self.writer.raise_pending()
 
     async def _settle(
         self,
         step: int,
         calls: Sequence[ToolCall],
         offered: Collection[str],
-        approvals: list[ApprovalRequest],
-    ) -> AsyncIterator[Event]:
+        usage: Usage,
+    ) -> AsyncIterator[Event | StepOutcome]:
         """Run each call in order and commit its result; stop at the first one that must wait."""
         for call in calls:
             answer = self.parts.gate.unsaved(call.id)
             if answer is not None:
                 if self.writer.pending:
-                    self.writer.raise_pending()  # the answer must not overtake refused entries
+                    # The answer must not overtake refused entries.
+                    yield StepHeld(calls_wait=False)
+                    return
                 # Durable before the call runs: a decision without a result then means the
                 # call started, and recovery closes it instead of running it twice.
                 await self.writer.append([answer])
@@ -344,8 +349,10 @@ class Turn:
                 request = ApprovalRequest(
                     call.id, call.name, dict(call.arguments), result.request.reason
                 )
-                approvals.append(request)
                 yield ApprovalNeeded(request)
+                yield StepPaused(
+                    PromptResult("", step, usage, self.session_id, "approval_required", (request,))
+                )
                 return
             outcome = result.outcome
             entry = ToolResultEntry(call.id, call.name, outcome.content, outcome.is_error, now())
@@ -354,7 +361,9 @@ class Turn:
             if committed is not None:
                 yield committed
         if self.writer.pending:
-            self.writer.raise_pending()
+            yield StepHeld(calls_wait=False)
+            return
+        yield StepContinue(usage)
 
     async def _commit_step(self, step: int, entries: list[LogEntry]) -> StepCommitted | None:
         saved = await self.writer.commit(entries)
