@@ -21,24 +21,33 @@ def _signature(value: object) -> str:
         return "(...)"
 
 
+def _member(name: str, value: object) -> str | None:
+    """The line of one member: a property, a static or class method, or a method's signature."""
+    if isinstance(value, property):
+        return f"  .{name}: property"
+    if isinstance(value, (staticmethod, classmethod)):
+        return f"  .{name}{_signature(value.__func__)}  [{type(value).__name__}]"
+    if inspect.isfunction(value):
+        kind = "async " if inspect.iscoroutinefunction(value) else ""
+        return f"  .{name}{_signature(value)}  {kind}".rstrip()
+    return None
+
+
 def _members(cls: type) -> Iterator[str]:
     fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
     for name, value in sorted(vars(cls).items()):
-        if name.startswith("_") or name in fields:
-            continue
-        if isinstance(value, property):
-            yield f"  .{name}: property"
-        elif isinstance(value, (staticmethod, classmethod)):
-            yield f"  .{name}{_signature(value.__func__)}  [{type(value).__name__}]"
-        elif inspect.isfunction(value):
-            kind = "async " if inspect.iscoroutinefunction(value) else ""
-            yield f"  .{name}{_signature(value)}  {kind}".rstrip()
+        line = None if name.startswith("_") or name in fields else _member(name, value)
+        if line is not None:
+            yield line
+    # A member a base of the package gives is pinned as fully as the class's own, with where it
+    # comes from: moving a method into a mixin changes that mark, never its pinned signature.
     for base in cls.__mro__[1:]:
         if base.__module__.startswith("agentsession"):
             for name, value in sorted(vars(base).items()):
                 public = not name.startswith("_") and name not in vars(cls)
                 if public and (callable(value) or isinstance(value, property)):
-                    yield f"  .{name} (from {base.__name__})"
+                    line = _member(name, value) or f"  .{name}"
+                    yield f"{line} (from {base.__name__})"
 
 
 def surface() -> list[str]:

@@ -7,7 +7,9 @@ cancelled — so the same object always takes the next prompt. ``retry()`` re-se
 step only when the rebuilt request is the one that was dispatched; otherwise it says what changed.
 
 No storage logic lives here: the ``LogWriter`` knows what is durable and pending, ``recovery``
-how an unfinished step is closed, ``SessionParts`` the gate, tools and context sources.
+how an unfinished step is closed, ``SessionParts`` the gate, tools and context sources. The
+preset and the answers to waiting calls are mixed in from ``engine/approvals``, money from
+``engine/costs``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ._deprecated import DeprecatedSessionNames
 from .engine.admission import Admitter
+from .engine.approvals import SessionApprovals
 from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
@@ -30,11 +33,10 @@ from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
 from .engine.titles import Naming, clean_title
-from .engine.turn import Start, Turn, approval_of, waiting_calls
+from .engine.turn import Start, Turn
 from .engine.writer import LogWriter
 from .errors import SessionBusyError, UsageError
 from .events import (
-    ApprovalRequest,
     Event,
     PromptResult,
     StepCommitted,
@@ -44,7 +46,6 @@ from .events import (
 )
 from .hygiene import prompt_content
 from .log import (
-    ApprovalDecided,
     LogEntry,
     ModelSwitched,
     Record,
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 
-class Session(DeprecatedSessionNames, SessionCosts):
+class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(
@@ -140,11 +141,6 @@ class Session(DeprecatedSessionNames, SessionCosts):
         """How many entries the store refused and ``flush()`` has yet to write."""
         return len(self._writer.pending)
 
-    @property
-    def permission_preset(self) -> str:
-        """The name of the permission preset in effect."""
-        return self._parts.gate.preset.name
-
     def system_prompt_checkpoints(self) -> list[SystemPromptCheckpoint]:
         """The system-context record of each dispatched request that changed it (copies)."""
         return copy.deepcopy(self._writer.checkpoints)
@@ -155,11 +151,6 @@ class Session(DeprecatedSessionNames, SessionCosts):
         found = self._parts.runtime_contexts(turns, pending=self._guard.busy)
         found.extend(e for e in self._writer.pending if isinstance(e, RuntimeContextSnapshot))
         return copy.deepcopy(found)
-
-    def pending_approvals(self) -> list[ApprovalRequest]:
-        """Tool calls waiting for the user's approval, oldest first."""
-        waiting = self._parts.gate.waiting()
-        return [approval_of(r, waiting_calls(self._writer.transcript, waiting)) for r in waiting]
 
     async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
         """Raw log records in ``[start, end)`` (for inspection and export)."""
@@ -304,36 +295,6 @@ class Session(DeprecatedSessionNames, SessionCosts):
                 await self._writer.append([ModelSwitched(model.name, previous, now())])
                 self._admitter.epoch_reason = "model_switch"
             self._model = model
-
-    def set_permission_preset(self, name: str) -> None:
-        """Switch the permission preset while idle; the next request tells the model.
-
-        One ``permission_changed`` entry per effective change is committed with the next
-        admission; setting the preset in effect changes nothing.
-        """
-        self._guard.check_idle()
-        self._parts.gate.set(name)
-
-    async def approve(self, call_id: str, *, always: bool = False) -> None:
-        """Approve a waiting tool call (``always``: this tool for the rest of the session).
-
-        ``retry()`` then runs it; the answer is stored right before the call runs, so a
-        restart before ``retry()`` asks again rather than guess whether the call started.
-        """
-        await self._answer(call_id, approved=True, always=always, note="")
-
-    async def deny(self, call_id: str, note: str = "") -> None:
-        """Deny a waiting tool call; after ``retry()`` the model reads that the user denied it."""
-        await self._answer(call_id, approved=False, always=False, note=note)
-
-    async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
-        await self._guard.settle_dropped()
-        if self._guard.busy:
-            raise SessionBusyError(f"session {self.id} is running a turn")
-        await self._lease.hold()
-        if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
-            raise UsageError(f"no tool call {call_id!r} is waiting for approval")
-        self._parts.gate.answer(ApprovalDecided(call_id, approved, always, note, now()))
 
     # -- management ---------------------------------------------------------------------------
 

@@ -5,33 +5,22 @@ that talk to a model render through the invocation's ``Output`` (terminal, pipe,
 and answer the calls the preset asks about through one ``Approver``: ``--yes`` approves, a
 terminal asks, and otherwise nobody can be asked and the call is denied. ``run`` answers calls
 an earlier run left waiting before its prompt, then sets ``--preset`` (a preset cannot change
-while a call waits). The inspection commands print what ``session.inspect()`` returns: the
-annotated next request (``context``), the exact wire JSON of a request (``request``) and the
-HTML report (``report``). Session management and ``skills`` are in ``manage``.
+while a call waits). The inspection commands (``context``, ``request``, ``report``) are in
+``inspecting``, session management and ``skills`` in ``manage``, ``cost`` in ``cost``; the
+``COMMANDS`` table here gathers every command of the command line.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.text import Text
 
-from .._files import write_private
 from ..codec import encode
-from ..engine.imports import valid_session_id
 from ..errors import AgentSessionError, UsageError
-from ..hygiene import prompt_content, visible_json, visible_line
-from ..inspection.report import IndexEntry, render_index, render_report
-from ..inspection.views import Inspection, past_context
-from ..providers import lower
-from ..providers.base import Model, ModelProfile
-from ..providers.profiles import FORMATS, default_profile
-from ..request import Request
+from ..hygiene import prompt_content, visible_line
 from ..runtime import Runtime, SupportsAclose
 from ..session import Session
 from ..store.base import Store
@@ -41,15 +30,15 @@ from .chat import Chat, Driver
 from .chatview import outcome_marks
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
 from .cost import COST_COMMANDS
+from .inspecting import context, report, request
 from .invocation import (
     Invocation,
     history_path,
     message_counts,
-    version,
 )
 from .manage import MANAGEMENT
 from .overview import info, models
-from .screens import print_context, print_sessions
+from .screens import print_sessions
 from .serve import serve
 
 __all__ = ["COMMANDS", "prompt_text"]
@@ -287,157 +276,6 @@ async def show(inv: Invocation) -> int:
         return 0
     finally:
         await store.close()
-
-
-async def _inspected(inv: Invocation, session_id: str) -> tuple[Runtime, Session, Inspection]:
-    store = inv.store("read")
-    runtime: Runtime | None = None
-    try:
-        runtime, session = await inv.open(store, session_id, read_only=True)
-        return runtime, session, await session.inspect()
-    except BaseException:
-        await _close(runtime, store)
-        raise
-
-
-async def context(inv: Invocation) -> int:
-    """``context``: the next request (or ``--step N``) annotated part by part."""
-    runtime, session, inspection = await _inspected(inv, inv.args.id)
-    try:
-        step = inv.args.step
-        if step is not None:
-            records = await session.log()
-            view = past_context(inspection, step, records, runtime.token_counter)
-            heading = f"Request {step} of session {session.id}, rebuilt from the log"
-        elif inspection.next_request is None:
-            raise UsageError(f"cannot preview the next request: {inspection.next_error}")
-        else:
-            view = inspection.next_request
-            heading = f"The next request of session {session.id} (nothing is admitted)"
-        if isinstance(inv.output, JsonOutput):
-            inv.output.emit("context", **encode(view))
-        else:
-            rich = isinstance(inv.output, RichOutput)
-            print_context(view, heading, full=inv.args.full, rich=rich)
-        return 0
-    finally:
-        await runtime.close()
-
-
-async def request(inv: Invocation) -> int:
-    """``request``: the exact JSON a request is sent as, in one wire format."""
-    runtime, session, inspection = await _inspected(inv, inv.args.id)
-    try:
-        step = inv.args.step
-        if step is not None:
-            if not 1 <= step <= len(inspection.requests):
-                raise UsageError(
-                    f"there is no dispatched request {step}: the session has"
-                    f" {len(inspection.requests)}"
-                )
-            found = inspection.requests[step - 1]
-            if not found.exact:
-                raise UsageError(
-                    f"request {step} cannot be rebuilt byte for byte here: {found.mismatch}"
-                )
-            neutral, model_name = found.request, found.model
-        elif inspection.next_request is None:
-            raise UsageError(f"cannot preview the next request: {inspection.next_error}")
-        else:
-            neutral, model_name = inspection.next_request.request, session.model.name
-        chosen, body = _wire(inv, neutral, inv.args.format, model_name)
-        if isinstance(inv.output, JsonOutput):  # one object per line, like every --json output
-            inv.output.emit("request", format=chosen, step=step, body=body)
-        else:
-            print(visible_json(json.dumps(body, indent=2, ensure_ascii=False)))
-        return 0
-    finally:
-        await runtime.close()
-
-
-def _wire(
-    inv: Invocation, request: Request, fmt: str | None, model_name: str
-) -> tuple[str, object]:
-    """The wire format chosen and ``request`` in it (``neutral``: the package's own form)."""
-    profile: ModelProfile | None = None
-    model: Model | None = None
-    try:
-        model = inv.resolve(model_name)
-        profile = model.profile
-    except UsageError:
-        profile = None  # a model the command line cannot call: the format's own profile
-    chosen = fmt or (profile.wire_format if profile and profile.wire_format in FORMATS else None)
-    if chosen is None:
-        raise UsageError(
-            f"model {model_name!r} has no wire format of its own: pick one with --format"
-            f" ({', '.join((*FORMATS, 'neutral'))})"
-        )
-    if chosen == "neutral":
-        return chosen, {k: v for k, v in encode(request).items() if k != "sources"}
-    if profile is None or profile.wire_format != chosen:
-        return chosen, lower(request, chosen, profile=default_profile(chosen))
-    name = getattr(model, "model", None) or model_name.partition(":")[2].rpartition("#")[2]
-    return chosen, lower(request, chosen, profile=profile, model=name)
-
-
-async def report(inv: Invocation) -> int:
-    """``report``: the HTML report of one session, or ``--all`` with an index page."""
-    args = inv.args
-    if args.all == bool(args.id):
-        raise UsageError("give a session id, or --all for every session")
-    stamp = datetime.now(UTC).isoformat()
-    if args.id:
-        runtime, _, inspection = await _inspected(inv, args.id)
-        await runtime.close()
-        stem = report_name(inspection.session_id).removesuffix(".html")[:12]
-        target = Path(args.output or f"agentsession-{stem}.html")
-        _write(target, render_report(inspection, generated=stamp, version=version()))
-        _wrote(inv, f"wrote {target}", [target])
-        return 0
-    folder = Path(args.output or "agentsession-reports")
-    store = inv.store("read")
-    try:
-        entries = []
-        for found in await store.list_sessions():
-            # Runtimes made for reading share the store and never open a model client.
-            _, session = await inv.open(store, found.id, read_only=True)
-            inspection = await session.inspect()
-            name = report_name(found.id)
-            _write(folder / name, render_report(inspection, generated=stamp, version=version()))
-            entries.append(IndexEntry.of(inspection, name))
-        _write(folder / "index.html", render_index(entries, generated=stamp, version=version()))
-        paths = [folder / "index.html", *(folder / e.href for e in entries)]
-        _wrote(inv, f"wrote {folder / 'index.html'} and {len(entries)} session reports", paths)
-        return 0
-    finally:
-        await store.close()
-
-
-def report_name(session_id: str) -> str:
-    """The file name of a session's report in ``report --all``: always inside its folder.
-
-    An id the package could have created names its file; any other (a store written by an
-    older version, a hostile import) is named by its digest, never by ``../`` or ``/``.
-    """
-    if valid_session_id(session_id):
-        return f"{session_id}.html"
-    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"session-{digest[:24]}.html"
-
-
-def _wrote(inv: Invocation, text: str, paths: list[Path]) -> None:
-    """Say what a command wrote: a note, or with ``--json`` a ``wrote`` object."""
-    if isinstance(inv.output, JsonOutput):
-        inv.output.emit("wrote", paths=[str(p) for p in paths])
-    else:
-        inv.output.note(text)
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        write_private(path, text.encode("utf-8"))  # a report holds the whole transcript
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {

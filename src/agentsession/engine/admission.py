@@ -52,8 +52,9 @@ from ..projection import project
 from ..providers.base import Model, complete
 from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
+from .epoch_view import EpochView
 from .parts import SessionParts
-from .writer import EpochView, LogWriter
+from .writer import LogWriter
 
 __all__ = ["Admitter", "Samples"]
 

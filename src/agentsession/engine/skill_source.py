@@ -4,7 +4,8 @@ A ``SkillSource`` is the session's context source for skills (``parts.ContextSou
 the skill set found at the last user prompt, so nothing a tool continuation does re-reads the
 disk: the ``core.skills.catalog`` text and the ``load_skill`` enum change only when a prompt
 starts (``start_prompt``), which also reads explicitly selected skills (``skills=[…]``,
-``$name``) into one ``RuntimeContextSnapshot`` promoted right after the user entry.
+``$name``) into one ``RuntimeContextSnapshot`` promoted right after the user entry. What a
+prompt adopts (catalog text, ``load_skill``) and how a preview shows it is ``skill_adoption``.
 
 Loaded skills follow the LRU of ``skills.LoadedSkills`` (at most ``Config.max_loaded_skills``).
 Each is its own component ``core.skills.loaded.<name>`` — a load sends that skill's instructions
@@ -28,11 +29,8 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..budget import default_counter
 from ..config import Config
@@ -61,8 +59,6 @@ from ..skills import (
     SkillText,
     StoreWrite,
     context_changed,
-    load_skill_spec,
-    render_catalog,
     render_skill_block,
     select_skills,
     selection_snapshot,
@@ -72,9 +68,10 @@ from ..tools import Tool, ToolOutcome, validate_arguments
 from ..tools.context import ToolContext
 from .deps import SessionDeps
 from .parts import SourceFactory
+from .skill_adoption import Adopted, adoption, previewed, previewing
 from .toolbox import Ran
 
-__all__ = ["LOADED_PREFIX", "SkillSource", "catalog_budget", "skill_source_factory"]
+__all__ = ["LOADED_PREFIX", "SkillSource", "skill_source_factory"]
 
 _log = logging.getLogger("agentsession.skills")
 
@@ -82,38 +79,11 @@ _log = logging.getLogger("agentsession.skills")
 LOADED_PREFIX = "core.skills.loaded."
 
 
-def catalog_budget(config: Config) -> int:
-    """The catalog's token budget: 5% of the context window, at most 4,000 tokens."""
-    return min(4_000, config.context_window // 20)
-
-
 def _removal(name: str) -> str:
     return (
         f"Skill {name} is unloaded: its instructions no longer apply and its tools are no longer"
         " available (its earlier results stay in the conversation)."
     )
-
-
-def _not_direct(**_: Any) -> str:
-    raise UsageError("load_skill runs inside a session")
-
-
-def _load_tool(names: Sequence[str], max_loaded: int) -> Tool:
-    spec = load_skill_spec(names, max_loaded=max_loaded)
-    return Tool(spec.name, spec.description, spec.parameters, fn=_not_direct)
-
-
-@dataclass(frozen=True)
-class _Adopted:
-    """The skill set a prompt found, with the catalog text and ``load_skill`` tool it gives."""
-
-    skills: SkillSet
-    catalog: str = ""
-    load_tool: Tool | None = None
-
-
-#: A preview's own skill set, seen only by the task that previews (never by a running turn).
-_PREVIEW: ContextVar[tuple[SkillSource, _Adopted] | None] = ContextVar("preview", default=None)
 
 
 class SkillSource:
@@ -125,7 +95,7 @@ class SkillSource:
         self._library = library
         self._config = config
         self._counter = default_counter()  # never calibrated: the catalog stays deterministic
-        self._adopted = _Adopted(SkillSet())
+        self._adopted = Adopted(SkillSet())
         self._held: dict[str, Skill] = {}  # the skill each loaded skill was loaded from
         self._loaded: dict[str, SkillLoaded] = {}
         self._order: list[str] = []  # loaded skills in load order: the order of their tools
@@ -175,22 +145,14 @@ class SkillSource:
         """Take ``found`` as the skill set until the next prompt: catalog and enum follow it."""
         self._adopted = self._adoption(found)
 
-    def _adoption(self, found: SkillSet) -> _Adopted:
-        budget = catalog_budget(self._config)
-        catalog = render_catalog(found.skills, budget=budget, counter=self._counter)
-        names = found.names()
-        tool = self._adopted.load_tool
-        if not names:
-            tool = None
-        elif tool is None or tool.parameters["properties"]["name"]["enum"] != list(names):
-            tool = _load_tool(names, self._config.max_loaded_skills)
-        return _Adopted(found, catalog, tool)
+    def _adoption(self, found: SkillSet) -> Adopted:
+        return adoption(found, self._config, self._counter, self._adopted)
 
     @property
-    def _now(self) -> _Adopted:
+    def _now(self) -> Adopted:
         """The adopted skill set, or the one a preview in this task found."""
-        preview = _PREVIEW.get()
-        return preview[1] if preview is not None and preview[0] is self else self._adopted
+        preview = previewed(self)
+        return preview if preview is not None else self._adopted
 
     @property
     def available(self) -> SkillSet:
@@ -415,15 +377,7 @@ class SkillSource:
         """
         found = await asyncio.to_thread(self._library.discover)
         selection = self._selection(found, content, skills, user_turn)
-        return selection, self._previewing(self._adoption(found))
-
-    @contextlib.contextmanager
-    def _previewing(self, adopted: _Adopted) -> Iterator[None]:
-        token = _PREVIEW.set((self, adopted))
-        try:
-            yield
-        finally:
-            _PREVIEW.reset(token)
+        return selection, previewing(self, self._adoption(found))
 
     def _selection(
         self,

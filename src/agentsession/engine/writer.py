@@ -9,10 +9,10 @@ without calling the model or the tools again. A conflicting writer is not a refu
 The writer also keeps the derived views the session serves without reading the store: the user
 transcript and the ``SystemPromptCheckpoint`` records, appended as entries become durable; and it
 reads what the next request needs (``epoch_view``: the current epoch and the entries its model
-view reads, from where that view starts) in time proportional to the window, through the store's
-kind index — once, and on a local store in one worker-thread call: afterwards the view is kept
-in memory and extended with every record this writer commits, so a step reads nothing back and
-each entry is decoded once.
+view reads, from where that view starts; the view itself lives in ``engine/epoch_view``) in time
+proportional to the window, through the store's kind index — once, and on a local store in one
+worker-thread call: afterwards the view is kept in memory and extended with every record this
+writer commits, so a step reads nothing back and each entry is decoded once.
 
 After a cancelled or failed write it cannot know whether the store committed (a connection lost
 during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views
@@ -27,14 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NoReturn
 
 from ..errors import AgentSessionError, ConflictError, StoreError
 from ..ledger import Ledger
 from ..log import (
     TRANSCRIPT_KINDS,
-    ContextEpoch,
     Dispatch,
     LogEntry,
     Record,
@@ -44,27 +42,14 @@ from ..log import (
 from ..log.commits import commit_end
 from ..projection import VIEW_KINDS, to_message
 from ..request import Message
-from ..store.base import FindsNow, Store, finds_now
+from ..store.base import Store, finds_now
 from ..transcript import Transcript
+from .epoch_view import CachedView, EpochView, epoch_of, view_rows_now, view_start
 
-__all__ = ["EpochView", "LogWriter"]
+__all__ = ["LogWriter"]
 
 #: How many entries ``commit_end`` reads at a time (an admission is a handful).
 _PAGE = 64
-
-
-@dataclass(frozen=True)
-class EpochView:
-    """The current epoch (``None`` before the first request) and the log its model view reads.
-
-    ``records`` run from the first seq the view needs to the end of the log: the entries of the
-    kinds the model view reads (``VIEW_KINDS``), and every entry this writer committed since it
-    read them; ``dispatched`` says whether a request of this epoch was sent already.
-    """
-
-    epoch: ContextEpoch | None
-    records: list[Record]
-    dispatched: bool
 
 
 class LogWriter:
@@ -94,7 +79,7 @@ class LogWriter:
             self._checkpoints = checkpoints
         self._pending: list[LogEntry] = []
         self._pending_error: StoreError | None = None
-        self._view: _CachedView | None = None
+        self._view: CachedView | None = None
         self._last_dispatch: int | None = None
         self._dispatch: Dispatch | None = None
         self._dispatch_known = False
@@ -290,7 +275,7 @@ class LogWriter:
         view = self._view
         return EpochView(view.epoch, list(view.records), view.dispatched)
 
-    async def _load_view(self) -> _CachedView:
+    async def _load_view(self) -> CachedView:
         """Read the newest epoch, the view's kinds from its start, and the last dispatch's seq.
 
         A store that reads synchronously does it in one worker-thread call; dispatch records,
@@ -301,11 +286,11 @@ class LogWriter:
         finder = finds_now(store)
         if finder is not None:
             found, records, dispatch = await asyncio.to_thread(
-                _view_rows_now, finder, session_id, self._next_seq, self._dispatch_known
+                view_rows_now, finder, session_id, self._next_seq, self._dispatch_known
             )
         else:
             found = await store.last(session_id, ["epoch"])
-            start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
+            start = 0 if found is None else view_start(epoch_of(found), found.seq)
             records = await store.read(session_id, start, self._next_seq, kinds=VIEW_KINDS)
             dispatch = None
             if found is not None and not self._dispatch_known:
@@ -315,9 +300,9 @@ class LogWriter:
             self._last_dispatch, self._dispatch = dispatch.seq, _dispatch_of(dispatch)
             self._dispatch_known = True
         if found is None:
-            return _CachedView(None, -1, records, False, self._next_seq)
+            return CachedView(None, -1, records, False, self._next_seq)
         dispatched = known is not None and known > found.seq
-        return _CachedView(_epoch_of(found), found.seq, records, dispatched, self._next_seq)
+        return CachedView(epoch_of(found), found.seq, records, dispatched, self._next_seq)
 
     async def last_dispatch(self) -> Dispatch | None:
         """The session's last dispatch record (read once, then kept as records are committed)."""
@@ -388,55 +373,6 @@ class LogWriter:
                 self._new_checkpoints.append(record.entry)
 
 
-@dataclass(frozen=True)
-class _CachedView:
-    """The epoch view this writer keeps between steps (``epoch_seq`` -1: no epoch yet).
-
-    ``records`` hold the ``VIEW_KINDS`` entries read from the store and, from ``complete_from``
-    on, every entry this writer committed.
-    """
-
-    epoch: ContextEpoch | None
-    epoch_seq: int
-    records: list[Record]
-    dispatched: bool
-    complete_from: int
-
-    def extended(self, record: Record) -> _CachedView | None:
-        """The view with ``record`` appended; ``None`` when it must be read afresh."""
-        entry = record.entry
-        if isinstance(entry, ContextEpoch):
-            start = _view_start(entry, record.seq)
-            kept = [r for r in self.records if r.seq >= start]
-            if self.records and start < self.records[0].seq:
-                return None  # the new epoch's view reaches further back than what is kept
-            return _CachedView(entry, record.seq, [*kept, record], False, self.complete_from)
-        dispatched = self.dispatched or (isinstance(entry, Dispatch) and self.epoch is not None)
-        self.records.append(record)
-        return _CachedView(self.epoch, self.epoch_seq, self.records, dispatched, self.complete_from)
-
-
-def _view_rows_now(
-    store: FindsNow, session_id: str, end: int, dispatch_known: bool
-) -> tuple[Record | None, list[Record], Record | None]:
-    """The newest epoch, its view's ``VIEW_KINDS`` records up to ``end``, the last dispatch.
-
-    The dispatch is looked up only when there is an epoch and the writer does not know it.
-    """
-    found = store.last_now(session_id, ["epoch"])
-    start = 0 if found is None else _view_start(_epoch_of(found), found.seq)
-    records = store.read_now(session_id, start, end, VIEW_KINDS)
-    dispatch = None
-    if found is not None and not dispatch_known:
-        dispatch = store.last_now(session_id, ["dispatch"])
-    return found, records, dispatch
-
-
-def _epoch_of(record: Record) -> ContextEpoch:
-    assert isinstance(record.entry, ContextEpoch)
-    return record.entry
-
-
 def _dispatch_of(record: Record) -> Dispatch:
     assert isinstance(record.entry, Dispatch)
     return record.entry
@@ -450,11 +386,3 @@ def _common_prefix(records: Sequence[Record], entries: Sequence[LogEntry]) -> in
             break
         count += 1
     return count
-
-
-def _view_start(epoch: ContextEpoch, seq: int) -> int:
-    """The first seq the model view of ``epoch`` (stored at ``seq``) reads."""
-    start = min(epoch.history_start, seq)
-    if epoch.summary_seq is not None:
-        start = min(start, epoch.summary_seq)
-    return start

@@ -1,0 +1,77 @@
+"""A session's say over its tool calls: the permission preset and the answers to waiting calls.
+
+``SessionApprovals`` is a part of ``Session`` (mixed in, like ``SessionCosts``) so the session
+module stays about turns. The preset changes only while idle and the next admission tells the
+model; an answer to a waiting call is held by the gate and stored right before the call runs, so
+a restart before ``retry()`` asks again rather than guess whether the call started.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import SessionBusyError, UsageError
+from ..events import ApprovalRequest
+from ..log import ApprovalDecided, now
+from .guard import Guard
+from .leases import LeaseKeeper
+from .parts import SessionParts
+from .turn import approval_of, waiting_calls
+from .writer import LogWriter
+
+__all__ = ["SessionApprovals"]
+
+
+class SessionApprovals:
+    """The permission preset and the approvals of a ``Session``."""
+
+    _guard: Guard
+    _lease: LeaseKeeper
+    _parts: SessionParts
+    _writer: LogWriter
+
+    if TYPE_CHECKING:
+
+        @property
+        def id(self) -> str:
+            """The session id (``Session.id``)."""
+
+    @property
+    def permission_preset(self) -> str:
+        """The name of the permission preset in effect."""
+        return self._parts.gate.preset.name
+
+    def set_permission_preset(self, name: str) -> None:
+        """Switch the permission preset while idle; the next request tells the model.
+
+        One ``permission_changed`` entry per effective change is committed with the next
+        admission; setting the preset in effect changes nothing.
+        """
+        self._guard.check_idle()
+        self._parts.gate.set(name)
+
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        """Tool calls waiting for the user's approval, oldest first."""
+        waiting = self._parts.gate.waiting()
+        return [approval_of(r, waiting_calls(self._writer.transcript, waiting)) for r in waiting]
+
+    async def approve(self, call_id: str, *, always: bool = False) -> None:
+        """Approve a waiting tool call (``always``: this tool for the rest of the session).
+
+        ``retry()`` then runs it; the answer is stored right before the call runs, so a
+        restart before ``retry()`` asks again rather than guess whether the call started.
+        """
+        await self._answer(call_id, approved=True, always=always, note="")
+
+    async def deny(self, call_id: str, note: str = "") -> None:
+        """Deny a waiting tool call; after ``retry()`` the model reads that the user denied it."""
+        await self._answer(call_id, approved=False, always=False, note=note)
+
+    async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
+        await self._guard.settle_dropped()
+        if self._guard.busy:
+            raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._lease.hold()
+        if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
+            raise UsageError(f"no tool call {call_id!r} is waiting for approval")
+        self._parts.gate.answer(ApprovalDecided(call_id, approved, always, note, now()))

@@ -1,0 +1,91 @@
+"""The epoch view: the current epoch and the log records its model view reads.
+
+A request is rebuilt from the newest ``ContextEpoch`` and the entries of the kinds the model view
+reads (``VIEW_KINDS``) from where that view starts (``view_start``: the epoch's history start or
+its summary, whichever is earlier). The ``LogWriter`` reads it once through the store's kind index
+— in time proportional to the window, not the log — and keeps it as a ``CachedView`` that each
+committed record extends (``CachedView.extended``), so a step reads nothing back. A new epoch whose
+view reaches further back than what is kept drops the cache, and the next step reads it afresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..log import ContextEpoch, Dispatch, Record
+from ..projection import VIEW_KINDS
+from ..store.base import FindsNow
+
+__all__ = ["CachedView", "EpochView", "epoch_of", "view_rows_now", "view_start"]
+
+
+@dataclass(frozen=True)
+class EpochView:
+    """The current epoch (``None`` before the first request) and the log its model view reads.
+
+    ``records`` run from the first seq the view needs to the end of the log: the entries of the
+    kinds the model view reads (``VIEW_KINDS``), and every entry this writer committed since it
+    read them; ``dispatched`` says whether a request of this epoch was sent already.
+    """
+
+    epoch: ContextEpoch | None
+    records: list[Record]
+    dispatched: bool
+
+
+@dataclass(frozen=True)
+class CachedView:
+    """The epoch view this writer keeps between steps (``epoch_seq`` -1: no epoch yet).
+
+    ``records`` hold the ``VIEW_KINDS`` entries read from the store and, from ``complete_from``
+    on, every entry this writer committed.
+    """
+
+    epoch: ContextEpoch | None
+    epoch_seq: int
+    records: list[Record]
+    dispatched: bool
+    complete_from: int
+
+    def extended(self, record: Record) -> CachedView | None:
+        """The view with ``record`` appended; ``None`` when it must be read afresh."""
+        entry = record.entry
+        if isinstance(entry, ContextEpoch):
+            start = view_start(entry, record.seq)
+            kept = [r for r in self.records if r.seq >= start]
+            if self.records and start < self.records[0].seq:
+                return None  # the new epoch's view reaches further back than what is kept
+            return CachedView(entry, record.seq, [*kept, record], False, self.complete_from)
+        dispatched = self.dispatched or (isinstance(entry, Dispatch) and self.epoch is not None)
+        self.records.append(record)
+        return CachedView(self.epoch, self.epoch_seq, self.records, dispatched, self.complete_from)
+
+
+def view_rows_now(
+    store: FindsNow, session_id: str, end: int, dispatch_known: bool
+) -> tuple[Record | None, list[Record], Record | None]:
+    """The newest epoch, its view's ``VIEW_KINDS`` records up to ``end``, the last dispatch.
+
+    The dispatch is looked up only when there is an epoch and the writer does not know it.
+    """
+    found = store.last_now(session_id, ["epoch"])
+    start = 0 if found is None else view_start(epoch_of(found), found.seq)
+    records = store.read_now(session_id, start, end, VIEW_KINDS)
+    dispatch = None
+    if found is not None and not dispatch_known:
+        dispatch = store.last_now(session_id, ["dispatch"])
+    return found, records, dispatch
+
+
+def epoch_of(record: Record) -> ContextEpoch:
+    """The epoch a record of kind ``epoch`` holds."""
+    assert isinstance(record.entry, ContextEpoch)
+    return record.entry
+
+
+def view_start(epoch: ContextEpoch, seq: int) -> int:
+    """The first seq the model view of ``epoch`` (stored at ``seq``) reads."""
+    start = min(epoch.history_start, seq)
+    if epoch.summary_seq is not None:
+        start = min(start, epoch.summary_seq)
+    return start
