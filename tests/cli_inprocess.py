@@ -35,6 +35,9 @@ def _environment(cwd: Path, env: dict[str, str]) -> Iterator[None]:
     saved_handlers, saved_level = list(root.handlers), root.level
     for name in (*_UNSET, *VENDOR_KEYS):
         os.environ.pop(name, None)
+    # A pipe has no size: argparse and rich fall back to 80 columns in a process of its own,
+    # but here they would measure the terminal pytest runs in (with ``-s``).
+    os.environ.setdefault("COLUMNS", "80")
     os.environ.update(env)
     os.chdir(cwd)
     try:
