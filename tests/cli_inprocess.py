@@ -2,8 +2,9 @@
 standard input and output — much faster than a new interpreter, for tests where a real process
 does not matter.
 
-Standard input and output are byte buffers under UTF-8 text layers, as they are in a process
-whose streams are pipes: not terminals, with ``.buffer`` for the commands that copy bytes.
+Standard input and output are files under UTF-8 text layers, as they are in a process whose
+streams are pipes: not terminals, with ``.buffer`` for the commands that copy bytes and a
+descriptor for the children that inherit them.
 Everything the command line changes in the process — the environment, the working folder, the
 standard streams, the root logger's handlers and level — is put back when it returns.
 """
@@ -15,10 +16,12 @@ import io
 import logging
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from agentsession.cli import main
 
@@ -50,9 +53,19 @@ def _environment(cwd: Path, env: dict[str, str]) -> Iterator[None]:
         root.setLevel(saved_level)
 
 
-def _pipe(raw: io.BytesIO, errors: str = "strict") -> io.TextIOWrapper:
+def _stream(
+    raw: BinaryIO, errors: str = "strict", line_buffering: bool = False
+) -> io.TextIOWrapper:
     # As Python opens a pipe with PYTHONIOENCODING=utf-8: no newline translation on write.
-    return io.TextIOWrapper(raw, encoding="utf-8", errors=errors, newline="\n")
+    return io.TextIOWrapper(
+        raw, encoding="utf-8", errors=errors, newline="\n", line_buffering=line_buffering
+    )
+
+
+def _read(stream: io.TextIOWrapper, raw: BinaryIO) -> str:
+    stream.flush()
+    raw.seek(0)
+    return raw.read().decode("utf-8")
 
 
 def _main(args: tuple[str, ...]) -> int:
@@ -91,19 +104,26 @@ def _main_off_the_loop(args: tuple[str, ...]) -> int:
 def _invoke(
     cwd: Path, args: tuple[str, ...], stdin: str, env: dict[str, str]
 ) -> tuple[int, str, str]:
-    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
-    out, err = _pipe(out_bytes), _pipe(err_bytes, errors="backslashreplace")
-    given = _pipe(io.BytesIO(stdin.encode("utf-8")))
-    saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin, sys.stdout, sys.stderr = given, out, err
-    try:
-        with _environment(cwd, env):
-            code = _main_off_the_loop(args)
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved
-    out.flush()
-    err.flush()
-    return code, out_bytes.getvalue().decode("utf-8"), err_bytes.getvalue().decode("utf-8")
+    # Files, not memory: a child the command line starts (an MCP server) inherits standard
+    # error by its descriptor, as from a process whose streams are pipes.
+    with (
+        tempfile.TemporaryFile() as raw_out,
+        tempfile.TemporaryFile() as raw_err,
+        _stream(tempfile.TemporaryFile()) as given,
+        _stream(raw_out) as out,
+        _stream(raw_err, "backslashreplace", line_buffering=True) as err,
+    ):
+        given.write(stdin)
+        given.flush()
+        given.seek(0)
+        saved = sys.stdin, sys.stdout, sys.stderr
+        sys.stdin, sys.stdout, sys.stderr = given, out, err
+        try:
+            with _environment(cwd, env):
+                code = _main_off_the_loop(args)
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = saved
+        return code, _read(out, raw_out), _read(err, raw_err)
 
 
 def run_cli(cwd: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None) -> Outcome:
