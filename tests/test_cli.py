@@ -1,7 +1,12 @@
-"""The command line in real processes: run, sessions, show, chat, and one-line errors."""
+"""The command line: run, sessions, show, chat, and one-line errors.
+
+Most run in this process (``cli_here``); the console script, ``python -m``, ``show`` from a new
+process and the offline demo run in real ones, where a process of its own is the point.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import sqlite3
@@ -15,6 +20,7 @@ import agentsession as ags
 from agentsession.cli.console import print_transcript
 
 from .cli_helpers import TIMEOUT, assert_clean_error, cli, session_id_of
+from .cli_inprocess import cli_here
 
 
 async def stored_transcript(db: Path, session_id: str, cwd: Path) -> tuple[ags.Session, str]:
@@ -61,13 +67,13 @@ def test_run_prints_the_turn_and_names_the_demo_model(
 
 
 def test_sessions_lists_the_session_with_its_title(tmp_path: Path, db: Path) -> None:
-    first = cli(tmp_path, "--db", str(db), "run", "the first little question")
-    second = cli(tmp_path, "--db", str(db), "run", "another one")
+    first = cli_here(tmp_path, "--db", str(db), "run", "the first little question")
+    second = cli_here(tmp_path, "--db", str(db), "run", "another one")
     assert first.code == second.code == 0
     ids = [session_id_of(first), session_id_of(second)]
-    cli(tmp_path, "--db", str(db), "run", "--session", ids[0], "and a follow-up")
+    cli_here(tmp_path, "--db", str(db), "run", "--session", ids[0], "and a follow-up")
 
-    listing = cli(tmp_path, "--db", str(db), "sessions")
+    listing = cli_here(tmp_path, "--db", str(db), "sessions")
     assert listing.code == 0, listing.err
     lines = listing.out.splitlines()
     assert len(lines) == 2
@@ -85,19 +91,19 @@ def test_sessions_lists_the_session_with_its_title(tmp_path: Path, db: Path) -> 
 
 def test_read_only_commands_never_create_a_database(tmp_path: Path) -> None:
     missing = tmp_path / "nothing-here.db"
-    listing = cli(tmp_path, "--db", str(missing), "sessions")
+    listing = cli_here(tmp_path, "--db", str(missing), "sessions")
     assert listing.code == 0 and listing.out == ""
     assert f"no sessions yet (no database at {missing})" in listing.err
     for command in (["show", "x"], ["context", "x"], ["request", "x"], ["report", "x"]):
-        result = cli(tmp_path, "--db", str(missing), *command)
+        result = cli_here(tmp_path, "--db", str(missing), *command)
         assert_clean_error(result, "no session database at", str(missing))
-    info = cli(tmp_path, "--db", str(missing), "info")
+    info = cli_here(tmp_path, "--db", str(missing), "info")
     assert info.code == 0 and "not created yet" in info.out
     assert not missing.exists()
 
 
 async def test_show_in_a_new_process_prints_the_stored_transcript(tmp_path: Path, db: Path) -> None:
-    run = cli(tmp_path, "--db", str(db), "run", "how long is this")
+    run = cli_here(tmp_path, "--db", str(db), "run", "how long is this")
     assert run.code == 0, run.err
     session_id = session_id_of(run)
 
@@ -117,9 +123,9 @@ async def test_show_in_a_new_process_prints_the_stored_transcript(tmp_path: Path
 
 
 async def test_run_with_session_continues_it(tmp_path: Path, db: Path) -> None:
-    first = cli(tmp_path, "--db", str(db), "run", "one two")
+    first = cli_here(tmp_path, "--db", str(db), "run", "one two")
     session_id = session_id_of(first)
-    again = cli(tmp_path, "--db", str(db), "run", "--session", session_id, "three four five")
+    again = cli_here(tmp_path, "--db", str(db), "run", "--session", session_id, "three four five")
     assert again.code == 0, again.err
     assert session_id_of(again) == session_id
     assert "← count_words: 3" in again.err
@@ -129,14 +135,16 @@ async def test_run_with_session_continues_it(tmp_path: Path, db: Path) -> None:
     users = [m.content for m in session.messages if m.role == "user"]
     assert users == ["one two", "three four five"]
     assert len(session.messages) == 8
-    listing = cli(tmp_path, "--db", str(db), "sessions")
+    listing = cli_here(tmp_path, "--db", str(db), "sessions")
     assert len(listing.out.splitlines()) == 1
-    show = cli(tmp_path, "--db", str(db), "show", session_id)
+    show = cli_here(tmp_path, "--db", str(db), "show", session_id)
     assert show.out == f"# {session.title}\n{transcript}"
 
 
-async def test_chat_reads_lines_until_end_of_input(tmp_path: Path, db: Path) -> None:
-    chat = cli(tmp_path, "--db", str(db), "chat", stdin="alpha beta\n\ngamma delta epsilon\n")
+def test_chat_reads_lines_until_end_of_input(tmp_path: Path, db: Path) -> None:
+    # Not async: a chat turn takes Ctrl-C through the loop's signal handler, which only the
+    # main thread may set, so the CLI's own loop runs here and the library's after it.
+    chat = cli_here(tmp_path, "--db", str(db), "chat", stdin="alpha beta\n\ngamma delta epsilon\n")
     assert chat.code == 0, chat.err
     assert "Traceback" not in chat.err
     assert chat.out.splitlines() == [
@@ -146,16 +154,16 @@ async def test_chat_reads_lines_until_end_of_input(tmp_path: Path, db: Path) -> 
     session_id = session_id_of(chat)
     assert f"resume with: agentsession chat --session {session_id}" in chat.err
 
-    session, _ = await stored_transcript(db, session_id, tmp_path)
+    session, _ = asyncio.run(stored_transcript(db, session_id, tmp_path))
     users = [m.content for m in session.messages if m.role == "user"]
     assert users == ["alpha beta", "gamma delta epsilon"]  # the empty line was skipped
     assert [m.role for m in session.messages].count("tool") == 2
 
-    more = cli(
+    more = cli_here(
         tmp_path, "--db", str(db), "chat", "--session", session_id, stdin="zeta\n/quit\nignored\n"
     )
     assert more.code == 0, more.err
-    session, _ = await stored_transcript(db, session_id, tmp_path)
+    session, _ = asyncio.run(stored_transcript(db, session_id, tmp_path))
     users = [m.content for m in session.messages if m.role == "user"]
     assert users == ["alpha beta", "gamma delta epsilon", "zeta"]  # /quit ends the chat
 
@@ -165,11 +173,11 @@ async def test_chat_reads_lines_until_end_of_input(tmp_path: Path, db: Path) -> 
 
 @pytest.mark.parametrize("command", ["show", "run"])
 def test_unknown_session_id(tmp_path: Path, db: Path, command: str) -> None:
-    cli(tmp_path, "--db", str(db), "run", "make the database exist")
+    cli_here(tmp_path, "--db", str(db), "run", "make the database exist")
     if command == "show":
-        result = cli(tmp_path, "--db", str(db), "show", "no-such-session")
+        result = cli_here(tmp_path, "--db", str(db), "show", "no-such-session")
     else:
-        result = cli(tmp_path, "--db", str(db), "run", "--session", "no-such-session", "hi")
+        result = cli_here(tmp_path, "--db", str(db), "run", "--session", "no-such-session", "hi")
     assert_clean_error(result, "no-such-session")
     assert result.out == ""
 
@@ -179,7 +187,7 @@ def test_db_file_that_is_not_sqlite(tmp_path: Path, command: list[str]) -> None:
     garbage = tmp_path / "garbage.db"
     data = bytes(range(256)) * 64
     garbage.write_bytes(data)
-    result = cli(tmp_path, "--db", str(garbage), *command)
+    result = cli_here(tmp_path, "--db", str(garbage), *command)
     assert_clean_error(result, str(garbage), "not a database")
     assert garbage.read_bytes() == data  # left as it was
 
@@ -188,7 +196,7 @@ def test_db_file_that_is_not_sqlite(tmp_path: Path, command: list[str]) -> None:
 def test_db_path_that_is_a_directory(tmp_path: Path, command: list[str]) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
-    result = cli(tmp_path, "--db", str(folder), *command)
+    result = cli_here(tmp_path, "--db", str(folder), *command)
     assert_clean_error(result, str(folder), "directory")
     assert list(folder.iterdir()) == []
 
@@ -211,29 +219,29 @@ def insert_row(db: Path, session_id: str, kind: str, data: str) -> int:
 
 
 def test_show_with_a_corrupt_entry_row(tmp_path: Path, db: Path) -> None:
-    session_id = session_id_of(cli(tmp_path, "--db", str(db), "run", "fine so far"))
+    session_id = session_id_of(cli_here(tmp_path, "--db", str(db), "run", "fine so far"))
     seq = insert_row(db, session_id, "user", '{"content": "broken')
-    result = cli(tmp_path, "--db", str(db), "show", session_id)
+    result = cli_here(tmp_path, "--db", str(db), "show", session_id)
     assert_clean_error(result, "not valid JSON", session_id, f"seq {seq}")
 
 
 def test_continuing_past_an_unknown_entry_kind(tmp_path: Path, db: Path) -> None:
-    session_id = session_id_of(cli(tmp_path, "--db", str(db), "run", "fine so far"))
+    session_id = session_id_of(cli_here(tmp_path, "--db", str(db), "run", "fine so far"))
     seq = insert_row(db, session_id, "from_the_future", "{}")
-    result = cli(tmp_path, "--db", str(db), "run", "--session", session_id, "and now?")
+    result = cli_here(tmp_path, "--db", str(db), "run", "--session", session_id, "and now?")
     assert_clean_error(result, "unknown entry kind 'from_the_future'", f"seq {seq}")
 
 
 def test_unknown_model_prefix(tmp_path: Path, db: Path) -> None:
-    result = cli(tmp_path, "--db", str(db), "--model", "nope:x", "run", "hi")
+    result = cli_here(tmp_path, "--db", str(db), "--model", "nope:x", "run", "hi")
     assert_clean_error(result, "nope")
     assert not any("scripted demo model" in line for line in result.err_lines)
 
 
 def test_options_may_follow_the_command(tmp_path: Path, db: Path) -> None:
-    run = cli(tmp_path, "run", "--db", str(db), "after the command")
+    run = cli_here(tmp_path, "run", "--db", str(db), "after the command")
     assert run.code == 0, run.err
-    listing = cli(tmp_path, "sessions", "--db", str(db))
+    listing = cli_here(tmp_path, "sessions", "--db", str(db))
     assert listing.out.split()[0] == session_id_of(run)
     assert listing.out.rstrip().endswith("after the command")
 
@@ -267,12 +275,12 @@ def test_offline_demo_runs_and_shows_from_a_new_process(tmp_path: Path) -> None:
 
 def test_a_refused_first_prompt_leaves_no_empty_session(tmp_path: Path, db: Path) -> None:
     # Not valid Unicode (a terminal that is not UTF-8): refused before a session is made.
-    broken = cli(tmp_path, "--db", str(db), "run", "caf\udce9")
+    broken = cli_here(tmp_path, "--db", str(db), "run", "caf\udce9")
     assert_clean_error(broken, "not valid Unicode")
     # Refused by the budget after the session was made: the empty session goes again.
-    tight = cli(tmp_path, "--db", str(db), "run", "--context-window", "50", "hi")
+    tight = cli_here(tmp_path, "--db", str(db), "run", "--context-window", "50", "hi")
     assert_clean_error(tight, "tokens")
-    assert cli(tmp_path, "--db", str(db), "sessions").out.strip() in ("", "no sessions yet")
-    later = cli(tmp_path, "--db", str(db), "run", "one two")
+    assert cli_here(tmp_path, "--db", str(db), "sessions").out.strip() in ("", "no sessions yet")
+    later = cli_here(tmp_path, "--db", str(db), "run", "one two")
     assert later.code == 0, later.err
-    assert len(cli(tmp_path, "--db", str(db), "sessions").out.splitlines()) == 1
+    assert len(cli_here(tmp_path, "--db", str(db), "sessions").out.splitlines()) == 1

@@ -1,5 +1,6 @@
-"""The command line as a coding agent, in real processes: tools under a preset, approvals without
-a terminal, calls left waiting by an earlier run, skills and MCP servers.
+"""The command line as a coding agent, in this process: tools under a preset, approvals without
+a terminal, calls left waiting by an earlier run, skills and MCP servers (in processes of
+their own, as always).
 
 The model is scripted over loopback (``cli_model``): the CLI talks to it as to any local
 OpenAI-compatible server, and every request it sent is recorded there.
@@ -18,7 +19,8 @@ import agentsession as ags
 from agentsession.cli.approvals import NO_TERMINAL
 from agentsession.log import ApprovalDecided, PermissionChanged, Record
 
-from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of
+from .cli_helpers import Outcome, assert_clean_error, session_id_of
+from .cli_inprocess import cli_here
 from .cli_model import ScriptedServer, serve, text, tool_results
 
 BUILTIN = ["read_file", "write_file", "list_files", "run_command"]
@@ -35,7 +37,7 @@ def db(tmp_path: Path) -> Path:
 
 
 def agent(tmp_path: Path, db: Path, model: ScriptedServer, *args: str) -> Outcome:
-    result = cli(tmp_path, "--db", str(db), "--model", model.model, *args)
+    result = cli_here(tmp_path, "--db", str(db), "--model", model.model, *args)
     assert "Traceback" not in result.err, result.err
     return result
 
@@ -226,7 +228,7 @@ def test_skills_lists_the_catalog_and_one_line_per_broken_skill(tmp_path: Path) 
     extra = tmp_path / "more"
     other = write_skill(extra, "triage", "Sort incoming issues.", "Label them.")
 
-    listed = cli(tmp_path, "skills", "--project", str(project), "--skills-dir", str(extra))
+    listed = cli_here(tmp_path, "skills", "--project", str(project), "--skills-dir", str(extra))
     assert listed.code == 0, listed.err
     lines = listed.out.splitlines()
     assert lines[:2] == [
@@ -239,13 +241,13 @@ def test_skills_lists_the_catalog_and_one_line_per_broken_skill(tmp_path: Path) 
         assert sum(name in line for line in problems) == 1, (name, problems)
     assert all(line.startswith("error: ") for line in problems)
 
-    as_json = cli(tmp_path, "--json", "skills", "--project", str(project))
+    as_json = cli_here(tmp_path, "--json", "skills", "--project", str(project))
     assert as_json.code == 0, as_json.err
     objects = [json.loads(line) for line in as_json.out.splitlines()]
     assert [o["name"] for o in objects if o["kind"] == "skill"] == ["release-notes"]
     assert sum(o["kind"] == "skill_diagnostic" for o in objects) == len(broken)
 
-    missing = cli(tmp_path, "skills", "--project", str(tmp_path / "nowhere"))
+    missing = cli_here(tmp_path, "skills", "--project", str(tmp_path / "nowhere"))
     assert_clean_error(missing, "no project folder at")
 
 
@@ -268,23 +270,23 @@ def test_a_selected_skill_reaches_the_model_and_an_unknown_one_creates_nothing(
     user = [m for m in model.agent_requests[-1]["messages"] if m["role"] == "user"][-1]
     assert '<skill name="tidy"' in text(user)
 
-    sessions_before = cli(tmp_path, "--db", str(db), "sessions").out
+    sessions_before = cli_here(tmp_path, "--db", str(db), "sessions").out
     unknown = agent(tmp_path, db, model, "run", "--skill", "nope", "go")
     assert_clean_error(unknown, "unknown skill 'nope'", "tidy")
-    assert cli(tmp_path, "--db", str(db), "sessions").out == sessions_before
+    assert cli_here(tmp_path, "--db", str(db), "sessions").out == sessions_before
 
 
 def test_a_malformed_mcp_file_is_one_line_naming_it(tmp_path: Path, db: Path) -> None:
     config = tmp_path / "servers.json"
     config.write_text('{"mcpServers": {"lab": {"command": ', "utf-8")
-    flag = cli(tmp_path, "--db", str(db), "run", "--mcp-config", str(config), "hi")
+    flag = cli_here(tmp_path, "--db", str(db), "run", "--mcp-config", str(config), "hi")
     assert_clean_error(flag, str(config), "not valid JSON")
     assert not db.exists()
 
     project = tmp_path / "project"
     project.mkdir()
     (project / ".mcp.json").write_text('{"mcpServers": {"lab": {"type": "carrier-pigeon"}}}')
-    own = cli(project, "--db", str(db), "run", "--trust", "hi")
+    own = cli_here(project, "--db", str(db), "run", "--trust", "hi")
     assert_clean_error(own, str(project / ".mcp.json"), "carrier-pigeon")
     assert not db.exists()
 
@@ -295,7 +297,7 @@ def test_a_server_that_answers_garbage_is_one_warning_line_not_a_traceback(
     pytest.importorskip("mcp")
     # `echo` prints its arguments and exits: the SDK logs the unparsable line with a traceback.
     (tmp_path / ".mcp.json").write_text('{"mcpServers": {"echoer": {"command": "echo"}}}')
-    result = cli(tmp_path, "--db", str(db), "run", "--trust", "hi")
+    result = cli_here(tmp_path, "--db", str(db), "run", "--trust", "hi")
     assert result.code == 0, result.err
     assert "Traceback" not in result.err
     down = [line for line in result.err_lines if "MCP server 'echoer'" in line]
@@ -327,11 +329,15 @@ def test_a_piped_chat_reports_each_failure_and_exits_non_zero(
 ) -> None:
     # No scripted reply: the provider call fails; an unknown preset fails too. The chat goes on.
     stdin = "hello\n/preset bogus\n"
-    piped = cli(tmp_path, "--db", str(db), "--model", model.model, "--json", "chat", stdin=stdin)
+    piped = cli_here(
+        tmp_path, "--db", str(db), "--model", model.model, "--json", "chat", stdin=stdin
+    )
     assert piped.code == 1, piped.err
     objects = [json.loads(line) for line in piped.out.splitlines()]
     errors = [o["message"] for o in objects if o["kind"] == "error"]
     assert len(errors) == 2 and "bogus" in errors[1]
-    quiet = cli(tmp_path, "--db", str(db), "--model", model.model, "-q", "chat", stdin="again\n")
+    quiet = cli_here(
+        tmp_path, "--db", str(db), "--model", model.model, "-q", "chat", stdin="again\n"
+    )
     assert quiet.code == 1
     assert [line for line in quiet.err_lines if line.startswith("error: ")]

@@ -1,9 +1,12 @@
-"""The command line's options and inspection commands, each in a real process on a real file."""
+"""The command line's options and inspection commands, on a real file.
+
+They run in this process (``cli_here``); ``--version`` runs in a real one: the installed
+console script names the installed version.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,8 @@ from agentsession.log import Dispatch, ModelSwitched, Record
 from agentsession.providers.profiles import default_profile
 from agentsession.request import Request, digest
 
-from .cli_helpers import VENDOR_KEYS, Outcome, assert_clean_error, cli, session_id_of
+from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of
+from .cli_inprocess import cli_here
 
 REPLY = "(scripted demo model) `count_words` returned **{}**."
 
@@ -26,7 +30,7 @@ def db(tmp_path: Path) -> Path:
 
 
 def run(tmp_path: Path, db: Path, *args: str, stdin: str = "") -> Outcome:
-    result = cli(tmp_path, "--db", str(db), *args, stdin=stdin)
+    result = cli_here(tmp_path, "--db", str(db), *args, stdin=stdin)
     assert "Traceback" not in result.err, result.err
     return result
 
@@ -41,11 +45,11 @@ async def stored(db: Path, session_id: str, tmp_path: Path) -> list[Record]:
 def test_version_and_help(tmp_path: Path) -> None:
     version = cli(tmp_path, "--version")
     assert version.code == 0 and version.out.strip() == f"agentsession {ags.__version__}"
-    helped = cli(tmp_path, "request", "--help")
+    helped = cli_here(tmp_path, "request", "--help")
     assert helped.code == 0
     for text in ("--format", "--step", "anthropic-messages", "rebuilt from the log", "ID"):
         assert text in helped.out
-    bad = cli(tmp_path, "context")
+    bad = cli_here(tmp_path, "context")
     assert bad.code == 2 and bad.err_lines == [
         "error: the following arguments are required: ID (see: agentsession context --help)"
     ]
@@ -127,7 +131,7 @@ def test_context_window_too_small_is_one_line(tmp_path: Path, db: Path) -> None:
 
 def test_debug_shows_the_traceback(tmp_path: Path, db: Path) -> None:
     run(tmp_path, db, "run", "make a database")
-    result = cli(tmp_path, "--db", str(db), "--debug", "show", "nope")
+    result = cli_here(tmp_path, "--db", str(db), "--debug", "show", "nope")
     assert result.code == 1
     assert "Traceback" in result.err
     assert result.err_lines[-1] == "error: no session with id 'nope'"
@@ -157,22 +161,7 @@ async def test_a_session_continues_with_the_model_it_used(tmp_path: Path, db: Pa
 
 
 def cli_env(tmp_path: Path, db: Path, env: dict[str, str], *args: str) -> Outcome:
-    import subprocess
-    import sys
-
-    dropped = ("AGENTSESSION_MODEL", *VENDOR_KEYS)
-    own = {"XDG_CONFIG_HOME": str(tmp_path / ".config")}
-    full = {k: v for k, v in os.environ.items() if k not in dropped} | own | env
-    done = subprocess.run(
-        [sys.executable, "-m", "agentsession", "--db", str(db), *args],
-        cwd=tmp_path,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return Outcome(done.returncode, done.stdout, done.stderr)
+    return cli_here(tmp_path, "--db", str(db), *args, env=env)
 
 
 async def test_retry_resends_the_failed_step(tmp_path: Path, db: Path) -> None:

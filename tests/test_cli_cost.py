@@ -2,18 +2,19 @@
 
 The session is made in this process with the scripted model under a priced model's name and a
 profile that reports usage (its figures are then taken as the provider's); the commands run in
-real processes on the same SQLite file.
+this process on the same SQLite file.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import agentsession as ags
 from agentsession.ledger import cost_lines
 
-from .cli_helpers import cli
+from .cli_inprocess import cli_here
 
 PRICED = "anthropic:claude-opus-4-8"
 
@@ -37,14 +38,15 @@ async def priced_session(tmp_path: Path, db: Path) -> ags.CostSummary:
         return session.cost()
 
 
-async def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
+def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
+    # Not async: the chat below sets a signal handler for Ctrl-C, which only the main thread may.
     db = tmp_path / "s.db"
-    summary = await priced_session(tmp_path, db)
+    summary = asyncio.run(priced_session(tmp_path, db))
     session_id = (tmp_path / "id").read_text()
     assert summary.total_usd is not None and summary.total_usd > 0
     total = f"${summary.total_usd:,.4f}"
 
-    as_json = cli(tmp_path, "--db", str(db), "cost", session_id, "--json")
+    as_json = cli_here(tmp_path, "--db", str(db), "cost", session_id, "--json")
     assert as_json.code == 0, as_json.err
     (row,) = [json.loads(line) for line in as_json.out.splitlines()]
     assert row["id"] == session_id
@@ -53,21 +55,21 @@ async def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
     assert row["requests"] == 2 and row["estimated"] == 0
     assert row["by_model"][PRICED]["input_tokens"] == summary.by_model[PRICED].input_tokens
 
-    text = cli(tmp_path, "--db", str(db), "cost", session_id)
+    text = cli_here(tmp_path, "--db", str(db), "cost", session_id)
     assert text.code == 0, text.err
     for line in cost_lines(summary):
         assert line in text.out
 
-    every = cli(tmp_path, "--db", str(db), "cost", "--all")
+    every = cli_here(tmp_path, "--db", str(db), "cost", "--all")
     assert every.code == 0, every.err
     assert f"all 1 sessions: {total}" in every.out
 
     out = tmp_path / "report.html"
-    report = cli(tmp_path, "--db", str(db), "report", session_id, "-o", str(out))
+    report = cli_here(tmp_path, "--db", str(db), "report", session_id, "-o", str(out))
     assert report.code == 0, report.err
     assert f"id='cost-total'>{total}<" in out.read_text(encoding="utf-8")
 
-    chat = cli(
+    chat = cli_here(
         tmp_path,
         "--db",
         str(db),
@@ -84,9 +86,9 @@ async def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
 
 def test_cost_needs_an_id_or_all(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    assert cli(tmp_path, "--db", str(db), "run", "a b").code == 0
-    both = cli(tmp_path, "--db", str(db), "cost")
+    assert cli_here(tmp_path, "--db", str(db), "run", "a b").code == 0
+    both = cli_here(tmp_path, "--db", str(db), "cost")
     assert both.code == 1 and "needs a session ID or --all" in both.err
-    unpriced = cli(tmp_path, "--db", str(db), "cost", "--all")
+    unpriced = cli_here(tmp_path, "--db", str(db), "cost", "--all")
     assert unpriced.code == 0, unpriced.err
     assert "no price" in unpriced.out

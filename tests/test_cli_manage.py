@@ -1,4 +1,4 @@
-"""Managing sessions from the command line, in real processes on real databases: export and
+"""Managing sessions from the command line, in this process on real databases: export and
 import (also through PostgreSQL), rename, fork, delete, and reading that never creates anything.
 """
 
@@ -14,14 +14,15 @@ import pytest
 import agentsession as ags
 from agentsession.log import AssistantEntry, Record
 
-from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of
+from .cli_helpers import Outcome, assert_clean_error, session_id_of
+from .cli_inprocess import cli_here
 from .store import pg
 
 REPLY = "(scripted demo model) `count_words` returned **{}**."
 
 
 def on(tmp_path: Path, db: Path | str, *args: str, **kw: str) -> Outcome:
-    result = cli(tmp_path, "--db", str(db), *args, stdin=kw.get("stdin", ""))
+    result = cli_here(tmp_path, "--db", str(db), *args, stdin=kw.get("stdin", ""))
     assert "Traceback" not in result.err, result.err
     return result
 
@@ -136,12 +137,12 @@ def test_reading_commands_create_neither_a_database_nor_its_folder(tmp_path: Pat
 def test_the_database_from_the_environment(tmp_path: Path) -> None:
     db = tmp_path / "from-env.db"
     env = {"AGENTSESSION_DB": str(db)}
-    made = cli(tmp_path, "run", "one two", env=env)
+    made = cli_here(tmp_path, "run", "one two", env=env)
     assert made.code == 0, made.err
     assert db.is_file()
-    listed = cli(tmp_path, "sessions", env=env)
+    listed = cli_here(tmp_path, "sessions", env=env)
     assert listed.out.startswith(session_id_of(made))
-    info = cli(tmp_path, "info", env=env)
+    info = cli_here(tmp_path, "info", env=env)
     assert f"{db} (exists)" in info.out
 
 
@@ -165,7 +166,7 @@ def test_a_postgresql_url_wherever_a_database_is_named(tmp_path: Path, pg_url: s
     listed = on(tmp_path, pg_url, "sessions")
     assert listed.code == 0, listed.err
     assert listed.out.startswith(session_id) and "  2 user   4 assistant   2 tool" in listed.out
-    from_env = cli(tmp_path, "sessions", env={"AGENTSESSION_DB": pg_url})
+    from_env = cli_here(tmp_path, "sessions", env={"AGENTSESSION_DB": pg_url})
     assert from_env.out == listed.out
 
     # PostgreSQL → SQLite → PostgreSQL (as a copy) gives the same file every time.

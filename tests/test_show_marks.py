@@ -9,7 +9,7 @@ import pytest
 
 import agentsession as ags
 
-from .cli_helpers import cli
+from .cli_inprocess import cli_here
 
 
 @ags.tool
@@ -41,7 +41,7 @@ async def test_show_marks_cancelled_and_failed_turns(tmp_path: Path) -> None:
     finally:
         await runtime.close()
 
-    shown = cli(tmp_path, "show", session.id, "--db", str(db))
+    shown = cli_here(tmp_path, "show", session.id, "--db", str(db))
     assert shown.code == 0, shown.err
     lines = shown.out.splitlines()
     first = lines.index("user: first, cancelled")
@@ -50,6 +50,6 @@ async def test_show_marks_cancelled_and_failed_turns(tmp_path: Path) -> None:
     assert lines[second + 1].startswith("  ✗ this turn failed: no answer was stored")
     assert lines[second + 2] == "user: third" and lines[-1] == "assistant: fine"
 
-    as_json = cli(tmp_path, "--json", "show", session.id, "--db", str(db))
+    as_json = cli_here(tmp_path, "--json", "show", session.id, "--db", str(db))
     marks = [json.loads(line) for line in as_json.out.splitlines() if '"turn_mark"' in line]
     assert len(marks) == 2
