@@ -55,8 +55,9 @@ def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
     assert row["requests"] == 2 and row["estimated"] == 0
     assert row["by_model"][PRICED]["input_tokens"] == summary.by_model[PRICED].input_tokens
 
-    text = cli_here(tmp_path, "--db", str(db), "cost", session_id)
+    text = cli_here(tmp_path, "--db", str(db), "cost", session_id[:8])  # a prefix, as everywhere
     assert text.code == 0, text.err
+    assert f"session {session_id}" in text.out
     for line in cost_lines(summary):
         assert line in text.out
 

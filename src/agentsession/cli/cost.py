@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ..errors import UsageError
+from ..hygiene import visible_line
 from ..ledger import LEDGER_KINDS, CostSummary, Ledger, cost_fields, cost_lines, summarize
 from ..store.base import Store
+from .addressing import find_session
 from .console import JsonOutput
 from .invocation import Invocation
 
@@ -35,7 +37,10 @@ async def cost(inv: Invocation) -> int:
         return 0
     store = inv.store("read")
     try:
-        ids = [s.id for s in await store.list_sessions()] if args.all else [args.id]
+        if args.all:
+            ids = [s.id for s in await store.list_sessions()]
+        else:  # a unique prefix names a session, as everywhere else
+            ids = [(await find_session(store, args.id)).id]
         summaries = [(sid, await stored_cost(store, sid)) for sid in ids]
     finally:
         await store.close()
@@ -44,7 +49,7 @@ async def cost(inv: Invocation) -> int:
             inv.output.emit("cost", id=sid, **cost_fields(summary))
         return 0
     for sid, summary in summaries:
-        print(f"session {sid}")
+        print(f"session {visible_line(sid)}")
         for line in cost_lines(summary):
             print(f"  {line}")
     if args.all and summaries:
