@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from provider_fakes import LocalServer, Reply, sse
-from vendor_replies import KEYS, chat_chunk
+from provider_fakes import LocalServer, Reply
+from vendor_replies import KEYS, anthropic_text_stream, chat_chunk
 
 import agentsession as ags
 from agentsession.errors import RequestValidationError
@@ -207,7 +207,7 @@ async def test_a_switch_to_anthropic_maps_another_servers_call_ids(
         assert (await session.prompt("1+2?")).text == "3"
         await session.switch_model(claude)
         for turn in range(2):  # every later prompt still goes through
-            server.reply(Reply(sse=_anthropic_text(f"answer {turn}")))
+            server.reply(Reply(sse=anthropic_text_stream(f"answer {turn}")))
             assert (await session.prompt(f"again {turn}")).text == f"answer {turn}"
         sent = [r.json for r in server.requests if r.path == "/v1/messages"]
         assert len(sent) == 2 and sent[0]["messages"][:3] == sent[1]["messages"][:3]
@@ -223,45 +223,3 @@ async def test_a_switch_to_anthropic_maps_another_servers_call_ids(
         await runtime.close()
         await local.aclose()
         await claude.aclose()
-
-
-def _anthropic_text(text: str) -> list[str]:
-    start: dict[str, Any] = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-opus-4-8",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 1},
-    }
-    return [
-        sse({"type": "message_start", "message": start}, "message_start"),
-        sse(
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-            "content_block_start",
-        ),
-        sse(
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": text},
-            },
-            "content_block_delta",
-        ),
-        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-        sse(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 2},
-            },
-            "message_delta",
-        ),
-        sse({"type": "message_stop"}, "message_stop"),
-    ]

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from provider_fakes import LocalServer, Reply, serve, sse
-from vendor_replies import KEYS, chat_chunk, gem_chunk
+from vendor_replies import KEYS, anthropic_text_stream, chat_chunk, gem_chunk
 
 import agentsession as ags
 from agentsession.log import AssistantEntry, ToolResultEntry
@@ -175,39 +175,7 @@ def text_reply(fmt: str, text: str) -> list[str]:
                 )
             ]
         case "anthropic":
-            start: dict[str, Any] = {
-                "id": "msg_2",
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-opus-4-8",
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 10, "output_tokens": 1},
-            }
-            block = {"type": "text", "text": ""}
-            delta = {"type": "text_delta", "text": text}
-            return [
-                sse({"type": "message_start", "message": start}, "message_start"),
-                sse(
-                    {"type": "content_block_start", "index": 0, "content_block": block},
-                    "content_block_start",
-                ),
-                sse(
-                    {"type": "content_block_delta", "index": 0, "delta": delta},
-                    "content_block_delta",
-                ),
-                sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-                sse(
-                    {
-                        "type": "message_delta",
-                        "delta": {"stop_reason": "end_turn"},
-                        "usage": {"output_tokens": 2},
-                    },
-                    "message_delta",
-                ),
-                sse({"type": "message_stop"}, "message_stop"),
-            ]
+            return anthropic_text_stream(text, "msg_2")
         case _:
             return [gem_chunk([{"text": text}], None, "STOP")]
 

@@ -283,6 +283,40 @@ GEMINI_FULL: dict[str, Any] = {
 }
 
 
+def anthropic_text_stream(text: str, message_id: str = "msg_1") -> list[str]:
+    """A whole Anthropic stream of one text block ``text``, ending with ``end_turn``."""
+    start: dict[str, Any] = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-opus-4-8",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }
+    block = {"type": "text", "text": ""}
+    delta = {"type": "text_delta", "text": text}
+    return [
+        sse({"type": "message_start", "message": start}, "message_start"),
+        sse(
+            {"type": "content_block_start", "index": 0, "content_block": block},
+            "content_block_start",
+        ),
+        sse({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"),
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 2},
+            },
+            "message_delta",
+        ),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+
+
 def gem_chunk(
     parts: list[dict[str, Any]], usage: dict[str, Any] | None = None, finish: str | None = None
 ) -> str:
