@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.log import ContextEpoch
+from agentsession.providers.base import ModelProfile
+from agentsession.providers.cache_policy import cache_lifetime
+from agentsession.providers.profiles import profile_for
 from agentsession.request import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 from agentsession.window import message_count, select_window
 
@@ -91,15 +94,17 @@ def test_config_defaults_to_the_policy_and_keeps_explicit_steps() -> None:
         ags.Config(window_step=0)
 
 
-async def epochs_after(tmp_path: Path, gap: timedelta) -> list[ContextEpoch]:
+async def epochs_after(
+    tmp_path: Path, gap: timedelta, profile: ModelProfile | None = None, ttl: str = "auto"
+) -> list[ContextEpoch]:
     moment = [datetime(2026, 1, 1, 9, 0).astimezone()]
-    model = ags.ScriptedModel(lambda request: "ok")
+    model = ags.ScriptedModel(lambda request: "ok", profile=profile)
     runtime = ags.Runtime(
         store=ags.MemoryStore(),
         model=model,
         project_dir=tmp_path,
         clock=lambda: moment[0],
-        config=ags.Config(max_transcript_messages=10, titles=False, environment=()),
+        config=ags.Config(max_transcript_messages=10, titles=False, environment=(), cache_ttl=ttl),
     )
     async with runtime:
         session = await runtime.create_session()
@@ -114,5 +119,43 @@ async def epochs_after(tmp_path: Path, gap: timedelta) -> list[ContextEpoch]:
 async def test_a_session_moves_its_window_when_the_cache_went_cold(tmp_path: Path) -> None:
     warm = await epochs_after(tmp_path, timedelta(seconds=30))
     cold = await epochs_after(tmp_path, timedelta(minutes=10))
+    assert [e.reason for e in warm] == ["start"]
+    assert [e.reason for e in cold] == ["start", "window"]
+
+
+SHAPES = {
+    "openai-chat explicit": profile_for("openai", "gpt-5.6-terra", wire_format="openai-chat"),
+    "openai-responses explicit": profile_for("openai", "gpt-5.6-terra"),
+    "openai-chat in-memory": profile_for("openai", "gpt-4.1", wire_format="openai-chat"),
+    "anthropic": profile_for("anthropic", "claude-opus-4-8"),
+}
+
+
+def test_every_shape_knows_how_long_its_cache_lives() -> None:
+    assert cache_lifetime(SHAPES["openai-chat explicit"], "5m") == 1800.0
+    assert cache_lifetime(SHAPES["openai-responses explicit"], "1h") == 1800.0
+    assert cache_lifetime(SHAPES["openai-chat in-memory"], "5m") == 600.0
+    assert cache_lifetime(SHAPES["anthropic"], "5m") == 300.0
+    assert cache_lifetime(SHAPES["anthropic"], "1h") == 3600.0
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+async def test_the_window_moves_once_the_shapes_own_cache_lifetime_has_passed(
+    tmp_path: Path, shape: str
+) -> None:
+    profile = SHAPES[shape]
+    lifetime = cache_lifetime(profile, "5m")
+    warm = await epochs_after(tmp_path, timedelta(seconds=lifetime - 60), profile)
+    cold = await epochs_after(tmp_path, timedelta(seconds=lifetime + 60), profile)
+    assert [e.reason for e in warm] == ["start"]
+    assert [e.reason for e in cold] == ["start", "window"]
+
+
+async def test_anthropics_long_lifetime_keeps_the_window_while_the_hour_lasts(
+    tmp_path: Path,
+) -> None:
+    profile = SHAPES["anthropic"]
+    warm = await epochs_after(tmp_path, timedelta(minutes=50), profile, ttl="1h")
+    cold = await epochs_after(tmp_path, timedelta(minutes=61), profile, ttl="1h")
     assert [e.reason for e in warm] == ["start"]
     assert [e.reason for e in cold] == ["start", "window"]

@@ -51,7 +51,7 @@ from ..log import (
 )
 from ..providers.base import Model, ModelDone, provider_failure
 from ..providers.cache_controls import CacheControls, cache_key_for
-from ..providers.cache_policy import LONG_TTL, SHORT_TTL, choose_ttl
+from ..providers.cache_policy import cache_lifetime, choose_ttl
 from ..request import (
     AssistantMessage,
     Message,
@@ -274,7 +274,7 @@ class Turn:
             previous = entry.response_id if isinstance(entry, AssistantEntry) else ""
             ledger.stored_response_id = previous
         ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio())
-        ledger.ttl_seconds = LONG_TTL if ttl == "1h" else SHORT_TTL
+        ledger.ttl_seconds = cache_lifetime(self.model.profile, ttl)
         return CacheControls(
             key=cache_key_for(self.session_id),
             ttl=ttl,

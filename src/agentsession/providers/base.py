@@ -79,7 +79,11 @@ class ModelProfile:
     model that does not know them gets none of their fields): ``cache_key`` a per-session
     ``prompt_cache_key``; ``cache_breakpoints`` OpenAI's explicit ``prompt_cache_breakpoint``;
     ``cache_ttl`` a choice of cache lifetime (Anthropic ``ttl: "1h"``); ``cache_diagnostics``
-    the provider's own cache diagnosis against the previous response.
+    the provider's own cache diagnosis against the previous response. ``cache_lifetime``:
+    seconds an unused cached prefix is documented to live at the provider with the default
+    lifetime (OpenAI's explicit breakpoints 30 min, its in-memory retention 5 to 10 min,
+    Anthropic's default 5 min; a chosen ``cache_ttl`` replaces it per request): past it the
+    cache is cold, so the window may advance for free.
     """
 
     provider: str = ""
@@ -99,6 +103,7 @@ class ModelProfile:
     cache_breakpoints: bool = False
     cache_ttl: bool = False
     cache_diagnostics: bool = False
+    cache_lifetime: float = 300.0
 
 
 @dataclass(frozen=True)

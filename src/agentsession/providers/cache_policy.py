@@ -11,6 +11,11 @@ measured between this session's requests make it cheaper. Per request, with the 
 The expected cost of each over the measured gaps decides; fewer than ``MIN_GAPS`` gaps keep
 the short lifetime (nothing measured yet argues for paying double for writes). Gaps are taken
 with the runtime's clock, so a test or a replay with the same clock makes the same choices.
+
+``cache_lifetime`` is how long the prefix a request leaves behind stays warm, for every shape:
+the chosen lifetime where the profile offers a choice (Anthropic), else the profile's documented
+one (OpenAI: 30 min with explicit breakpoints, its in-memory retention otherwise). The window
+policy calls the cache cold past it, and ``preview_cost`` expects no read after it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-__all__ = ["LONG_TTL", "MIN_GAPS", "SHORT_TTL", "choose_ttl", "expected_cost"]
+from .base import ModelProfile
+
+__all__ = ["LONG_TTL", "MIN_GAPS", "SHORT_TTL", "cache_lifetime", "choose_ttl", "expected_cost"]
 
 SHORT_TTL = 300.0
 LONG_TTL = 3600.0
@@ -49,3 +56,10 @@ def choose_ttl(setting: str, gaps: Sequence[float], ratio: float = 0.1) -> Liter
     ratio = max(0.0, ratio)
     cheaper = expected_cost("1h", gaps, ratio) < expected_cost("5m", gaps, ratio)
     return "1h" if cheaper else "5m"
+
+
+def cache_lifetime(profile: ModelProfile, ttl: Literal["5m", "1h"]) -> float:
+    """Seconds the prefix of a request to ``profile``'s model stays cached, asking ``ttl``."""
+    if profile.cache_ttl:
+        return LONG_TTL if ttl == "1h" else max(SHORT_TTL, profile.cache_lifetime)
+    return profile.cache_lifetime

@@ -182,6 +182,9 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                 cache_key=True,
                 cache_breakpoints=explicit,
                 cache_diagnostics=explicit and fmt == "openai-responses",
+                # Explicit breakpoints live 30 minutes; otherwise the in-memory retention is
+                # documented as 5 to 10 minutes of inactivity: cold only past its upper end.
+                cache_lifetime=1800.0 if explicit else 600.0,
             )
         case "openai-compatible":
             # Local servers (llama.cpp, vLLM, Ollama) speak Chat Completions; their chat
