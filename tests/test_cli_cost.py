@@ -19,9 +19,20 @@ from .cli_inprocess import cli_here
 PRICED = "anthropic:claude-opus-4-8"
 
 
+def answer(request: ags.Request) -> str:
+    """The scripted model: a title, a summary, or an answer, by the request's instructions."""
+    names = [name for name, _ in request.system]
+    if names == ["title"]:
+        return "Two questions"
+    if names == ["compaction"]:
+        return "## Goal\nanswer questions"
+    return f"answer {len(request.messages)}"
+
+
 async def priced_session(tmp_path: Path, db: Path) -> ags.CostSummary:
+    """Three turns, the title the model makes and a compaction: five billed calls."""
     model = ags.ScriptedModel(
-        ["first answer", "second answer"],
+        answer,
         name=PRICED,
         profile=ags.ModelProfile(provider="anthropic", reports_usage=True),
     )
@@ -29,11 +40,14 @@ async def priced_session(tmp_path: Path, db: Path) -> ags.CostSummary:
         store=ags.SQLiteStore(db),
         model=model,
         project_dir=tmp_path,
-        config=ags.Config(titles=False),
+        config=ags.Config(titles=True, keep_user_turns=1),
     ) as runtime:
         session = await runtime.create_session()
         await session.prompt("one question")
+        assert await session.named() == "Two questions"
         await session.prompt("another question")
+        assert await session.compact()
+        await session.prompt("a third question")
         (tmp_path / "id").write_text(session.id)
         return session.cost()
 
@@ -52,7 +66,7 @@ def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
     assert row["id"] == session_id
     assert row["total_usd"] == summary.total_usd
     assert row["uncached_usd"] == summary.uncached_usd
-    assert row["requests"] == 2 and row["estimated"] == 0
+    assert row["requests"] == 5 and row["estimated"] == 0  # three turns, a title, a summary
     assert row["by_model"][PRICED]["input_tokens"] == summary.by_model[PRICED].input_tokens
 
     text = cli_here(tmp_path, "--db", str(db), "cost", session_id[:8])  # a prefix, as everywhere

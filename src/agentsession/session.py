@@ -35,7 +35,7 @@ from .engine.recovery import Cause, closing_entries, resume_point
 from .engine.titles import Naming, clean_title
 from .engine.turn import Start, Turn
 from .engine.writer import LogWriter
-from .errors import SessionBusyError, UsageError
+from .errors import AgentSessionError, SessionBusyError, UsageError
 from .events import (
     Event,
     PromptResult,
@@ -337,7 +337,20 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
     async def named(self) -> str | None:
         """Wait for the title a model is making after the first turn; return the title."""
         await self._naming.wait()
+        await self._write_side_calls()
         return self.title
+
+    async def _write_side_calls(self) -> None:
+        """Commit the title calls not yet in the log, when no turn is writing (best effort)."""
+        calls = list(self._naming.pending)
+        if not calls or self._guard.busy:
+            return  # the next admission commits them
+        with contextlib.suppress(AgentSessionError):
+            await self._writer.commit(calls)  # behind any entries a refused write kept
+            self._naming.taken(calls)
+
+    def _unrecorded(self) -> list[LogEntry]:
+        return list(self._naming.pending)
 
     async def close(self) -> int:
         """Settle a dropped stream, write what a refused commit kept, end the title, free the lease.
@@ -346,6 +359,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         """
         await self._guard.settle_dropped()
         await self._naming.close()
+        await self._write_side_calls()
         busy, writer = self._guard.busy, self._writer
         lost = len(writer.pending) if busy else await writer.write_before_close()
         with contextlib.suppress(Exception):
@@ -364,7 +378,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
     def _metadata(self) -> list[LogEntry]:
         """Changes recorded while idle that the next admission commits (switch, presets)."""
         switch = [self._switch] if self._switch is not None else []
-        return [*switch, *self._parts.gate.pending_changes]
+        return [*switch, *self._parts.gate.pending_changes, *self._naming.pending]
 
     async def _ready(self) -> None:
         """Refuse when the model cannot be called (no key, no SDK); let the sources get ready.
@@ -393,6 +407,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
             async for event in turn.run(promoted, start, calls):
                 if isinstance(event, StepCommitted) and event.what == "admission":
                     self._switch = None
+                    self._naming.taken(promoted)
                 if isinstance(event, TurnFinished) and event.result.stop_reason != (
                     "approval_required"
                 ):

@@ -24,6 +24,7 @@ from agentsession.log import (
     PermissionChanged,
     ProviderFailed,
     RuntimeContextSnapshot,
+    SideCall,
     SkillActivated,
     SkillLoaded,
     SkillRevision,
@@ -204,6 +205,14 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         ApprovalsDropped,
         tools=st.lists(_text, max_size=3).map(tuple),
         reason=_text,
+        timestamp=_text,
+    ),
+    "side_call": st.builds(
+        SideCall,
+        purpose=st.sampled_from(["title", "compaction"]),
+        model=_text,
+        usage=_usage,
+        usage_estimated=st.booleans(),
         timestamp=_text,
     ),
 }

@@ -17,6 +17,7 @@ turn, which commits it right before the call.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -34,7 +35,13 @@ from ..budget import measure
 from ..compaction import CompactionPlan, compaction_entries, plan_compaction, summary_request
 from ..context.component import LoadResult
 from ..context.engine import effective_state, fresh_baseline
-from ..errors import AgentSessionError, BudgetExceededError, ProviderError, UsageError
+from ..errors import (
+    AgentSessionError,
+    BudgetExceededError,
+    ProviderError,
+    StoreError,
+    UsageError,
+)
 from ..hygiene import prompt_content
 from ..inspection.rebuild import mismatch
 from ..log import (
@@ -45,6 +52,7 @@ from ..log import (
     MidConversationSystemMessage,
     Omitted,
     Record,
+    SideCall,
     UserEntry,
     now,
 )
@@ -231,8 +239,18 @@ class Admitter:
         request = summary_request(plan.head, self.deps.budget.counter, budget)
         # ``complete`` already translates the summariser's failure (``raise … from``).
         done = await complete(summarizer, request)
+        # The summary request is billed like any other: the ledger counts it (a ``SideCall``).
+        call = SideCall(
+            "compaction",
+            done.model or summarizer.name,
+            done.usage,
+            usage_estimated=not summarizer.profile.reports_usage,
+            timestamp=now(),
+        )
         text = done.message.content.strip()
         if not text:
+            with contextlib.suppress(StoreError):
+                await self.writer.append([call])
             raise ProviderError("the summariser returned an empty summary")
         entries = compaction_entries(
             plan,
@@ -247,7 +265,8 @@ class Admitter:
             # Like every epoch, the compaction's names the tools its requests declare.
             tools=tuple(t.spec.name for t in self.parts.toolbox.offered()),
         )
-        await self.writer.append(entries)
+        # After the epoch, so the summary stays at ``summary_seq``.
+        await self.writer.append([*entries, call])
         self.epoch_reason = None
         return True
 

@@ -5,7 +5,9 @@ title: its input is the user and assistant text of the transcript. A model names
 when one is configured for it and its profile says it can (``writes_titles``); otherwise, or when
 that call fails, the title is the first words of the first user message. A title is a
 convenience: nothing here may fail a finished turn. This is one extra model call per session
-(the first finished turn); ``use_model=False`` (``Config(titles=False)``) avoids it.
+(the first finished turn); ``use_model=False`` (``Config(titles=False)``) avoids it. That call
+is billed like any other: its usage becomes a ``SideCall`` record, which the session commits with
+its next write (the next admission, or closing), so the cost ledger counts it.
 
 ``Naming`` keeps that call off the turn's path: the turn's result is delivered first, the model
 names the session in the background within ``Config.title_timeout``, and closing the session
@@ -22,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 from ..config import Config
 from ..errors import StoreError
+from ..log import SideCall, now
 from ..providers.base import Model, complete
 from ..request import Message, Request, UserMessage, text_of
 from ..store.base import Store
@@ -68,12 +71,18 @@ class Titler:
 
     async def title(self, transcript: Sequence[Message], *, use_model: bool = True) -> str | None:
         """A title for ``transcript``, or ``None`` when it holds no user message yet."""
+        return (await self.title_call(transcript, use_model=use_model))[0]
+
+    async def title_call(
+        self, transcript: Sequence[Message], *, use_model: bool = True
+    ) -> tuple[str | None, SideCall | None]:
+        """A title for ``transcript`` and the model call it took (``None``: no call answered)."""
         first = next((m for m in transcript if isinstance(m, UserMessage)), None)
         if first is None:
-            return None
+            return None, None
         fallback = heuristic_title(text_of(first.content))
         if self._model is None or not use_model:
-            return fallback
+            return fallback, None
         lines = []
         for message in transcript:
             if message.role in ("user", "assistant") and text_of(message.content).strip():
@@ -83,9 +92,16 @@ class Titler:
         try:
             done = await complete(self._model, request)
         except Exception:  # a title is a convenience: its model failing must not fail the turn
-            return fallback
+            return fallback, None
+        call = SideCall(
+            "title",
+            done.model or self._model.name,
+            done.usage,
+            usage_estimated=not self._model.profile.reports_usage,
+            timestamp=now(),
+        )
         title = clean_title(done.message.content).strip("\"'").strip()
-        return title[:80] if title else fallback
+        return (title[:80] if title else fallback), call
 
 
 def first_words(transcript: Sequence[Message]) -> str | None:
@@ -113,6 +129,7 @@ class Naming:
         self._use_model, self._timeout = config.titles, config.title_timeout
         self._title_now = title_now
         self._task: asyncio.Task[None] | None = None
+        self.pending: list[SideCall] = []  # title calls made, not yet in the log
 
     async def after_turn(self, transcript: Sequence[Message]) -> None:
         """Name an untitled session: from the first words now, or by a model in the background."""
@@ -138,10 +155,17 @@ class Naming:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def taken(self, committed: Sequence[object]) -> None:
+        """Forget the pending calls among ``committed`` (the session wrote them)."""
+        written = {id(entry) for entry in committed}
+        self.pending = [call for call in self.pending if id(call) not in written]
+
     async def _by_model(self, transcript: list[Message]) -> None:
         try:
-            made = self._titler.title(transcript, use_model=self._use_model)
-            title = await asyncio.wait_for(made, self._timeout or None)
+            made = self._titler.title_call(transcript, use_model=self._use_model)
+            title, call = await asyncio.wait_for(made, self._timeout or None)
+            if call is not None:
+                self.pending.append(call)
         except TimeoutError:
             title = first_words(transcript)
         except asyncio.CancelledError:

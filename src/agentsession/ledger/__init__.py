@@ -11,6 +11,10 @@ was sent in between should have moved the prefix. It is *explained* by the local
 (the gap since the request before, by the runtime's clock where it was recorded, exceeds
 ``SHORTEST_TTL``); otherwise it is an *unexplained
 miss*: counted, never hidden.
+
+Calls beside the conversation (``SideCall``: a session title, a compaction summary) are charges
+too, with their ``purpose``: billed and summed like any other, but they send another prefix, so
+they neither take a turn's response nor count in the shortfall comparison.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Literal
 
-from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record
+from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall
 from ..request import Usage
 from .prices import ModelPrice, price_for
 
@@ -41,7 +45,7 @@ __all__ = [
     "unexplained",
 ]
 
-LEDGER_KINDS: tuple[str, ...] = ("dispatch", "assistant")
+LEDGER_KINDS: tuple[str, ...] = ("dispatch", "assistant", "side_call")
 """The log kinds a ledger is built from."""
 
 SHORTEST_TTL = 300.0
@@ -67,6 +71,7 @@ class Charge:
     provider_cache: str = ""
     response_id: str = ""
     sent_at: str = ""  # by the runtime's clock, when known
+    purpose: Literal["turn", "title", "compaction"] = "turn"
     kind: Literal["charge"] = "charge"
 
 
@@ -103,12 +108,14 @@ class Ledger:
         return [*self._early, *self._late]
 
     def last(self) -> Charge | None:
-        """The newest charge taken since the session opened, if any."""
-        return self._late[-1] if self._late else None
+        """The newest turn's charge taken since the session opened, if any."""
+        return next((c for c in reversed(self._late) if c.purpose == "turn"), None)
 
     def last_answered(self) -> Charge | None:
-        """The newest charge since the session opened that got a response."""
-        return next((c for c in reversed(self._late) if c.usage is not None), None)
+        """The newest turn's charge since the session opened that got a response."""
+        return next(
+            (c for c in reversed(self._late) if c.usage is not None and c.purpose == "turn"), None
+        )
 
     def note(self, moment: datetime) -> None:
         """Note that a request is sent at ``moment`` (the runtime's clock)."""
@@ -124,7 +131,7 @@ class Ledger:
 
     def write_ratio(self) -> float:
         """Tokens written to the cache per token read from it, over the responses since opening."""
-        known = [c.usage for c in self._late if c.usage is not None]
+        known = [c.usage for c in self._late if c.usage is not None and c.purpose == "turn"]
         read = sum(u.cached_input_tokens for u in known)
         written = sum(u.cache_write_tokens for u in known)
         return written / read if read else 0.1
@@ -142,9 +149,26 @@ def _fold(charges: list[Charge], record: Record) -> None:
     entry = record.entry
     if isinstance(entry, Dispatch):
         charges.append(Charge(record.seq, entry.model, entry.timestamp, entry.cache))
-    elif isinstance(entry, AssistantEntry) and charges and charges[-1].usage is None:
-        charges[-1] = replace(
-            charges[-1],
+    elif isinstance(entry, SideCall):
+        estimated = entry.usage_estimated or entry.usage.input_tokens <= 0
+        charges.append(
+            Charge(
+                record.seq,
+                entry.model,
+                entry.timestamp,
+                "unknown",
+                usage=entry.usage,
+                estimated=estimated,
+                purpose=entry.purpose,
+            )
+        )
+    elif isinstance(entry, AssistantEntry):
+        # The response answers the newest turn's dispatch; a side call may stand between.
+        at = next((i for i in range(len(charges) - 1, -1, -1) if charges[i].purpose == "turn"), -1)
+        if at < 0 or charges[at].usage is not None:
+            return
+        charges[at] = replace(
+            charges[at],
             usage=entry.usage,
             estimated=entry.usage_estimated or entry.usage.input_tokens <= 0,
             provider_cache=entry.provider_cache,
@@ -179,7 +203,7 @@ def _gap(before: str, after: str) -> float | None:
 def unexplained(charges: list[Charge]) -> list[Charge]:
     """The charges whose cache shortfall nothing explains (see the module docstring)."""
     found: list[Charge] = []
-    for before, charge in pairwise(charges):
+    for before, charge in pairwise(c for c in charges if c.purpose == "turn"):
         if charge.usage is None or before.usage is None or charge.estimated or before.estimated:
             continue
         if charge.usage.cached_input_tokens + SHORTFALL_SLACK >= before.usage.input_tokens:

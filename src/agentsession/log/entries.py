@@ -26,6 +26,7 @@ __all__ = [
     "Omitted",
     "ProviderFailed",
     "RuntimeContextSnapshot",
+    "SideCall",
     "SkillRevision",
     "Summary",
     "SystemPromptCheckpoint",
@@ -226,6 +227,24 @@ class Summary:
     covers_until: int
     timestamp: str = ""
     kind: Literal["summary"] = "summary"
+
+
+@dataclass(frozen=True)
+class SideCall:
+    """A model call beside the conversation, with the usage the provider reported for it.
+
+    ``purpose`` says which: ``"title"`` (naming the session) or ``"compaction"`` (writing a
+    summary). These requests are no turn's and never enter the model view, but they are billed
+    like any other: the cost ledger counts them. ``usage_estimated``: the figures are the
+    model's guess, not the provider's count.
+    """
+
+    purpose: Literal["title", "compaction"]
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    usage_estimated: bool = False
+    timestamp: str = ""
+    kind: Literal["side_call"] = "side_call"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from .entries import (
     Omitted,
     ProviderFailed,
     RuntimeContextSnapshot,
+    SideCall,
     Summary,
     SystemPromptCheckpoint,
     ToolResultEntry,
@@ -85,6 +86,7 @@ LogEntry: TypeAlias = (
     | ApprovalRequested
     | ApprovalDecided
     | ApprovalsDropped
+    | SideCall
 )
 
 #: Entry kinds that make up the user transcript (``session.messages``).
