@@ -14,21 +14,31 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from ..budget import measure
-from ..errors import ProviderError
+from ..errors import AgentSessionError, ProviderError
 from ..inspection.rebuild import fingerprinted
-from ..ledger import LEDGER_KINDS, SHORTEST_TTL, Charge, CostSummary, Ledger, summarize
+from ..ledger import (
+    LEDGER_KINDS,
+    SHORTEST_TTL,
+    Charge,
+    CostSummary,
+    Ledger,
+    charges_of,
+    summarize,
+)
 from ..ledger.prices import price_for
-from ..log import Dispatch
+from ..log import Dispatch, LogEntry, Record
 from ..providers.base import CountsTokens
-from ..providers.cache_controls import CacheControls, cache_key_for
-from ..request import ContentPart, Request, digest
+from ..providers.cache_controls import STABLE_KEYS, CacheControls, cache_key_for
+from ..providers.cache_policy import cache_lifetime
+from ..request import ContentPart, Request, SystemMessage, UserMessage, digest
 from ..store.base import Store, reads_now
 from .deps import SessionDeps
 from .writer import LogWriter
 
 if TYPE_CHECKING:
-    from ..providers.base import Model
+    from ..providers.base import Model, ModelProfile
     from ..store.base import SessionInfo
+    from .admission import Admitter
 
 __all__ = ["CostEstimate", "SessionCosts", "prime_ledger"]
 
@@ -65,6 +75,7 @@ class SessionCosts:
     _info: SessionInfo
 
     if TYPE_CHECKING:
+        _admitter: Admitter
 
         @property
         def model(self) -> Model:
@@ -80,30 +91,45 @@ class SessionCosts:
         """
         return summarize(self._charges(), self._deps.config.prices)
 
+    def _unrecorded(self) -> Sequence[LogEntry]:
+        """Calls made beside the conversation that the log does not hold yet (a title)."""
+        return ()
+
     def _charges(self) -> list[Charge]:
         ledger = self._writer.ledger
         local = reads_now(self._deps.store)
         if not ledger.primed and local is not None:
             kinds = list(LEDGER_KINDS)
             ledger.prime(local.read_now(self._info.id, 0, ledger.start_seq, kinds))
-        return ledger.charges()
+        later = charges_of(Record(-1, entry) for entry in self._unrecorded())
+        return [*ledger.charges(), *later]
 
     async def preview_cost(self, text: str | Sequence[ContentPart]) -> CostEstimate:
         """The next request's expected input cost if ``text`` were sent now (nothing admitted).
 
-        The part expected to be read from the cache is what the previous request sent (its
-        provider-reported input), when the new request extends it and the time since it is
-        within the cache's lifetime; the rest is measured with the session's token counter,
-        scaled by how the provider counted the previous request, and priced as a cache write.
+        The part expected to be read from the cache follows the local diagnosis against the
+        previous request, while the time since it is within the cache's lifetime: all it sent
+        when the new request extends it; the tools and the whole baseline when only messages
+        changed, the tools and the application's instructions when the baseline changed (where
+        the profile places breakpoints there); nothing otherwise. The rest is priced as a cache
+        write, except a tail after the provider's newest breakpoint, priced as plain input.
+        Tokens are the provider's count where it has an endpoint; else the session's token
+        counter, scaled by how the provider counted the previous request.
         """
         request = await self.preview_request(text)
         model = self.model
         counted, why = await self._provider_count(request)
-        cached, uncached = await self._split(request, model.name, counted)
+        tokens = _Tokens(self, counted is not None)
+        await tokens.calibrate()
+        cached, fresh = await self._split(request, model.name, tokens)
+        total = counted if counted is not None else await tokens.count(request)
+        uncached = max(0, total - cached)
         price = price_for(model.name, self._deps.config.prices)
         if price is None:
             return CostEstimate(None, cached, uncached, model.name, "no price")
-        usd = (cached * price.cached_input + uncached * price.write) / 1e6
+        fresh = min(fresh, uncached)
+        written = uncached - fresh
+        usd = (cached * price.cached_input + written * price.write + fresh * price.input) / 1e6
         return CostEstimate(usd, cached, uncached, model.name, why)
 
     async def _provider_count(self, request: Request) -> tuple[int | None, str]:
@@ -118,31 +144,43 @@ class SessionCosts:
             return None, f"counted locally: the provider's count failed: {exc}"
         return counted, "" if counted is not None else "counted locally"
 
-    async def _split(self, request: Request, model: str, counted: int | None) -> tuple[int, int]:
-        """(cached, uncached) tokens of ``request`` as the provider is expected to count them.
+    async def _split(self, request: Request, model: str, tokens: _Tokens) -> tuple[int, int]:
+        """Tokens of ``request`` (cached, fresh): expected read, and sent past the last breakpoint.
 
-        ``counted`` is the provider's own count of the whole request, when it gave one.
+        Fresh tokens come after the provider's newest breakpoint: neither read nor written.
         """
-        counter = self._deps.budget.counter
-        total = measure(request, counter).total if counted is None else counted
+        profile = self.model.profile
+        fresh = 0
+        tail = _tail_start(request, profile)
+        if tail < len(request.messages):
+            whole = await tokens.count(request)
+            fresh = whole - await tokens.count(_cut(request, tail, profile))
         previous = await self._writer.last_dispatch()
-        charges = self._charges()
+        charges = [c for c in self._charges() if c.purpose == "turn"]
         last = charges[-1] if charges else None
         if previous is None or last is None or last.usage is None or last.estimated:
-            return 0, total
-        probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
-        if probe.cache != "hit":
-            return 0, total
-        sent = last.usage.input_tokens
-        if counted is None:  # the new part by the local count, scaled to the provider's
-            before = replace(request, messages=request.messages[: previous.message_count])
-            local = measure(before, counter).total
-            scale = sent / local if local else 1.0
-            total = sent + max(0, round((total - local) * scale))
-        ttl = self._writer.ledger.ttl_seconds
+            return 0, fresh
+        ledger = self._writer.ledger
+        # The lifetime the last request asked for; after a reopen, the profile's default one.
+        ttl = ledger.ttl_seconds
+        if ledger.last_noted() is None:
+            ttl = cache_lifetime(profile, "5m")
         if (self._since(previous.timestamp) or 0.0) > max(ttl, SHORTEST_TTL):
-            return 0, max(total, sent)
-        return min(sent, total), max(0, total - sent)
+            return 0, fresh
+        probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
+        if probe.cache == "hit":
+            cached = min(last.usage.input_tokens, await tokens.count(request))
+            # What the previous request sent past its newest breakpoint was never written.
+            sent = request.messages[: previous.message_count]
+            cut = _tail_start(replace(request, messages=sent), profile)
+            if cut < len(sent):
+                cached = min(cached, await tokens.count(_cut(request, cut, profile)))
+            return cached, fresh
+        kept = _kept_sections(request, profile, probe.cache)
+        if kept is None:
+            return 0, fresh
+        cached = await tokens.prefix(request, kept)
+        return (cached if cached >= MIN_CACHED_PREFIX else 0), fresh
 
     def _since(self, stored: str) -> float | None:
         """Seconds since the last request: by the runtime's clock when this object sent it."""
@@ -153,3 +191,96 @@ class SessionCosts:
             return (datetime.now(UTC) - datetime.fromisoformat(stored)).total_seconds()
         except (TypeError, ValueError):
             return None
+
+
+MIN_CACHED_PREFIX = 1024
+"""Tokens: the shortest prefix the providers cache."""
+
+
+def _tail_start(request: Request, profile: ModelProfile) -> int:
+    """Where the messages after the provider's newest breakpoint start (none: their count).
+
+    Anthropic's newest breakpoint sits on the newest user turn: system messages after it are
+    sent but neither read from nor written to the cache.
+    """
+    if profile.wire_format != "anthropic-messages" or not profile.cache_markers:
+        return len(request.messages)
+    end = len(request.messages)
+    while end > 0 and isinstance(request.messages[end - 1], SystemMessage):
+        end -= 1
+    return end if end > 0 else len(request.messages)
+
+
+def _cut(request: Request, end: int, profile: ModelProfile) -> Request:
+    """``request`` with its first ``end`` messages: tools announced after them are not yet in."""
+    dropped = request.messages[end:]
+    added = {n for m in dropped if isinstance(m, SystemMessage) for n in m.tools_added}
+    tools = request.tools
+    if profile.native_tool_changes and added:
+        tools = tuple(t for t in tools if t.name not in added)
+    return replace(request, messages=request.messages[:end], tools=tools)
+
+
+def _kept_sections(request: Request, profile: ModelProfile, cache: str) -> int | None:
+    """How many leading baseline sections stay cached after the change ``cache`` names.
+
+    ``None``: nothing stays. A breakpoint must end the part kept: Anthropic marks the end of
+    the baseline and (with a lifetime choice) of the application's instructions; OpenAI's
+    explicit breakpoints mark the same two places.
+    """
+    anthropic = profile.wire_format == "anthropic-messages" and profile.cache_markers
+    if not (anthropic or profile.cache_breakpoints):
+        return None
+    if cache == "messages_changed":
+        return len(request.system)
+    if cache == "system_changed" and (profile.cache_breakpoints or profile.cache_ttl):
+        stable = 0
+        for key, _ in request.system:
+            if key not in STABLE_KEYS:
+                break
+            stable += 1
+        return stable or None
+    return None
+
+
+class _Tokens:
+    """Counts requests as the provider does: its endpoint, else the local counter scaled."""
+
+    def __init__(self, costs: SessionCosts, provider: bool) -> None:
+        self._costs, self._provider, self._scale = costs, provider, 1.0
+
+    async def calibrate(self) -> None:
+        """Scale local counts by how the provider counted the previous request."""
+        if self._provider:
+            return
+        charges = [c for c in self._costs._charges() if c.purpose == "turn"]
+        last = charges[-1] if charges else None
+        if last is None or last.usage is None or last.estimated:
+            return
+        previous = await self._costs._writer.last_dispatch()
+        try:
+            rebuilt = await self._costs._admitter.rebuild(self._costs.model)
+        except AgentSessionError:
+            return  # nothing to scale by
+        if previous is None:
+            return
+        # The epoch's request now holds the answer too: cut it to what was sent.
+        before = replace(rebuilt, messages=rebuilt.messages[: previous.message_count])
+        local = measure(before, self._costs._deps.budget.counter).total
+        if local > 0:
+            self._scale = last.usage.input_tokens / local
+
+    async def count(self, request: Request) -> int:
+        if self._provider:
+            counted, _ = await self._costs._provider_count(request)
+            if counted is not None:
+                return counted
+        local = measure(request, self._costs._deps.budget.counter).total
+        return round(local * self._scale)
+
+    async def prefix(self, request: Request, sections: int) -> int:
+        """Tokens of the tools and the first ``sections`` baseline sections of ``request``."""
+        probe = (UserMessage("."),)
+        kept = replace(request, system=request.system[:sections], messages=probe)
+        bare = Request(messages=probe)
+        return max(0, await self.count(kept) - await self.count(bare))
