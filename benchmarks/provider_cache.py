@@ -6,13 +6,17 @@ through the official SDK against the loopback simulator: a coding-agent-sized ap
 and the built-in tools, each prompt → a tool call → the answer; the System Context changes every
 10 turns (in turn: the date rolls over to the next day, AGENTS.md is edited, the permission
 preset switches, a plugin value changes) and a skill is loaded every 25 turns; cap 60 and
-otherwise the default ``Config`` (titles off: the naming call is not a turn's request). Turns
+otherwise the default ``Config`` and the default model settings: every reply streams (server-sent
+events, as the SDKs ask for them), and the model names the session after the first turn (that
+call is billed by the simulator and counted by ``session.cost()``). Turns
 are 20 seconds apart by the runtime's clock, which the simulated caches share, so the night
 between two dates expires every cache.
 
 Reported per shape: the provider-reported cached share of input tokens, the unexplained misses
 ``session.cost()`` counts, ``session.cost()`` against the simulator's own bill, and
-``preview_cost`` against the next request's billed input (measured on the last turn).
+``preview_cost`` against the billed input of the request that followed it, before every turn
+(the largest and the mean difference; the title call is awaited after the first turn so that
+the next request billed is the turn's).
 
 Usage: ``python benchmarks/provider_cache.py [--turns 200]``; writes
 ``benchmarks/results/provider_cache.json``.
@@ -35,6 +39,7 @@ from _results import save
 from provider_sim import Price, Reply, Simulator, running
 
 import agentsession as ags
+from agentsession.log import SideCall
 
 SHAPES = {
     "openai-chat": "openai-chat:gpt-5.6-terra",
@@ -90,7 +95,8 @@ async def drive(
     """One session of ``turns`` turns over the real SDK of ``shape``; its figures."""
     spec = SHAPES[shape]
     base = url if shape == "anthropic" else f"{url}/v1"
-    model = ags.get_model(spec, base_url=base, api_key="sim", streaming=False)
+    model = ags.get_model(spec, base_url=base, api_key="sim")  # streaming, as by default
+    streamed_before = sim.streamed
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
         (project / "AGENTS.md").write_text("Use four spaces.\n")
@@ -109,13 +115,12 @@ async def drive(
                 )
             ],
             clock=lambda: clock["now"],
-            config=ags.Config(max_transcript_messages=60, titles=False),
+            config=ags.Config(max_transcript_messages=60),
         )
         async with runtime:
             session = await runtime.create_session()
             presets = ["read-only", "workspace-write"]
-            estimate: ags.CostEstimate | None = None
-            count = 0
+            previews: list[float] = []
             for turn in range(turns):
                 clock["now"] += timedelta(seconds=20)
                 change = (turn // 10) % 4 if turn % 10 == 0 and turn else None
@@ -130,15 +135,25 @@ async def drive(
                 text = f"turn {turn}: please check record {turn}"
                 if turn % 25 == 24:
                     text += f" and load skill {'alpha' if (turn // 25) % 2 == 0 else 'beta'}"
-                if turn == turns - 1:
-                    estimate = await session.preview_cost(text)
-                    count = len(sim.inputs)
+                estimate = await session.preview_cost(text)
+                count = len(sim.inputs)
                 await session.prompt(text)
+                billed = sim.inputs[count][1]
+                previews.append(abs((estimate.input_usd or 0.0) - billed) / billed)
+                if turn == 0:
+                    await session.named()  # the title call is over before the next preview
             summary = session.cost()
+            log = await session.log()
+            side = [r.entry.purpose for r in log if isinstance(r.entry, SideCall)]
+            title = session.title
     bill = sim.bills[shape]
     return {
         "model": spec,
         "requests": bill.requests,
+        "streamed_requests": sim.streamed - streamed_before,
+        "side_calls": side,
+        "title": title,
+        "preview_counted_by": "local" if estimate.reason else "provider",
         "cached_share": bill.cached_tokens / bill.input_tokens,
         "session_cached_share": summary.cached_share,
         "unexplained_misses": summary.unexplained_misses,
@@ -146,12 +161,12 @@ async def drive(
         "session_cost_usd": summary.total_usd,
         "uncached_usd": summary.uncached_usd,
         "bill_difference": abs((summary.total_usd or 0.0) - bill.usd) / bill.usd,
-        "preview_input_usd": estimate.input_usd if estimate else None,
-        "next_request_billed_input_usd": sim.inputs[count][1],
-        "preview_difference": abs((estimate.input_usd or 0.0) - sim.inputs[count][1])
-        / sim.inputs[count][1]
-        if estimate
-        else None,
+        "preview_input_usd": estimate.input_usd,
+        "next_request_billed_input_usd": billed,
+        "preview_difference": previews[-1],
+        "preview_difference_max": max(previews),
+        "preview_difference_mean": sum(previews) / len(previews),
+        "previews": len(previews),
     }
 
 
@@ -176,6 +191,9 @@ def main() -> None:
             f"{shape:17} requests {r['requests']:4}  cached share {r['cached_share']:6.1%}"
             f"  unexplained {r['unexplained_misses']}  bill ${r['simulator_bill_usd']:.4f}"
             f"  session.cost() ${r['session_cost_usd']:.4f} (diff {r['bill_difference']:.2%})"
+            f"  preview diff max {r['preview_difference_max']:.2%}"
+            f" mean {r['preview_difference_mean']:.2%} ({r['preview_counted_by']})"
+            f"  streamed {r['streamed_requests']}  side calls {r['side_calls']}"
         )
     save(
         "provider_cache",

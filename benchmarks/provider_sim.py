@@ -4,7 +4,9 @@ It answers the official SDKs on 127.0.0.1 with the response shapes they parse, k
 cache the way the providers document it, reports usage in each provider's own fields and bills
 every request. It is a model of the documentation, not of the services:
 
-- **Tokens**: a block's tokens are a quarter of the characters of its compact JSON (at least 1).
+- **Tokens**: Anthropic: a block's tokens are a quarter of the characters of its compact JSON
+  (at least 1); OpenAI: the block's texts counted with ``o200k_base`` (the GPT-5 family's
+  published encoding, found offline like the package finds it) plus 3 tokens of framing.
   Cache markers (``cache_control``, ``prompt_cache_breakpoint``) are left out of what is
   hashed and counted: they say where to cache, they are not content.
 - **Anthropic** (Messages): the prefix order is tools, system, messages; a breakpoint is a
@@ -27,8 +29,11 @@ every request. It is a model of the documentation, not of the services:
 The model's replies come from ``policy(shape, last_user_text, last_is_tool) -> Reply``; the
 clock is a callable, so a benchmark can share its runtime's clock with the simulated cache.
 The token-counting endpoints (Anthropic ``/v1/messages/count_tokens``, Responses
-``/v1/responses/input_tokens``) answer the same count the bill uses. The response bodies and
-the diagnoses' shapes are in ``provider_shapes``.
+``/v1/responses/input_tokens``) answer the same count the bill uses. A request with
+``stream: true`` gets the same answer as the provider's event stream (``provider_streams``:
+Chat chunks with ``stream_options.include_usage``, Responses events up to
+``response.completed``, Anthropic's ``message_start`` … ``message_stop``). The response bodies
+and the diagnoses' shapes are in ``provider_shapes``.
 """
 
 from __future__ import annotations
@@ -50,7 +55,13 @@ from provider_shapes import (
     openai_diagnosis,
     responses_answer,
 )
+from provider_streams import anthropic_stream, chat_stream, encode, responses_stream
 
+from agentsession.budget import exact_counter
+
+# OpenAI's models count with the published o200k_base encoding (when its rank file is found
+# offline); Anthropic's tokenizer is not published: a quarter of the characters stands in.
+_O200K = exact_counter("o200k_base")
 MIN_PREFIX = 1024
 LOOKBACK = 20
 MARKERS = ("cache_control", "prompt_cache_breakpoint")
@@ -100,12 +111,29 @@ def _tokens(value: Any) -> int:
     return max(1, len(text) // 4)
 
 
-def _chain(parts: list[tuple[Any, str | None]]) -> list[Block]:
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _leaves(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _leaves(v)]
+    return [value] if isinstance(value, str) else [json.dumps(value)]
+
+
+def _openai_tokens(value: Any) -> int:
+    """OpenAI's count of a block: its texts in ``o200k_base`` plus 3 tokens of framing."""
+    if _O200K is None:
+        return _tokens(value)
+    return _O200K.count(" ".join(_leaves(_strip(value)))) + 3
+
+
+def _chain(
+    parts: list[tuple[Any, str | None]], count: Callable[[Any], int] = _tokens
+) -> list[Block]:
     blocks: list[Block] = []
     digest = hashlib.sha256()
     for value, mark in parts:
         digest.update(json.dumps(_strip(value), sort_keys=True).encode())
-        blocks.append(Block(digest.copy().hexdigest(), _tokens(value), mark))
+        blocks.append(Block(digest.copy().hexdigest(), count(value), mark))
     return blocks
 
 
@@ -187,7 +215,9 @@ class Simulator:
         self.fingerprints: dict[str, dict[str, Any]] = {}
         self.bills: dict[str, Bill] = {}
         self.inputs: list[tuple[str, float]] = []  # each request's billed input, in order
+        self.details: list[tuple[int, int, int, int]] = []  # (input, read, written 5m, 1h)
         self.count = 0
+        self.streamed = 0  # requests answered as event streams
         self.lock = threading.Lock()
 
     def bill(
@@ -203,6 +233,7 @@ class Simulator:
             + out * price.output
         ) / 1e6
         self.inputs.append((shape, usd - out * price.output / 1e6))
+        self.details.append((total, read, w5, w1))
         bill = self.bills.setdefault(shape, Bill())
         bill.requests += 1
         bill.input_tokens += total
@@ -278,7 +309,7 @@ class Simulator:
     def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
         route = str(body.get("prompt_cache_key") or "")
         items = body["messages"] if shape == "openai-chat" else body["input"]
-        blocks = _chain(_openai_parts(shape, body))
+        blocks = _chain(_openai_parts(shape, body), _openai_tokens)
         explicit = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
         options = body.get("prompt_cache_options") or {}
         implicit = [] if options.get("mode") == "explicit" else [len(blocks) - 1]
@@ -354,7 +385,7 @@ def count_tokens(shape: str, body: dict[str, Any]) -> int:
     if shape == "anthropic":
         blocks, _ = _anthropic_blocks(body)
     else:
-        blocks = _chain(_openai_parts(shape, body))
+        blocks = _chain(_openai_parts(shape, body), _openai_tokens)
     return _cumulative(blocks)[-1]
 
 
@@ -386,6 +417,16 @@ def _last_text(items: list[Any]) -> str:
     return ""
 
 
+def _streamed(path: str, body: dict[str, Any], answer: dict[str, Any]) -> bytes:
+    """``answer`` as the event stream the provider sends when ``stream`` is asked for."""
+    if path.endswith("/messages"):
+        return encode(anthropic_stream(answer))
+    if path.endswith("/chat/completions"):
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return encode(chat_stream(answer, usage))
+    return encode(responses_stream(answer))
+
+
 def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -410,9 +451,15 @@ def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
                     self.send_response(404)
                     self.end_headers()
                     return
-            data = json.dumps(answer).encode()
+            kind = "application/json"
+            if body.get("stream"):
+                data, kind = _streamed(self.path, body, answer), "text/event-stream"
+                with sim.lock:
+                    sim.streamed += 1
+            else:
+                data = json.dumps(answer).encode()
             self.send_response(200)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", kind)
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

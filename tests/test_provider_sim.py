@@ -2,7 +2,8 @@
 
 A shorter run of ``benchmarks/provider_cache.py`` (its figures are in the benchmarks README): on
 each wire shape the provider-reported cache share is high, no cache miss goes unexplained, and
-``session.cost()`` is the simulator's own bill.
+``session.cost()`` is the simulator's own bill (the title call included), and ``preview_cost``
+matches the billed input of the request that follows it, before every turn.
 """
 
 from __future__ import annotations
@@ -44,12 +45,17 @@ async def test_the_simulated_provider_bills_what_the_session_counts(
 ) -> None:
     # 55 turns: a date change (the night expires every cache), an AGENTS.md edit, a preset
     # switch, a plugin value, two skill loads and window moves at cap 60.
+    # Default config: every reply streams, and the model names the session (one more call).
     results = await bench.run_all(55, [shape])
     figures = results[shape]
-    assert figures["requests"] == 110
+    assert figures["requests"] == 111 == figures["streamed_requests"]
+    assert figures["side_calls"] == ["title"] and figures["title"]
     assert figures["unexplained_misses"] == 0
     assert figures["session_cost_usd"] == pytest.approx(figures["simulator_bill_usd"], rel=0.01)
     assert figures["cached_share"] >= 0.9
     assert figures["session_cached_share"] == pytest.approx(figures["cached_share"])
     # the provider counts the tokens where it can (1%); Chat Completions is counted locally (5%)
-    assert figures["preview_difference"] < (0.05 if shape == "openai-chat" else 0.01)
+    # before every turn, warm or cold, after context changes, skill loads and window moves
+    assert figures["previews"] == 55
+    assert figures["preview_difference_max"] < (0.05 if shape == "openai-chat" else 0.01)
+    assert figures["preview_counted_by"] == ("local" if shape == "openai-chat" else "provider")
