@@ -185,14 +185,22 @@ def provider_cache_rows(data: dict[str, Any]) -> list[str]:
         met = r["cached_share"] >= 0.95 and r["unexplained_misses"] == 0
         close = r["bill_difference"] <= 0.01
         limit = 0.05 if shape == "openai-chat" else 0.01  # where the provider counts tokens: 1%
+        preview = r.get("preview_difference_max", r["preview_difference"])
+        how = (
+            f"streamed {r['streamed_requests']}/{r['requests']}, calls beside the turns:"
+            f" {', '.join(r['side_calls']) or 'none'}; "
+            if "streamed_requests" in r
+            else ""
+        )
         rows.append(
-            f"| 7 | {shape} ({r['model']}), {data['figures']['turns']} turns: cached share ·"
-            f" unexplained misses · `session.cost()` vs bill · `preview_cost` vs billed"
+            f"| 7 | {shape} ({r['model']}), {data['figures']['turns']} turns ({how}default"
+            f" config): cached share · unexplained misses · `session.cost()` vs bill ·"
+            f" `preview_cost` vs billed, worst of {r.get('previews', 1)}"
             f" | {r['cached_share']:.1%} · {r['unexplained_misses']} ·"
             f" ${r['session_cost_usd']:.4f} vs ${r['simulator_bill_usd']:.4f}"
-            f" ({r['bill_difference']:.2%}) · {r['preview_difference']:.1%}"
+            f" ({r['bill_difference']:.2%}) · {preview:.2%}"
             f" | ≥ 95%, 0, ≤ 1%: {verdict(met and close)}; preview ≤ {limit:.0%}:"
-            f" {verdict(r['preview_difference'] <= limit)} |"
+            f" {verdict(preview <= limit)} |"
         )
     return rows
 
