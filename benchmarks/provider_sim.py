@@ -435,17 +435,18 @@ def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
+            path = self.path.split("?", 1)[0]  # the SDKs' beta routes add ``?beta=true``
             with sim.lock:
-                if self.path.endswith("/messages/count_tokens"):
+                if path.endswith("/messages/count_tokens"):
                     answer = {"input_tokens": count_tokens("anthropic", body)}
-                elif self.path.endswith("/responses/input_tokens"):
+                elif path.endswith("/responses/input_tokens"):
                     tokens = count_tokens("openai-responses", body)
                     answer = {"object": "response.input_tokens", "input_tokens": tokens}
-                elif self.path.endswith("/messages"):
+                elif path.endswith("/messages"):
                     answer = sim.anthropic(body)
-                elif self.path.endswith("/chat/completions"):
+                elif path.endswith("/chat/completions"):
                     answer = sim.openai("openai-chat", body)
-                elif self.path.endswith("/responses"):
+                elif path.endswith("/responses"):
                     answer = sim.openai("openai-responses", body)
                 else:
                     self.send_response(404)
@@ -453,7 +454,7 @@ def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
                     return
             kind = "application/json"
             if body.get("stream"):
-                data, kind = _streamed(self.path, body, answer), "text/event-stream"
+                data, kind = _streamed(path, body, answer), "text/event-stream"
                 with sim.lock:
                     sim.streamed += 1
             else:
