@@ -107,3 +107,6 @@ def test_cost_needs_an_id_or_all(tmp_path: Path) -> None:
     unpriced = cli_here(tmp_path, "--db", str(db), "cost", "--all")
     assert unpriced.code == 0, unpriced.err
     assert "no price" in unpriced.out
+    # With no priced session the total is not a made-up $0.0000.
+    assert "all 1 sessions: no price" in unpriced.out
+    assert "$0.0000" not in unpriced.out

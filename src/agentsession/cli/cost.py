@@ -56,8 +56,11 @@ async def cost(inv: Invocation) -> int:
         totals = [s.total_usd for _, s in summaries]
         known = [t for t in totals if t is not None]
         unpriced = len(totals) - len(known)
-        tail = f" ({unpriced} sessions without a price)" if unpriced else ""
-        print(f"all {len(summaries)} sessions: ${sum(known):,.4f}{tail}")
+        # A sum over no priced session would be a made-up $0: say "no price" instead.
+        money = f"${sum(known):,.4f}" if known else "no price"
+        plural = "session" if unpriced == 1 else "sessions"
+        tail = f" ({unpriced} {plural} without a price)" if unpriced and known else ""
+        print(f"all {len(summaries)} sessions: {money}{tail}")
     return 0
 
 
