@@ -62,6 +62,53 @@ async def main():
 asyncio.run(main())
 """
 
+#: The same, once more, with every store call timed: where the milliseconds go.
+PROFILE = r"""
+import asyncio, inspect, json, sys, time
+import agentsession as ags, psycopg, psycopg_pool
+from agentsession.store.postgres import PostgresStore
+from agentsession.store._postgres_now import NowReader
+calls = []
+def timed(cls, name):
+    f = getattr(cls, name)
+    def note(t, args):
+        kinds = [a for a in args[2:] if isinstance(a, (list, tuple))]
+        what = ",".join(map(str, kinds[0]))[:40] if kinds else ""
+        calls.append([f"{cls.__name__}.{name}({what})", (time.perf_counter() - t) * 1000])
+    if inspect.iscoroutinefunction(f):
+        async def g(*a, **k):
+            t = time.perf_counter()
+            try:
+                return await f(*a, **k)
+            finally:
+                note(t, a)
+    else:
+        def g(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                note(t, a)
+    setattr(cls, name, g)
+for n in ["get_session", "read", "last", "lease_of"]:
+    timed(PostgresStore, n)
+for n in ["prepare", "read", "last", "count"]:
+    timed(NowReader, n)
+dsn, sid = sys.argv[1], sys.argv[2]
+async def main():
+    t = time.perf_counter()
+    runtime = ags.Runtime(store=ags.PostgresStore(dsn), model=ags.ScriptedModel(["ok"]))
+    session = await runtime.open_session(sid)
+    await session.preview_request("next question")
+    total = (time.perf_counter() - t) * 1000
+    await runtime.close()
+    t = time.perf_counter()
+    psycopg.connect(dsn).close()
+    connect = (time.perf_counter() - t) * 1000
+    print(json.dumps({"total_ms": total, "calls": calls, "connect_ms": connect}))
+asyncio.run(main())
+"""
+
 #: The statements a reopen runs against the log, with the kinds it asks for.
 PLANS = {
     "newest epoch (kind index, one descent per kind)": ("last", ["epoch"]),
@@ -147,11 +194,19 @@ def main() -> None:
         )
         runs.append(json.loads(child.stdout))
         print(runs[-1])
+    profiled = subprocess.run(
+        [sys.executable, "-c", PROFILE, dsn, session_id], capture_output=True, text=True, check=True
+    )
+    profile = json.loads(profiled.stdout)
+    for name, ms in profile["calls"]:
+        print(f"  {ms:7.2f} ms  {name}")
+    print(f"  total {profile['total_ms']:.1f} ms; a new connection {profile['connect_ms']:.1f} ms")
     keys = ("open_ms", "next_request_ms", "total_ms", "added_rss_mib", "import_rss_mib")
     figures: dict[str, Any] = {
         "reopen": {key: statistics.median(r[key] for r in runs) for key in keys},
         "build_s": build_s,
         "plans": plans,
+        "profile": profile,
     }
     figures["reopen"]["items"] = runs[0]["messages"]
     figures["reopen"]["request_messages"] = runs[0]["request_messages"]

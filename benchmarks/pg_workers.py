@@ -1,7 +1,7 @@
 """Many workers on PostgreSQL: processes sharing one database's sessions, as a job queue would.
 
-``--workers`` processes (8) share ``--workers × --sessions`` sessions (8 × 100) on one fresh
-database; every session takes ``--prompts`` prompts (20). Each worker walks all sessions in an
+``--workers`` processes (8) share ``--sessions`` sessions (100) on one fresh database; every
+session takes ``--prompts`` prompts (20): 2,000 turns. Each worker walks all sessions in an
 order of its own, again and again, and runs the next prompt of each session it can take — the
 turn of the turn figure: prompt → the model asks for a tool → the tool runs → the answer — then
 lets the session go (``session.close()``), as a job queue's worker would: it opens the session
@@ -166,7 +166,7 @@ async def check(dsn: str, ids: list[str], prompts: int) -> dict[str, int]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     dsn = fresh_database("workers")
-    total = args.workers * args.sessions
+    total = args.sessions
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         project = folder / "project"
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--sessions", type=int, default=100, help="per worker (all shared)")
+    parser.add_argument("--sessions", type=int, default=100, help="shared by every worker")
     parser.add_argument("--prompts", type=int, default=20)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
