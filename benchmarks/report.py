@@ -364,10 +364,10 @@ def pg_turn_rows(data: dict[str, Any]) -> list[str]:
     first, last = ours[0], ours[-1]
     flat = last["total_cpu_ms"] / first["total_cpu_ms"]
     return [
-        "| 5 | PostgreSQL: agentsession turn ÷ `Runner.run` + `SQLAlchemySession(limit=60)`,"
+        "| 1 | PostgreSQL: agentsession turn ÷ `Runner.run` + `SQLAlchemySession(limit=60)`,"
         " worst N (CPU client + server · wall; every N below)"
         f" | {worst:.2f}× · {worst_wall:.2f}× | side by side |",
-        f"| 5 | PostgreSQL: agentsession CPU per turn, N = {int(keys[-1]):,} ÷ N = {int(keys[0]):,}"
+        f"| 1 | PostgreSQL: agentsession CPU per turn, N = {int(keys[-1]):,} ÷ N = {int(keys[0]):,}"
         f" | {flat:.2f}× | flat (≤ 1.2×): {verdict(flat <= 1.2)} |",
     ]
 
@@ -378,9 +378,9 @@ def pg_turn_table(data: dict[str, Any]) -> list[str]:
     keys = sorted(sizes, key=int)
     lines = [
         "",
-        "Turn cost on PostgreSQL (figure 5): CPU ratio (client + server) · wall ratio to"
-        " `Runner.run` + `SQLAlchemySession(limit=60)` in the same run, and CPU ms per turn"
-        " (client + server); one server; N = earlier turns.",
+        "Turn cost on PostgreSQL (figure 1, `pg_turn_cost.py`): CPU ratio (client + server)"
+        " · wall ratio to `Runner.run` + `SQLAlchemySession(limit=60)` in the same run, and CPU"
+        " ms per turn (client + server); one server; N = earlier turns.",
         "",
         "| system | " + " | ".join(f"N = {int(k):,}" for k in keys) + " |",
         "|---|" + "---:|" * len(keys),
@@ -402,7 +402,7 @@ def pg_workers_rows(data: dict[str, Any]) -> list[str]:
     f = data["figures"]
     bad = f["lost"] + f["extra"] + f["out_of_order"]
     return [
-        f"| 5 | PostgreSQL, many workers: {f['workers']} processes × {f['sessions']} sessions ×"
+        f"| 8 | PostgreSQL, many workers: {f['workers']} processes × {f['sessions']} sessions ×"
         f" {f['prompts']} prompts: turns/s · p50 · p99 turn · lease conflicts · lost"
         f" | {f['turns_per_s']:.1f}/s · {f['p50_ms']:.0f} ms · {f['p99_ms']:.0f} ms ·"
         f" {f['lease_conflicts']:,} · {bad} | 0 lost: {verdict(bad == 0)} |",
