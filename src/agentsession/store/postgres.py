@@ -327,7 +327,7 @@ class PostgresStore:
     def read_now(
         self,
         session_id: str,
-        start: int,
+        start: int = 0,
         end: int | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Record]:
