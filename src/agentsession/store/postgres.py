@@ -156,11 +156,11 @@ class PostgresStore:
                 # a fresh process waits for one connection, not two in a row.
                 await pool.open()
                 await asyncio.to_thread(self._now.prepare)
-            except (psycopg.Error, StoreError) as exc:
+            except BaseException as exc:  # cancelled too: the pool is not left open
                 await pool.close()
-                if isinstance(exc, StoreError):
-                    raise
-                raise StoreError(f"cannot open {self._name}: {exc}") from exc
+                if isinstance(exc, psycopg.Error):
+                    raise StoreError(f"cannot open {self._name}: {exc}") from exc
+                raise
             self._pool = pool
             return pool
 
