@@ -75,6 +75,9 @@ bench: $(BENCH_STAMP)
 	$(BENCH)/profile_turn.py
 	$(BENCH)/report_size.py --entries 10000 | tee benchmarks/results/report_size.txt
 	@if [ -f benchmarks/crash_soak.py ]; then $(BENCH)/crash_soak.py; fi
+	bash .ci/with-postgres $(BENCH)/pg_turn_cost.py
+	bash .ci/with-postgres $(BENCH)/pg_startup.py
+	bash .ci/with-postgres $(BENCH)/pg_workers.py
 	$(BENCH)/report.py
 
 # The release files: sdist and wheel in dist/, checked by twine. wheel-check installs the wheel

@@ -233,6 +233,9 @@ def table() -> str:
         ("cache_economy", cache_rows),
         ("window_step", window_rows),
         ("provider_cache", provider_cache_rows),
+        ("pg_startup", pg_startup_rows),
+        ("pg_turn_cost", pg_turn_rows),
+        ("pg_workers", pg_workers_rows),
     ):
         data = load(name)
         if data is None:
@@ -246,6 +249,7 @@ def table() -> str:
     turns = load("turn_cost")
     if turns is not None:
         lines.extend(turn_table(turns))
+    lines.extend(pg_table())
     dated = [d for d in (load(n) for n in ("turn_cost", "startup")) if d is not None]
     if dated:
         m = dated[0]["machine"]
@@ -336,6 +340,86 @@ def plots() -> None:
         fig.tight_layout()
         fig.savefig(FIGURES / "memory_disk.png", dpi=110)
         plt.close(fig)
+
+
+# -- PostgreSQL (pg_startup.py, pg_turn_cost.py, pg_workers.py) ------------------------------
+
+PG_PEERS = [
+    "agentsession",
+    "openai-agents SQLAlchemy limit=60",
+    "openai-agents SQLAlchemy default",
+    "langgraph PostgresSaver",
+]
+
+
+def pg_startup_rows(data: dict[str, Any]) -> list[str]:
+    reopen = data["figures"]["reopen"]
+    fast = reopen["total_ms"] <= 20
+    small = reopen["added_rss_mib"] < 5
+    return [
+        f"| 4 | `open_session` + next request, fresh process, PostgreSQL, {reopen['items']:,}"
+        f" items | {reopen['total_ms']:.1f} ms, +{reopen['added_rss_mib']:.1f} MiB"
+        f" | ≤ 20 ms: {verdict(fast)}; < 5 MiB: {verdict(small)} |",
+    ]
+
+
+def pg_turn_rows(data: dict[str, Any]) -> list[str]:
+    sizes = data["figures"]["sizes"]
+    keys = sorted(sizes, key=int)
+    ours = [sizes[k]["agentsession"] for k in keys]
+    worst = max(c["total_cpu_ratio"] for c in ours)
+    worst_wall = max(c["wall_ratio"] for c in ours)
+    first, last = ours[0], ours[-1]
+    flat = last["total_cpu_ms"] / first["total_cpu_ms"]
+    return [
+        "| 1 | PostgreSQL: agentsession turn ÷ `Runner.run` + `SQLAlchemySession(limit=60)`,"
+        " worst N (CPU client + server · wall; every N below)"
+        f" | {worst:.2f}× · {worst_wall:.2f}× | side by side |",
+        f"| 1 | PostgreSQL: agentsession CPU per turn, N = {int(keys[-1]):,} ÷ N = {int(keys[0]):,}"
+        f" | {flat:.2f}× | flat (≤ 1.2×): {verdict(flat <= 1.2)} |",
+    ]
+
+
+def pg_turn_table(data: dict[str, Any]) -> list[str]:
+    """Per system and N on PostgreSQL: CPU (client + server) ratio · wall ratio, and CPU ms."""
+    sizes = data["figures"]["sizes"]
+    keys = sorted(sizes, key=int)
+    lines = [
+        "",
+        "Turn cost on PostgreSQL (figure 1, `pg_turn_cost.py`): CPU ratio (client + server)"
+        " · wall ratio to `Runner.run` + `SQLAlchemySession(limit=60)` in the same run, and CPU"
+        " ms per turn (client + server); one server; N = earlier turns.",
+        "",
+        "| system | " + " | ".join(f"N = {int(k):,}" for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
+    for name in PG_PEERS:
+        cells = []
+        for k in keys:
+            cell = sizes[k].get(name)
+            if cell is None:
+                cells.append("not run (reads every item)")
+            else:
+                ratios = f"{cell['total_cpu_ratio']:.2f}× · {cell['wall_ratio']:.2f}×"
+                cells.append(f"{ratios} ({cell['total_cpu_ms']:.1f} ms)")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def pg_workers_rows(data: dict[str, Any]) -> list[str]:
+    f = data["figures"]
+    bad = f["lost"] + f["extra"] + f["out_of_order"]
+    return [
+        f"| 8 | PostgreSQL, many workers: {f['workers']} processes × {f['sessions']} sessions ×"
+        f" {f['prompts']} prompts: turns/s · p50 · p99 turn · lease conflicts · lost"
+        f" | {f['turns_per_s']:.1f}/s · {f['p50_ms']:.0f} ms · {f['p99_ms']:.0f} ms ·"
+        f" {f['lease_conflicts']:,} · {bad} | 0 lost: {verdict(bad == 0)} |",
+    ]
+
+
+def pg_table() -> list[str]:
+    data = load("pg_turn_cost")
+    return pg_turn_table(data) if data is not None else []
 
 
 def main() -> None:

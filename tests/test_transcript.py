@@ -216,3 +216,44 @@ def test_paged_access_equals_the_list(shape: list[int], probes: list[int], appen
     # Pages never overlap: each stored record is read at most once.
     covered = sorted(seq for start, end in reads for seq in range(start, end))
     assert covered == sorted(set(covered))
+
+
+class CountingPostgres(ags.PostgresStore):
+    """The real PostgreSQL store, counting the rows its reads decode (both kinds)."""
+
+    rows = 0
+
+    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super().read_now(*args, **kwargs)
+        self.rows += len(found)
+        return found
+
+    async def read(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = await super().read(*args, **kwargs)
+        self.rows += len(found)
+        return found
+
+
+@pytest.mark.postgres
+async def test_open_on_postgres_reads_no_transcript_and_pages_on_demand(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    store = CountingPostgres(pg_dsn)
+    log = await stored_session(store, 2_000, tmp_path)
+    expected = transcript_from(Record(seq, e) for seq, e in enumerate(log))
+    runtime = ags.Runtime(store=store, model=ags.ScriptedModel(), project_dir=tmp_path)
+    try:
+        store.rows = 0
+        session = await runtime.open_session("long")
+        opened = store.rows
+        assert opened <= 3  # the last step's tail (dispatch, answer), not the transcript
+        messages = session.messages
+        assert len(messages) == len(expected) == 8_000
+        assert messages[-1] == expected[-1]
+        assert 0 < store.rows - opened <= 256  # one page from the end
+        assert messages[0] == expected[0]
+        assert store.rows - opened <= 512  # and one from the start
+        assert await session.transcript(limit=5, before=10) == expected[5:10]
+        assert list(messages) == expected  # iteration reads everything, in order
+    finally:
+        await runtime.close()

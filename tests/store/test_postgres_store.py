@@ -365,3 +365,38 @@ async def test_appends_under_random_backend_kills_stay_whole(
     assert numbers == sorted(set(numbers))  # in order, none twice
     assert len(numbers) >= 60 - failures
     assert kills > 0
+
+
+# -- long batches and the blocking reads ------------------------------------------------------
+
+
+async def test_a_long_batch_is_streamed_whole_or_not_at_all(db: PostgresStore) -> None:
+    """A batch long enough to be streamed with COPY reads back in order; a stale one writes none."""
+    await db.create_session(new_info("s"))
+    batch: list[LogEntry] = [UserEntry(f"item {i}") for i in range(500)]
+    await db.append("s", 0, batch)
+    assert [r.entry for r in await db.read("s")] == batch
+    assert (await db.get_session("s")).message_count == 500
+    with pytest.raises(ConflictError):
+        await db.append("s", 0, batch)  # stale: the log is at 500
+    assert (await db.get_session("s")).next_seq == 500
+    assert [r.seq for r in await db.read("s", 498)] == [498, 499]
+
+
+async def test_blocking_reads_reconnect_after_their_connection_was_dropped(
+    db: PostgresStore, pg_dsn: str
+) -> None:
+    await db.create_session(new_info("s"), [UserEntry("one"), UserEntry("two")])
+    assert db.count_now("s", ["user"], 2) == 2
+    pg.run(
+        pg_dsn,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE application_name = %s AND pid <> pg_backend_pid()",
+        (application(pg_dsn),),
+    )
+    with pytest.raises(StoreError):  # the dropped connection fails this one read, named
+        db.read_now("s", 0, 2, ["user"])
+    found = db.last_now("s", ["user"])  # the next read connects again
+    assert found is not None and found.entry == UserEntry("two")
+    with pytest.raises(SessionNotFoundError):
+        db.read_now("nobody", 0, 2, ["user"])

@@ -1,8 +1,9 @@
 """Connecting the PostgreSQL store: describing a server safely, migrating its schema; kept texts.
 
-Migrations run on a connection of their own before the pool opens, each in one transaction
-under a transaction-scoped advisory lock, so processes that start together migrate once and a
-crash mid-migration leaves the previous version. A read-only store only checks the version.
+Migrations run on the store's blocking connection (``_postgres_now``) while the pool opens,
+each in one transaction under a transaction-scoped advisory lock, so processes that start
+together migrate once and a crash mid-migration leaves the previous version. A read-only
+store only checks the version.
 """
 
 from __future__ import annotations
@@ -14,14 +15,51 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import StoreError
 from ..log import now
-from ._sql import INSERT_TEXT, SELECT_TEXTS, postgres
-from .base import refs_of
+from ._sql import INSERT_ENTRY, INSERT_TEXT, READ_ENTRIES, SELECT_TEXTS, postgres
+from .base import Batch, refs_of
 from .migrations import LATEST, MIGRATIONS, READABLE_FROM, UPGRADE_HINT, create_migrations_table
 
-__all__ = ["describe", "keep_texts", "kept_texts", "migrate", "read_only_session"]
+__all__ = [
+    "LAST_ENTRY",
+    "describe",
+    "insert_entries",
+    "keep_texts",
+    "kept_texts",
+    "migrate",
+    "range_query",
+    "read_only_session",
+]
 
 #: Any constant shared by every agentsession process: the key of the migration lock.
 _MIGRATION_LOCK = 0x6167_7365_7373
+
+
+_MAX_SEQ = 2**63 - 1
+
+#: The newest entry of some kinds in one statement (one snapshot): a descent of the kind index
+#: per wanted kind, then the row by its key.
+LAST_ENTRY = (
+    "SELECT e.seq, e.kind, e.version, e.data FROM entries e"
+    " WHERE e.session_id = %(s)s AND e.seq = ("
+    "  SELECT max((SELECT max(seq) FROM entries"
+    "              WHERE session_id = %(s)s AND kind = k.kind))"
+    "  FROM unnest(%(k)s::text[]) AS k(kind))"
+)
+
+
+def range_query(
+    session_id: str, start: int, end: int | None, kinds: list[str] | None
+) -> tuple[str, list[Any]]:
+    """The statement and parameters reading entries ``start <= seq < end`` of ``kinds``."""
+    query = READ_ENTRIES
+    params: list[Any] = [session_id, min(max(start, 0), _MAX_SEQ)]
+    if end is not None:
+        query += " AND seq < ?"
+        params.append(min(max(end, 0), _MAX_SEQ))
+    if kinds is not None:
+        query += " AND kind = ANY(?)"
+        params.append(kinds)
+    return postgres(query + " ORDER BY seq"), params
 
 
 def describe(dsn: str) -> str:
@@ -39,48 +77,40 @@ async def read_only_session(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("SET default_transaction_read_only = on")
 
 
-async def migrate(dsn: str, name: str, connect_seconds: float, read_only: bool) -> None:
-    """Bring the schema to ``LATEST`` (or, read-only, check that it is there)."""
-    conn = await psycopg.AsyncConnection.connect(
-        dsn, autocommit=True, connect_timeout=max(1, int(connect_seconds))
-    )
-    async with conn:
-        if read_only:
-            current = await _schema_version(conn, name)
-            if current < READABLE_FROM:
-                raise StoreError(
-                    f"{name} has schema version {current}, older than this agentsession reads"
-                    f" ({READABLE_FROM}); {UPGRADE_HINT}"
-                )
-            return
-        # An application role may lack CREATE on the schema (migrations run by another role):
-        # a current schema needs no DDL at all, not even an IF NOT EXISTS one.
-        if await _schema_version(conn, name) >= LATEST:
-            return
-        for migration in MIGRATIONS:
-            async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-                await conn.execute(create_migrations_table("postgres"))
-                if await _schema_version(conn, name) >= migration.version:
-                    continue
-                for statement in migration.sql("postgres"):
-                    await conn.execute(statement)
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, description, applied_at)"
-                    " VALUES (%s, %s, %s)",
-                    (migration.version, migration.description, now()),
-                )
+def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> None:
+    """Bring the schema to ``LATEST`` on ``conn`` (or, read-only, check that it is there)."""
+    if read_only:
+        current = _schema_version(conn, name)
+        if current < READABLE_FROM:
+            raise StoreError(
+                f"{name} has schema version {current}, older than this agentsession reads"
+                f" ({READABLE_FROM}); {UPGRADE_HINT}"
+            )
+        return
+    # An application role may lack CREATE on the schema (migrations run by another role):
+    # a current schema needs no DDL at all, not even an IF NOT EXISTS one.
+    if _schema_version(conn, name) >= LATEST:
+        return
+    for migration in MIGRATIONS:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute(create_migrations_table("postgres"))
+            if _schema_version(conn, name) >= migration.version:
+                continue
+            for statement in migration.sql("postgres"):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, description, applied_at)"
+                " VALUES (%s, %s, %s)",
+                (migration.version, migration.description, now()),
+            )
 
 
-async def _schema_version(conn: psycopg.AsyncConnection[Any], name: str) -> int:
-    found = await (
-        await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
-    ).fetchone()
+def _schema_version(conn: psycopg.Connection[Any], name: str) -> int:
+    found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
     if found is None or not found[0]:
         return 0
-    row = await (
-        await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-    ).fetchone()
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
     version = int(row[0]) if row is not None else 0
     if version > LATEST:
         raise StoreError(
@@ -88,6 +118,30 @@ async def _schema_version(conn: psycopg.AsyncConnection[Any], name: str) -> int:
             f" knows ({LATEST}); upgrade agentsession"
         )
     return version
+
+
+#: From this many entries on, an append streams its rows with COPY: several times faster than
+#: one INSERT per row for an imported or forked log, in the same transaction.
+_COPY_FROM = 64
+_COPY_IN = "COPY entries (session_id, seq, kind, version, data, created_at) FROM STDIN"
+
+
+async def insert_entries(
+    conn: psycopg.AsyncConnection[Any], session_id: str, first: int, batch: Batch
+) -> None:
+    """Write ``batch``'s rows at seqs ``first``, ``first + 1``, … and the texts they refer to."""
+    if not batch.rows:
+        return
+    stamp = now()
+    rows = [(session_id, first + i, *row, stamp) for i, row in enumerate(batch.rows)]
+    async with conn.cursor() as cursor:
+        if len(rows) < _COPY_FROM:
+            await cursor.executemany(postgres(INSERT_ENTRY), rows)
+        else:
+            async with cursor.copy(_COPY_IN) as copy:
+                for row in rows:
+                    await copy.write_row(row)
+    await keep_texts(conn, session_id, batch.texts)
 
 
 async def keep_texts(

@@ -9,6 +9,8 @@
 - every write is one transaction. An append locks its session row (``SELECT … FOR UPDATE``)
   before comparing the row's ``next_seq`` with the expected seq, so concurrent writers to one
   session queue on that row and every loser gets ``ConflictError`` with nothing written;
+- the synchronous reads of ``ReadsNow``/``FindsNow`` (a reopen's view, transcript pages) run on
+  one blocking connection of the store's own (``_postgres_now``), which also migrates;
 - ``last()`` is one statement (one snapshot): a descent of the kind index per wanted kind; the
   baseline texts an epoch refers to (kept once per session in ``texts``) are read after it;
 - leases are rows whose expiry is judged by the server's clock (``clock_timestamp()``), so
@@ -34,12 +36,10 @@ from ._sql import (
     COPY_TEXTS,
     COUNT_MESSAGES,
     DELETE_SESSION,
-    INSERT_ENTRY,
     INSERT_SESSION,
     LAST_MODEL_ROWS,
     LEASE_OF,
     LIST_SESSIONS,
-    READ_ENTRIES,
     SELECT_SESSION,
     SESSION_EXISTS,
     SET_COUNTERS,
@@ -73,7 +73,15 @@ try:
     from psycopg import errors as pg_errors
     from psycopg_pool import AsyncConnectionPool
 
-    from ._postgres import describe, keep_texts, kept_texts, migrate, read_only_session
+    from ._postgres import (
+        LAST_ENTRY,
+        describe,
+        insert_entries,
+        kept_texts,
+        range_query,
+        read_only_session,
+    )
+    from ._postgres_now import NowReader
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
@@ -81,7 +89,6 @@ else:
 
 __all__ = ["PostgresStore"]
 
-_MAX_SEQ = 2**63 - 1
 #: Server time in seconds since the epoch, the clock leases are judged by.
 _CLOCK = "extract(epoch from clock_timestamp())::double precision"
 
@@ -95,6 +102,9 @@ class PostgresStore:
     ``pool_size`` bounds the connections this store opens; ``timeout`` is how many seconds a
     call waits for one.
     """
+
+    #: Declared fast paths (see ``ReadsNow``): synchronous reads on a connection of their own.
+    fast_paths = frozenset({"read_now", "last_now"})
 
     def __init__(
         self,
@@ -117,6 +127,7 @@ class PostgresStore:
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._now = NowReader(dsn, self._name, timeout, read_only)
 
     def __repr__(self) -> str:
         return f"PostgresStore(<{self._name}>{', read_only=True' if self.read_only else ''})"
@@ -129,22 +140,27 @@ class PostgresStore:
                 raise StoreError(f"{self._name} is closed")
             if self._pool is not None:
                 return self._pool
+            pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+                self.dsn,
+                min_size=1,
+                max_size=self._pool_size,
+                kwargs={"autocommit": True},
+                configure=read_only_session if self.read_only else None,
+                check=AsyncConnectionPool.check_connection,
+                timeout=self._timeout,
+                open=False,
+                name="agentsession",
+            )
             try:
-                await migrate(self.dsn, self._name, self._timeout, self.read_only)
-                pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-                    self.dsn,
-                    min_size=1,
-                    max_size=self._pool_size,
-                    kwargs={"autocommit": True},
-                    configure=read_only_session if self.read_only else None,
-                    check=AsyncConnectionPool.check_connection,
-                    timeout=self._timeout,
-                    open=False,
-                    name="agentsession",
-                )
+                # The pool connects in the background while the blocking connection migrates:
+                # a fresh process waits for one connection, not two in a row.
                 await pool.open()
-            except psycopg.Error as exc:
-                raise StoreError(f"cannot open {self._name}: {exc}") from exc
+                await asyncio.to_thread(self._now.prepare)
+            except BaseException as exc:  # cancelled too: the pool is not left open
+                await pool.close()
+                if isinstance(exc, psycopg.Error):
+                    raise StoreError(f"cannot open {self._name}: {exc}") from exc
+                raise
             self._pool = pool
             return pool
 
@@ -196,7 +212,7 @@ class PostgresStore:
         batch = encode_batch(entries)
         async with self._connection(f"create session {info.id!r}", write=True) as conn:
             await self._insert(conn, info, len(batch.rows), batch)
-            await self._insert_entries(conn, info.id, 0, batch)
+            await insert_entries(conn, info.id, 0, batch)
 
     async def get_session(self, session_id: str) -> SessionInfo:
         """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
@@ -254,19 +270,6 @@ class PostgresStore:
 
     # -- the log ---------------------------------------------------------------------------
 
-    async def _insert_entries(
-        self, conn: psycopg.AsyncConnection[Any], session_id: str, first: int, batch: Batch
-    ) -> None:
-        if not batch.rows:
-            return
-        stamp = now()
-        async with conn.cursor() as cursor:
-            await cursor.executemany(
-                sql_postgres(INSERT_ENTRY),
-                [(session_id, first + i, *row, stamp) for i, row in enumerate(batch.rows)],
-            )
-        await keep_texts(conn, session_id, batch.texts)
-
     async def append(
         self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
     ) -> list[Record]:
@@ -286,7 +289,7 @@ class PostgresStore:
             if next_seq != expected_seq:
                 raise conflict(session_id, next_seq, expected_seq)
             if batch.rows:
-                await self._insert_entries(conn, session_id, expected_seq, batch)
+                await insert_entries(conn, session_id, expected_seq, batch)
                 await conn.execute(
                     sql_postgres(UPDATE_AFTER_APPEND),
                     (
@@ -313,22 +316,31 @@ class PostgresStore:
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        wanted = kinds_list(kinds)
-        query = READ_ENTRIES
-        params: list[Any] = [session_id, min(max(start, 0), _MAX_SEQ)]
-        if end is not None:
-            query += " AND seq < ?"
-            params.append(min(max(end, 0), _MAX_SEQ))
-        if wanted is not None:
-            query += " AND kind = ANY(?)"
-            params.append(wanted)
-        query += " ORDER BY seq"
+        query, params = range_query(session_id, start, end, kinds_list(kinds))
         async with self._connection(f"read session {session_id!r}") as conn:
-            rows = await (await conn.execute(sql_postgres(query), params)).fetchall()
+            rows = await (await conn.execute(query, params)).fetchall()
             if not rows:
                 await self._require(conn, session_id)
             texts = await kept_texts(conn, session_id, rows)
         return [decode_row(session_id, seq, kind, v, data, texts) for seq, kind, v, data in rows]
+
+    def read_now(
+        self,
+        session_id: str,
+        start: int = 0,
+        end: int | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Record]:
+        """``read``, synchronously (see ``ReadsNow``), on the store's blocking connection."""
+        return self._now.read(session_id, start, end, kinds)
+
+    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
+        """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded."""
+        return self._now.count(session_id, kinds, end)
+
+    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+        """``last``, synchronously (see ``FindsNow``), on the store's blocking connection."""
+        return self._now.last(session_id, kinds)
 
     async def _require(self, conn: psycopg.AsyncConnection[Any], session_id: str) -> None:
         if await self._one(conn, sql_postgres(SESSION_EXISTS), (session_id,)) is None:
@@ -340,15 +352,8 @@ class PostgresStore:
             raise SessionNotFoundError(session_id)
         wanted = kinds_list(kinds) or []
         async with self._connection(f"read session {session_id!r}") as conn:
-            row = await self._one(
-                conn,
-                "SELECT e.seq, e.kind, e.version, e.data FROM entries e"
-                " WHERE e.session_id = %(s)s AND e.seq = ("
-                "  SELECT max((SELECT max(seq) FROM entries"
-                "              WHERE session_id = %(s)s AND kind = k.kind))"
-                "  FROM unnest(%(k)s::text[]) AS k(kind))",
-                {"s": session_id, "k": wanted},  # type: ignore[arg-type]
-            )
+            params = {"s": session_id, "k": wanted}
+            row = await self._one(conn, LAST_ENTRY, params)  # type: ignore[arg-type]
             if row is None:
                 await self._require(conn, session_id)
                 return None
@@ -422,6 +427,7 @@ class PostgresStore:
         async with self._opening:
             self._closed = True
             pool, self._pool = self._pool, None
+        self._now.close()
         if pool is not None:
             await pool.close()
 

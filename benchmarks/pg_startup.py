@@ -1,0 +1,222 @@
+"""Figure 4 on PostgreSQL — reopening a million-item session in a fresh process.
+
+A session of ``--items`` transcript items (four per turn: the first turn's entries copied with
+fresh call ids through ``PostgresStore.append`` in batches of 20,000 entries, then the epoch a
+real session holds, its history starting at the last 15 turns; see ``_systems.grow_agentsession``)
+is built in a fresh database. Then, ``--repeat`` times, a fresh process imports agentsession and
+the driver, and times ``open_session`` + the next request (``preview_request``: everything a
+prompt reads before the provider call), connecting included, and the resident memory it added.
+The plans of the statements that read are printed (``EXPLAIN``): each must be an index scan.
+
+Usage: ``.ci/with-postgres python benchmarks/pg_startup.py [--items 1000000]``; writes
+``benchmarks/results/pg_startup.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _pg import PgAgentSession, fresh_database, grow_agentsession
+from _results import save
+
+CHILD = r"""
+import asyncio, json, sys, time
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+before_driver = rss()
+import agentsession as ags
+import psycopg, psycopg_pool  # the driver's import is the process's, not the open's
+dsn, sid = sys.argv[1], sys.argv[2]
+async def main():
+    base = rss()
+    started = time.perf_counter()
+    runtime = ags.Runtime(store=ags.PostgresStore(dsn), model=ags.ScriptedModel(["ok"]))
+    session = await runtime.open_session(sid)
+    opened = time.perf_counter()
+    request = await session.preview_request("next question")
+    done = time.perf_counter()
+    out = {
+        "open_ms": (opened - started) * 1000,
+        "next_request_ms": (done - opened) * 1000,
+        "total_ms": (done - started) * 1000,
+        "added_rss_mib": (rss() - base) / 2**20,
+        "import_rss_mib": (base - before_driver) / 2**20,
+        "messages": len(session.messages),
+        "request_messages": len(request.messages),
+    }
+    await runtime.close()
+    print(json.dumps(out))
+asyncio.run(main())
+"""
+
+#: The same, once more, with every store call timed: where the milliseconds go.
+PROFILE = r"""
+import asyncio, inspect, json, sys, time
+import agentsession as ags, psycopg, psycopg_pool
+from agentsession.store.postgres import PostgresStore
+from agentsession.store._postgres_now import NowReader
+calls = []
+def timed(cls, name):
+    f = getattr(cls, name)
+    def note(t, args):
+        kinds = [a for a in args[2:] if isinstance(a, (list, tuple))]
+        what = ",".join(map(str, kinds[0]))[:40] if kinds else ""
+        calls.append([f"{cls.__name__}.{name}({what})", (time.perf_counter() - t) * 1000])
+    if inspect.iscoroutinefunction(f):
+        async def g(*a, **k):
+            t = time.perf_counter()
+            try:
+                return await f(*a, **k)
+            finally:
+                note(t, a)
+    else:
+        def g(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                note(t, a)
+    setattr(cls, name, g)
+for n in ["get_session", "read", "last", "lease_of"]:
+    timed(PostgresStore, n)
+for n in ["prepare", "read", "last", "count"]:
+    timed(NowReader, n)
+dsn, sid = sys.argv[1], sys.argv[2]
+async def main():
+    t = time.perf_counter()
+    runtime = ags.Runtime(store=ags.PostgresStore(dsn), model=ags.ScriptedModel(["ok"]))
+    session = await runtime.open_session(sid)
+    await session.preview_request("next question")
+    total = (time.perf_counter() - t) * 1000
+    await runtime.close()
+    t = time.perf_counter()
+    psycopg.connect(dsn).close()
+    connect = (time.perf_counter() - t) * 1000
+    print(json.dumps({"total_ms": total, "calls": calls, "connect_ms": connect}))
+asyncio.run(main())
+"""
+
+#: The statements a reopen runs against the log, with the kinds it asks for.
+PLANS = {
+    "newest epoch (kind index, one descent per kind)": ("last", ["epoch"]),
+    "last dispatch": ("last", ["dispatch"]),
+    "state entries from seq 0 (rare kinds)": ("range0", None),
+    "the view from the history start (window kinds)": ("view", None),
+    "user turns before the end (count)": ("count", ["user"]),
+}
+
+
+async def build(dsn: str, items: int) -> tuple[str, float]:
+    """A session of about ``items`` transcript items (four per turn); its id and build seconds."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        system = PgAgentSession(dsn)
+        await system.setup(Path(tmp), 1)
+        session_id: str = system.session.id
+        await grow_agentsession(system.runtime.store, session_id, max(1, items // 4 - 1))
+        await system.close()
+    return session_id, time.perf_counter() - started
+
+
+def explain(dsn: str, session_id: str) -> dict[str, str]:
+    """The plan of each statement a reopen runs (``EXPLAIN ANALYZE``, costs and timing off)."""
+    import psycopg
+
+    from agentsession.engine.epoch_view import VIEW_KINDS
+    from agentsession.runtime import STATE_KINDS
+    from agentsession.store._postgres import LAST_ENTRY, range_query
+
+    plans: dict[str, str] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # What autovacuum does soon after a bulk load anyway (the visibility map lets a count
+        # read the kind index alone); a session that grew over months is long vacuumed.
+        conn.execute("VACUUM ANALYZE")
+        end = conn.execute(
+            "SELECT next_seq FROM sessions WHERE session_id = %s", (session_id,)
+        ).fetchone()
+        assert end is not None
+        epoch = conn.execute(
+            "SELECT max(seq) FROM entries WHERE session_id = %s AND kind = 'epoch'", (session_id,)
+        ).fetchone()
+        start = int(epoch[0]) - 100 if epoch and epoch[0] else 0
+        for title, (how, kinds) in PLANS.items():
+            query: str
+            params: Any
+            if how == "last":
+                query, params = LAST_ENTRY, {"s": session_id, "k": kinds}
+            elif how == "range0":
+                query, params = range_query(session_id, 0, end[0], list(STATE_KINDS))
+            elif how == "view":
+                query, params = range_query(session_id, start, end[0], list(VIEW_KINDS))
+            else:
+                query = (
+                    "SELECT count(*) FROM entries WHERE session_id = %s AND kind = %s AND seq < %s"
+                )
+                params = (session_id, kinds[0], end[0])
+            rows = conn.execute(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + query, params
+            ).fetchall()
+            plans[title] = "\n".join(str(r[0]) for r in rows)
+    return plans
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    dsn = fresh_database("pg_startup")
+    session_id, build_s = asyncio.run(build(dsn, args.items))
+    print(f"built {args.items:,} items in {build_s:.1f} s")
+    plans = explain(dsn, session_id)
+    for title, plan in plans.items():
+        print(f"-- {title}\n{plan}")
+    runs = []
+    for _ in range(args.repeat):
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD, dsn, session_id],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        runs.append(json.loads(child.stdout))
+        print(runs[-1])
+    profiled = subprocess.run(
+        [sys.executable, "-c", PROFILE, dsn, session_id], capture_output=True, text=True, check=True
+    )
+    profile = json.loads(profiled.stdout)
+    for name, ms in profile["calls"]:
+        print(f"  {ms:7.2f} ms  {name}")
+    print(f"  total {profile['total_ms']:.1f} ms; a new connection {profile['connect_ms']:.1f} ms")
+    keys = ("open_ms", "next_request_ms", "total_ms", "added_rss_mib", "import_rss_mib")
+    figures: dict[str, Any] = {
+        "reopen": {key: statistics.median(r[key] for r in runs) for key in keys},
+        "build_s": build_s,
+        "plans": plans,
+        "profile": profile,
+    }
+    figures["reopen"]["items"] = runs[0]["messages"]
+    figures["reopen"]["request_messages"] = runs[0]["request_messages"]
+    print(json.dumps(figures["reopen"], indent=1))
+    save(
+        "pg_startup",
+        figures,
+        command=" ".join([".ci/with-postgres python benchmarks/pg_startup.py", *sys.argv[1:]]),
+    )
+
+
+if __name__ == "__main__":
+    main()
