@@ -205,12 +205,12 @@ def insert_row(db: Path, session_id: str, kind: str, data: str) -> int:
     conn = sqlite3.connect(db)
     try:
         (seq,) = conn.execute(
-            "SELECT max(seq) + 1 FROM entries WHERE session_id = ?", (session_id,)
+            "SELECT next_seq FROM sessions WHERE session_id = ?", (session_id,)
         ).fetchone()
         with conn:
             conn.execute(
-                "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
-                " VALUES (?, ?, ?, 1, ?, '2026-01-01T00:00:00+00:00')",
+                "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
+                " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?), ?, ?, 1, ?, 0)",
                 (session_id, seq, kind, data),
             )
         return int(seq)

@@ -67,9 +67,10 @@ def inject_row(store: Store, session_id: str, seq: int, kind: str, version: int,
         try:
             with conn:
                 conn.execute(
-                    "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, seq, kind, version, data, now()),
+                    "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
+                    " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?),"
+                    " ?, ?, ?, ?, 0)",
+                    (session_id, seq, kind, version, data),
                 )
                 conn.execute(
                     "UPDATE sessions SET next_seq = ? WHERE session_id = ?", (seq + 1, session_id)

@@ -23,17 +23,16 @@ import platformdirs
 from .._files import create_private, private_folder
 from ..errors import StoreError
 from ..log import now
-from ._sql import (
-    INSERT_SESSION,
-    INSERT_TEXT,
-    READ_ENTRIES,
-    READ_KIND,
-    SCAN_RANGE,
-    SELECT_TEXTS,
-    session_row,
-)
+from ._sql import INSERT_TEXT, SCAN_RANGE, SELECT_TEXTS, session_row
+from ._sqlite_sql import INSERT_SESSION, READ_ENTRIES, READ_KIND
 from .base import Batch, SessionInfo, exists, refs_of
-from .migrations import LATEST, MIGRATIONS, READABLE_FROM, UPGRADE_HINT, create_migrations_table
+from .migrations import (
+    LATEST,
+    MIGRATIONS,
+    SQLITE_READABLE_FROM,
+    UPGRADE_HINT,
+    create_migrations_table,
+)
 
 __all__ = [
     "TAKE_LEASE",
@@ -93,10 +92,10 @@ def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.C
         if read_only:
             if current == 0:
                 raise StoreError(f"cannot open session store {path}: it holds no sessions schema")
-            if current < READABLE_FROM:
+            if current < SQLITE_READABLE_FROM:
                 raise StoreError(
                     f"session store {path} has schema version {current}, older than this"
-                    f" agentsession reads ({READABLE_FROM}); {UPGRADE_HINT}"
+                    f" agentsession reads ({SQLITE_READABLE_FROM}); {UPGRADE_HINT}"
                 )
             return conn
         if current == 0:

@@ -7,10 +7,10 @@
 - every write is one ``BEGIN IMMEDIATE`` transaction that takes the write lock *before* reading
   the log's next seq, so two writers on one session (two stores, two processes) cannot
   interleave: the second one sees the moved seq and gets ``ConflictError`` with nothing written;
-- ``entries`` is a ``WITHOUT ROWID`` table keyed ``(session_id, seq)`` plus an index on
-  ``(session_id, kind, seq)``: range reads, the next seq and "newest entry of a kind" are index
-  walks whose cost does not grow with the history; reads that take several statements run in
-  one read transaction, so they see one snapshot;
+- ``entries`` is a ``WITHOUT ROWID`` table keyed ``(session_key, seq)`` (the session's integer
+  key, ``_sqlite_sql``) plus an index on ``(session_key, kind, seq)``: range reads, the next seq
+  and "newest entry of a kind" are index walks whose cost does not grow with the history; reads
+  that take several statements run in one read transaction, so they see one snapshot;
 - an epoch's long baseline texts are kept once per session in ``texts``, read in the same
   transaction as the rows that refer to them;
 - leases are rows judged by this machine's clock; opening, read-only access, migrations and the
@@ -36,13 +36,7 @@ from typing import TypeVar
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
 from ._sql import (
-    COPY_ENTRIES,
     COPY_TEXTS,
-    COUNT_KIND,
-    COUNT_MESSAGES,
-    DELETE_SESSION,
-    INSERT_ENTRY,
-    LAST_MODEL_ROWS,
     LEASE_OF,
     LIST_SESSIONS,
     SELECT_SESSION,
@@ -61,6 +55,18 @@ from ._sqlite import (
     range_queries,
     reading,
     writing,
+)
+from ._sqlite_sql import (
+    COPY_ENTRIES,
+    COUNT_KIND,
+    COUNT_MESSAGES,
+    DELETE_SESSION,
+    ENTRY_AT,
+    INSERT_ENTRY,
+    KEY_AND_SESSION,
+    LAST_MODEL_ROWS,
+    NEWEST_OF_KIND,
+    entry_rows,
 )
 from .base import (
     DEFAULT_LEASE_TTL,
@@ -159,11 +165,8 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
                 insert_session(conn, info, len(batch.rows), batch)
-                stamp = now()
-                conn.executemany(
-                    INSERT_ENTRY,
-                    [(info.id, seq, *row, stamp) for seq, row in enumerate(batch.rows)],
-                )
+                key = conn.execute(KEY_AND_SESSION, (info.id,)).fetchone()[0]
+                conn.executemany(INSERT_ENTRY, entry_rows(key, 0, batch.rows))
                 keep_texts(conn, info.id, batch.texts)
 
         await self._run(f"create session {info.id!r}", op)
@@ -243,19 +246,16 @@ class SQLiteStore:
 
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
-                next_seq = self._row(conn, session_id).next_seq
+                found = conn.execute(KEY_AND_SESSION, (session_id,)).fetchone()
+                if found is None:
+                    raise SessionNotFoundError(session_id)
+                key, next_seq = found[0], info_from_row(found[1:]).next_seq
                 if next_seq != expected_seq:
                     raise conflict(session_id, next_seq, expected_seq)
                 if not batch.rows:
                     return
                 stamp = now()
-                conn.executemany(
-                    INSERT_ENTRY,
-                    [
-                        (session_id, expected_seq + i, *row, stamp)
-                        for i, row in enumerate(batch.rows)
-                    ],
-                )
+                conn.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, batch.rows))
                 keep_texts(conn, session_id, batch.texts)
                 conn.execute(
                     UPDATE_AFTER_APPEND,
@@ -344,19 +344,13 @@ class SQLiteStore:
                 # One max() per kind, a single descent of the kind index each (an IN (...)
                 # over several kinds would scan all their entries).
                 for kind in wanted:
-                    found = conn.execute(
-                        "SELECT max(seq) FROM entries WHERE session_id = ? AND kind = ?",
-                        (session_id, kind),
-                    ).fetchone()[0]
+                    found = conn.execute(NEWEST_OF_KIND, (session_id, kind)).fetchone()[0]
                     if found is not None and (best is None or found > best):
                         best = found
                 if best is None:
                     self._require_session(conn, session_id)
                     return None
-                row = conn.execute(
-                    "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND seq = ?",
-                    (session_id, best),
-                ).fetchone()
+                row = conn.execute(ENTRY_AT, (session_id, best)).fetchone()
                 texts = kept_texts(conn, session_id, [row] if row is not None else [])
             if row is None:  # the kind index names a row the table does not hold
                 raise StoreError(

@@ -1,0 +1,107 @@
+"""The statements of SQLite's log, which schema 4 keys by an integer session key.
+
+PostgreSQL keys its log by the text session id (``_sql``); SQLite stores the session's integer
+``session_key`` in each entry row and kind-index row instead. Each statement here still takes
+the text session id and finds the key with a subquery (one descent of a unique index), so the
+callers pass what they passed before. Entry rows leave out what the row says already: the
+``kind`` field at the end of the JSON (reading fills it in from the column), and the commit
+time is milliseconds since 1970, not ISO text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .base import SESSION_COLUMNS
+
+__all__ = [
+    "COPY_ENTRIES",
+    "COUNT_KIND",
+    "COUNT_MESSAGES",
+    "DELETE_SESSION",
+    "ENTRY_AT",
+    "INSERT_ENTRY",
+    "INSERT_SESSION",
+    "KEY_AND_SESSION",
+    "LAST_MODEL_ROWS",
+    "NEWEST_OF_KIND",
+    "READ_ENTRIES",
+    "READ_KIND",
+    "entry_rows",
+    "lean",
+]
+
+#: The integer key of the session whose text id is the parameter.
+KEY_OF = "(SELECT session_key FROM sessions WHERE session_id = ?)"
+
+#: A new session takes the next key (one descent of ``sessions_key``); a deleted session's key
+#: may be given again, since its entries went with it.
+INSERT_SESSION = (
+    "INSERT INTO sessions (session_id, created_at, updated_at, title, project_dir, next_seq,"
+    " message_count, last_model, file_version, session_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,"
+    " (SELECT coalesce(max(session_key), 0) + 1 FROM sessions))"
+)
+#: The session's key and its row (``SESSION_COLUMNS``), which the caller checks.
+KEY_AND_SESSION = f"SELECT session_key, {SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
+INSERT_ENTRY = (
+    "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+DELETE_SESSION = (
+    "DELETE FROM leases WHERE session_id = ?",
+    f"DELETE FROM entries WHERE session_key = {KEY_OF}",
+    "DELETE FROM texts WHERE session_id = ?",
+    "DELETE FROM sessions WHERE session_id = ?",
+)
+#: Parameters: the new session's id, the source's id, the last seq copied.
+COPY_ENTRIES = (
+    "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
+    f" SELECT {KEY_OF}, seq, kind, version, data, created_at FROM entries"
+    f" WHERE session_key = {KEY_OF} AND seq <= ?"
+)
+#: The base of a range read; the caller adds the optional bounds and ``ORDER BY seq``.
+READ_ENTRIES = (
+    f"SELECT seq, kind, version, data FROM entries WHERE session_key = {KEY_OF} AND seq >= ?"
+)
+READ_KIND = (
+    "SELECT seq, kind, version, data FROM entries INDEXED BY entries_kind"
+    f" WHERE session_key = {KEY_OF} AND kind = ? AND seq >= ? AND seq < ? ORDER BY seq"
+)
+COUNT_KIND = (
+    "SELECT count(*) FROM entries INDEXED BY entries_kind"
+    f" WHERE session_key = {KEY_OF} AND kind = ? AND seq < ?"
+)
+COUNT_MESSAGES = (
+    f"SELECT count(*) FROM entries WHERE session_key = {KEY_OF}"
+    " AND kind IN ('user', 'assistant', 'tool_result')"
+)
+#: Assistant rows newest first: the first one naming a model gives ``last_model``.
+LAST_MODEL_ROWS = (
+    f"SELECT seq, kind, version, data FROM entries WHERE session_key = {KEY_OF}"
+    " AND kind = 'assistant' ORDER BY seq DESC"
+)
+#: "The newest entry of kind K": the last key of the (session_key, K) prefix of the kind index.
+NEWEST_OF_KIND = f"SELECT max(seq) FROM entries WHERE session_key = {KEY_OF} AND kind = ?"
+ENTRY_AT = f"SELECT seq, kind, version, data FROM entries WHERE session_key = {KEY_OF} AND seq = ?"
+
+
+def lean(kind: str, data: str) -> str:
+    """``data`` without its closing ``"kind"`` field, which the row's column holds.
+
+    Only an object whose last top-level field is the kind ends in ``,"kind":"<kind>"}`` (a
+    nested object would end in ``}}`` or ``}]``, a string's quotes are escaped); any other form
+    is stored as it is. Reading puts the field back from the column (``load_entry``).
+    """
+    suffix = f',"kind":"{kind}"}}'
+    return data[: -len(suffix)] + "}" if data.endswith(suffix) else data
+
+
+def entry_rows(key: int, first_seq: int, rows: Sequence[tuple[str, int, str]]) -> list[Any]:
+    """The ``INSERT_ENTRY`` parameters of a batch's ``(kind, version, data)`` rows."""
+    stamp = int(time.time() * 1000)
+    return [
+        (key, first_seq + i, kind, version, lean(kind, data), stamp)
+        for i, (kind, version, data) in enumerate(rows)
+    ]
