@@ -209,8 +209,8 @@ def insert_row(db: Path, session_id: str, kind: str, data: str) -> int:
         ).fetchone()
         with conn:
             conn.execute(
-                "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
-                " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?), ?, ?, 1, ?, 0)",
+                "INSERT INTO entries (session_key, seq, kind, version, data)"
+                " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?), ?, ?, 1, ?)",
                 (session_id, seq, kind, data),
             )
         return int(seq)

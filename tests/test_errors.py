@@ -152,9 +152,9 @@ async def test_store_failures_are_store_errors(make_runtime: Make, db_path: Path
     conn = sqlite3.connect(db_path)
     with conn:
         conn.execute(
-            "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
+            "INSERT INTO entries (session_key, seq, kind, version, data)"
             " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?),"
-            " 99, 'assistant', 1, '[1, 2', 0)",
+            " 99, 'assistant', 1, '[1, 2')",
             (session.id,),
         )
         # The first user message, damaged in place.

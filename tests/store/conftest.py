@@ -67,9 +67,9 @@ def inject_row(store: Store, session_id: str, seq: int, kind: str, version: int,
         try:
             with conn:
                 conn.execute(
-                    "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
+                    "INSERT INTO entries (session_key, seq, kind, version, data)"
                     " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?),"
-                    " ?, ?, ?, ?, 0)",
+                    " ?, ?, ?, ?)",
                     (session_id, seq, kind, version, data),
                 )
                 conn.execute(

@@ -4,13 +4,12 @@ PostgreSQL keys its log by the text session id (``_sql``); SQLite stores the ses
 ``session_key`` in each entry row and kind-index row instead. Each statement here still takes
 the text session id and finds the key with a subquery (one descent of a unique index), so the
 callers pass what they passed before. Entry rows leave out what the row says already: the
-``kind`` field at the end of the JSON (reading fills it in from the column), and the commit
-time is milliseconds since 1970, not ISO text.
+``kind`` field at the end of the JSON (reading fills it in from the column); and no commit
+time is kept per row (nothing read it; each entry holds its own timestamps).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,10 +44,7 @@ INSERT_SESSION = (
 )
 #: The session's key and its row (``SESSION_COLUMNS``), which the caller checks.
 KEY_AND_SESSION = f"SELECT session_key, {SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
-INSERT_ENTRY = (
-    "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
-)
+INSERT_ENTRY = "INSERT INTO entries (session_key, seq, kind, version, data) VALUES (?, ?, ?, ?, ?)"
 DELETE_SESSION = (
     "DELETE FROM leases WHERE session_id = ?",
     f"DELETE FROM entries WHERE session_key = {KEY_OF}",
@@ -57,8 +53,8 @@ DELETE_SESSION = (
 )
 #: Parameters: the new session's id, the source's id, the last seq copied.
 COPY_ENTRIES = (
-    "INSERT INTO entries (session_key, seq, kind, version, data, created_at)"
-    f" SELECT {KEY_OF}, seq, kind, version, data, created_at FROM entries"
+    "INSERT INTO entries (session_key, seq, kind, version, data)"
+    f" SELECT {KEY_OF}, seq, kind, version, data FROM entries"
     f" WHERE session_key = {KEY_OF} AND seq <= ?"
 )
 #: The base of a range read; the caller adds the optional bounds and ``ORDER BY seq``.
@@ -100,8 +96,7 @@ def lean(kind: str, data: str) -> str:
 
 def entry_rows(key: int, first_seq: int, rows: Sequence[tuple[str, int, str]]) -> list[Any]:
     """The ``INSERT_ENTRY`` parameters of a batch's ``(kind, version, data)`` rows."""
-    stamp = int(time.time() * 1000)
     return [
-        (key, first_seq + i, kind, version, lean(kind, data), stamp)
+        (key, first_seq + i, kind, version, lean(kind, data))
         for i, (kind, version, data) in enumerate(rows)
     ]

@@ -199,7 +199,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         4,
-        "SQLite: the log keyed by an integer session key, entry times as milliseconds",
+        "SQLite: the log keyed by an integer session key, without the unread commit times",
         (
             # The text session id (32 characters) was repeated in every entry row and again in
             # every kind-index row: with a few hundred bytes per row, about a fifth of the file.
@@ -219,20 +219,17 @@ MIGRATIONS: tuple[Migration, ...] = (
                     kind        TEXT NOT NULL,
                     version     INTEGER NOT NULL,
                     data        TEXT NOT NULL,
-                    created_at  INTEGER NOT NULL,
                     PRIMARY KEY (session_key, seq)
                 ) WITHOUT ROWID
                 """,
                 postgres="",
             ),
-            # created_at becomes milliseconds since 1970 (six bytes instead of 32); a value
-            # SQLite cannot read as a time becomes 0 rather than blocking the migration.
+            # The commit time of each row (32 bytes of ISO text) is left behind: nothing ever
+            # read it, and every entry carries its own timestamps in its data.
             Dialects(
                 sqlite="""
-                INSERT INTO entries_by_key (session_key, seq, kind, version, data, created_at)
-                SELECT s.session_key, e.seq, e.kind, e.version, e.data,
-                       coalesce(CAST(round((julianday(e.created_at) - 2440587.5) * 86400000)
-                                     AS INTEGER), 0)
+                INSERT INTO entries_by_key (session_key, seq, kind, version, data)
+                SELECT s.session_key, e.seq, e.kind, e.version, e.data
                 FROM entries e JOIN sessions s ON s.session_id = e.session_id
                 """,
                 postgres="",
