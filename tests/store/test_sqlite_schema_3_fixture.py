@@ -135,3 +135,28 @@ async def test_a_migrated_schema_3_file_takes_writes(tmp_path: Path) -> None:
         assert (await again.read(MAIN))[:20] == logs[MAIN]
     finally:
         await again.close()
+
+
+async def test_entry_counts_by_kind_agree_with_the_log_after_migrating_and_writing(
+    tmp_path: Path,
+) -> None:
+    """``count_now`` answers from kept totals at the log's end and from the index before it."""
+    path = tmp_path / "old.db"
+    build(path)
+    store = SQLiteStore(path)
+    try:
+        await store.append(MAIN, 20, [UserEntry("one"), UserEntry("two")])
+        fork = SessionInfo("copy", "t", "t")
+        await store.fork_session(MAIN, fork, 14)
+        await store.delete_session("forked")
+        for session_id in (MAIN, "copy", "empty"):
+            log = await store.read(session_id)
+            end = (await store.get_session(session_id)).next_seq
+            for kinds in (["user"], ["user", "assistant"], ["dispatch", "epoch"], []):
+                for stop in (end, end + 5, end // 2, 0):
+                    expected = sum(r.entry.kind in kinds and r.seq < stop for r in log)
+                    assert store.count_now(session_id, kinds, stop) == expected
+        with pytest.raises(SessionNotFoundError):
+            store.count_now("forked", ["user"], 100)
+    finally:
+        await store.close()

@@ -24,6 +24,7 @@ __all__ = [
     "INSERT_ENTRY",
     "INSERT_SESSION",
     "KEY_AND_SESSION",
+    "KIND_TOTAL",
     "LAST_MODEL_ROWS",
     "NEWEST_OF_KIND",
     "READ_ENTRIES",
@@ -47,6 +48,7 @@ KEY_AND_SESSION = f"SELECT session_key, {SESSION_COLUMNS} FROM sessions WHERE se
 INSERT_ENTRY = "INSERT INTO entries (session_key, seq, kind, version, data) VALUES (?, ?, ?, ?, ?)"
 DELETE_SESSION = (
     "DELETE FROM leases WHERE session_id = ?",
+    f"DELETE FROM kind_counts WHERE session_key = {KEY_OF}",
     f"DELETE FROM entries WHERE session_key = {KEY_OF}",
     "DELETE FROM texts WHERE session_id = ?",
     "DELETE FROM sessions WHERE session_id = ?",
@@ -68,6 +70,12 @@ READ_KIND = (
 COUNT_KIND = (
     "SELECT count(*) FROM entries INDEXED BY entries_kind"
     f" WHERE session_key = {KEY_OF} AND kind = ? AND seq < ?"
+)
+#: The session's next seq and how many entries of one kind it holds (``kind_counts``, kept by
+#: a trigger on every insert; no row: none).
+KIND_TOTAL = (
+    "SELECT s.next_seq, (SELECT c.entries FROM kind_counts c WHERE c.session_key = s.session_key"
+    " AND c.kind = ?) FROM sessions s WHERE s.session_id = ?"
 )
 COUNT_MESSAGES = (
     f"SELECT count(*) FROM entries WHERE session_key = {KEY_OF}"

@@ -240,6 +240,37 @@ MIGRATIONS: tuple[Migration, ...] = (
                 sqlite="CREATE INDEX entries_kind ON entries (session_key, kind, seq)",
                 postgres="",
             ),
+            # How many entries of each kind a session holds, kept by the trigger below in the
+            # inserting transaction: "how many user turns so far" at open is then one lookup,
+            # not a count of the kind index (18 ms at a million items).
+            Dialects(
+                sqlite="""
+                CREATE TABLE kind_counts (
+                    session_key INTEGER NOT NULL,
+                    kind        TEXT NOT NULL,
+                    entries     INTEGER NOT NULL,
+                    PRIMARY KEY (session_key, kind)
+                ) WITHOUT ROWID
+                """,
+                postgres="",
+            ),
+            Dialects(
+                sqlite="""
+                INSERT INTO kind_counts (session_key, kind, entries)
+                SELECT session_key, kind, count(*) FROM entries GROUP BY session_key, kind
+                """,
+                postgres="",
+            ),
+            Dialects(
+                sqlite="""
+                CREATE TRIGGER entries_counted AFTER INSERT ON entries BEGIN
+                    INSERT INTO kind_counts (session_key, kind, entries)
+                    VALUES (new.session_key, new.kind, 1)
+                    ON CONFLICT (session_key, kind) DO UPDATE SET entries = entries + 1;
+                END
+                """,
+                postgres="",
+            ),
         ),
     ),
 )

@@ -64,6 +64,7 @@ from ._sqlite_sql import (
     ENTRY_AT,
     INSERT_ENTRY,
     KEY_AND_SESSION,
+    KIND_TOTAL,
     LAST_MODEL_ROWS,
     NEWEST_OF_KIND,
     entry_rows,
@@ -315,11 +316,16 @@ class SQLiteStore:
         return self._call(f"read session {session_id!r}", op)
 
     def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded."""
+        """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
         wanted = kinds_list(kinds) or []
 
         def op(conn: sqlite3.Connection) -> int:
             with reading(conn):
+                totals = [conn.execute(KIND_TOTAL, (k, session_id)).fetchone() for k in wanted]
+                if wanted and totals[0] is None:
+                    raise SessionNotFoundError(session_id)
+                if wanted and end >= totals[0][0]:
+                    return sum(int(entries or 0) for _, entries in totals)
                 self._require_session(conn, session_id)
                 return sum(
                     int(conn.execute(COUNT_KIND, (session_id, kind, end)).fetchone()[0])
