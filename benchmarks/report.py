@@ -215,12 +215,26 @@ def soak_rows(data: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def disk_breakdown_rows(data: dict[str, Any]) -> list[str]:
+    """Where the bytes per item go: the stored JSON of each kind (small results)."""
+    cell = data["figures"]["disk"]
+    kinds = cell.get("agentsession_data_bytes_per_item_by_kind", {})
+    data_bytes = sum(kinds.values())
+    shares = " · ".join(f"{k} {v:,.0f}" for k, v in sorted(kinds.items(), key=lambda i: -i[1]))
+    return [
+        f"| 3 | bytes per item (small results): stored JSON · rows, keys, index, pages"
+        f" | {data_bytes:,.0f} · {cell['agentsession_bytes_per_item'] - data_bytes:,.0f} B"
+        f" (JSON by kind: {shares}) | |"
+    ]
+
+
 def table() -> str:
     lines = ["| # | figure | latest | goal |", "|---|---|---|---|"]
     for name, rows in (
         ("turn_cost", turn_rows),
         ("store_level", store_rows),
         ("memory_disk", memory_rows),
+        ("memory_disk", disk_breakdown_rows),
         ("startup", startup_rows),
         ("cache_economy", cache_rows),
         ("window_step", window_rows),

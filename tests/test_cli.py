@@ -18,6 +18,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.cli.console import print_transcript
+from agentsession.store._sqlite_sql import KIND_CODES
 
 from .cli_helpers import TIMEOUT, assert_clean_error, cli, session_id_of
 from .cli_inprocess import cli_here
@@ -211,7 +212,7 @@ def insert_row(db: Path, session_id: str, kind: str, data: str) -> int:
             conn.execute(
                 "INSERT INTO entries (session_key, seq, kind, version, data)"
                 " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?), ?, ?, 1, ?)",
-                (session_id, seq, kind, data),
+                (session_id, seq, KIND_CODES.get(kind, kind), data),
             )
         return int(seq)
     finally:

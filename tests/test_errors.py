@@ -154,7 +154,7 @@ async def test_store_failures_are_store_errors(make_runtime: Make, db_path: Path
         conn.execute(
             "INSERT INTO entries (session_key, seq, kind, version, data)"
             " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?),"
-            " 99, 'assistant', 1, '[1, 2')",
+            " 99, 2, 1, '[1, 2')",  # 2: the code of an assistant entry
             (session.id,),
         )
         # The first user message, damaged in place.

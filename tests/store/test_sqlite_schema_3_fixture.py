@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsession.errors import SessionNotFoundError
+from agentsession.errors import CorruptEntryError, SessionNotFoundError
 from agentsession.log import Record, UserEntry
 from agentsession.store import SessionInfo, SQLiteStore
 from agentsession.store.base import decode_row, info_from_row
@@ -158,5 +158,33 @@ async def test_entry_counts_by_kind_agree_with_the_log_after_migrating_and_writi
                     assert store.count_now(session_id, kinds, stop) == expected
         with pytest.raises(SessionNotFoundError):
             store.count_now("forked", ["user"], 100)
+    finally:
+        await store.close()
+
+
+async def test_known_kinds_are_stored_as_codes_and_an_unknown_code_is_a_damaged_row(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    build(path)
+    store = SQLiteStore(path)
+    try:
+        await store.append(MAIN, 20, [UserEntry("new")])
+        conn = sqlite3.connect(path)
+        with conn:
+            stored = set(conn.execute("SELECT DISTINCT typeof(kind) FROM entries"))
+            assert stored == {("integer",)}  # migrated rows and new ones alike
+            # A row whose code this version does not know (a newer writer's kind).
+            conn.execute(
+                "INSERT INTO entries (session_key, seq, kind, version, data) VALUES"
+                " ((SELECT session_key FROM sessions WHERE session_id = ?), 21, 999, 1, '{}')",
+                (MAIN,),
+            )
+            conn.execute("UPDATE sessions SET next_seq = 22 WHERE session_id = ?", (MAIN,))
+        conn.close()
+        with pytest.raises(CorruptEntryError) as caught:
+            await store.read(MAIN, 21)
+        assert caught.value.seq == 21
+        assert [r.entry for r in await store.read(MAIN, 20, 21)] == [UserEntry("new")]
     finally:
         await store.close()

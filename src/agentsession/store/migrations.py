@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from ._sqlite_sql import KIND_CODES
+
 __all__ = [
     "LATEST",
     "MIGRATIONS",
@@ -199,7 +201,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         4,
-        "SQLite: the log keyed by an integer session key, without the unread commit times",
+        "SQLite: the log keyed by an integer session key, kinds as codes, no unread commit times",
         (
             # The text session id (32 characters) was repeated in every entry row and again in
             # every kind-index row: with a few hundred bytes per row, about a fifth of the file.
@@ -211,12 +213,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             Dialects(
                 sqlite="CREATE UNIQUE INDEX sessions_key ON sessions (session_key)", postgres=""
             ),
+            # Known kinds become their one-byte codes (``KIND_CODES``), in rows and index.
+            Dialects(
+                sqlite="CREATE TEMP TABLE temp_kind_codes (kind TEXT PRIMARY KEY, code INTEGER)",
+                postgres="",
+            ),
+            Dialects(
+                sqlite="INSERT INTO temp_kind_codes VALUES "
+                + ", ".join(f"('{kind}', {code})" for kind, code in KIND_CODES.items()),
+                postgres="",
+            ),
             Dialects(
                 sqlite="""
                 CREATE TABLE entries_by_key (
                     session_key INTEGER NOT NULL REFERENCES sessions (session_key),
                     seq         INTEGER NOT NULL,
-                    kind        TEXT NOT NULL,
+                    kind        NOT NULL,  -- no affinity: a code stays a number, a name text
                     version     INTEGER NOT NULL,
                     data        TEXT NOT NULL,
                     PRIMARY KEY (session_key, seq)
@@ -229,11 +241,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             Dialects(
                 sqlite="""
                 INSERT INTO entries_by_key (session_key, seq, kind, version, data)
-                SELECT s.session_key, e.seq, e.kind, e.version, e.data
+                SELECT s.session_key, e.seq, coalesce(c.code, e.kind), e.version, e.data
                 FROM entries e JOIN sessions s ON s.session_id = e.session_id
+                LEFT JOIN temp_kind_codes c ON c.kind = e.kind
                 """,
                 postgres="",
             ),
+            Dialects(sqlite="DROP TABLE temp_kind_codes", postgres=""),
             Dialects(sqlite="DROP TABLE entries", postgres=""),
             Dialects(sqlite="ALTER TABLE entries_by_key RENAME TO entries", postgres=""),
             Dialects(
@@ -247,7 +261,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 sqlite="""
                 CREATE TABLE kind_counts (
                     session_key INTEGER NOT NULL,
-                    kind        TEXT NOT NULL,
+                    kind        NOT NULL,
                     entries     INTEGER NOT NULL,
                     PRIMARY KEY (session_key, kind)
                 ) WITHOUT ROWID

@@ -51,6 +51,7 @@ from ._sqlite import (
     insert_session,
     keep_texts,
     kept_texts,
+    newest_seq,
     open_database,
     range_queries,
     reading,
@@ -66,8 +67,9 @@ from ._sqlite_sql import (
     KEY_AND_SESSION,
     KIND_TOTAL,
     LAST_MODEL_ROWS,
-    NEWEST_OF_KIND,
+    coded,
     entry_rows,
+    named,
 )
 from .base import (
     DEFAULT_LEASE_TTL,
@@ -223,7 +225,7 @@ class SQLiteStore:
                 conn.execute(COPY_ENTRIES, (info.id, source_id, upto_seq))
                 conn.execute(COPY_TEXTS, (info.id, source_id))
                 counted = conn.execute(COUNT_MESSAGES, (info.id,)).fetchone()[0]
-                model = newest_model(info.id, conn.execute(LAST_MODEL_ROWS, (info.id,)))
+                model = newest_model(info.id, named(conn.execute(LAST_MODEL_ROWS, (info.id,))))
                 conn.execute(SET_COUNTERS, (counted, model, info.id))
 
         await self._run(f"fork session {source_id!r} as {info.id!r}", op, source_id)
@@ -303,7 +305,7 @@ class SQLiteStore:
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             with reading(conn):
-                rows = [row for query, params in queries for row in conn.execute(query, params)]
+                rows = named(r for query, params in queries for r in conn.execute(query, params))
                 if not rows:
                     self._require_session(conn, session_id)
                 texts = kept_texts(conn, session_id, rows)
@@ -317,7 +319,7 @@ class SQLiteStore:
 
     def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
         """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
-        wanted = kinds_list(kinds) or []
+        wanted = coded(kinds_list(kinds) or [])
 
         def op(conn: sqlite3.Connection) -> int:
             with reading(conn):
@@ -342,21 +344,15 @@ class SQLiteStore:
         """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        wanted = kinds_list(kinds) or []
+        wanted = coded(kinds_list(kinds) or [])
 
         def op(conn: sqlite3.Connection) -> Record | None:
             with reading(conn):
-                best: int | None = None
-                # One max() per kind, a single descent of the kind index each (an IN (...)
-                # over several kinds would scan all their entries).
-                for kind in wanted:
-                    found = conn.execute(NEWEST_OF_KIND, (session_id, kind)).fetchone()[0]
-                    if found is not None and (best is None or found > best):
-                        best = found
+                best = newest_seq(conn, session_id, wanted)
                 if best is None:
                     self._require_session(conn, session_id)
                     return None
-                row = conn.execute(ENTRY_AT, (session_id, best)).fetchone()
+                row = next(iter(named(conn.execute(ENTRY_AT, (session_id, best)))), None)
                 texts = kept_texts(conn, session_id, [row] if row is not None else [])
             if row is None:  # the kind index names a row the table does not hold
                 raise StoreError(
