@@ -53,7 +53,7 @@ def as_schema_3_holds(path: Path) -> tuple[dict[str, list[Record]], dict[str, Se
                 "SELECT seq, kind, version, data FROM entries WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             )
-            logs[session_id] = [decode_row(session_id, *row, texts) for row in rows]
+            logs[session_id] = [decode_row(session_id, s, k, v, d, texts) for s, k, v, d in rows]
             row = conn.execute(
                 f"SELECT {COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
             )
