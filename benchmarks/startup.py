@@ -4,12 +4,14 @@
    median of ``--repeat`` runs), and which provider SDKs are in ``sys.modules`` after the import
    and after a ``Runtime`` is made with the scripted model: none may be, until a model that needs
    one is made (checked with ``ags.get_model("openai:…")`` last).
-2. Reopen + next request: a session of ``--items`` transcript items (written straight into the
-   store, see ``_systems.grow_agentsession``) is opened by a fresh process, which then builds the
-   next request (``preview_request``: everything a prompt reads before the provider call). The
-   child reports the time after its imports and the resident memory it added.
+2. Reopen + next request: a session of ``--items`` transcript items (a million by default,
+   written straight into the store in transactions of 20,000 entries, see
+   ``_systems.grow_agentsession``: about a minute and a half) is opened by a fresh process, which
+   then builds the next request (``preview_request``: everything a prompt reads before the
+   provider call). The child reports the time after its imports and the resident memory it
+   added.
 
-Usage: ``python benchmarks/startup.py [--items 100000]``; writes
+Usage: ``python benchmarks/startup.py [--items 1000000]``; writes
 ``benchmarks/results/startup.json``.
 """
 
@@ -137,7 +139,7 @@ async def build(path: Path, items: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     figures: dict[str, Any] = {"import": import_time(args.repeat)}
