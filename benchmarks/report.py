@@ -228,6 +228,18 @@ def disk_breakdown_rows(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def startup_cpu_rows(data: dict[str, Any]) -> list[str]:
+    """The reopen's CPU time and fastest run beside the wall-time median above."""
+    reopen = data["figures"]["reopen"]
+    if "cpu_ms" not in reopen:
+        return []
+    return [
+        f"| 4 | `open_session` + next request, {reopen['items']:,} items: CPU (all threads) ·"
+        f" fastest of the runs (wall) | {reopen['cpu_ms']:.1f} ms ·"
+        f" {reopen['fastest_total_ms']:.1f} ms | ≤ 20 ms |"
+    ]
+
+
 def table() -> str:
     lines = ["| # | figure | latest | goal |", "|---|---|---|---|"]
     for name, rows in (
@@ -236,6 +248,7 @@ def table() -> str:
         ("memory_disk", memory_rows),
         ("memory_disk", disk_breakdown_rows),
         ("startup", startup_rows),
+        ("startup", startup_cpu_rows),
         ("cache_economy", cache_rows),
         ("window_step", window_rows),
         ("provider_cache", provider_cache_rows),
