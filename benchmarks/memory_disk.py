@@ -94,9 +94,15 @@ async def disk(turns: int, pad: int) -> dict[str, Any]:
         await ours.close()
         db = folder / "agentsession.db"
         conn = sqlite3.connect(db)
-        kinds = dict(
-            conn.execute("SELECT kind, sum(length(CAST(data AS BLOB))) FROM entries GROUP BY kind")
-        )
+        from agentsession.store._sqlite_sql import KIND_CODES
+
+        names = {code: kind for kind, code in KIND_CODES.items()}  # SQLite stores kind codes
+        kinds = {
+            names.get(k, k): v
+            for k, v in conn.execute(
+                "SELECT kind, sum(length(CAST(data AS BLOB))) FROM entries GROUP BY kind"
+            )
+        }
         early = [data_bytes(conn, a, b) for a, b in sizes[30:50]]
         late = [data_bytes(conn, a, b) for a, b in sizes[-20:]]
         conn.close()

@@ -18,6 +18,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.cli.console import print_transcript
+from agentsession.store._sqlite_sql import KIND_CODES
 
 from .cli_helpers import TIMEOUT, assert_clean_error, cli, session_id_of
 from .cli_inprocess import cli_here
@@ -205,13 +206,13 @@ def insert_row(db: Path, session_id: str, kind: str, data: str) -> int:
     conn = sqlite3.connect(db)
     try:
         (seq,) = conn.execute(
-            "SELECT max(seq) + 1 FROM entries WHERE session_id = ?", (session_id,)
+            "SELECT next_seq FROM sessions WHERE session_id = ?", (session_id,)
         ).fetchone()
         with conn:
             conn.execute(
-                "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
-                " VALUES (?, ?, ?, 1, ?, '2026-01-01T00:00:00+00:00')",
-                (session_id, seq, kind, data),
+                "INSERT INTO entries (session_key, seq, kind, version, data)"
+                " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?), ?, ?, 1, ?)",
+                (session_id, seq, KIND_CODES.get(kind, kind), data),
             )
         return int(seq)
     finally:

@@ -152,13 +152,16 @@ async def test_store_failures_are_store_errors(make_runtime: Make, db_path: Path
     conn = sqlite3.connect(db_path)
     with conn:
         conn.execute(
-            "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
-            " VALUES (?, 99, 'assistant', 1, '[1, 2', '')",
+            "INSERT INTO entries (session_key, seq, kind, version, data)"
+            " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?),"
+            " 99, 2, 1, '[1, 2')",  # 2: the code of an assistant entry
             (session.id,),
         )
         # The first user message, damaged in place.
         conn.execute(
-            "UPDATE entries SET data = '{' WHERE session_id = ? AND seq = 0", (session.id,)
+            "UPDATE entries SET data = '{' WHERE seq = 0"
+            " AND session_key = (SELECT session_key FROM sessions WHERE session_id = ?)",
+            (session.id,),
         )
     conn.close()
     # Opening reads no transcript entry; reading one names the damaged row.

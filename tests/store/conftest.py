@@ -13,6 +13,7 @@ import pytest
 
 from agentsession.log import now
 from agentsession.store import MemoryStore, PostgresStore, SQLiteStore, Store
+from agentsession.store._sqlite_sql import KIND_CODES
 
 from . import pg
 
@@ -67,9 +68,10 @@ def inject_row(store: Store, session_id: str, seq: int, kind: str, version: int,
         try:
             with conn:
                 conn.execute(
-                    "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (session_id, seq, kind, version, data, now()),
+                    "INSERT INTO entries (session_key, seq, kind, version, data)"
+                    " VALUES ((SELECT session_key FROM sessions WHERE session_id = ?),"
+                    " ?, ?, ?, ?)",
+                    (session_id, seq, KIND_CODES.get(kind, kind), version, data),
                 )
                 conn.execute(
                     "UPDATE sessions SET next_seq = ? WHERE session_id = ?", (seq + 1, session_id)

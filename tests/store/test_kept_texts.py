@@ -17,6 +17,7 @@ import pytest
 from agentsession.errors import CorruptEntryError, SessionNotFoundError
 from agentsession.log import ContextEpoch, Dispatch, LogEntry, UserEntry, dump_entry, dump_row
 from agentsession.store import PostgresStore, SessionInfo, SQLiteStore, Store
+from agentsession.store._sqlite_sql import KIND_CODES
 
 from . import pg
 
@@ -116,7 +117,9 @@ async def test_the_database_holds_each_text_once(db_store: Store) -> None:
     texts = _rows(db_store, "SELECT text FROM texts WHERE session_id = ?", ("s",))
     dates = {f"Today's date: Monday, 2026-11-{day:02d}." for day in (1, 2, 3)}
     assert sorted(t for (t,) in texts) == sorted({INSTRUCTIONS, PERMISSIONS, *dates})
-    epochs = _rows(db_store, "SELECT data FROM entries WHERE kind = 'epoch'", ())
+    # SQLite stores a known kind as its code (KIND_CODES), PostgreSQL as its name.
+    epoch = KIND_CODES["epoch"] if isinstance(db_store, SQLiteStore) else "epoch"
+    epochs = _rows(db_store, "SELECT data FROM entries WHERE kind = ?", (epoch,))
     assert len(epochs) == 9
     assert all(INSTRUCTIONS not in data for (data,) in epochs)
 

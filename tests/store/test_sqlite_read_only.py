@@ -26,11 +26,13 @@ from agentsession.store import SessionInfo, SQLiteStore, Store
 from agentsession.store.migrations import (
     LATEST,
     MIGRATIONS,
-    READABLE_FROM,
+    SQLITE_READABLE_FROM,
     create_migrations_table,
 )
 
 from ..unprivileged import unprivileged
+from .test_sqlite_schema_3_fixture import MAIN as SCHEMA_3_MAIN
+from .test_sqlite_schema_3_fixture import build as build_schema_3
 
 
 def new_info(session_id: str, **fields: Any) -> SessionInfo:
@@ -104,33 +106,24 @@ def test_an_older_schema_is_refused_not_migrated(tmp_path: Path) -> None:
     assert digest(path) == before
 
 
-async def test_a_schema_the_reader_knows_is_read_as_it_is_until_a_write_upgrades_it(
-    tmp_path: Path,
-) -> None:
-    # A database written before migration 3 (the kept texts): after the package is upgraded,
-    # listing and reading must work before anything has written to it.
+async def test_a_schema_3_file_is_refused_until_a_write_upgrades_it(tmp_path: Path) -> None:
+    # Schema 4 moved SQLite's log to an integer session key, so a reader of this code cannot
+    # read the old layout as it is: it says how to upgrade and leaves the file alone.
     path = tmp_path / "s.db"
-    await make_database(path)
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("DROP TABLE texts")
-        conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (READABLE_FROM + 1,))
-    conn.close()
-    assert READABLE_FROM < LATEST
+    build_schema_3(path)
+    assert SQLITE_READABLE_FROM == LATEST > 3
     before = digest(path)
-    store: Store = SQLiteStore(path, read_only=True)
-    try:
-        (info,) = await store.list_sessions()
-        assert info.title == "kept"
-        assert [r.entry.kind for r in await store.read("a")] == ["user", "assistant"]
-    finally:
-        await store.close()
+    with pytest.raises(StoreError, match=r"schema version 3, older.*open it once for writing"):
+        SQLiteStore(path, read_only=True)
     assert digest(path) == before
     writer = SQLiteStore(path)
     await writer.close()
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (LATEST,)
-    conn.close()
+    store: Store = SQLiteStore(path, read_only=True)
+    try:
+        assert {i.title for i in await store.list_sessions()} == {"orders ✓", "a fork", None}
+        assert len(await store.read(SCHEMA_3_MAIN)) == 20
+    finally:
+        await store.close()
 
 
 async def test_reads_work_and_every_write_is_refused(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ async def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     assert {"sessions", "entries", "entries_kind", "schema_migrations"} <= tables
     (entries_sql,) = raw(path, "SELECT sql FROM sqlite_master WHERE name = 'entries'")[0]
     assert "WITHOUT ROWID" in entries_sql
-    assert "PRIMARY KEY (session_id, seq)" in entries_sql
+    assert "PRIMARY KEY (session_key, seq)" in entries_sql
 
 
 async def test_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -23,17 +23,16 @@ import platformdirs
 from .._files import create_private, private_folder
 from ..errors import StoreError
 from ..log import now
-from ._sql import (
-    INSERT_SESSION,
-    INSERT_TEXT,
-    READ_ENTRIES,
-    READ_KIND,
-    SCAN_RANGE,
-    SELECT_TEXTS,
-    session_row,
-)
+from ._sql import INSERT_TEXT, SCAN_RANGE, SELECT_TEXTS, session_row
+from ._sqlite_sql import INSERT_SESSION, NEWEST_OF_KIND, READ_ENTRIES, READ_KIND, coded
 from .base import Batch, SessionInfo, exists, refs_of
-from .migrations import LATEST, MIGRATIONS, READABLE_FROM, UPGRADE_HINT, create_migrations_table
+from .migrations import (
+    LATEST,
+    MIGRATIONS,
+    SQLITE_READABLE_FROM,
+    UPGRADE_HINT,
+    create_migrations_table,
+)
 
 __all__ = [
     "TAKE_LEASE",
@@ -41,6 +40,7 @@ __all__ = [
     "insert_session",
     "keep_texts",
     "kept_texts",
+    "newest_seq",
     "open_database",
     "range_queries",
     "reading",
@@ -93,10 +93,10 @@ def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.C
         if read_only:
             if current == 0:
                 raise StoreError(f"cannot open session store {path}: it holds no sessions schema")
-            if current < READABLE_FROM:
+            if current < SQLITE_READABLE_FROM:
                 raise StoreError(
                     f"session store {path} has schema version {current}, older than this"
-                    f" agentsession reads ({READABLE_FROM}); {UPGRADE_HINT}"
+                    f" agentsession reads ({SQLITE_READABLE_FROM}); {UPGRADE_HINT}"
                 )
             return conn
         if current == 0:
@@ -273,6 +273,20 @@ def kept_texts(conn: sqlite3.Connection, session_id: str, rows: list[Any]) -> di
     return texts
 
 
+def newest_seq(conn: sqlite3.Connection, session_id: str, codes: list[Any]) -> int | None:
+    """The seq of the session's newest entry of one of the kinds ``codes`` stand for.
+
+    One max() per kind, a single descent of the kind index each (an IN (...) over several
+    kinds would scan all their entries).
+    """
+    best: int | None = None
+    for code in codes:
+        found = conn.execute(NEWEST_OF_KIND, (session_id, code)).fetchone()[0]
+        if found is not None and (best is None or found > best):
+            best = found
+    return best
+
+
 #: SQLite integers are signed 64-bit; bounds outside that range are clamped, not rejected.
 MAX_SEQ = 2**63 - 1
 
@@ -290,14 +304,15 @@ def range_queries(
     hi = MAX_SEQ if end is None else min(max(end, 0), MAX_SEQ)
     if wanted is not None and not wanted:
         return []
+    codes = None if wanted is None else coded(wanted)
     if wanted is None or hi - lo <= SCAN_RANGE:
         query = READ_ENTRIES + " AND seq < ?"
         params: list[Any] = [session_id, lo, hi]
-        if wanted is not None:
-            query += f" AND kind IN ({', '.join('?' * len(wanted))})"
-            params.extend(wanted)
+        if codes is not None:
+            query += f" AND kind IN ({', '.join('?' * len(codes))})"
+            params.extend(codes)
         return [(query + " ORDER BY seq", params)]
-    return [(READ_KIND, [session_id, kind, lo, hi]) for kind in wanted]
+    return [(READ_KIND, [session_id, kind, lo, hi]) for kind in codes or []]
 
 
 #: Take a lease that is free, expired or the owner's own (the last parameter is "now").

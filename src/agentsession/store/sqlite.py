@@ -7,10 +7,10 @@
 - every write is one ``BEGIN IMMEDIATE`` transaction that takes the write lock *before* reading
   the log's next seq, so two writers on one session (two stores, two processes) cannot
   interleave: the second one sees the moved seq and gets ``ConflictError`` with nothing written;
-- ``entries`` is a ``WITHOUT ROWID`` table keyed ``(session_id, seq)`` plus an index on
-  ``(session_id, kind, seq)``: range reads, the next seq and "newest entry of a kind" are index
-  walks whose cost does not grow with the history; reads that take several statements run in
-  one read transaction, so they see one snapshot;
+- ``entries`` is a ``WITHOUT ROWID`` table keyed ``(session_key, seq)`` (the session's integer
+  key, ``_sqlite_sql``) plus an index on ``(session_key, kind, seq)``: range reads, the next seq
+  and "newest entry of a kind" are index walks whose cost does not grow with the history; reads
+  that take several statements run in one read transaction, so they see one snapshot;
 - an epoch's long baseline texts are kept once per session in ``texts``, read in the same
   transaction as the rows that refer to them;
 - leases are rows judged by this machine's clock; opening, read-only access, migrations and the
@@ -36,13 +36,7 @@ from typing import TypeVar
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
 from ._sql import (
-    COPY_ENTRIES,
     COPY_TEXTS,
-    COUNT_KIND,
-    COUNT_MESSAGES,
-    DELETE_SESSION,
-    INSERT_ENTRY,
-    LAST_MODEL_ROWS,
     LEASE_OF,
     LIST_SESSIONS,
     SELECT_SESSION,
@@ -57,10 +51,25 @@ from ._sqlite import (
     insert_session,
     keep_texts,
     kept_texts,
+    newest_seq,
     open_database,
     range_queries,
     reading,
     writing,
+)
+from ._sqlite_sql import (
+    COPY_ENTRIES,
+    COUNT_KIND,
+    COUNT_MESSAGES,
+    DELETE_SESSION,
+    ENTRY_AT,
+    INSERT_ENTRY,
+    KEY_AND_SESSION,
+    KIND_TOTAL,
+    LAST_MODEL_ROWS,
+    coded,
+    entry_rows,
+    named,
 )
 from .base import (
     DEFAULT_LEASE_TTL,
@@ -159,11 +168,8 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
                 insert_session(conn, info, len(batch.rows), batch)
-                stamp = now()
-                conn.executemany(
-                    INSERT_ENTRY,
-                    [(info.id, seq, *row, stamp) for seq, row in enumerate(batch.rows)],
-                )
+                key = conn.execute(KEY_AND_SESSION, (info.id,)).fetchone()[0]
+                conn.executemany(INSERT_ENTRY, entry_rows(key, 0, batch.rows))
                 keep_texts(conn, info.id, batch.texts)
 
         await self._run(f"create session {info.id!r}", op)
@@ -219,7 +225,7 @@ class SQLiteStore:
                 conn.execute(COPY_ENTRIES, (info.id, source_id, upto_seq))
                 conn.execute(COPY_TEXTS, (info.id, source_id))
                 counted = conn.execute(COUNT_MESSAGES, (info.id,)).fetchone()[0]
-                model = newest_model(info.id, conn.execute(LAST_MODEL_ROWS, (info.id,)))
+                model = newest_model(info.id, named(conn.execute(LAST_MODEL_ROWS, (info.id,))))
                 conn.execute(SET_COUNTERS, (counted, model, info.id))
 
         await self._run(f"fork session {source_id!r} as {info.id!r}", op, source_id)
@@ -243,19 +249,16 @@ class SQLiteStore:
 
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
-                next_seq = self._row(conn, session_id).next_seq
+                found = conn.execute(KEY_AND_SESSION, (session_id,)).fetchone()
+                if found is None:
+                    raise SessionNotFoundError(session_id)
+                key, next_seq = found[0], info_from_row(found[1:]).next_seq
                 if next_seq != expected_seq:
                     raise conflict(session_id, next_seq, expected_seq)
                 if not batch.rows:
                     return
                 stamp = now()
-                conn.executemany(
-                    INSERT_ENTRY,
-                    [
-                        (session_id, expected_seq + i, *row, stamp)
-                        for i, row in enumerate(batch.rows)
-                    ],
-                )
+                conn.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, batch.rows))
                 keep_texts(conn, session_id, batch.texts)
                 conn.execute(
                     UPDATE_AFTER_APPEND,
@@ -302,7 +305,7 @@ class SQLiteStore:
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             with reading(conn):
-                rows = [row for query, params in queries for row in conn.execute(query, params)]
+                rows = named(r for query, params in queries for r in conn.execute(query, params))
                 if not rows:
                     self._require_session(conn, session_id)
                 texts = kept_texts(conn, session_id, rows)
@@ -315,11 +318,16 @@ class SQLiteStore:
         return self._call(f"read session {session_id!r}", op)
 
     def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded."""
-        wanted = kinds_list(kinds) or []
+        """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
+        wanted = coded(kinds_list(kinds) or [])
 
         def op(conn: sqlite3.Connection) -> int:
             with reading(conn):
+                totals = [conn.execute(KIND_TOTAL, (k, session_id)).fetchone() for k in wanted]
+                if wanted and totals[0] is None:
+                    raise SessionNotFoundError(session_id)
+                if wanted and end >= totals[0][0]:
+                    return sum(int(entries or 0) for _, entries in totals)
                 self._require_session(conn, session_id)
                 return sum(
                     int(conn.execute(COUNT_KIND, (session_id, kind, end)).fetchone()[0])
@@ -336,27 +344,15 @@ class SQLiteStore:
         """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        wanted = kinds_list(kinds) or []
+        wanted = coded(kinds_list(kinds) or [])
 
         def op(conn: sqlite3.Connection) -> Record | None:
             with reading(conn):
-                best: int | None = None
-                # One max() per kind, a single descent of the kind index each (an IN (...)
-                # over several kinds would scan all their entries).
-                for kind in wanted:
-                    found = conn.execute(
-                        "SELECT max(seq) FROM entries WHERE session_id = ? AND kind = ?",
-                        (session_id, kind),
-                    ).fetchone()[0]
-                    if found is not None and (best is None or found > best):
-                        best = found
+                best = newest_seq(conn, session_id, wanted)
                 if best is None:
                     self._require_session(conn, session_id)
                     return None
-                row = conn.execute(
-                    "SELECT seq, kind, version, data FROM entries WHERE session_id = ? AND seq = ?",
-                    (session_id, best),
-                ).fetchone()
+                row = next(iter(named(conn.execute(ENTRY_AT, (session_id, best)))), None)
                 texts = kept_texts(conn, session_id, [row] if row is not None else [])
             if row is None:  # the kind index names a row the table does not hold
                 raise StoreError(
