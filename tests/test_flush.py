@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
+from agentsession.store._sqlite_sql import KIND_CODES  # SQLite stores kind codes
 
 Make = Callable[..., ags.Runtime]
 
-REFUSE_RESULTS = """
-CREATE TRIGGER refuse BEFORE INSERT ON entries WHEN NEW.kind = 'tool_result'
+REFUSE_RESULTS = f"""
+CREATE TRIGGER refuse BEFORE INSERT ON entries WHEN NEW.kind = {KIND_CODES["tool_result"]}
 BEGIN SELECT RAISE(ABORT, 'disk full'); END;
 """
 

@@ -22,6 +22,7 @@ from agentsession.context.component import ContextComponent
 from agentsession.engine.deps import SessionDeps
 from agentsession.engine.toolbox import Ran
 from agentsession.log import LogEntry
+from agentsession.store._sqlite_sql import KIND_CODES  # SQLite stores kind codes
 from agentsession.tools import Tool
 
 from .scenario import assert_prefix_stable, kinds, make_project, new_updates, text_of
@@ -81,7 +82,8 @@ async def test_a_switch_while_a_write_is_pending_is_refused(
     session = await runtime.create_session()
     sql(
         db_path,
-        "CREATE TRIGGER refuse BEFORE INSERT ON entries WHEN NEW.kind = 'tool_result' "
+        "CREATE TRIGGER refuse BEFORE INSERT ON entries"
+        f" WHEN NEW.kind = {KIND_CODES['tool_result']} "
         "BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
     )
     with pytest.raises(ags.StoreError):

@@ -9,6 +9,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.log import RuntimeContextSnapshot, SkillLoaded, UserEntry
+from agentsession.store._sqlite_sql import KIND_CODES  # SQLite stores kind codes
 
 from .conftest import skill_md, write_skill
 from .sessions import (
@@ -84,7 +85,8 @@ async def test_a_refused_load_result_is_kept_flushed_and_never_run_twice(
     await session.prompt("hi")
     _sql(
         db_path,
-        "CREATE TRIGGER refuse BEFORE INSERT ON entries WHEN NEW.kind = 'skill_loaded'"
+        "CREATE TRIGGER refuse BEFORE INSERT ON entries"
+        f" WHEN NEW.kind = {KIND_CODES['skill_loaded']}"
         " BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
     )
     with pytest.raises(ags.StoreError, match="flush"):
