@@ -146,6 +146,29 @@ async def test_the_catalog_changes_only_at_user_prompts(make_runtime: Make, tmp_
     assert '<skill name="second"' in updates(latest)[-1].content
 
 
+async def test_a_skill_folder_made_after_the_start_is_found_by_the_next_prompt(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    # With no skill folder on disk discovery skips the worker thread; the first folder that
+    # appears must still be scanned at the next prompt.
+    agents = Path(project_skill_dirs(tmp_path)[0])
+
+    @ags.tool
+    def add_skill() -> str:
+        """Install the project's first skill."""
+        write_skill(agents, "late", skill_md("late"))
+        return "installed"
+
+    model = ags.ScriptedModel([call("add_skill"), "ok", "next"], profile=NATIVE)
+    runtime = make_runtime(model=model, tools=[add_skill])
+    session = await runtime.create_session()
+    await session.prompt("install")
+    assert "load_skill" not in tool_names(model.requests[0])
+    await session.prompt("and now?")
+    assert _enum(model.requests[-1]) == ["late"]
+    assert '<skill name="late"' in updates(model.requests[-1])[-1].content
+
+
 async def test_the_catalog_keeps_its_budget_and_counts_the_rest(make_runtime: Make) -> None:
     many = [
         ags.Skill(name=f"skill-{i:02d}", description="A long description. " * 20) for i in range(40)

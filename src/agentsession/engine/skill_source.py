@@ -359,7 +359,7 @@ class SkillSource:
         Returns the ``RuntimeContextSnapshot`` to promote with the user entry (none without a
         selection). ``UsageError`` for an unknown or unreadable skill, before anything changed.
         """
-        found = await asyncio.to_thread(self._library.discover)
+        found = await self._discover()
         selection = self._selection(found, content, skills, user_turn)
         self._adopt(found)
         # A proposal older than this turn was committed; one for this turn never was.
@@ -375,9 +375,19 @@ class SkillSource:
         Inside the scope this task sees that prompt's catalog and ``load_skill``; nothing of the
         session changes, and a turn running meanwhile keeps its own set.
         """
-        found = await asyncio.to_thread(self._library.discover)
+        found = await self._discover()
         selection = self._selection(found, content, skills, user_turn)
         return selection, previewing(self, self._adoption(found))
+
+    async def _discover(self) -> SkillSet:
+        """The skill set on disk now; scanned on a worker thread when there is a folder to scan.
+
+        Most applications have no skill folder: then discovery is a failed look-up per folder,
+        cheaper on the event loop than a hop to a worker thread and back at every prompt.
+        """
+        if self._library.has_folders():
+            return await asyncio.to_thread(self._library.discover)
+        return self._library.discover()
 
     def _selection(
         self,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import UsageError
-from .discovery import SkillSet, discover_skills
+from .discovery import SkillSet, discover_skills, project_skill_dirs
 from .skill import Skill
 
 __all__ = ["SkillLibrary", "describe_skills"]
@@ -47,6 +47,11 @@ class SkillLibrary:
     def discover(self) -> SkillSet:
         """Every available skill and every diagnostic, read from disk now (never raises)."""
         return discover_skills(self.skills_dirs, self.project_dir, skills=self.skills)
+
+    def has_folders(self) -> bool:
+        """Whether any folder ``discover()`` scans exists now (one look-up per folder)."""
+        project = project_skill_dirs(self.project_dir) if self.project_dir is not None else ()
+        return any(os.path.isdir(folder) for folder in (*self.skills_dirs, *project))
 
 
 def describe_skills(found: SkillSet) -> str:
