@@ -12,11 +12,12 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession._memo import IdentityMemo
+from agentsession._memo import IdentityMemo, conforms
 from agentsession.budget import EstimateCounter, measure
 from agentsession.codec import canonical_json, encode
 from agentsession.inspection.rebuild import fingerprinted
@@ -121,3 +122,32 @@ def test_message_chain_memo_depends_on_what_came_before() -> None:
         stamped = fingerprinted(Dispatch("m", 1, digest(request)), request, None)
         assert stamped.messages_digest == plain_chain(messages)
         assert stamped.message_count == len(messages)
+
+
+@runtime_checkable
+class Greets(Protocol):
+    def greet(self) -> str: ...
+
+
+@runtime_checkable
+class Counts(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+class Greeter:
+    def greet(self) -> str:
+        return "hi"
+
+
+class Both(Greeter):
+    def count(self, text: str) -> int:
+        return len(text)
+
+
+def test_conforms_answers_as_isinstance_for_each_class_and_protocol() -> None:
+    # Asked twice each, in both orders: a kept answer must belong to its class and protocol.
+    for _ in range(2):
+        for obj in (Greeter(), Both(), object(), "text", 3):
+            for protocol in (Greets, Counts):
+                assert conforms(obj, protocol) == isinstance(obj, protocol)
+    assert conforms(Both(), Counts) and not conforms(Greeter(), Counts)

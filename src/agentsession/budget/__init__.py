@@ -60,6 +60,7 @@ __all__ = [
     "exact_counter",
     "measure",
     "preflight",
+    "total_tokens",
 ]
 
 # Fixed overheads, in tokens. Wire formats frame every message and declaration with a few tokens
@@ -228,6 +229,24 @@ def measure(request: Request, counter: TokenCounter) -> Measurement:
     for tool in request.tools:
         parts.append((f"tool:{tool.name}", tally.memoised(tool, tally.tool)))
     return Measurement(total=sum(t for _, t in parts), contributors=tuple(parts), fixed=tally.fixed)
+
+
+def total_tokens(request: Request, counter: TokenCounter) -> int:
+    """``measure(request, counter).total``, without labelling every part.
+
+    What an admission asks at every provider call: the parts are named only when the request
+    does not fit (the error lists the biggest).
+    """
+    tally = _Tally(counter)
+    total = tally.const(REQUEST_OVERHEAD + (MESSAGE_OVERHEAD if request.system else 0))
+    memoised = tally.memoised
+    for section in request.system:
+        total += memoised(section, tally.section)
+    for message in request.messages:
+        total += memoised(message, tally.message)
+    for tool in request.tools:
+        total += memoised(tool, tally.tool)
+    return total
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
@@ -431,6 +450,27 @@ class BudgetPolicy:
             reserve=self.reserve(model_window=model_window, max_output_tokens=max_output_tokens),
             text=text,
         )
+
+    def tokens(
+        self,
+        request: Request,
+        *,
+        model_window: int,
+        max_output_tokens: int,
+        text: str | None = None,
+    ) -> int:
+        """``check(...).total``: the request's tokens, or the same `BudgetExceededError`.
+
+        The parts are measured one by one only for the error (see `total_tokens`).
+        """
+        budget = self.budget(model_window)
+        reserve = self.reserve(model_window=model_window, max_output_tokens=max_output_tokens)
+        total = total_tokens(request, self._counter)
+        if total <= budget - reserve:
+            return total
+        return self.check(
+            request, model_window=model_window, max_output_tokens=max_output_tokens, text=text
+        ).total
 
     def observe(self, request: Request, reported_input_tokens: int) -> None:
         """Calibrate the counter from a provider's input-token figure for ``request``.

@@ -364,12 +364,12 @@ class Admitter:
         def preflight(request: Request) -> int:
             nonlocal measured
             measured = request
-            return self.deps.budget.check(
+            return self.deps.budget.tokens(
                 request,
                 model_window=profile.context_window,
                 max_output_tokens=profile.max_output_tokens,
                 text=text,
-            ).total
+            )
 
         try:
             return admit(data, preflight)
