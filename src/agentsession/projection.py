@@ -87,14 +87,17 @@ _MESSAGES: IdentityMemo[Message] = IdentityMemo()
 def to_message(record: Record) -> Message | None:
     """The model-view message of one conversation record, or ``None`` for metadata.
 
-    The same record gives the same message object every time (memoised by identity): a window
+    The same entry gives the same message object every time (memoised by identity): a window
     message's encoding, digest and token count are then computed once, not at every request.
+    The entry, not the record, is the key: the record an admission projects before its commit
+    and the one the store hands back hold the same entry, so the request after the commit
+    carries the very message object the one before did (and resumes its digests).
     """
-    hit = _MESSAGES.get(record)
+    hit = _MESSAGES.get(record.entry)
     if hit is not None:
         return hit
     message = _message_of(record)
-    return _MESSAGES.put(record, message) if message is not None else None
+    return _MESSAGES.put(record.entry, message) if message is not None else None
 
 
 def _message_of(record: Record) -> Message | None:
