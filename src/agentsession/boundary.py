@@ -223,6 +223,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
             mid = _update(data, state, added, removed)
         if mid is not None:
             records.append(Record(seq, mid))
+            mids = [*mids, mid]
 
     view = project(records, data.epoch)
     window = window_of(view, data.config, cold=data.cold)
@@ -243,7 +244,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         if mid is not None:
             pending.append(mid)
         rebuilt = request_tools(
-            epoch, _mids(records), data.tools, data.tool_specs, native=data.native_tool_changes
+            epoch, mids, data.tools, data.tool_specs, native=data.native_tool_changes
         )
         assert rebuilt is not None  # _unreproducible said so
         tools = rebuilt

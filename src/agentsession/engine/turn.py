@@ -183,8 +183,10 @@ class Turn:
         usage = _add(usage, done.usage)
         # Unique against this epoch's calls and every call an approval was asked for in the
         # session: an earlier answer must never decide a later call that reused its id.
-        used = await self._used_ids() | self.parts.gate.known_call_ids()
-        message = unique_call_ids(done.message, used)
+        message = done.message
+        if message.tool_calls:  # an answer without calls has no id to check
+            used = await self._used_ids() | self.parts.gate.known_call_ids()
+            message = unique_call_ids(message, used)
         refused = refused_calls(done, message)
         if refused:
             message = replace(message, tool_calls=tuple(_emptied(message, refused)))
