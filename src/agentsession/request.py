@@ -202,8 +202,7 @@ def digest(request: Request) -> str:
     if len(messages) > done:
         _HASHED.keep(messages, hashed.copy())
     rest = (
-        f'], "system": {canonical_json(request.system)},'
-        f' "tools": {canonical_json(request.tools)}}}'
+        f'], "system": {canonical_json(request.system)}, "tools": {canonical_json(request.tools)}}}'
     )
     hashed.update(rest.encode("utf-8", "surrogatepass"))
     return hashed.hexdigest()[:32]
