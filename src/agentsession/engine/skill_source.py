@@ -96,6 +96,7 @@ class SkillSource:
         self._config = config
         self._counter = default_counter()  # never calibrated: the catalog stays deterministic
         self._adopted = Adopted(SkillSet())
+        self._bare: SkillSet | None = None  # what discovery finds while no folder exists
         self._held: dict[str, Skill] = {}  # the skill each loaded skill was loaded from
         self._loaded: dict[str, SkillLoaded] = {}
         self._order: list[str] = []  # loaded skills in load order: the order of their tools
@@ -382,12 +383,14 @@ class SkillSource:
     async def _discover(self) -> SkillSet:
         """The skill set on disk now; scanned on a worker thread when there is a folder to scan.
 
-        Most applications have no skill folder: then discovery is a failed look-up per folder,
-        cheaper on the event loop than a hop to a worker thread and back at every prompt.
+        Most applications have no skill folder: then there is nothing to scan, and a look-up per
+        folder on the event loop is far cheaper than a hop to a worker thread and back.
         """
         if self._library.has_folders():
             return await asyncio.to_thread(self._library.discover)
-        return self._library.discover()
+        if self._bare is None:  # nothing on disk: the same set every time, until that changes
+            self._bare = self._library.discover()
+        return self._bare
 
     def _selection(
         self,

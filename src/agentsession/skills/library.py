@@ -41,6 +41,7 @@ class SkillLibrary:
         self.skills_dirs: tuple[Path, ...] = tuple(Path(d).absolute() for d in skills_dirs)
         self.project_dir = Path(project_dir).absolute() if project_dir is not None else None
         self.skills: tuple[Skill, ...] = tuple(skills)
+        self._places: tuple[tuple[object, ...], tuple[str, ...]] | None = None
         # Raises UsageError now for misused Python skills (not Skill values, duplicate names).
         discover_skills((), None, skills=self.skills)
 
@@ -49,9 +50,16 @@ class SkillLibrary:
         return discover_skills(self.skills_dirs, self.project_dir, skills=self.skills)
 
     def has_folders(self) -> bool:
-        """Whether any folder ``discover()`` scans exists now (one look-up per folder)."""
-        project = project_skill_dirs(self.project_dir) if self.project_dir is not None else ()
-        return any(os.path.isdir(folder) for folder in (*self.skills_dirs, *project))
+        """Whether anything is on disk where ``discover()`` looks (one look-up per folder).
+
+        ``False`` means ``discover()`` finds only the Python skills and the same diagnostics
+        every time, until something appears there.
+        """
+        key = (self.skills_dirs, self.project_dir)
+        if self._places is None or self._places[0] != key:
+            project = project_skill_dirs(self.project_dir) if self.project_dir is not None else ()
+            self._places = key, tuple(str(p) for p in (*self.skills_dirs, *project))
+        return any(os.path.exists(place) for place in self._places[1])
 
 
 def describe_skills(found: SkillSet) -> str:
