@@ -7,21 +7,24 @@ counts memoised per message must follow the counter's calibration.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession._memo import IdentityMemo
-from agentsession.budget import EstimateCounter, measure
+from agentsession._memo import IdentityMemo, PrefixMemo, conforms
+from agentsession.budget import EstimateCounter, measure, total_tokens
 from agentsession.codec import canonical_json, encode
 from agentsession.inspection.rebuild import fingerprinted
 from agentsession.log import Dispatch
-from agentsession.request import Message, Request, SystemMessage, UserMessage, digest
+from agentsession.providers.scripted import ScriptedModel
+from agentsession.request import Message, Request, SystemMessage, UserMessage, digest, text_of
 
 sys.path.insert(0, str(Path(__file__).parent / "providers"))
 from test_provider_property import TOOLS, histories
@@ -103,6 +106,65 @@ def test_memoised_token_counts_follow_calibration() -> None:
     after = measure(request, counter)
     assert after.total > before.total
     assert after == measure(request, EstimateCounter(counter.scale))
+    assert total_tokens(request, counter) == after.total
+    counter.calibrate(1_000, 500)
+    assert total_tokens(request, counter) == measure(request, counter).total < after.total
+
+
+def test_prefix_memo_resumes_only_from_the_very_objects_it_folded() -> None:
+    memo: PrefixMemo[int] = PrefixMemo(size=4)
+    a, b, c = UserMessage("a"), UserMessage("b"), UserMessage("c")
+    assert memo.resume((a, b)) is None and memo.resume(()) is None
+    memo.keep((a, b), 2)
+    assert memo.resume((a, b)) == (2, 2)
+    assert memo.resume((a, b, c)) == (2, 2)
+    assert memo.resume((a,)) is None  # shorter than what was folded
+    assert memo.resume((a, UserMessage("b"), c)) is None  # equal, but another object
+    assert memo.resume((b, a)) is None
+    for i in range(10):
+        memo.keep((UserMessage(str(i)),), i)
+    assert memo.resume((a, b)) in (None, (2, 2))  # bounded: may be dropped, never wrong
+
+
+async def guessed_usage(request: Request) -> int:
+    model = ScriptedModel(["ok"])
+    events = [e async for e in model.stream(request)]
+    done = events[-1]
+    assert hasattr(done, "usage")
+    return int(done.usage.input_tokens)
+
+
+def plain_guess(request: Request) -> int:
+    texts = [t for _, t in request.system] + [text_of(m.content) for m in request.messages]
+    return sum(max(1, len(t) // 4) if t else 0 for t in texts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=histories(), cut=st.integers(0, 6), extra=texts)
+def test_a_request_resumes_the_digest_chain_and_counts_of_the_one_it_extends(
+    messages: tuple[Message, ...], cut: int, extra: str
+) -> None:
+    # A session's requests grow, and sometimes shrink, lose their front or change their end;
+    # every figure resumed from an earlier request must be the one computed afresh.
+    counter = EstimateCounter()
+    system = (("core.agent", "You help."), ("core.date", extra))
+    shorter = messages[: max(1, len(messages) - cut)]
+    added = UserMessage(extra)
+    for step in (
+        shorter,
+        messages,
+        (*messages, added),
+        shorter,
+        messages[1:],
+        (*messages[:-1], added),
+        (*messages, added, UserMessage(extra + "?")),
+    ):
+        request = Request(system, step, TOOLS[:2])
+        assert digest(request) == plain_digest(request)
+        stamped = fingerprinted(Dispatch("m", 1, digest(request)), request, None)
+        assert stamped.messages_digest == plain_chain(step)
+        assert total_tokens(request, counter) == measure(request, counter).total
+        assert asyncio.run(guessed_usage(request)) == plain_guess(request)
 
 
 def plain_chain(messages: tuple[Message, ...]) -> str:
@@ -121,3 +183,32 @@ def test_message_chain_memo_depends_on_what_came_before() -> None:
         stamped = fingerprinted(Dispatch("m", 1, digest(request)), request, None)
         assert stamped.messages_digest == plain_chain(messages)
         assert stamped.message_count == len(messages)
+
+
+@runtime_checkable
+class Greets(Protocol):
+    def greet(self) -> str: ...
+
+
+@runtime_checkable
+class Counts(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+class Greeter:
+    def greet(self) -> str:
+        return "hi"
+
+
+class Both(Greeter):
+    def count(self, text: str) -> int:
+        return len(text)
+
+
+def test_conforms_answers_as_isinstance_for_each_class_and_protocol() -> None:
+    # Asked twice each, in both orders: a kept answer must belong to its class and protocol.
+    for _ in range(2):
+        for obj in (Greeter(), Both(), object(), "text", 3):
+            for protocol in (Greets, Counts):
+                assert conforms(obj, protocol) == isinstance(obj, protocol)
+    assert conforms(Both(), Counts) and not conforms(Greeter(), Counts)

@@ -5,6 +5,7 @@ the package imports without the heavy optional modules; sync tools reuse daemon 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
 import subprocess
@@ -12,12 +13,23 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentsession as ags
-from agentsession.codec import DecodeError, decode
-from agentsession.log import AssistantEntry, ToolResultEntry, UserEntry, dump_entry, load_entry
+from agentsession.codec import DecodeError, decode, encode
+from agentsession.log import (
+    AssistantEntry,
+    Dispatch,
+    ToolResultEntry,
+    UserEntry,
+    dump_entry,
+    load_entry,
+)
+from agentsession.log.packed import pack_dispatch
 from agentsession.request import ImagePart, TextPart, ToolCall, Usage
 from agentsession.tools._daemon import run_on_daemon_thread
 
@@ -59,6 +71,80 @@ def test_nested_fields_at_their_defaults_are_left_out_and_tags_kept() -> None:
         {"media_type": "image/png", "data": "AAAA", "kind": "image"},
     ]
     assert load_entry(*dump_entry(picture)) == picture
+
+
+def plain_encode(value: Any) -> Any:
+    """The encoding walked field by field at every value, as it was first written."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain_encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [plain_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain_encode(v) for k, v in value.items()}
+    return value
+
+
+def plain_lean(value: Any) -> Any:
+    """``plain_encode`` without the fields at their defaults (tags kept), at every depth."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        lean: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            item = plain_lean(getattr(value, f.name))
+            if f.name not in ("kind", "role"):
+                if f.default is not dataclasses.MISSING:
+                    default = plain_lean(f.default)
+                elif f.default_factory is not dataclasses.MISSING:
+                    default = plain_lean(f.default_factory())
+                else:
+                    lean[f.name] = item
+                    continue
+                if item == default and type(item) is type(default):
+                    continue
+            lean[f.name] = item
+        return lean
+    if isinstance(value, tuple | list):
+        return [plain_lean(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain_lean(v) for k, v in value.items()}
+    return value
+
+
+small = st.text(max_size=12)
+counts = st.integers(0, 3) | st.integers(0, 10**7)
+calls = st.builds(
+    ToolCall,
+    small,
+    st.dictionaries(small, st.integers() | small | st.booleans() | st.none(), max_size=3),
+    id=small,
+)
+stored_entries = st.one_of(
+    st.builds(
+        AssistantEntry,
+        small,
+        st.lists(calls, max_size=2).map(tuple),
+        provider=small,
+        provider_data=st.dictionaries(small, small, max_size=2),
+        model=small,
+        usage=st.builds(Usage, counts, counts, counts, counts),
+        timestamp=small,
+        usage_estimated=st.booleans(),
+    ),
+    st.builds(ToolResultEntry, small, small, small, st.booleans(), small),
+    st.builds(UserEntry, small | st.lists(st.builds(TextPart, small)).map(tuple), small),
+    st.builds(Dispatch, small, st.integers(0, 9), small, st.just("hit"), st.just("")),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(stored_entries)
+def test_the_stored_form_is_the_field_by_field_walk(entry: Any) -> None:
+    # Encoding keeps each class's fields once instead of asking at every value: the stored
+    # bytes must be the ones the field-by-field walk gives.
+    assert encode(entry) == plain_encode(entry)
+    payload = pack_dispatch(plain_encode(entry)) if entry.kind == "dispatch" else plain_lean(entry)
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    assert dump_entry(entry)[2] == text
+    assert load_entry(*dump_entry(entry)) == entry
 
 
 def test_rows_written_with_every_field_still_load() -> None:

@@ -72,6 +72,25 @@ def test_declared_metadata_is_kept() -> None:
     assert touch.paths == ("many",)
 
 
+def test_a_tool_declares_itself_with_one_spec_object() -> None:
+    # Requests memoise a declaration's JSON and token count per object: every request must
+    # get the same object, equal to the declaration.
+    @ags.tool
+    def find(pattern: str) -> str:
+        """Find text."""
+        return pattern
+
+    assert find.spec is find.spec
+    assert find.spec == ags.ToolSpec("find", "Find text.", find.parameters)
+
+    @ags.tool
+    def other(pattern: str) -> str:
+        """Find text."""
+        return pattern
+
+    assert other.spec is not find.spec and other.spec.name == "other"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -22,6 +22,7 @@ once. ``admit`` is pure: it neither samples nor writes.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -170,28 +171,33 @@ def build_request(
     baseline. Opaque provider data (e.g. reasoning signatures) is kept only on messages produced
     by ``provider``: another provider cannot read it.
     """
-    kept = [view[i] for i in window.indices]
+    kept = list(map(view.__getitem__, window.indices))
     if drop_system:
         kept = [v for v in kept if not isinstance(v.message, SystemMessage)]
-    messages = [v.message for v in kept]
+    messages = list(map(_MESSAGE, kept))
     if window.note_index is not None and messages and isinstance(messages[0], UserMessage):
         messages[0] = with_elision_note(messages[0], window.elided)
     for i, message in enumerate(messages):
-        foreign = isinstance(message, AssistantMessage) and message.provider != provider
-        if foreign and isinstance(message, AssistantMessage) and message.provider_data:
+        # Another provider's opaque data (a reasoning signature) cannot be read here.
+        opaque = isinstance(message, AssistantMessage) and bool(message.provider_data)
+        if opaque and message.provider != provider:
             messages[i] = replace(message, provider_data={})
     return Request(
         system=baseline,
         messages=tuple(messages),
         tools=tuple(tools),
-        sources=tuple(v.seqs for v in kept),
+        sources=tuple(map(_SEQS, kept)),
     )
+
+
+_MESSAGE = operator.attrgetter("message")
+_SEQS = operator.attrgetter("seqs")
 
 
 def window_of(view: Sequence[ViewMessage], config: Config, *, cold: bool = False) -> Window:
     """The transcript window over ``view`` under ``config`` (``cold``: the cache has expired)."""
     return select_window(
-        [v.message for v in view],
+        list(map(_MESSAGE, view)),
         config.max_transcript_messages,
         step=config.window_step or 1,
         chunk=config.effective_elision_chunk,
@@ -223,6 +229,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
             mid = _update(data, state, added, removed)
         if mid is not None:
             records.append(Record(seq, mid))
+            mids = [*mids, mid]
 
     view = project(records, data.epoch)
     window = window_of(view, data.config, cold=data.cold)
@@ -243,7 +250,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         if mid is not None:
             pending.append(mid)
         rebuilt = request_tools(
-            epoch, _mids(records), data.tools, data.tool_specs, native=data.native_tool_changes
+            epoch, mids, data.tools, data.tool_specs, native=data.native_tool_changes
         )
         assert rebuilt is not None  # _unreproducible said so
         tools = rebuilt

@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from ._memo import IdentityMemo
 
-__all__ = ["DecodeError", "canonical_json", "decode", "encode"]
+__all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names"]
 
 T = TypeVar("T")
 
@@ -30,13 +30,37 @@ class DecodeError(ValueError):
 
 def encode(value: Any) -> Any:
     """The JSON-ready form of a dataclass value (recursively)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    names = field_names(cls)
+    if names is not None:
+        return {name: encode(getattr(value, name)) for name in names}
     if isinstance(value, tuple | list):
         return [encode(v) for v in value]
     if isinstance(value, dict):
         return {str(k): encode(v) for k, v in value.items()}
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...] | None:
+    """The field names of dataclass ``cls`` in order (``None``: not a dataclass), kept per class.
+
+    ``dataclasses.fields`` builds them afresh at each call; encoding asks for every value.
+    """
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        pass
+    names = None
+    if dataclasses.is_dataclass(cls) and not issubclass(cls, type):
+        names = tuple(f.name for f in dataclasses.fields(cls))
+    _FIELD_NAMES[cls] = names
+    return names
 
 
 _CANONICAL: IdentityMemo[str] = IdentityMemo()

@@ -20,6 +20,7 @@ place.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -87,14 +88,17 @@ _MESSAGES: IdentityMemo[Message] = IdentityMemo()
 def to_message(record: Record) -> Message | None:
     """The model-view message of one conversation record, or ``None`` for metadata.
 
-    The same record gives the same message object every time (memoised by identity): a window
+    The same entry gives the same message object every time (memoised by identity): a window
     message's encoding, digest and token count are then computed once, not at every request.
+    The entry, not the record, is the key: the record an admission projects before its commit
+    and the one the store hands back hold the same entry, so the request after the commit
+    carries the very message object the one before did (and resumes its digests).
     """
-    hit = _MESSAGES.get(record)
+    hit = _MESSAGES.get(record.entry)
     if hit is not None:
         return hit
     message = _message_of(record)
-    return _MESSAGES.put(record, message) if message is not None else None
+    return _MESSAGES.put(record.entry, message) if message is not None else None
 
 
 def _message_of(record: Record) -> Message | None:
@@ -147,9 +151,20 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
     ``_Projected``); the result is the same as projecting afresh.
     """
     records = list(records)
-    if epoch is not None and not any(r.entry.kind in _REACHING for r in records):
-        return _extended(records, epoch)
-    return _project(records, epoch)
+    if epoch is None:
+        return _project(records, epoch)
+    last = _PROJECTED.get(epoch)
+    shared = _shared(records, last.records) if last is not None else 0
+    # The records the last projection shared hold no reaching kinds (it was an extension).
+    if any(r.entry.kind in _REACHING for r in records[shared:]):
+        return _project(records, epoch)
+    return _extended(records, epoch, last, shared)
+
+
+def _shared(records: list[Record], before: list[Record]) -> int:
+    """How many leading ``records`` are the very objects of ``before`` (compared in C)."""
+    same = list(map(operator.is_, records, before))
+    return same.index(False) if False in same else len(same)
 
 
 #: Kinds whose record changes messages of other records: a selection snapshot (prepended to or
@@ -175,15 +190,13 @@ class _Projected:
 _PROJECTED: IdentityMemo[_Projected] = IdentityMemo(size=64)
 
 
-def _extended(records: list[Record], epoch: ContextEpoch) -> list[ViewMessage]:
-    """``_project(records, epoch)`` for records without ``_REACHING`` kinds, reusing the last."""
-    last = _PROJECTED.get(epoch)
-    shared = 0
-    if last is not None:
-        for mine, theirs in zip(records, last.records, strict=False):
-            if mine is not theirs:
-                break
-            shared += 1
+def _extended(
+    records: list[Record], epoch: ContextEpoch, last: _Projected | None, shared: int
+) -> list[ViewMessage]:
+    """``_project(records, epoch)`` for records without ``_REACHING`` kinds, reusing ``last``.
+
+    ``shared``: how many leading records are the very objects ``last`` projected.
+    """
     if shared and last is not None:
         ends = last.ends[:shared]
         opening = last.opening[: ends[-1][0]]

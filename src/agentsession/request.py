@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._memo import PrefixMemo
 from .codec import canonical_json
 
 __all__ = [
@@ -177,18 +178,34 @@ def text_of(content: str | tuple[ContentPart, ...]) -> str:
     return "".join(p.text for p in content if isinstance(p, TextPart))
 
 
+_HASHED: PrefixMemo[Any] = PrefixMemo()
+"""Per message tuple: the SHA-256 state after ``{"messages": [`` and those messages' JSON."""
+
+
 def digest(request: Request) -> str:
     """A stable digest of what ``request`` sends (sources excluded): proves a replay unchanged.
 
     The SHA-256 of ``{"messages": …, "system": …, "tools": …}`` as key-sorted JSON; each part is
-    ``codec.canonical_json``, so a message sent before is not encoded again.
+    ``codec.canonical_json``, so a message sent before is not encoded again, and the hash of the
+    messages the request before sent is resumed (messages come first in the text), so only the
+    new ones are hashed.
     """
-    text = (
-        f'{{"messages": {canonical_json(request.messages)},'
-        f' "system": {canonical_json(request.system)},'
-        f' "tools": {canonical_json(request.tools)}}}'
+    messages = request.messages
+    found = _HASHED.resume(messages)
+    if found is None:
+        done, hashed = 0, hashlib.sha256(b'{"messages": [')
+    else:
+        done, hashed = found[0], found[1].copy()
+    for index in range(done, len(messages)):
+        text = canonical_json(messages[index])
+        hashed.update((", " + text if index else text).encode("utf-8", "surrogatepass"))
+    if len(messages) > done:
+        _HASHED.keep(messages, hashed.copy())
+    rest = (
+        f'], "system": {canonical_json(request.system)}, "tools": {canonical_json(request.tools)}}}'
     )
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    hashed.update(rest.encode("utf-8", "surrogatepass"))
+    return hashed.hexdigest()[:32]
 
 
 def introduced_in_place(request: Request) -> set[str]:

@@ -21,9 +21,10 @@ import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ._deprecated import DeprecatedSessionNames
+from ._memo import conforms
 from .engine.admission import Admitter
 from .engine.approvals import SessionApprovals
 from .engine.costs import SessionCosts
@@ -386,8 +387,8 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         Runs before anything is stored; the sources connect their servers if they have any.
         """
         model = self.model
-        if isinstance(model, Preparable):
-            model.ensure_ready()
+        if conforms(model, Preparable):
+            cast(Preparable, model).ensure_ready()
         await self._parts.prepare()
 
     async def _run(

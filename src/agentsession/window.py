@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 from .errors import UsageError
 from .request import AssistantMessage, Message, SystemMessage, TextPart, UserMessage
@@ -171,9 +171,8 @@ def select_window(
     pos = next((k for k, s in enumerate(starts) if s >= base), len(starts) - 1)
 
     # counted[i] = counted messages in messages[i:], so each candidate start costs O(1).
-    counted = [0] * (n + 1)
-    for i in range(n - 1, -1, -1):
-        counted[i] = counted[i + 1] + _counts(messages[i])
+    flags = [0 if isinstance(m, SystemMessage) else 1 for m in reversed(messages)]
+    counted = [*reversed(list(accumulate(flags))), 0]
     limit = cap
     if keep is not None and (cold or counted[starts[pos]] > cap):
         limit = min(keep, cap)

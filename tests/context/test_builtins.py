@@ -38,13 +38,17 @@ def test_unknown_time_zone_is_usage_error() -> None:
 
 
 def test_environment_reports_directory_and_git(tmp_path: Path) -> None:
+    inside = tmp_path / "sub"
+    inside.mkdir()
+    component = environment_component(inside)
     plain = load(environment_component(tmp_path))
     assert f"Working directory: {tmp_path}" in plain.baseline
     assert "git repository: no" in plain.baseline
+    assert "git repository: no" in load(component).baseline
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    inside = tmp_path / "sub"
-    inside.mkdir()
     assert "git repository: yes" in load(environment_component(inside)).baseline
+    # The same component sees the repository that appeared in a parent since its last sample.
+    assert "git repository: yes" in load(component).baseline
 
 
 def test_bad_component_keys_are_refused() -> None:

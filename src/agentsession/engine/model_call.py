@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import cast
 
+from .._memo import conforms
 from ..errors import ProviderError, TransientProviderError
 from ..events import ProviderRetry, TextDelta
 from ..providers.base import CacheControlled, Model, ModelDone, ModelTextDelta, ModelToolCall
@@ -51,8 +53,8 @@ async def call_model(
     while True:
         done = False
         streamed = 0
-        if controls is not None and isinstance(model, CacheControlled):
-            events = model.stream_with(request, controls)
+        if controls is not None and conforms(model, CacheControlled):
+            events = cast(CacheControlled, model).stream_with(request, controls)
         else:
             events = model.stream(request)
         try:

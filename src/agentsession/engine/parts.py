@@ -16,8 +16,9 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
+from .._memo import conforms
 from ..context.component import ContextComponent
 from ..errors import UsageError
 from ..instructions import InstructionService
@@ -76,8 +77,8 @@ class SessionParts:
         in a new process).
         """
         for source in self.sources:
-            if isinstance(source, Preparing):
-                await source.prepare()
+            if conforms(source, Preparing):
+                await cast(Preparing, source).prepare()
 
     def components(self) -> list[ContextComponent]:
         """The System Context of the next boundary, in rendering order."""
@@ -99,7 +100,7 @@ class SessionParts:
         ``user_turn`` counts the durable user messages before it (its ordinal). ``UsageError``
         (nothing changed, nothing stored) when a named skill is unknown.
         """
-        takers = [s for s in self.sources if isinstance(s, PromptSource)]
+        takers = [cast(PromptSource, s) for s in self.sources if conforms(s, PromptSource)]
         if skills and not takers:
             raise UsageError(f"unknown skill {skills[0]!r}; this runtime has no skills")
         entries: list[LogEntry] = []

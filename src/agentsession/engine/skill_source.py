@@ -96,6 +96,7 @@ class SkillSource:
         self._config = config
         self._counter = default_counter()  # never calibrated: the catalog stays deterministic
         self._adopted = Adopted(SkillSet())
+        self._bare: SkillSet | None = None  # what discovery finds while no folder exists
         self._held: dict[str, Skill] = {}  # the skill each loaded skill was loaded from
         self._loaded: dict[str, SkillLoaded] = {}
         self._order: list[str] = []  # loaded skills in load order: the order of their tools
@@ -359,7 +360,7 @@ class SkillSource:
         Returns the ``RuntimeContextSnapshot`` to promote with the user entry (none without a
         selection). ``UsageError`` for an unknown or unreadable skill, before anything changed.
         """
-        found = await asyncio.to_thread(self._library.discover)
+        found = await self._discover()
         selection = self._selection(found, content, skills, user_turn)
         self._adopt(found)
         # A proposal older than this turn was committed; one for this turn never was.
@@ -375,9 +376,21 @@ class SkillSource:
         Inside the scope this task sees that prompt's catalog and ``load_skill``; nothing of the
         session changes, and a turn running meanwhile keeps its own set.
         """
-        found = await asyncio.to_thread(self._library.discover)
+        found = await self._discover()
         selection = self._selection(found, content, skills, user_turn)
         return selection, previewing(self, self._adoption(found))
+
+    async def _discover(self) -> SkillSet:
+        """The skill set on disk now; scanned on a worker thread when there is a folder to scan.
+
+        Most applications have no skill folder: then there is nothing to scan, and a look-up per
+        folder on the event loop is far cheaper than a hop to a worker thread and back.
+        """
+        if self._library.has_folders():
+            return await asyncio.to_thread(self._library.discover)
+        if self._bare is None:  # nothing on disk: the same set every time, until that changes
+            self._bare = self._library.discover()
+        return self._bare
 
     def _selection(
         self,

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, cast, runtime_checkable
 
+from .._memo import conforms
 from ..config import Config
 from ..log import ApprovalRequested, LogEntry, now
 from ..permissions import unsandboxed
@@ -178,8 +179,9 @@ class Toolbox:
     def _readable(self) -> tuple[Path, ...]:
         folders: list[Path] = []
         for source in self._sources:
-            if isinstance(source, FolderSource):
-                folders.extend(f for f in source.readable_folders() if f not in folders)
+            if conforms(source, FolderSource):
+                readable = cast(FolderSource, source).readable_folders()
+                folders.extend(f for f in readable if f not in folders)
         return tuple(folders)
 
     def _narrowing(self) -> Collection[str] | None:

@@ -183,8 +183,7 @@ class Turn:
         usage = _add(usage, done.usage)
         # Unique against this epoch's calls and every call an approval was asked for in the
         # session: an earlier answer must never decide a later call that reused its id.
-        used = await self._used_ids() | self.parts.gate.known_call_ids()
-        message = unique_call_ids(done.message, used)
+        message = unique_call_ids(done.message, await self._used_ids(done.message))
         refused = refused_calls(done, message)
         if refused:
             message = replace(message, tool_calls=tuple(_emptied(message, refused)))
@@ -371,9 +370,11 @@ class Turn:
             return None
         return StepCommitted(step, saved[0].seq, saved[-1].seq, "tool_result")
 
-    async def _used_ids(self) -> set[str]:
+    async def _used_ids(self, message: AssistantMessage) -> set[str]:
+        if not message.tool_calls:
+            return set()  # an answer without calls has no id to check
         view = await self.writer.epoch_view()
-        return {c.id for r in view.records for c in _calls(r)}
+        return {c.id for r in view.records for c in _calls(r)} | self.parts.gate.known_call_ids()
 
 
 CUT_BY_LIMIT = (

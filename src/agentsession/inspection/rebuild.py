@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .._memo import IdentityMemo
+from .._memo import IdentityMemo, PrefixMemo
 from ..boundary import build_request, epoch_tools, window_of
 from ..codec import canonical_json, encode
 from ..config import Config
@@ -65,10 +65,16 @@ _LINKS: IdentityMemo[tuple[str, str]] = IdentityMemo()
 their prefix, so each message's link is hashed once while the window does not move."""
 
 
+_CHAINS: PrefixMemo[tuple[str, ...]] = PrefixMemo()
+"""Per message tuple: its links. The next request of the epoch resumes from the one before."""
+
+
 def _chain(request: Request) -> list[str]:
     """``links[i]`` identifies the first ``i`` messages of ``request``."""
-    links = [""]
-    for message in request.messages:
+    messages = request.messages
+    found = _CHAINS.resume(messages)
+    done, links = (0, [""]) if found is None else (found[0], list(found[1]))
+    for message in messages[done:]:
         previous = links[-1]
         hit = _LINKS.get(message)
         if hit is not None and hit[0] == previous:
@@ -77,6 +83,8 @@ def _chain(request: Request) -> list[str]:
         link = hashlib.sha256((previous + _digest(message)).encode()).hexdigest()[:32]
         _LINKS.put(message, (previous, link))
         links.append(link)
+    if len(messages) > done:
+        _CHAINS.keep(messages, tuple(links))
     return links
 
 

@@ -19,7 +19,7 @@ they neither take a turn's response nor count in the shortfall comparison.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import pairwise
@@ -31,10 +31,12 @@ from .prices import ModelPrice, price_for
 
 __all__ = [
     "LEDGER_KINDS",
+    "LONGEST_TTL",
     "SHORTEST_TTL",
     "SHORTFALL_SLACK",
     "Charge",
     "CostSummary",
+    "GapCounts",
     "Ledger",
     "ModelCost",
     "charge_usd",
@@ -52,10 +54,43 @@ SHORTEST_TTL = 300.0
 """Seconds: the shortest cache lifetime a provider documents (5 minutes); a longer gap may
 have let the cache expire, which explains a miss."""
 
+LONGEST_TTL = 3600.0
+"""Seconds: the longest cache lifetime a provider offers (Anthropic's 1 hour)."""
+
 SHORTFALL_SLACK = 1024
 """Tokens: providers cache in blocks and need a minimum prefix; less than this is no miss."""
 
 _PROVIDER_HITS = frozenset({"", "hit", "pending"})
+
+
+@dataclass(frozen=True)
+class GapCounts:
+    """The measured gaps as the cost model needs them: how many, and how many fit each lifetime.
+
+    A session keeps these counts instead of every gap, so choosing a lifetime costs the same at
+    the thousandth request as at the third.
+    """
+
+    total: int = 0
+    within_short: int = 0
+    within_long: int = 0
+    kind: Literal["gap_counts"] = "gap_counts"
+
+    @classmethod
+    def of(cls, gaps: Sequence[float]) -> GapCounts:
+        """The counts of ``gaps``."""
+        counts = cls()
+        for gap in gaps:
+            counts = counts.add(gap)
+        return counts
+
+    def add(self, gap: float) -> GapCounts:
+        """These counts with one more gap of ``gap`` seconds."""
+        return GapCounts(
+            self.total + 1,
+            self.within_short + (gap <= SHORTEST_TTL),
+            self.within_long + (gap <= LONGEST_TTL),
+        )
 
 
 @dataclass(frozen=True)
@@ -87,7 +122,11 @@ class Ledger:
         self.primed = start_seq == 0
         self._early: list[Charge] = []
         self._late: list[Charge] = []
-        self._times: list[datetime] = []
+        # Running figures, so the cache policy's questions cost the same at every request.
+        self._noted: datetime | None = None
+        self._gaps = GapCounts()
+        self._read = 0
+        self._written = 0
         self.stored_response_id: str | None = None  # the newest before opening, once looked up
         self.ttl_seconds = SHORTEST_TTL  # the cache lifetime the last request asked for
 
@@ -101,7 +140,12 @@ class Ledger:
 
     def take(self, record: Record) -> None:
         """Fold in one record just committed."""
-        _fold(self._late, record)
+        entry = record.entry
+        # Only a turn's response counts here: a side call (title, summary) sends another prefix,
+        # and it may stand after the turn's charge, so the folded usage is the entry's own.
+        if _fold(self._late, record) and isinstance(entry, AssistantEntry):
+            self._read += entry.usage.cached_input_tokens
+            self._written += entry.usage.cache_write_tokens
 
     def charges(self) -> list[Charge]:
         """Every charge known, oldest first (the stored ones only once primed)."""
@@ -119,22 +163,21 @@ class Ledger:
 
     def note(self, moment: datetime) -> None:
         """Note that a request is sent at ``moment`` (the runtime's clock)."""
-        self._times.append(moment)
+        if self._noted is not None:
+            self._gaps = self._gaps.add((moment - self._noted).total_seconds())
+        self._noted = moment
 
     def last_noted(self) -> datetime | None:
         """When the newest request noted was sent (the runtime's clock), if any."""
-        return self._times[-1] if self._times else None
+        return self._noted
 
-    def gaps(self) -> list[float]:
-        """Seconds between the requests noted, oldest first."""
-        return [(b - a).total_seconds() for a, b in pairwise(self._times)]
+    def gaps(self) -> GapCounts:
+        """The gaps between the requests noted, counted as the cache policy needs them."""
+        return self._gaps
 
     def write_ratio(self) -> float:
         """Tokens written to the cache per token read from it, over the responses since opening."""
-        known = [c.usage for c in self._late if c.usage is not None and c.purpose == "turn"]
-        read = sum(u.cached_input_tokens for u in known)
-        written = sum(u.cache_write_tokens for u in known)
-        return written / read if read else 0.1
+        return self._written / self._read if self._read else 0.1
 
 
 def charges_of(records: Iterable[Record]) -> list[Charge]:
@@ -145,7 +188,8 @@ def charges_of(records: Iterable[Record]) -> list[Charge]:
     return charges
 
 
-def _fold(charges: list[Charge], record: Record) -> None:
+def _fold(charges: list[Charge], record: Record) -> bool:
+    """Fold ``record`` into ``charges``; whether it was the response of the last one."""
     entry = record.entry
     if isinstance(entry, Dispatch):
         charges.append(Charge(record.seq, entry.model, entry.timestamp, entry.cache))
@@ -175,6 +219,8 @@ def _fold(charges: list[Charge], record: Record) -> None:
             response_id=entry.response_id,
             sent_at=entry.sent_at,
         )
+        return True
+    return False
 
 
 def charge_usd(usage: Usage, price: ModelPrice) -> tuple[float, float]:

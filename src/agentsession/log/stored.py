@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
-from ..codec import DecodeError, decode, encode
+from ..codec import DecodeError, decode, encode, field_names
 from ..errors import CorruptEntryError
 from .entries import (
     AssistantEntry,
@@ -166,17 +166,23 @@ class Record:
 
 
 @functools.cache
-def _defaults(cls: type[Any]) -> dict[str, Any]:
-    """The lean encoding of each field of ``cls`` that has a default (tags excepted)."""
-    found: dict[str, Any] = {}
+def _defaults(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
+    """Each field of ``cls`` in order, with the lean encoding of its default (tags excepted).
+
+    A field without a default, and a tag (it tells union members apart: always written), gets
+    ``_NO_DEFAULT``.
+    """
+    found: list[tuple[str, Any]] = []
     for f in dataclasses.fields(cls):
+        default: Any = _NO_DEFAULT
         if f.name in ("kind", "role"):
-            continue  # a tag tells union members apart: always written
-        if f.default is not dataclasses.MISSING:
-            found[f.name] = _lean(f.default)
+            pass
+        elif f.default is not dataclasses.MISSING:
+            default = _lean(f.default)
         elif f.default_factory is not dataclasses.MISSING:
-            found[f.name] = _lean(f.default_factory())
-    return found
+            default = _lean(f.default_factory())
+        found.append((f.name, default))
+    return tuple(found)
 
 
 def _lean(value: Any) -> Any:
@@ -184,14 +190,15 @@ def _lean(value: Any) -> Any:
 
     A value equal to its default but of another JSON type is kept (``False`` is not ``0``).
     """
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        defaults = _defaults(type(value))
+    cls: type = type(value)
+    if cls in _SCALARS:
+        return value
+    if field_names(cls) is not None:
         lean: dict[str, Any] = {}
-        for f in dataclasses.fields(value):
-            item = _lean(getattr(value, f.name))
-            default = defaults.get(f.name, _NO_DEFAULT)
+        for name, default in _defaults(cls):
+            item = _lean(getattr(value, name))
             if item != default or type(item) is not type(default):
-                lean[f.name] = item
+                lean[name] = item
         return lean
     if isinstance(value, tuple | list):
         return [_lean(v) for v in value]
@@ -201,6 +208,7 @@ def _lean(value: Any) -> Any:
 
 
 _NO_DEFAULT = object()
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def dump_entry(entry: LogEntry) -> tuple[str, int, str]:

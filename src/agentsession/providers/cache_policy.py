@@ -23,38 +23,51 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from ..ledger import LONGEST_TTL, SHORTEST_TTL, GapCounts
 from .base import ModelProfile
 
-__all__ = ["LONG_TTL", "MIN_GAPS", "SHORT_TTL", "cache_lifetime", "choose_ttl", "expected_cost"]
+__all__ = [
+    "LONG_TTL",
+    "MIN_GAPS",
+    "SHORT_TTL",
+    "GapCounts",
+    "cache_lifetime",
+    "choose_ttl",
+    "expected_cost",
+]
 
-SHORT_TTL = 300.0
-LONG_TTL = 3600.0
+SHORT_TTL = SHORTEST_TTL
+LONG_TTL = LONGEST_TTL
 MIN_GAPS = 3
 _READ = 0.1
 _WRITE = {"5m": 1.25, "1h": 2.0}
-_LIFETIME = {"5m": SHORT_TTL, "1h": LONG_TTL}
 
 
-def expected_cost(ttl: Literal["5m", "1h"], gaps: Sequence[float], ratio: float) -> float:
+def expected_cost(
+    ttl: Literal["5m", "1h"], gaps: Sequence[float] | GapCounts, ratio: float
+) -> float:
     """Mean input cost per request, in units of the prefix at the input price."""
-    write, life = _WRITE[ttl], _LIFETIME[ttl]
-    total = 0.0
-    for gap in gaps:
-        if gap <= life:
-            total += _READ + write * ratio
-        else:
-            total += write * (1.0 + ratio)
-    return total / len(gaps) if gaps else 0.0
+    counts = gaps if isinstance(gaps, GapCounts) else GapCounts.of(gaps)
+    if not counts.total:
+        return 0.0
+    write = _WRITE[ttl]
+    within = counts.within_short if ttl == "5m" else counts.within_long
+    read_again = within * (_READ + write * ratio)
+    written_again = (counts.total - within) * write * (1.0 + ratio)
+    return (read_again + written_again) / counts.total
 
 
-def choose_ttl(setting: str, gaps: Sequence[float], ratio: float = 0.1) -> Literal["5m", "1h"]:
+def choose_ttl(
+    setting: str, gaps: Sequence[float] | GapCounts, ratio: float = 0.1
+) -> Literal["5m", "1h"]:
     """The lifetime to ask for: the configured one, or for ``"auto"`` the cheaper one."""
     if setting == "1h":
         return "1h"
-    if setting != "auto" or len(gaps) < MIN_GAPS:
+    counts = gaps if isinstance(gaps, GapCounts) else GapCounts.of(gaps)
+    if setting != "auto" or counts.total < MIN_GAPS:
         return "5m"
     ratio = max(0.0, ratio)
-    cheaper = expected_cost("1h", gaps, ratio) < expected_cost("5m", gaps, ratio)
+    cheaper = expected_cost("1h", counts, ratio) < expected_cost("5m", counts, ratio)
     return "1h" if cheaper else "5m"
 
 

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TypeAlias
 
+from .._memo import PrefixMemo
 from ..errors import AgentSessionError, ProviderError, UsageError
 from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id, text_of
 from .base import (
@@ -39,6 +40,21 @@ _PROFILE = ModelProfile(provider="scripted", reports_usage=False, writes_titles=
 
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
+
+
+_GUESSED: PrefixMemo[int] = PrefixMemo()
+"""Per message tuple: the guessed tokens of its messages (the next request adds its new ones)."""
+
+
+def _input_tokens(request: Request) -> int:
+    """The guessed input tokens of ``request``: a quarter of each text's characters."""
+    messages = request.messages
+    found = _GUESSED.resume(messages)
+    done, guessed = found if found is not None else (0, 0)
+    guessed += sum(_estimate_tokens(text_of(m.content)) for m in messages[done:])
+    if len(messages) > done:
+        _GUESSED.keep(messages, guessed)
+    return sum(_estimate_tokens(t) for _, t in request.system) + guessed
 
 
 class ScriptedModel:
@@ -95,9 +111,7 @@ class ScriptedModel:
             raise ProviderError(f"{self._name}: {type(reply).__name__}: {detail}") from reply
         if isinstance(reply, BaseException):
             raise reply  # the turn translates it, recording what was raised first
-        input_tokens = sum(_estimate_tokens(t) for _, t in request.system) + sum(
-            _estimate_tokens(text_of(m.content)) for m in request.messages
-        )
+        input_tokens = _input_tokens(request)
         if isinstance(reply, str):
             reply = AssistantMessage(content=reply)
         elif not isinstance(reply, AssistantMessage):

@@ -53,10 +53,10 @@ def render_catalog(
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise UsageError(f"catalog budget must be a non-negative int, got {budget!r}")
-    count = counter.count if isinstance(counter, TokenCounter) else counter
     ordered = sorted(skills, key=lambda s: s.name)
     if not ordered:
         return ""
+    count = counter.count if isinstance(counter, TokenCounter) else counter
     lines = [_line(s) for s in ordered]
     kept = _fit(lines, budget, count)
     while kept >= 0:

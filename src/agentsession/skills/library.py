@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import UsageError
-from .discovery import SkillSet, discover_skills
+from .discovery import SkillSet, discover_skills, project_skill_dirs
 from .skill import Skill
 
 __all__ = ["SkillLibrary", "describe_skills"]
@@ -41,12 +41,25 @@ class SkillLibrary:
         self.skills_dirs: tuple[Path, ...] = tuple(Path(d).absolute() for d in skills_dirs)
         self.project_dir = Path(project_dir).absolute() if project_dir is not None else None
         self.skills: tuple[Skill, ...] = tuple(skills)
+        self._places: tuple[tuple[object, ...], tuple[str, ...]] | None = None
         # Raises UsageError now for misused Python skills (not Skill values, duplicate names).
         discover_skills((), None, skills=self.skills)
 
     def discover(self) -> SkillSet:
         """Every available skill and every diagnostic, read from disk now (never raises)."""
         return discover_skills(self.skills_dirs, self.project_dir, skills=self.skills)
+
+    def has_folders(self) -> bool:
+        """Whether anything is on disk where ``discover()`` looks (one look-up per folder).
+
+        ``False`` means ``discover()`` finds only the Python skills and the same diagnostics
+        every time, until something appears there.
+        """
+        key = (self.skills_dirs, self.project_dir)
+        if self._places is None or self._places[0] != key:
+            project = project_skill_dirs(self.project_dir) if self.project_dir is not None else ()
+            self._places = key, tuple(str(p) for p in (*self.skills_dirs, *project))
+        return any(os.path.exists(place) for place in self._places[1])
 
 
 def describe_skills(found: SkillSet) -> str:

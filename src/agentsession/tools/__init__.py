@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, overload
 
+from .._memo import IdentityMemo
 from ..config import Config
 from ..errors import UsageError
 from ..hygiene import clean_text
@@ -51,6 +52,9 @@ class ToolOutcome:
 
     content: str
     is_error: bool = False
+
+
+_SPECS: IdentityMemo[ToolSpec] = IdentityMemo()
 
 
 @dataclass(frozen=True)
@@ -98,8 +102,13 @@ class Tool:
 
     @property
     def spec(self) -> ToolSpec:
-        """The neutral declaration sent to the model."""
-        return ToolSpec(self.name, self.description, self.parameters)
+        """The neutral declaration sent to the model (the same object every time)."""
+        # One object per tool: its JSON, digest and token count are then memoised once, not
+        # redone for every request that declares it.
+        found = _SPECS.get(self)
+        if found is None:
+            found = _SPECS.put(self, ToolSpec(self.name, self.description, self.parameters))
+        return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (the decorator keeps functions usable)."""
