@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .._memo import IdentityMemo
 from ..boundary import build_request, epoch_tools, window_of
-from ..codec import canonical_json, encode
+from ..codec import canonical_json
 from ..config import Config
 from ..errors import UsageError
 from ..log import (
@@ -198,7 +197,7 @@ class _Rebuilder:
         self.dispatches = [i for i, r in enumerate(records) if isinstance(r.entry, Dispatch)]
         self.epochs = [i for i, r in enumerate(records) if isinstance(r.entry, ContextEpoch)]
         self._views: dict[int, tuple[int, list[ViewMessage]]] = {}
-        self._encoded: dict[tuple[int, ...], object] = {}
+        self._encoded: dict[tuple[int, ...], str] = {}
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
         """Where the epoch's records start, and the model view of all of them."""
@@ -249,24 +248,29 @@ class _Rebuilder:
         )
 
     def _digest(self, request: Request, view: Sequence[ViewMessage]) -> str:
-        """``request.digest(request)``, encoding each projected record's message once."""
+        """``request.digest(request)``, each projected record's message encoded once.
+
+        The canonical text of a projected message is kept by its records' seqs (a later epoch
+        projects the same record into a new, equal object), and the request's text is joined
+        from those pieces exactly as ``request.digest`` joins them.
+        """
         origin = {id(v.message): v.seqs for v in view}
-        messages = []
+        texts = []
         for message in request.messages:
             seqs = origin.get(id(message))
             if seqs is None:
-                messages.append(encode(message))
+                texts.append(canonical_json(message))
                 continue
-            if seqs not in self._encoded:
-                self._encoded[seqs] = encode(message)
-            messages.append(self._encoded[seqs])
-        payload = {
-            "system": encode(request.system),
-            "messages": messages,
-            "tools": encode(request.tools),
-        }
-        text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+            text = self._encoded.get(seqs)
+            if text is None:
+                text = self._encoded[seqs] = canonical_json(message)
+            texts.append(text)
+        whole = (
+            f'{{"messages": [{", ".join(texts)}],'
+            f' "system": {canonical_json(request.system)},'
+            f' "tools": {canonical_json(request.tools)}}}'
+        )
+        return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _declarations(

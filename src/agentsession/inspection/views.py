@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..boundary import Admission
-from ..budget import BudgetPolicy, Measurement, TokenCounter, measure
+from ..budget import (
+    BudgetPolicy,
+    EstimateCounter,
+    Measurement,
+    TiktokenCounter,
+    TokenCounter,
+    measure,
+)
 from ..config import Config
 from ..errors import UsageError
 from ..ledger import CostSummary, charge_usd, charges_of, summarize
@@ -222,7 +229,11 @@ def inspect_log(
         for r in records
         if isinstance(r.entry, ContextEpoch)
     )
-    requests = _requests(records, rebuilt, turns_of, counter, config.prices)
+    # The package's own counters memoise each message object's count inside ``measure``; the
+    # rebuilt requests of an epoch share their message objects, so each is counted once.
+    own = isinstance(budget.counter, EstimateCounter | TiktokenCounter)
+    measuring = budget.counter if own else counter
+    requests = _requests(records, rebuilt, turns_of, measuring, config.prices)
     return Inspection(
         session_id=info.id,
         title=info.title,
@@ -403,18 +414,25 @@ def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
 
 
 def _cacheable(previous: Request, current: Request, measured: Measurement) -> int:
-    """Tokens of ``current`` in the prefix it shares with ``previous``: tools, system, messages."""
+    """Tokens of ``current`` in the prefix it shares with ``previous``: tools, system, messages.
+
+    ``measured`` lists its contributors in request order — the framing, each system section,
+    each message, each tool — so the shared prefix is summed in one pass over them.
+    """
     if previous.tools != current.tools:
         return 0
-    tokens = measured.subtotal("tool:")
+    tokens = [t for _, t in measured.contributors]
+    head = 1 + len(current.system)
+    body = head + len(current.messages)
+    cacheable = sum(tokens[body:])
     if previous.system != current.system:
-        return tokens
-    tokens += measured.subtotal("request") + measured.subtotal("system:")
+        return cacheable
+    cacheable += sum(tokens[:head])
     for i, (old, new) in enumerate(zip(previous.messages, current.messages, strict=False)):
         if old is not new and old != new:
             break
-        tokens += measured.subtotal(f"message[{i}]:")
-    return tokens
+        cacheable += tokens[head + i]
+    return cacheable
 
 
 def past_context(
