@@ -27,7 +27,7 @@ from ..budget import (
 from ..config import Config
 from ..errors import UsageError
 from ..ledger import CostSummary, charge_usd, charges_of, summarize
-from ..ledger.prices import ModelPrice, price_for
+from ..ledger.prices import price_for
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -229,11 +229,9 @@ def inspect_log(
         for r in records
         if isinstance(r.entry, ContextEpoch)
     )
-    # The package's own counters memoise each message object's count inside ``measure``; the
-    # rebuilt requests of an epoch share their message objects, so each is counted once.
+    # The package's own counters count each (shared) message object once inside ``measure``.
     own = isinstance(budget.counter, EstimateCounter | TiktokenCounter)
-    measuring = budget.counter if own else counter
-    requests = _requests(records, rebuilt, turns_of, measuring, config.prices)
+    requests = _requests(records, rebuilt, turns_of, budget.counter if own else counter, config)
     return Inspection(
         session_id=info.id,
         title=info.title,
@@ -362,7 +360,7 @@ def _requests(
     rebuilt: Sequence[Rebuilt],
     turns_of: Mapping[int, int],
     counter: TokenCounter,
-    prices: Mapping[str, ModelPrice],
+    config: Config,
 ) -> tuple[RequestInfo, ...]:
     answers = _answers(records)
     out: list[RequestInfo] = []
@@ -374,7 +372,7 @@ def _requests(
             cacheable = _cacheable(previous.request, item.request, measured)
         answer = answers.get(item.seq)
         usage = answer.usage if answer is not None else None
-        price = price_for(item.dispatch.model, prices)
+        price = price_for(item.dispatch.model, config.prices)
         billed = charge_usd(usage, price)[0] if usage is not None and price else None
         out.append(
             RequestInfo(
@@ -414,16 +412,12 @@ def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
 
 
 def _cacheable(previous: Request, current: Request, measured: Measurement) -> int:
-    """Tokens of ``current`` in the prefix it shares with ``previous``: tools, system, messages.
-
-    ``measured`` lists its contributors in request order — the framing, each system section,
-    each message, each tool — so the shared prefix is summed in one pass over them.
-    """
+    """Tokens of ``current`` in the prefix it shares with ``previous``: tools, system, messages."""
     if previous.tools != current.tools:
         return 0
+    # ``measured`` lists the framing, each section, each message, each tool, in that order.
     tokens = [t for _, t in measured.contributors]
-    head = 1 + len(current.system)
-    body = head + len(current.messages)
+    head, body = 1 + len(current.system), 1 + len(current.system) + len(current.messages)
     cacheable = sum(tokens[body:])
     if previous.system != current.system:
         return cacheable
