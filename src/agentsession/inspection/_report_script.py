@@ -334,15 +334,15 @@ SCRIPT = r"""
       if (table.open) { fillTable(); }
       table.addEventListener("toggle", function () { if (table.open) { fillTable(); } });
     }
-    var list = document.getElementById("epoch-list");
+    var epochList = document.getElementById("epoch-list");
     var others = document.getElementById("epochs-more");
-    if (list && others) {
-      epochs(list, others);
+    if (epochList && others) {
+      epochs(epochList, others);
       others.addEventListener("click", function () {
         others.dataset.all = "1";
-        epochs(list, others);
+        epochs(epochList, others);
       });
-      list.addEventListener("toggle", fillSection, true);
+      epochList.addEventListener("toggle", fillSection, true);
     }
     if (turnsBox && more) {
       renderMore();
