@@ -215,6 +215,27 @@ def soak_rows(data: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def report_size_rows(data: dict[str, Any]) -> list[str]:
+    f = data["figures"]
+    size = f["bytes"] / 1e6
+    rows = [
+        f"| 6 | HTML report of a {f['entries']:,}-entry session: `agentsession report` (a new"
+        f" process, everything) · `inspect()` · `render_report()` | {f['cli_s']:.2f} ·"
+        f" {f['inspect_s']:.2f} · {f['render_s']:.2f} s | ≤ 1 s end to end:"
+        f" {verdict(f['cli_s'] <= 1)} |",
+        f"| 6 | HTML report file, {f['entries']:,} entries | {size:.2f} MB | ≤ 2 MB:"
+        f" {verdict(size <= 2)} |",
+    ]
+    browser = f.get("chromium")
+    if browser:
+        rows.append(
+            f"| 6 | headless Chromium opens it: in-page ready · `--dump-dom` wall beyond a blank"
+            f" page's | {browser['ready_s']:.2f} · {browser['added_s']:.2f} s | ≤ 1 s:"
+            f" {verdict(max(browser['ready_s'], browser['added_s']) <= 1)} |"
+        )
+    return rows
+
+
 def table() -> str:
     lines = ["| # | figure | latest | goal |", "|---|---|---|---|"]
     for name, rows in (
@@ -225,6 +246,7 @@ def table() -> str:
         ("cache_economy", cache_rows),
         ("window_step", window_rows),
         ("provider_cache", provider_cache_rows),
+        ("report_size", report_size_rows),
     ):
         data = load(name)
         if data is None:

@@ -1,18 +1,24 @@
 """How long the HTML report of a long session takes, and whether a browser opens it easily.
 
 A scripted session is built on SQLite until its log holds ``--entries`` entries (tool calls in
-most turns, a context change every 25 turns, the default window of 60 messages). Then, each
-measured on its own: ``session.inspect()`` (every dispatched request rebuilt from the log and
-measured), ``render_report`` (the HTML), the whole ``agentsession report`` command in a new
-process, and headless Chromium loading the file and running its script (``--dump-dom``), when
-Chromium is installed. Wall-clock seconds on the machine it runs on; run it on a quiet machine.
+most turns, a context change every 25 turns, the default window of 60 messages); ``--db`` keeps
+that database to measure again without building it. Then, each measured on its own:
+``session.inspect()`` (every dispatched request rebuilt from the log and measured),
+``render_report`` (the HTML), the whole ``agentsession report`` command in a new process, and
+headless Chromium, when installed, opening the file ``--repeat`` times beside a blank page with
+the same flags (``--dump-dom`` wall time; the difference is what the report adds to starting a
+browser), with the page's own figure: milliseconds from navigation start until its script has
+drawn and laid out the first screen (``data-ready-ms``). Medians; wall-clock seconds on the
+machine it runs on. The figures go to ``results/report_size.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,8 +27,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _results import save
+
 import agentsession as ags
 from agentsession.inspection.report import render_report
+
+BLANK = (
+    "<!doctype html><html><body><script>document.documentElement.dataset.readyMs ="
+    " String(Math.round(performance.now()));</script></body></html>"
+)
 
 
 @ags.tool
@@ -76,10 +91,10 @@ async def inspect(db: Path, session_id: str) -> tuple[ags.Session, Any, float]:
     return session, inspection, elapsed
 
 
-def chromium_load(page: Path) -> float | None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        return None
+def chromium_open(page: Path) -> tuple[float, int]:
+    """Wall seconds of one headless ``--dump-dom`` of ``page``, and the page's ready mark (ms)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium is not None
     with tempfile.TemporaryDirectory() as profile:
         started = time.perf_counter()
         done = subprocess.run(
@@ -102,18 +117,48 @@ def chromium_load(page: Path) -> float | None:
             check=False,
         )
         elapsed = time.perf_counter() - started
-    assert 'data-ready="yes"' in done.stdout, "the report's script did not finish"
-    return elapsed
+    ready = re.search(r'data-ready-ms="(\d+)"', done.stdout)
+    assert ready, "the page's script did not finish"
+    return elapsed, int(ready.group(1))
+
+
+def chromium_figures(page: Path, repeat: int) -> dict[str, float] | None:
+    """Medians over ``repeat`` alternating opens of the report and of a blank page."""
+    if shutil.which("chromium") is None and shutil.which("chromium-browser") is None:
+        return None
+    blank = page.with_name("blank.html")
+    blank.write_text(BLANK, encoding="utf-8")
+    walls, readies, blank_walls = [], [], []
+    for _ in range(repeat):
+        wall, ready = chromium_open(page)
+        walls.append(wall)
+        readies.append(ready / 1000)
+        blank_walls.append(chromium_open(blank)[0])
+    wall, empty = statistics.median(walls), statistics.median(blank_walls)
+    return {
+        "wall_s": wall,
+        "blank_wall_s": empty,
+        "added_s": wall - empty,
+        "ready_s": statistics.median(readies),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3, help="Chromium opens of each page")
+    parser.add_argument("--db", type=Path, help="keep the built session here (reused if present)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "bench.db"
+        db = args.db or Path(tmp) / "bench.db"
+        marker = db.with_suffix(".session")
         started = time.perf_counter()
-        session_id, turns = asyncio.run(build(db, args.entries))
+        if args.db and marker.exists():
+            session_id, turns = marker.read_text().split()
+        else:
+            session_id, made = asyncio.run(build(db, args.entries))
+            turns = str(made)
+            marker.write_text(f"{session_id} {turns}")
         built = time.perf_counter() - started
         _, inspection, inspected = asyncio.run(inspect(db, session_id))
         started = time.perf_counter()
@@ -125,20 +170,41 @@ def main() -> None:
         command = [sys.executable, "-m", "agentsession", "--db", str(db), "report", session_id]
         subprocess.run([*command, "-o", str(Path(tmp) / "cli.html")], check=True)
         whole = time.perf_counter() - started
-        loaded = chromium_load(page)
+        browser = chromium_figures(page, args.repeat)
+    size = len(html.encode())
     print(
-        f"session: {inspection.entries:,} log entries, {turns:,} turns, "
+        f"session: {inspection.entries:,} log entries, {int(turns):,} turns, "
         f"{len(inspection.requests):,} requests, {len(inspection.epochs):,} epochs "
-        f"(built in {built:.1f} s)"
+        f"(built or found in {built:.1f} s)"
     )
     print(f"session.inspect():          {inspected:6.2f} s")
     print(f"render_report():            {rendered:6.2f} s")
     print(f"agentsession report (CLI):  {whole:6.2f} s  (a new process, everything included)")
-    print(f"report size:                {len(html.encode()) / 1e6:6.2f} MB")
-    if loaded is None:
-        print("chromium load:              (chromium is not installed)")
+    print(f"report size:                {size / 1e6:6.2f} MB")
+    if browser is None:
+        print("chromium:                   (chromium is not installed)")
     else:
-        print(f"chromium load + script:     {loaded:6.2f} s  (headless, --dump-dom)")
+        print(
+            f"chromium --dump-dom wall:   {browser['wall_s']:6.2f} s  (a blank page: "
+            f"{browser['blank_wall_s']:.2f} s; the report adds {browser['added_s']:.2f} s)"
+        )
+        print(
+            f"page ready (in the page):   {browser['ready_s']:6.2f} s  (navigation start to "
+            "first screen drawn and laid out)"
+        )
+    figures = {
+        "entries": inspection.entries,
+        "turns": int(turns),
+        "requests": len(inspection.requests),
+        "epochs": len(inspection.epochs),
+        "inspect_s": inspected,
+        "render_s": rendered,
+        "cli_s": whole,
+        "bytes": size,
+        "chromium": browser,
+    }
+    argv = " ".join(a for a in sys.argv[1:])
+    print(f"wrote {save('report_size', figures, command=f'benchmarks/report_size.py {argv}')}")
 
 
 if __name__ == "__main__":

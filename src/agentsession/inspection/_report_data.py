@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..codec import canonical_json, encode
+from ..codec import encode
 from ..hygiene import visible, visible_line
 from .describe import EPOCH_REASONS, preview
 from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
@@ -51,20 +51,29 @@ class _Strings:
 
 
 class _Values:
-    """Distinct JSON values (messages, tools, system sections), keyed by their canonical text."""
+    """Distinct JSON values (messages, tools, system sections), keyed by their canonical text.
+
+    Requests of one epoch share their message objects, so a value seen before is found by its
+    identity first and encoded only when it is new.
+    """
 
     def __init__(self) -> None:
         self.items: list[Any] = []
         self._index: dict[str, int] = {}
+        self._seen: dict[int, tuple[object, int]] = {}
 
     def add(self, value: object) -> int:
-        key = canonical_json(value)
+        seen = self._seen.get(id(value))
+        if seen is not None and seen[0] is value:
+            return seen[1]
+        plain = encode(value)
+        key = json.dumps(plain, sort_keys=True, ensure_ascii=False)
         found = self._index.get(key)
         if found is None:
             found = self._index[key] = len(self.items)
-            plain = encode(value)
             safe = _browser_safe(plain)
             self.items.append(plain if safe else json.dumps(plain, indent=2, ensure_ascii=False))
+        self._seen[id(value)] = (value, found)
         return found
 
 
@@ -120,17 +129,23 @@ def _requests(
 ) -> list[list[Any]]:
     """One row per request: its figures, then its body as references into ``json``."""
     rows: list[list[Any]] = []
+    before: tuple[object, ...] = ()
     previous: list[int] = []
     for r in requests:
         system = [values.add(section) for section in r.request.system]
         tools = [values.add(tool) for tool in r.request.tools]
-        messages = [values.add(message) for message in r.request.messages]
-        kept = 0
-        for old, new in zip(previous, messages, strict=False):
-            if old != new:
+        current = r.request.messages
+        kept = 0  # the same objects as the previous request's: nothing to look up
+        for old, new in zip(before, current, strict=False):
+            if old is not new:
                 break
             kept += 1
-        previous = messages
+        messages = previous[:kept] + [values.add(message) for message in current[kept:]]
+        for old_ref, new_ref in zip(previous[kept:], messages[kept:], strict=False):
+            if old_ref != new_ref:
+                break
+            kept += 1  # equal values in new objects (a later epoch projects them afresh)
+        before, previous = current, messages
         rows.append(
             [
                 r.number,
