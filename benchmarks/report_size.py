@@ -9,7 +9,8 @@ headless Chromium, when installed, opening the file ``--repeat`` times beside a 
 the same flags (``--dump-dom`` wall time; the difference is what the report adds to starting a
 browser), with the page's own figure: milliseconds from navigation start until its script has
 drawn and laid out the first screen (``data-ready-ms``). Medians; wall-clock seconds on the
-machine it runs on. The figures go to ``results/report_size.json``.
+machine it runs on, with the CPU seconds beside them (on a busy machine wall time is mostly
+waiting). The figures go to ``results/report_size.json``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -79,16 +81,16 @@ async def build(db: Path, entries: int) -> tuple[str, int]:
         return session.id, turn
 
 
-async def inspect(db: Path, session_id: str) -> tuple[ags.Session, Any, float]:
+async def inspect(db: Path, session_id: str) -> tuple[ags.Session, Any, tuple[float, float]]:
     runtime = ags.Runtime(
         store=ags.SQLiteStore(db), model=ags.ScriptedModel(replies), tools=[lookup]
     )
     session = await runtime.open_session(session_id)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     inspection = await session.inspect()
     elapsed = time.perf_counter() - started
     await runtime.close()
-    return session, inspection, elapsed
+    return session, inspection, (elapsed, time.process_time() - cpu)
 
 
 def chromium_open(page: Path) -> tuple[float, int]:
@@ -160,16 +162,18 @@ def main() -> None:
             turns = str(made)
             marker.write_text(f"{session_id} {turns}")
         built = time.perf_counter() - started
-        _, inspection, inspected = asyncio.run(inspect(db, session_id))
-        started = time.perf_counter()
+        _, inspection, (inspected, inspected_cpu) = asyncio.run(inspect(db, session_id))
+        started, cpu = time.perf_counter(), time.process_time()
         html = render_report(inspection, generated=datetime.now(UTC).isoformat(), version="bench")
-        rendered = time.perf_counter() - started
+        rendered, rendered_cpu = time.perf_counter() - started, time.process_time() - cpu
         page = Path(tmp) / "report.html"
         page.write_text(html, encoding="utf-8")
-        started = time.perf_counter()
+        started, children = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         command = [sys.executable, "-m", "agentsession", "--db", str(db), "report", session_id]
         subprocess.run([*command, "-o", str(Path(tmp) / "cli.html")], check=True)
         whole = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        whole_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
         browser = chromium_figures(page, args.repeat)
     size = len(html.encode())
     print(
@@ -177,9 +181,12 @@ def main() -> None:
         f"{len(inspection.requests):,} requests, {len(inspection.epochs):,} epochs "
         f"(built or found in {built:.1f} s)"
     )
-    print(f"session.inspect():          {inspected:6.2f} s")
-    print(f"render_report():            {rendered:6.2f} s")
-    print(f"agentsession report (CLI):  {whole:6.2f} s  (a new process, everything included)")
+    print(f"session.inspect():          {inspected:6.2f} s  ({inspected_cpu:.2f} s CPU)")
+    print(f"render_report():            {rendered:6.2f} s  ({rendered_cpu:.2f} s CPU)")
+    print(
+        f"agentsession report (CLI):  {whole:6.2f} s  ({whole_cpu:.2f} s CPU; a new process,"
+        " everything included)"
+    )
     print(f"report size:                {size / 1e6:6.2f} MB")
     if browser is None:
         print("chromium:                   (chromium is not installed)")
@@ -198,8 +205,11 @@ def main() -> None:
         "requests": len(inspection.requests),
         "epochs": len(inspection.epochs),
         "inspect_s": inspected,
+        "inspect_cpu_s": inspected_cpu,
         "render_s": rendered,
+        "render_cpu_s": rendered_cpu,
         "cli_s": whole,
+        "cli_cpu_s": whole_cpu,
         "bytes": size,
         "chromium": browser,
     }
