@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..codec import encode
-from ..hygiene import visible, visible_line
+from ..hygiene import visible, visible_json, visible_line
 from .describe import EPOCH_REASONS, preview
 from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
@@ -219,7 +219,8 @@ def _turns(
 def embed(data: dict[str, Any]) -> str:
     """``data`` as JSON that can sit inside a ``<script type="application/json">`` element.
 
-    Every ``<`` is written as its escape, so no text from the log can close the element.
+    Every ``<`` is written as its escape, so no text from the log can close the element, and so
+    is every control or direction character ``json.dumps`` would leave raw: the file holds none.
     """
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c")
+    return visible_json(text).replace("<", "\\u003c")
