@@ -349,3 +349,37 @@ async def test_an_empty_session_has_a_report_too(make_runtime: Make, tmp_path: P
     assert "No request was dispatched." in html and "No epoch has started yet." in html
     assert "id='turn-count'>0<" in html
     assert embedded(html)["requests"] == [] and embedded(html)["turns"] == []
+
+
+@needs_chromium
+async def test_clicking_a_request_row_shows_it_as_sent_and_search_filters(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    async_api = pytest.importorskip("playwright.async_api")
+    session = await scripted_session(make_runtime, tmp_path)
+    inspection = await session.inspect()
+    page_path = write_report(inspection, tmp_path / "report.html")
+    errors: list[str] = []
+    async with async_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = await browser.new_page()
+            page.set_default_timeout(120_000)  # a bound for a busy machine, not a measurement
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(page_path.as_uri())
+            await page.wait_for_selector("html[data-ready='yes']", state="attached")
+            assert await page.locator("pre.sent-body").count() == 0  # nothing built yet
+            await page.click("#request-2 details.sent summary")
+            body = page.locator("#request-2 + tr.sent-row pre.sent-body")
+            assert await body.text_content() == neutral(inspection.requests[1].request)
+            await page.click("#request-2 details.sent summary")  # folding it hides the body
+            assert await page.locator("#request-2 + tr.sent-row").is_hidden()
+            await page.fill("#search", "skill unloaded")
+            items = page.locator("li.item")
+            assert await items.count() == 1
+            assert "skill unloaded" in (await items.text_content() or "")
+        finally:
+            await browser.close()
+    assert errors == []

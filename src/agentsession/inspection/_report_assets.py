@@ -68,8 +68,7 @@ overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 #page-error{background:var(--warn);color:#fff;padding:8px;border-radius:6px}
 footer{margin:40px 0 0;color:var(--muted);font-size:12px}
 details.sent summary{cursor:pointer;color:var(--accent)}
-details.sent[open]{position:relative}
-.sent-body{position:relative;min-width:60vw;max-height:600px}
+.sent-row>td{background:var(--bg)}.sent-body{max-height:600px}
 .item .as-sent{font-size:12px}
 #more{margin:12px 0}#chart-tip{min-height:1.5em}
 """

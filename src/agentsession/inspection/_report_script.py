@@ -73,11 +73,20 @@ SCRIPT = r"""
       list(messagesOf(number)) + ",\n  \"tools\": " + list(row[14]) + "\n}";
     return text.replace(RAW, visible);
   }
+  // A request's body goes in a full-width row under its own, made when first unfolded.
   function fillSent(details) {
+    var row = details.closest("tr"), shown = row.nextElementSibling;
     if (!details.dataset.filled) {
       details.dataset.filled = "1";
-      add(details, el("pre", "sent-body", body(Number(details.dataset.request))));
+      var cell = el("td");
+      cell.colSpan = row.children.length;
+      shown = add(el("tr", "sent-row"), add(cell, el("p", "meta",
+        "request " + details.dataset.request + " as sent (neutral form: what" +
+        " `agentsession request --step N --format neutral` prints)"),
+        el("pre", "sent-body", body(Number(details.dataset.request)))));
+      row.parentNode.insertBefore(shown, row.nextSibling);
     }
+    shown.hidden = !details.open;
   }
 
   // The chart: one bar per request, split into the repeated prefix and the new part.
@@ -156,7 +165,9 @@ SCRIPT = r"""
     var sent = el("details", "sent");
     sent.dataset.request = String(r[0]);
     add(sent, el("summary", "", "show"));
-    sent.addEventListener("toggle", function () { if (sent.open) { fillSent(sent); } });
+    sent.addEventListener("toggle", function () {
+      if (sent.open || sent.dataset.filled) { fillSent(sent); }
+    });
     var cells = [
       el("td", "", r[0]), el("td", "", r[1]), el("td", "", r[2]), el("td", "", S(r[3])),
       el("td", "", num(r[4])), add(el("td"), barBox), el("td", "num", num(r[5])),
