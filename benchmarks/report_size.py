@@ -8,7 +8,8 @@ that database to measure again without building it. Then, each measured on its o
 headless Chromium, when installed, opening the file ``--repeat`` times beside a blank page with
 the same flags (``--dump-dom`` wall time; the difference is what the report adds to starting a
 browser), with the page's own figure: milliseconds from navigation start until its script has
-drawn and laid out the first screen (``data-ready-ms``). Medians; wall-clock seconds on the
+drawn and laid out the first screen (``data-ready-ms``; a report written before that mark
+existed gets the same mark appended after its own script). Medians; wall-clock seconds on the
 machine it runs on, with the CPU seconds beside them (on a busy machine wall time is mostly
 waiting). The figures go to ``results/report_size.json``.
 """
@@ -36,9 +37,14 @@ from _results import save
 import agentsession as ags
 from agentsession.inspection.report import render_report
 
+MARK = (
+    "<script>void document.body.offsetHeight; document.documentElement.dataset.readyMs ="
+    " String(Math.round(performance.now()));</script>"
+)
 BLANK = (
     "<!doctype html><html><body><script>document.documentElement.dataset.readyMs ="
-    " String(Math.round(performance.now()));</script></body></html>"
+    " String(Math.round(performance.now())); document.documentElement.dataset.ready = 'yes';"
+    "</script></body></html>"
 )
 
 
@@ -93,7 +99,7 @@ async def inspect(db: Path, session_id: str) -> tuple[ags.Session, Any, tuple[fl
     return session, inspection, (elapsed, time.process_time() - cpu)
 
 
-def chromium_open(page: Path) -> tuple[float, int]:
+def chromium_open(page: Path) -> tuple[float, int | None]:
     """Wall seconds of one headless ``--dump-dom`` of ``page``, and the page's ready mark (ms)."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium is not None
@@ -119,29 +125,34 @@ def chromium_open(page: Path) -> tuple[float, int]:
             check=False,
         )
         elapsed = time.perf_counter() - started
+    assert 'data-ready="yes"' in done.stdout, "the page's script did not finish"
     ready = re.search(r'data-ready-ms="(\d+)"', done.stdout)
-    assert ready, "the page's script did not finish"
-    return elapsed, int(ready.group(1))
+    return elapsed, int(ready.group(1)) if ready else None  # None: a page without the mark
 
 
-def chromium_figures(page: Path, repeat: int) -> dict[str, float] | None:
+def chromium_figures(page: Path, repeat: int) -> dict[str, float | None] | None:
     """Medians over ``repeat`` alternating opens of the report and of a blank page."""
     if shutil.which("chromium") is None and shutil.which("chromium-browser") is None:
         return None
     blank = page.with_name("blank.html")
     blank.write_text(BLANK, encoding="utf-8")
+    html = page.read_text(encoding="utf-8")
+    if "readyMs" not in html:  # an older report: mark the end of its own script the same way
+        page = page.with_name("marked.html")
+        page.write_text(html.replace("</body>", f"{MARK}</body>"), encoding="utf-8")
     walls, readies, blank_walls = [], [], []
     for _ in range(repeat):
         wall, ready = chromium_open(page)
         walls.append(wall)
-        readies.append(ready / 1000)
+        if ready is not None:
+            readies.append(ready / 1000)
         blank_walls.append(chromium_open(blank)[0])
     wall, empty = statistics.median(walls), statistics.median(blank_walls)
     return {
         "wall_s": wall,
         "blank_wall_s": empty,
         "added_s": wall - empty,
-        "ready_s": statistics.median(readies),
+        "ready_s": statistics.median(readies) if readies else None,
     }
 
 
@@ -195,9 +206,11 @@ def main() -> None:
             f"chromium --dump-dom wall:   {browser['wall_s']:6.2f} s  (a blank page: "
             f"{browser['blank_wall_s']:.2f} s; the report adds {browser['added_s']:.2f} s)"
         )
+        ready = browser["ready_s"]
         print(
-            f"page ready (in the page):   {browser['ready_s']:6.2f} s  (navigation start to "
-            "first screen drawn and laid out)"
+            "page ready (in the page):   "
+            + ("  (no mark)" if ready is None else f"{ready:6.2f} s")
+            + "  (navigation start to first screen drawn and laid out)"
         )
     figures = {
         "entries": inspection.entries,

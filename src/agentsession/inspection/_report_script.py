@@ -26,6 +26,7 @@ SCRIPT = r"""
   var own = Object.prototype.hasOwnProperty;
   var source = document.getElementById("report-data");
   var D = source ? JSON.parse(source.textContent) : null;
+  if (source) { source.textContent = ""; }  // parsed once: the document need not keep the text
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) { e.className = cls; }
