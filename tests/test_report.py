@@ -383,3 +383,45 @@ async def test_clicking_a_request_row_shows_it_as_sent_and_search_filters(
         finally:
             await browser.close()
     assert errors == []
+
+
+@needs_chromium
+async def test_every_epoch_and_timeline_page_is_reachable_by_clicking(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    async_api = pytest.importorskip("playwright.async_api")
+    config = ags.Config(retry_base_delay=0, max_transcript_messages=4, window_step=1)
+    runtime = make_runtime(lambda request: "ok", config=config)
+    session = await runtime.create_session()
+    for n in range(90):
+        await session.prompt(f"prompt {n}")
+    inspection = await session.inspect()
+    assert len(inspection.epochs) > 40  # more than the page draws before a click
+    page_path = write_report(inspection, tmp_path / "report.html")
+    last = inspection.epochs[-1]
+    errors: list[str] = []
+    async with async_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = await browser.new_page()
+            page.set_default_timeout(120_000)  # a bound for a busy machine, not a measurement
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(page_path.as_uri())
+            await page.wait_for_selector("html[data-ready='yes']", state="attached")
+            assert await page.locator("li.epoch").count() == 40
+            await page.click("#epochs-more")
+            assert await page.locator("li.epoch").count() == len(inspection.epochs)
+            assert await page.locator("#epochs-more").is_hidden()
+            section = page.locator(f"#epoch-{last.number} .sections details").first
+            await section.locator("summary").click()
+            assert await section.locator("pre").text_content() == last.sections[0].text
+            shown = int(await page.get_attribute("html", "data-shown") or 0)
+            assert shown < inspection.entries
+            while await page.locator("#more").is_visible():
+                await page.click("#more")
+            assert await page.locator("li.item").count() == inspection.entries
+        finally:
+            await browser.close()
+    assert errors == []
