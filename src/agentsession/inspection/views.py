@@ -19,10 +19,8 @@ from ..boundary import Admission
 from ..budget import (
     BudgetPolicy,
     EstimateCounter,
-    Measurement,
     TiktokenCounter,
     TokenCounter,
-    measure,
 )
 from ..config import Config
 from ..errors import UsageError
@@ -46,6 +44,7 @@ from ..log import (
 from ..providers.base import Model
 from ..request import Request, ToolSpec, text_of
 from ..store.base import SessionInfo
+from ._measure import cacheable, measure_in_order
 from .annotate import ContextView, Part, context_view
 from .describe import Category, category_of, describe, preview
 from .rebuild import Rebuilt, rebuild_all
@@ -365,11 +364,11 @@ def _requests(
     answers = _answers(records)
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
-    for item in rebuilt:
-        measured = measure(item.request, counter)
-        cacheable = 0
+    measured = measure_in_order([item.request for item in rebuilt], counter)
+    for item, tokens in zip(rebuilt, measured, strict=True):
+        shared = 0
         if previous is not None and previous.dispatch.model == item.dispatch.model:
-            cacheable = _cacheable(previous.request, item.request, measured)
+            shared = cacheable(previous.request, item.request, tokens)
         answer = answers.get(item.seq)
         usage = answer.usage if answer is not None else None
         price = price_for(item.dispatch.model, config.prices)
@@ -384,8 +383,8 @@ def _requests(
                 epoch=item.epoch.epoch if item.epoch is not None else None,
                 timestamp=item.dispatch.timestamp,
                 cache=item.dispatch.cache,
-                tokens=measured.total,
-                cacheable=cacheable,
+                tokens=sum(tokens),
+                cacheable=shared,
                 reported_input=usage.input_tokens if usage is not None else None,
                 reported_cached=usage.cached_input_tokens if usage is not None else None,
                 exact=item.exact,
@@ -409,24 +408,6 @@ def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
         elif isinstance(record.entry, AssistantEntry) and last is not None:
             answers.setdefault(last, record.entry)
     return answers
-
-
-def _cacheable(previous: Request, current: Request, measured: Measurement) -> int:
-    """Tokens of ``current`` in the prefix it shares with ``previous``: tools, system, messages."""
-    if previous.tools != current.tools:
-        return 0
-    # ``measured`` lists the framing, each section, each message, each tool, in that order.
-    tokens = [t for _, t in measured.contributors]
-    head, body = 1 + len(current.system), 1 + len(current.system) + len(current.messages)
-    cacheable = sum(tokens[body:])
-    if previous.system != current.system:
-        return cacheable
-    cacheable += sum(tokens[:head])
-    for i, (old, new) in enumerate(zip(previous.messages, current.messages, strict=False)):
-        if old is not new and old != new:
-            break
-        cacheable += tokens[head + i]
-    return cacheable
 
 
 def past_context(
