@@ -248,6 +248,28 @@ def startup_cpu_rows(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def report_size_rows(data: dict[str, Any]) -> list[str]:
+    f = data["figures"]
+    size = f["bytes"] / 1e6
+    rows = [
+        f"| 6 | HTML report of a {f['entries']:,}-entry session: `agentsession report` (a new"
+        f" process, everything) · `inspect()` · `render_report()`, CPU s (wall s) |"
+        f" {f['cli_cpu_s']:.2f} ({f['cli_s']:.2f}) · {f['inspect_cpu_s']:.2f}"
+        f" ({f['inspect_s']:.2f}) · {f['render_cpu_s']:.2f} ({f['render_s']:.2f}) |"
+        f" ≤ 1 s end to end: {verdict(f['cli_s'] <= 1)} |",
+        f"| 6 | HTML report file, {f['entries']:,} entries | {size:.2f} MB | ≤ 2 MB:"
+        f" {verdict(size <= 2)} |",
+    ]
+    browser = f.get("chromium")
+    if browser:
+        rows.append(
+            f"| 6 | headless Chromium opens it: in-page ready · `--dump-dom` wall beyond a blank"
+            f" page's | {browser['ready_s']:.2f} · {browser['added_s']:.2f} s | ≤ 1 s:"
+            f" {verdict(max(browser['ready_s'], browser['added_s']) <= 1)} |"
+        )
+    return rows
+
+
 def table() -> str:
     lines = ["| # | figure | latest | goal |", "|---|---|---|---|"]
     for name, rows in (
@@ -263,6 +285,7 @@ def table() -> str:
         ("pg_startup", pg_startup_rows),
         ("pg_turn_cost", pg_turn_rows),
         ("pg_workers", pg_workers_rows),
+        ("report_size", report_size_rows),
     ):
         data = load(name)
         if data is None:

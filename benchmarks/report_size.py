@@ -1,18 +1,27 @@
 """How long the HTML report of a long session takes, and whether a browser opens it easily.
 
 A scripted session is built on SQLite until its log holds ``--entries`` entries (tool calls in
-most turns, a context change every 25 turns, the default window of 60 messages). Then, each
-measured on its own: ``session.inspect()`` (every dispatched request rebuilt from the log and
-measured), ``render_report`` (the HTML), the whole ``agentsession report`` command in a new
-process, and headless Chromium loading the file and running its script (``--dump-dom``), when
-Chromium is installed. Wall-clock seconds on the machine it runs on; run it on a quiet machine.
+most turns, a context change every 25 turns, the default window of 60 messages); ``--db`` keeps
+that database to measure again without building it. Then, each measured on its own:
+``session.inspect()`` (every dispatched request rebuilt from the log and measured),
+``render_report`` (the HTML), the whole ``agentsession report`` command in a new process, and
+headless Chromium, when installed, opening the file ``--repeat`` times beside a blank page with
+the same flags (``--dump-dom`` wall time; the difference is what the report adds to starting a
+browser), with the page's own figure: milliseconds from navigation start until its script has
+drawn and laid out the first screen (``data-ready-ms``; a report written before that mark
+existed gets the same mark appended after its own script). Medians; wall-clock seconds on the
+machine it runs on, with the CPU seconds beside them (on a busy machine wall time is mostly
+waiting). The figures go to ``results/report_size.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,8 +30,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _results import save
+
 import agentsession as ags
 from agentsession.inspection.report import render_report
+
+MARK = (
+    "<script>void document.body.offsetHeight; document.documentElement.dataset.readyMs ="
+    " String(Math.round(performance.now()));</script>"
+)
+BLANK = (
+    "<!doctype html><html><body><script>document.documentElement.dataset.readyMs ="
+    " String(Math.round(performance.now())); document.documentElement.dataset.ready = 'yes';"
+    "</script></body></html>"
+)
 
 
 @ags.tool
@@ -64,22 +87,22 @@ async def build(db: Path, entries: int) -> tuple[str, int]:
         return session.id, turn
 
 
-async def inspect(db: Path, session_id: str) -> tuple[ags.Session, Any, float]:
+async def inspect(db: Path, session_id: str) -> tuple[ags.Session, Any, tuple[float, float]]:
     runtime = ags.Runtime(
         store=ags.SQLiteStore(db), model=ags.ScriptedModel(replies), tools=[lookup]
     )
     session = await runtime.open_session(session_id)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     inspection = await session.inspect()
     elapsed = time.perf_counter() - started
     await runtime.close()
-    return session, inspection, elapsed
+    return session, inspection, (elapsed, time.process_time() - cpu)
 
 
-def chromium_load(page: Path) -> float | None:
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        return None
+def chromium_open(page: Path) -> tuple[float, int | None]:
+    """Wall seconds of one headless ``--dump-dom`` of ``page``, and the page's ready mark (ms)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium is not None
     with tempfile.TemporaryDirectory() as profile:
         started = time.perf_counter()
         done = subprocess.run(
@@ -102,43 +125,109 @@ def chromium_load(page: Path) -> float | None:
             check=False,
         )
         elapsed = time.perf_counter() - started
-    assert 'data-ready="yes"' in done.stdout, "the report's script did not finish"
-    return elapsed
+    assert 'data-ready="yes"' in done.stdout, "the page's script did not finish"
+    ready = re.search(r'data-ready-ms="(\d+)"', done.stdout)
+    return elapsed, int(ready.group(1)) if ready else None  # None: a page without the mark
+
+
+def chromium_figures(page: Path, repeat: int) -> dict[str, float | None] | None:
+    """Medians over ``repeat`` alternating opens of the report and of a blank page."""
+    if shutil.which("chromium") is None and shutil.which("chromium-browser") is None:
+        return None
+    blank = page.with_name("blank.html")
+    blank.write_text(BLANK, encoding="utf-8")
+    html = page.read_text(encoding="utf-8")
+    if "readyMs" not in html:  # an older report: mark the end of its own script the same way
+        page = page.with_name("marked.html")
+        page.write_text(html.replace("</body>", f"{MARK}</body>"), encoding="utf-8")
+    walls, readies, blank_walls = [], [], []
+    for _ in range(repeat):
+        wall, ready = chromium_open(page)
+        walls.append(wall)
+        if ready is not None:
+            readies.append(ready / 1000)
+        blank_walls.append(chromium_open(blank)[0])
+    wall, empty = statistics.median(walls), statistics.median(blank_walls)
+    return {
+        "wall_s": wall,
+        "blank_wall_s": empty,
+        "added_s": wall - empty,
+        "ready_s": statistics.median(readies) if readies else None,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3, help="Chromium opens of each page")
+    parser.add_argument("--db", type=Path, help="keep the built session here (reused if present)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "bench.db"
+        db = args.db or Path(tmp) / "bench.db"
+        marker = db.with_suffix(".session")
         started = time.perf_counter()
-        session_id, turns = asyncio.run(build(db, args.entries))
+        if args.db and marker.exists():
+            session_id, turns = marker.read_text().split()
+        else:
+            session_id, made = asyncio.run(build(db, args.entries))
+            turns = str(made)
+            marker.write_text(f"{session_id} {turns}")
         built = time.perf_counter() - started
-        _, inspection, inspected = asyncio.run(inspect(db, session_id))
-        started = time.perf_counter()
+        _, inspection, (inspected, inspected_cpu) = asyncio.run(inspect(db, session_id))
+        started, cpu = time.perf_counter(), time.process_time()
         html = render_report(inspection, generated=datetime.now(UTC).isoformat(), version="bench")
-        rendered = time.perf_counter() - started
+        rendered, rendered_cpu = time.perf_counter() - started, time.process_time() - cpu
         page = Path(tmp) / "report.html"
         page.write_text(html, encoding="utf-8")
-        started = time.perf_counter()
+        started, children = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         command = [sys.executable, "-m", "agentsession", "--db", str(db), "report", session_id]
         subprocess.run([*command, "-o", str(Path(tmp) / "cli.html")], check=True)
         whole = time.perf_counter() - started
-        loaded = chromium_load(page)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        whole_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+        browser = chromium_figures(page, args.repeat)
+    size = len(html.encode())
     print(
-        f"session: {inspection.entries:,} log entries, {turns:,} turns, "
+        f"session: {inspection.entries:,} log entries, {int(turns):,} turns, "
         f"{len(inspection.requests):,} requests, {len(inspection.epochs):,} epochs "
-        f"(built in {built:.1f} s)"
+        f"(built or found in {built:.1f} s)"
     )
-    print(f"session.inspect():          {inspected:6.2f} s")
-    print(f"render_report():            {rendered:6.2f} s")
-    print(f"agentsession report (CLI):  {whole:6.2f} s  (a new process, everything included)")
-    print(f"report size:                {len(html.encode()) / 1e6:6.2f} MB")
-    if loaded is None:
-        print("chromium load:              (chromium is not installed)")
+    print(f"session.inspect():          {inspected:6.2f} s  ({inspected_cpu:.2f} s CPU)")
+    print(f"render_report():            {rendered:6.2f} s  ({rendered_cpu:.2f} s CPU)")
+    print(
+        f"agentsession report (CLI):  {whole:6.2f} s  ({whole_cpu:.2f} s CPU; a new process,"
+        " everything included)"
+    )
+    print(f"report size:                {size / 1e6:6.2f} MB")
+    if browser is None:
+        print("chromium:                   (chromium is not installed)")
     else:
-        print(f"chromium load + script:     {loaded:6.2f} s  (headless, --dump-dom)")
+        print(
+            f"chromium --dump-dom wall:   {browser['wall_s']:6.2f} s  (a blank page: "
+            f"{browser['blank_wall_s']:.2f} s; the report adds {browser['added_s']:.2f} s)"
+        )
+        ready = browser["ready_s"]
+        print(
+            "page ready (in the page):   "
+            + ("  (no mark)" if ready is None else f"{ready:6.2f} s")
+            + "  (navigation start to first screen drawn and laid out)"
+        )
+    figures = {
+        "entries": inspection.entries,
+        "turns": int(turns),
+        "requests": len(inspection.requests),
+        "epochs": len(inspection.epochs),
+        "inspect_s": inspected,
+        "inspect_cpu_s": inspected_cpu,
+        "render_s": rendered,
+        "render_cpu_s": rendered_cpu,
+        "cli_s": whole,
+        "cli_cpu_s": whole_cpu,
+        "bytes": size,
+        "chromium": browser,
+    }
+    argv = " ".join(a for a in sys.argv[1:])
+    print(f"wrote {save('report_size', figures, command=f'benchmarks/report_size.py {argv}')}")
 
 
 if __name__ == "__main__":

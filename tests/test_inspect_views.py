@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentsession as ags
-from agentsession.budget import measure
+from agentsession.budget import EstimateCounter, measure
+from agentsession.inspection._measure import _same_prefix, measure_in_order
 from agentsession.inspection.views import Inspection
 from agentsession.log import SkillLoaded
 from agentsession.request import digest
@@ -246,3 +248,22 @@ def test_sizes_are_consistent_for_any_session(make_runtime: Make, steps: list[st
             previous = request
 
     asyncio.run(scenario())
+
+
+async def test_requests_measured_in_order_match_measuring_each_alone(make_runtime: Make) -> None:
+    # A small window moves often: epochs change, prefixes are shared and then not.
+    config = ags.Config(retry_base_delay=0, max_transcript_messages=6)
+    runtime = make_runtime(tool_then_text, tools=[lookup], config=config)
+    session = await runtime.create_session()
+    for n in range(12):
+        await session.prompt(f"lookup {n}" if n % 2 else f"just talk {n}")
+    inspection = await session.inspect()
+    requests = [r.request for r in inspection.requests]
+    assert len(requests) > 12 and len(inspection.epochs) > 1
+    counter = EstimateCounter()
+    in_order = measure_in_order(requests, counter)
+    alone = [[t for _, t in measure(r, counter).contributors] for r in requests]
+    assert in_order == alone
+    assert [r.tokens for r in inspection.requests] == [sum(t) for t in alone]
+    # The shared prefix is reused, not recounted: most requests keep earlier messages.
+    assert sum(bool(_same_prefix(a, b)) for a, b in itertools.pairwise(requests)) > 6

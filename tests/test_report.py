@@ -8,6 +8,8 @@ page with a deliberate error proves the harness sees what it must see.
 
 from __future__ import annotations
 
+import html as html_module
+import json
 import re
 import shutil
 import subprocess
@@ -20,7 +22,10 @@ from typing import Any
 import pytest
 
 import agentsession as ags
+from agentsession.codec import encode
 from agentsession.engine.writer import LogWriter
+from agentsession.hygiene import visible_json
+from agentsession.inspection._report_data import report_data
 from agentsession.inspection.report import IndexEntry, render_index, render_report
 from agentsession.log import SkillLoaded, SkillUnloaded
 
@@ -49,12 +54,13 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
-def open_in_chromium(page: Path) -> tuple[str, list[str]]:
+def open_in_chromium(page: Path, fragment: str = "") -> tuple[str, list[str]]:
     """The document after its script ran, and every console message the page produced."""
     assert CHROMIUM is not None
     with tempfile.TemporaryDirectory() as profile:
+        url = page.as_uri() + fragment
         done = subprocess.run(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],
             capture_output=True,
             text=True,
             timeout=180,
@@ -133,6 +139,17 @@ def write_report(session_inspection: Any, path: Path) -> Path:
     return path
 
 
+def embedded(html: str) -> dict[str, Any]:
+    """The report's embedded data: it holds no ``<`` at all, so nothing in it ends its element."""
+    found = re.search(
+        r"<script type='application/json' id='report-data'>(.*?)</script>", html, re.S
+    )
+    assert found, "the report embeds no data"
+    assert "<" not in found.group(1)
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data
+
+
 async def test_report_is_self_contained_and_escapes_everything(
     make_runtime: Make, tmp_path: Path
 ) -> None:
@@ -143,18 +160,53 @@ async def test_report_is_self_contained_and_escapes_everything(
     # Nothing to fetch: no external script, style, image or link target.
     assert not re.search(r"(src|href)=['\"]?(https?:)?//", html)
     assert "<link" not in html and "@import" not in html
-    # Text from the log is data: the only script element is the report's own.
-    assert html.count("<script>") == 1
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    # Text from the log is data: the only script elements are the report's data and its script.
+    assert html.count("<script") == 2 and html.count("</script>") == 2
+    assert "alert(1)" in html and "<script>alert" not in html
+    data = embedded(html)
+    strings = data["strings"]
+    assert any("red </pre><script>alert(1)</script>" in t for t in strings)
+    assert any("<script>alert('x')</script> is data, not markup" in t for t in strings)
     # Every turn, every epoch and every request is there; unknown kinds come out generically.
-    assert html.count("<section class='turn'") == len(inspection.turns)
-    assert html.count("class='epoch'") == 3
-    assert html.count("<g class='req'>") == len(inspection.requests)
-    assert "skill loaded" in html and "skill unloaded" in html and "location: /skills/pdf" in html
-    assert "permission preset · workspace-write → read-only" in html
-    assert "model switched · scripted → other" in html
-    assert "provider failed" in html
+    assert [t[0] for t in data["turns"] if t[0]] == [t.number for t in inspection.turns]
+    assert sum(len(t[2]) for t in data["turns"]) == inspection.entries
+    assert len(data["epochs"]) == 3 and len(data["requests"]) == len(inspection.requests)
+    assert "skill loaded" in strings and "skill unloaded" in strings
+    assert any("location: /skills/pdf" in t for t in strings)
+    assert "permission preset · workspace-write → read-only" in strings
+    assert "model switched · scripted → other" in strings
+    assert any(t.startswith("provider failed") for t in strings)
+
+
+def neutral(request: ags.Request) -> str:
+    """A request as ``agentsession request --format neutral`` prints it."""
+    body = {k: v for k, v in encode(request).items() if k != "sources"}
+    return visible_json(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+def stored_value(data: dict[str, Any], ref: int) -> Any:
+    value = data["json"][ref]
+    return json.loads(value) if isinstance(value, str) else value
+
+
+async def test_each_request_is_embedded_once_as_references(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    session = await scripted_session(make_runtime, tmp_path)
+    inspection = await session.inspect()
+    data = report_data(inspection)
+    previous: list[int] = []
+    for info, row in zip(inspection.requests, data["requests"], strict=True):
+        kept, *new = row[15]
+        refs = previous[:kept] + new
+        assert [stored_value(data, r) for r in refs] == encode(info.request.messages)
+        assert [stored_value(data, r) for r in row[13]] == encode(info.request.system)
+        assert [stored_value(data, r) for r in row[14]] == encode(info.request.tools)
+        previous = refs
+    # Each distinct message is stored once, however many requests carry it.
+    assert len(data["json"]) == len({json.dumps(v, sort_keys=True) for v in data["json"]})
+    carried = sum(len(info.request.messages) for info in inspection.requests)
+    assert sum(len(row[15]) for row in data["requests"]) < carried
 
 
 @needs_chromium
@@ -170,10 +222,87 @@ async def test_report_renders_in_chromium_without_console_errors(
     assert data["ready"] == "yes"  # the page's script ran to its end
     assert data["turns"] == "6" and data["epochs"] == "3"
     assert data["requests"] == str(len(inspection.requests))
+    assert data["shown"] == data["items"] == str(inspection.entries)
     assert figure(dom, "turn-count") == "6"
     assert figure(dom, "epoch-count") == "3"
     assert figure(dom, "request-count") == str(len(inspection.requests))
     assert 'id="page-error" hidden=""' in dom
+    # Drawn from the data as text: every turn, epoch and request row; no script got in.
+    assert dom.count('<section class="turn"') == len(inspection.turns)
+    assert dom.count('<li class="epoch"') == 3
+    assert dom.count('<tr id="request-') == len(inspection.requests)  # few: the table is open
+    assert dom.count("<script") == 2
+    assert "red &lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    assert "&lt;script&gt;alert('x')&lt;/script&gt; is data, not markup" in dom
+    assert "skill loaded" in dom and "location: /skills/pdf" in dom
+    assert "permission preset · workspace-write → read-only" in dom
+    assert "model switched · scripted → other" in dom and "provider failed" in dom
+
+
+def sent_body(dom: str) -> str:
+    found = re.findall(r'<pre class="sent-body">(.*?)</pre>', dom, re.S)
+    assert len(found) == 1, "exactly one request is open"
+    return html_module.unescape(found[0])
+
+
+@ags.tool
+def measure_text(text: str, ratio: float = 0.5) -> str:
+    """Measure a text.
+
+    Args:
+        text: What to measure.
+        ratio: A float in the declaration, which browsers and Python spell differently.
+    """
+    return f"{len(text) * ratio} \x1b[2J\x9b\u202e units"
+
+
+@needs_chromium
+async def test_a_request_opens_exactly_as_sent(make_runtime: Make, tmp_path: Path) -> None:
+    calls = iter(range(1_000))
+
+    def answer(request: ags.Request) -> Any:
+        last = request.messages[-1]
+        if isinstance(last, ags.UserMessage):
+            n = next(calls)
+            return [ags.ToolCall("measure_text", {"text": f"t{n}\u2028", "ratio": 1.5, "7": n})]
+        return "done \x1b]0;title\x07 </script><script>alert(2)</script>"
+
+    runtime = make_runtime(answer, tools=[measure_text])
+    session = await runtime.create_session()
+    for n in range(22):  # 44 requests: more than the table shows unopened
+        await session.prompt(f"prompt {n}: \x9b\u202e <b>bold</b>")
+    inspection = await session.inspect()
+    assert len(inspection.requests) == 44
+    page = write_report(inspection, tmp_path / "report.html")
+    for number in (1, 2, 44):
+        dom, console = open_in_chromium(page, f"#request-{number}")
+        assert console == []
+        assert root_data(dom)["ready"] == "yes"
+        assert dom.count('<tr id="request-') == 44  # opened on demand
+        assert sent_body(dom) == neutral(inspection.requests[number - 1].request)
+    body = sent_body(dom)
+    assert "\\u009b\\u202e <b>bold</b>" in body and "\\u001b]0;title\\u0007" in body
+    assert '"ratio": 1.5' in body  # the float, as Python writes it
+
+
+@needs_chromium
+async def test_a_long_timeline_is_drawn_in_pages_and_reveals_any_entry(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    runtime = make_runtime(lambda request: "ok")
+    session = await runtime.create_session()
+    for n in range(120):
+        await session.prompt(f"prompt {n}")
+    inspection = await session.inspect()
+    page = write_report(inspection, tmp_path / "report.html")
+    dom, console = open_in_chromium(page)
+    assert console == []
+    data = root_data(dom)
+    assert int(data["shown"]) < int(data["items"]) == inspection.entries
+    last = inspection.timeline[-1]
+    assert f'id="seq-{last.seq}"' not in dom
+    dom, console = open_in_chromium(page, f"#seq-{last.seq}")
+    assert console == [] and f'id="seq-{last.seq}"' in dom
 
 
 @needs_chromium
@@ -219,3 +348,82 @@ async def test_an_empty_session_has_a_report_too(make_runtime: Make, tmp_path: P
     html = write_report(inspection, tmp_path / "empty.html").read_text(encoding="utf-8")
     assert "No request was dispatched." in html and "No epoch has started yet." in html
     assert "id='turn-count'>0<" in html
+    assert embedded(html)["requests"] == [] and embedded(html)["turns"] == []
+
+
+@needs_chromium
+async def test_clicking_a_request_row_shows_it_as_sent_and_search_filters(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    async_api = pytest.importorskip("playwright.async_api")
+    session = await scripted_session(make_runtime, tmp_path)
+    inspection = await session.inspect()
+    page_path = write_report(inspection, tmp_path / "report.html")
+    errors: list[str] = []
+    async with async_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = await browser.new_page()
+            page.set_default_timeout(120_000)  # a bound for a busy machine, not a measurement
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(page_path.as_uri())
+            await page.wait_for_selector("html[data-ready='yes']", state="attached")
+            assert await page.locator("pre.sent-body").count() == 0  # nothing built yet
+            await page.click("#request-2 details.sent summary")
+            body = page.locator("#request-2 + tr.sent-row pre.sent-body")
+            assert await body.text_content() == neutral(inspection.requests[1].request)
+            await page.click("#request-2 details.sent summary")  # folding it hides the body
+            assert await page.locator("#request-2 + tr.sent-row").is_hidden()
+            await page.fill("#search", "skill unloaded")
+            items = page.locator("li.item")
+            assert await items.count() == 1
+            assert "skill unloaded" in (await items.text_content() or "")
+        finally:
+            await browser.close()
+    assert errors == []
+
+
+@needs_chromium
+async def test_every_epoch_and_timeline_page_is_reachable_by_clicking(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    async_api = pytest.importorskip("playwright.async_api")
+    config = ags.Config(retry_base_delay=0, max_transcript_messages=4, window_step=1)
+    runtime = make_runtime(lambda request: "ok", config=config)
+    session = await runtime.create_session()
+    for n in range(90):
+        await session.prompt(f"prompt {n}")
+    inspection = await session.inspect()
+    assert len(inspection.epochs) > 40  # more than the page draws before a click
+    page_path = write_report(inspection, tmp_path / "report.html")
+    last = inspection.epochs[-1]
+    errors: list[str] = []
+    async with async_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = await browser.new_page()
+            page.set_default_timeout(120_000)  # a bound for a busy machine, not a measurement
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(page_path.as_uri())
+            await page.wait_for_selector("html[data-ready='yes']", state="attached")
+            assert await page.locator("li.epoch").count() == 40
+            await page.click("#epochs-more")
+            assert await page.locator("li.epoch").count() == len(inspection.epochs)
+            assert await page.locator("#epochs-more").is_hidden()
+            section = page.locator(f"#epoch-{last.number} .sections details").first
+            await section.locator("summary").click()
+            assert await section.locator("pre").text_content() == last.sections[0].text
+            shown = int(await page.get_attribute("html", "data-shown") or 0)
+            assert shown < inspection.entries
+            # Scrolling the button into view draws the next page too (an IntersectionObserver),
+            # so the click is dispatched without waiting for the button to stay visible.
+            while await page.locator("#more").is_visible():
+                await page.locator("#more").dispatch_event("click")
+            assert await page.locator("li.item").count() == inspection.entries
+        finally:
+            await browser.close()
+    assert errors == []

@@ -104,6 +104,14 @@ def test_report_all_stays_in_its_folder(tmp_path: Path, db: Path) -> None:
     assert_clean(single.out + single.err)
     (made,) = [p for p in work.iterdir() if p.name != "out"]
     assert made.name.startswith("agentsession-session-") and made.suffix == ".html"
+    # The page holds no raw control character anywhere: the header shows escapes as text, and
+    # the embedded data spells every one as a JSON escape.
+    for page in (made, work / report):
+        html = page.read_text(encoding="utf-8")
+        assert_clean(html)
+        assert "title \\x1b]0;pwned\\x07\\x1b[2J\\x1b[H" in html
+        assert "hello \\u001b]0;pwned\\u0007" in html  # the request as sent, JSON-escaped
+        assert "reply \\\\x1b[2J\\\\x1b[Hwith\\\\x9b codes" in html  # the timeline
     assert {p for p in tmp_path.rglob("*") if not {"work", "db"} & set(p.parts)} == before
 
 

@@ -1,12 +1,11 @@
-"""The inline style and script of the HTML report (kept apart from the markup that uses them).
+"""The inline style of the HTML report (kept apart from the markup that uses it).
 
-The script only filters and folds what the markup already shows, so a report reads the same
-with scripting off. It reports its own errors on the page and marks the document ready.
+The report's script is ``_report_script``; the data it draws from is ``_report_data``.
 """
 
 from __future__ import annotations
 
-__all__ = ["SCRIPT", "STYLE"]
+__all__ = ["STYLE"]
 
 STYLE = """
 :root{--fg:#1d2330;--muted:#5f6b7a;--bg:#fff;--panel:#f4f6f9;--line:#d9dee6;
@@ -34,7 +33,7 @@ border-radius:2px;vertical-align:-1px;margin:0 4px 0 10px}
 background:var(--panel)}
 svg .cacheable{fill:var(--cacheable)}svg .new{fill:var(--new)}
 svg .reported{stroke:var(--reported);stroke-width:2}svg .base{stroke:var(--muted)}
-svg .grid{stroke:var(--line)}
+svg .grid{stroke:var(--line)}svg .reported{fill:none}svg{cursor:pointer}
 svg .epoch-line{stroke:var(--muted);stroke-dasharray:3 3}svg .axis{fill:var(--muted);
 font-size:11px}svg .req:hover rect{opacity:.75}
 table{border-collapse:collapse;width:100%;margin:8px 0}
@@ -68,52 +67,8 @@ overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .kind-epoch .title,.item[data-kind=epoch] .title{font-weight:600}
 #page-error{background:var(--warn);color:#fff;padding:8px;border-radius:6px}
 footer{margin:40px 0 0;color:var(--muted);font-size:12px}
-"""
-
-SCRIPT = """
-(function () {
-  "use strict";
-  var root = document.documentElement;
-  window.addEventListener("error", function (event) {
-    var box = document.getElementById("page-error");
-    if (box) {
-      box.hidden = false;
-      box.textContent = "This page hit an error: " + event.message;
-    }
-  });
-  var hidden = {};
-  var search = document.getElementById("search");
-  function apply() {
-    var query = search ? search.value.toLowerCase() : "";
-    var items = document.querySelectorAll("li.item");
-    for (var i = 0; i < items.length; i++) {
-      var item = items[i];
-      var match = !query || item.textContent.toLowerCase().indexOf(query) >= 0;
-      item.hidden = Boolean(hidden[item.dataset.category]) || !match;
-    }
-  }
-  document.querySelectorAll(".filters input[type=checkbox]").forEach(function (box) {
-    box.addEventListener("change", function () {
-      hidden[box.dataset.category] = !box.checked;
-      apply();
-    });
-  });
-  if (search) {
-    search.addEventListener("input", apply);
-  }
-  var expand = document.getElementById("expand");
-  if (expand) {
-    expand.addEventListener("click", function () {
-      var open = expand.dataset.open !== "1";
-      document.querySelectorAll("#timeline details").forEach(function (d) { d.open = open; });
-      expand.dataset.open = open ? "1" : "0";
-      expand.textContent = open ? "collapse all" : "expand all";
-    });
-  }
-  root.dataset.turns = String(
-    document.querySelectorAll("section.turn:not([data-turn='0'])").length);
-  root.dataset.epochs = String(document.querySelectorAll("li.epoch").length);
-  root.dataset.requests = String(document.querySelectorAll("g.req").length);
-  root.dataset.ready = "yes";
-})();
+details.sent summary{cursor:pointer;color:var(--accent)}
+.sent-row>td{background:var(--bg)}.sent-body{max-height:600px}
+.item .as-sent{font-size:12px}
+#more{margin:12px 0}#chart-tip{min-height:1.5em}
 """

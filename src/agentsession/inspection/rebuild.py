@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .._memo import IdentityMemo, PrefixMemo
 from ..boundary import build_request, epoch_tools, window_of
-from ..codec import canonical_json, encode
+from ..codec import canonical_json
 from ..config import Config
 from ..errors import UsageError
 from ..log import (
@@ -206,7 +205,12 @@ class _Rebuilder:
         self.dispatches = [i for i, r in enumerate(records) if isinstance(r.entry, Dispatch)]
         self.epochs = [i for i, r in enumerate(records) if isinstance(r.entry, ContextEpoch)]
         self._views: dict[int, tuple[int, list[ViewMessage]]] = {}
-        self._encoded: dict[tuple[int, ...], object] = {}
+        self._encoded: dict[tuple[int, ...], str] = {}
+        # Per epoch: each view message's records by its identity, the last seq of each view
+        # message, and the mid-conversation messages with their positions.
+        self._origins: dict[int, dict[int, tuple[int, ...]]] = {}
+        self._lasts: dict[int, list[int]] = {}
+        self._mids: dict[int, list[tuple[int, MidConversationSystemMessage]]] = {}
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
         """Where the epoch's records start, and the model view of all of them."""
@@ -224,8 +228,24 @@ class _Rebuilder:
                 lo = bisect.bisect_left(self.seqs, start)
             later = [i for i in self.epochs if i > key]
             end = later[0] if later else len(self.records)
-            self._views[key] = (lo, project(self.records[lo:end], epoch))
+            whole = project(self.records[lo:end], epoch)
+            self._views[key] = (lo, whole)
+            self._origins[key] = {id(v.message): v.seqs for v in whole}
+            lasts = [v.seqs[-1] for v in whole]
+            self._lasts[key] = lasts if lasts == sorted(lasts) else []
+            self._mids[key] = [
+                (i, r.entry)
+                for i, r in enumerate(self.records[lo:end], start=lo)
+                if isinstance(r.entry, MidConversationSystemMessage)
+            ]
         return self._views[key]
+
+    def _view_at(self, key: int, whole: list[ViewMessage], seq: int) -> list[ViewMessage]:
+        """The epoch's view cut before ``seq``: the messages whose records all came earlier."""
+        lasts = self._lasts[key]
+        if lasts or not whole:
+            return whole[: bisect.bisect_left(lasts, seq)]
+        return [v for v in whole if v.seqs[-1] < seq]  # not in seq order: look at each
 
     def rebuild(self, at: int, number: int) -> Rebuilt:
         dispatch = self.records[at].entry
@@ -237,17 +257,19 @@ class _Rebuilder:
             entry = self.records[epoch_at].entry
             assert isinstance(entry, ContextEpoch)
             epoch = entry
-        lo, whole = self._epoch_view(epoch_at)
+        key = -1 if epoch_at is None else epoch_at
+        _, whole = self._epoch_view(epoch_at)
         seq = self.records[at].seq
-        view = [v for v in whole if v.seqs[-1] < seq]
-        declared, unknown = _declarations(self.records[lo:at], epoch, self.specs, self.tools)
+        view = self._view_at(key, whole, seq)
+        mids = [m for i, m in self._mids[key] if i < at]
+        declared, unknown = _declarations(mids, epoch, self.specs, self.tools)
         baseline = epoch.baseline if epoch is not None else ()
         first: Request | None = None
         for window in _windows(view, self.config):
             for provider in _providers(self.records, at, view):
                 candidate = build_request(view, window, baseline, declared, provider)
                 first = first or candidate
-                if self._digest(candidate, view) == dispatch.digest:
+                if self._digest(candidate, self._origins[key]) == dispatch.digest:
                     return Rebuilt(number, seq, dispatch, epoch, candidate, True)
             if unknown or _fixed_part_differs(candidate, dispatch):
                 break  # another window cannot mend the tools or the system part
@@ -256,42 +278,45 @@ class _Rebuilder:
             number, seq, dispatch, epoch, first, False, mismatch(first, dispatch, unknown)
         )
 
-    def _digest(self, request: Request, view: Sequence[ViewMessage]) -> str:
-        """``request.digest(request)``, encoding each projected record's message once."""
-        origin = {id(v.message): v.seqs for v in view}
-        messages = []
+    def _digest(self, request: Request, origin: Mapping[int, tuple[int, ...]]) -> str:
+        """``request.digest(request)``, each projected record's message encoded once.
+
+        The canonical text of a projected message is kept by its records' seqs (a later epoch
+        projects the same record into a new, equal object), and the request's text is joined
+        from those pieces exactly as ``request.digest`` joins them.
+        """
+        texts = []
         for message in request.messages:
             seqs = origin.get(id(message))
             if seqs is None:
-                messages.append(encode(message))
+                texts.append(canonical_json(message))
                 continue
-            if seqs not in self._encoded:
-                self._encoded[seqs] = encode(message)
-            messages.append(self._encoded[seqs])
-        payload = {
-            "system": encode(request.system),
-            "messages": messages,
-            "tools": encode(request.tools),
-        }
-        text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+            text = self._encoded.get(seqs)
+            if text is None:
+                text = self._encoded[seqs] = canonical_json(message)
+            texts.append(text)
+        whole = (
+            f'{{"messages": [{", ".join(texts)}],'
+            f' "system": {canonical_json(request.system)},'
+            f' "tools": {canonical_json(request.tools)}}}'
+        )
+        return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _declarations(
-    before: Sequence[Record],
+    before: Sequence[MidConversationSystemMessage],
     epoch: ContextEpoch | None,
     specs: Mapping[str, ToolSpec],
     tools: Sequence[str],
 ) -> tuple[tuple[ToolSpec, ...], tuple[str, ...]]:
-    """The declarations the request carried (by the names the log holds) and unknown names."""
+    """The declarations the request carried (by the names the log holds) and unknown names.
+
+    ``before`` are the mid-conversation messages logged before the request.
+    """
     if epoch is None:
         names: Sequence[str] = tools
     else:
-        mids = [
-            r.entry
-            for r in before
-            if isinstance(r.entry, MidConversationSystemMessage) and r.entry.epoch == epoch.epoch
-        ]
+        mids = [m for m in before if m.epoch == epoch.epoch]
         names = epoch_tools(epoch, mids, tools).declared
     unknown = tuple(n for n in names if n not in specs)
     declared = tuple(specs.get(n) or ToolSpec(n, "", {}) for n in names)

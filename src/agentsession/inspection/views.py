@@ -16,11 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..boundary import Admission
-from ..budget import BudgetPolicy, Measurement, TokenCounter, measure
+from ..budget import (
+    BudgetPolicy,
+    EstimateCounter,
+    TiktokenCounter,
+    TokenCounter,
+)
 from ..config import Config
 from ..errors import UsageError
 from ..ledger import CostSummary, charge_usd, charges_of, summarize
-from ..ledger.prices import ModelPrice, price_for
+from ..ledger.prices import price_for
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -39,6 +44,7 @@ from ..log import (
 from ..providers.base import Model
 from ..request import Request, ToolSpec, text_of
 from ..store.base import SessionInfo
+from ._measure import cacheable, measure_in_order
 from .annotate import ContextView, Part, context_view
 from .describe import Category, category_of, describe, preview
 from .rebuild import Rebuilt, rebuild_all
@@ -222,7 +228,9 @@ def inspect_log(
         for r in records
         if isinstance(r.entry, ContextEpoch)
     )
-    requests = _requests(records, rebuilt, turns_of, counter, config.prices)
+    # The package's own counters count each (shared) message object once inside ``measure``.
+    own = isinstance(budget.counter, EstimateCounter | TiktokenCounter)
+    requests = _requests(records, rebuilt, turns_of, budget.counter if own else counter, config)
     return Inspection(
         session_id=info.id,
         title=info.title,
@@ -351,19 +359,19 @@ def _requests(
     rebuilt: Sequence[Rebuilt],
     turns_of: Mapping[int, int],
     counter: TokenCounter,
-    prices: Mapping[str, ModelPrice],
+    config: Config,
 ) -> tuple[RequestInfo, ...]:
     answers = _answers(records)
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
-    for item in rebuilt:
-        measured = measure(item.request, counter)
-        cacheable = 0
+    measured = measure_in_order([item.request for item in rebuilt], counter)
+    for item, tokens in zip(rebuilt, measured, strict=True):
+        shared = 0
         if previous is not None and previous.dispatch.model == item.dispatch.model:
-            cacheable = _cacheable(previous.request, item.request, measured)
+            shared = cacheable(previous.request, item.request, tokens)
         answer = answers.get(item.seq)
         usage = answer.usage if answer is not None else None
-        price = price_for(item.dispatch.model, prices)
+        price = price_for(item.dispatch.model, config.prices)
         billed = charge_usd(usage, price)[0] if usage is not None and price else None
         out.append(
             RequestInfo(
@@ -375,8 +383,8 @@ def _requests(
                 epoch=item.epoch.epoch if item.epoch is not None else None,
                 timestamp=item.dispatch.timestamp,
                 cache=item.dispatch.cache,
-                tokens=measured.total,
-                cacheable=cacheable,
+                tokens=sum(tokens),
+                cacheable=shared,
                 reported_input=usage.input_tokens if usage is not None else None,
                 reported_cached=usage.cached_input_tokens if usage is not None else None,
                 exact=item.exact,
@@ -400,21 +408,6 @@ def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
         elif isinstance(record.entry, AssistantEntry) and last is not None:
             answers.setdefault(last, record.entry)
     return answers
-
-
-def _cacheable(previous: Request, current: Request, measured: Measurement) -> int:
-    """Tokens of ``current`` in the prefix it shares with ``previous``: tools, system, messages."""
-    if previous.tools != current.tools:
-        return 0
-    tokens = measured.subtotal("tool:")
-    if previous.system != current.system:
-        return tokens
-    tokens += measured.subtotal("request") + measured.subtotal("system:")
-    for i, (old, new) in enumerate(zip(previous.messages, current.messages, strict=False)):
-        if old is not new and old != new:
-            break
-        tokens += measured.subtotal(f"message[{i}]:")
-    return tokens
 
 
 def past_context(

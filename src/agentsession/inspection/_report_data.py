@@ -1,0 +1,226 @@
+"""The data a report embeds once, for its script to draw the page from on demand.
+
+A session of ten thousand entries holds thousands of requests that repeat one another almost
+entirely: each shares all but its last few messages with the one before. So every distinct
+message, tool declaration and system section is stored once, in ``json``, and each request is a
+list of references — the system part, the tools, and its messages as "the first ``k`` of the
+previous request's, then these". Strings the page shows many times (titles, models, diagnoses,
+texts) are stored once in ``strings``. The script rebuilds a request's body from the references
+when it is opened, exactly as ``agentsession request --format neutral`` prints it.
+
+A JSON value is stored as the value itself when the browser's ``JSON.stringify`` writes it the
+way Python's ``json.dumps`` does; one holding a float, a very large integer or an object key
+that a browser would reorder (an array index such as ``"1"``) is stored as its finished text
+instead, so the body shown is the exact text either way. Log texts go through ``visible``
+before they are stored: a control character shows as its escape.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..codec import encode
+from ..hygiene import visible, visible_json, visible_line
+from .describe import EPOCH_REASONS, preview
+from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
+
+__all__ = ["VERSION", "embed", "report_data"]
+
+VERSION = 1
+_ITEM_CHARS = 1_500
+_INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})")  # keys a browser's object puts first
+_SAFE_INT = 2**53
+
+
+class _Strings:
+    """Distinct strings, each stored once and referred to by its index."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = len(self.items)
+            self.items.append(text)
+        return found
+
+
+class _Values:
+    """Distinct JSON values (messages, tools, system sections), keyed by their canonical text.
+
+    Requests of one epoch share their message objects, so a value seen before is found by its
+    identity first and encoded only when it is new.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._index: dict[str, int] = {}
+        self._seen: dict[int, tuple[object, int]] = {}
+
+    def add(self, value: object) -> int:
+        seen = self._seen.get(id(value))
+        if seen is not None and seen[0] is value:
+            return seen[1]
+        plain = encode(value)
+        key = json.dumps(plain, sort_keys=True, ensure_ascii=False)
+        found = self._index.get(key)
+        if found is None:
+            found = self._index[key] = len(self.items)
+            safe = _browser_safe(plain)
+            self.items.append(plain if safe else json.dumps(plain, indent=2, ensure_ascii=False))
+        self._seen[id(value)] = (value, found)
+        return found
+
+
+def _browser_safe(value: Any) -> bool:
+    """Whether ``JSON.stringify`` writes ``value`` exactly as ``json.dumps`` does."""
+    if isinstance(value, dict):
+        return all(not _INDEX_KEY.fullmatch(k) and _browser_safe(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_browser_safe(v) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return True
+    if isinstance(value, int):
+        return -_SAFE_INT < value < _SAFE_INT
+    return False  # a float: the two languages spell some differently (1.0, 1e-07)
+
+
+def _stamp(previous: str, stamp: str) -> str:
+    """``stamp`` as "how many leading characters it shares with ``previous``|the rest"."""
+    shared = 0
+    for a, b in zip(previous, stamp, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return f"{shared}|{stamp[shared:]}"
+
+
+def _text(text: str) -> str:
+    """A log text as the page shows it: cut, and its control characters visible."""
+    return visible(preview(text, _ITEM_CHARS))
+
+
+def _usd(value: float | None) -> str:
+    return "no price" if value is None else f"${value:,.4f}"
+
+
+def report_data(ins: Inspection) -> dict[str, Any]:
+    """The compact form of ``ins`` the report's script draws requests, epochs and timeline from."""
+    strings = _Strings()
+    values = _Values()
+    return {
+        "version": VERSION,
+        "requests": _requests(ins.requests, strings, values),
+        "epochs": [_epoch(e, strings) for e in ins.epochs],
+        "turns": _turns(ins.timeline, ins.turns, strings),
+        "categories": {i.kind: i.category for i in ins.timeline},
+        "strings": strings.items,
+        "json": values.items,
+    }
+
+
+def _requests(
+    requests: Sequence[RequestInfo], strings: _Strings, values: _Values
+) -> list[list[Any]]:
+    """One row per request: its figures, then its body as references into ``json``."""
+    rows: list[list[Any]] = []
+    before: tuple[object, ...] = ()
+    previous: list[int] = []
+    for r in requests:
+        system = [values.add(section) for section in r.request.system]
+        tools = [values.add(tool) for tool in r.request.tools]
+        current = r.request.messages
+        kept = 0  # the same objects as the previous request's: nothing to look up
+        for old, new in zip(before, current, strict=False):
+            if old is not new:
+                break
+            kept += 1
+        messages = previous[:kept] + [values.add(message) for message in current[kept:]]
+        for old_ref, new_ref in zip(previous[kept:], messages[kept:], strict=False):
+            if old_ref != new_ref:
+                break
+            kept += 1  # equal values in new objects (a later epoch projects them afresh)
+        before, previous = current, messages
+        rows.append(
+            [
+                r.number,
+                r.turn,
+                r.step,
+                strings(visible_line(r.model)),
+                r.epoch,
+                r.tokens,
+                r.cacheable,
+                r.reported_input,
+                r.reported_cached,
+                strings(visible_line(r.cache)),
+                strings(visible_line(r.provider_cache)),
+                strings(_usd(r.cost_usd)),
+                -1 if r.exact else strings(visible(r.mismatch)),
+                system,
+                tools,
+                [kept, *messages[kept:]],
+                r.seq,
+            ]
+        )
+    return rows
+
+
+def _epoch(e: EpochInfo, strings: _Strings) -> list[Any]:
+    why = EPOCH_REASONS.get(e.reason, e.reason)
+    tools = ", ".join(e.tools) if e.tools else "none"
+    return [
+        e.number,
+        e.seq,
+        strings(visible_line(e.reason)),
+        strings(visible_line(why)),
+        strings(visible_line(e.model or "–")),
+        e.timestamp,
+        e.turn,
+        strings(visible(tools)),
+        strings(visible(", ".join(e.removed))),
+        [[strings(visible_line(s.label)), s.tokens, strings(_text(s.text))] for s in e.sections],
+    ]
+
+
+def _turns(
+    items: Sequence[TimelineItem], turns: Sequence[TurnInfo], strings: _Strings
+) -> list[list[Any]]:
+    """The timeline by turn: ``[number, head, items]``; an item is seq, kind, time, title, text."""
+    info = {t.number: t for t in turns}
+    out: list[list[Any]] = []
+    last = ""
+    for item in items:
+        if not out or out[-1][0] != item.turn:
+            turn = info.get(item.turn)
+            head: list[Any] = []
+            if turn is not None:
+                outcome = strings(visible_line(turn.outcome))
+                head = [turn.timestamp, outcome, turn.requests, turn.tool_calls]
+            out.append([item.turn, head, []])
+        text = _text(item.text)
+        out[-1][2].append(
+            [
+                item.seq,
+                strings(item.kind),
+                _stamp(last, item.timestamp),
+                strings(visible_line(item.title)),
+                strings(text) if text else -1,
+            ]
+        )
+        last = item.timestamp
+    return out
+
+
+def embed(data: dict[str, Any]) -> str:
+    """``data`` as JSON that can sit inside a ``<script type="application/json">`` element.
+
+    Every ``<`` is written as its escape, so no text from the log can close the element, and so
+    is every control or direction character ``json.dumps`` would leave raw: the file holds none.
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return visible_json(text).replace("<", "\\u003c")
