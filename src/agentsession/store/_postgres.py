@@ -77,8 +77,11 @@ async def read_only_session(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("SET default_transaction_read_only = on")
 
 
-def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> None:
-    """Bring the schema to ``LATEST`` on ``conn`` (or, read-only, check that it is there)."""
+def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> int:
+    """Bring the schema to ``LATEST`` on ``conn`` (or, read-only, check that it is there).
+
+    Returns the schema version now in place (a read-only store's may be older than ``LATEST``).
+    """
     if read_only:
         current = _schema_version(conn, name)
         if current < READABLE_FROM:
@@ -86,11 +89,11 @@ def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> None:
                 f"{name} has schema version {current}, older than this agentsession reads"
                 f" ({READABLE_FROM}); {UPGRADE_HINT}"
             )
-        return
+        return current
     # An application role may lack CREATE on the schema (migrations run by another role):
     # a current schema needs no DDL at all, not even an IF NOT EXISTS one.
     if _schema_version(conn, name) >= LATEST:
-        return
+        return LATEST
     for migration in MIGRATIONS:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -104,6 +107,7 @@ def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> None:
                 " VALUES (%s, %s, %s)",
                 (migration.version, migration.description, now()),
             )
+    return LATEST
 
 
 def _schema_version(conn: psycopg.Connection[Any], name: str) -> int:
