@@ -66,11 +66,13 @@ async def test_every_table_is_keyed_by_session_id_first(
         await store.list_sessions()
         await store.close()
         keys = postgres_primary_keys(dsn)
-    # SQLite also keeps each session's entry count per kind (kept by a trigger).
-    counts = {"kind_counts"} if dialect == "sqlite" else set()
-    assert set(keys) == TABLES | {"schema_migrations"} | counts
-    if counts:
-        assert keys["kind_counts"] == ["session_key", "kind"]
+    # Both also keep each session's entry count per kind (kept by a trigger; PostgreSQL since
+    # schema 5), keyed like the log.
+    assert set(keys) == TABLES | {"schema_migrations", "kind_counts"}
+    assert keys["kind_counts"] == [
+        "session_key" if dialect == "sqlite" else "session_id",
+        "kind",
+    ]
     # SQLite (one file, never sharded) keys its log by the session's integer key (schema 4).
     log_key = "session_key" if dialect == "sqlite" else "session_id"
     for table in TABLES:

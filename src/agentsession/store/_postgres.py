@@ -15,7 +15,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import StoreError
 from ..log import now
-from ._sql import INSERT_ENTRY, INSERT_TEXT, READ_ENTRIES, SELECT_TEXTS, postgres
+from ._sql import INSERT_TEXT, READ_ENTRIES, SELECT_TEXTS, postgres
 from .base import Batch, refs_of
 from .migrations import LATEST, MIGRATIONS, READABLE_FROM, UPGRADE_HINT, create_migrations_table
 
@@ -77,8 +77,11 @@ async def read_only_session(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("SET default_transaction_read_only = on")
 
 
-def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> None:
-    """Bring the schema to ``LATEST`` on ``conn`` (or, read-only, check that it is there)."""
+def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> int:
+    """Bring the schema to ``LATEST`` on ``conn`` (or, read-only, check that it is there).
+
+    Returns the schema version now in place (a read-only store's may be older than ``LATEST``).
+    """
     if read_only:
         current = _schema_version(conn, name)
         if current < READABLE_FROM:
@@ -86,11 +89,11 @@ def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> None:
                 f"{name} has schema version {current}, older than this agentsession reads"
                 f" ({READABLE_FROM}); {UPGRADE_HINT}"
             )
-        return
+        return current
     # An application role may lack CREATE on the schema (migrations run by another role):
     # a current schema needs no DDL at all, not even an IF NOT EXISTS one.
     if _schema_version(conn, name) >= LATEST:
-        return
+        return LATEST
     for migration in MIGRATIONS:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -104,6 +107,7 @@ def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> None:
                 " VALUES (%s, %s, %s)",
                 (migration.version, migration.description, now()),
             )
+    return LATEST
 
 
 def _schema_version(conn: psycopg.Connection[Any], name: str) -> int:
@@ -123,6 +127,12 @@ def _schema_version(conn: psycopg.Connection[Any], name: str) -> int:
 #: From this many entries on, an append streams its rows with COPY: several times faster than
 #: one INSERT per row for an imported or forked log, in the same transaction.
 _COPY_FROM = 64
+_INSERT_ROWS = (
+    "INSERT INTO entries (session_id, seq, kind, version, data, created_at)"
+    " SELECT %s, %s::bigint + r.n - 1, r.kind, r.version, r.data, %s"
+    " FROM unnest(%s::text[], %s::integer[], %s::text[])"
+    " WITH ORDINALITY AS r(kind, version, data, n)"
+)
 _COPY_IN = "COPY entries (session_id, seq, kind, version, data, created_at) FROM STDIN"
 
 
@@ -133,14 +143,15 @@ async def insert_entries(
     if not batch.rows:
         return
     stamp = now()
-    rows = [(session_id, first + i, *row, stamp) for i, row in enumerate(batch.rows)]
-    async with conn.cursor() as cursor:
-        if len(rows) < _COPY_FROM:
-            await cursor.executemany(postgres(INSERT_ENTRY), rows)
-        else:
-            async with cursor.copy(_COPY_IN) as copy:
-                for row in rows:
-                    await copy.write_row(row)
+    if len(batch.rows) < _COPY_FROM:
+        # One statement for the batch, not one per row: the schema-5 trigger that keeps
+        # ``kind_counts`` then runs once per append.
+        kinds, versions, data = ([row[i] for row in batch.rows] for i in range(3))
+        await conn.execute(_INSERT_ROWS, (session_id, first, stamp, kinds, versions, data))
+    else:
+        async with conn.cursor() as cursor, cursor.copy(_COPY_IN) as copy:
+            for i, row in enumerate(batch.rows):
+                await copy.write_row((session_id, first + i, *row, stamp))
     await keep_texts(conn, session_id, batch.texts)
 
 

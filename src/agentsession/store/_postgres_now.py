@@ -21,14 +21,52 @@ import psycopg
 from ..errors import SessionNotFoundError, StoreError
 from ..log import Record
 from ._postgres import LAST_ENTRY, migrate, range_query
-from ._sql import SELECT_TEXTS, SESSION_EXISTS, postgres
-from .base import decode_row, kinds_list, refs_of, storable
+from ._sql import LEASE_OF, SELECT_SESSION, SELECT_TEXTS, SESSION_EXISTS, postgres
+from .base import Lease, SessionInfo, decode_row, info_from_row, kinds_list, refs_of, storable
+from .migrations import COUNTED_FROM
 
-__all__ = ["NowReader"]
+__all__ = ["LEASE_NOW", "RENEW_LEASE", "TAKE_LEASE", "NowReader"]
 
 T = TypeVar("T")
 
-_COUNT_KIND = postgres("SELECT count(*) FROM entries WHERE session_id = ? AND kind = ? AND seq < ?")
+_MAX_SEQ = 2**63 - 1
+
+#: Server time in seconds since the epoch, the clock leases are judged by.
+_CLOCK = "extract(epoch from clock_timestamp())::double precision"
+
+_SELECT_SESSION = postgres(SELECT_SESSION)
+#: The session's unexpired lease by the server's clock (``LEASE_OF``).
+LEASE_NOW = postgres(LEASE_OF).replace("%s", _CLOCK, 1)
+#: Take the lease when free, expired or already the owner's (parameters: session, owner, ttl).
+TAKE_LEASE = (
+    "INSERT INTO leases (session_id, owner, expires_at)"
+    f" VALUES (%s, %s, {_CLOCK} + %s)"
+    " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
+    " expires_at = excluded.expires_at"
+    f" WHERE leases.owner = excluded.owner OR leases.expires_at <= {_CLOCK}"
+)
+#: Extend the owner's lease (parameters: ttl, session, owner).
+RENEW_LEASE = f"UPDATE leases SET expires_at = {_CLOCK} + %s WHERE session_id = %s AND owner = %s"
+
+#: Entries of some kinds before a seq, counted in the kind index (no row: no such session).
+_COUNT_KINDS = (
+    "SELECT (SELECT count(*) FROM entries"
+    "  WHERE session_id = %(s)s AND kind = ANY(%(k)s::text[]) AND seq < %(e)s)"
+    " FROM sessions WHERE session_id = %(s)s"
+)
+#: The same from the totals ``kind_counts`` keeps (schema 5): the total less the entries from
+#: ``end`` on, which for a reopen's count (``end`` is the log's end) are none. Counting from the
+#: front is the shorter walk when ``end`` lies in the log's first half.
+_COUNT_KEPT = (
+    "SELECT CASE WHEN 2 * %(e)s::bigint >= s.next_seq THEN"
+    "  (SELECT coalesce(sum(c.entries), 0) FROM kind_counts c"
+    "    WHERE c.session_id = %(s)s AND c.kind = ANY(%(k)s::text[]))"
+    "  - (SELECT count(*) FROM entries"
+    "    WHERE session_id = %(s)s AND kind = ANY(%(k)s::text[]) AND seq >= %(e)s::bigint)"
+    " ELSE (SELECT count(*) FROM entries"
+    "    WHERE session_id = %(s)s AND kind = ANY(%(k)s::text[]) AND seq < %(e)s::bigint)"
+    " END FROM sessions s WHERE s.session_id = %(s)s"
+)
 
 
 class NowReader:
@@ -41,6 +79,8 @@ class NowReader:
         self._conn: psycopg.Connection[Any] | None = None
         self._pid = os.getpid()
         self._closed = False
+        #: Whether the schema keeps ``kind_counts`` (a read-only store may read an older one).
+        self._counted = False
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._pid != os.getpid():
@@ -57,12 +97,26 @@ class NowReader:
             self._conn = conn
         return conn
 
+    def busy(self) -> bool:
+        """Whether a read is running on the connection now (another read would wait for it)."""
+        return self._lock.locked()
+
     def _run(self, action: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
         with self._lock:
             if self._closed:
                 raise StoreError(f"{self._name} is closed")
             try:
-                return fn(self._connection())
+                reused = self._conn is not None
+                conn = self._connection()
+                try:
+                    return fn(conn)
+                except psycopg.OperationalError:
+                    # A connection the server dropped while idle (a restart, an idle timeout)
+                    # fails its next statement: every call here only reads, so it is run once
+                    # more on a fresh connection, as a pool's check would have replaced it.
+                    if not (reused and conn.broken):
+                        raise
+                    return fn(self._connection())
             except (psycopg.Error, UnicodeError) as exc:
                 raise StoreError(f"{self._name}: {action} failed: {exc}") from exc
 
@@ -72,7 +126,8 @@ class NowReader:
             if self._closed:
                 raise StoreError(f"{self._name} is closed")
             try:
-                migrate(self._connection(), self._name, self._read_only)
+                version = migrate(self._connection(), self._name, self._read_only)
+                self._counted = version >= COUNTED_FROM
             except psycopg.Error as exc:
                 raise StoreError(f"cannot open {self._name}: {exc}") from exc
 
@@ -90,6 +145,32 @@ class NowReader:
             return None
         cursor = conn.execute(postgres(SELECT_TEXTS) + " = ANY(%s)", (session_id, refs))
         return {str(ref): str(text) for ref, text in cursor.fetchall()}
+
+    def session(self, session_id: str) -> SessionInfo:
+        """``PostgresStore.get_session``, blocking the caller."""
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+
+        def op(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+            return conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
+
+        row = self._run(f"read session {session_id!r}", op)
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return info_from_row(row)
+
+    def lease(self, session_id: str) -> Lease | None:
+        """``PostgresStore.lease_of``, blocking the caller."""
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+
+        def op(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+            return conn.execute(LEASE_NOW, (session_id,)).fetchone()
+
+        row = self._run(f"read the lease of session {session_id!r}", op)
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))
 
     def read(
         self, session_id: str, start: int, end: int | None, kinds: Sequence[str] | None
@@ -128,18 +209,17 @@ class NowReader:
         return decode_row(session_id, seq, kind, version, data, texts)
 
     def count(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded."""
+        """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        wanted = kinds_list(kinds) or []
+        params = {"s": session_id, "k": kinds_list(kinds) or [], "e": min(max(end, 0), _MAX_SEQ)}
 
         def op(conn: psycopg.Connection[Any]) -> int:
-            self._require(conn, session_id)
-            total = 0
-            for kind in wanted:
-                row = conn.execute(_COUNT_KIND, (session_id, kind, end)).fetchone()
-                total += int(row[0]) if row is not None else 0
-            return total
+            query = _COUNT_KEPT if self._counted else _COUNT_KINDS
+            row = conn.execute(query, params).fetchone()
+            if row is None:
+                raise SessionNotFoundError(session_id)
+            return int(row[0])
 
         return self._run(f"count entries of session {session_id!r}", op)
 

@@ -10,7 +10,9 @@
   before comparing the row's ``next_seq`` with the expected seq, so concurrent writers to one
   session queue on that row and every loser gets ``ConflictError`` with nothing written;
 - the synchronous reads of ``ReadsNow``/``FindsNow`` (a reopen's view, transcript pages) run on
-  one blocking connection of the store's own (``_postgres_now``), which also migrates;
+  one blocking connection of the store's own (``_postgres_now``), which also migrates; until
+  the first write the async reads run there too, so a fresh process's reopen connects once
+  (the pool connects when first used);
 - ``last()`` is one statement (one snapshot): a descent of the kind index per wanted kind; the
   baseline texts an epoch refers to (kept once per session in ``texts``) are read after it;
 - leases are rows whose expiry is judged by the server's clock (``clock_timestamp()``), so
@@ -38,7 +40,6 @@ from ._sql import (
     DELETE_SESSION,
     INSERT_SESSION,
     LAST_MODEL_ROWS,
-    LEASE_OF,
     LIST_SESSIONS,
     SELECT_SESSION,
     SESSION_EXISTS,
@@ -81,16 +82,13 @@ try:
         range_query,
         read_only_session,
     )
-    from ._postgres_now import NowReader
+    from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
     _DRIVER = True
 
 __all__ = ["PostgresStore"]
-
-#: Server time in seconds since the epoch, the clock leases are judged by.
-_CLOCK = "extract(epoch from clock_timestamp())::double precision"
 
 
 class PostgresStore:
@@ -127,6 +125,7 @@ class PostgresStore:
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._pooled = False
         self._now = NowReader(dsn, self._name, timeout, read_only)
 
     def __repr__(self) -> str:
@@ -142,7 +141,8 @@ class PostgresStore:
                 return self._pool
             pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
                 self.dsn,
-                min_size=1,
+                # Nothing connects until a write, or reads that overlap, need a connection.
+                min_size=0,
                 max_size=self._pool_size,
                 kwargs={"autocommit": True},
                 configure=read_only_session if self.read_only else None,
@@ -152,8 +152,6 @@ class PostgresStore:
                 name="agentsession",
             )
             try:
-                # The pool connects in the background while the blocking connection migrates:
-                # a fresh process waits for one connection, not two in a row.
                 await pool.open()
                 await asyncio.to_thread(self._now.prepare)
             except BaseException as exc:  # cancelled too: the pool is not left open
@@ -164,12 +162,22 @@ class PostgresStore:
             self._pool = pool
             return pool
 
+    async def _cold(self) -> bool:
+        """Whether a read runs on the blocking connection (before the pool's first use).
+
+        A fresh process's reopen then needs one connection, not a second one to wait for (and
+        its fresh backend's first statements); see docs/decisions.md.
+        """
+        await self._ready()
+        return not self._pooled and not self._now.busy()
+
     @contextlib.asynccontextmanager
     async def _connection(
         self, action: str, *, write: bool = False
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A pooled connection (inside one transaction when ``write``); errors as ``StoreError``."""
         pool = await self._ready()
+        self._pooled = True
         try:
             async with pool.connection() as conn:
                 if write:
@@ -218,6 +226,8 @@ class PostgresStore:
         """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
+        if await self._cold():
+            return self._now.session(session_id)
         async with self._connection(f"read session {session_id!r}") as conn:
             return await self._row(conn, session_id)
 
@@ -243,6 +253,7 @@ class PostgresStore:
             raise SessionNotFoundError(session_id)
         async with self._connection(f"delete session {session_id!r}", write=True) as conn:
             await self._row(conn, session_id, " FOR UPDATE")
+            await conn.execute("DELETE FROM kind_counts WHERE session_id = %s", (session_id,))
             for statement in DELETE_SESSION:
                 await conn.execute(sql_postgres(statement), (session_id,))
 
@@ -316,6 +327,8 @@ class PostgresStore:
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
+        if await self._cold():
+            return self._now.read(session_id, start, end, kinds)
         query, params = range_query(session_id, start, end, kinds_list(kinds))
         async with self._connection(f"read session {session_id!r}") as conn:
             rows = await (await conn.execute(query, params)).fetchall()
@@ -350,6 +363,8 @@ class PostgresStore:
         """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
+        if await self._cold():
+            return self._now.last(session_id, kinds)
         wanted = kinds_list(kinds) or []
         async with self._connection(f"read session {session_id!r}") as conn:
             params = {"s": session_id, "k": wanted}
@@ -372,14 +387,7 @@ class PostgresStore:
             raise SessionNotFoundError(session_id)
         async with self._connection(f"take the lease of session {session_id!r}") as conn:
             try:
-                cursor = await conn.execute(
-                    "INSERT INTO leases (session_id, owner, expires_at)"
-                    f" VALUES (%s, %s, {_CLOCK} + %s)"
-                    " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
-                    " expires_at = excluded.expires_at"
-                    f" WHERE leases.owner = excluded.owner OR leases.expires_at <= {_CLOCK}",
-                    (session_id, owner, float(ttl)),
-                )
+                cursor = await conn.execute(TAKE_LEASE, (session_id, owner, float(ttl)))
             except pg_errors.ForeignKeyViolation as exc:
                 raise SessionNotFoundError(session_id) from exc
             return cursor.rowcount == 1
@@ -392,11 +400,7 @@ class PostgresStore:
         if not storable(session_id):
             return False
         async with self._connection(f"renew the lease of session {session_id!r}") as conn:
-            cursor = await conn.execute(
-                f"UPDATE leases SET expires_at = {_CLOCK} + %s"
-                " WHERE session_id = %s AND owner = %s",
-                (float(ttl), session_id, owner),
-            )
+            cursor = await conn.execute(RENEW_LEASE, (float(ttl), session_id, owner))
             return cursor.rowcount == 1
 
     async def release_lease(self, session_id: str, owner: str) -> bool:
@@ -413,9 +417,10 @@ class PostgresStore:
         """The unexpired lease of the session, or ``None``."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        query = sql_postgres(LEASE_OF).replace("%s", _CLOCK, 1)
+        if await self._cold():
+            return self._now.lease(session_id)
         async with self._connection(f"read the lease of session {session_id!r}") as conn:
-            row = await self._one(conn, query, (session_id,))
+            row = await self._one(conn, LEASE_NOW, (session_id,))
         if row is None:
             raise SessionNotFoundError(session_id)
         return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))
