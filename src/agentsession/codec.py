@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from ._memo import IdentityMemo
 
-__all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names"]
+__all__ = ["DecodeError", "canonical_json", "decode", "decoder", "encode", "field_names"]
 
 T = TypeVar("T")
 
@@ -123,6 +123,19 @@ def decode(tp: Any, data: Any, path: str = "$") -> Any:
         return _compiled(tp)(data)
     except _Mismatch:
         return _decode(tp, data, path)
+
+
+def decoder(tp: Any) -> Callable[[Any], Any]:
+    """``decode`` for one type, with its compiled decoder looked up once (keep it for a loop)."""
+    compiled = _compiled(tp)
+
+    def run(data: Any) -> Any:
+        try:
+            return compiled(data)
+        except _Mismatch:
+            return _decode(tp, data, "$")
+
+    return run
 
 
 def _decode(tp: Any, data: Any, path: str = "$") -> Any:
@@ -392,19 +405,31 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
     """
     missing = dataclasses.MISSING
     fields = [
-        (f.name, _compiled(hints[f.name]), f.default, f.default_factory)
+        (
+            f.name,
+            _EXACT.get(hints[f.name]),
+            _compiled(hints[f.name]),
+            f.default,
+            f.default_factory,
+        )
         for f in dataclasses.fields(cls)
     ]
-    known = frozenset(name for name, _, _, _ in fields)
+    known = frozenset(name for name, _, _, _, _ in fields)
     new = object.__new__
 
     def build(data: Any) -> Any:
         if not isinstance(data, dict) or not known.issuperset(data):
             raise _Mismatch
         values: dict[str, Any] = {}
-        for name, decoder, default, factory in fields:
+        for name, exact, decoder, default, factory in fields:
             if name in data:
-                values[name] = decoder(data[name])
+                value = data[name]
+                if exact is None:
+                    values[name] = decoder(value)
+                elif type(value) is exact:
+                    values[name] = value  # a str, int or bool field: checked without a call
+                else:
+                    values[name] = decoder(value)
             elif default is not missing:
                 values[name] = default
             elif factory is not missing:
@@ -416,6 +441,11 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
         return instance
 
     return build
+
+
+#: Field types whose JSON values are checked inline by their exact type (a subclass, or an int
+#: for a bool, goes through the field's decoder, which says whether it fits).
+_EXACT: dict[Any, type] = {str: str, int: int, bool: bool}
 
 
 def _union(options: tuple[Any, ...]) -> Decoder:

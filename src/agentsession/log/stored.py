@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
-from ..codec import DecodeError, decode, encode, field_names
+from ..codec import DecodeError, decoder, encode, field_names
 from ..errors import CorruptEntryError
 from .entries import (
     AssistantEntry,
@@ -293,7 +293,7 @@ def load_entry(
             seq=seq,
         )
     try:
-        payload = json.loads(data)
+        payload = _parsed(data)
     except (json.JSONDecodeError, TypeError) as exc:
         raise CorruptEntryError(
             f"entry is not valid JSON: {exc}", session_id=session_id, seq=seq
@@ -331,9 +331,34 @@ def load_entry(
             seq=seq,
         )
     try:
-        entry: LogEntry = decode(cls, payload)
+        entry: LogEntry = _decoder(kind, cls)(payload)
     except DecodeError as exc:
         raise CorruptEntryError(
             f"malformed {kind!r} entry: {exc}", session_id=session_id, seq=seq
         ) from exc
     return entry
+
+
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_DECODERS: dict[str, Callable[[Any], Any]] = {}
+
+
+def _decoder(kind: str, cls: type[Any]) -> Callable[[Any], Any]:
+    """The decoder of a kind's entries, made on first use (not at import)."""
+    found = _DECODERS.get(kind)
+    if found is None:
+        found = _DECODERS[kind] = decoder(cls)
+    return found
+
+
+def _parsed(data: str) -> Any:
+    """``json.loads(data)``: the scanner alone for a compact stored row, ``loads`` otherwise.
+
+    A row this package wrote is one JSON value with nothing around it; anything else (blanks
+    around it, a damaged row) goes through ``json.loads``, which parses it or says why not.
+    """
+    try:
+        value, end = _SCAN(data, 0)
+    except (StopIteration, TypeError):
+        return json.loads(data)
+    return value if end == len(data) else json.loads(data)
