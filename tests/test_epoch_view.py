@@ -59,6 +59,13 @@ class DecodedKinds(ags.SQLiteStore):
         self.kinds.extend([found.entry.kind] if found is not None else [])
         return found
 
+    async def read_view(
+        self, *args: Any, **kwargs: Any
+    ) -> tuple[Record | None, list[Record], Record | None]:
+        epoch, records, dispatch = await super().read_view(*args, **kwargs)
+        self.kinds.extend(r.entry.kind for r in (epoch, *records, dispatch) if r is not None)
+        return epoch, records, dispatch
+
 
 STORES: dict[str, Callable[[Path], Store]] = {
     "sqlite": lambda folder: ags.SQLiteStore(folder / "s.db"),
@@ -137,6 +144,7 @@ async def test_reopening_decodes_no_dispatch_record_nor_checkpoint(tmp_path: Pat
         assert store.kinds.count("dispatch") <= 1
         assert "system_prompt_checkpoint" not in store.kinds
         assert set(store.kinds) <= {*VIEW_KINDS, "epoch", "dispatch"}
+        assert "epoch" in store.kinds and "user" in store.kinds  # the view was read
     finally:
         await runtime.close()
 

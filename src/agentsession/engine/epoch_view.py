@@ -10,13 +10,24 @@ view reaches further back than what is kept drops the cache, and the next step r
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 from ..log import ContextEpoch, Dispatch, Record
 from ..projection import VIEW_KINDS
-from ..store.base import FindsNow
+from ..store.base import FindsNow, Store, fast_paths
 
-__all__ = ["CachedView", "EpochView", "epoch_of", "view_rows_now", "view_start"]
+__all__ = [
+    "CachedView",
+    "EpochView",
+    "ReadsView",
+    "epoch_of",
+    "reads_view",
+    "record_view_start",
+    "view_rows_now",
+    "view_start",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,31 @@ def view_rows_now(
     if found is not None and not dispatch_known:
         dispatch = store.last_now(session_id, ["dispatch"])
     return found, records, dispatch
+
+
+class ReadsView(Protocol):
+    """A store that reads what ``view_rows_now`` reads in one call (fast path ``read_view``)."""
+
+    async def read_view(
+        self,
+        session_id: str,
+        end: int,
+        kinds: Sequence[str],
+        start_of: Callable[[Record], int],
+        dispatch: bool,
+    ) -> tuple[Record | None, list[Record], Record | None]:
+        """The newest epoch, ``kinds`` from ``start_of(epoch)`` to ``end``, the last dispatch."""
+        ...
+
+
+def reads_view(store: Store) -> ReadsView | None:
+    """``store`` as a ``ReadsView`` when it declares ``read_view``; otherwise ``None``."""
+    return cast(ReadsView, store) if "read_view" in fast_paths(store) else None
+
+
+def record_view_start(record: Record) -> int:
+    """The first seq the model view of the epoch ``record`` holds reads."""
+    return view_start(epoch_of(record), record.seq)
 
 
 def epoch_of(record: Record) -> ContextEpoch:

@@ -44,7 +44,15 @@ from ..projection import VIEW_KINDS, to_message
 from ..request import Message
 from ..store.base import Store, finds_now
 from ..transcript import Transcript
-from .epoch_view import CachedView, EpochView, epoch_of, view_rows_now, view_start
+from .epoch_view import (
+    CachedView,
+    EpochView,
+    epoch_of,
+    reads_view,
+    record_view_start,
+    view_rows_now,
+    view_start,
+)
 
 __all__ = ["LogWriter"]
 
@@ -278,13 +286,19 @@ class LogWriter:
     async def _load_view(self) -> CachedView:
         """Read the newest epoch, the view's kinds from its start, and the last dispatch's seq.
 
-        A store that reads synchronously does it in one worker-thread call; dispatch records,
+        A store that reads it in one call (``read_view``) does; one that reads synchronously
+        does it in one worker-thread call; dispatch records,
         checkpoints and state entries are neither read nor decoded.
         """
         store, session_id = self._store, self._session_id
         known = self._last_dispatch if self._dispatch_known else None
         finder = finds_now(store)
-        if finder is not None:
+        viewer = reads_view(store)
+        if viewer is not None:
+            found, records, dispatch = await viewer.read_view(
+                session_id, self._next_seq, VIEW_KINDS, record_view_start, not self._dispatch_known
+            )
+        elif finder is not None:
             found, records, dispatch = await asyncio.to_thread(
                 view_rows_now, finder, session_id, self._next_seq, self._dispatch_known
             )

@@ -71,6 +71,7 @@ from ._sqlite_sql import (
     entry_rows,
     named,
 )
+from ._sqlite_view import ViewRead
 from .base import (
     DEFAULT_LEASE_TTL,
     Batch,
@@ -93,7 +94,7 @@ __all__ = ["SQLiteStore", "default_path"]
 T = TypeVar("T")
 
 
-class SQLiteStore:
+class SQLiteStore(ViewRead):
     """Sessions in one SQLite file (default: ``sessions.db`` in the user data directory).
 
     The file and its directory are created when missing and the schema is migrated at
@@ -104,7 +105,7 @@ class SQLiteStore:
     (or use ``async with``) when done.
     """
 
-    fast_paths = frozenset({"read_now", "last_now"})  # declared fast paths: see ReadsNow
+    fast_paths = frozenset({"read_now", "last_now", "read_view"})  # see ReadsNow, ViewRead
 
     def __init__(
         self,

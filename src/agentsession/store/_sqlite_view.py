@@ -1,0 +1,104 @@
+"""SQLite's read of what a reopened session's next request needs, in one read transaction.
+
+A session opened on a store reads its newest epoch, the log from where that epoch's model view
+starts, and the newest dispatch once (``LogWriter.epoch_view``). Asked separately, that is three
+read transactions with their statements, and a hop to a worker thread for each call. Here it is
+one transaction on one snapshot, and, while no other call holds the store's connection, it runs
+on the caller's thread: a read of the window's rows, once per opened session, costs less than the
+hop to a worker thread would. When the connection is busy the read waits its turn on the worker.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from ..errors import SessionNotFoundError, StoreError
+from ..log import Record
+from ._sql import SESSION_EXISTS
+from ._sqlite import kept_texts, newest_seq, range_queries, reading
+from ._sqlite_sql import ENTRY_AT, coded, named
+from .base import decode_row, kinds_list, storable
+
+__all__ = ["ViewRead", "ViewRows"]
+
+T = TypeVar("T")
+
+#: The newest epoch, its view's records up to the end, the newest dispatch.
+ViewRows = tuple[Record | None, list[Record], Record | None]
+
+
+class _Store(Protocol):
+    path: Any
+    _lock: threading.Lock
+
+    def _call(self, action: str, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+
+    async def _run(
+        self, action: str, fn: Callable[[sqlite3.Connection], T], key: str | None = None
+    ) -> T: ...
+
+
+class ViewRead:
+    """``read_view`` for ``SQLiteStore`` (a mixin: it uses the store's connection and lock)."""
+
+    async def read_view(
+        self: _Store,
+        session_id: str,
+        end: int,
+        kinds: Sequence[str],
+        start_of: Callable[[Record], int],
+        dispatch: bool,
+    ) -> ViewRows:
+        """The newest epoch, the ``kinds`` records from ``start_of(epoch)`` up to ``end``.
+
+        With ``dispatch``, also the newest dispatch (when there is an epoch). Without an epoch
+        the records start at 0. All of it is read on one snapshot; ``SessionNotFoundError`` for
+        an unknown session, ``CorruptEntryError`` for a row that cannot be decoded.
+        """
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        wanted = kinds_list(kinds) or []
+        path = self.path
+
+        def op(conn: sqlite3.Connection) -> ViewRows:
+            with reading(conn):
+                epoch = _newest(conn, path, session_id, "epoch")
+                if epoch is None and conn.execute(SESSION_EXISTS, (session_id,)).fetchone() is None:
+                    raise SessionNotFoundError(session_id)
+                start = 0 if epoch is None else start_of(epoch)
+                queries = range_queries(session_id, start, end, wanted)
+                rows = named(r for query, params in queries for r in conn.execute(query, params))
+                texts = kept_texts(conn, session_id, rows)
+                last = None
+                if dispatch and epoch is not None:
+                    last = _newest(conn, path, session_id, "dispatch")
+            if len(queries) > 1:
+                rows.sort(key=lambda row: int(row[0]))
+            records = [
+                decode_row(session_id, seq, kind, v, data, texts) for seq, kind, v, data in rows
+            ]
+            return epoch, records, last
+
+        action = f"read session {session_id!r}"
+        if self._lock.locked():  # another call holds the connection: wait on a worker thread
+            return await self._run(action, op)
+        return self._call(action, op)
+
+
+def _newest(conn: sqlite3.Connection, path: Any, session_id: str, kind: str) -> Record | None:
+    """The session's newest entry of ``kind`` (inside the caller's read transaction)."""
+    best = newest_seq(conn, session_id, coded([kind]))
+    if best is None:
+        return None
+    row = next(iter(named(conn.execute(ENTRY_AT, (session_id, best)))), None)
+    if row is None:  # the kind index names a row the table does not hold
+        raise StoreError(
+            f"session store {path}: the index of session {session_id!r} names"
+            f" entry {best}, which is missing (a damaged index)"
+        )
+    texts = kept_texts(conn, session_id, [row])
+    seq, kind_name, version, data = row
+    return decode_row(session_id, seq, kind_name, version, data, texts)
