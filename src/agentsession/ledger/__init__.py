@@ -210,7 +210,7 @@ def _fold(charges: list[Charge], record: Record) -> bool:
         # The response answers the newest turn's dispatch; a side call may stand between.
         at = next((i for i in range(len(charges) - 1, -1, -1) if charges[i].purpose == "turn"), -1)
         if at < 0 or charges[at].usage is not None:
-            return
+            return False
         charges[at] = replace(
             charges[at],
             usage=entry.usage,
