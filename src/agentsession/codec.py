@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from ._memo import IdentityMemo
 
-__all__ = ["DecodeError", "canonical_json", "decode", "decoder", "encode", "field_names"]
+__all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names"]
 
 T = TypeVar("T")
 
@@ -123,19 +123,6 @@ def decode(tp: Any, data: Any, path: str = "$") -> Any:
         return _compiled(tp)(data)
     except _Mismatch:
         return _decode(tp, data, path)
-
-
-def decoder(tp: Any) -> Callable[[Any], Any]:
-    """``decode`` for one type, with its compiled decoder looked up once (keep it for a loop)."""
-    compiled = _compiled(tp)
-
-    def run(data: Any) -> Any:
-        try:
-            return compiled(data)
-        except _Mismatch:
-            return _decode(tp, data, "$")
-
-    return run
 
 
 def _decode(tp: Any, data: Any, path: str = "$") -> Any:
@@ -405,13 +392,7 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
     """
     missing = dataclasses.MISSING
     fields = [
-        (
-            f.name,
-            _EXACT.get(hints[f.name]),
-            _compiled(hints[f.name]),
-            f.default,
-            f.default_factory,
-        )
+        (f.name, _EXACT.get(h := hints[f.name]), _compiled(h), f.default, f.default_factory)
         for f in dataclasses.fields(cls)
     ]
     known = frozenset(name for name, _, _, _, _ in fields)
@@ -423,13 +404,8 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
         values: dict[str, Any] = {}
         for name, exact, decoder, default, factory in fields:
             if name in data:
-                value = data[name]
-                if exact is None:
-                    values[name] = decoder(value)
-                elif type(value) is exact:
-                    values[name] = value  # a str, int or bool field: checked without a call
-                else:
-                    values[name] = decoder(value)
+                value = data[name]  # a str, int or bool of exactly its type needs no call
+                values[name] = value if type(value) is exact else decoder(value)
             elif default is not missing:
                 values[name] = default
             elif factory is not missing:
@@ -443,8 +419,7 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
     return build
 
 
-#: Field types whose JSON values are checked inline by their exact type (a subclass, or an int
-#: for a bool, goes through the field's decoder, which says whether it fits).
+#: Field types checked inline by exact type (a subclass goes through the field's decoder).
 _EXACT: dict[Any, type] = {str: str, int: int, bool: bool}
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
-from ..codec import DecodeError, decoder, encode, field_names
+from ..codec import DecodeError, decode, encode, field_names
 from ..errors import CorruptEntryError
 from .entries import (
     AssistantEntry,
@@ -331,7 +331,7 @@ def load_entry(
             seq=seq,
         )
     try:
-        entry: LogEntry = _decoder(kind, cls)(payload)
+        entry: LogEntry = decode(cls, payload)
     except DecodeError as exc:
         raise CorruptEntryError(
             f"malformed {kind!r} entry: {exc}", session_id=session_id, seq=seq
@@ -340,15 +340,6 @@ def load_entry(
 
 
 _SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_DECODERS: dict[str, Callable[[Any], Any]] = {}
-
-
-def _decoder(kind: str, cls: type[Any]) -> Callable[[Any], Any]:
-    """The decoder of a kind's entries, made on first use (not at import)."""
-    found = _DECODERS.get(kind)
-    if found is None:
-        found = _DECODERS[kind] = decoder(cls)
-    return found
 
 
 def _parsed(data: str) -> Any:
