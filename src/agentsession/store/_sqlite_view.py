@@ -13,13 +13,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from ..errors import SessionNotFoundError, StoreError
+from ..errors import SessionNotFoundError
 from ..log import Record
 from ._sql import SESSION_EXISTS
-from ._sqlite import kept_texts, newest_seq, range_queries, reading
-from ._sqlite_sql import ENTRY_AT, coded, named
+from ._sqlite import kept_texts, range_queries, reading
+from ._sqlite_sql import KEY_OF, coded, named
 from .base import decode_row, kinds_list, storable
 
 __all__ = ["ViewRead", "ViewRows"]
@@ -31,7 +31,6 @@ ViewRows = tuple[Record | None, list[Record], Record | None]
 
 
 class _Store(Protocol):
-    path: Any
     _lock: threading.Lock
 
     def _call(self, action: str, fn: Callable[[sqlite3.Connection], T]) -> T: ...
@@ -61,11 +60,10 @@ class ViewRead:
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         wanted = kinds_list(kinds) or []
-        path = self.path
 
         def op(conn: sqlite3.Connection) -> ViewRows:
             with reading(conn):
-                epoch = _newest(conn, path, session_id, "epoch")
+                epoch = _newest(conn, session_id, "epoch")
                 if epoch is None and conn.execute(SESSION_EXISTS, (session_id,)).fetchone() is None:
                     raise SessionNotFoundError(session_id)
                 start = 0 if epoch is None else start_of(epoch)
@@ -74,7 +72,7 @@ class ViewRead:
                 texts = kept_texts(conn, session_id, rows)
                 last = None
                 if dispatch and epoch is not None:
-                    last = _newest(conn, path, session_id, "dispatch")
+                    last = _newest(conn, session_id, "dispatch")
             if len(queries) > 1:
                 rows.sort(key=lambda row: int(row[0]))
             records = [
@@ -88,17 +86,19 @@ class ViewRead:
         return self._call(action, op)
 
 
-def _newest(conn: sqlite3.Connection, path: Any, session_id: str, kind: str) -> Record | None:
+#: The session's newest entry of one kind: one descent of the kind index to the row (the
+#: primary key walked backwards would pass every entry since one of a rare kind).
+NEWEST_ENTRY = (
+    "SELECT seq, kind, version, data FROM entries INDEXED BY entries_kind"
+    f" WHERE session_key = {KEY_OF} AND kind = ? ORDER BY seq DESC LIMIT 1"
+)
+
+
+def _newest(conn: sqlite3.Connection, session_id: str, kind: str) -> Record | None:
     """The session's newest entry of ``kind`` (inside the caller's read transaction)."""
-    best = newest_seq(conn, session_id, coded([kind]))
-    if best is None:
+    row = next(iter(named(conn.execute(NEWEST_ENTRY, (session_id, *coded([kind]))))), None)
+    if row is None:
         return None
-    row = next(iter(named(conn.execute(ENTRY_AT, (session_id, best)))), None)
-    if row is None:  # the kind index names a row the table does not hold
-        raise StoreError(
-            f"session store {path}: the index of session {session_id!r} names"
-            f" entry {best}, which is missing (a damaged index)"
-        )
     texts = kept_texts(conn, session_id, [row])
     seq, kind_name, version, data = row
     return decode_row(session_id, seq, kind_name, version, data, texts)
