@@ -120,7 +120,7 @@ def decode(tp: Any, data: Any, path: str = "$") -> Any:
     walking decoder, which names the path of the offending value.
     """
     try:
-        return _compiled(tp)(data)
+        return (_READY.get(tp) or _compiled(tp))(data)
     except _Mismatch:
         return _decode(tp, data, path)
 
@@ -224,6 +224,9 @@ Decoder = Callable[[Any], Any]
 
 
 _BUILDING: set[Any] = set()
+_READY: dict[Any, Decoder] = {}  # what _compiled built, for decode to find in one lookup
+#: Field types checked inline by exact type (a subclass goes through the field's decoder).
+_EXACT: dict[Any, type] = {str: str, int: int, bool: bool}
 
 
 def _compiled(tp: Any) -> Decoder:
@@ -236,7 +239,7 @@ def _compiled(tp: Any) -> Decoder:
         return lambda data: _compiled(tp)(data)
     _BUILDING.add(tp)
     try:
-        return _build(tp)
+        return _READY.setdefault(tp, _build(tp))
     finally:
         _BUILDING.discard(tp)
 
@@ -417,10 +420,6 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
         return instance
 
     return build
-
-
-#: Field types checked inline by exact type (a subclass goes through the field's decoder).
-_EXACT: dict[Any, type] = {str: str, int: int, bool: bool}
 
 
 def _union(options: tuple[Any, ...]) -> Decoder:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import SessionNotFoundError
 from ..log import Record
@@ -68,7 +68,10 @@ class ViewRead:
                     raise SessionNotFoundError(session_id)
                 start = 0 if epoch is None else start_of(epoch)
                 queries = range_queries(session_id, start, end, wanted)
-                rows = named(r for query, params in queries for r in conn.execute(query, params))
+                fetched: list[Any] = []
+                for query, params in queries:
+                    fetched += conn.execute(query, params).fetchall()
+                rows = named(fetched)
                 texts = kept_texts(conn, session_id, rows)
                 last = None
                 if dispatch and epoch is not None:
