@@ -11,10 +11,9 @@
   key, ``_sqlite_sql``) plus an index on ``(session_key, kind, seq)``: range reads, the next seq
   and "newest entry of a kind" are index walks whose cost does not grow with the history; reads
   that take several statements run in one read transaction, so they see one snapshot;
-- an epoch's long baseline texts are kept once per session in ``texts``, read in the same
-  transaction as the rows that refer to them;
-- leases are rows judged by this machine's clock; opening, read-only access, migrations and the
-  statements only SQLite runs live in ``_sqlite.py``;
+- an epoch's long baseline texts are kept once per session in ``texts``, read with the rows
+  that refer to them; leases are rows judged by this machine's clock; opening, read-only
+  access, migrations and the statements only SQLite runs live in ``_sqlite.py``;
 - every ``sqlite3`` failure surfaces as ``StoreError`` naming the file, chained with ``from``.
 A write handed to the worker thread commits or fails as a whole even if its caller is
 cancelled; the caller re-reads the log's end before writing again.
@@ -35,6 +34,7 @@ from typing import TypeVar
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
+from . import _sqlite_view
 from ._sql import (
     COPY_TEXTS,
     LEASE_OF,
@@ -71,7 +71,6 @@ from ._sqlite_sql import (
     entry_rows,
     named,
 )
-from ._sqlite_view import ViewRead
 from .base import (
     DEFAULT_LEASE_TTL,
     Batch,
@@ -94,7 +93,7 @@ __all__ = ["SQLiteStore", "default_path"]
 T = TypeVar("T")
 
 
-class SQLiteStore(ViewRead):
+class SQLiteStore(_sqlite_view.ViewRead):  # read_view: a reopened session's view
     """Sessions in one SQLite file (default: ``sessions.db`` in the user data directory).
 
     The file and its directory are created when missing and the schema is migrated at
