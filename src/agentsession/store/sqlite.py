@@ -34,7 +34,6 @@ from typing import TypeVar
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
-from . import _sqlite_view
 from ._sql import (
     COPY_TEXTS,
     LEASE_OF,
@@ -57,6 +56,7 @@ from ._sqlite import (
     reading,
     writing,
 )
+from ._sqlite_read import ViewRead
 from ._sqlite_sql import (
     COPY_ENTRIES,
     COUNT_KIND,
@@ -93,7 +93,7 @@ __all__ = ["SQLiteStore", "default_path"]
 T = TypeVar("T")
 
 
-class SQLiteStore(_sqlite_view.ViewRead):  # read_view: a reopened session's view
+class SQLiteStore(ViewRead):
     """Sessions in one SQLite file (default: ``sessions.db`` in the user data directory).
 
     The file and its directory are created when missing and the schema is migrated at
