@@ -75,7 +75,7 @@ class Worker:
         with self._guard:
             if self._finished:
                 return False
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():  # a forked child has none
                 self._thread = threading.Thread(
                     target=_serve, args=(self._calls,), name=self._name, daemon=True
                 )
