@@ -1,7 +1,7 @@
 """The embedded default store: one SQLite file, safe for several processes on one machine.
 
-- stdlib ``sqlite3`` with one connection per store, used from worker threads
-  (``asyncio.to_thread``) one call at a time under a lock, so the event loop never blocks on disk;
+- stdlib ``sqlite3`` with one connection per store, used from the connection's own worker
+  thread (``_worker``) one call at a time under a lock, so the event loop never blocks on disk;
 - WAL journal with ``synchronous=FULL``: a returned ``append`` survives a power cut, and readers
   never wait for the writer;
 - every write is one ``BEGIN IMMEDIATE`` transaction that takes the write lock *before* reading
@@ -21,7 +21,6 @@ cancelled; the caller re-reads the log's end before writing again.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import threading
@@ -71,6 +70,7 @@ from ._sqlite_sql import (
     entry_rows,
     named,
 )
+from ._worker import Worker
 from .base import (
     DEFAULT_LEASE_TTL,
     Batch,
@@ -122,6 +122,10 @@ class SQLiteStore(ViewRead):
         self.read_only = read_only
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = open_database(self.path, busy_timeout, read_only)
+        self._worker = Worker(self, "agentsession-sqlite", self._closed)
+
+    def _closed(self) -> StoreError:
+        return StoreError(f"session store {self.path} is closed")
 
     def __repr__(self) -> str:
         flag = ", read_only=True" if self.read_only else ""
@@ -134,13 +138,13 @@ class SQLiteStore(ViewRead):
     ) -> T:
         if key is not None and not storable(key):
             raise SessionNotFoundError(key)  # no session can have that id
-        return await asyncio.to_thread(self._call, action, fn)
+        return await self._worker.run(self._call, action, fn)
 
     def _call(self, action: str, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             conn = self._conn
             if conn is None:
-                raise StoreError(f"session store {self.path} is closed")
+                raise self._closed()
             try:
                 return fn(conn)
             except (sqlite3.Error, UnicodeError) as exc:  # a value with no UTF-8 form included
@@ -288,7 +292,7 @@ class SQLiteStore(ViewRead):
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        return await asyncio.to_thread(self.read_now, session_id, start, end, kinds)
+        return await self._worker.run(self.read_now, session_id, start, end, kinds)
 
     def read_now(
         self,
@@ -338,7 +342,7 @@ class SQLiteStore(ViewRead):
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
-        return await asyncio.to_thread(self.last_now, session_id, kinds)
+        return await self._worker.run(self.last_now, session_id, kinds)
 
     def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock."""
@@ -426,7 +430,7 @@ class SQLiteStore(ViewRead):
 
     async def close(self) -> None:
         """Close the connection (idempotent); later calls raise ``StoreError``."""
-        await asyncio.to_thread(self._close)
+        await self._worker.finish(self._close)
 
     def _close(self) -> None:
         with self._lock:

@@ -1,0 +1,109 @@
+"""A store connection's own worker thread: blocking calls leave the event loop one at a time.
+
+``asyncio.to_thread`` pays for a general-purpose pool on every call: a copied context, a
+``concurrent.futures.Future`` with its condition variable, the pool's bookkeeping, and a
+future chained back to the loop. A store with one connection needs none of that: its calls
+run one at a time anyway. So each connection gets one thread fed by a ``SimpleQueue``; the
+thread runs each call and settles the caller's asyncio future with one
+``call_soon_threadsafe`` (one wake-up of the loop).
+
+Calls run in the order they were handed over. A call handed over always runs to its end, even
+when its caller was cancelled meanwhile (a write commits or fails as a whole; the caller
+re-reads the log's end before writing again), and a call handed over before ``finish`` runs
+before the finishing call. The thread holds no reference to the store between calls, so a
+store dropped without ``close()`` is still collected, and its finaliser ends the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["Worker"]
+
+T = TypeVar("T")
+
+_Item = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+
+def _settle(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():  # a cancelled caller: the call ran, nobody waits for its answer
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _serve(calls: queue.SimpleQueue[_Item | None]) -> None:
+    while (item := calls.get()) is not None:
+        loop, future, fn, args = item
+        del item  # hold nothing of a finished call (and so of its store) while waiting
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the caller, as the executor would
+            with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
+                loop.call_soon_threadsafe(_fail, future, exc)
+            del exc
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, future, result)
+            del result
+        del loop, future, fn, args
+
+
+class Worker:
+    """One daemon thread that runs an owner's blocking calls in order (started on first use)."""
+
+    def __init__(self, owner: object, name: str, finished: Callable[[], Exception]) -> None:
+        self._name = name
+        self._finished_error = finished
+        self._calls: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._finished = False
+        self._guard = threading.Lock()  # hand-over vs finish, from any thread or loop
+        # The owner collected without finish(): the thread ends instead of waiting forever.
+        weakref.finalize(owner, self._calls.put, None)
+
+    def _hand_over(self, item: _Item, last: bool) -> bool:
+        with self._guard:
+            if self._finished:
+                return False
+            if self._thread is None or not self._thread.is_alive():  # a forked child has none
+                self._thread = threading.Thread(
+                    target=_serve, args=(self._calls,), name=self._name, daemon=True
+                )
+                self._thread.start()
+            self._calls.put(item)
+            if last:
+                self._finished = True
+                self._calls.put(None)
+            return True
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the thread; after ``finish``, the ``finished()`` error instead."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        if not self._hand_over((loop, future, fn, args), last=False):
+            raise self._finished_error()
+        return await future
+
+    async def finish(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` as the last call, then end the thread (idempotent: later calls do nothing)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        if not self._hand_over((loop, future, fn, ()), last=True):
+            return
+        try:
+            await future
+        finally:
+            thread = self._thread
+            if thread is not None and future.done() and not future.cancelled():
+                # The thread's last step after settling ``future`` is to take the end marker.
+                thread.join()
