@@ -180,3 +180,30 @@ def test_a_postgresql_url_wherever_a_database_is_named(tmp_path: Path, pg_url: s
     assert (
         on(tmp_path, pg_url, "show", session_id).out == on(tmp_path, local, "show", session_id).out
     )
+
+
+def test_upgrade_lets_reading_commands_open_an_older_file(tmp_path: Path) -> None:
+    # A reading command never migrates a file; after an upgrade of the package its error names
+    # the command that does, and once that ran the reading commands see every session again.
+    from .store.test_sqlite_schema_3_fixture import MAIN, build
+
+    db = tmp_path / "old.db"
+    build(db)
+    refused = on(tmp_path, db, "sessions")
+    assert refused.code == 1
+    assert "schema version 3" in refused.err and "agentsession upgrade" in refused.err
+    upgraded = on(tmp_path, db, "upgrade")
+    assert upgraded.code == 0, upgraded.err
+    assert "is up to date (3 sessions)" in upgraded.err
+    listed = on(tmp_path, db, "sessions")
+    assert listed.code == 0, listed.err
+    assert MAIN in listed.out
+    again = on(tmp_path, db, "--json", "upgrade")
+    assert again.code == 0 and json.loads(again.out)["sessions"] == 3
+
+
+def test_upgrade_never_creates_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "none.db"
+    result = on(tmp_path, missing, "upgrade")
+    assert_clean_error(result, "no session database")
+    assert not missing.exists()

@@ -330,6 +330,7 @@ def _add_management(command: Callable[..., argparse.ArgumentParser]) -> None:
     rename = command("rename", "give a session a title of your own")
     rename.add_argument("id", metavar="ID", help="the session")
     rename.add_argument("title", nargs="+", metavar="TITLE", help="the new title")
+    command("upgrade", "bring the session database to this version's schema (as a write would)")
     fork = command("fork", "copy a session's log (up to an entry) into a new session")
     fork.add_argument("id", metavar="ID", help="the session")
     fork.add_argument(

@@ -29,7 +29,7 @@ from ..store.base import DEFAULT_LEASE_TTL, SessionInfo
 from ..store.session_file import parse_session_file
 from .addressing import find_session
 from .console import JsonOutput, RichOutput
-from .invocation import Invocation
+from .invocation import Invocation, shown_location
 from .screens import print_skills
 from .trust import trust_command
 
@@ -222,6 +222,22 @@ def _discovered(project_dir: str | None, skills_dirs: list[str]) -> SkillSet:
     return discover_skills([Path(d).expanduser() for d in skills_dirs], project.absolute())
 
 
+async def upgrade(inv: Invocation) -> int:
+    """``upgrade``: migrate the database now, so reading commands open it again after an upgrade.
+
+    A read-only open never migrates (it may be someone else's file, or on a read-only disk);
+    opening for writing does, which this command does and nothing more.
+    """
+    store = inv.store("write")
+    try:
+        count = len(await store.list_sessions())
+    finally:
+        await store.close()
+    where = shown_location(inv.location)
+    _said(inv, "upgraded", f"{where} is up to date ({count} sessions)", sessions=count)
+    return 0
+
+
 async def trust(inv: Invocation) -> int:
     """``trust [DIR]`` / ``trust --revoke [DIR]``: the folder's project configuration."""
     return trust_command(inv.args)
@@ -235,4 +251,5 @@ MANAGEMENT: dict[str, Callable[[Invocation], Awaitable[int]]] = {
     "fork": fork,
     "skills": skills,
     "trust": trust,
+    "upgrade": upgrade,
 }

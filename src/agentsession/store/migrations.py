@@ -366,6 +366,6 @@ SQLITE_READABLE_FROM = 4
 
 #: What a read-only open of an older database says (a write migrates it).
 UPGRADE_HINT = (
-    "open it once for writing to upgrade it (run a prompt with the CLI, or open it without"
-    " read_only)"
+    "open it once for writing to upgrade it (`agentsession upgrade` on the command line, or"
+    " open it without read_only)"
 )
