@@ -9,9 +9,10 @@ STAMP := $(VENV)/.installed
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
+# One pip run, no upgrade of pip first, and no byte-compiling of every installed module
+# (--no-compile): that halves the install's CPU time; Python compiles what a run imports.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,cli,openai,anthropic,gemini,postgres,tokens,mcp,server,otel]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev,cli,openai,anthropic,gemini,postgres,tokens,mcp,server,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -50,10 +51,18 @@ system-deps:
 
 # The PostgreSQL store's tests need a server: .ci/with-postgres installs one when missing,
 # starts a throwaway cluster for this run and stops it afterwards, whatever the outcome.
+# pytest-xdist: PYTEST_WORKERS processes share the tests (each test has its own folders, PostgreSQL
+# schema, tmux socket and loopback ports, so none waits on another); `make pytest PYTEST_WORKERS=0`
+# runs them in one process.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP) system-deps
-	bash .ci/with-postgres $(BIN)/pytest -q
+	bash .ci/with-postgres $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
-test: check pytest
+# check and pytest side by side: mypy's half-minute of CPU fills what the tests leave idle while they
+# wait on subprocesses, and the install of system packages overlaps the checks. Either failing
+# fails `make test`.
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j3 check pytest
 
 # Every benchmark figure, side by side with the peers (the bench extra installs them), then the
 # README table and the plots. Under 15 minutes on 2 cores; see benchmarks/README.md.
