@@ -81,6 +81,10 @@ def _handler(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                     self.end_headers()
                     for event in reply.sse:
                         data = event.encode()
+                        if reply.cut and not data:
+                            # A chunk of no bytes is the body's end marker: a cut at the first
+                            # byte sends nothing, so the connection drops as the reply says.
+                            continue
                         if reply.cut:
                             data = b"%x\r\n%s\r\n" % (len(data), data)
                         self.wfile.write(data)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from provider_fakes import LocalServer, Reply, serve, sse
 from vendor_replies import KEYS, anthropic_text_stream, chat_chunk, gem_chunk
@@ -347,6 +347,11 @@ async def test_malformed_chat_arguments_are_an_error_result_not_a_failed_turn(
     mode=st.sampled_from(["limit", "drop"]),
     offset=st.integers(min_value=0, max_value=10_000),
 )
+# The edges every run tries: nothing sent at all, and (drop) everything but the last byte.
+@example(fmt="openai-chat", mode="drop", offset=0)
+@example(fmt="anthropic", mode="drop", offset=0)
+@example(fmt="openai-chat", mode="drop", offset=-1)
+@example(fmt="openai-responses", mode="limit", offset=0)
 def test_no_tool_runs_with_arguments_the_model_did_not_complete(
     fmt: str, mode: str, offset: int
 ) -> None:
@@ -355,10 +360,12 @@ def test_no_tool_runs_with_arguments_the_model_did_not_complete(
             if mode == "limit":
                 replies = [Reply(sse=cut_reply(fmt, offset % (len(ARGS_JSON) + 1)))]
             else:
-                # the connection drops at a byte of the stream; the retry gets the whole reply
+                # the connection drops at a byte of the stream, before its last (a drop after
+                # the whole reply is no drop for a client that stops reading at its end marker);
+                # the retry gets the whole reply
                 whole = "".join(_whole_call(fmt))
                 replies = [
-                    Reply(sse=[whole[: offset % (len(whole) + 1)]], cut=True),
+                    Reply(sse=[whole[: offset % len(whole)]], cut=True),
                     Reply(sse=_whole_call(fmt)),
                 ]
             replies.append(Reply(sse=text_reply(fmt, "done")))
