@@ -6,6 +6,7 @@ Each file holds the figures, the command that made them, the date and the machin
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -57,3 +58,19 @@ def load(name: str) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(path.read_text())
     return data
+
+
+def turn_cost_arguments(description: str) -> argparse.Namespace:
+    """The options of the turn-cost figures (SQLite and PostgreSQL measure the same way)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--sizes", default="10,100,1000,10000,100000")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=20.0, help="seconds per system and size")
+    parser.add_argument(
+        "--whole-history-max",
+        type=int,
+        default=10_000,
+        help="largest N for the systems that read every stored item at each turn",
+    )
+    return parser.parse_args()

@@ -24,7 +24,6 @@ writes ``benchmarks/results/pg_turn_cost.json``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import random
@@ -38,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _pg import ServerCPU, fresh_database, pg_systems
-from _results import save
+from _results import save, turn_cost_arguments
 from _systems import System
 
 REFERENCE = "openai-agents SQLAlchemy limit=60"
@@ -106,18 +105,7 @@ async def measure_size(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,100,1000,10000,100000")
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--budget", type=float, default=20.0, help="seconds per system and size")
-    parser.add_argument(
-        "--whole-history-max",
-        type=int,
-        default=10_000,
-        help="largest N for the systems that read every stored item at each turn",
-    )
-    args = parser.parse_args()
+    args = turn_cost_arguments(__doc__.splitlines()[0])
     results: dict[str, Any] = {"reference": REFERENCE, "sizes": {}}
     for n in (int(s) for s in args.sizes.split(",")):
         cells = asyncio.run(

@@ -19,7 +19,6 @@ session, LangGraph, pydantic-ai) run up to ``--whole-history-max`` earlier turns
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import random
@@ -32,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _results import save
+from _results import save, turn_cost_arguments
 from _systems import System, all_systems
 
 REFERENCE = "openai-agents limit=60"
@@ -91,18 +90,7 @@ async def measure_size(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,100,1000,10000,100000")
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--budget", type=float, default=20.0, help="seconds per system and size")
-    parser.add_argument(
-        "--whole-history-max",
-        type=int,
-        default=10_000,
-        help="largest N for the systems that read every stored item at each turn",
-    )
-    args = parser.parse_args()
+    args = turn_cost_arguments(__doc__.splitlines()[0])
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[str, Any] = {"reference": REFERENCE, "sizes": {}}
     for n in sizes:
