@@ -65,7 +65,7 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory -j3 check pytest
 
 # Every benchmark figure, side by side with the peers (the bench extra installs them), then the
-# README table and the plots. Under 15 minutes on 2 cores; see benchmarks/README.md.
+# README table and the plots. About 25 minutes on 2 cores; see benchmarks/README.md.
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH := $(BIN)/python benchmarks
 $(BENCH_STAMP): $(STAMP) pyproject.toml
