@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
-from ..codec import DecodeError, decode, encode, field_names
+from ..codec import DecodeError, encode, field_names
 from ..errors import CorruptEntryError
+from ._decode import decode_entry
 from .entries import (
     AssistantEntry,
     CacheDiagnosis,
@@ -331,7 +332,7 @@ def load_entry(
             seq=seq,
         )
     try:
-        entry: LogEntry = decode(cls, payload)
+        entry: LogEntry = decode_entry(cls, payload)
     except DecodeError as exc:
         raise CorruptEntryError(
             f"malformed {kind!r} entry: {exc}", session_id=session_id, seq=seq

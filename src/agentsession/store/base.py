@@ -317,7 +317,16 @@ def decode_row(
         raise CorruptEntryError(
             f"entry version {version!r} is not a number", session_id=session_id, seq=seq
         )
-    return Record(seq, load_entry(kind, version, data, session_id=session_id, seq=seq, texts=texts))
+    entry = load_entry(kind, version, data, session_id=session_id, seq=seq, texts=texts)
+    # Record(seq, entry), without its frozen __init__'s setattr per field: a read decodes a
+    # window of rows, each a record.
+    record = _NEW(Record)
+    _PUT(record, "__dict__", {"seq": seq, "entry": entry})
+    return record
+
+
+_NEW = object.__new__
+_PUT = object.__setattr__
 
 
 def info_from_row(row: Sequence[Any]) -> SessionInfo:

@@ -1,0 +1,150 @@
+"""Straight-line decoders for stored entries, generated once per entry type.
+
+``codec.decode`` decodes a dataclass by looping over a table of its fields; for the rows a
+reopened session reads before its next request, that loop is most of the decoding time. Here
+each plain dataclass (see ``codec._plain_init``) gets a function written out field by field, with
+the exact-type check of a text, number or flag inline. It accepts exactly what ``codec.decode``
+accepts and builds the same value; on anything else it gives way to ``codec.decode``, which
+raises the typed error naming the offending value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+from ..codec import Decoder, _compiled, _hints, _Mismatch, _plain_init, decode
+
+__all__ = ["decode_entry"]
+
+T = TypeVar("T")
+
+#: Field types whose values pass unchanged when they are exactly of that type.
+_EXACT = (str, int, bool, float)
+
+
+def decode_entry(cls: type[T], data: Any) -> T:
+    """``codec.decode(cls, data)``, by a decoder generated for ``cls`` when it is plain."""
+    tp: Any = cls
+    try:
+        value: T = _decoder(tp)(data)
+    except _Mismatch:
+        value = decode(cls, data)  # says what does not fit, with its path
+    return value
+
+
+_BUILDING: set[Any] = set()
+
+
+@functools.cache
+def _decoder(tp: Any) -> Decoder:
+    args = get_args(tp)
+    if get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return _many(_decoder(args[0]))
+    plain = isinstance(tp, type) and dataclasses.is_dataclass(tp) and _plain_init(tp)
+    if not plain or tp in _BUILDING:  # a type that holds itself keeps the codec's decoder
+        return _compiled(tp)
+    _BUILDING.add(tp)
+    try:
+        return _generated(tp)
+    finally:
+        _BUILDING.discard(tp)
+
+
+def _many(item: Decoder) -> Decoder:
+    """A decoder of ``tuple[X, ...]`` from ``X``'s (as ``codec``'s: a list, each item an X)."""
+
+    def many(data: Any) -> tuple[Any, ...]:
+        if not isinstance(data, list):
+            raise _Mismatch
+        return tuple(map(item, data))
+
+    return many
+
+
+class _Absent:
+    """A field the stored object leaves out."""
+
+
+_ABSENT = _Absent()
+
+
+def _generated(cls: type) -> Decoder:
+    """The source of a decoder for ``cls``, field by field, compiled once."""
+    hints = _hints(cls)
+    scope: dict[str, Any] = {
+        "cls": cls,
+        "new": object.__new__,
+        "put": object.__setattr__,
+        "Mismatch": _Mismatch,
+        "ABSENT": _ABSENT,
+        "known": frozenset(f.name for f in dataclasses.fields(cls)),
+    }
+    lines = [
+        "def build(data):",
+        "    if not isinstance(data, dict) or not known.issuperset(data):",
+        "        raise Mismatch",
+    ]
+    names = []
+    for i, f in enumerate(dataclasses.fields(cls)):
+        lines += _field_lines(i, f, hints[f.name], scope)
+        names.append(f"{f.name!r}: v{i}")
+    lines += [
+        "    instance = new(cls)",  # what the generated __init__ stores, in field order
+        f"    put(instance, '__dict__', {{{', '.join(names)}}})",
+        "    return instance",
+    ]
+    exec("\n".join(lines), scope)
+    build: Decoder = scope["build"]
+    return build
+
+
+def _field_lines(i: int, f: dataclasses.Field[Any], hint: Any, scope: dict[str, Any]) -> list[str]:
+    """Lines that leave field ``f``'s decoded value in ``v{i}`` (or raise ``Mismatch``)."""
+    v = f"v{i}"
+    lines = [f"    {v} = data.get({f.name!r}, ABSENT)", f"    if {v} is ABSENT:"]
+    if f.default is not dataclasses.MISSING:
+        scope[f"D{i}"] = f.default
+        lines.append(f"        {v} = D{i}")
+    elif f.default_factory is not dataclasses.MISSING:
+        scope[f"F{i}"] = f.default_factory
+        lines.append(f"        {v} = F{i}()")
+    else:
+        lines.append("        raise Mismatch")
+    return lines + _check_lines(i, hint, scope)
+
+
+def _check_lines(i: int, hint: Any, scope: dict[str, Any]) -> list[str]:
+    """Lines that check (and decode) a present value ``v{i}`` of type ``hint``."""
+    v = f"v{i}"
+    if hint is Any:
+        return []
+    if get_origin(hint) is Literal:
+        scope[f"L{i}"] = get_args(hint)
+        return [f"    elif {v} not in L{i}:", "        raise Mismatch"]
+    scope[f"C{i}"] = _decoder(hint)
+    passing = _passing(hint)
+    if not passing:
+        return ["    else:", f"        {v} = C{i}({v})"]
+    scope[f"T{i}"] = passing
+    return [f"    elif type({v}) not in T{i}:", f"        {v} = C{i}({v})"]
+
+
+def _passing(hint: Any) -> frozenset[type]:
+    """The value types that ``hint``'s decoder gives back unchanged, whatever the value.
+
+    A text, flag, float or null, exactly of its type, in a union naming that type: no other
+    member takes it, or one that does gives it back as it is. An int only without a float
+    beside it (the float member would make it a float).
+    """
+    if hint in _EXACT:
+        return frozenset({hint})
+    args = get_args(hint)
+    if get_origin(hint) not in (Union, types.UnionType):
+        return frozenset()
+    found = {a for a in args if a in (str, bool, float, type(None))}
+    if int in args and float not in args:
+        found.add(int)
+    return frozenset(found)

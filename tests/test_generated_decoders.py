@@ -1,0 +1,71 @@
+"""The decoders generated per entry type accept and refuse exactly what ``codec.decode`` does.
+
+Stored entries are decoded by straight-line functions written once per class
+(``log._decode``); the codec's table-driven decoder is the rule they follow. Damaged payloads
+(a field holding any JSON value, a field left out, an unknown field, at the top or one level
+down) must meet the same fate in both: the same value, or the same ``DecodeError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentsession.codec import DecodeError, decode, encode
+from agentsession.log import LogEntry
+from agentsession.log._decode import decode_entry
+
+from .store.strategies import ENTRY_STRATEGIES
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+def _outcome(fn: Any, cls: type, payload: Any) -> tuple[str, Any]:
+    try:
+        value = fn(cls, payload)
+    except DecodeError as exc:
+        return "refused", str(exc)
+    return "decoded", (type(value), value)
+
+
+def _damaged(payload: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
+    """``payload`` with one field replaced, dropped or added, at the top or one level down."""
+    target = payload
+    nested = [k for k, v in payload.items() if isinstance(v, dict)]
+    deeper: bool = data.draw(st.booleans())
+    if nested and deeper:
+        key = data.draw(st.sampled_from(nested))
+        target = payload[key] = dict(payload[key])
+    how = data.draw(st.sampled_from(["replace", "drop", "add"]))
+    if how == "add" or not target:
+        target[data.draw(st.text(min_size=1, max_size=8))] = data.draw(JSON_VALUES)
+    elif how == "drop":
+        del target[data.draw(st.sampled_from(sorted(target)))]
+    else:
+        target[data.draw(st.sampled_from(sorted(target)))] = data.draw(JSON_VALUES)
+    return payload
+
+
+@settings(max_examples=400, deadline=None)
+@given(entry=st.one_of(*ENTRY_STRATEGIES.values()), data=st.data())
+def test_a_damaged_payload_meets_the_same_fate_in_both_decoders(
+    entry: LogEntry, data: st.DataObject
+) -> None:
+    cls = type(entry)
+    payload = _damaged(encode(entry), data)
+    generated = _outcome(decode_entry, cls, payload)
+    assert generated == _outcome(decode, cls, payload)
+
+
+@settings(max_examples=200, deadline=None)
+@given(entry=st.one_of(*ENTRY_STRATEGIES.values()))
+def test_an_intact_payload_decodes_to_the_entry(entry: LogEntry) -> None:
+    decoded = decode_entry(type(entry), encode(entry))
+    assert type(decoded) is type(entry)
+    assert decoded == entry
