@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import platformdirs
-
 from .._files import create_private, private_folder
 from ..errors import StoreError
 from ..log import now
@@ -50,6 +48,8 @@ __all__ = [
 
 def default_path() -> Path:
     """Where ``SQLiteStore()`` keeps its database: ``sessions.db`` in the user data directory."""
+    import platformdirs  # here, not at the top: it takes longer to import than it is used
+
     return Path(platformdirs.user_data_dir("agentsession")) / "sessions.db"
 
 
