@@ -95,7 +95,6 @@ from .skills import (
 from .skills.library import describe_skills
 from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
-from .tools.builtin import builtin_tools
 
 if TYPE_CHECKING:
     from .inspection.views import (
@@ -107,6 +106,7 @@ if TYPE_CHECKING:
         TurnInfo,
     )
     from .store.postgres import PostgresStore
+    from .tools.builtin import builtin_tools
 
 __version__ = "0.1.0"
 
@@ -120,6 +120,7 @@ _LAZY = {
         ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
         "inspection.views",
     ),
+    "builtin_tools": "tools.builtin",  # the built-in tools' module: only a program that adds them
 }
 
 

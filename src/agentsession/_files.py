@@ -11,7 +11,6 @@ user's.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["FILE_MODE", "FOLDER_MODE", "create_private", "private_folder", "write_private"]
@@ -55,6 +54,8 @@ def write_private(path: Path, data: bytes, *, make_folder: bool = True) -> None:
     The folder is made (``0700``) when missing, unless ``make_folder`` is false. A file that
     existed becomes ``0600`` too: the replacement is a new file.
     """
+    import tempfile  # here, not at the top: it pulls shutil, random and the compressors in
+
     if make_folder:
         private_folder(path.parent)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -30,7 +30,6 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .engine.costs import prime_ledger
 from .engine.deps import SessionDeps
-from .engine.imports import admit_import
 from .engine.leases import delete_undriven, live_lease
 from .engine.parts import SourceFactory, build_parts
 from .engine.recovery import closing_entries
@@ -55,7 +54,6 @@ from .session import Session
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
 from .store.base import SessionInfo, Store, reads_now
-from .store.session_file import SessionFile, import_session
 from .sync import run_sync
 from .tools import Tool
 from .tools.sandbox import resolve_sandbox
@@ -263,6 +261,9 @@ class Runtime:
         one this package could have created and its title is cleaned (``imports``). A line over
         ``Config.max_import_line_bytes`` or nested too deep is refused naming it.
         """
+        # Imported here: only importing a session file needs the file format and its checks.
+        from .engine.imports import admit_import
+        from .store.session_file import SessionFile, import_session
 
         def admit(parsed: SessionFile) -> SessionFile:
             return admit_import(parsed, self.config.permission_preset, path=str(path))

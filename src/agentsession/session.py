@@ -58,7 +58,6 @@ from .log import (
 from .providers.base import Model, Preparable
 from .request import ContentPart, Message, Request, ToolCall
 from .store.base import SessionInfo
-from .store.session_file import export_session
 from .sync import run_sync
 
 if TYPE_CHECKING:
@@ -322,6 +321,8 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
 
     async def export(self, path: str | os.PathLike[str]) -> int:
         """Write the session to a JSON Lines session file; returns how many entries it holds."""
+        from .store.session_file import export_session  # only exporting needs the file format
+
         return await export_session(self._deps.store, self.id, path)
 
     async def refresh(self) -> None:

@@ -20,8 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import platformdirs
-
 from ._files import write_private
 from .errors import UsageError
 
@@ -100,6 +98,8 @@ def project_files(folder: str | os.PathLike[str]) -> ProjectFiles:
 
 def trust_path() -> Path:
     """Where the user's trust records live."""
+    import platformdirs  # here, not at the top: it takes longer to import than it is used
+
     return Path(platformdirs.user_config_dir("agentsession")) / "trusted_projects.json"
 
 

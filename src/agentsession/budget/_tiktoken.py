@@ -11,11 +11,8 @@ and so is a plain miss (a counter looked up per request must not rescan the file
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
-import importlib.util
 import os
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -111,10 +108,14 @@ def _cache_dirs() -> list[Path]:
         if var in os.environ:
             value = os.environ[var]
             return [Path(value)] if value else []
+    import tempfile  # here, not at the top: only a count without a rank file reaches this
+
     return [Path(tempfile.gettempdir()) / "data-gym-cache"]
 
 
 def _package_dirs() -> list[Path]:
+    import importlib.util  # here, not at the top: keeps `import agentsession` short
+
     dirs: list[Path] = []
     for package, folder in SHIPPING_PACKAGES:
         try:
@@ -143,6 +144,8 @@ def _candidates(name: str, search: Sequence[SearchPath]) -> Iterator[Path]:
 
 
 def _read_verified(path: Path, sha256: str) -> bytes | None:
+    import gzip  # here, not at the top: keeps `import agentsession` short
+
     try:
         data = path.read_bytes()
         if data[:2] == b"\x1f\x8b":

@@ -15,7 +15,6 @@ import platform
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import UsageError
 from .component import ContextComponent, Rendered
@@ -42,6 +41,9 @@ def date_component(clock: Clock, timezone: str | None = None) -> ContextComponen
     """``core.date``: today's date in the host zone, or in ``timezone`` when configured."""
     zone = None
     if timezone is not None:
+        # Imported here: only a configured time zone needs the zone database.
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
         try:
             zone = ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError) as exc:

@@ -43,7 +43,6 @@ from ..errors import (
     UsageError,
 )
 from ..hygiene import prompt_content
-from ..inspection.rebuild import mismatch
 from ..log import (
     ContextEpoch,
     Dispatch,
@@ -314,6 +313,8 @@ class Admitter:
             return "continue"
         rebuilt = await self.rebuild(model)
         if digest(rebuilt) != dispatch.digest:
+            from ..inspection.rebuild import mismatch  # only this refusal needs it
+
             raise UsageError(
                 "retry() cannot send the failed request again: the runtime changed since it was"
                 f" dispatched ({mismatch(rebuilt, dispatch)}); call prompt() to continue"

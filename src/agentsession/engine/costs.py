@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Literal
 
 from ..budget import measure
 from ..errors import AgentSessionError, ProviderError
-from ..inspection.rebuild import fingerprinted
 from ..ledger import (
     LEDGER_KINDS,
     SHORTEST_TTL,
@@ -167,6 +166,8 @@ class SessionCosts:
             ttl = cache_lifetime(profile, "5m")
         if (self._since(previous.timestamp) or 0.0) > max(ttl, SHORTEST_TTL):
             return 0, fresh
+        from ..inspection.rebuild import fingerprinted  # here: keeps `import agentsession` short
+
         probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
         if probe.cache == "hit":
             cached = min(last.usage.input_tokens, await tokens.count(request))

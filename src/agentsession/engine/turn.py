@@ -38,7 +38,6 @@ from ..events import (
     ToolResultEvent,
     TurnFinished,
 )
-from ..inspection.rebuild import fingerprinted
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -52,15 +51,7 @@ from ..log import (
 from ..providers.base import Model, ModelDone, provider_failure
 from ..providers.cache_controls import CacheControls, cache_key_for
 from ..providers.cache_policy import cache_lifetime, choose_ttl
-from ..request import (
-    AssistantMessage,
-    Message,
-    Request,
-    ToolCall,
-    Usage,
-    digest,
-    new_call_id,
-)
+from ..request import AssistantMessage, Message, Request, ToolCall, Usage, digest, new_call_id
 from .admission import Admitter
 from .deps import SessionDeps
 from .model_call import call_model
@@ -227,6 +218,8 @@ class Turn:
             entries = list(admitted.entries)
         dispatch = entries.pop()
         assert isinstance(dispatch, Dispatch)
+        from ..inspection.rebuild import fingerprinted  # with the first call (import time)
+
         stamped = fingerprinted(dispatch, request, self.last_dispatch)
         records = await self.writer.append([*entries, stamped])
         self.last_dispatch = stamped

@@ -9,7 +9,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from .bounded import bounded_stdio
 from .config import MCPServer
 
 if TYPE_CHECKING:
@@ -34,6 +33,8 @@ def transport(server: MCPServer) -> Any:
     """What the SDK's ``Client`` connects through for ``server``."""
     if server.transport == "stdio":
         from mcp import StdioServerParameters
+
+        from .bounded import bounded_stdio  # with the SDK: a runtime without servers never reads
 
         # Our own reader: a message is bounded while it is read (see ``bounded``).
         return bounded_stdio(

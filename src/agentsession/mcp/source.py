@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..context.component import (
@@ -44,9 +45,10 @@ from ..request import ToolCall, ToolSpec
 from ..tools import Tool, ToolOutcome
 from ..tools.context import ToolContext
 from .config import MCPServer, resource_key
-from .connection import ServerConnection
-from .convert import render_resource
 from .sdk import sdk_available
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
 
 __all__ = ["MCPServers", "MCPSource"]
 
@@ -66,6 +68,9 @@ class MCPServers:
                 raise UsageError(message)
             _log.warning("%s; they are left out", message)
             servers = ()
+        # Imported here: a runtime without MCP servers (the usual one) never needs the client.
+        from .connection import ServerConnection
+
         self.connections = tuple(ServerConnection(s) for s in servers)
 
     def __bool__(self) -> bool:
@@ -184,6 +189,8 @@ class MCPSource:
             result = await conn.read(uri)
             if isinstance(result, Absent | Unavailable):
                 return result
+            from .convert import render_resource  # with the first read: see __init__
+
             return Rendered(render_resource(server, uri, result, limit))
 
         return ContextComponent(

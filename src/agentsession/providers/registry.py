@@ -15,15 +15,15 @@ URL points at.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import UnknownModelError, UsageError
-from ._client import SDKModel
-from .anthropic_client import AnthropicModel
 from .base import ModelProfile
-from .gemini_client import GeminiModel
-from .openai_client import OpenAIChatModel, OpenAIResponsesModel
 from .profiles import profile_for
+
+if TYPE_CHECKING:
+    from ._client import SDKModel
 
 __all__ = ["PREFIXES", "get_model"]
 
@@ -98,6 +98,12 @@ def get_model(
         raise UnknownModelError(f"model string {spec!r} names no model")
     if base_url is not None:
         check_base_url(base_url)
+    # The clients are imported with the first real model, not with the package: a program on the
+    # scripted model never loads them.
+    from .anthropic_client import AnthropicModel
+    from .gemini_client import GeminiModel
+    from .openai_client import OpenAIChatModel, OpenAIResponsesModel
+
     cls: type[SDKModel]
     key_env: str | tuple[str, ...] | None = api_key_env
     match prefix:

@@ -18,21 +18,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import platformdirs
-
 from .._files import create_private, private_folder
 from ..errors import StoreError
 from ..log import now
 from ._sql import INSERT_TEXT, SCAN_RANGE, SELECT_TEXTS, session_row
 from ._sqlite_sql import INSERT_SESSION, NEWEST_OF_KIND, READ_ENTRIES, READ_KIND, coded
 from .base import Batch, SessionInfo, exists, refs_of
-from .migrations import (
-    LATEST,
-    MIGRATIONS,
-    SQLITE_READABLE_FROM,
-    UPGRADE_HINT,
-    create_migrations_table,
-)
 
 __all__ = [
     "TAKE_LEASE",
@@ -50,6 +41,8 @@ __all__ = [
 
 def default_path() -> Path:
     """Where ``SQLiteStore()`` keeps its database: ``sessions.db`` in the user data directory."""
+    import platformdirs  # here, not at the top: it takes longer to import than it is used
+
     return Path(platformdirs.user_data_dir("agentsession")) / "sessions.db"
 
 
@@ -84,6 +77,9 @@ def reading(conn: sqlite3.Connection) -> Iterator[None]:
 
 def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
     """A connection to the session database at ``path``; ``StoreError`` when it cannot be one."""
+    # The migrations load with the first database, not with the package (import time).
+    from .migrations import LATEST, SQLITE_READABLE_FROM, UPGRADE_HINT
+
     conn = _connect_read_only(path, busy_timeout) if read_only else _connect(path, busy_timeout)
     try:
         conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
@@ -207,6 +203,8 @@ def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
 
 def schema_version(conn: sqlite3.Connection, path: Path) -> int:
     """The recorded schema version; ``StoreError`` for a foreign or too new database."""
+    from .migrations import LATEST
+
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "schema_migrations" not in tables:
         if tables:
@@ -226,6 +224,8 @@ def schema_version(conn: sqlite3.Connection, path: Path) -> int:
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    from .migrations import MIGRATIONS, create_migrations_table
+
     for migration in MIGRATIONS:
         with writing(conn):
             # Re-read under the lock: another process may have migrated meanwhile.

@@ -16,8 +16,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import platformdirs
-
 __all__ = ["PROTECTED_FOLDERS", "PROTECTED_NAMES", "protected_reason", "user_folders"]
 
 PROTECTED_FOLDERS = (".git", ".agentsession")
@@ -31,6 +29,8 @@ _WHY = {
 
 def user_folders() -> tuple[Path, ...]:
     """The user's agentsession config and data folders (as the environment names them now)."""
+    import platformdirs  # here, not at the top: it takes longer to import than it is used
+
     found: list[Path] = []
     xdg = os.environ.get("XDG_CONFIG_HOME", "")
     candidates = [
