@@ -24,6 +24,13 @@ from ..log import now
 from ._sql import INSERT_TEXT, SCAN_RANGE, SELECT_TEXTS, session_row
 from ._sqlite_sql import INSERT_SESSION, NEWEST_OF_KIND, READ_ENTRIES, READ_KIND, coded
 from .base import Batch, SessionInfo, exists, refs_of
+from .migrations import (
+    LATEST,
+    MIGRATIONS,
+    SQLITE_READABLE_FROM,
+    UPGRADE_HINT,
+    create_migrations_table,
+)
 
 __all__ = [
     "TAKE_LEASE",
@@ -77,9 +84,6 @@ def reading(conn: sqlite3.Connection) -> Iterator[None]:
 
 def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
     """A connection to the session database at ``path``; ``StoreError`` when it cannot be one."""
-    # The migrations load with the first database, not with the package (import time).
-    from .migrations import LATEST, SQLITE_READABLE_FROM, UPGRADE_HINT
-
     conn = _connect_read_only(path, busy_timeout) if read_only else _connect(path, busy_timeout)
     try:
         conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
@@ -203,8 +207,6 @@ def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
 
 def schema_version(conn: sqlite3.Connection, path: Path) -> int:
     """The recorded schema version; ``StoreError`` for a foreign or too new database."""
-    from .migrations import LATEST
-
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "schema_migrations" not in tables:
         if tables:
@@ -224,8 +226,6 @@ def schema_version(conn: sqlite3.Connection, path: Path) -> int:
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    from .migrations import MIGRATIONS, create_migrations_table
-
     for migration in MIGRATIONS:
         with writing(conn):
             # Re-read under the lock: another process may have migrated meanwhile.
