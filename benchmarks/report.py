@@ -50,25 +50,33 @@ def turn_rows(data: dict[str, Any]) -> list[str]:
 
 def turn_table(data: dict[str, Any]) -> list[str]:
     """Per system and N: CPU ratio · wall ratio to the reference (and CPU ms)."""
+    caption = (
+        "Turn cost (figure 1): CPU ratio · wall ratio to `Runner.run` + `SQLiteSession(limit=60)`"
+        " in the same run, and CPU ms per turn; N = earlier turns."
+    )
+    return system_table(data, caption, PEERS, "cpu")
+
+
+def system_table(data: dict[str, Any], caption: str, systems: list[str], cpu: str) -> list[str]:
+    """One row per system, one column per N: ``{cpu}_ratio`` · wall ratio (``{cpu}_ms``)."""
     sizes = data["figures"]["sizes"]
     keys = sorted(sizes, key=int)
     lines = [
         "",
-        "Turn cost (figure 1): CPU ratio · wall ratio to `Runner.run` + `SQLiteSession(limit=60)`"
-        " in the same run, and CPU ms per turn; N = earlier turns.",
+        caption,
         "",
         "| system | " + " | ".join(f"N = {int(k):,}" for k in keys) + " |",
         "|---|" + "---:|" * len(keys),
     ]
-    for name in PEERS:
+    for name in systems:
         cells = []
         for k in keys:
             cell = sizes[k].get(name)
             if cell is None:
                 cells.append("not run (reads every item)")
             else:
-                ratios = f"{cell['cpu_ratio']:.2f}× · {cell['wall_ratio']:.2f}×"
-                cells.append(f"{ratios} ({cell['cpu_ms']:.1f} ms)")
+                ratios = f"{cell[f'{cpu}_ratio']:.2f}× · {cell['wall_ratio']:.2f}×"
+                cells.append(f"{ratios} ({cell[f'{cpu}_ms']:.1f} ms)")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -432,28 +440,12 @@ def pg_turn_rows(data: dict[str, Any]) -> list[str]:
 
 def pg_turn_table(data: dict[str, Any]) -> list[str]:
     """Per system and N on PostgreSQL: CPU (client + server) ratio · wall ratio, and CPU ms."""
-    sizes = data["figures"]["sizes"]
-    keys = sorted(sizes, key=int)
-    lines = [
-        "",
+    caption = (
         "Turn cost on PostgreSQL (figure 1, `pg_turn_cost.py`): CPU ratio (client + server)"
         " · wall ratio to `Runner.run` + `SQLAlchemySession(limit=60)` in the same run, and CPU"
-        " ms per turn (client + server); one server; N = earlier turns.",
-        "",
-        "| system | " + " | ".join(f"N = {int(k):,}" for k in keys) + " |",
-        "|---|" + "---:|" * len(keys),
-    ]
-    for name in PG_PEERS:
-        cells = []
-        for k in keys:
-            cell = sizes[k].get(name)
-            if cell is None:
-                cells.append("not run (reads every item)")
-            else:
-                ratios = f"{cell['total_cpu_ratio']:.2f}× · {cell['wall_ratio']:.2f}×"
-                cells.append(f"{ratios} ({cell['total_cpu_ms']:.1f} ms)")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
+        " ms per turn (client + server); one server; N = earlier turns."
+    )
+    return system_table(data, caption, PG_PEERS, "total_cpu")
 
 
 def pg_workers_rows(data: dict[str, Any]) -> list[str]:
