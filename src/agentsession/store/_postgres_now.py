@@ -11,6 +11,8 @@ alike. Every statement is the async path's own, in autocommit (each one its own 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -26,7 +28,7 @@ from ._sql import LEASE_OF, SELECT_SESSION, SELECT_TEXTS, SESSION_EXISTS, postgr
 from .base import Lease, SessionInfo, decode_row, info_from_row, kinds_list, refs_of, storable
 from .migrations import COUNTED_FROM, LATEST
 
-__all__ = ["LEASE_NOW", "RENEW_LEASE", "TAKE_LEASE", "NowReader"]
+__all__ = ["LEASE_NOW", "RENEW_LEASE", "TAKE_LEASE", "NowReader", "in_thread"]
 
 T = TypeVar("T")
 
@@ -68,6 +70,35 @@ _COUNT_KEPT = (
     "    WHERE session_id = %(s)s AND kind = ANY(%(k)s::text[]) AND seq < %(e)s::bigint)"
     " END FROM sessions s WHERE s.session_id = %(s)s"
 )
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` on a thread of its own, awaited: connecting never blocks the event loop.
+
+    Not ``asyncio.to_thread``: a process's first call of it builds the default executor (and
+    imports it), about a millisecond of a fresh process's reopen; a store connects once.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.done():  # the caller was cancelled meanwhile
+            return
+        if error is None:
+            done.set_result(result)  # type: ignore[arg-type]
+        else:
+            done.set_exception(error)
+
+    def run() -> None:
+        try:
+            outcome: tuple[T | None, BaseException | None] = (fn(), None)
+        except BaseException as exc:  # handed to the awaiting task, which raises it
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody awaits it
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=run, name="agentsession-connect", daemon=True).start()
+    return await done
 
 
 class NowReader:

@@ -81,7 +81,7 @@ try:
         range_query,
         read_only_session,
     )
-    from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader
+    from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader, in_thread
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
@@ -152,7 +152,7 @@ class PostgresStore:
             )
             try:
                 await pool.open()
-                await asyncio.to_thread(self._now.prepare, reopening)
+                await in_thread(lambda: self._now.prepare(reopening))
             except BaseException as exc:  # cancelled too: the pool is not left open
                 await pool.close()
                 if isinstance(exc, psycopg.Error):
