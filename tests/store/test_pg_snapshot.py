@@ -18,8 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentsession.engine.epoch_view import record_view_start
 from agentsession.errors import ConflictError, SessionNotFoundError, StoreError
 from agentsession.log import AssistantEntry, ContextEpoch, Dispatch, LogEntry, UserEntry, now
+from agentsession.projection import VIEW_KINDS
 from agentsession.store import PostgresStore, SessionInfo
 from agentsession.store._postgres_snapshot import FRESH_FOR, RARE, TAIL, Miss, Snapshot, take
 from agentsession.store.migrations import LATEST
@@ -241,3 +243,41 @@ async def test_a_reopen_of_a_schema_4_database(pg_dsn: str, read_only: bool) -> 
         await store.close()
     version = 4 if read_only else LATEST
     assert pg.run(pg_dsn, "SELECT max(version) FROM schema_migrations") == [(version,)]
+
+
+def separately(store: PostgresStore, sid: str, end: int) -> tuple[Any, list[Any], Any]:
+    """What ``read_view`` answers, in three reads of the server."""
+    found = store.last_now(sid, ["epoch"])
+    start = 0 if found is None else record_view_start(found)
+    records = store.read_now(sid, start, end, VIEW_KINDS)
+    return found, records, store.last_now(sid, ["dispatch"]) if found is not None else None
+
+
+@pytest.mark.parametrize("epochs", [0, 1, 4])
+async def test_read_view_gives_what_three_reads_give(pg_dsn: str, epochs: int) -> None:
+    kinds = make_log(TAIL + 30, epochs, epochs)
+    if epochs == 1:  # a window's epoch near the end: its view lies in the snapshot's tail
+        kinds = [k for k in kinds if k != "epoch"]
+        kinds.insert(len(kinds) - 20, "epoch")
+    writer, reader = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
+    try:
+        await build(writer, "s", kinds)
+        expected = separately(writer, "s", len(kinds))
+        await reader.get_session("s")  # a reopen: answered from the snapshot
+        assert await reader.read_view("s", len(kinds), VIEW_KINDS, record_view_start, True) == (
+            expected
+        )
+        # Answered from the snapshot when the view starts within its tail; else read afresh.
+        within = expected[0] is not None and record_view_start(expected[0]) >= len(kinds) - TAIL
+        assert (reader._now._served("s") is not None) == within
+        await reader.append("s", len(kinds), [UserEntry("more")])  # now on the pool
+        found, records, last = await reader.read_view(
+            "s", len(kinds) + 1, VIEW_KINDS, record_view_start, False
+        )
+        assert (found, records[:-1], last) == (expected[0], expected[1], None)
+        assert records[-1].entry == UserEntry("more")
+        with pytest.raises(SessionNotFoundError):
+            await reader.read_view("nobody", 5, VIEW_KINDS, record_view_start, True)
+    finally:
+        await writer.close()
+        await reader.close()

@@ -11,8 +11,6 @@ alike. Every statement is the async path's own, in autocommit (each one its own 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -24,13 +22,15 @@ from ..errors import SessionNotFoundError, StoreError
 from ..log import Record
 from ._postgres import LAST_ENTRY, check_version, migrate, range_query
 from ._postgres_snapshot import Miss, Snapshot, take
+from ._postgres_view import ViewRows
 from ._sql import LEASE_OF, SELECT_SESSION, SELECT_TEXTS, SESSION_EXISTS, postgres
 from .base import Lease, SessionInfo, decode_row, info_from_row, kinds_list, refs_of, storable
 from .migrations import COUNTED_FROM, LATEST
 
-__all__ = ["LEASE_NOW", "RENEW_LEASE", "TAKE_LEASE", "NowReader", "in_thread"]
+__all__ = ["LEASE_NOW", "RENEW_LEASE", "TAKE_LEASE", "NowReader"]
 
 T = TypeVar("T")
+
 
 _MAX_SEQ = 2**63 - 1
 
@@ -70,35 +70,6 @@ _COUNT_KEPT = (
     "    WHERE session_id = %(s)s AND kind = ANY(%(k)s::text[]) AND seq < %(e)s::bigint)"
     " END FROM sessions s WHERE s.session_id = %(s)s"
 )
-
-
-async def in_thread(fn: Callable[[], T]) -> T:
-    """``fn()`` on a thread of its own, awaited: connecting never blocks the event loop.
-
-    Not ``asyncio.to_thread``: a process's first call of it builds the default executor (and
-    imports it), about a millisecond of a fresh process's reopen; a store connects once.
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if done.done():  # the caller was cancelled meanwhile
-            return
-        if error is None:
-            done.set_result(result)  # type: ignore[arg-type]
-        else:
-            done.set_exception(error)
-
-    def run() -> None:
-        try:
-            outcome: tuple[T | None, BaseException | None] = (fn(), None)
-        except BaseException as exc:  # handed to the awaiting task, which raises it
-            outcome = (None, exc)
-        with contextlib.suppress(RuntimeError):  # the loop closed: nobody awaits it
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=run, name="agentsession-connect", daemon=True).start()
-    return await done
 
 
 class NowReader:
@@ -326,3 +297,17 @@ class NowReader:
             conn, self._conn = self._conn, None
         if conn is not None and self._pid == os.getpid():
             conn.close()
+
+    def view(
+        self,
+        session_id: str,
+        end: int,
+        kinds: Sequence[str],
+        start_of: Callable[[Record], int],
+        dispatch: bool,
+    ) -> ViewRows:
+        """``PostgresStore.read_view``, blocking the caller (one snapshot when a reopen's)."""
+        epoch = self.last(session_id, ["epoch"])
+        records = self.read(session_id, 0 if epoch is None else start_of(epoch), end, kinds)
+        last = self.last(session_id, ["dispatch"]) if dispatch and epoch is not None else None
+        return epoch, records, last

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
+from ._postgres_view import ViewRead
 from ._sql import (
     COPY_ENTRIES,
     COPY_TEXTS,
@@ -81,7 +82,7 @@ try:
         range_query,
         read_only_session,
     )
-    from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader, in_thread
+    from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
@@ -90,7 +91,7 @@ else:
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore:
+class PostgresStore(ViewRead):
     """Sessions in a PostgreSQL database, for many workers (``pip install agentsession[postgres]``).
 
     ``dsn`` is a libpq connection string or ``postgresql://`` URL. Nothing connects until the
@@ -101,7 +102,7 @@ class PostgresStore:
     """
 
     #: Declared fast paths (see ``ReadsNow``): synchronous reads on a connection of their own.
-    fast_paths = frozenset({"read_now", "last_now"})
+    fast_paths = frozenset({"read_now", "last_now", "read_view"})
 
     def __init__(
         self,
@@ -152,7 +153,7 @@ class PostgresStore:
             )
             try:
                 await pool.open()
-                await in_thread(lambda: self._now.prepare(reopening))
+                await asyncio.to_thread(self._now.prepare, reopening)
             except BaseException as exc:  # cancelled too: the pool is not left open
                 await pool.close()
                 if isinstance(exc, psycopg.Error):
