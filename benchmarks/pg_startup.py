@@ -99,9 +99,9 @@ def timed(cls, name):
             finally:
                 note(t, a)
     setattr(cls, name, g)
-for n in ["get_session", "read", "last", "lease_of"]:
+for n in ["get_session", "read", "last", "lease_of", "read_view"]:
     timed(PostgresStore, n)
-for n in ["prepare", "session", "lease", "read", "last", "count"]:
+for n in ["prepare", "session", "lease", "read", "last", "count", "view"]:
     timed(NowReader, n)
 dsn, sid = sys.argv[1], sys.argv[2]
 async def main():
@@ -118,13 +118,14 @@ async def main():
 asyncio.run(main())
 """
 
-#: The statements a reopen runs against the log, with the kinds it asks for.
+#: The statements a reopen runs: the snapshot its first call takes, in one round trip.
 PLANS = {
-    "newest epoch (kind index, one descent per kind)": ("last", ["epoch"]),
-    "last dispatch": ("last", ["dispatch"]),
-    "state entries from seq 0 (rare kinds)": ("range0", None),
-    "the view from the history start (window kinds)": ("view", None),
-    "user turns before the end (kept total less the entries from the end)": ("count", ["user"]),
+    "schema version": "_VERSION",
+    "lease (by the server's clock)": "_LEASE",
+    "each kind's kept count and newest entry (kind index, one descent per kind)": "_NEWEST",
+    "every entry of the rare kinds (kind index)": "_RARE",
+    "the newest 256 entries (primary key, backwards)": "_TAIL",
+    "the kept texts the newest epoch names": "_TEXTS",
 }
 
 
@@ -167,35 +168,16 @@ def explain(dsn: str, session_id: str) -> dict[str, str]:
     """The plan of each statement a reopen runs (``EXPLAIN ANALYZE``, costs and timing off)."""
     import psycopg
 
-    from agentsession.engine.epoch_view import VIEW_KINDS
-    from agentsession.runtime import STATE_KINDS
-    from agentsession.store._postgres import LAST_ENTRY, range_query
-    from agentsession.store._postgres_now import _COUNT_KEPT
+    from agentsession.store import _postgres_snapshot as snapshot
 
     plans: dict[str, str] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
         # What autovacuum does soon after a bulk load anyway (the visibility map lets a count
         # read the kind index alone); a session that grew over months is long vacuumed.
         conn.execute("VACUUM ANALYZE")
-        end = conn.execute(
-            "SELECT next_seq FROM sessions WHERE session_id = %s", (session_id,)
-        ).fetchone()
-        assert end is not None
-        epoch = conn.execute(
-            "SELECT max(seq) FROM entries WHERE session_id = %s AND kind = 'epoch'", (session_id,)
-        ).fetchone()
-        start = int(epoch[0]) - 100 if epoch and epoch[0] else 0
-        for title, (how, kinds) in PLANS.items():
-            query: str
-            params: Any
-            if how == "last":
-                query, params = LAST_ENTRY, {"s": session_id, "k": kinds}
-            elif how == "range0":
-                query, params = range_query(session_id, 0, end[0], list(STATE_KINDS))
-            elif how == "view":
-                query, params = range_query(session_id, start, end[0], list(VIEW_KINDS))
-            else:  # the kept total (schema 5) less the entries from the end on
-                query, params = _COUNT_KEPT, {"s": session_id, "k": kinds, "e": end[0]}
+        for title, name in PLANS.items():
+            query: str = getattr(snapshot, name)
+            params = (session_id,) * query.count("%s")
             rows = conn.execute(
                 "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + query, params
             ).fetchall()
