@@ -22,14 +22,21 @@ from agentsession.engine.epoch_view import record_view_start
 from agentsession.errors import ConflictError, SessionNotFoundError, StoreError
 from agentsession.log import AssistantEntry, ContextEpoch, Dispatch, LogEntry, UserEntry, now
 from agentsession.projection import VIEW_KINDS
-from agentsession.store import PostgresStore, SessionInfo
-from agentsession.store._postgres_snapshot import FRESH_FOR, RARE, TAIL, Miss, Snapshot, take
+from agentsession.store import PostgresStore, SessionInfo, _postgres_snapshot
+from agentsession.store._postgres_snapshot import RARE, TAIL, Miss, Snapshot, take
 from agentsession.store.migrations import LATEST
 
 from . import pg
 from .test_pg_kind_counts import make_schema_4
 
 pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(autouse=True)
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshots stay fresh for an hour here: a loaded machine must not change what is read."""
+    monkeypatch.setattr(_postgres_snapshot, "FRESH_FOR", 3600.0)
+
 
 LONG = "<instructions>\n" + "Keep answers short and cite the files you read.\n" * 40
 
@@ -197,7 +204,7 @@ async def test_an_old_snapshot_answers_nothing(pg_dsn: str) -> None:
         await writer.append("s", 1, [UserEntry("later")])
         snap = reader._now._served("s")
         assert snap is not None
-        snap._taken -= FRESH_FOR  # as if a second had passed, without waiting for one
+        snap._taken -= _postgres_snapshot.FRESH_FOR  # as if that long had passed, unwaited
         assert len(await reader.read("s")) == 2
     finally:
         await writer.close()
