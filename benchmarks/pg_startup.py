@@ -9,7 +9,9 @@ prompt reads before the provider call), connecting included, and the resident me
 The plans of the statements that read are printed (``EXPLAIN``): each must be an index scan.
 
 Usage: ``.ci/with-postgres python benchmarks/pg_startup.py [--items 1000000]``; writes
-``benchmarks/results/pg_startup.json``.
+``benchmarks/results/pg_startup.json``. ``--keep NAME`` builds into database ``NAME`` and leaves
+it there; a later run on the same server with the same name reuses the session built there
+(the build takes minutes; the timed reopens take seconds).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _pg import PgAgentSession, fresh_database, grow_agentsession
+from _pg import PgAgentSession, fresh_database, grow_agentsession, server_dsn
 from _results import save
 
 CHILD = r"""
@@ -96,9 +99,9 @@ def timed(cls, name):
             finally:
                 note(t, a)
     setattr(cls, name, g)
-for n in ["get_session", "read", "last", "lease_of"]:
+for n in ["get_session", "read", "last", "lease_of", "read_view"]:
     timed(PostgresStore, n)
-for n in ["prepare", "session", "lease", "read", "last", "count"]:
+for n in ["prepare", "session", "lease", "read", "last", "count", "view"]:
     timed(NowReader, n)
 dsn, sid = sys.argv[1], sys.argv[2]
 async def main():
@@ -115,13 +118,14 @@ async def main():
 asyncio.run(main())
 """
 
-#: The statements a reopen runs against the log, with the kinds it asks for.
+#: The statements a reopen runs: the snapshot its first call takes, in one round trip.
 PLANS = {
-    "newest epoch (kind index, one descent per kind)": ("last", ["epoch"]),
-    "last dispatch": ("last", ["dispatch"]),
-    "state entries from seq 0 (rare kinds)": ("range0", None),
-    "the view from the history start (window kinds)": ("view", None),
-    "user turns before the end (kept total less the entries from the end)": ("count", ["user"]),
+    "schema version": "_VERSION",
+    "lease (by the server's clock)": "_LEASE",
+    "each kind's kept count and newest entry (kind index, one descent per kind)": "_NEWEST",
+    "every entry of the rare kinds (kind index)": "_RARE",
+    "the newest 256 entries (primary key, backwards)": "_TAIL",
+    "the kept texts the newest epoch names": "_TEXTS",
 }
 
 
@@ -137,39 +141,43 @@ async def build(dsn: str, items: int) -> tuple[str, float]:
     return session_id, time.perf_counter() - started
 
 
+def kept(name: str, items: int) -> tuple[str, str | None]:
+    """Database ``name``'s DSN (created when missing) and the session built there, if any."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    server = server_dsn()
+    with psycopg.connect(server, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    params = conninfo_to_dict(server)
+    params["dbname"] = name
+    dsn = make_conninfo("", **params)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('sessions') IS NOT NULL").fetchone() != (True,):
+            return dsn, None
+        # A session of this size: its transcript items are about 2/3 of its entries.
+        row = conn.execute(
+            "SELECT session_id FROM sessions WHERE next_seq >= %s ORDER BY next_seq LIMIT 1",
+            (items,),
+        ).fetchone()
+    return dsn, None if row is None else str(row[0])
+
+
 def explain(dsn: str, session_id: str) -> dict[str, str]:
     """The plan of each statement a reopen runs (``EXPLAIN ANALYZE``, costs and timing off)."""
     import psycopg
 
-    from agentsession.engine.epoch_view import VIEW_KINDS
-    from agentsession.runtime import STATE_KINDS
-    from agentsession.store._postgres import LAST_ENTRY, range_query
-    from agentsession.store._postgres_now import _COUNT_KEPT
+    from agentsession.store import _postgres_snapshot as snapshot
 
     plans: dict[str, str] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
         # What autovacuum does soon after a bulk load anyway (the visibility map lets a count
         # read the kind index alone); a session that grew over months is long vacuumed.
         conn.execute("VACUUM ANALYZE")
-        end = conn.execute(
-            "SELECT next_seq FROM sessions WHERE session_id = %s", (session_id,)
-        ).fetchone()
-        assert end is not None
-        epoch = conn.execute(
-            "SELECT max(seq) FROM entries WHERE session_id = %s AND kind = 'epoch'", (session_id,)
-        ).fetchone()
-        start = int(epoch[0]) - 100 if epoch and epoch[0] else 0
-        for title, (how, kinds) in PLANS.items():
-            query: str
-            params: Any
-            if how == "last":
-                query, params = LAST_ENTRY, {"s": session_id, "k": kinds}
-            elif how == "range0":
-                query, params = range_query(session_id, 0, end[0], list(STATE_KINDS))
-            elif how == "view":
-                query, params = range_query(session_id, start, end[0], list(VIEW_KINDS))
-            else:  # the kept total (schema 5) less the entries from the end on
-                query, params = _COUNT_KEPT, {"s": session_id, "k": kinds, "e": end[0]}
+        for title, name in PLANS.items():
+            query: str = getattr(snapshot, name)
+            params = (session_id,) * query.count("%s")
             rows = conn.execute(
                 "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + query, params
             ).fetchall()
@@ -177,30 +185,84 @@ def explain(dsn: str, session_id: str) -> dict[str, str]:
     return plans
 
 
+def bytecode_env(cache: str, *, compiling: bool) -> dict[str, str]:
+    """The children's environment: this package's bytecode cached in folder ``cache``, or not.
+
+    An installed package has its bytecode (the installer compiles it, or the first import writes
+    it). Without it (``compiling``, as round two measured on a machine that writes none) every
+    module of this package the open imports lazily, the store's own among them, is compiled
+    from its source within the timed span; the standard library and the driver keep the
+    bytecode their installation left. The figure is measured both ways.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if compiling:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(Path(cache, "bytecode"))
+    return env
+
+
+def package_bytecode() -> bool:
+    """Whether this package's source folder holds bytecode (then "compiling" finds it)."""
+    import agentsession
+
+    return any(Path(agentsession.__file__).parent.rglob("__pycache__"))
+
+
+def child(env: dict[str, str], dsn: str, session_id: str) -> dict[str, Any]:
+    """One fresh process's timed reopen."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, dsn, session_id],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--keep", metavar="NAME", help="build into database NAME, or reuse it")
     args = parser.parse_args()
-    dsn = fresh_database("pg_startup")
-    session_id, build_s = asyncio.run(build(dsn, args.items))
-    print(f"built {args.items:,} items in {build_s:.1f} s")
+    found: str | None = None
+    build_s: float | None = None  # None: the session was reused, not built
+    if args.keep:
+        dsn, found = kept(args.keep, args.items)
+    else:
+        dsn = fresh_database("pg_startup")
+    if found is None:
+        session_id, build_s = asyncio.run(build(dsn, args.items))
+        print(f"built {args.items:,} items in {build_s:.1f} s")
+    else:
+        session_id = found
+        print(f"reusing session {session_id} in database {args.keep}")
     plans = explain(dsn, session_id)
     for title, plan in plans.items():
         print(f"-- {title}\n{plan}")
-    runs = []
-    for _ in range(args.repeat):
-        child = subprocess.run(
-            [sys.executable, "-c", CHILD, dsn, session_id],
+    runs: dict[str, list[dict[str, Any]]] = {"cached": [], "compiling": []}
+    with tempfile.TemporaryDirectory() as cache:
+        conditions = {
+            "cached": bytecode_env(cache, compiling=False),
+            "compiling": bytecode_env(cache, compiling=True),
+        }
+        child(conditions["cached"], dsn, session_id)  # writes the bytecode cache, untimed
+        for _ in range(args.repeat):  # alternated: both see the same moments of load
+            for condition, env in conditions.items():
+                runs[condition].append(child(env, dsn, session_id))
+                print(condition, runs[condition][-1])
+        profiled = subprocess.run(
+            [sys.executable, "-c", PROFILE, dsn, session_id],
             capture_output=True,
             text=True,
             check=True,
+            env=conditions["cached"],
         )
-        runs.append(json.loads(child.stdout))
-        print(runs[-1])
-    profiled = subprocess.run(
-        [sys.executable, "-c", PROFILE, dsn, session_id], capture_output=True, text=True, check=True
-    )
     profile = json.loads(profiled.stdout)
     for name, ms in profile["calls"]:
         print(f"  {ms:7.2f} ms  {name}")
@@ -214,16 +276,18 @@ def main() -> None:
         "added_rss_mib",
         "import_rss_mib",
     )
-    figures: dict[str, Any] = {
-        "reopen": {key: statistics.median(r[key] for r in runs) for key in keys},
+    figures: dict[str, Any] = {}
+    for condition, key in (("cached", "reopen"), ("compiling", "reopen_compiling")):
+        done = runs[condition]
+        figures[key] = {k: statistics.median(r[k] for r in done) for k in keys}
+        figures[key]["items"] = done[0]["messages"]
+        figures[key]["request_messages"] = done[0]["request_messages"]
         # The machine's other load swings the wall time: the fastest run beside the median.
-        "fastest_total_ms": min(r["total_ms"] for r in runs),
-        "build_s": build_s,
-        "plans": plans,
-        "profile": profile,
-    }
-    figures["reopen"]["items"] = runs[0]["messages"]
-    figures["reopen"]["request_messages"] = runs[0]["request_messages"]
+        figures[key]["fastest_total_ms"] = min(r["total_ms"] for r in done)
+    figures["fastest_total_ms"] = figures["reopen"]["fastest_total_ms"]
+    figures.update(build_s=build_s, plans=plans, profile=profile)
+    figures["reopen_compiling"]["package_bytecode_in_tree"] = package_bytecode()
+    print(json.dumps(figures["reopen_compiling"], indent=1))
     print(json.dumps(figures["reopen"], indent=1))
     save(
         "pg_startup",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import StoreError
@@ -21,6 +22,7 @@ from .migrations import LATEST, MIGRATIONS, READABLE_FROM, UPGRADE_HINT, create_
 
 __all__ = [
     "LAST_ENTRY",
+    "check_version",
     "describe",
     "insert_entries",
     "keep_texts",
@@ -111,11 +113,22 @@ def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> int:
 
 
 def _schema_version(conn: psycopg.Connection[Any], name: str) -> int:
-    found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
-    if found is None or not found[0]:
-        return 0
-    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
-    version = int(row[0]) if row is not None else 0
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        # Outside a transaction (autocommit): one statement, a missing table its error.
+        try:
+            row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+        except pg_errors.UndefinedTable:
+            return 0
+    else:  # inside the migration's transaction, where an error would abort it
+        found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+        if found is None or not found[0]:
+            return 0
+        row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return check_version(int(row[0]) if row is not None else 0, name)
+
+
+def check_version(version: int, name: str) -> int:
+    """``version`` when this agentsession knows it; a ``StoreError`` for a newer schema."""
     if version > LATEST:
         raise StoreError(
             f"{name} has schema version {version}, newer than this agentsession"

@@ -20,14 +20,17 @@ import psycopg
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import Record
-from ._postgres import LAST_ENTRY, migrate, range_query
+from ._postgres import LAST_ENTRY, check_version, migrate, range_query
+from ._postgres_snapshot import Miss, Snapshot, take
+from ._postgres_view import ViewRows
 from ._sql import LEASE_OF, SELECT_SESSION, SELECT_TEXTS, SESSION_EXISTS, postgres
 from .base import Lease, SessionInfo, decode_row, info_from_row, kinds_list, refs_of, storable
-from .migrations import COUNTED_FROM
+from .migrations import COUNTED_FROM, LATEST
 
 __all__ = ["LEASE_NOW", "RENEW_LEASE", "TAKE_LEASE", "NowReader"]
 
 T = TypeVar("T")
+
 
 _MAX_SEQ = 2**63 - 1
 
@@ -81,6 +84,8 @@ class NowReader:
         self._closed = False
         #: Whether the schema keeps ``kind_counts`` (a read-only store may read an older one).
         self._counted = False
+        #: A reopen's reads, fetched by the first call (``_postgres_snapshot``).
+        self._snap: Snapshot | None = None
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._pid != os.getpid():
@@ -120,16 +125,52 @@ class NowReader:
             except (psycopg.Error, UnicodeError) as exc:
                 raise StoreError(f"{self._name}: {action} failed: {exc}") from exc
 
-    def prepare(self) -> None:
-        """Connect and bring the schema up to date (the store's first call runs this)."""
+    def prepare(self, session_id: str | None = None) -> None:
+        """Connect and bring the schema up to date (the store's first call runs this).
+
+        When that call reads ``session_id``'s row (a reopen), the schema check and the reads a
+        reopen makes are one round trip (``_postgres_snapshot``).
+        """
         with self._lock:
             if self._closed:
                 raise StoreError(f"{self._name} is closed")
             try:
-                version = migrate(self._connection(), self._name, self._read_only)
+                conn = self._connection()
+                reopen = session_id is not None and storable(session_id)
+                if reopen and self._snapshot(conn, str(session_id)):
+                    return
+                version = migrate(conn, self._name, self._read_only)
                 self._counted = version >= COUNTED_FROM
             except psycopg.Error as exc:
                 raise StoreError(f"cannot open {self._name}: {exc}") from exc
+
+    def _snapshot(self, conn: psycopg.Connection[Any], session_id: str) -> bool:
+        """Check the schema and take the session's snapshot; ``False``: migrate (or check) first."""
+        try:
+            found = take(conn, session_id)
+        except psycopg.Error:
+            return False  # no schema yet, or an older one: ``migrate`` checks and says why
+        version = check_version(found if isinstance(found, int) else found.version, self._name)
+        if version < LATEST:
+            return False
+        self._counted = True
+        if isinstance(found, Snapshot):
+            self._snap = found
+        return True
+
+    def forget(self) -> None:
+        """Drop the reopen's snapshot: the store wrote, or reads on its pool from now on."""
+        self._snap = None
+
+    def _served(self, session_id: str) -> Snapshot | None:
+        """The snapshot, when it may answer a read of ``session_id``."""
+        snap = self._snap
+        if snap is None or snap.session_id != session_id:
+            return None
+        if not snap.fresh() or self._pid != os.getpid():
+            self._snap = None
+            return None
+        return snap
 
     @staticmethod
     def _require(conn: psycopg.Connection[Any], session_id: str) -> None:
@@ -150,6 +191,9 @@ class NowReader:
         """``PostgresStore.get_session``, blocking the caller."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
+        snap = self._served(session_id)
+        if snap is not None:
+            return info_from_row(snap.session)
 
         def op(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
             return conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
@@ -167,7 +211,10 @@ class NowReader:
         def op(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
             return conn.execute(LEASE_NOW, (session_id,)).fetchone()
 
-        row = self._run(f"read the lease of session {session_id!r}", op)
+        snap = self._served(session_id)
+        row = snap.lease if snap is not None else None
+        if row is None:
+            row = self._run(f"read the lease of session {session_id!r}", op)
         if row is None:
             raise SessionNotFoundError(session_id)
         return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))
@@ -178,7 +225,14 @@ class NowReader:
         """``PostgresStore.read``, blocking the caller."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        query, params = range_query(session_id, start, end, kinds_list(kinds))
+        wanted = kinds_list(kinds)
+        snap = self._served(session_id)
+        if snap is not None:
+            try:
+                return snap.read(start, end, wanted)
+            except Miss:
+                self._snap = None  # the first read it cannot answer ends it
+        query, params = range_query(session_id, start, end, wanted)
 
         def op(conn: psycopg.Connection[Any]) -> list[Any]:
             rows = conn.execute(query, params).fetchall()
@@ -194,6 +248,12 @@ class NowReader:
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         params = {"s": session_id, "k": kinds_list(kinds) or []}
+        snap = self._served(session_id)
+        if snap is not None:
+            try:
+                return snap.last(params["k"])
+            except Miss:
+                self._snap = None
 
         def op(conn: psycopg.Connection[Any]) -> list[Any] | None:
             row = conn.execute(LAST_ENTRY, params).fetchone()
@@ -212,7 +272,14 @@ class NowReader:
         """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        params = {"s": session_id, "k": kinds_list(kinds) or [], "e": min(max(end, 0), _MAX_SEQ)}
+        wanted, stop = kinds_list(kinds) or [], min(max(end, 0), _MAX_SEQ)
+        params = {"s": session_id, "k": wanted, "e": stop}
+        snap = self._served(session_id)
+        if snap is not None:
+            try:
+                return snap.count(wanted, stop)
+            except Miss:
+                self._snap = None
 
         def op(conn: psycopg.Connection[Any]) -> int:
             query = _COUNT_KEPT if self._counted else _COUNT_KINDS
@@ -226,7 +293,21 @@ class NowReader:
     def close(self) -> None:
         """Close the connection (idempotent); later reads raise ``StoreError``."""
         with self._lock:
-            self._closed = True
+            self._closed, self._snap = True, None
             conn, self._conn = self._conn, None
         if conn is not None and self._pid == os.getpid():
             conn.close()
+
+    def view(
+        self,
+        session_id: str,
+        end: int,
+        kinds: Sequence[str],
+        start_of: Callable[[Record], int],
+        dispatch: bool,
+    ) -> ViewRows:
+        """``PostgresStore.read_view``, blocking the caller (one snapshot when a reopen's)."""
+        epoch = self.last(session_id, ["epoch"])
+        records = self.read(session_id, 0 if epoch is None else start_of(epoch), end, kinds)
+        last = self.last(session_id, ["dispatch"]) if dispatch and epoch is not None else None
+        return epoch, records, last

@@ -9,10 +9,9 @@
 - every write is one transaction. An append locks its session row (``SELECT … FOR UPDATE``)
   before comparing the row's ``next_seq`` with the expected seq, so concurrent writers to one
   session queue on that row and every loser gets ``ConflictError`` with nothing written;
-- the synchronous reads of ``ReadsNow``/``FindsNow`` (a reopen's view, transcript pages) run on
-  one blocking connection of the store's own (``_postgres_now``), which also migrates; until
-  the first write the async reads run there too, so a fresh process's reopen connects once
-  (the pool connects when first used);
+- the synchronous reads of ``ReadsNow``/``FindsNow`` run on one blocking connection of the
+  store's own (``_postgres_now``), which also migrates; until the pool's first use the async
+  reads run there too, and a reopen's reads are one round trip (``_postgres_snapshot``);
 - ``last()`` is one statement (one snapshot): a descent of the kind index per wanted kind; the
   baseline texts an epoch refers to (kept once per session in ``texts``) are read after it;
 - leases are rows whose expiry is judged by the server's clock (``clock_timestamp()``), so
@@ -33,6 +32,7 @@ from typing import Any
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
+from ._postgres_view import ViewRead
 from ._sql import (
     COPY_ENTRIES,
     COPY_TEXTS,
@@ -91,7 +91,7 @@ else:
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore:
+class PostgresStore(ViewRead):
     """Sessions in a PostgreSQL database, for many workers (``pip install agentsession[postgres]``).
 
     ``dsn`` is a libpq connection string or ``postgresql://`` URL. Nothing connects until the
@@ -102,7 +102,7 @@ class PostgresStore:
     """
 
     #: Declared fast paths (see ``ReadsNow``): synchronous reads on a connection of their own.
-    fast_paths = frozenset({"read_now", "last_now"})
+    fast_paths = frozenset({"read_now", "last_now", "read_view"})
 
     def __init__(
         self,
@@ -133,7 +133,7 @@ class PostgresStore:
 
     # -- connecting ------------------------------------------------------------------------
 
-    async def _ready(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+    async def _ready(self, reopening: str | None = None) -> AsyncConnectionPool[Any]:
         async with self._opening:
             if self._closed:
                 raise StoreError(f"{self._name} is closed")
@@ -153,7 +153,7 @@ class PostgresStore:
             )
             try:
                 await pool.open()
-                await asyncio.to_thread(self._now.prepare)
+                await asyncio.to_thread(self._now.prepare, reopening)
             except BaseException as exc:  # cancelled too: the pool is not left open
                 await pool.close()
                 if isinstance(exc, psycopg.Error):
@@ -162,13 +162,13 @@ class PostgresStore:
             self._pool = pool
             return pool
 
-    async def _cold(self) -> bool:
+    async def _cold(self, reopening: str | None = None) -> bool:
         """Whether a read runs on the blocking connection (before the pool's first use).
 
         A fresh process's reopen then needs one connection, not a second one to wait for (and
         its fresh backend's first statements); see docs/decisions.md.
         """
-        await self._ready()
+        await self._ready(reopening)
         return not self._pooled and not self._now.busy()
 
     @contextlib.asynccontextmanager
@@ -178,6 +178,7 @@ class PostgresStore:
         """A pooled connection (inside one transaction when ``write``); errors as ``StoreError``."""
         pool = await self._ready()
         self._pooled = True
+        self._now.forget()  # from now on reads see the pool's writes, not the reopen's snapshot
         try:
             async with pool.connection() as conn:
                 if write:
@@ -226,7 +227,7 @@ class PostgresStore:
         """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        if await self._cold():
+        if await self._cold(session_id):  # a reopen: its reads come with the schema check
             return self._now.session(session_id)
         async with self._connection(f"read session {session_id!r}") as conn:
             return await self._row(conn, session_id)
