@@ -69,3 +69,21 @@ def test_an_intact_payload_decodes_to_the_entry(entry: LogEntry) -> None:
     decoded = decode_entry(type(entry), encode(entry))
     assert type(decoded) is type(entry)
     assert decoded == entry
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entry=ENTRY_STRATEGIES["epoch"],
+    item=JSON_VALUES | st.lists(st.text(max_size=3) | st.integers() | st.booleans(), max_size=3),
+    tools=JSON_VALUES | st.lists(st.text(max_size=3) | st.integers(), max_size=3),
+    where=st.sampled_from(["baseline", "checkpoint"]),
+)
+def test_an_epoch_with_any_pair_or_tool_list_meets_the_same_fate_in_both_decoders(
+    entry: LogEntry, item: Any, tools: Any, where: str
+) -> None:
+    # A pair of texts (tuple[str, str]) and the optional tool list have shorter decoders.
+    payload = encode(entry)
+    payload[where] = [*payload[where], item]
+    payload["tools"] = tools
+    generated = _outcome(decode_entry, type(entry), payload)
+    assert generated == _outcome(decode, type(entry), payload)

@@ -40,9 +40,9 @@ _BUILDING: set[Any] = set()
 
 @functools.cache
 def _decoder(tp: Any) -> Decoder:
-    args = get_args(tp)
-    if get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return _many(_decoder(args[0]))
+    shorter = _container(tp)
+    if shorter is not None:
+        return shorter
     plain = isinstance(tp, type) and dataclasses.is_dataclass(tp) and _plain_init(tp)
     if not plain or tp in _BUILDING:  # a type that holds itself keeps the codec's decoder
         return _compiled(tp)
@@ -51,6 +51,22 @@ def _decoder(tp: Any) -> Decoder:
         return _generated(tp)
     finally:
         _BUILDING.discard(tp)
+
+
+def _container(tp: Any) -> Decoder | None:
+    """A shorter decoder than ``codec``'s for a tuple or an optional value, when there is one."""
+    args = get_args(tp)
+    origin = get_origin(tp)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return _many(_decoder(args[0]))
+    if origin is tuple and args and all(a in _EXACT for a in args):
+        return _fixed(args, _compiled(tp))
+    if origin in (Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        other: Any = args[0] if args[1] is type(None) else args[1]
+        plain = isinstance(other, type) and dataclasses.is_dataclass(other) and _plain_init(other)
+        if get_origin(other) is tuple or plain:
+            return _optional(_decoder(other))  # the other member never takes a null
+    return None
 
 
 def _many(item: Decoder) -> Decoder:
@@ -62,6 +78,31 @@ def _many(item: Decoder) -> Decoder:
         return tuple(map(item, data))
 
     return many
+
+
+def _fixed(items: tuple[type, ...], slow: Decoder) -> Decoder:
+    """A decoder of a tuple of texts, numbers or flags: a list of exactly those types as it is.
+
+    Anything else goes to ``slow`` (``codec``'s), which converts it or refuses it.
+    """
+    size = len(items)
+
+    def fixed(data: Any) -> tuple[Any, ...]:
+        if type(data) is list and len(data) == size and tuple(map(type, data)) == items:
+            return tuple(data)
+        value: tuple[Any, ...] = slow(data)
+        return value
+
+    return fixed
+
+
+def _optional(other: Decoder) -> Decoder:
+    """A decoder of ``X | None`` from ``X``'s, when ``X``'s refuses a null as ``codec`` does."""
+
+    def optional(data: Any) -> Any:
+        return None if data is None else other(data)
+
+    return optional
 
 
 class _Absent:

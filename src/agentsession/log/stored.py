@@ -242,7 +242,7 @@ def text_refs(kind: str, version: int, data: str) -> list[str]:
     if kind != "epoch" or version < 4:
         return []
     try:
-        return refs_in(json.loads(data))
+        return refs_in(_parsed(data))
     except (json.JSONDecodeError, TypeError):
         return []
 
