@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from agentsession.codec import DecodeError, decode, encode
 from agentsession.log import LogEntry
 from agentsession.log._decode import decode_entry
+from agentsession.request import ToolCall
 
 from .store.strategies import ENTRY_STRATEGIES
 
@@ -87,3 +88,17 @@ def test_an_epoch_with_any_pair_or_tool_list_meets_the_same_fate_in_both_decoder
     payload["tools"] = tools
     generated = _outcome(decode_entry, type(entry), payload)
     assert generated == _outcome(decode, type(entry), payload)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arguments=JSON_VALUES, keys=st.lists(st.integers() | st.text(max_size=2), max_size=3))
+def test_a_tool_calls_arguments_meet_the_same_fate_in_both_decoders(
+    arguments: Any, keys: list[Any]
+) -> None:
+    # dict[str, Any] has a shorter decoder; keys that are not text (not from JSON) included.
+    for value in (arguments, dict.fromkeys(keys, arguments)):
+        payload = {"name": "f", "arguments": value, "id": "c1", "kind": "tool_call"}
+        generated = _outcome(decode_entry, ToolCall, payload)
+        assert generated == _outcome(decode, ToolCall, payload)
+        if generated[0] == "decoded":
+            assert generated[1][1].arguments is not value  # a copy, as the codec gives

@@ -61,6 +61,8 @@ def _container(tp: Any) -> Decoder | None:
         return _many(_decoder(args[0]))
     if origin is tuple and args and all(a in _EXACT for a in args):
         return _fixed(args, _compiled(tp))
+    if origin is dict and args == (str, Any):
+        return _texts_to_any(_compiled(tp))
     if origin in (Union, types.UnionType) and len(args) == 2 and type(None) in args:
         other: Any = args[0] if args[1] is type(None) else args[1]
         plain = isinstance(other, type) and dataclasses.is_dataclass(other) and _plain_init(other)
@@ -94,6 +96,22 @@ def _fixed(items: tuple[type, ...], slow: Decoder) -> Decoder:
         return value
 
     return fixed
+
+
+def _texts_to_any(slow: Decoder) -> Decoder:
+    """A decoder of ``dict[str, Any]`` (a tool call's arguments): an object with text keys."""
+
+    def keyed(data: Any) -> dict[str, Any]:
+        if type(data) is dict:
+            for key in data:
+                if type(key) is not str:
+                    break
+            else:
+                return dict(data)  # a copy, as codec's decoder gives
+        value: dict[str, Any] = slow(data)
+        return value
+
+    return keyed
 
 
 def _optional(other: Decoder) -> Decoder:
