@@ -161,18 +161,21 @@ def _generated(cls: type) -> Decoder:
 
 
 def _field_lines(i: int, f: dataclasses.Field[Any], hint: Any, scope: dict[str, Any]) -> list[str]:
-    """Lines that leave field ``f``'s decoded value in ``v{i}`` (or raise ``Mismatch``)."""
+    """Lines that leave field ``f``'s decoded value in ``v{i}`` (or raise ``Mismatch``).
+
+    A lean row leaves most fields out: one membership test decides, and a present value is
+    read once.
+    """
     v = f"v{i}"
-    lines = [f"    {v} = data.get({f.name!r}, ABSENT)", f"    if {v} is ABSENT:"]
+    lines = [f"    if {f.name!r} in data:", f"        {v} = data[{f.name!r}]"]
+    lines += _check_lines(i, hint, scope)
     if f.default is not dataclasses.MISSING:
         scope[f"D{i}"] = f.default
-        lines.append(f"        {v} = D{i}")
-    elif f.default_factory is not dataclasses.MISSING:
+        return [*lines, "    else:", f"        {v} = D{i}"]
+    if f.default_factory is not dataclasses.MISSING:
         scope[f"F{i}"] = f.default_factory
-        lines.append(f"        {v} = F{i}()")
-    else:
-        lines.append("        raise Mismatch")
-    return lines + _check_lines(i, hint, scope)
+        return [*lines, "    else:", f"        {v} = F{i}()"]
+    return [*lines, "    else:", "        raise Mismatch"]
 
 
 def _check_lines(i: int, hint: Any, scope: dict[str, Any]) -> list[str]:
@@ -182,13 +185,16 @@ def _check_lines(i: int, hint: Any, scope: dict[str, Any]) -> list[str]:
         return []
     if get_origin(hint) is Literal:
         scope[f"L{i}"] = get_args(hint)
-        return [f"    elif {v} not in L{i}:", "        raise Mismatch"]
+        return [f"        if {v} not in L{i}:", "            raise Mismatch"]
     scope[f"C{i}"] = _decoder(hint)
     passing = _passing(hint)
     if not passing:
-        return ["    else:", f"        {v} = C{i}({v})"]
+        return [f"        {v} = C{i}({v})"]
+    if len(passing) == 1:
+        (scope[f"T{i}"],) = passing
+        return [f"        if type({v}) is not T{i}:", f"            {v} = C{i}({v})"]
     scope[f"T{i}"] = passing
-    return [f"    elif type({v}) not in T{i}:", f"        {v} = C{i}({v})"]
+    return [f"        if type({v}) not in T{i}:", f"            {v} = C{i}({v})"]
 
 
 def _passing(hint: Any) -> frozenset[type]:
