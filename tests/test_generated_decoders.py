@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from agentsession.codec import DecodeError, decode, encode
 from agentsession.log import LogEntry
 from agentsession.log._decode import decode_entry
+from agentsession.request import ToolCall
 
 from .store.strategies import ENTRY_STRATEGIES
 
@@ -69,3 +70,35 @@ def test_an_intact_payload_decodes_to_the_entry(entry: LogEntry) -> None:
     decoded = decode_entry(type(entry), encode(entry))
     assert type(decoded) is type(entry)
     assert decoded == entry
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entry=ENTRY_STRATEGIES["epoch"],
+    item=JSON_VALUES | st.lists(st.text(max_size=3) | st.integers() | st.booleans(), max_size=3),
+    tools=JSON_VALUES | st.lists(st.text(max_size=3) | st.integers(), max_size=3),
+    where=st.sampled_from(["baseline", "checkpoint"]),
+)
+def test_an_epoch_with_any_pair_or_tool_list_meets_the_same_fate_in_both_decoders(
+    entry: LogEntry, item: Any, tools: Any, where: str
+) -> None:
+    # A pair of texts (tuple[str, str]) and the optional tool list have shorter decoders.
+    payload = encode(entry)
+    payload[where] = [*payload[where], item]
+    payload["tools"] = tools
+    generated = _outcome(decode_entry, type(entry), payload)
+    assert generated == _outcome(decode, type(entry), payload)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arguments=JSON_VALUES, keys=st.lists(st.integers() | st.text(max_size=2), max_size=3))
+def test_a_tool_calls_arguments_meet_the_same_fate_in_both_decoders(
+    arguments: Any, keys: list[Any]
+) -> None:
+    # dict[str, Any] has a shorter decoder; keys that are not text (not from JSON) included.
+    for value in (arguments, dict.fromkeys(keys, arguments)):
+        payload = {"name": "f", "arguments": value, "id": "c1", "kind": "tool_call"}
+        generated = _outcome(decode_entry, ToolCall, payload)
+        assert generated == _outcome(decode, ToolCall, payload)
+        if generated[0] == "decoded":
+            assert generated[1][1].arguments is not value  # a copy, as the codec gives

@@ -7,7 +7,7 @@ A dispatch record (version 3) keeps its fields positionally, hex digests as base
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -105,3 +105,17 @@ def test_the_unix_epoch_and_its_microseconds_read_back() -> None:
     dispatch = Dispatch("m", 1, "d", timestamp=stamp)
     assert json.loads(dump_entry(dispatch)[2])["v"][4] == -1
     assert load_entry(*dump_entry(dispatch)) == dispatch
+
+
+@settings(max_examples=500, deadline=None)
+@given(micros=st.integers(min_value=-(2**62), max_value=2**62) | st.integers(-(10**15), 10**15))
+def test_a_packed_time_reads_back_as_the_datetime_renders_it(micros: int) -> None:
+    # The time of day is written out rather than rendered by a datetime per record.
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    try:
+        expected = (epoch + timedelta(microseconds=micros)).isoformat(timespec="microseconds")
+    except OverflowError:
+        with pytest.raises(CorruptEntryError, match="out of range"):
+            load_entry("dispatch", 3, json.dumps(_with(4, micros)))
+        return
+    assert load_entry("dispatch", 3, json.dumps(_with(4, micros))).timestamp == expected

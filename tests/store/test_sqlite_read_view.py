@@ -141,3 +141,15 @@ async def test_an_unknown_session_and_a_damaged_row_are_reported(tmp_path: Path)
         assert raised.value.seq == 2
     finally:
         await store.close()
+
+
+async def test_epochs_asked_for_come_with_their_kept_texts(tmp_path: Path) -> None:
+    # An epoch's long baseline texts are kept beside the log; only epoch rows refer to them.
+    entries: list[LogEntry] = [_epoch(0, 0), UserEntry("hi", T), _epoch(1, 0), UserEntry("ho", T)]
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        await store.create_session(SessionInfo("s", T, T), entries)
+        kinds = (*VIEW_KINDS, "epoch")
+        found, records, _ = await store.read_view("s", 4, kinds, record_view_start, False)
+        assert records == store.read_now("s", 0, 4, kinds)
+        assert [r.entry for r in records] == entries
+        assert found is not None and found.entry == entries[2]

@@ -40,9 +40,9 @@ _BUILDING: set[Any] = set()
 
 @functools.cache
 def _decoder(tp: Any) -> Decoder:
-    args = get_args(tp)
-    if get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return _many(_decoder(args[0]))
+    shorter = _container(tp)
+    if shorter is not None:
+        return shorter
     plain = isinstance(tp, type) and dataclasses.is_dataclass(tp) and _plain_init(tp)
     if not plain or tp in _BUILDING:  # a type that holds itself keeps the codec's decoder
         return _compiled(tp)
@@ -51,6 +51,24 @@ def _decoder(tp: Any) -> Decoder:
         return _generated(tp)
     finally:
         _BUILDING.discard(tp)
+
+
+def _container(tp: Any) -> Decoder | None:
+    """A shorter decoder than ``codec``'s for a tuple or an optional value, when there is one."""
+    args = get_args(tp)
+    origin = get_origin(tp)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return _many(_decoder(args[0]))
+    if origin is tuple and args and all(a in _EXACT for a in args):
+        return _fixed(args, _compiled(tp))
+    if origin is dict and args == (str, Any):
+        return _texts_to_any(_compiled(tp))
+    if origin in (Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        other: Any = args[0] if args[1] is type(None) else args[1]
+        plain = isinstance(other, type) and dataclasses.is_dataclass(other) and _plain_init(other)
+        if get_origin(other) is tuple or plain:
+            return _optional(_decoder(other))  # the other member never takes a null
+    return None
 
 
 def _many(item: Decoder) -> Decoder:
@@ -62,6 +80,47 @@ def _many(item: Decoder) -> Decoder:
         return tuple(map(item, data))
 
     return many
+
+
+def _fixed(items: tuple[type, ...], slow: Decoder) -> Decoder:
+    """A decoder of a tuple of texts, numbers or flags: a list of exactly those types as it is.
+
+    Anything else goes to ``slow`` (``codec``'s), which converts it or refuses it.
+    """
+    size = len(items)
+
+    def fixed(data: Any) -> tuple[Any, ...]:
+        if type(data) is list and len(data) == size and tuple(map(type, data)) == items:
+            return tuple(data)
+        value: tuple[Any, ...] = slow(data)
+        return value
+
+    return fixed
+
+
+def _texts_to_any(slow: Decoder) -> Decoder:
+    """A decoder of ``dict[str, Any]`` (a tool call's arguments): an object with text keys."""
+
+    def keyed(data: Any) -> dict[str, Any]:
+        if type(data) is dict:
+            for key in data:
+                if type(key) is not str:
+                    break
+            else:
+                return dict(data)  # a copy, as codec's decoder gives
+        value: dict[str, Any] = slow(data)
+        return value
+
+    return keyed
+
+
+def _optional(other: Decoder) -> Decoder:
+    """A decoder of ``X | None`` from ``X``'s, when ``X``'s refuses a null as ``codec`` does."""
+
+    def optional(data: Any) -> Any:
+        return None if data is None else other(data)
+
+    return optional
 
 
 class _Absent:
@@ -102,18 +161,21 @@ def _generated(cls: type) -> Decoder:
 
 
 def _field_lines(i: int, f: dataclasses.Field[Any], hint: Any, scope: dict[str, Any]) -> list[str]:
-    """Lines that leave field ``f``'s decoded value in ``v{i}`` (or raise ``Mismatch``)."""
+    """Lines that leave field ``f``'s decoded value in ``v{i}`` (or raise ``Mismatch``).
+
+    A lean row leaves most fields out: one membership test decides, and a present value is
+    read once.
+    """
     v = f"v{i}"
-    lines = [f"    {v} = data.get({f.name!r}, ABSENT)", f"    if {v} is ABSENT:"]
+    lines = [f"    if {f.name!r} in data:", f"        {v} = data[{f.name!r}]"]
+    lines += _check_lines(i, hint, scope)
     if f.default is not dataclasses.MISSING:
         scope[f"D{i}"] = f.default
-        lines.append(f"        {v} = D{i}")
-    elif f.default_factory is not dataclasses.MISSING:
+        return [*lines, "    else:", f"        {v} = D{i}"]
+    if f.default_factory is not dataclasses.MISSING:
         scope[f"F{i}"] = f.default_factory
-        lines.append(f"        {v} = F{i}()")
-    else:
-        lines.append("        raise Mismatch")
-    return lines + _check_lines(i, hint, scope)
+        return [*lines, "    else:", f"        {v} = F{i}()"]
+    return [*lines, "    else:", "        raise Mismatch"]
 
 
 def _check_lines(i: int, hint: Any, scope: dict[str, Any]) -> list[str]:
@@ -123,13 +185,16 @@ def _check_lines(i: int, hint: Any, scope: dict[str, Any]) -> list[str]:
         return []
     if get_origin(hint) is Literal:
         scope[f"L{i}"] = get_args(hint)
-        return [f"    elif {v} not in L{i}:", "        raise Mismatch"]
+        return [f"        if {v} not in L{i}:", "            raise Mismatch"]
     scope[f"C{i}"] = _decoder(hint)
     passing = _passing(hint)
     if not passing:
-        return ["    else:", f"        {v} = C{i}({v})"]
+        return [f"        {v} = C{i}({v})"]
+    if len(passing) == 1:
+        (scope[f"T{i}"],) = passing
+        return [f"        if type({v}) is not T{i}:", f"            {v} = C{i}({v})"]
     scope[f"T{i}"] = passing
-    return [f"    elif type({v}) not in T{i}:", f"        {v} = C{i}({v})"]
+    return [f"        if type({v}) not in T{i}:", f"            {v} = C{i}({v})"]
 
 
 def _passing(hint: Any) -> frozenset[type]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,7 +38,11 @@ _DISPATCH_FIELDS = (
 )
 _DIGESTS = frozenset({"digest", "tools_digest", "system_digest", "messages_digest"})
 _HEX = re.compile(r"[0-9a-f]{32}")
-_B64 = re.compile(r"[A-Za-z0-9_-]{22}")
+#: The one way to write 16 bytes in 22 characters: the last one holds the last byte's two low
+#: bits and four zero bits (A, Q, g or w), so no two texts decode to the same digest.
+_B64 = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+_PAYLOAD_KEYS = frozenset({"v", "kind"})
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -58,17 +63,23 @@ def pack_dispatch(fields: dict[str, Any]) -> dict[str, Any]:
 def unpack_dispatch(payload: dict[str, Any]) -> dict[str, Any]:
     """The fields of a version-3 dispatch payload; ``ValueError`` when it is not one."""
     values = payload.get("v")
-    if set(payload) - {"v", "kind"} or not isinstance(values, list):
+    if not _PAYLOAD_KEYS.issuperset(payload) or not isinstance(values, list):
         raise ValueError('a dispatch record of version 3 holds "v" and "kind" only')
     if len(values) != len(_DISPATCH_FIELDS):
         raise ValueError(f"expected {len(_DISPATCH_FIELDS)} values, got {len(values)}")
-    fields: dict[str, Any] = {}
-    for name, value in zip(_DISPATCH_FIELDS, values, strict=True):
-        if name in _DIGESTS:
-            value = _unpack_digest(name, value)
-        elif name == "timestamp":
-            value = _unpack_time(value)
-        fields[name] = value
+    # In _DISPATCH_FIELDS order, written out: the newest dispatch is read at every reopen.
+    model, step, digest, cache, timestamp, tools, system, messages, count = values
+    fields: dict[str, Any] = {
+        "model": model,
+        "step": step,
+        "digest": _unpack_digest("digest", digest),
+        "cache": cache,
+        "timestamp": _unpack_time(timestamp),
+        "tools_digest": _unpack_digest("tools_digest", tools),
+        "system_digest": _unpack_digest("system_digest", system),
+        "messages_digest": _unpack_digest("messages_digest", messages),
+        "message_count": count,
+    }
     if "kind" in payload:
         fields["kind"] = payload["kind"]
     return fields
@@ -84,12 +95,10 @@ def _unpack_digest(name: str, value: Any) -> str:
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
         return value[0]
     if isinstance(value, str) and _B64.fullmatch(value):
-        try:
-            raw = base64.urlsafe_b64decode(value + "==")
+        try:  # urlsafe_b64decode's work, in one call
+            return binascii.a2b_base64(value.encode("ascii").translate(_FROM_URLSAFE) + b"==").hex()
         except (binascii.Error, ValueError) as exc:  # pragma: no cover - the pattern admits none
             raise ValueError(f"{name}: {exc}") from exc
-        if _pack_digest(raw.hex()) == value:  # the one way to write these 16 bytes
-            return raw.hex()
     raise ValueError(f"{name}: {value!r} is not a packed digest")
 
 
@@ -108,10 +117,26 @@ def _unpack_time(value: Any) -> str:
         return value
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"timestamp: {value!r} is neither microseconds nor text")
+    # What _render(_EPOCH + value * _MICROSECOND) gives, without a datetime per record: the
+    # day's date (the same for every record of a day) and the time of day written out.
+    days, rest = divmod(value, _DAY)
     try:
-        return _render(_EPOCH + value * _MICROSECOND)
+        day = _date_of(days)
     except OverflowError as exc:
         raise ValueError(f"timestamp: {value} microseconds is out of range") from exc
+    seconds, micro = divmod(rest, 1_000_000)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return f"{day}T{hour:02d}:{minute:02d}:{second:02d}.{micro:06d}+00:00"
+
+
+_DAY = 86_400_000_000  # microseconds
+
+
+@functools.lru_cache(maxsize=64)
+def _date_of(days: int) -> str:
+    """The ISO date ``days`` after the Unix epoch (``OverflowError`` outside years 1 to 9999)."""
+    return (_EPOCH + timedelta(days=days)).date().isoformat()
 
 
 def _render(moment: datetime) -> str:

@@ -72,7 +72,8 @@ class ViewRead:
                 for query, params in queries:
                     fetched += conn.execute(query, params).fetchall()
                 rows = named(fetched)
-                texts = kept_texts(conn, session_id, rows)
+                # Only an epoch row refers to kept texts: none among rows of other kinds.
+                texts = kept_texts(conn, session_id, rows) if "epoch" in wanted else None
                 last = None
                 if dispatch and epoch is not None:
                     last = _newest(conn, session_id, "dispatch")

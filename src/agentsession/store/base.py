@@ -34,6 +34,7 @@ from ..log import (
     load_entry,
     text_refs,
 )
+from ..log.stored import quick_entry
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
@@ -309,6 +310,11 @@ def decode_row(
 
     ``texts`` holds the kept texts the row refers to (see ``refs_of``).
     """
+    entry = quick_entry(kind, version, data) if type(seq) is int and type(kind) is str else None
+    if entry is not None:  # the row as this package writes it today: no checks beyond these
+        record = _NEW(Record)
+        _PUT(record, "__dict__", {"seq": seq, "entry": entry})
+        return record
     if not isinstance(seq, int) or isinstance(seq, bool):
         raise CorruptEntryError(f"entry position {seq!r} is not a number", session_id=session_id)
     if not isinstance(kind, str) or not isinstance(data, str):
