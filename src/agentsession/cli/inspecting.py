@@ -10,8 +10,11 @@ id the package could not have created (``report_name``).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,12 +38,30 @@ from .screens import print_context
 __all__ = ["context", "report", "report_name", "request"]
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a whole log is inspected and rendered.
+
+    That work makes a few hundred thousand objects that live until the command ends and form
+    no cycles to reclaim; the collector would walk them again and again (a quarter of the CPU
+    of a 10,000-entry session's report). Reference counting still frees everything else.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 async def _inspected(inv: Invocation, session_id: str) -> tuple[Runtime, Session, Inspection]:
     store = inv.store("read")
     runtime: Runtime | None = None
     try:
         runtime, session = await inv.open(store, session_id, read_only=True)
-        return runtime, session, await session.inspect()
+        with _collector_paused():
+            return runtime, session, await session.inspect()
     except BaseException:
         if runtime is not None:
             await runtime.close()  # its store and model client with it
@@ -140,7 +161,9 @@ async def report(inv: Invocation) -> int:
         await runtime.close()
         stem = report_name(inspection.session_id).removesuffix(".html")[:12]
         target = Path(args.output or f"agentsession-{stem}.html")
-        _write(target, render_report(inspection, generated=stamp, version=version()))
+        with _collector_paused():
+            html = render_report(inspection, generated=stamp, version=version())
+        _write(target, html)
         _wrote(inv, f"wrote {target}", [target])
         return 0
     folder = Path(args.output or "agentsession-reports")
@@ -150,9 +173,11 @@ async def report(inv: Invocation) -> int:
         for found in await store.list_sessions():
             # Runtimes made for reading share the store and never open a model client.
             _, session = await inv.open(store, found.id, read_only=True)
-            inspection = await session.inspect()
+            with _collector_paused():
+                inspection = await session.inspect()
+                html = render_report(inspection, generated=stamp, version=version())
             name = report_name(found.id)
-            _write(folder / name, render_report(inspection, generated=stamp, version=version()))
+            _write(folder / name, html)
             entries.append(IndexEntry.of(inspection, name))
         _write(folder / "index.html", render_index(entries, generated=stamp, version=version()))
         paths = [folder / "index.html", *(folder / e.href for e in entries)]
