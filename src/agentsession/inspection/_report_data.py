@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..codec import encode
@@ -47,6 +47,24 @@ class _Strings:
         if found is None:
             found = self._index[text] = len(self.items)
             self.items.append(text)
+        return found
+
+
+class _Shown:
+    """Like ``_Strings`` for texts shown in a form of their own (cut, controls made visible).
+
+    A session repeats its titles and many of its texts: each distinct one is transformed once.
+    """
+
+    def __init__(self, strings: _Strings, form: Callable[[str], str]) -> None:
+        self._strings = strings
+        self._form = form
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = self._strings(self._form(text))
         return found
 
 
@@ -92,11 +110,13 @@ def _browser_safe(value: Any) -> bool:
 
 def _stamp(previous: str, stamp: str) -> str:
     """``stamp`` as "how many leading characters it shares with ``previous``|the rest"."""
-    shared = 0
-    for a, b in zip(previous, stamp, strict=False):
-        if a != b:
-            break
-        shared += 1
+    shared, high = 0, min(len(previous), len(stamp))
+    while shared < high:  # a binary search: each step compares two slices in C
+        middle = (shared + high + 1) // 2
+        if previous[:middle] == stamp[:middle]:
+            shared = middle
+        else:
+            high = middle - 1
     return f"{shared}|{stamp[shared:]}"
 
 
@@ -192,27 +212,32 @@ def _turns(
 ) -> list[list[Any]]:
     """The timeline by turn: ``[number, head, items]``; an item is seq, kind, time, title, text."""
     info = {t.number: t for t in turns}
+    titles, texts = _Shown(strings, visible_line), _Shown(strings, _text)
     out: list[list[Any]] = []
+    shown: list[list[Any]] = []
     last = ""
+    number = None
     for item in items:
-        if not out or out[-1][0] != item.turn:
-            turn = info.get(item.turn)
+        if item.turn != number:
+            number = item.turn
+            turn = info.get(number)
             head: list[Any] = []
             if turn is not None:
-                outcome = strings(visible_line(turn.outcome))
+                outcome = titles(turn.outcome)
                 head = [turn.timestamp, outcome, turn.requests, turn.tool_calls]
-            out.append([item.turn, head, []])
-        text = _text(item.text)
-        out[-1][2].append(
+            shown = []
+            out.append([number, head, shown])
+        stamp = item.timestamp
+        shown.append(
             [
                 item.seq,
                 strings(item.kind),
-                _stamp(last, item.timestamp),
-                strings(visible_line(item.title)),
-                strings(text) if text else -1,
+                _stamp(last, stamp),
+                titles(item.title),
+                texts(item.text) if item.text else -1,
             ]
         )
-        last = item.timestamp
+        last = stamp
     return out
 
 

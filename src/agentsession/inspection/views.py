@@ -302,24 +302,27 @@ def _timeline(records: Sequence[Record]) -> tuple[tuple[TimelineItem, ...], dict
 def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[TurnInfo, ...]:
     """Each user turn with its requests, tool calls and how it ended so far."""
     out: list[TurnInfo] = []
+    turn: TurnInfo | None = None
+    requests = calls = 0
+    outcome = ""
     for record in records:
         entry = record.entry
         if isinstance(entry, UserEntry):
+            if turn is not None:
+                out.append(replace(turn, requests=requests, tool_calls=calls, outcome=outcome))
             text = preview(text_of(entry.content), 200)
-            number = turns_of[record.seq]
-            out.append(TurnInfo(number, record.seq, entry.timestamp, text, 0, 0, "unfinished"))
+            turn = TurnInfo(turns_of[record.seq], record.seq, entry.timestamp, text, 0, 0, "")
+            requests, calls, outcome = 0, 0, "unfinished"
             continue
-        if not out:
+        if turn is None:
             continue
-        turn = out[-1]
         if entry.kind == "dispatch":
-            turn = replace(turn, requests=turn.requests + 1)
+            requests += 1
         if isinstance(entry, AssistantEntry):
-            turn = replace(turn, tool_calls=turn.tool_calls + len(entry.tool_calls))
-        outcome = _outcome(entry)
-        if outcome:
-            turn = replace(turn, outcome=outcome)
-        out[-1] = turn
+            calls += len(entry.tool_calls)
+        outcome = _outcome(entry) or outcome
+    if turn is not None:
+        out.append(replace(turn, requests=requests, tool_calls=calls, outcome=outcome))
     return tuple(out)
 
 
