@@ -14,7 +14,7 @@ import operator
 from ..budget import TokenCounter, measure
 from ..request import Request
 
-__all__ = ["RequestTokens", "cacheable", "measure_in_order"]
+__all__ = ["RequestTokens", "cacheable", "leading_same", "measure_in_order"]
 
 RequestTokens = list[int]
 """A request's tokens part by part, in ``measure``'s order: framing, sections, messages, tools."""
@@ -41,7 +41,7 @@ def measure_in_order(requests: list[Request], counter: TokenCounter) -> list[Req
     return out
 
 
-def _leading_same(old: tuple[object, ...], new: tuple[object, ...]) -> int:
+def leading_same(old: tuple[object, ...], new: tuple[object, ...]) -> int:
     """How many leading elements of ``old`` and ``new`` are the very same objects."""
     same = list(map(operator.is_, old, new))
     return same.index(False) if False in same else len(same)
@@ -54,7 +54,7 @@ def _same_prefix(previous: Request, current: Request) -> int:
     """
     if current.system != previous.system or current.tools != previous.tools:
         return 0
-    return _leading_same(previous.messages, current.messages)
+    return leading_same(previous.messages, current.messages)
 
 
 def cacheable(previous: Request, current: Request, tokens: RequestTokens) -> int:
@@ -66,7 +66,7 @@ def cacheable(previous: Request, current: Request, tokens: RequestTokens) -> int
     if previous.system != current.system:
         return shared
     old, new = previous.messages, current.messages
-    equal = _leading_same(old, new)
+    equal = leading_same(old, new)
     for a, b in zip(old[equal:], new[equal:], strict=False):
         if a != b:  # equal values in new objects count as shared too
             break

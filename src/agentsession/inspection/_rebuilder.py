@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -76,8 +76,10 @@ class Rebuilder:
         specs: Mapping[str, ToolSpec],
         config: Config,
         tools: Sequence[str],
+        chain: Callable[[Request], list[str]],
     ) -> None:
         self.records = records
+        self.chain = chain  # a request's message chain, as dispatch records hold it
         self.specs = specs
         self.config = config
         self.tools = tools
@@ -92,6 +94,7 @@ class Rebuilder:
         self._lasts: dict[int, list[int]] = {}
         self._mids: dict[int, list[tuple[int, MidConversationSystemMessage]]] = {}
         self._last: _Resume | None = None
+        self._systems: dict[int, tuple[object, str]] = {}
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
         """Where the epoch's records start, and the model view of all of them."""
@@ -152,39 +155,47 @@ class Rebuilder:
         cut = self._cut(key, whole, seq)
         resumed = self._resumed(key, whole, cut, len(mids), dispatch)
         if resumed is not None:
-            return Rebuilt(number, seq, dispatch, epoch, resumed, True)
+            request, why = resumed
+            return Rebuilt(number, seq, dispatch, epoch, request, not why, why)
         view = whole[:cut] if cut is not None else self._view_at(key, whole, seq)
         declared, unknown = _declarations(mids, epoch, self.specs, self.tools)
         baseline = epoch.baseline if epoch is not None else ()
-        first: Request | None = None
+        first: tuple[Request, _Hash, bytes] | None = None
+        self._last = None
         for window in _windows(view, self.config):
             for provider in _providers(self.records, at, view):
                 candidate = build_request(view, window, baseline, declared, provider)
-                first = first or candidate
                 found, hashed, tail = self._digest(candidate, self._origins[key])
+                first = first or (candidate, hashed, tail)
                 if found == dispatch.digest:
                     if cut is not None:
-                        self._last = _Resume(key, cut, len(mids), candidate, hashed, tail)
+                        resume = _Resume(key, cut, len(mids), candidate, hashed, tail, unknown)
+                        self._last = resume
                     return Rebuilt(number, seq, dispatch, epoch, candidate, True)
             if unknown or _fixed_part_differs(candidate, dispatch):
                 break  # another window cannot mend the tools or the system part
         assert first is not None
-        self._last = None
-        return Rebuilt(
-            number, seq, dispatch, epoch, first, False, mismatch(first, dispatch, unknown)
-        )
+        request, hashed, tail = first
+        if cut is not None and self._sent_messages(request, dispatch):
+            self._last = _Resume(key, cut, len(mids), request, hashed, tail, unknown)
+        why = mismatch(request, dispatch, unknown)
+        return Rebuilt(number, seq, dispatch, epoch, request, False, why)
 
     def _resumed(
         self, key: int, whole: list[ViewMessage], cut: int | None, mids: int, dispatch: Dispatch
-    ) -> Request | None:
+    ) -> tuple[Request, str] | None:
         """The request before this one in its epoch, extended by the messages logged since.
 
         Within an epoch the next request is almost always the last one plus the view messages
         that came after it, with the same tools and system part (no mid-conversation message
         came between them, so the declarations are the same). That guess is checked the way
         any rebuild is, by the dispatch record's digest — hashed on from the last request's
-        messages, so only the new ones are hashed — and is taken only when the digest matches;
-        otherwise the request is rebuilt in full. ``None``: no guess, or a wrong one.
+        messages, so only the new ones are hashed — and is exact when the digest matches.
+        When only the tool declarations keep it from matching (they are not known here, or
+        differ), the guess stands if its messages and system part are what the dispatch
+        record's part digests say was sent, with the same words of why it is not exact as a
+        rebuild in full gives. Otherwise the request is rebuilt in full. Returns the request
+        and why it is not exact ("": it is), or ``None``: no guess, or a wrong one.
         """
         last = self._last
         if last is None or cut is None or last.key != key or last.mids != mids:
@@ -200,16 +211,41 @@ class Rebuilder:
             hashed.update((", " + text if i else text).encode("utf-8", "surrogatepass"))
         done = hashed.copy()
         done.update(last.tail)
-        if done.hexdigest()[:32] != dispatch.digest:
-            return None
         request = Request(
             system=before.system,
             messages=before.messages + tuple(v.message for v in added),
             tools=before.tools,
             sources=before.sources + tuple(v.seqs for v in added),
         )
-        self._last = _Resume(key, cut, mids, request, hashed, last.tail)
-        return request
+        why = ""
+        if done.hexdigest()[:32] != dispatch.digest:
+            if not last.unknown and part_digest(standing_tools(request)) == dispatch.tools_digest:
+                return None  # the tools are right, so the messages or the system part are not
+            if not self._sent_messages(request, dispatch):
+                return None
+            why = mismatch(request, dispatch, last.unknown)
+        self._last = _Resume(key, cut, mids, request, hashed, last.tail, last.unknown)
+        return request, why
+
+    def _sent_messages(self, request: Request, dispatch: Dispatch) -> bool:
+        """Whether ``request``'s messages and system part are those ``dispatch`` recorded.
+
+        The record's message chain and system digest (written since version 2 of the log)
+        prove them without the tool declarations.
+        """
+        if not dispatch.messages_digest or not dispatch.system_digest:
+            return False
+        if dispatch.message_count != len(request.messages):
+            return False
+        system = self._systems.get(id(request.system))
+        if system is None or system[0] is not request.system:
+            system = self._systems[id(request.system)] = (
+                request.system,
+                part_digest(request.system),
+            )
+        if system[1] != dispatch.system_digest:
+            return False
+        return self.chain(request)[-1] == dispatch.messages_digest
 
     def _text(self, message: Message, origin: Mapping[int, tuple[int, ...]]) -> str:
         """The canonical text of one message, kept per projected record (see ``_digest``)."""
@@ -250,7 +286,9 @@ class _Resume:
 
     ``cut`` view messages of epoch ``key`` came before it, and ``mids`` mid-conversation
     messages of that epoch; ``hashed`` is the SHA-256 state after its messages' text and
-    ``tail`` the rest of its text (its system part and tools).
+    ``tail`` the rest of its text (its system part and tools); ``unknown`` names the tools
+    declared whose declarations are not known here. Its messages are those that were sent:
+    its digest, or its message chain, proved them.
     """
 
     key: int
@@ -259,6 +297,7 @@ class _Resume:
     request: Request
     hashed: _Hash
     tail: bytes
+    unknown: tuple[str, ...]
 
 
 def _declarations(

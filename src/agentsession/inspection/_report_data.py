@@ -22,8 +22,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codec import encode
+from ..codec import canonical_json, encode
 from ..hygiene import visible, visible_json, visible_line
+from ._measure import leading_same as _leading_same
 from .describe import EPOCH_REASONS, preview
 from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
@@ -79,20 +80,29 @@ class _Values:
         self.items: list[Any] = []
         self._index: dict[str, int] = {}
         self._seen: dict[int, tuple[object, int]] = {}
+        self._lists: dict[int, tuple[object, list[int]]] = {}
 
     def add(self, value: object) -> int:
         seen = self._seen.get(id(value))
         if seen is not None and seen[0] is value:
             return seen[1]
-        plain = encode(value)
-        key = json.dumps(plain, sort_keys=True, ensure_ascii=False)
+        # The canonical text: a message's was made (and kept) when its request was proved.
+        key = canonical_json(value)
         found = self._index.get(key)
         if found is None:
             found = self._index[key] = len(self.items)
+            plain = encode(value)
             safe = _browser_safe(plain)
             self.items.append(plain if safe else json.dumps(plain, indent=2, ensure_ascii=False))
         self._seen[id(value)] = (value, found)
         return found
+
+    def refs(self, values: tuple[object, ...]) -> list[int]:
+        """The references of ``values`` (a request's system part or tools), kept per tuple."""
+        seen = self._lists.get(id(values))
+        if seen is None or seen[0] is not values:
+            seen = self._lists[id(values)] = (values, [self.add(v) for v in values])
+        return seen[1]
 
 
 def _browser_safe(value: Any) -> bool:
@@ -149,17 +159,13 @@ def _requests(
 ) -> list[list[Any]]:
     """One row per request: its figures, then its body as references into ``json``."""
     rows: list[list[Any]] = []
+    lines = _Shown(strings, visible_line)
     before: tuple[object, ...] = ()
     previous: list[int] = []
     for r in requests:
-        system = [values.add(section) for section in r.request.system]
-        tools = [values.add(tool) for tool in r.request.tools]
+        system, tools = values.refs(r.request.system), values.refs(r.request.tools)
         current = r.request.messages
-        kept = 0  # the same objects as the previous request's: nothing to look up
-        for old, new in zip(before, current, strict=False):
-            if old is not new:
-                break
-            kept += 1
+        kept = _leading_same(before, current)  # the same objects: nothing to look up
         messages = previous[:kept] + [values.add(message) for message in current[kept:]]
         for old_ref, new_ref in zip(previous[kept:], messages[kept:], strict=False):
             if old_ref != new_ref:
@@ -171,14 +177,14 @@ def _requests(
                 r.number,
                 r.turn,
                 r.step,
-                strings(visible_line(r.model)),
+                lines(r.model),
                 r.epoch,
                 r.tokens,
                 r.cacheable,
                 r.reported_input,
                 r.reported_cached,
-                strings(visible_line(r.cache)),
-                strings(visible_line(r.provider_cache)),
+                lines(r.cache),
+                lines(r.provider_cache),
                 strings(_usd(r.cost_usd)),
                 -1 if r.exact else strings(visible(r.mismatch)),
                 system,

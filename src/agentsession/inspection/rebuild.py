@@ -128,7 +128,7 @@ def rebuild_all(
     one before it is proved by hashing on from that one's messages, so the whole pass costs
     about one projection of the log plus one encoding and hash of each new message.
     """
-    rebuilder = Rebuilder(records, specs, config, tools)
+    rebuilder = Rebuilder(records, specs, config, tools, _chain)
     return [rebuilder.rebuild(at, n) for n, at in enumerate(rebuilder.dispatches, start=1)]
 
 
@@ -141,7 +141,7 @@ def rebuild(
     tools: Sequence[str] = (),
 ) -> Rebuilt:
     """The ``number``-th dispatched request (from 1) rebuilt; ``UsageError`` when there is none."""
-    rebuilder = Rebuilder(records, specs, config, tools)
+    rebuilder = Rebuilder(records, specs, config, tools, _chain)
     found = len(rebuilder.dispatches)
     if not 1 <= number <= found:
         raise UsageError(f"there is no dispatched request {number}: the session has {found}")
