@@ -51,6 +51,9 @@ def _collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        # What is left is kept until the command ends: frozen, the collector walks none of it
+        # again (at re-enabling, nor at exit). Whatever is freed is freed all the same.
+        gc.freeze()
         if enabled:
             gc.enable()
 
