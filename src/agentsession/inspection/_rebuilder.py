@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,13 +34,29 @@ from ..window import Window, message_count, select_window
 if TYPE_CHECKING:
     from hashlib import _Hash
 
-__all__ = ["Rebuilder", "Rebuilt", "mismatch", "part_digest"]
+__all__ = ["Rebuilder", "Rebuilt", "chain_link", "mismatch", "part_digest"]
 
 
 def part_digest(value: object) -> str:
     """The digest of one part of a request (its tools, its system part), as stored."""
     text = canonical_json(value)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def chain_link(previous: str, message: object) -> str:
+    """The link of a request's message chain after ``message``; ``previous``: the one before.
+
+    A dispatch record's ``messages_digest`` is the last link of its request's messages ("" for
+    none), so it proves them without the rest of the request.
+    """
+    return hashlib.sha256((previous + part_digest(message)).encode()).hexdigest()[:32]
+
+
+def _chained(messages: Sequence[object], link: str = "") -> str:
+    """The chain's last link after ``messages``, going on from ``link``."""
+    for message in messages:
+        link = chain_link(link, message)
+    return link
 
 
 @dataclass(frozen=True)
@@ -76,10 +92,8 @@ class Rebuilder:
         specs: Mapping[str, ToolSpec],
         config: Config,
         tools: Sequence[str],
-        chain: Callable[[Request], list[str]],
     ) -> None:
         self.records = records
-        self.chain = chain  # a request's message chain, as dispatch records hold it
         self.specs = specs
         self.config = config
         self.tools = tools
@@ -169,15 +183,16 @@ class Rebuilder:
                 first = first or (candidate, hashed, tail)
                 if found == dispatch.digest:
                     if cut is not None:
-                        resume = _Resume(key, cut, len(mids), candidate, hashed, tail, unknown)
-                        self._last = resume
+                        made = (candidate, hashed, tail, unknown, None)
+                        self._last = _Resume(key, cut, len(mids), *made)
                     return Rebuilt(number, seq, dispatch, epoch, candidate, True)
             if unknown or _fixed_part_differs(candidate, dispatch):
                 break  # another window cannot mend the tools or the system part
         assert first is not None
         request, hashed, tail = first
-        if cut is not None and self._sent_messages(request, dispatch):
-            self._last = _Resume(key, cut, len(mids), request, hashed, tail, unknown)
+        link = _chained(request.messages)
+        if cut is not None and self._sent_messages(request, dispatch, link):
+            self._last = _Resume(key, cut, len(mids), request, hashed, tail, unknown, link)
         why = mismatch(request, dispatch, unknown)
         return Rebuilt(number, seq, dispatch, epoch, request, False, why)
 
@@ -217,21 +232,26 @@ class Rebuilder:
             tools=before.tools,
             sources=before.sources + tuple(v.seqs for v in added),
         )
-        why = ""
+        why, link = "", None
         if done.hexdigest()[:32] != dispatch.digest:
             if not last.unknown and part_digest(standing_tools(request)) == dispatch.tools_digest:
                 return None  # the tools are right, so the messages or the system part are not
-            if not self._sent_messages(request, dispatch):
+            if last.link is None:
+                link = _chained(request.messages)
+            else:
+                link = _chained(request.messages[len(before.messages) :], last.link)
+            if not self._sent_messages(request, dispatch, link):
                 return None
             why = mismatch(request, dispatch, last.unknown)
-        self._last = _Resume(key, cut, mids, request, hashed, last.tail, last.unknown)
+        self._last = _Resume(key, cut, mids, request, hashed, last.tail, last.unknown, link)
         return request, why
 
-    def _sent_messages(self, request: Request, dispatch: Dispatch) -> bool:
+    def _sent_messages(self, request: Request, dispatch: Dispatch, link: str) -> bool:
         """Whether ``request``'s messages and system part are those ``dispatch`` recorded.
 
-        The record's message chain and system digest (written since version 2 of the log)
-        prove them without the tool declarations.
+        ``link`` is the last link of the request's message chain. The record's message chain
+        and system digest prove them without the tool declarations (a record written before
+        they were kept holds neither: nothing is proved).
         """
         if not dispatch.messages_digest or not dispatch.system_digest:
             return False
@@ -245,7 +265,7 @@ class Rebuilder:
             )
         if system[1] != dispatch.system_digest:
             return False
-        return self.chain(request)[-1] == dispatch.messages_digest
+        return link == dispatch.messages_digest
 
     def _text(self, message: Message, origin: Mapping[int, tuple[int, ...]]) -> str:
         """The canonical text of one message, kept per projected record (see ``_digest``)."""
@@ -287,8 +307,9 @@ class _Resume:
     ``cut`` view messages of epoch ``key`` came before it, and ``mids`` mid-conversation
     messages of that epoch; ``hashed`` is the SHA-256 state after its messages' text and
     ``tail`` the rest of its text (its system part and tools); ``unknown`` names the tools
-    declared whose declarations are not known here. Its messages are those that were sent:
-    its digest, or its message chain, proved them.
+    declared whose declarations are not known here; ``link`` is the last link of its message
+    chain (``None``: not needed so far). Its messages are those that were sent: its digest, or
+    its message chain, proved them.
     """
 
     key: int
@@ -298,6 +319,7 @@ class _Resume:
     hashed: _Hash
     tail: bytes
     unknown: tuple[str, ...]
+    link: str | None
 
 
 def _declarations(

@@ -21,7 +21,6 @@ reproduce the digest says so instead of passing for the real thing.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -30,7 +29,7 @@ from ..config import Config
 from ..errors import UsageError
 from ..log import CacheDiagnosis, Dispatch, Record
 from ..request import Request, ToolSpec, standing_tools
-from ._rebuilder import Rebuilder, Rebuilt, mismatch, part_digest
+from ._rebuilder import Rebuilder, Rebuilt, chain_link, mismatch, part_digest
 
 __all__ = [
     "CacheDiagnosis",
@@ -63,7 +62,7 @@ def _chain(request: Request) -> list[str]:
         if hit is not None and hit[0] == previous:
             links.append(hit[1])
             continue
-        link = hashlib.sha256((previous + part_digest(message)).encode()).hexdigest()[:32]
+        link = chain_link(previous, message)
         _LINKS.put(message, (previous, link))
         links.append(link)
     if len(messages) > done:
@@ -128,7 +127,7 @@ def rebuild_all(
     one before it is proved by hashing on from that one's messages, so the whole pass costs
     about one projection of the log plus one encoding and hash of each new message.
     """
-    rebuilder = Rebuilder(records, specs, config, tools, _chain)
+    rebuilder = Rebuilder(records, specs, config, tools)
     return [rebuilder.rebuild(at, n) for n, at in enumerate(rebuilder.dispatches, start=1)]
 
 
@@ -141,7 +140,7 @@ def rebuild(
     tools: Sequence[str] = (),
 ) -> Rebuilt:
     """The ``number``-th dispatched request (from 1) rebuilt; ``UsageError`` when there is none."""
-    rebuilder = Rebuilder(records, specs, config, tools, _chain)
+    rebuilder = Rebuilder(records, specs, config, tools)
     found = len(rebuilder.dispatches)
     if not 1 <= number <= found:
         raise UsageError(f"there is no dispatched request {number}: the session has {found}")
