@@ -79,16 +79,14 @@ EXTRAS = {
 
 
 def version() -> str:
-    """The installed package's version."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    """The package's version: ``agentsession.__version__``, the one source its build reads.
 
-    try:
-        return installed("agentsession")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        from .. import __version__
+    Not the installed metadata: the parser asks at every command, and reading the metadata
+    imported ``importlib.metadata`` and searched the path for the same string (~30 ms).
+    """
+    from .. import __version__
 
-        return __version__
+    return __version__
 
 
 def history_path() -> Path:
