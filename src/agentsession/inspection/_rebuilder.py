@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from hashlib import _Hash
 
 __all__ = ["Rebuilder", "Rebuilt", "chain_link", "mismatch", "part_digest"]
+
+_MESSAGE = operator.attrgetter("message")
+_SEQS = operator.attrgetter("seqs")
+_POSITION = operator.itemgetter(0)
 
 
 def part_digest(value: object) -> str:
@@ -124,8 +129,8 @@ class Rebuilder:
                 if epoch.summary_seq is not None:
                     start = min(start, epoch.summary_seq)
                 lo = bisect.bisect_left(self.seqs, start)
-            later = [i for i in self.epochs if i > key]
-            end = later[0] if later else len(self.records)
+            after = bisect.bisect_right(self.epochs, key)
+            end = self.epochs[after] if after < len(self.epochs) else len(self.records)
             whole = project(self.records[lo:end], epoch)
             self._views[key] = (lo, whole)
             self._origins[key] = {id(v.message): v.seqs for v in whole}
@@ -165,12 +170,14 @@ class Rebuilder:
         key = -1 if epoch_at is None else epoch_at
         _, whole = self._epoch_view(epoch_at)
         seq = self.records[at].seq
-        mids = [m for i, m in self._mids[key] if i < at]
+        logged = self._mids[key]
+        before = bisect.bisect_left(logged, at, key=_POSITION)  # mid-conversation messages
         cut = self._cut(key, whole, seq)
-        resumed = self._resumed(key, whole, cut, len(mids), dispatch)
+        resumed = self._resumed(key, whole, cut, before, dispatch)
         if resumed is not None:
             request, why = resumed
             return Rebuilt(number, seq, dispatch, epoch, request, not why, why)
+        mids = [m for _, m in logged[:before]]
         view = whole[:cut] if cut is not None else self._view_at(key, whole, seq)
         declared, unknown = _declarations(mids, epoch, self.specs, self.tools)
         baseline = epoch.baseline if epoch is not None else ()
@@ -220,17 +227,19 @@ class Rebuilder:
         added = whole[last.cut : cut]
         before = last.request
         hashed = last.hashed.copy()
-        origin = self._origins[key]
-        for i, view in enumerate(added, start=len(before.messages)):
-            text = self._text(view.message, origin)
-            hashed.update((", " + text if i else text).encode("utf-8", "surrogatepass"))
+        new = tuple(map(_MESSAGE, added))
+        if new:
+            origin = self._origins[key]
+            texts = ", ".join([self._text(message, origin) for message in new])
+            joined = ", " + texts if before.messages else texts
+            hashed.update(joined.encode("utf-8", "surrogatepass"))
         done = hashed.copy()
         done.update(last.tail)
         request = Request(
             system=before.system,
-            messages=before.messages + tuple(v.message for v in added),
+            messages=before.messages + new,
             tools=before.tools,
-            sources=before.sources + tuple(v.seqs for v in added),
+            sources=before.sources + tuple(map(_SEQS, added)),
         )
         why, link = "", None
         if done.hexdigest()[:32] != dispatch.digest:
