@@ -25,7 +25,7 @@ from ..budget import (
 from ..config import Config
 from ..errors import UsageError
 from ..ledger import CostSummary, charge_usd, charges_of, summarize
-from ..ledger.prices import price_for
+from ..ledger.prices import ModelPrice, price_for
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -368,13 +368,17 @@ def _requests(
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
     measured = measure_in_order([item.request for item in rebuilt], counter)
+    prices: dict[str, ModelPrice | None] = {}  # per model: a session uses few
     for item, tokens in zip(rebuilt, measured, strict=True):
         shared = 0
         if previous is not None and previous.dispatch.model == item.dispatch.model:
             shared = cacheable(previous.request, item.request, tokens)
         answer = answers.get(item.seq)
         usage = answer.usage if answer is not None else None
-        price = price_for(item.dispatch.model, config.prices)
+        model = item.dispatch.model
+        if model not in prices:
+            prices[model] = price_for(model, config.prices)
+        price = prices[model]
         billed = charge_usd(usage, price)[0] if usage is not None and price else None
         out.append(
             RequestInfo(
