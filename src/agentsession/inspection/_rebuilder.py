@@ -197,9 +197,10 @@ class Rebuilder:
                 break  # another window cannot mend the tools or the system part
         assert first is not None
         request, hashed, tail = first
-        link = _chained(request.messages)
-        if cut is not None and self._sent_messages(request, dispatch, link):
-            self._last = _Resume(key, cut, len(mids), request, hashed, tail, unknown, link)
+        if cut is not None and dispatch.messages_digest:  # else nothing can prove it
+            link = _chained(request.messages)
+            if self._sent_messages(request, dispatch, link):
+                self._last = _Resume(key, cut, len(mids), request, hashed, tail, unknown, link)
         why = mismatch(request, dispatch, unknown)
         return Rebuilt(number, seq, dispatch, epoch, request, False, why)
 
