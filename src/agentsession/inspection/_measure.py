@@ -9,6 +9,7 @@ gives. The leading objects two requests share are found by comparing them in C.
 
 from __future__ import annotations
 
+import itertools
 import operator
 
 from ..budget import TokenCounter, measure
@@ -22,22 +23,24 @@ RequestTokens = list[int]
 
 def measure_in_order(requests: list[Request], counter: TokenCounter) -> list[RequestTokens]:
     """Each request's tokens by part, reusing the previous request's for a shared prefix."""
+    if not requests:
+        return []
+    kept = [0, *(_same_prefix(a, b) for a, b in itertools.pairwise(requests))]
+    # The messages after each shared prefix, measured together: a request without system part
+    # or tools measures its framing, then one part per message, each on its own.
+    new = [m for request, k in zip(requests, kept, strict=True) if k for m in request.messages[k:]]
+    counted = measure(Request((), tuple(new), ()), counter).contributors[1:]
+    tokens = iter([t for _, t in counted])
     out: list[RequestTokens] = []
-    previous: Request | None = None
-    for request in requests:
-        kept = _same_prefix(previous, request) if previous is not None else 0
-        if not kept:
+    for request, shared in zip(requests, kept, strict=True):
+        if not shared:
             out.append([t for _, t in measure(request, counter).contributors])
-        else:
-            # Only the new messages are measured: a request without system part or tools
-            # measures its framing, then one part per message.
-            rest = Request((), request.messages[kept:], ())
-            tail = [t for _, t in measure(rest, counter).contributors[1:]]
-            before = out[-1]
-            body = 1 + len(request.system) + kept
-            tools = len(before) - len(request.tools)
-            out.append(before[:body] + tail + before[tools:])
-        previous = request
+            continue
+        before = out[-1]
+        body = 1 + len(request.system) + shared
+        tools = len(before) - len(request.tools)
+        tail = [next(tokens) for _ in range(len(request.messages) - shared)]
+        out.append(before[:body] + tail + before[tools:])
     return out
 
 
