@@ -264,10 +264,21 @@ def report_size_rows(data: dict[str, Any]) -> list[str]:
         f" process, everything) · `inspect()` · `render_report()`, CPU s (wall s) |"
         f" {f['cli_cpu_s']:.2f} ({f['cli_s']:.2f}) · {f['inspect_cpu_s']:.2f}"
         f" ({f['inspect_s']:.2f}) · {f['render_cpu_s']:.2f} ({f['render_s']:.2f}) |"
-        f" ≤ 1 s end to end: {verdict(f['cli_s'] <= 1)} |",
+        + (
+            f" ≤ 1 s end to end: CPU {verdict(f['cli_cpu_s'] <= 1)}, wall"
+            f" {verdict(f['cli_s'] <= 1)} |"
+            if "cli_cold_s" in f  # its bytecode cached; a run without the cold figure was not
+            else f" ≤ 1 s end to end: {verdict(f['cli_s'] <= 1)} |"
+        ),
         f"| 6 | HTML report file, {f['entries']:,} entries | {size:.2f} MB | ≤ 2 MB:"
         f" {verdict(size <= 2)} |",
     ]
+    if "cli_cold_s" in f:
+        rows.insert(
+            1,
+            f"| 6 | the same command's first run, no bytecode cached (every module compiled),"
+            f" CPU s (wall s) | {f['cli_cold_cpu_s']:.2f} ({f['cli_cold_s']:.2f}) | |",
+        )
     browser = f.get("chromium")
     if browser:
         rows.append(

@@ -159,6 +159,20 @@ async def test_every_request_of_a_100_turn_session_is_rebuilt_byte_for_byte(
     alone = rebuild(records, middle, specs=specs, config=config, tools=["lookup"])
     assert alone == rebuilt[middle - 1]
 
+    # Without the application's tool declarations (a command line that does not have its
+    # tools), or with other ones, no request is exact and each says why, yet each still holds
+    # the messages and the system part that were sent, as a rebuild of that request alone does.
+    other = ags.ToolSpec("lookup", "another description", {"type": "object"})
+    for known, why in (({}, "not known here: lookup"), ({"lookup": other}, "declarations differ")):
+        blind = rebuild_all(records, specs=known, config=config, tools=["lookup"])
+        assert len(blind) == len(sent)
+        for item, original in zip(blind, sent, strict=True):
+            assert not item.exact and why in item.mismatch, (item.number, item.mismatch)
+            assert item.request.messages == original.messages, item.number
+            assert item.request.system == original.system, item.number
+        one = rebuild(records, middle, specs=known, config=config, tools=["lookup"])
+        assert one == blind[middle - 1]
+
 
 async def test_a_rebuild_that_cannot_be_exact_says_why(make_runtime: Make) -> None:
     runtime = make_runtime([[ags.ToolCall("lookup", {"key": "a"})], "done"], tools=[lookup])

@@ -375,7 +375,8 @@ async def test_clicking_a_request_row_shows_it_as_sent_and_search_filters(
             body = page.locator("#request-2 + tr.sent-row pre.sent-body")
             assert await body.text_content() == neutral(inspection.requests[1].request)
             await page.click("#request-2 details.sent summary")  # folding it hides the body
-            assert await page.locator("#request-2 + tr.sent-row").is_hidden()
+            # The details element announces its toggle in a task of its own: wait for it.
+            await async_api.expect(page.locator("#request-2 + tr.sent-row")).to_be_hidden()
             await page.fill("#search", "skill unloaded")
             items = page.locator("li.item")
             assert await items.count() == 1

@@ -25,7 +25,6 @@ from typing import TextIO
 
 from rich.console import Console
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.spinner import Spinner
 from rich.text import Text
@@ -47,7 +46,7 @@ from ..events import (
 from ..hygiene import visible, visible_json, visible_line
 from ..inspection.toolview import call_line, call_text
 from ..request import AssistantMessage, Message, ToolResultMessage, UserMessage, text_of
-from .streamview import Elapsed, LiveReply
+from .streamview import Elapsed, LiveReply, markdown
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -369,7 +368,7 @@ class RichOutput(Output):
                 )
             case AssistantMessage():
                 if message.content:
-                    self.console.print(Markdown(visible(message.content)))
+                    self.console.print(markdown(visible(message.content)))
                 for call in message.tool_calls:
                     body = call_text(call.name, call.arguments)
                     self.console.print(_call_panel(body, f"→ {call.name}"))

@@ -41,7 +41,6 @@ from ..providers.base import Model
 from ..runtime import Runtime
 from ..session import Session
 from ..store.base import Store
-from ..store.postgres import PostgresStore
 from ..store.sqlite import SQLiteStore, default_path
 from ..tools import Tool
 from ..tools.builtin import builtin_tools
@@ -80,16 +79,14 @@ EXTRAS = {
 
 
 def version() -> str:
-    """The installed package's version."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    """The package's version: ``agentsession.__version__``, the one source its build reads.
 
-    try:
-        return installed("agentsession")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        from .. import __version__
+    Not the installed metadata: the parser asks at every command, and reading the metadata
+    imported ``importlib.metadata`` and searched the path for the same string (~30 ms).
+    """
+    from .. import __version__
 
-        return __version__
+    return __version__
 
 
 def history_path() -> Path:
@@ -192,6 +189,9 @@ class Invocation:
     def store(self, access: Access) -> Store:
         """The session store; reading never creates anything (a missing file: ``UsageError``)."""
         if self.postgres:
+            # Here, not at import: the PostgreSQL driver costs a command on SQLite ~0.15 s.
+            from ..store.postgres import PostgresStore
+
             return PostgresStore(self.location, read_only=access == "read")
         if access != "create" and not self.db.exists():
             raise UsageError(f"no session database at {self.db} (nothing has been stored there)")
@@ -287,8 +287,11 @@ class Invocation:
         """A runtime for the session's own model, tools and instructions, and the session."""
         info = await find_session(store, session_id)
         session_id = info.id
-        records = await store.read(session_id, kinds=["dispatch", "epoch", "model_switched"])
-        logged = last_model(records)
+        kinds = ["dispatch", "epoch", "model_switched"]
+        newest = await store.last(session_id, kinds)  # one indexed lookup, not every dispatch
+        logged = last_model([newest] if newest is not None else [])
+        if newest is not None and not logged:  # it names no model: the one before it may
+            logged = last_model(await store.read(session_id, kinds=kinds))
         if read_only:
             model, tools = self.inspection_model(logged)
         else:

@@ -9,13 +9,27 @@ in the history, instead of once per redraw as a live region taller than the scre
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.text import Text
 
-__all__ = ["Elapsed", "LiveReply", "finished_upto"]
+if TYPE_CHECKING:
+    from rich.markdown import Markdown
+
+__all__ = ["Elapsed", "LiveReply", "finished_upto", "markdown"]
+
+
+def markdown(text: str) -> Markdown:
+    """``text`` as rich Markdown.
+
+    The renderer, with its Markdown parser and code highlighter, loads with the first reply
+    shown, not with every command (about 30 ms that a report or a listing never uses).
+    """
+    from rich.markdown import Markdown
+
+    return Markdown(text)
 
 
 class Elapsed:
@@ -57,7 +71,7 @@ class LiveReply:
         self.text = ""
         self.printed = 0
         self._live = Live(
-            Markdown(""),
+            markdown(""),
             console=console,
             refresh_per_second=8,
             transient=True,
@@ -73,10 +87,10 @@ class LiveReply:
             block = self.text[self.printed : cut]
             self.printed = cut
             # The tail first: printing redraws the live area, and must redraw the new tail.
-            self._live.update(Markdown(self.text[cut:]))
-            self._live.console.print(Group(Markdown(block), Text("")))
+            self._live.update(markdown(self.text[cut:]))
+            self._live.console.print(Group(markdown(block), Text("")))
             return
-        self._live.update(Markdown(self.text[self.printed :]))
+        self._live.update(markdown(self.text[self.printed :]))
 
     def discard(self, count: int) -> None:
         """Take back the last ``count`` characters (a failed attempt the retry sends again)."""
@@ -88,11 +102,11 @@ class LiveReply:
             )
             self.printed = keep
         self.text = self.text[:keep]
-        self._live.update(Markdown(self.text[self.printed :]))
+        self._live.update(markdown(self.text[self.printed :]))
 
     def close(self) -> None:
         """Stop the live tail and print it once, as the rest of the reply was."""
         self._live.stop()
         tail = self.text[self.printed :]
         if tail.strip():
-            self.console.print(Markdown(tail))
+            self.console.print(markdown(tail))

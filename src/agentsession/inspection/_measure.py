@@ -2,16 +2,20 @@
 
 Consecutive requests of an epoch carry the same message objects up to their last few, so the
 tokens of request N are those of request N-1 up to the first message that is not the very same
-object, plus a measurement of the rest. ``budget.measure`` counts each part on its own (its
-parts add up to its total), so the sum is exactly what measuring the whole request gives.
+object, plus a measurement of the messages after it. ``budget.measure`` counts each part on its
+own (its parts add up to its total), so the sum is exactly what measuring the whole request
+gives. The leading objects two requests share are found by comparing them in C.
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
+
 from ..budget import TokenCounter, measure
 from ..request import Request
 
-__all__ = ["RequestTokens", "cacheable", "measure_in_order"]
+__all__ = ["RequestTokens", "cacheable", "leading_same", "measure_in_order"]
 
 RequestTokens = list[int]
 """A request's tokens part by part, in ``measure``'s order: framing, sections, messages, tools."""
@@ -19,19 +23,31 @@ RequestTokens = list[int]
 
 def measure_in_order(requests: list[Request], counter: TokenCounter) -> list[RequestTokens]:
     """Each request's tokens by part, reusing the previous request's for a shared prefix."""
+    if not requests:
+        return []
+    kept = [0, *(_same_prefix(a, b) for a, b in itertools.pairwise(requests))]
+    # The messages after each shared prefix, measured together: a request without system part
+    # or tools measures its framing, then one part per message, each on its own.
+    new = [m for request, k in zip(requests, kept, strict=True) if k for m in request.messages[k:]]
+    counted = measure(Request((), tuple(new), ()), counter).contributors[1:]
+    tokens = iter([t for _, t in counted])
     out: list[RequestTokens] = []
-    previous: Request | None = None
-    for request in requests:
-        kept = _same_prefix(previous, request) if previous is not None else 0
-        if not kept:
+    for request, shared in zip(requests, kept, strict=True):
+        if not shared:
             out.append([t for _, t in measure(request, counter).contributors])
-        else:
-            rest = Request(request.system, request.messages[kept:], request.tools)
-            tail = [t for _, t in measure(rest, counter).contributors]
-            head = 1 + len(request.system)
-            out.append(out[-1][: head + kept] + tail[head:])
-        previous = request
+            continue
+        before = out[-1]
+        body = 1 + len(request.system) + shared
+        tools = len(before) - len(request.tools)
+        tail = [next(tokens) for _ in range(len(request.messages) - shared)]
+        out.append(before[:body] + tail + before[tools:])
     return out
+
+
+def leading_same(old: tuple[object, ...], new: tuple[object, ...]) -> int:
+    """How many leading elements of ``old`` and ``new`` are the very same objects."""
+    same = list(map(operator.is_, old, new))
+    return same.index(False) if False in same else len(same)
 
 
 def _same_prefix(previous: Request, current: Request) -> int:
@@ -41,12 +57,7 @@ def _same_prefix(previous: Request, current: Request) -> int:
     """
     if current.system != previous.system or current.tools != previous.tools:
         return 0
-    kept = 0
-    for old, new in zip(previous.messages, current.messages, strict=False):
-        if old is not new:
-            break
-        kept += 1
-    return kept
+    return leading_same(previous.messages, current.messages)
 
 
 def cacheable(previous: Request, current: Request, tokens: RequestTokens) -> int:
@@ -57,9 +68,10 @@ def cacheable(previous: Request, current: Request, tokens: RequestTokens) -> int
     shared = sum(tokens[body:])
     if previous.system != current.system:
         return shared
-    shared += sum(tokens[:head])
-    for i, (old, new) in enumerate(zip(previous.messages, current.messages, strict=False)):
-        if old is not new and old != new:
+    old, new = previous.messages, current.messages
+    equal = leading_same(old, new)
+    for a, b in zip(old[equal:], new[equal:], strict=False):
+        if a != b:  # equal values in new objects count as shared too
             break
-        shared += tokens[head + i]
-    return shared
+        equal += 1
+    return shared + sum(tokens[:head]) + sum(tokens[head : head + equal])

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codec import encode
+from ..codec import canonical_json, encode
 from ..hygiene import visible, visible_json, visible_line
+from ._measure import leading_same as _leading_same
 from .describe import EPOCH_REASONS, preview
 from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
@@ -50,6 +51,24 @@ class _Strings:
         return found
 
 
+class _Shown:
+    """Like ``_Strings`` for texts shown in a form of their own (cut, controls made visible).
+
+    A session repeats its titles and many of its texts: each distinct one is transformed once.
+    """
+
+    def __init__(self, strings: _Strings, form: Callable[[str], str]) -> None:
+        self._strings = strings
+        self._form = form
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = self._strings(self._form(text))
+        return found
+
+
 class _Values:
     """Distinct JSON values (messages, tools, system sections), keyed by their canonical text.
 
@@ -61,20 +80,29 @@ class _Values:
         self.items: list[Any] = []
         self._index: dict[str, int] = {}
         self._seen: dict[int, tuple[object, int]] = {}
+        self._lists: dict[int, tuple[object, list[int]]] = {}
 
     def add(self, value: object) -> int:
         seen = self._seen.get(id(value))
         if seen is not None and seen[0] is value:
             return seen[1]
-        plain = encode(value)
-        key = json.dumps(plain, sort_keys=True, ensure_ascii=False)
+        # The canonical text: a message's was made (and kept) when its request was proved.
+        key = canonical_json(value)
         found = self._index.get(key)
         if found is None:
             found = self._index[key] = len(self.items)
+            plain = encode(value)
             safe = _browser_safe(plain)
             self.items.append(plain if safe else json.dumps(plain, indent=2, ensure_ascii=False))
         self._seen[id(value)] = (value, found)
         return found
+
+    def refs(self, values: tuple[object, ...]) -> list[int]:
+        """The references of ``values`` (a request's system part or tools), kept per tuple."""
+        seen = self._lists.get(id(values))
+        if seen is None or seen[0] is not values:
+            seen = self._lists[id(values)] = (values, [self.add(v) for v in values])
+        return seen[1]
 
 
 def _browser_safe(value: Any) -> bool:
@@ -92,11 +120,13 @@ def _browser_safe(value: Any) -> bool:
 
 def _stamp(previous: str, stamp: str) -> str:
     """``stamp`` as "how many leading characters it shares with ``previous``|the rest"."""
-    shared = 0
-    for a, b in zip(previous, stamp, strict=False):
-        if a != b:
-            break
-        shared += 1
+    shared, high = 0, min(len(previous), len(stamp))
+    while shared < high:  # a binary search: each step compares two slices in C
+        middle = (shared + high + 1) // 2
+        if previous[:middle] == stamp[:middle]:
+            shared = middle
+        else:
+            high = middle - 1
     return f"{shared}|{stamp[shared:]}"
 
 
@@ -129,17 +159,13 @@ def _requests(
 ) -> list[list[Any]]:
     """One row per request: its figures, then its body as references into ``json``."""
     rows: list[list[Any]] = []
+    lines = _Shown(strings, visible_line)
     before: tuple[object, ...] = ()
     previous: list[int] = []
     for r in requests:
-        system = [values.add(section) for section in r.request.system]
-        tools = [values.add(tool) for tool in r.request.tools]
+        system, tools = values.refs(r.request.system), values.refs(r.request.tools)
         current = r.request.messages
-        kept = 0  # the same objects as the previous request's: nothing to look up
-        for old, new in zip(before, current, strict=False):
-            if old is not new:
-                break
-            kept += 1
+        kept = _leading_same(before, current)  # the same objects: nothing to look up
         messages = previous[:kept] + [values.add(message) for message in current[kept:]]
         for old_ref, new_ref in zip(previous[kept:], messages[kept:], strict=False):
             if old_ref != new_ref:
@@ -151,14 +177,14 @@ def _requests(
                 r.number,
                 r.turn,
                 r.step,
-                strings(visible_line(r.model)),
+                lines(r.model),
                 r.epoch,
                 r.tokens,
                 r.cacheable,
                 r.reported_input,
                 r.reported_cached,
-                strings(visible_line(r.cache)),
-                strings(visible_line(r.provider_cache)),
+                lines(r.cache),
+                lines(r.provider_cache),
                 strings(_usd(r.cost_usd)),
                 -1 if r.exact else strings(visible(r.mismatch)),
                 system,
@@ -192,27 +218,32 @@ def _turns(
 ) -> list[list[Any]]:
     """The timeline by turn: ``[number, head, items]``; an item is seq, kind, time, title, text."""
     info = {t.number: t for t in turns}
+    titles, texts = _Shown(strings, visible_line), _Shown(strings, _text)
     out: list[list[Any]] = []
+    shown: list[list[Any]] = []
     last = ""
+    number = None
     for item in items:
-        if not out or out[-1][0] != item.turn:
-            turn = info.get(item.turn)
+        if item.turn != number:
+            number = item.turn
+            turn = info.get(number)
             head: list[Any] = []
             if turn is not None:
-                outcome = strings(visible_line(turn.outcome))
+                outcome = titles(turn.outcome)
                 head = [turn.timestamp, outcome, turn.requests, turn.tool_calls]
-            out.append([item.turn, head, []])
-        text = _text(item.text)
-        out[-1][2].append(
+            shown = []
+            out.append([number, head, shown])
+        stamp = item.timestamp
+        shown.append(
             [
                 item.seq,
                 strings(item.kind),
-                _stamp(last, item.timestamp),
-                strings(visible_line(item.title)),
-                strings(text) if text else -1,
+                _stamp(last, stamp),
+                titles(item.title),
+                texts(item.text) if item.text else -1,
             ]
         )
-        last = item.timestamp
+        last = stamp
     return out
 
 

@@ -25,7 +25,7 @@ from ..budget import (
 from ..config import Config
 from ..errors import UsageError
 from ..ledger import CostSummary, charge_usd, charges_of, summarize
-from ..ledger.prices import price_for
+from ..ledger.prices import ModelPrice, price_for
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -302,24 +302,27 @@ def _timeline(records: Sequence[Record]) -> tuple[tuple[TimelineItem, ...], dict
 def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[TurnInfo, ...]:
     """Each user turn with its requests, tool calls and how it ended so far."""
     out: list[TurnInfo] = []
+    turn: TurnInfo | None = None
+    requests = calls = 0
+    outcome = ""
     for record in records:
         entry = record.entry
         if isinstance(entry, UserEntry):
+            if turn is not None:
+                out.append(replace(turn, requests=requests, tool_calls=calls, outcome=outcome))
             text = preview(text_of(entry.content), 200)
-            number = turns_of[record.seq]
-            out.append(TurnInfo(number, record.seq, entry.timestamp, text, 0, 0, "unfinished"))
+            turn = TurnInfo(turns_of[record.seq], record.seq, entry.timestamp, text, 0, 0, "")
+            requests, calls, outcome = 0, 0, "unfinished"
             continue
-        if not out:
+        if turn is None:
             continue
-        turn = out[-1]
         if entry.kind == "dispatch":
-            turn = replace(turn, requests=turn.requests + 1)
+            requests += 1
         if isinstance(entry, AssistantEntry):
-            turn = replace(turn, tool_calls=turn.tool_calls + len(entry.tool_calls))
-        outcome = _outcome(entry)
-        if outcome:
-            turn = replace(turn, outcome=outcome)
-        out[-1] = turn
+            calls += len(entry.tool_calls)
+        outcome = _outcome(entry) or outcome
+    if turn is not None:
+        out.append(replace(turn, requests=requests, tool_calls=calls, outcome=outcome))
     return tuple(out)
 
 
@@ -365,13 +368,17 @@ def _requests(
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
     measured = measure_in_order([item.request for item in rebuilt], counter)
+    prices: dict[str, ModelPrice | None] = {}  # per model: a session uses few
     for item, tokens in zip(rebuilt, measured, strict=True):
         shared = 0
         if previous is not None and previous.dispatch.model == item.dispatch.model:
             shared = cacheable(previous.request, item.request, tokens)
         answer = answers.get(item.seq)
         usage = answer.usage if answer is not None else None
-        price = price_for(item.dispatch.model, config.prices)
+        model = item.dispatch.model
+        if model not in prices:
+            prices[model] = price_for(model, config.prices)
+        price = prices[model]
         billed = charge_usd(usage, price)[0] if usage is not None and price else None
         out.append(
             RequestInfo(
