@@ -96,7 +96,11 @@ def _strings(value: tuple[Any, ...]) -> bool:
 
 
 def _plain_json(value: Any) -> str:
-    return json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+    return _CANONICAL_JSON.encode(encode(value))
+
+
+#: ``json.dumps(…, sort_keys=True, ensure_ascii=False)``, its encoder built once, not per call.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 @functools.cache
