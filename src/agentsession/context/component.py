@@ -70,6 +70,7 @@ class Absent:
 
 
 UNAVAILABLE: Final = Unavailable()
+_PLAIN: Final = frozenset({str, Rendered, Unavailable, Absent})
 ABSENT: Final = Absent()
 
 LoadResult: TypeAlias = Rendered | Unavailable | Absent
@@ -121,7 +122,9 @@ class ContextComponent:
         """
         try:
             value = self._load()
-            if inspect.isawaitable(value):
+            # Most loaders are plain functions: their values are answered without the
+            # awaitable check's abstract-class lookup.
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
             self.last_error = exc
