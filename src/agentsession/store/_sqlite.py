@@ -120,6 +120,12 @@ def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.C
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             _switch_to_wal(conn, busy_timeout)
         conn.execute("PRAGMA synchronous = FULL")
+        # Checkpoint at 256 pages (2 MiB), not SQLite's 1,000: the write-ahead log is then
+        # written over in place sooner. While it grows, each commit's fsync also journals the
+        # file's new size (measured: 75-90 µs more CPU per commit, five commits a turn), and a
+        # process starts with no log file, so at 1,000 pages each one paid that for its first
+        # ~40 turns. Checkpoints come four times as often; each copies the few pages changed.
+        conn.execute("PRAGMA wal_autocheckpoint = 256")
         conn.execute("PRAGMA foreign_keys = ON")
         if current < LATEST:
             _migrate(conn, path)
