@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentsession.engine._append import appends_soon
 from agentsession.engine.writer import LogWriter
 from agentsession.errors import StoreError
-from agentsession.log import AssistantEntry, UserEntry, now
+from agentsession.log import AssistantEntry, Record, UserEntry, now
 from agentsession.request import ToolCall
 from agentsession.store import SessionInfo, SQLiteStore
 from agentsession.store.base import Store
@@ -33,10 +34,35 @@ class PlainStore(SQLiteStore):
     fast_paths = frozenset({"read_now", "last_now"})
 
 
+class WatchedStore(SQLiteStore):
+    """A subclass that watches its writes: they must keep going through its ``append``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.appended = 0
+
+    async def append(self, session_id: str, expected_seq: int, entries: Any) -> list[Record]:
+        self.appended += 1
+        return await super().append(session_id, expected_seq, entries)
+
+
 def test_only_a_store_that_declares_it_hands_writes_over(tmp_path: Path) -> None:
     fast, plain = SQLiteStore(tmp_path / "a.db"), PlainStore(tmp_path / "b.db")
     assert appends_soon(fast) is fast
     assert appends_soon(plain) is None
+    assert appends_soon(WatchedStore(tmp_path / "c.db")) is None
+
+
+async def test_a_subclass_that_overrides_append_sees_every_write(tmp_path: Path) -> None:
+    store = WatchedStore(tmp_path / "s.db")
+    try:
+        await store.create_session(new_info("s"))
+        writer = LogWriter(store, "s", 0, [], [])
+        await writer.append([UserEntry("one")])
+        await writer.commit([AssistantEntry("two")])
+        assert store.appended == 2
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize("kind", [SQLiteStore, PlainStore])

@@ -35,5 +35,14 @@ class AppendsSoon(Protocol):
 
 
 def appends_soon(store: Store) -> AppendsSoon | None:
-    """``store`` as an ``AppendsSoon`` when it declares ``append_soon``; otherwise ``None``."""
-    return cast(AppendsSoon, store) if "append_soon" in fast_paths(store) else None
+    """``store`` as an ``AppendsSoon`` when it declares ``append_soon``; otherwise ``None``.
+
+    Not when a subclass overrides ``append`` below the class that defines ``append_soon``
+    (to watch or change writes): its own ``append`` is then what every write goes through.
+    """
+    if "append_soon" not in fast_paths(store):
+        return None
+    mro = type(store).__mro__
+    appends = next((i for i, c in enumerate(mro) if "append" in c.__dict__), len(mro))
+    soon = next((i for i, c in enumerate(mro) if "append_soon" in c.__dict__), len(mro))
+    return cast(AppendsSoon, store) if soon <= appends else None
