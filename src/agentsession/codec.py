@@ -64,6 +64,7 @@ def field_names(cls: type) -> tuple[str, ...] | None:
 
 
 _CANONICAL: IdentityMemo[str] = IdentityMemo()
+_SORTED = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # built once, not per value
 
 
 def canonical_json(value: Any) -> str:
@@ -96,7 +97,7 @@ def _strings(value: tuple[Any, ...]) -> bool:
 
 
 def _plain_json(value: Any) -> str:
-    return json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+    return _SORTED.encode(encode(value))  # json.dumps(…): the same options, one encoder
 
 
 @functools.cache

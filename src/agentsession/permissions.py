@@ -258,7 +258,9 @@ def decide(
             preset.name,
             tool.name,
         )
-    root = Path(os.path.realpath(project_dir))
+    # Only path arguments are resolved against the project's real path: a tool without any
+    # (most) skips resolving it, a walk of every folder above the project at each call.
+    root = Path(os.path.realpath(project_dir)) if tool.paths else Path(project_dir)
     reads = tool.effect == "read"
     targets = _targets(tool, arguments, root, tuple(readable) if reads else ())
     needs = _needs(tool, targets)

@@ -209,7 +209,10 @@ class _Tally:
 
 def _json(value: Any) -> str:
     # Compact and key-sorted: the form wire formats send, and the same text every time.
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _SORTED_COMPACT.encode(value)
+
+
+_SORTED_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def measure(request: Request, counter: TokenCounter) -> Measurement:

@@ -10,6 +10,7 @@ unavailable, so a broken source never breaks a session; the error is kept for di
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import logging
@@ -69,14 +70,20 @@ class Absent:
 
 
 UNAVAILABLE: Final = Unavailable()
+_PLAIN: Final = frozenset({str, Rendered, Unavailable, Absent})
 ABSENT: Final = Absent()
 
 LoadResult: TypeAlias = Rendered | Unavailable | Absent
 Loader: TypeAlias = Callable[[], LoadResult | str | Awaitable[LoadResult | str]]
 
 
+@functools.lru_cache(maxsize=256)
 def content_hash(text: str) -> str:
-    """The checkpoint hash of an update string."""
+    """The checkpoint hash of an update string.
+
+    Kept for the texts seen last: every boundary hashes each component's update text, which
+    is nearly always the one it hashed before.
+    """
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -115,7 +122,9 @@ class ContextComponent:
         """
         try:
             value = self._load()
-            if inspect.isawaitable(value):
+            # Most loaders are plain functions: their values are answered without the
+            # awaitable check's abstract-class lookup.
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
             self.last_error = exc

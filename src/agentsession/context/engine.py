@@ -52,7 +52,7 @@ def effective_state(
     """The epoch's baseline with every later admitted change applied, in order."""
     hashes = dict(epoch.checkpoint)
     state = {
-        key: ComponentState(text, hashes.get(key, content_hash(text)))
+        key: ComponentState(text, hashes[key] if key in hashes else content_hash(text))
         for key, text in epoch.baseline
     }
     for message in messages:

@@ -33,7 +33,7 @@ from ..boundary import (
 )
 from ..budget import measure, total_tokens
 from ..compaction import CompactionPlan, compaction_entries, plan_compaction, summary_request
-from ..context.component import LoadResult
+from ..context.component import ContextComponent, LoadResult
 from ..context.engine import effective_state, fresh_baseline
 from ..errors import (
     AgentSessionError,
@@ -124,9 +124,11 @@ class Admitter:
     async def admit(self, promoted: Sequence[LogEntry], step: int, model: Model) -> Admission:
         """The admission of the next request, compacting first when it is too big."""
         config = self.deps.config
-        samples = await self.sample()
+        # The components sampled are the ones the boundary reads (listed once, not twice).
+        components = self.parts.components()
+        samples = {c.key: await c.sample() for c in components}
         view = await self.writer.epoch_view()
-        admission = self._checked(view, promoted, samples, model, step)
+        admission = self._checked(view, promoted, samples, model, step, components)
         if isinstance(admission, Rejection):
             rejected = admission.error
             omissions = self._oversized(admission.request, model)
@@ -351,6 +353,7 @@ class Admitter:
         samples: Samples,
         model: Model,
         step: int,
+        components: list[ContextComponent] | None = None,
     ) -> Admission | Rejection:
         """The admission of ``promoted``, or the request the budget rejected and why."""
         users = [e for e in promoted if isinstance(e, UserEntry)]
@@ -362,7 +365,7 @@ class Admitter:
             epoch=view.epoch,
             next_seq=self.writer.next_seq,
             promoted=promoted,
-            components=self.parts.components(),
+            components=self.parts.components() if components is None else components,
             samples=samples,
             tools=[t.spec for t in toolbox.offered()],
             config=self.deps.config,

@@ -72,6 +72,11 @@ class LeaseKeeper:
         self._until = 0.0  # monotonic time the lease is known to run until
 
     @property
+    def ttl(self) -> float:
+        """Seconds the lease lasts after it was taken or last renewed."""
+        return self._ttl
+
+    @property
     def held(self) -> bool:
         """Whether this object believes it holds the lease right now."""
         return time.monotonic() < self._until
@@ -100,35 +105,63 @@ class LeaseKeeper:
 
     @contextlib.asynccontextmanager
     async def renewing(self) -> AsyncIterator[None]:
-        """Keep the lease fresh while the block runs (a turn can outlast one lease)."""
-        stop = asyncio.Event()
-        task = asyncio.create_task(self._renew_forever(stop))
+        """Keep the lease fresh while the block runs (a turn can outlast one lease).
+
+        A timer, not a task waiting on an event: a turn is usually over long before the first
+        renewal is due, and a task started and cancelled per turn cost several event-loop
+        rounds each time. A renewal runs as a task of its own only once it is due.
+        """
+        renewal = _Renewal(self)
         try:
             yield
         finally:
-            # The flag as well as the cancel: a driver may swallow a cancellation that lands
-            # while it waits for a pooled connection (asyncio.wait_for before Python 3.12), and
-            # the renewal must still end rather than keep the lease, and this block, forever.
-            stop.set()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await renewal.stop()
 
-    async def _renew_forever(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._ttl / 3)
-            if stop.is_set():
-                return
-            started = time.monotonic()
-            if await self._store.renew_lease(self._session_id, self.owner, self._ttl):
-                self._until = started + self._ttl
-            else:
-                self._until = 0.0
-                return
+    async def renew(self) -> bool:
+        """Extend the lease now; ``False`` (and it is no longer believed held) if it was lost."""
+        started = time.monotonic()
+        if await self._store.renew_lease(self._session_id, self.owner, self._ttl):
+            self._until = started + self._ttl
+            return True
+        self._until = 0.0
+        return False
 
     async def release(self) -> None:
         """Give the lease up (nothing happens when it is not ours)."""
         if self._until:
             self._until = 0.0
             await self._store.release_lease(self._session_id, self.owner)
+
+
+class _Renewal:
+    """The renewals of one ``renewing`` block: every third of the lease's life until stopped."""
+
+    def __init__(self, keeper: LeaseKeeper) -> None:
+        self._keeper = keeper
+        self._loop = asyncio.get_running_loop()
+        self._stopped = False
+        self._task: asyncio.Task[None] | None = None
+        self._timer = self._loop.call_later(keeper.ttl / 3, self._due)
+
+    def _due(self) -> None:
+        if not self._stopped:
+            self._task = self._loop.create_task(self._renew())
+
+    async def _renew(self) -> None:
+        if await self._keeper.renew() and not self._stopped:
+            self._timer = self._loop.call_later(self._keeper.ttl / 3, self._due)
+
+    async def stop(self) -> None:
+        """No renewal after this; one under way is cancelled and waited for.
+
+        The flag as well as the cancel: a driver may swallow a cancellation that lands while it
+        waits for a pooled connection (``asyncio.wait_for`` before Python 3.12), and the renewal
+        must still end rather than keep the lease, and the block, forever.
+        """
+        self._stopped = True
+        self._timer.cancel()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

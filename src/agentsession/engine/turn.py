@@ -44,7 +44,6 @@ from ..log import (
     Dispatch,
     LogEntry,
     ProviderFailed,
-    Record,
     ToolResultEntry,
     now,
 )
@@ -367,7 +366,13 @@ class Turn:
         if not message.tool_calls:
             return set()  # an answer without calls has no id to check
         view = await self.writer.epoch_view()
-        return {c.id for r in view.records for c in _calls(r)} | self.parts.gate.known_call_ids()
+        used = {
+            c.id
+            for r in view.records
+            if type(r.entry) is AssistantEntry  # one check per record, no call
+            for c in r.entry.tool_calls
+        }
+        return used | self.parts.gate.known_call_ids()
 
 
 CUT_BY_LIMIT = (
@@ -398,11 +403,6 @@ def refused_calls(done: ModelDone, message: AssistantMessage) -> dict[str, str]:
 def _emptied(message: AssistantMessage, refused: dict[str, str]) -> list[ToolCall]:
     """The calls with refused ones' arguments emptied: a fragment's guess is never kept."""
     return [replace(c, arguments={}) if c.id in refused else c for c in message.tool_calls]
-
-
-def _calls(record: Record) -> Sequence[ToolCall]:
-    entry = record.entry
-    return entry.tool_calls if isinstance(entry, AssistantEntry) else ()
 
 
 def _add(a: Usage, b: Usage) -> Usage:

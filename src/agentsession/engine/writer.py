@@ -44,6 +44,7 @@ from ..projection import VIEW_KINDS, to_message
 from ..request import Message
 from ..store.base import Store, finds_now
 from ..transcript import Transcript
+from ._append import appends_soon
 from .epoch_view import (
     CachedView,
     EpochView,
@@ -73,6 +74,7 @@ class LogWriter:
     ) -> None:
         """``checkpoints``: the stored ones, or how to read them when they are first asked for."""
         self._store = store
+        self._soon = appends_soon(store)
         self._session_id = session_id
         self._next_seq = next_seq
         self._transcript = (
@@ -140,10 +142,13 @@ class LogWriter:
         Cancelling the caller does not cancel the write: it finishes in the background and the
         next ``resync`` takes its outcome, so a write that committed is never lost or repeated.
         """
-        await self.settle()
-        write = asyncio.ensure_future(
-            self._store.append(self._session_id, self._next_seq, list(entries))
-        )
+        if self._inflight is not None or self._unsure:
+            await self.settle()
+        try:
+            write = self._write(list(entries))
+        except StoreError:
+            self._unsure = True  # as when the write's own task fails: re-read before writing
+            raise
         self._inflight = write
         try:
             records = await asyncio.shield(write)
@@ -159,6 +164,12 @@ class LogWriter:
         self._inflight = None
         self._take(records)
         return records
+
+    def _write(self, entries: list[LogEntry]) -> asyncio.Future[list[Record]]:
+        """The write of ``entries`` at ``next_seq``, going on whether or not it is awaited."""
+        if self._soon is not None:  # handed over at once: no task to run the coroutine
+            return self._soon.append_soon(self._session_id, self._next_seq, entries)
+        return asyncio.ensure_future(self._store.append(self._session_id, self._next_seq, entries))
 
     async def settle_inflight(self) -> None:
         """Wait for a write whose caller was cancelled and take what it committed."""

@@ -19,11 +19,20 @@ from typing import Any
 from urllib.parse import quote
 
 from .._files import create_private, private_folder
-from ..errors import StoreError
+from ..errors import SessionNotFoundError, StoreError
 from ..log import now
-from ._sql import INSERT_TEXT, SCAN_RANGE, SELECT_TEXTS, session_row
-from ._sqlite_sql import INSERT_SESSION, NEWEST_OF_KIND, READ_ENTRIES, READ_KIND, coded
-from .base import Batch, SessionInfo, exists, refs_of
+from ._sql import INSERT_TEXT, SCAN_RANGE, SELECT_TEXTS, UPDATE_AFTER_APPEND, session_row
+from ._sqlite_sql import (
+    INSERT_ENTRY,
+    INSERT_SESSION,
+    KEY_AND_SESSION,
+    NEWEST_OF_KIND,
+    READ_ENTRIES,
+    READ_KIND,
+    coded,
+    entry_rows,
+)
+from .base import Batch, SessionInfo, conflict, exists, info_from_row, refs_of
 from .migrations import (
     LATEST,
     MIGRATIONS,
@@ -34,6 +43,7 @@ from .migrations import (
 
 __all__ = [
     "TAKE_LEASE",
+    "append_batch",
     "default_path",
     "insert_session",
     "keep_texts",
@@ -110,6 +120,12 @@ def open_database(path: Path, busy_timeout: float, read_only: bool) -> sqlite3.C
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             _switch_to_wal(conn, busy_timeout)
         conn.execute("PRAGMA synchronous = FULL")
+        # Checkpoint at 256 pages (2 MiB), not SQLite's 1,000: the write-ahead log is then
+        # written over in place sooner. While it grows, each commit's fsync also journals the
+        # file's new size (measured: 75-90 µs more CPU per commit, five commits a turn), and a
+        # process starts with no log file, so at 1,000 pages each one paid that for its first
+        # ~40 turns. Checkpoints come four times as often; each copies the few pages changed.
+        conn.execute("PRAGMA wal_autocheckpoint = 256")
         conn.execute("PRAGMA foreign_keys = ON")
         if current < LATEST:
             _migrate(conn, path)
@@ -248,6 +264,32 @@ def insert_session(
         conn.execute(INSERT_SESSION, session_row(info, next_seq, batch))
     except sqlite3.IntegrityError as exc:
         raise exists(info.id) from exc
+
+
+def append_batch(
+    conn: sqlite3.Connection, session_id: str, expected_seq: int, batch: Batch
+) -> None:
+    """Write ``batch`` at ``expected_seq`` in one transaction (``SQLiteStore.append``'s work).
+
+    The write lock is taken before the log's next seq is read: ``ConflictError`` with nothing
+    written when it is not ``expected_seq``.
+    """
+    with writing(conn):
+        found = conn.execute(KEY_AND_SESSION, (session_id,)).fetchone()
+        if found is None:
+            raise SessionNotFoundError(session_id)
+        key, next_seq = found[0], info_from_row(found[1:]).next_seq
+        if next_seq != expected_seq:
+            raise conflict(session_id, next_seq, expected_seq)
+        if not batch.rows:
+            return
+        stamp = now()
+        conn.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, batch.rows))
+        keep_texts(conn, session_id, batch.texts)
+        end = expected_seq + len(batch.rows)
+        conn.execute(
+            UPDATE_AFTER_APPEND, (end, stamp, batch.messages, batch.last_model, session_id)
+        )
 
 
 def keep_texts(conn: sqlite3.Connection, session_id: str, texts: dict[str, str]) -> None:

@@ -88,11 +88,19 @@ class Worker:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the thread; after ``finish``, the ``finished()`` error instead."""
+        return await self.submit(fn, *args)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Hand ``fn(*args)`` over now; the future settles with its outcome (from a running loop).
+
+        The call runs even if nobody awaits the future; a caller that must learn the outcome
+        after being cancelled awaits it through ``asyncio.shield`` (a cancelled future drops it).
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         if not self._hand_over((loop, future, fn, args), last=False):
             raise self._finished_error()
-        return await future
+        return future
 
     async def finish(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` as the last call, then end the thread (idempotent: later calls do nothing)."""

@@ -21,6 +21,7 @@ cancelled; the caller re-reads the log's end before writing again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
@@ -32,7 +33,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from ..errors import SessionNotFoundError, StoreError
-from ..log import LogEntry, Record, now
+from ..log import LogEntry, Record
 from ._sql import (
     COPY_TEXTS,
     LEASE_OF,
@@ -41,10 +42,10 @@ from ._sql import (
     SESSION_EXISTS,
     SET_COUNTERS,
     SET_TITLE,
-    UPDATE_AFTER_APPEND,
 )
 from ._sqlite import (
     TAKE_LEASE,
+    append_batch,
     default_path,
     insert_session,
     keep_texts,
@@ -79,7 +80,6 @@ from .base import (
     check_fork,
     check_info,
     check_lease,
-    conflict,
     decode_row,
     encode_batch,
     info_from_row,
@@ -104,7 +104,7 @@ class SQLiteStore(ViewRead):
     (or use ``async with``) when done.
     """
 
-    fast_paths = frozenset({"read_now", "last_now", "read_view"})  # see ReadsNow, ViewRead
+    fast_paths = frozenset({"read_now", "last_now", "read_view", "append_soon"})  # ReadsNow…
 
     def __init__(
         self,
@@ -246,37 +246,28 @@ class SQLiteStore(ViewRead):
         ``SessionNotFoundError`` for an unknown session, ``StoreError`` when the database
         refuses the write; in every failure case no entry of the batch is stored.
         """
+        return await self.append_soon(session_id, expected_seq, entries)
+
+    def append_soon(
+        self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
+    ) -> asyncio.Future[list[Record]]:
+        """``append`` handed to the connection's thread now; the future settles with its outcome.
+
+        A batch that cannot be encoded raises here, before anything is handed over. The write
+        runs to its end whether or not the future is awaited (see ``AppendsSoon``).
+        """
         entries = list(entries)
         # Encode before taking the lock: a bad entry fails here, and the write lock is held
         # only for the inserts themselves.
         batch = encode_batch(entries)
 
-        def op(conn: sqlite3.Connection) -> None:
-            with writing(conn):
-                found = conn.execute(KEY_AND_SESSION, (session_id,)).fetchone()
-                if found is None:
-                    raise SessionNotFoundError(session_id)
-                key, next_seq = found[0], info_from_row(found[1:]).next_seq
-                if next_seq != expected_seq:
-                    raise conflict(session_id, next_seq, expected_seq)
-                if not batch.rows:
-                    return
-                stamp = now()
-                conn.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, batch.rows))
-                keep_texts(conn, session_id, batch.texts)
-                conn.execute(
-                    UPDATE_AFTER_APPEND,
-                    (
-                        expected_seq + len(batch.rows),
-                        stamp,
-                        batch.messages,
-                        batch.last_model,
-                        session_id,
-                    ),
-                )
+        def op(conn: sqlite3.Connection) -> list[Record]:
+            append_batch(conn, session_id, expected_seq, batch)
+            return [Record(expected_seq + i, entry) for i, entry in enumerate(entries)]
 
-        await self._run(f"append to session {session_id!r}", op, session_id)
-        return [Record(expected_seq + i, entry) for i, entry in enumerate(entries)]
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)  # no session can have that id
+        return self._worker.submit(self._call, f"append to session {session_id!r}", op)
 
     async def read(
         self,

@@ -33,7 +33,7 @@ from ..log import (
     now,
 )
 from ..request import ToolCall
-from ..store.base import SessionInfo, Store, finds_now, reads_now
+from ..store.base import SessionInfo, Store, fast_paths, finds_now, reads_now
 
 __all__ = ["StoreContract"]
 
@@ -248,6 +248,11 @@ class StoreContract:
         finder = finds_now(store)
         if finder is not None:
             assert finder.last_now("a", ["assistant"]) == await store.last("a", ["assistant"])
+        if "append_soon" in fast_paths(store):  # a write handed over at once, as a future
+            soon: Any = store
+            written = await soon.append_soon("a", 3, [UserEntry("w")])
+            assert written == (await store.read("a", 3)) and [r.seq for r in written] == [3]
+            await _raises(ConflictError, soon.append_soon("a", 3, [UserEntry("again")]))
 
     @_check
     async def test_a_closed_store_refuses_calls(self, store: Store) -> None:
