@@ -183,8 +183,11 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (``agentsession --help``)."""
-    from .invocation import version
+    """The argument parser (``agentsession --help``).
+
+    It names every command without importing what runs one (``commandtable``).
+    """
+    from .. import __version__
 
     parser = _Parser(
         prog="agentsession",
@@ -193,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=examples(None),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"agentsession {version()}")
+    parser.add_argument("--version", action="version", version=f"agentsession {__version__}")
     _add_common(parser, False)
     parser.add_argument(
         "--trust", action="store_true", help="trust this project's .mcp.json (run, chat, retry)"
@@ -343,12 +346,12 @@ def _add_management(command: Callable[..., argparse.ArgumentParser]) -> None:
 
 
 async def _main(args: argparse.Namespace, held: list[object]) -> int:
-    from .commands import COMMANDS
+    from .commandtable import implementation
     from .invocation import Invocation, make_output
 
     invocation = Invocation(args, make_output(args))
     held.append(invocation)
-    return await COMMANDS[args.command](invocation)
+    return await implementation(args.command)(invocation)
 
 
 def _fail(args: argparse.Namespace, message: str, exc: BaseException | None = None) -> None:
@@ -356,7 +359,7 @@ def _fail(args: argparse.Namespace, message: str, exc: BaseException | None = No
     message = " ".join(line.strip() for line in message.splitlines() if line.strip())
     message = visible_line(message)  # it may quote an id, a title or a server's words
     if getattr(args, "json", False):
-        from .console import JsonOutput, error_fields
+        from .output import JsonOutput, error_fields
 
         JsonOutput().emit("error", message=message, **error_fields(exc))
     print(f"error: {message}", file=sys.stderr)

@@ -28,7 +28,7 @@ from ..events import ApprovalNeeded, ApprovalRequest
 from ..hygiene import visible
 from ..inspection.toolview import command_prefix
 from ..session import Session
-from .console import JsonOutput, Output, short
+from .output import JsonOutput, Output, short
 
 __all__ = [
     "APPROVE_ALL",

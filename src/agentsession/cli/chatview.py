@@ -28,7 +28,7 @@ from ..log import (
 from ..request import Message, UserMessage, text_of
 from ..session import Session
 from ..store.base import Store
-from .console import Output, short
+from .output import Output, short
 
 __all__ = ["COMMAND_NAMES", "HELP", "MARKS", "EpochWatch", "banner", "outcome_marks", "recap"]
 

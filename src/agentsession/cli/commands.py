@@ -6,14 +6,13 @@ and answer the calls the preset asks about through one ``Approver``: ``--yes`` a
 terminal asks, and otherwise nobody can be asked and the call is denied. ``run`` answers calls
 an earlier run left waiting before its prompt, then sets ``--preset`` (a preset cannot change
 while a call waits). The inspection commands (``context``, ``request``, ``report``) are in
-``inspecting``, session management and ``skills`` in ``manage``, ``cost`` in ``cost``; the
-``COMMANDS`` table here gathers every command of the command line.
+``inspecting``, session management and ``skills`` in ``manage``, ``cost`` in ``cost``;
+``commandtable`` names the module of every command, loaded when it runs.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -29,19 +28,14 @@ from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .chatview import outcome_marks
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
-from .cost import COST_COMMANDS
-from .inspecting import context, report, request
 from .invocation import (
     Invocation,
     history_path,
     message_counts,
 )
-from .manage import MANAGEMENT
-from .overview import info, models
 from .screens import print_sessions
-from .serve import serve
 
-__all__ = ["COMMANDS", "prompt_text"]
+__all__ = ["chat_command", "prompt_text", "retry", "run", "sessions", "show"]
 
 
 def prompt_text(words: list[str]) -> str:
@@ -276,20 +270,3 @@ async def show(inv: Invocation) -> int:
         return 0
     finally:
         await store.close()
-
-
-COMMANDS: dict[str, Callable[[Invocation], Awaitable[int]]] = {
-    "run": run,
-    "chat": chat_command,
-    "retry": retry,
-    "sessions": sessions,
-    "show": show,
-    "context": context,
-    "request": request,
-    "report": report,
-    "models": models,
-    "info": info,
-    **MANAGEMENT,
-    **COST_COMMANDS,
-    "serve": serve,
-}

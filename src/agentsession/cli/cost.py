@@ -13,8 +13,8 @@ from ..hygiene import visible_line
 from ..ledger import LEDGER_KINDS, CostSummary, Ledger, cost_fields, cost_lines, summarize
 from ..store.base import Store
 from .addressing import find_session
-from .console import JsonOutput
 from .invocation import Invocation
+from .output import JsonOutput
 
 __all__ = ["COST_COMMANDS", "stored_cost"]
 

@@ -34,9 +34,8 @@ from ..request import Request
 from ..runtime import Runtime
 from ..session import Session
 from ..store.base import Store
-from .console import JsonOutput, RichOutput
 from .invocation import Invocation, version
-from .screens import print_context
+from .output import JsonOutput
 
 __all__ = ["context", "report", "report_name", "request"]
 
@@ -107,6 +106,10 @@ async def context(inv: Invocation) -> int:
         if isinstance(inv.output, JsonOutput):
             inv.output.emit("context", **encode(view))
         else:
+            # Here, not at the top: ``report`` never loads rich.
+            from .console import RichOutput
+            from .screens import print_context
+
             rich = isinstance(inv.output, RichOutput)
             print_context(view, heading, full=inv.args.full, rich=rich)
         return 0

@@ -28,14 +28,12 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-import platformdirs
-
 from ..config import Config
 from ..context.engine import effective_state
 from ..errors import UnknownModelError, UsageError
 from ..inspection.views import last_model
 from ..log import ContextEpoch, MidConversationSystemMessage
-from ..mcp import MCPServer, load_mcp_config, merge_servers
+from ..mcp import MCPServer
 from ..permissions import preset_table
 from ..providers.base import Model
 from ..runtime import Runtime
@@ -43,11 +41,9 @@ from ..session import Session
 from ..store.base import Store
 from ..store.sqlite import SQLiteStore, default_path
 from ..tools import Tool
-from ..tools.builtin import builtin_tools
 from .addressing import find_session, newest_here, pick_session
-from .console import JsonOutput, Output, PlainOutput, QuietOutput, RichOutput
 from .modelchoice import DEMO_MODEL, ModelChoice
-from .trust import project_servers_for
+from .output import JsonOutput, Output, PlainOutput, QuietOutput
 from .userconfig import load_config
 
 __all__ = [
@@ -91,6 +87,8 @@ def version() -> str:
 
 def history_path() -> Path:
     """Where ``chat`` keeps its prompt history (the user data dir)."""
+    import platformdirs  # here: only chat and info need it
+
     return Path(platformdirs.user_data_dir("agentsession")) / "chat_history"
 
 
@@ -102,6 +100,8 @@ def make_output(args: argparse.Namespace) -> Output:
         return QuietOutput()
     # The tools of run and chat work in the current folder: a write is shown as a diff against it.
     if sys.stdout.isatty():
+        from .console import RichOutput  # rich loads only for a terminal
+
         return RichOutput(project=Path.cwd(), verbose=bool(getattr(args, "verbose", False)))
     return PlainOutput(project=Path.cwd())
 
@@ -143,6 +143,8 @@ def tools_for(spec: str) -> list[Tool]:
         from ..demo import demo_tools
 
         return demo_tools()
+    from ..tools.builtin import builtin_tools
+
     return builtin_tools()
 
 
@@ -220,6 +222,10 @@ class Invocation:
     def mcp_servers(self) -> list[MCPServer]:
         """The servers of ``--mcp-config``, then a trusted project's (asked once), read once."""
         if self._servers is None:
+            # Here: a command that only reads never reads a project's MCP configuration.
+            from ..mcp import load_mcp_config, merge_servers
+            from .trust import project_servers_for
+
             path = getattr(self.args, "mcp_config", None)
             given = load_mcp_config(path) if path else []
             self._servers = merge_servers(given, project_servers_for(self.args, Path.cwd()))

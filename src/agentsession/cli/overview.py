@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ..hygiene import visible_line
 from ..store.sqlite import default_path
-from .console import JsonOutput
 from .invocation import (
     Invocation,
     history_path,
@@ -24,6 +23,7 @@ from .invocation import (
     version,
 )
 from .modelchoice import DEMO_MODEL
+from .output import JsonOutput
 
 __all__ = ["info", "models"]
 

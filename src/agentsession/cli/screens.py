@@ -19,7 +19,7 @@ from ..inspection.annotate import ContextView, Part
 from ..inspection.describe import EPOCH_REASONS
 from ..skills import SkillDiagnostic, SkillSet
 from ..store.base import SessionInfo
-from .console import short
+from .output import short
 
 __all__ = ["SessionRow", "print_context", "print_sessions", "print_skills"]
 

@@ -102,8 +102,8 @@ def worker_app() -> Any:
     worker builds its own runtime and closes it when the app shuts down.
     """
     from ..server import create_app
-    from .console import QuietOutput
     from .invocation import Invocation
+    from .output import QuietOutput
 
     conf = json.loads(os.environ[_WORKER_ENV])
     args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)

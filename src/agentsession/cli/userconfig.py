@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,6 +164,8 @@ def load_config(path: Path | None = None) -> UserConfig:
         return UserConfig(path)
     except OSError as exc:
         raise _fail(path, exc.strerror or str(exc)) from exc
+    import tomllib  # here: without a configuration file nothing is parsed
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -1,0 +1,117 @@
+"""The command line loads what the command it runs needs, and nothing of the others.
+
+The parser names every command, its help and its arguments without importing the module that
+does the command's work (``commandtable``); ``report`` writes its file without ``rich`` or
+``prompt_toolkit``; the help of every command still names everything it accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentsession.cli.app import build_parser, main
+from agentsession.cli.commandtable import IMPLEMENTATIONS, implementation
+from agentsession.cli.examples import examples
+
+from .cli_helpers import TIMEOUT, cli, session_id_of
+
+DISPLAY = ("rich", "prompt_toolkit")
+OTHER_COMMANDS = (
+    "agentsession.cli.commands",
+    "agentsession.cli.chat",
+    "agentsession.cli.console",
+    "agentsession.cli.manage",
+    "agentsession.cli.screens",
+)
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_every_command_of_the_parser_has_an_implementation() -> None:
+    names = subparsers()
+    assert sorted(names) == sorted(IMPLEMENTATIONS)
+    for name in names:
+        found = implementation(name)
+        assert inspect.iscoroutinefunction(found), name
+        assert found.__module__ == f"agentsession.cli.{IMPLEMENTATIONS[name][0]}"
+
+
+def test_an_unknown_command_has_no_implementation() -> None:
+    with pytest.raises(KeyError):
+        implementation("bogus")
+
+
+@pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))
+def test_every_commands_help_names_its_arguments(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sub = subparsers()[name]
+    with pytest.raises(SystemExit) as exited:
+        main([name, "--help"])
+    assert exited.value.code == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"usage: agentsession {name} ")
+    assert sub.description is not None and sub.description in shown
+    assert examples(name).strip() in shown
+    for action in sub._actions:
+        if action.option_strings:
+            for option in action.option_strings:
+                assert option in shown, (name, option)
+        else:
+            assert str(action.metavar) in shown, (name, action.metavar)
+
+
+def loaded_by(cwd: Path, *argv: str) -> list[str]:
+    """Run ``agentsession ARGV`` in a new process; the display and command modules it loaded."""
+    script = (
+        "import json, sys\n"
+        "from agentsession.cli import main\n"
+        "try:\n"
+        f"    main({list(argv)!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"watched = {[*DISPLAY, *OTHER_COMMANDS]!r}\n"
+        "found = sorted(m for m in sys.modules if any(m == w or m.startswith(w + '.')"
+        " for w in watched))\n"
+        "sys.stdout.write('\\n' + json.dumps(found) + '\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+def test_help_and_version_load_no_command(tmp_path: Path) -> None:
+    assert loaded_by(tmp_path, "--help") == []
+    assert loaded_by(tmp_path, "report", "--help") == []
+    assert loaded_by(tmp_path, "--version") == []
+
+
+def test_a_report_loads_no_display_and_no_other_command(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    made = cli(tmp_path, "--db", str(db), "run", "one two three")
+    assert made.code == 0, made.err
+    session_id = session_id_of(made)
+    target = tmp_path / "r.html"
+    assert loaded_by(tmp_path, "--db", str(db), "report", session_id, "-o", str(target)) == []
+    assert session_id in target.read_text(encoding="utf-8")
+    # The commands that show a session on a terminal still load their display.
+    assert "agentsession.cli.commands" in loaded_by(tmp_path, "--db", str(db), "sessions")
