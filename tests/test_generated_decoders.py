@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession.codec import DecodeError, decode, encode
+from agentsession.codec import DecodeError, _Mismatch, _plain_init, decode, encode
 from agentsession.log import LogEntry
-from agentsession.log._decode import decode_entry
+from agentsession.log._decode import COMPILE_AFTER, _generated, decode_entry
 from agentsession.request import ToolCall
 
 from .store.strategies import ENTRY_STRATEGIES
@@ -102,3 +102,48 @@ def test_a_tool_calls_arguments_meet_the_same_fate_in_both_decoders(
         assert generated == _outcome(decode, ToolCall, payload)
         if generated[0] == "decoded":
             assert generated[1][1].arguments is not value  # a copy, as the codec gives
+
+
+def _tier_outcome(decoder: Any, payload: Any) -> tuple[str, Any]:
+    try:
+        value = decoder(payload)
+    except _Mismatch:
+        return "mismatch", None
+    return "decoded", (type(value), value, list(vars(value)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(entry=st.one_of(*ENTRY_STRATEGIES.values()), data=st.data(), damage=st.booleans())
+def test_the_walking_and_the_compiled_decoder_agree(
+    entry: LogEntry, data: st.DataObject, damage: bool
+) -> None:
+    # A type's decoder walks its field table for its first payloads, then compiles itself:
+    # both must give the same value (fields in the same order) or both give way to the codec.
+    cls = type(entry)
+    payload = encode(entry)
+    if damage:
+        payload = _damaged(payload, data)
+    if not _plain_init(cls):
+        return
+    walking: Any = _generated(cls, limit=10**9)
+    compiled: Any = _generated(cls, limit=0)
+    assert walking.__code__ is not compiled.__code__
+    outcome = _tier_outcome(walking, payload)
+    assert outcome == _tier_outcome(compiled, payload)
+    if not damage:
+        assert outcome == ("decoded", (cls, entry, list(vars(entry))))
+
+
+def test_a_decoder_compiles_its_straight_line_code_into_itself_after_its_first_payloads() -> None:
+    payload = {"name": "f", "arguments": {"a": 1}, "id": "c1", "kind": "tool_call"}
+    decoder: Any = _generated(ToolCall)
+    walking = decoder.__code__
+    for _ in range(COMPILE_AFTER - 1):
+        assert decoder(payload) == ToolCall("f", {"a": 1}, "c1")
+    assert decoder.__code__ is walking
+    assert decoder(payload) == ToolCall("f", {"a": 1}, "c1")
+    straight = decoder.__code__
+    assert straight is not walking
+    assert "v0" in straight.co_varnames  # the field-by-field code, in the same function
+    assert decoder({**payload, "id": "c2"}) == ToolCall("f", {"a": 1}, "c2")
+    assert decoder.__code__ is straight
