@@ -53,7 +53,7 @@ from .providers.base import Model
 from .session import Session
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
-from .store.base import SessionInfo, Store, reads_now
+from .store.base import SessionInfo, Store, counts_held, reads_now
 from .sync import run_sync
 from .tools import Tool
 from .tools.sandbox import resolve_sandbox
@@ -365,11 +365,15 @@ async def _history(
             found = reader.read_now(info.id, 0, end, ["system_prompt_checkpoint"])
             return [r.entry for r in found if isinstance(r.entry, SystemPromptCheckpoint)]
 
+        # A count the store already holds (a reopen's snapshot) is taken now: counting later
+        # would start a worker thread for an answer that needs no I/O.
+        held = counts_held(store)
         transcript = Transcript(
             stored=info.message_count,
             end_seq=end,
             reader=page,
             users=lambda: reader.count_now(info.id, ["user"], end),
+            counted=None if held is None else held.count_held(info.id, ["user"], end),
         )
         return transcript, checkpoints
     kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
