@@ -38,14 +38,12 @@ from ..log.stored import quick_entry
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
-    "CountsHeld",
     "FastPath",
     "FindsNow",
     "Lease",
     "ReadsNow",
     "SessionInfo",
     "Store",
-    "counts_held",
     "fast_paths",
     "finds_now",
     "reads_now",
@@ -231,23 +229,6 @@ def reads_now(store: Store) -> ReadsNow | None:
 def finds_now(store: Store) -> FindsNow | None:
     """``store`` as a ``FindsNow`` when it declares ``read_now`` and ``last_now``."""
     return cast(FindsNow, store) if {"read_now", "last_now"} <= fast_paths(store) else None
-
-
-class CountsHeld(Protocol):
-    """A store that may already hold a count in memory (fast path ``count_held``).
-
-    A reopen asks it for the user-turn count on the event loop's thread: no worker thread is
-    started for an answer that needs no I/O.
-    """
-
-    def count_held(self, session_id: str, kinds: Sequence[str], end: int) -> int | None:
-        """``count_now``'s answer when it needs no I/O (never blocks); ``None`` otherwise."""
-        ...
-
-
-def counts_held(store: Store) -> CountsHeld | None:
-    """``store`` as a ``CountsHeld`` when it declares ``count_held``; otherwise ``None``."""
-    return cast(CountsHeld, store) if "count_held" in fast_paths(store) else None
 
 
 # -- shared by every store -----------------------------------------------------------------
