@@ -8,14 +8,16 @@ down) must meet the same fate in both: the same value, or the same ``DecodeError
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession.codec import DecodeError, decode, encode
+from agentsession.codec import DecodeError, _Mismatch, _plain_init, decode, encode
 from agentsession.log import LogEntry
-from agentsession.log._decode import decode_entry
+from agentsession.log._decode import COMPILE_AFTER, _generated, _hints_of, decode_entry
 from agentsession.request import ToolCall
 
 from .store.strategies import ENTRY_STRATEGIES
@@ -102,3 +104,87 @@ def test_a_tool_calls_arguments_meet_the_same_fate_in_both_decoders(
         assert generated == _outcome(decode, ToolCall, payload)
         if generated[0] == "decoded":
             assert generated[1][1].arguments is not value  # a copy, as the codec gives
+
+
+def _tier_outcome(decoder: Any, payload: Any) -> tuple[str, Any]:
+    try:
+        value = decoder(payload)
+    except _Mismatch:
+        return "mismatch", None
+    return "decoded", (type(value), value, list(vars(value)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(entry=st.one_of(*ENTRY_STRATEGIES.values()), data=st.data(), damage=st.booleans())
+def test_the_walking_and_the_compiled_decoder_agree(
+    entry: LogEntry, data: st.DataObject, damage: bool
+) -> None:
+    # A type's decoder walks its field table for its first payloads, then compiles itself:
+    # both must give the same value (fields in the same order) or both give way to the codec.
+    cls = type(entry)
+    payload = encode(entry)
+    if damage:
+        payload = _damaged(payload, data)
+    if not _plain_init(cls):
+        return
+    walking: Any = _generated(cls, limit=10**9)
+    compiled: Any = _generated(cls, limit=0)
+    assert walking.__code__ is not compiled.__code__
+    outcome = _tier_outcome(walking, payload)
+    assert outcome == _tier_outcome(compiled, payload)
+    if not damage:
+        assert outcome == ("decoded", (cls, entry, list(vars(entry))))
+
+
+def test_a_decoder_compiles_its_straight_line_code_into_itself_after_its_first_payloads() -> None:
+    payload = {"name": "f", "arguments": {"a": 1}, "id": "c1", "kind": "tool_call"}
+    decoder: Any = _generated(ToolCall)
+    walking = decoder.__code__
+    for _ in range(COMPILE_AFTER - 1):
+        assert decoder(payload) == ToolCall("f", {"a": 1}, "c1")
+    assert decoder.__code__ is walking
+    assert decoder(payload) == ToolCall("f", {"a": 1}, "c1")
+    straight = decoder.__code__
+    assert straight is not walking
+    assert "v0" in straight.co_varnames  # the field-by-field code, in the same function
+    assert decoder({**payload, "id": "c2"}) == ToolCall("f", {"a": 1}, "c2")
+    assert decoder.__code__ is straight
+
+
+def _reachable(tp: Any, seen: dict[type, None]) -> None:
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if tp in seen:
+            return
+        seen[tp] = None
+        for hint in typing.get_type_hints(tp).values():
+            _reachable(hint, seen)
+    for arg in typing.get_args(tp):
+        _reachable(arg, seen)
+
+
+def test_the_decoders_type_hints_are_get_type_hints() -> None:
+    # Each class's hints are evaluated in one go (``_hints_of``): the same values, in order.
+    seen: dict[type, None] = {}
+    _reachable(LogEntry, seen)
+    assert ToolCall in seen and len(seen) > 25
+    for cls in seen:
+        expected = typing.get_type_hints(cls)
+        found = _hints_of(cls)
+        assert list(found.items()) == list(expected.items()), cls
+        assert all(found[k] is v or found[k] == v for k, v in expected.items())
+
+
+def test_type_hints_that_need_more_than_one_eval_are_left_to_get_type_hints() -> None:
+    @dataclasses.dataclass
+    class Odd:
+        nested: list[ToolCall]
+        later: typing.Annotated[int, "meta"]
+        maybe: typing.Optional["ToolCall"]  # noqa: UP037, UP045 - a forward reference
+
+    @dataclasses.dataclass
+    class Plain:
+        a: int
+        b: "tuple[str, ...] | None"  # noqa: UP037 - a text annotation, as stored entries have
+
+    assert _hints_of(Odd) == typing.get_type_hints(Odd, localns={"ToolCall": ToolCall})
+    assert _hints_of(Plain) == {"a": int, "b": tuple[str, ...] | None}

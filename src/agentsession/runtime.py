@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import uuid
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from .budget import BudgetPolicy, TokenCounter, counter_for_encoding, default_counter
 from .config import Config
@@ -53,7 +53,7 @@ from .providers.base import Model
 from .session import Session
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
-from .store.base import SessionInfo, Store, reads_now
+from .store.base import SessionInfo, Store, fast_paths, reads_now
 from .sync import run_sync
 from .tools import Tool
 from .tools.sandbox import resolve_sandbox
@@ -365,17 +365,32 @@ async def _history(
             found = reader.read_now(info.id, 0, end, ["system_prompt_checkpoint"])
             return [r.entry for r in found if isinstance(r.entry, SystemPromptCheckpoint)]
 
+        # A count the store already holds (a reopen's snapshot) is taken now: counting later
+        # would start a worker thread for an answer that needs no I/O.
+        held = cast(_CountsHeld, store) if "count_held" in fast_paths(store) else None
         transcript = Transcript(
             stored=info.message_count,
             end_seq=end,
             reader=page,
             users=lambda: reader.count_now(info.id, ["user"], end),
+            counted=None if held is None else held.count_held(info.id, ["user"], end),
         )
         return transcript, checkpoints
     kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
     records = await store.read(info.id, 0, end, kinds=kinds)
     stored = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
     return Transcript.of(transcript_from(records)), stored
+
+
+class _CountsHeld(Protocol):
+    """A store that may hold a count in memory already (its ``fast_paths`` name ``count_held``).
+
+    ``PostgresStore`` does while a reopen's snapshot lasts.
+    """
+
+    def count_held(self, session_id: str, kinds: Sequence[str], end: int) -> int | None:
+        """``count_now``'s answer when it needs no I/O (never blocks); ``None`` otherwise."""
+        ...
 
 
 def _checked_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:

@@ -44,11 +44,13 @@ class Transcript(Sequence[Message]):
         reader: PageReader | None = None,
         users: Callable[[], int] | None = None,
         loaded: Sequence[Message] = (),
+        counted: int | None = None,
     ) -> None:
         """``stored`` messages lie before ``end_seq``; ``reader`` pages them in.
 
-        ``users`` counts the user messages among them (without reading them). Without a
-        reader, ``loaded`` are all the stored messages.
+        ``users`` counts the user messages among them (without reading them), unless
+        ``counted`` already says how many there are. Without a reader, ``loaded`` are all the
+        stored messages.
         """
         self._reader = reader
         self._count_users = users
@@ -62,7 +64,7 @@ class Transcript(Sequence[Message]):
         self._pages = [_FIRST_PAGE, _FIRST_PAGE]  # next page size: head, tail
         self._new: list[Message] = []
         self._provisional: list[Message] = []
-        self._users: int | None = None if reader is not None else _users_in(self._head)
+        self._users: int | None = counted if reader is not None else _users_in(self._head)
         self._lock = threading.RLock()
 
     @classmethod

@@ -245,3 +245,19 @@ def test_the_cli_reports_a_malformed_project_file_in_one_line(tmp_path: Path) ->
         f"error: {tmp_path / '.mcp.json'}: not valid JSON (line 1, column 22: Expecting value)"
     ]
     assert "Traceback" not in done.stderr
+
+
+def test_a_runtime_without_servers_does_not_import_the_mcp_client(tmp_path: Path) -> None:
+    # A fresh interpreter: the client's modules are left unimported until a server is declared.
+    code = (
+        "import sys, agentsession as ags\n"
+        "ags.Runtime(store=ags.MemoryStore(), project_dir=sys.argv[1])\n"
+        "print('agentsession.mcp.connection' in sys.modules)\n"
+        "lab = ags.MCPServer.stdio('lab', sys.executable, ['-c', 'pass'])\n"
+        "ags.Runtime(store=ags.MemoryStore(), project_dir=sys.argv[1], mcp_servers=[lab])\n"
+        "print('agentsession.mcp.connection' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]

@@ -288,3 +288,39 @@ async def test_read_view_gives_what_three_reads_give(pg_dsn: str, epochs: int) -
     finally:
         await writer.close()
         await reader.close()
+
+
+async def test_count_held_answers_from_a_reopen_only(pg_dsn: str) -> None:
+    kinds = make_log(TAIL + 40, 2, 11)
+    users = kinds.count("user")
+    writer, reader = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
+    try:
+        await build(writer, "s", kinds)
+        assert writer.count_held("s", ["user"], len(kinds)) is None  # no reopen, no snapshot
+        await reader.get_session("s")
+        assert reader.count_held("s", ["user"], len(kinds)) == users
+        assert reader.count_held("s", ["user"], len(kinds) - 3) == kinds[:-3].count("user")
+        assert reader.count_held("other", ["user"], len(kinds)) is None
+        assert reader.count_held("s", ["user"], len(kinds) + 1) is None  # a longer log than seen
+        await reader.get_session("s")
+        await reader.append("s", len(kinds), [UserEntry("more")])  # the write drops it
+        assert reader.count_held("s", ["user"], len(kinds) + 1) is None
+        assert reader.count_now("s", ["user"], len(kinds) + 1) == users + 1
+    finally:
+        await writer.close()
+        await reader.close()
+
+
+async def test_a_reopened_session_knows_its_user_turns_without_asking_again(pg_dsn: str) -> None:
+    import agentsession as ags
+
+    async with ags.Runtime(store=PostgresStore(pg_dsn), model=ags.ScriptedModel(["a", "b"])) as rt:
+        session = await rt.create_session()
+        await session.prompt("one")
+        await session.prompt("two")
+    async with ags.Runtime(store=PostgresStore(pg_dsn), model=ags.ScriptedModel(["c"])) as rt:
+        reopened = await rt.open_session(session.id)
+        assert reopened._writer.transcript.known_user_turns() == 2  # taken from the snapshot
+        await reopened.prompt("three")
+        assert reopened._writer.transcript.known_user_turns() == 3
+        assert sum(isinstance(m, ags.UserMessage) for m in reopened.messages) == 3

@@ -68,10 +68,13 @@ class MCPServers:
                 raise UsageError(message)
             _log.warning("%s; they are left out", message)
             servers = ()
-        # Imported here: a runtime without MCP servers (the usual one) never needs the client.
-        from .connection import ServerConnection
+        self.connections: tuple[ServerConnection, ...] = ()
+        if servers:
+            # Imported here: a runtime without MCP servers (the usual one) never needs the
+            # client, nor pays for importing it (about 1 ms of a fresh process's Runtime()).
+            from .connection import ServerConnection
 
-        self.connections = tuple(ServerConnection(s) for s in servers)
+            self.connections = tuple(ServerConnection(s) for s in servers)
 
     def __bool__(self) -> bool:
         return bool(self.connections)

@@ -290,6 +290,16 @@ class NowReader:
 
         return self._run(f"count entries of session {session_id!r}", op)
 
+    def held(self, session_id: str, kinds: Sequence[str], end: int) -> int | None:
+        """``count``'s answer when the reopen's snapshot holds it (no I/O); else ``None``."""
+        snap = self._served(session_id)
+        if snap is None:
+            return None
+        try:
+            return snap.count(kinds_list(kinds) or [], min(max(end, 0), _MAX_SEQ))
+        except Miss:
+            return None
+
     def close(self) -> None:
         """Close the connection (idempotent); later reads raise ``StoreError``."""
         with self._lock:

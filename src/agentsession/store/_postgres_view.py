@@ -1,10 +1,10 @@
-"""The PostgreSQL store's ``read_view``: nothing here needs the driver.
+"""The PostgreSQL store's ``read_view`` and ``count_held``: nothing here needs the driver.
 
 A session's writer reads its epoch view (the newest epoch, the window's rows from where its view
 starts, the newest dispatch) in one call when the store declares ``read_view``. On PostgreSQL
 those are the blocking connection's reads (``_postgres_now``); at a reopen they are answered
 from its snapshot (``_postgres_snapshot``) on the caller's thread, with no hop to a worker
-thread at all.
+thread at all; so is the user-turn count a reopen asks for (``count_held``).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ class _Viewer(Protocol):
         dispatch: bool,
     ) -> ViewRows: ...
 
+    def held(self, session_id: str, kinds: Sequence[str], end: int) -> int | None: ...
+
 
 class _Store(Protocol):
     @property
@@ -42,7 +44,11 @@ class _Store(Protocol):
 
 
 class ViewRead:
-    """``read_view`` for ``PostgresStore`` (a mixin: it uses the store's blocking reads)."""
+    """``read_view`` and ``count_held`` for ``PostgresStore`` (a mixin over its blocking reads)."""
+
+    def count_held(self: _Store, session_id: str, kinds: Sequence[str], end: int) -> int | None:
+        """``count_now`` from a reopen's snapshot, on the caller's thread; ``None`` without one."""
+        return self._now.held(session_id, kinds, end)
 
     async def read_view(
         self: _Store,

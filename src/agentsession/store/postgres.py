@@ -102,7 +102,7 @@ class PostgresStore(ViewRead):
     """
 
     #: Declared fast paths (see ``ReadsNow``): synchronous reads on a connection of their own.
-    fast_paths = frozenset({"read_now", "last_now", "read_view"})
+    fast_paths = frozenset({"read_now", "last_now", "read_view", "count_held"})
 
     def __init__(
         self,
