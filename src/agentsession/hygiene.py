@@ -40,7 +40,8 @@ REPLACEMENT = "\ufffd"
 
 def has_surrogates(text: str) -> bool:
     """Whether ``text`` holds surrogate code points (it then cannot be encoded as UTF-8)."""
-    return _SURROGATE.search(text) is not None
+    # Most text is ASCII, which holds none: a C check of the string's kind, no regex scan.
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def replace_surrogates(text: str) -> tuple[str, int]:

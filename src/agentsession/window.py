@@ -20,9 +20,11 @@ input, the same window.
 
 from __future__ import annotations
 
+import operator
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate, pairwise
+from itertools import accumulate, compress, pairwise, repeat
 
 from .errors import UsageError
 from .request import AssistantMessage, Message, SystemMessage, TextPart, UserMessage
@@ -102,7 +104,8 @@ def with_elision_note(message: UserMessage, elided: int) -> UserMessage:
 def _turn_starts(messages: Sequence[Message]) -> list[int]:
     # Index 0 is a turn start even when it is not a user message: the history since the epoch
     # start may open with a summary or an assistant message, and the window must reach it.
-    starts = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
+    # Loops in C (compress over isinstance's answers): the window is chosen twice a turn.
+    starts = list(compress(range(len(messages)), map(isinstance, messages, repeat(UserMessage))))
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     return starts
@@ -168,11 +171,12 @@ def select_window(
     starts = _turn_starts(messages)
     base = start if start < n else 0
     # The first turn start at or after ``base``; past the newest turn, the newest turn.
-    pos = next((k for k, s in enumerate(starts) if s >= base), len(starts) - 1)
+    pos = min(bisect_left(starts, base), len(starts) - 1)
 
     # counted[i] = counted messages in messages[i:], so each candidate start costs O(1).
-    flags = [0 if isinstance(m, SystemMessage) else 1 for m in reversed(messages)]
-    counted = [*reversed(list(accumulate(flags))), 0]
+    system = map(isinstance, reversed(messages), repeat(SystemMessage))
+    counted = list(accumulate(map(operator.not_, system), initial=0))
+    counted.reverse()
     limit = cap
     if keep is not None and (cold or counted[starts[pos]] > cap):
         limit = min(keep, cap)

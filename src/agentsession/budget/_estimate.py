@@ -35,28 +35,48 @@ _CACHE_SIZE = 4_096
 
 
 def _base_estimate(text: str) -> int:
-    tokens = 0
-    for piece in _PIECE.findall(text):
-        first = piece[0]
-        if first.isascii() and first.isalpha():
-            tokens += -(-len(piece) // _LETTERS_PER_TOKEN)
-        elif "0" <= first <= "9":
-            tokens += -(-len(piece) // _DIGITS_PER_TOKEN)
-        elif not first.isascii():
-            # By UTF-8 length: two-byte scripts (Cyrillic, Greek, accents) pack several
-            # characters per token, CJK about one, emoji and other astral characters more.
-            tenths = 0  # integer tenths of a token, so the sum is exact
-            for char in piece:
-                code = ord(char)
-                tenths += 5 if code < 0x800 else 12 if code < 0x10000 else 20
-            tokens += -(-tenths // 10)
-        elif first in "\r\n":
-            tokens += 1
-        elif first in " \t":
-            tokens += 0 if len(piece) == 1 else 1  # one blank joins the next word
-        else:
-            tokens += -(-len(piece) // _SYMBOLS_PER_TOKEN)
-    return tokens
+    # The pieces are priced by a dict lookup in C: the same words, blanks and punctuation
+    # come back in text after text, and a Python loop over every piece cost more than the split.
+    return sum(map(_PRICES.__getitem__, _PIECE.findall(text)))
+
+
+def _price(piece: str) -> int:
+    """The tokens of one piece."""
+    first = piece[0]
+    if first.isascii() and first.isalpha():
+        return -(-len(piece) // _LETTERS_PER_TOKEN)
+    if "0" <= first <= "9":
+        return -(-len(piece) // _DIGITS_PER_TOKEN)
+    if not first.isascii():
+        # By UTF-8 length: two-byte scripts (Cyrillic, Greek, accents) pack several
+        # characters per token, CJK about one, emoji and other astral characters more.
+        tenths = 0  # integer tenths of a token, so the sum is exact
+        for char in piece:
+            code = ord(char)
+            tenths += 5 if code < 0x800 else 12 if code < 0x10000 else 20
+        return -(-tenths // 10)
+    if first in "\r\n":
+        return 1
+    if first in " \t":
+        return 0 if len(piece) == 1 else 1  # one blank joins the next word
+    return -(-len(piece) // _SYMBOLS_PER_TOKEN)
+
+
+class _Prices(dict[str, int]):
+    """Prices of the pieces seen, short pieces only, emptied when full (a dict is thread-safe)."""
+
+    def __missing__(self, piece: str) -> int:
+        price = _price(piece)
+        if len(piece) <= _PRICED_MAX_CHARS:
+            if len(self) >= _PRICES_SIZE:
+                self.clear()
+            self[piece] = price
+        return price
+
+
+_PRICED_MAX_CHARS = 24
+_PRICES_SIZE = 8_192
+_PRICES = _Prices()
 
 
 class EstimateCounter:

@@ -69,6 +69,8 @@ class CachedView:
             return CachedView(entry, record.seq, [*kept, record], False, self.complete_from)
         dispatched = self.dispatched or (isinstance(entry, Dispatch) and self.epoch is not None)
         self.records.append(record)
+        if dispatched == self.dispatched:
+            return self  # the same view, one record longer: no copy for each record committed
         return CachedView(self.epoch, self.epoch_seq, self.records, dispatched, self.complete_from)
 
 

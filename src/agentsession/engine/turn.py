@@ -177,7 +177,7 @@ class Turn:
         refused = refused_calls(done, message)
         if refused:
             message = replace(message, tool_calls=tuple(_emptied(message, refused)))
-        async for event in self._respond(step, request, done, message, refused):
+        for event in await self._respond(step, request, done, message, refused):
             yield event
         if self.writer.pending:
             # Write-ahead: the calls wait until the response is durable (flush, then retry).
@@ -280,8 +280,8 @@ class Turn:
         done: ModelDone,
         message: AssistantMessage,
         refused: dict[str, str],
-    ) -> AsyncIterator[Event]:
-        """Commit the response; no tool runs unless it is durable.
+    ) -> list[Event]:
+        """Commit the response (no tool runs unless it is durable); its events.
 
         The error results of calls that must not run commit with it, so no later start (a
         flush and retry, a crash recovery) can take them for calls still to run.
@@ -307,11 +307,15 @@ class Turn:
         saved = await self.writer.commit([entry, *results])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0:
             self.deps.budget.observe(request, done.usage.input_tokens)
-        for call in message.tool_calls:
-            if call.id in refused:
-                yield ToolResultEvent(call.id, call.name, refused[call.id], True)
+        # A list, not a generator: every event comes after the commit.
+        events: list[Event] = [
+            ToolResultEvent(c.id, c.name, refused[c.id], True)
+            for c in message.tool_calls
+            if c.id in refused
+        ]
         if saved:
-            yield StepCommitted(step, saved[0].seq, saved[-1].seq, "response")
+            events.append(StepCommitted(step, saved[0].seq, saved[-1].seq, "response"))
+        return events
 
     async def _settle(
         self,

@@ -73,14 +73,18 @@ def _chain(request: Request) -> list[str]:
 def fingerprinted(dispatch: Dispatch, request: Request, previous: Dispatch | None) -> Dispatch:
     """``dispatch`` with the digests of ``request`` and its diagnosis against ``previous``."""
     links = _chain(request)
-    current = replace(
+    tools_digest = part_digest(standing_tools(request))
+    system_digest = part_digest(request.system)
+    cache = _diagnosis(previous, dispatch.model, tools_digest, system_digest, links)
+    # One copy of the record, not two: it is fingerprinted at every provider call.
+    return replace(
         dispatch,
-        tools_digest=part_digest(standing_tools(request)),
-        system_digest=part_digest(request.system),
+        tools_digest=tools_digest,
+        system_digest=system_digest,
         messages_digest=links[-1],
         message_count=len(request.messages),
+        cache=cache,
     )
-    return replace(current, cache=diagnose(previous, current, links))
 
 
 def diagnose(previous: Dispatch | None, current: Dispatch, links: list[str]) -> CacheDiagnosis:
@@ -90,15 +94,21 @@ def diagnose(previous: Dispatch | None, current: Dispatch, links: list[str]) -> 
     record (``None``: there was none); one written by an older version, without digests, gives
     ``unknown``.
     """
+    return _diagnosis(previous, current.model, current.tools_digest, current.system_digest, links)
+
+
+def _diagnosis(
+    previous: Dispatch | None, model: str, tools_digest: str, system_digest: str, links: list[str]
+) -> CacheDiagnosis:
     if previous is None:
         return "first"
-    if previous.model != current.model:
+    if previous.model != model:
         return "model_changed"
     if not previous.tools_digest:
         return "unknown"
-    if previous.tools_digest != current.tools_digest:
+    if previous.tools_digest != tools_digest:
         return "tools_changed"
-    if previous.system_digest != current.system_digest:
+    if previous.system_digest != system_digest:
         return "system_changed"
     if previous.message_count >= len(links):
         return "messages_changed"

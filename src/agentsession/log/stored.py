@@ -198,7 +198,9 @@ def _lean(value: Any) -> Any:
     if field_names(cls) is not None:
         lean: dict[str, Any] = {}
         for name, default in _defaults(cls):
-            item = _lean(getattr(value, name))
+            item = getattr(value, name)
+            if type(item) not in _SCALARS:  # most fields are scalars: no call for them
+                item = _lean(item)
             if item != default or type(item) is not type(default):
                 lean[name] = item
         return lean
