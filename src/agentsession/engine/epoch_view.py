@@ -16,7 +16,7 @@ from typing import Protocol, cast
 
 from ..log import ContextEpoch, Dispatch, Record
 from ..projection import VIEW_KINDS
-from ..store.base import FindsNow, Store, fast_paths
+from ..store.base import FindsNow, Store, ViewRows, fast_paths
 
 __all__ = [
     "CachedView",
@@ -74,9 +74,7 @@ class CachedView:
         return CachedView(self.epoch, self.epoch_seq, self.records, dispatched, self.complete_from)
 
 
-def view_rows_now(
-    store: FindsNow, session_id: str, end: int, dispatch_known: bool
-) -> tuple[Record | None, list[Record], Record | None]:
+def view_rows_now(store: FindsNow, session_id: str, end: int, dispatch_known: bool) -> ViewRows:
     """The newest epoch, its view's ``VIEW_KINDS`` records up to ``end``, the last dispatch.
 
     The dispatch is looked up only when there is an epoch and the writer does not know it.
@@ -100,7 +98,7 @@ class ReadsView(Protocol):
         kinds: Sequence[str],
         start_of: Callable[[Record], int],
         dispatch: bool,
-    ) -> tuple[Record | None, list[Record], Record | None]:
+    ) -> ViewRows:
         """The newest epoch, ``kinds`` from ``start_of(epoch)`` to ``end``, the last dispatch."""
         ...
 

@@ -22,9 +22,17 @@ from ..errors import SessionNotFoundError, StoreError
 from ..log import Record
 from ._postgres import LAST_ENTRY, check_version, migrate, range_query
 from ._postgres_snapshot import Miss, Snapshot, take
-from ._postgres_view import ViewRows
 from ._sql import LEASE_OF, SELECT_SESSION, SELECT_TEXTS, SESSION_EXISTS, postgres
-from .base import Lease, SessionInfo, decode_row, info_from_row, kinds_list, refs_of, storable
+from .base import (
+    Lease,
+    SessionInfo,
+    ViewRows,
+    decode_row,
+    info_from_row,
+    kinds_list,
+    refs_of,
+    storable,
+)
 from .migrations import COUNTED_FROM, LATEST
 
 __all__ = ["LEASE_NOW", "RENEW_LEASE", "TAKE_LEASE", "NowReader"]

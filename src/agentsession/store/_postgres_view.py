@@ -15,12 +15,9 @@ from typing import Protocol
 
 from ..errors import SessionNotFoundError
 from ..log import Record
-from .base import storable
+from .base import ViewRows, storable
 
-__all__ = ["ViewRead", "ViewRows"]
-
-#: The newest epoch, its view's records up to the end, the newest dispatch.
-ViewRows = tuple[Record | None, list[Record], Record | None]
+__all__ = ["ViewRead"]
 
 
 class _Viewer(Protocol):

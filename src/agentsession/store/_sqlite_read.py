@@ -20,14 +20,11 @@ from ..log import Record
 from ._sql import SESSION_EXISTS
 from ._sqlite import kept_texts, range_queries, reading
 from ._sqlite_sql import KEY_OF, coded, named
-from .base import decode_row, kinds_list, storable
+from .base import ViewRows, decode_row, kinds_list, storable
 
-__all__ = ["ViewRead", "ViewRows"]
+__all__ = ["ViewRead"]
 
 T = TypeVar("T")
-
-#: The newest epoch, its view's records up to the end, the newest dispatch.
-ViewRows = tuple[Record | None, list[Record], Record | None]
 
 
 class _Store(Protocol):

@@ -44,6 +44,7 @@ __all__ = [
     "ReadsNow",
     "SessionInfo",
     "Store",
+    "ViewRows",
     "fast_paths",
     "finds_now",
     "reads_now",
@@ -51,6 +52,10 @@ __all__ = [
 
 #: Seconds a lease lasts after it was taken or last renewed, unless the caller says otherwise.
 DEFAULT_LEASE_TTL: float = 30.0
+
+#: What ``read_view`` answers: the newest epoch, its view's records up to the end, the newest
+#: dispatch (each store's ``read_view`` and the writer that asks for it share this shape).
+ViewRows = tuple[Record | None, list[Record], Record | None]
 
 
 @dataclass(frozen=True)
