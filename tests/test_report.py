@@ -14,7 +14,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,28 @@ from agentsession.log import SkillLoaded, SkillUnloaded
 Make = Callable[..., ags.Runtime]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@asynccontextmanager
+async def opened_report(async_api: Any, page_path: Path) -> AsyncIterator[Any]:
+    """The report open in headless Chromium, drawn; no script error may occur while it is."""
+    errors: list[str] = []
+    async with async_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = await browser.new_page()
+            page.set_default_timeout(120_000)  # a bound for a busy machine, not a measurement
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(page_path.as_uri())
+            await page.wait_for_selector("html[data-ready='yes']", state="attached")
+            yield page
+        finally:
+            await browser.close()
+    assert errors == []
+
+
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -359,31 +382,18 @@ async def test_clicking_a_request_row_shows_it_as_sent_and_search_filters(
     session = await scripted_session(make_runtime, tmp_path)
     inspection = await session.inspect()
     page_path = write_report(inspection, tmp_path / "report.html")
-    errors: list[str] = []
-    async with async_api.async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = await browser.new_page()
-            page.set_default_timeout(120_000)  # a bound for a busy machine, not a measurement
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            await page.goto(page_path.as_uri())
-            await page.wait_for_selector("html[data-ready='yes']", state="attached")
-            assert await page.locator("pre.sent-body").count() == 0  # nothing built yet
-            await page.click("#request-2 details.sent summary")
-            body = page.locator("#request-2 + tr.sent-row pre.sent-body")
-            assert await body.text_content() == neutral(inspection.requests[1].request)
-            await page.click("#request-2 details.sent summary")  # folding it hides the body
-            # The details element announces its toggle in a task of its own: wait for it.
-            await async_api.expect(page.locator("#request-2 + tr.sent-row")).to_be_hidden()
-            await page.fill("#search", "skill unloaded")
-            items = page.locator("li.item")
-            assert await items.count() == 1
-            assert "skill unloaded" in (await items.text_content() or "")
-        finally:
-            await browser.close()
-    assert errors == []
+    async with opened_report(async_api, page_path) as page:
+        assert await page.locator("pre.sent-body").count() == 0  # nothing built yet
+        await page.click("#request-2 details.sent summary")
+        body = page.locator("#request-2 + tr.sent-row pre.sent-body")
+        assert await body.text_content() == neutral(inspection.requests[1].request)
+        await page.click("#request-2 details.sent summary")  # folding it hides the body
+        # The details element announces its toggle in a task of its own: wait for it.
+        await async_api.expect(page.locator("#request-2 + tr.sent-row")).to_be_hidden()
+        await page.fill("#search", "skill unloaded")
+        items = page.locator("li.item")
+        assert await items.count() == 1
+        assert "skill unloaded" in (await items.text_content() or "")
 
 
 @needs_chromium
@@ -400,31 +410,18 @@ async def test_every_epoch_and_timeline_page_is_reachable_by_clicking(
     assert len(inspection.epochs) > 40  # more than the page draws before a click
     page_path = write_report(inspection, tmp_path / "report.html")
     last = inspection.epochs[-1]
-    errors: list[str] = []
-    async with async_api.async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = await browser.new_page()
-            page.set_default_timeout(120_000)  # a bound for a busy machine, not a measurement
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            await page.goto(page_path.as_uri())
-            await page.wait_for_selector("html[data-ready='yes']", state="attached")
-            assert await page.locator("li.epoch").count() == 40
-            await page.click("#epochs-more")
-            assert await page.locator("li.epoch").count() == len(inspection.epochs)
-            assert await page.locator("#epochs-more").is_hidden()
-            section = page.locator(f"#epoch-{last.number} .sections details").first
-            await section.locator("summary").click()
-            assert await section.locator("pre").text_content() == last.sections[0].text
-            shown = int(await page.get_attribute("html", "data-shown") or 0)
-            assert shown < inspection.entries
-            # Scrolling the button into view draws the next page too (an IntersectionObserver),
-            # so the click is dispatched without waiting for the button to stay visible.
-            while await page.locator("#more").is_visible():
-                await page.locator("#more").dispatch_event("click")
-            assert await page.locator("li.item").count() == inspection.entries
-        finally:
-            await browser.close()
-    assert errors == []
+    async with opened_report(async_api, page_path) as page:
+        assert await page.locator("li.epoch").count() == 40
+        await page.click("#epochs-more")
+        assert await page.locator("li.epoch").count() == len(inspection.epochs)
+        assert await page.locator("#epochs-more").is_hidden()
+        section = page.locator(f"#epoch-{last.number} .sections details").first
+        await section.locator("summary").click()
+        assert await section.locator("pre").text_content() == last.sections[0].text
+        shown = int(await page.get_attribute("html", "data-shown") or 0)
+        assert shown < inspection.entries
+        # Scrolling the button into view draws the next page too (an IntersectionObserver),
+        # so the click is dispatched without waiting for the button to stay visible.
+        while await page.locator("#more").is_visible():
+            await page.locator("#more").dispatch_event("click")
+        assert await page.locator("li.item").count() == inspection.entries
