@@ -108,3 +108,43 @@ async def test_an_entry_that_cannot_be_stored_is_refused_before_anything_is_writ
         assert [r.seq for r in records] == [0]
     finally:
         await store.close()
+
+
+class AnsweredStore(SQLiteStore):
+    """Cancels the writer's task in the same round the store's answer arrives, before it resumes."""
+
+    task: asyncio.Task[Any] | None = None
+
+    def append_soon(self, session_id: str, expected_seq: int, entries: Any) -> Any:
+        future = super().append_soon(session_id, expected_seq, entries)
+        task = self.task
+        if task is not None:  # runs before the task's own wake-up: both are queued in order
+            future.add_done_callback(lambda _: task.cancel())
+        return future
+
+
+@pytest.mark.parametrize("resync", [True, False])
+async def test_a_cancellation_after_the_store_answered_keeps_the_write_once(
+    tmp_path: Path, resync: bool
+) -> None:
+    store = AnsweredStore(tmp_path / "s.db")
+    try:
+        await store.create_session(new_info("s"))
+        writer = LogWriter(store, "s", 0, [], [])
+        await writer.append([UserEntry("first")])
+        store.task = asyncio.create_task(writer.append([AssistantEntry("answer")]))
+        with pytest.raises(asyncio.CancelledError):
+            await store.task
+        store.task = None
+        if resync:  # what a cancelled session does next: catch up, then write on
+            taken = await writer.resync()
+            assert [(r.seq, r.entry.kind) for r in taken] == [(1, "assistant")]
+            assert writer.next_seq == 2
+        records = await writer.append([UserEntry("again")])
+        assert [r.seq for r in records] == [2]
+        assert [r.entry.kind for r in await store.read("s")] == ["user", "assistant", "user"]
+        assert [m.role for m in writer.transcript] == ["user", "assistant", "user"]
+        view = await writer.epoch_view()
+        assert [r.seq for r in view.records] == [0, 1, 2]
+    finally:
+        await store.close()

@@ -3,8 +3,10 @@
 ``LogWriter.append`` must learn a write's outcome even when its caller is cancelled, so it runs
 the store's ``append`` coroutine as a task of its own and waits for it through a shield. A store
 whose appends already run to their end once handed over (its connection's own thread: SQLite)
-can hand back the future of that call instead: the writer then waits for it through the shield
-alone, without a task and the event-loop turns that start and finish one (five per turn).
+can hand back the future of that call instead: the writer then awaits that future directly,
+without a task and without a shield (a shield costs an event-loop round per write).
+When its caller is cancelled, the writer reads the log's end before it next writes or reads, so
+the store must run a call made after the write after it (its one thread runs calls in order).
 A store offers it by declaring ``"append_soon"`` in its ``fast_paths`` (see ``ReadsNow``).
 """
 
@@ -28,8 +30,9 @@ class AppendsSoon(Protocol):
     ) -> asyncio.Future[list[Record]]:
         """``append``'s write, handed over now; the future settles with its records or error.
 
-        It runs to its end whether or not the future is awaited; an entry that cannot be
-        stored raises here, with nothing handed over.
+        It runs to its end whether or not the future is awaited or cancelled, and before any
+        call made after it (a ``get_session`` or ``read`` sees what it committed); an entry that
+        cannot be stored raises here, with nothing handed over.
         """
         ...
 

@@ -94,7 +94,8 @@ class Worker:
         """Hand ``fn(*args)`` over now; the future settles with its outcome (from a running loop).
 
         The call runs even if nobody awaits the future; a caller that must learn the outcome
-        after being cancelled awaits it through ``asyncio.shield`` (a cancelled future drops it).
+        after being cancelled awaits it through ``asyncio.shield`` (a cancelled future drops it)
+        or, as the session's writer does, asks with a later call, which runs after this one.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
