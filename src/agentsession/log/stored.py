@@ -18,7 +18,7 @@ from typing import Any, TypeAlias, get_args
 
 from ..codec import DecodeError, _Mismatch, encode, field_names
 from ..errors import CorruptEntryError
-from ._decode import _decoder, decode_entry
+from ._decode import _decoder, decode_entry, twin
 from .entries import (
     AssistantEntry,
     CacheDiagnosis,
@@ -58,6 +58,7 @@ __all__ = [
     "dump_entry",
     "dump_row",
     "load_entry",
+    "new_record",
     "quick_entry",
     "text_refs",
 ]
@@ -159,12 +160,29 @@ _PACKED: dict[tuple[str, int], tuple[Packer, Packer]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """A stored entry with its position in the session log."""
 
     seq: int
     entry: LogEntry
+
+
+def new_record(seq: int, entry: LogEntry) -> Record:
+    """``Record(seq, entry)`` without its frozen ``__init__``'s setattr per field.
+
+    A read decodes a window of rows, each a record: it is built as the class's slotted twin,
+    which then becomes a ``Record`` (see ``log._decode.twin``).
+    """
+    record = _NEW(_RECORD_TWIN)
+    record.seq = seq
+    record.entry = entry
+    record.__class__ = Record
+    return record  # type: ignore[no-any-return]
+
+
+_NEW = object.__new__
+_RECORD_TWIN: Any = twin(Record)
 
 
 @functools.cache
