@@ -281,13 +281,16 @@ def _straight(fields: list[Field], scope: dict[str, Any]) -> types.CodeType:
     """The code of a decoder of ``fields`` written out field by field, compiled."""
     lines = [
         "def build(data):",
-        "    if not isinstance(data, dict) or not known.issuperset(data):",
+        "    if not isinstance(data, dict):",
         "        raise Mismatch",
+        "    found = 0",
     ]
     names = []
     for i, field in enumerate(fields):
         lines += _field_lines(i, field, scope)
         names.append(f"{field[0]!r}: v{i}")
+    # Every key a field: as many fields found as the payload has keys (no set walk per row).
+    lines += ["    if found != len(data):", "        raise Mismatch"]
     if scope["twin"] is None:  # what the generated __init__ stores, in field order
         lines.append("    instance = new(cls)")
         lines.append(f"    put(instance, '__dict__', {{{', '.join(names)}}})")
@@ -330,7 +333,7 @@ def _field_lines(i: int, field: Field, scope: dict[str, Any]) -> list[str]:
     """
     name, check, accepted, convert, absent, default = field
     v = f"v{i}"
-    lines = [f"    if {name!r} in data:", f"        {v} = data[{name!r}]"]
+    lines = [f"    if {name!r} in data:", f"        {v} = data[{name!r}]", "        found += 1"]
     if check == _LITERAL:
         scope[f"L{i}"] = accepted
         lines += [f"        if {v} not in L{i}:", "            raise Mismatch"]
