@@ -259,12 +259,34 @@ def dump_row(entry: LogEntry) -> tuple[str, int, str, dict[str, str]]:
 
 def text_refs(kind: str, version: int, data: str) -> list[str]:
     """The kept texts a stored row refers to (none when it cannot be read: loading says why)."""
+    global _JUST_READ
     if kind != "epoch" or version < 4:
         return []
     try:
-        return refs_in(_parsed(data))
+        payload = _parsed(data)
     except (json.JSONDecodeError, TypeError):
         return []
+    _JUST_READ = (data, payload)
+    return refs_in(payload)
+
+
+#: The row ``text_refs`` parsed last and its payload: a store asks for an epoch's references
+#: just before it decodes that very row, which then needs no second parse (``_parsed_row``).
+_JUST_READ: tuple[str, Any] | None = None
+
+
+def _parsed_row(data: str) -> Any:
+    """``_parsed(data)``, or the payload ``text_refs`` just parsed from this very string.
+
+    The string is held with its payload, so ``is`` cannot match another one that happens to
+    take its place in memory; each payload is given out once (decoding may add its ``kind``).
+    """
+    global _JUST_READ
+    held = _JUST_READ
+    if held is not None and held[0] is data:
+        _JUST_READ = None
+        return held[1]
+    return _parsed(data)
 
 
 def _payload(entry: LogEntry) -> dict[str, Any]:
@@ -318,7 +340,7 @@ def load_entry(
             seq=seq,
         )
     try:
-        payload = _parsed(data)
+        payload = _parsed_row(data)
     except (json.JSONDecodeError, TypeError) as exc:
         raise CorruptEntryError(
             f"entry is not valid JSON: {exc}", session_id=session_id, seq=seq
