@@ -401,7 +401,9 @@ def quick_entry(kind: Any, version: Any, data: Any) -> LogEntry | None:
         payload, end = _SCAN(data, 0)
     except (StopIteration, ValueError):
         return None
-    if end != len(data) or type(payload) is not dict or payload.setdefault("kind", kind) != kind:
+    # A row leaves its kind out (its column holds it), and the kind field's default is that
+    # kind: nothing to add to the payload, only a different kind to refuse.
+    if end != len(data) or type(payload) is not dict or payload.get("kind", kind) != kind:
         return None
     try:
         entry: LogEntry = build[1](payload)
