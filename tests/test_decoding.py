@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsession.codec import DecodeError, decode
-from agentsession.log import AssistantEntry, LogEntry, dump_entry, load_entry
+from agentsession.log import AssistantEntry, LogEntry, Record, dump_entry, load_entry
+from agentsession.log._decode import twin
+from agentsession.log.stored import new_record
 
 from .store.strategies import ENTRY_STRATEGIES
 
@@ -27,9 +29,21 @@ def _constructed(value: Any) -> Any:
     return type(value)(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
 
 
+def state(value: Any) -> list[tuple[str, Any]]:
+    """What an instance holds, in order: its ``__dict__``'s items, or each slot's value.
+
+    A slotted instance has no ``__dict__`` at all (one holding its fields again would be a
+    second, stale copy of them).
+    """
+    if hasattr(type(value), "__slots__"):
+        assert not hasattr(value, "__dict__")
+        return [(name, getattr(value, name)) for name in type(value).__slots__]
+    return list(vars(value).items())
+
+
 def _same_build(decoded: Any, constructed: Any) -> None:
     assert type(decoded) is type(constructed)
-    assert list(vars(decoded).items()) == list(vars(constructed).items())
+    assert state(decoded) == state(constructed)
     for f in dataclasses.fields(decoded):
         inner = getattr(decoded, f.name)
         if dataclasses.is_dataclass(inner):
@@ -95,3 +109,29 @@ def test_what_does_not_fit_is_still_refused() -> None:
     for bad in ({"content": 5}, {"content": "x", "extra": 1}, [], {"usage": {"input_tokens": "1"}}):
         with pytest.raises(DecodeError):
             decode(AssistantEntry, bad)
+
+
+@settings(max_examples=100, deadline=None)
+@given(entry=st.one_of(*ENTRY_STRATEGIES.values()), seq=st.integers(min_value=0))
+def test_a_record_built_from_its_twin_is_the_record_its_constructor_builds(
+    entry: LogEntry, seq: int
+) -> None:
+    # A read builds each Record (and each slotted entry) as a plain twin that then becomes
+    # the frozen class: the result must be that class, exactly as its constructor builds it.
+    built = new_record(seq, entry)
+    assert type(built) is Record
+    assert built == Record(seq, entry)
+    assert state(built) == state(Record(seq, entry))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.seq = seq + 1  # type: ignore[misc]
+
+
+def test_a_twin_takes_only_the_fields_of_its_class() -> None:
+    twin_of_record: Any = twin(Record)
+    assert twin(Doubled) is None  # no slots: built through its __dict__ as before
+    made = object.__new__(twin_of_record)
+    with pytest.raises(AttributeError):
+        made.other = 1
+    made.__class__ = Record  # laid out alike: allowed
+    with pytest.raises(TypeError):
+        object.__new__(twin_of_record).__class__ = AssistantEntry  # other slots: refused

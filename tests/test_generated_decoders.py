@@ -15,12 +15,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession.codec import DecodeError, _Mismatch, _plain_init, decode, encode
+from agentsession.codec import DecodeError, _Mismatch, decode, encode
 from agentsession.log import LogEntry
-from agentsession.log._decode import COMPILE_AFTER, _generated, _hints_of, decode_entry
+from agentsession.log._decode import COMPILE_AFTER, _generated, _hints_of, decode_entry, plain
 from agentsession.request import ToolCall
 
 from .store.strategies import ENTRY_STRATEGIES
+from .test_decoding import state
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
@@ -111,7 +112,7 @@ def _tier_outcome(decoder: Any, payload: Any) -> tuple[str, Any]:
         value = decoder(payload)
     except _Mismatch:
         return "mismatch", None
-    return "decoded", (type(value), value, list(vars(value)))
+    return "decoded", (type(value), value, state(value))
 
 
 @settings(max_examples=300, deadline=None)
@@ -125,7 +126,7 @@ def test_the_walking_and_the_compiled_decoder_agree(
     payload = encode(entry)
     if damage:
         payload = _damaged(payload, data)
-    if not _plain_init(cls):
+    if not plain(cls):
         return
     walking: Any = _generated(cls, limit=10**9)
     compiled: Any = _generated(cls, limit=0)
@@ -133,7 +134,7 @@ def test_the_walking_and_the_compiled_decoder_agree(
     outcome = _tier_outcome(walking, payload)
     assert outcome == _tier_outcome(compiled, payload)
     if not damage:
-        assert outcome == ("decoded", (cls, entry, list(vars(entry))))
+        assert outcome == ("decoded", (cls, entry, state(entry)))
 
 
 def test_a_decoder_compiles_its_straight_line_code_into_itself_after_its_first_payloads() -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agentsession.errors import CorruptEntryError
 from agentsession.log import LogEntry, dump_entry, load_entry
-from agentsession.log.stored import quick_entry
+from agentsession.log.stored import dump_row, quick_entry, text_refs
 
 from .store.strategies import ENTRY_STRATEGIES
 from .test_generated_decoders import JSON_VALUES, _damaged
@@ -83,3 +83,27 @@ def test_a_row_that_is_not_an_object_steps_aside(value: Any) -> None:
     data = json.dumps(value)
     assert quick_entry("user", 1, data) is None or isinstance(value, dict)
     _agrees("user", 1, data)
+
+
+@settings(max_examples=100, deadline=None)
+@given(entry=ENTRY_STRATEGIES["epoch"], damage=st.booleans(), data=st.data())
+def test_an_epoch_parsed_for_its_references_decodes_as_one_parsed_afresh(
+    entry: LogEntry, damage: bool, data: st.DataObject
+) -> None:
+    # A store asks for an epoch row's kept-text references, then decodes the same string:
+    # the decode reuses that parse. It must give what a decode alone gives, once.
+    kind, version, text, texts = dump_row(entry)
+    if damage:
+        text = json.dumps(_damaged(json.loads(text), data), separators=(",", ":"))
+    alone = _outcome(kind, version, text, texts)
+    refs = text_refs(kind, version, text)
+    assert set(refs) <= set(texts) or damage
+    assert _outcome(kind, version, text, texts) == alone  # the parse text_refs left behind
+    assert _outcome(kind, version, text, texts) == alone  # and a fresh one after it
+
+
+def _outcome(kind: str, version: int, text: str, texts: dict[str, str]) -> tuple[str, Any]:
+    try:
+        return "loaded", load_entry(kind, version, text, texts=texts)
+    except CorruptEntryError as exc:
+        return "refused", str(exc)

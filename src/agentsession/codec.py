@@ -368,11 +368,11 @@ def _dataclass(cls: type) -> Decoder:
     return build
 
 
-def _plain_init(cls: type) -> bool:
+def _plain_init(cls: type, slots: bool = False) -> bool:
     """Whether ``cls(**kwargs)`` only stores each field's value (or default) on the instance.
 
     True for a dataclass whose ``__init__`` is the generated one, with every field in it, no
-    ``__post_init__``, no slots and the plain ``object.__new__``.
+    ``__post_init__``, no slots (unless ``slots``) and the plain ``object.__new__``.
     """
     init = cls.__dict__.get("__init__")
     code = getattr(init, "__code__", None)
@@ -381,7 +381,7 @@ def _plain_init(cls: type) -> bool:
         and code is not None
         and code.co_filename == "<string>"  # made by dataclasses, not written in a class body
         and not hasattr(cls, "__post_init__")
-        and not hasattr(cls, "__slots__")
+        and (slots or not hasattr(cls, "__slots__"))
         and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]
         and all(f.init for f in dataclasses.fields(cls))
     )

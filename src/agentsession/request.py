@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TextPart:
     """A piece of text inside a message."""
 
@@ -45,7 +45,7 @@ class TextPart:
     kind: Literal["text"] = "text"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImagePart:
     """An image, either inline (``data`` is base64) or by ``url``."""
 
@@ -63,7 +63,7 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call the model made: ``ToolCall("read_file", {"path": "a.txt"})``."""
 
@@ -73,7 +73,7 @@ class ToolCall:
     kind: Literal["tool_call"] = "tool_call"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token figures a provider reported for one response (0 when not reported).
 

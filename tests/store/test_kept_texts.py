@@ -134,3 +134,18 @@ async def test_a_missing_text_is_a_corrupt_entry_naming_its_seq(db_store: Store)
         await db_store.read("s")
     assert raised.value.seq == 1
     assert (await db_store.read("s", kinds=["user"]))[0].entry == UserEntry("q0")
+
+
+@pytest.mark.parametrize("sections", [1, 3, 8, 9, 20])
+async def test_an_epoch_reads_back_whole_however_many_texts_it_keeps(
+    store: Store, sections: int
+) -> None:
+    # A few texts are looked up one by one, more in one statement: both read every one back.
+    baseline = tuple((f"part.{i}", f"Section {i}: " + "words " * (10 + i)) for i in range(sections))
+    checkpoint = tuple((key, f"h-{key}") for key, _ in baseline)
+    entry = ContextEpoch(0, baseline, checkpoint, 0, "window", "m", timestamp=T)
+    assert len(dump_row(entry)[3]) == sections
+    await store.create_session(info("s"), [UserEntry("q"), entry])
+    assert [r.entry for r in await store.read("s")] == [UserEntry("q"), entry]
+    newest = await store.last("s", ["epoch"])
+    assert newest is not None and newest.entry == entry

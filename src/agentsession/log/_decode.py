@@ -25,7 +25,7 @@ from typing import Annotated, Any, ForwardRef, Literal, TypeVar, Union, get_args
 
 from ..codec import Decoder, _compiled, _hints, _Mismatch, _plain_init, decode
 
-__all__ = ["decode_entry"]
+__all__ = ["decode_entry", "plain", "twin"]
 
 T = TypeVar("T")
 
@@ -43,6 +43,38 @@ def decode_entry(cls: type[T], data: Any) -> T:
     return value
 
 
+def plain(tp: Any) -> bool:
+    """Whether ``tp`` is a dataclass these decoders build without calling its ``__init__``.
+
+    ``codec._plain_init``'s dataclasses, and the same with ``slots=True``: slots that hold
+    exactly its fields, on no base but ``object``.
+    """
+    if not (isinstance(tp, type) and dataclasses.is_dataclass(tp) and _plain_init(tp, True)):
+        return False
+    slots = tp.__dict__.get("__slots__")
+    if slots is None:
+        return not hasattr(tp, "__slots__")
+    return tp.__bases__ == (object,) and tuple(slots) == _names(tp)
+
+
+@functools.cache
+def twin(cls: type) -> type | None:
+    """A plain class with ``cls``'s slots, for a slotted ``cls``; ``None`` without slots.
+
+    A frozen class refuses attribute assignment (its ``__setattr__`` raises, and the generated
+    ``__init__`` calls ``object.__setattr__`` once per field). An instance of its twin takes
+    its fields by plain assignment, and then becomes a ``cls`` by ``__class__`` assignment,
+    which Python allows only between classes whose instances are laid out alike (it checks).
+    """
+    if "__slots__" not in cls.__dict__:
+        return None
+    return type(f"{cls.__name__}Twin", (), {"__slots__": _names(cls), "__module__": __name__})
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 _BUILDING: set[Any] = set()
 
 
@@ -51,8 +83,7 @@ def _decoder(tp: Any) -> Decoder:
     shorter = _container(tp)
     if shorter is not None:
         return shorter
-    plain = isinstance(tp, type) and dataclasses.is_dataclass(tp) and _plain_init(tp)
-    if not plain or tp in _BUILDING:  # a type that holds itself keeps the codec's decoder
+    if not plain(tp) or tp in _BUILDING:  # a type that holds itself keeps the codec's decoder
         return _compiled(tp)
     _BUILDING.add(tp)
     try:
@@ -73,8 +104,7 @@ def _container(tp: Any) -> Decoder | None:
         return _texts_to_any(_later(tp, _compiled))
     if origin in (Union, types.UnionType) and len(args) == 2 and type(None) in args:
         other: Any = args[0] if args[1] is type(None) else args[1]
-        plain = isinstance(other, type) and dataclasses.is_dataclass(other) and _plain_init(other)
-        if get_origin(other) is tuple or plain:
+        if get_origin(other) is tuple or plain(other):
             return _optional(_decoder(other))  # the other member never takes a null
     return None
 
@@ -194,8 +224,14 @@ def build(data):
     uses += 1
     if uses >= limit:
         straighten()
-    instance = new(cls)
-    put(instance, "__dict__", values)
+    if twin is None:
+        instance = new(cls)
+        put(instance, "__dict__", values)
+        return instance
+    instance = new(twin)
+    for name, value in values.items():
+        put(instance, name, value)
+    instance.__class__ = cls
     return instance
 """
 
@@ -225,6 +261,7 @@ def _generated(cls: type, limit: int | None = None) -> Decoder:
         "known": frozenset(f[0] for f in fields),
         "fields": tuple(fields),
         "uses": 0,
+        "twin": twin(cls),
         "limit": COMPILE_AFTER if limit is None else limit,
     }
     build = types.FunctionType(_walk_code(), scope, "build")
@@ -244,18 +281,24 @@ def _straight(fields: list[Field], scope: dict[str, Any]) -> types.CodeType:
     """The code of a decoder of ``fields`` written out field by field, compiled."""
     lines = [
         "def build(data):",
-        "    if not isinstance(data, dict) or not known.issuperset(data):",
+        "    if not isinstance(data, dict):",
         "        raise Mismatch",
+        "    found = 0",
     ]
     names = []
     for i, field in enumerate(fields):
         lines += _field_lines(i, field, scope)
         names.append(f"{field[0]!r}: v{i}")
-    lines += [
-        "    instance = new(cls)",  # what the generated __init__ stores, in field order
-        f"    put(instance, '__dict__', {{{', '.join(names)}}})",
-        "    return instance",
-    ]
+    # Every key a field: as many fields found as the payload has keys (no set walk per row).
+    lines += ["    if found != len(data):", "        raise Mismatch"]
+    if scope["twin"] is None:  # what the generated __init__ stores, in field order
+        lines.append("    instance = new(cls)")
+        lines.append(f"    put(instance, '__dict__', {{{', '.join(names)}}})")
+    else:  # each slot filled on the twin, which then becomes a cls (see ``twin``)
+        lines.append("    instance = new(twin)")
+        lines += [f"    instance.{field[0]} = v{i}" for i, field in enumerate(fields)]
+        lines.append("    instance.__class__ = cls")
+    lines.append("    return instance")
     namespace: dict[str, Any] = {}
     exec("\n".join(lines), scope, namespace)
     code: types.CodeType = namespace["build"].__code__
@@ -290,7 +333,7 @@ def _field_lines(i: int, field: Field, scope: dict[str, Any]) -> list[str]:
     """
     name, check, accepted, convert, absent, default = field
     v = f"v{i}"
-    lines = [f"    if {name!r} in data:", f"        {v} = data[{name!r}]"]
+    lines = [f"    if {name!r} in data:", f"        {v} = data[{name!r}]", "        found += 1"]
     if check == _LITERAL:
         scope[f"L{i}"] = accepted
         lines += [f"        if {v} not in L{i}:", "            raise Mismatch"]

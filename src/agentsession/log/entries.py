@@ -41,7 +41,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UserEntry:
     """User input as given: a string, or a tuple of text and image parts."""
 
@@ -50,7 +50,7 @@ class UserEntry:
     kind: Literal["user"] = "user"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AssistantEntry:
     """A model response with the usage figures the provider reported for it.
 
@@ -77,7 +77,7 @@ class AssistantEntry:
     kind: Literal["assistant"] = "assistant"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolResultEntry:
     """The settled result of one tool call."""
 
@@ -89,7 +89,7 @@ class ToolResultEntry:
     kind: Literal["tool_result"] = "tool_result"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ComponentChange:
     """One component's admitted change: ``update`` is ``None`` when it was removed.
 
@@ -104,7 +104,7 @@ class ComponentChange:
     kind: Literal["component_change"] = "component_change"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MidConversationSystemMessage:
     """A durable chronological instruction: the newly effective state of changed components.
 
@@ -126,7 +126,7 @@ EpochReason: TypeAlias = Literal[
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextEpoch:
     """The start of a context epoch: its immutable baseline and initial checkpoint.
 
@@ -151,7 +151,7 @@ class ContextEpoch:
     kind: Literal["epoch"] = "epoch"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SystemPromptCheckpoint:
     """The public record of one dispatched request's system context.
 
@@ -178,7 +178,7 @@ CacheDiagnosis: TypeAlias = Literal[
 """The expected prompt-cache outcome of a request against the one dispatched before it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dispatch:
     """A request was sent to the model (committed right before the call).
 
@@ -200,7 +200,7 @@ class Dispatch:
     kind: Literal["dispatch"] = "dispatch"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderFailed:
     """The dispatched request failed; the admitted context stays for ``retry()``."""
 
@@ -210,7 +210,7 @@ class ProviderFailed:
     kind: Literal["provider_failed"] = "provider_failed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Interrupted:
     """A dispatched step found unfinished on reopen (the process died), recorded truthfully."""
 
@@ -219,7 +219,7 @@ class Interrupted:
     kind: Literal["interrupted"] = "interrupted"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Summary:
     """A compaction summary; it opens the epoch that follows it."""
 
@@ -229,7 +229,7 @@ class Summary:
     kind: Literal["summary"] = "summary"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SideCall:
     """A model call beside the conversation, with the usage the provider reported for it.
 
@@ -247,7 +247,7 @@ class SideCall:
     kind: Literal["side_call"] = "side_call"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModelSwitched:
     """The session's model changed; a new epoch follows."""
 
@@ -257,7 +257,7 @@ class ModelSwitched:
     kind: Literal["model_switched"] = "model_switched"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkillRevision:
     """One explicitly selected skill as it was read: its name, where from, and which revision.
 
@@ -271,7 +271,7 @@ class SkillRevision:
     kind: Literal["skill_revision"] = "skill_revision"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuntimeContextSnapshot:
     """An explicit skill selection, saved with the user turn it belongs to.
 
@@ -290,7 +290,7 @@ class RuntimeContextSnapshot:
     kind: Literal["runtime_context"] = "runtime_context"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Omitted:
     """A stored item the model view shows as a placeholder from now on: alone it cannot fit.
 

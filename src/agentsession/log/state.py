@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PermissionChanged:
     """The session's permission preset changed (recorded by ``set_permission_preset``)."""
 
@@ -33,7 +33,7 @@ class PermissionChanged:
     kind: Literal["permission_changed"] = "permission_changed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkillLoaded:
     """A skill joined the loaded skills (its instructions and tools join the request)."""
 
@@ -45,7 +45,7 @@ class SkillLoaded:
     kind: Literal["skill_loaded"] = "skill_loaded"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkillUnloaded:
     """A skill left the loaded skills (pushed out by newer reads); its history stays."""
 
@@ -56,7 +56,7 @@ class SkillUnloaded:
     kind: Literal["skill_unloaded"] = "skill_unloaded"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkillActivated:
     """A loaded skill was read again and became the active (most recent) one."""
 
@@ -66,7 +66,7 @@ class SkillActivated:
     kind: Literal["skill_activated"] = "skill_activated"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkillStoreWrite:
     """One write to a skill's durable per-session store; ``value`` is JSON text."""
 
@@ -78,7 +78,7 @@ class SkillStoreWrite:
     kind: Literal["skill_store"] = "skill_store"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InstructionsFound:
     """Nested instruction files a tool's read discovered; they join the System Context."""
 
@@ -88,7 +88,7 @@ class InstructionsFound:
     kind: Literal["instructions_found"] = "instructions_found"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalRequested:
     """A tool call waits for the user's approval (its preset asks); the turn pauses."""
 
@@ -99,7 +99,7 @@ class ApprovalRequested:
     kind: Literal["approval_requested"] = "approval_requested"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalDecided:
     """The user's answer to an approval request; ``always`` approves the tool for the session."""
 
@@ -111,7 +111,7 @@ class ApprovalDecided:
     kind: Literal["approval_decided"] = "approval_decided"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalsDropped:
     """Approvals remembered for the session ("always") no longer apply (an import brings none).
 

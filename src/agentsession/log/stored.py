@@ -18,7 +18,7 @@ from typing import Any, TypeAlias, get_args
 
 from ..codec import DecodeError, _Mismatch, encode, field_names
 from ..errors import CorruptEntryError
-from ._decode import _decoder, decode_entry
+from ._decode import _decoder, decode_entry, twin
 from .entries import (
     AssistantEntry,
     CacheDiagnosis,
@@ -58,6 +58,7 @@ __all__ = [
     "dump_entry",
     "dump_row",
     "load_entry",
+    "new_record",
     "quick_entry",
     "text_refs",
 ]
@@ -159,12 +160,29 @@ _PACKED: dict[tuple[str, int], tuple[Packer, Packer]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """A stored entry with its position in the session log."""
 
     seq: int
     entry: LogEntry
+
+
+def new_record(seq: int, entry: LogEntry) -> Record:
+    """``Record(seq, entry)`` without its frozen ``__init__``'s setattr per field.
+
+    A read decodes a window of rows, each a record: it is built as the class's slotted twin,
+    which then becomes a ``Record`` (see ``log._decode.twin``).
+    """
+    record = _NEW(_RECORD_TWIN)
+    record.seq = seq
+    record.entry = entry
+    record.__class__ = Record
+    return record  # type: ignore[no-any-return]
+
+
+_NEW = object.__new__
+_RECORD_TWIN: Any = twin(Record)
 
 
 @functools.cache
@@ -241,12 +259,34 @@ def dump_row(entry: LogEntry) -> tuple[str, int, str, dict[str, str]]:
 
 def text_refs(kind: str, version: int, data: str) -> list[str]:
     """The kept texts a stored row refers to (none when it cannot be read: loading says why)."""
+    global _JUST_READ
     if kind != "epoch" or version < 4:
         return []
     try:
-        return refs_in(_parsed(data))
+        payload = _parsed(data)
     except (json.JSONDecodeError, TypeError):
         return []
+    _JUST_READ = (data, payload)
+    return refs_in(payload)
+
+
+#: The row ``text_refs`` parsed last and its payload: a store asks for an epoch's references
+#: just before it decodes that very row, which then needs no second parse (``_parsed_row``).
+_JUST_READ: tuple[str, Any] | None = None
+
+
+def _parsed_row(data: str) -> Any:
+    """``_parsed(data)``, or the payload ``text_refs`` just parsed from this very string.
+
+    The string is held with its payload, so ``is`` cannot match another one that happens to
+    take its place in memory; each payload is given out once (decoding may add its ``kind``).
+    """
+    global _JUST_READ
+    held = _JUST_READ
+    if held is not None and held[0] is data:
+        _JUST_READ = None
+        return held[1]
+    return _parsed(data)
 
 
 def _payload(entry: LogEntry) -> dict[str, Any]:
@@ -300,7 +340,7 @@ def load_entry(
             seq=seq,
         )
     try:
-        payload = _parsed(data)
+        payload = _parsed_row(data)
     except (json.JSONDecodeError, TypeError) as exc:
         raise CorruptEntryError(
             f"entry is not valid JSON: {exc}", session_id=session_id, seq=seq
@@ -361,7 +401,9 @@ def quick_entry(kind: Any, version: Any, data: Any) -> LogEntry | None:
         payload, end = _SCAN(data, 0)
     except (StopIteration, ValueError):
         return None
-    if end != len(data) or type(payload) is not dict or payload.setdefault("kind", kind) != kind:
+    # A row leaves its kind out (its column holds it), and the kind field's default is that
+    # kind: nothing to add to the payload, only a different kind to refuse.
+    if end != len(data) or type(payload) is not dict or payload.get("kind", kind) != kind:
         return None
     try:
         entry: LogEntry = build[1](payload)

@@ -300,6 +300,12 @@ def keep_texts(conn: sqlite3.Connection, session_id: str, texts: dict[str, str])
 
 #: References looked up per statement (SQLite allows 32,766 variables; older builds 999).
 _REFS_PER_QUERY = 500
+#: Up to this many references (an epoch's baseline has a handful of long sections), each is
+#: looked up on its own by one statement the connection prepares once: an ``IN (...)`` list is a
+#: new statement for each count of references, which puts its values in a temporary index
+#: first (on a fresh connection, three texts: 17 µs instead of 26).
+_REFS_ONE_BY_ONE = 8
+_SELECT_TEXT = f"{SELECT_TEXTS} = ?"
 
 
 def kept_texts(conn: sqlite3.Connection, session_id: str, rows: list[Any]) -> dict[str, str] | None:
@@ -308,6 +314,10 @@ def kept_texts(conn: sqlite3.Connection, session_id: str, rows: list[Any]) -> di
     if not refs:
         return None
     texts: dict[str, str] = {}
+    if len(refs) <= _REFS_ONE_BY_ONE:  # one statement, prepared once: a key lookup per text
+        for ref in refs:
+            texts.update(conn.execute(_SELECT_TEXT, (session_id, ref)).fetchall())
+        return texts
     for first in range(0, len(refs), _REFS_PER_QUERY):
         chunk = refs[first : first + _REFS_PER_QUERY]
         query = f"{SELECT_TEXTS} IN ({', '.join('?' * len(chunk))})"

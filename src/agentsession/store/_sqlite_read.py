@@ -19,7 +19,7 @@ from ..errors import SessionNotFoundError
 from ..log import Record
 from ._sql import SESSION_EXISTS
 from ._sqlite import kept_texts, range_queries, reading
-from ._sqlite_sql import KEY_OF, coded, named
+from ._sqlite_sql import KEY_OF, coded, name_of, named
 from .base import ViewRows, decode_row, kinds_list, storable
 
 __all__ = ["ViewRead"]
@@ -65,19 +65,20 @@ class ViewRead:
                     raise SessionNotFoundError(session_id)
                 start = 0 if epoch is None else start_of(epoch)
                 queries = range_queries(session_id, start, end, wanted)
-                fetched: list[Any] = []
+                rows: list[Any] = []
                 for query, params in queries:
-                    fetched += conn.execute(query, params).fetchall()
-                rows = named(fetched)
+                    rows += conn.execute(query, params).fetchall()
                 # Only an epoch row refers to kept texts: none among rows of other kinds.
-                texts = kept_texts(conn, session_id, rows) if "epoch" in wanted else None
+                texts = kept_texts(conn, session_id, named(rows)) if "epoch" in wanted else None
                 last = None
                 if dispatch and epoch is not None:
                     last = _newest(conn, session_id, "dispatch")
             if len(queries) > 1:
                 rows.sort(key=lambda row: int(row[0]))
+            # Each kind named as its row is decoded (``named``, without a tuple per row).
             records = [
-                decode_row(session_id, seq, kind, v, data, texts) for seq, kind, v, data in rows
+                decode_row(session_id, seq, name_of(kind, kind), v, data, texts)
+                for seq, kind, v, data in rows
             ]
             return epoch, records, last
 

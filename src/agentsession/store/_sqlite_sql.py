@@ -65,6 +65,8 @@ KIND_CODES: dict[str, int] = {
     "approvals_dropped": 22,
 }
 _NAMES: dict[Any, str] = {code: kind for kind, code in KIND_CODES.items()}
+#: ``name_of(code, code)``: a stored kind code's name, an unknown code as it is (see ``named``).
+name_of = _NAMES.get
 
 
 def coded(kinds: Sequence[str]) -> list[Any]:

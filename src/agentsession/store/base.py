@@ -34,7 +34,7 @@ from ..log import (
     load_entry,
     text_refs,
 )
-from ..log.stored import quick_entry
+from ..log.stored import new_record, quick_entry
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
@@ -317,9 +317,7 @@ def decode_row(
     """
     entry = quick_entry(kind, version, data) if type(seq) is int and type(kind) is str else None
     if entry is not None:  # the row as this package writes it today: no checks beyond these
-        record = _NEW(Record)
-        _PUT(record, "__dict__", {"seq": seq, "entry": entry})
-        return record
+        return new_record(seq, entry)
     if not isinstance(seq, int) or isinstance(seq, bool):
         raise CorruptEntryError(f"entry position {seq!r} is not a number", session_id=session_id)
     if not isinstance(kind, str) or not isinstance(data, str):
@@ -329,15 +327,7 @@ def decode_row(
             f"entry version {version!r} is not a number", session_id=session_id, seq=seq
         )
     entry = load_entry(kind, version, data, session_id=session_id, seq=seq, texts=texts)
-    # Record(seq, entry), without its frozen __init__'s setattr per field: a read decodes a
-    # window of rows, each a record.
-    record = _NEW(Record)
-    _PUT(record, "__dict__", {"seq": seq, "entry": entry})
-    return record
-
-
-_NEW = object.__new__
-_PUT = object.__setattr__
+    return new_record(seq, entry)
 
 
 def info_from_row(row: Sequence[Any]) -> SessionInfo:
