@@ -17,6 +17,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.codec import encode
+from agentsession.inspection._rebuilder import Rebuilder, chain_link
 from agentsession.inspection.rebuild import rebuild, rebuild_all
 from agentsession.request import digest
 
@@ -172,6 +173,18 @@ async def test_every_request_of_a_100_turn_session_is_rebuilt_byte_for_byte(
             assert item.request.system == original.system, item.number
         one = rebuild(records, middle, specs=known, config=config, tools=["lookup"])
         assert one == blind[middle - 1]
+
+    # The message chain that proves those, hashed from the part digests kept per record, is
+    # the chain hashed from scratch, whichever epoch's records the messages are looked up in.
+    rebuilder = Rebuilder(records, {}, config, ["lookup"])
+    for number, at in enumerate(rebuilder.dispatches, start=1):
+        item = rebuilder.rebuild(at, number)
+        plain = ""
+        for message in item.request.messages:
+            plain = chain_link(plain, message)
+        assert plain == item.dispatch.messages_digest, number
+        for origin in rebuilder._origins.values():
+            assert rebuilder._chained(item.request.messages, origin) == plain, number
 
 
 async def test_a_rebuild_that_cannot_be_exact_says_why(make_runtime: Make) -> None:

@@ -57,13 +57,6 @@ def chain_link(previous: str, message: object) -> str:
     return hashlib.sha256((previous + part_digest(message)).encode()).hexdigest()[:32]
 
 
-def _chained(messages: Sequence[object], link: str = "") -> str:
-    """The chain's last link after ``messages``, going on from ``link``."""
-    for message in messages:
-        link = chain_link(link, message)
-    return link
-
-
 @dataclass(frozen=True)
 class Rebuilt:
     """A dispatched request rebuilt from the log as it was when it was dispatched.
@@ -107,6 +100,7 @@ class Rebuilder:
         self.epochs = [i for i, r in enumerate(records) if isinstance(r.entry, ContextEpoch)]
         self._views: dict[int, tuple[int, list[ViewMessage]]] = {}
         self._encoded: dict[tuple[int, ...], str] = {}
+        self._parts: dict[tuple[int, ...], str] = {}  # part digests, as ``_encoded``
         # Per epoch: each view message's records by its identity, the last seq of each view
         # message, and the mid-conversation messages with their positions.
         self._origins: dict[int, dict[int, tuple[int, ...]]] = {}
@@ -198,7 +192,7 @@ class Rebuilder:
         assert first is not None
         request, hashed, tail = first
         if cut is not None and dispatch.messages_digest:  # else nothing can prove it
-            link = _chained(request.messages)
+            link = self._chained(request.messages, self._origins[key])
             if self._sent_messages(request, dispatch, link):
                 self._last = _Resume(key, cut, len(mids), request, hashed, tail, unknown, link)
         why = mismatch(request, dispatch, unknown)
@@ -246,10 +240,11 @@ class Rebuilder:
         if done.hexdigest()[:32] != dispatch.digest:
             if not last.unknown and part_digest(standing_tools(request)) == dispatch.tools_digest:
                 return None  # the tools are right, so the messages or the system part are not
+            origin = self._origins[key]
             if last.link is None:
-                link = _chained(request.messages)
+                link = self._chained(request.messages, origin)
             else:
-                link = _chained(request.messages[len(before.messages) :], last.link)
+                link = self._chained(new, origin, last.link)
             if not self._sent_messages(request, dispatch, link):
                 return None
             why = mismatch(request, dispatch, last.unknown)
@@ -276,6 +271,26 @@ class Rebuilder:
         if system[1] != dispatch.system_digest:
             return False
         return link == dispatch.messages_digest
+
+    def _chained(
+        self, messages: Sequence[Message], origin: Mapping[int, tuple[int, ...]], link: str = ""
+    ) -> str:
+        """The chain's last link after ``messages``, going on from ``link`` (``chain_link``).
+
+        A projected message's part digest is kept by its records' seqs, as its text is (see
+        ``_digest``), so each link costs one hash of two digests.
+        """
+        for message in messages:
+            seqs = origin.get(id(message))
+            if seqs is None:
+                link = chain_link(link, message)
+                continue
+            part = self._parts.get(seqs)
+            if part is None:
+                text = self._text(message, origin).encode("utf-8", "surrogatepass")
+                part = self._parts[seqs] = hashlib.sha256(text).hexdigest()[:32]
+            link = hashlib.sha256((link + part).encode()).hexdigest()[:32]
+        return link
 
     def _text(self, message: Message, origin: Mapping[int, tuple[int, ...]]) -> str:
         """The canonical text of one message, kept per projected record (see ``_digest``)."""
