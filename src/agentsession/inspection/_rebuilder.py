@@ -221,34 +221,47 @@ class Rebuilder:
             return None
         added = whole[last.cut : cut]
         before = last.request
-        hashed = last.hashed.copy()
         new = tuple(map(_MESSAGE, added))
-        if new:
-            origin = self._origins[key]
-            texts = ", ".join([self._text(message, origin) for message in new])
-            joined = ", " + texts if before.messages else texts
-            hashed.update(joined.encode("utf-8", "surrogatepass"))
-        done = hashed.copy()
-        done.update(last.tail)
         request = Request(
             system=before.system,
             messages=before.messages + new,
             tools=before.tools,
             sources=before.sources + tuple(map(_SEQS, added)),
         )
-        why, link = "", None
-        if done.hexdigest()[:32] != dispatch.digest:
-            if not last.unknown and part_digest(standing_tools(request)) == dispatch.tools_digest:
+        # No mid-conversation message came since the full rebuild: the standing tools are its.
+        standing = last.standing
+        if standing is None and dispatch.tools_digest:
+            standing = part_digest(standing_tools(request))
+        hashed = None
+        if not dispatch.tools_digest or standing == dispatch.tools_digest:
+            if last.hashed is None:
+                return None  # its digest was not followed: rebuilt in full
+            hashed = last.hashed.copy()
+            if new:
+                origin = self._origins[key]
+                texts = ", ".join([self._text(message, origin) for message in new])
+                joined = ", " + texts if before.messages else texts
+                hashed.update(joined.encode("utf-8", "surrogatepass"))
+            done = hashed.copy()
+            done.update(last.tail)
+            if done.hexdigest()[:32] == dispatch.digest:
+                made = (hashed, last.tail, last.unknown, None, standing)
+                self._last = _Resume(key, cut, mids, request, *made)
+                return request, ""
+            if not last.unknown and dispatch.tools_digest:
                 return None  # the tools are right, so the messages or the system part are not
-            origin = self._origins[key]
-            if last.link is None:
-                link = self._chained(request.messages, origin)
-            else:
-                link = self._chained(new, origin, last.link)
-            if not self._sent_messages(request, dispatch, link):
-                return None
-            why = mismatch(request, dispatch, last.unknown)
-        self._last = _Resume(key, cut, mids, request, hashed, last.tail, last.unknown, link)
+        # Else the tools differ from those sent, so the digest cannot match (its hash is not
+        # followed): the message chain decides.
+        origin = self._origins[key]
+        if last.link is None:
+            link = self._chained(request.messages, origin)
+        else:
+            link = self._chained(new, origin, last.link)
+        if not self._sent_messages(request, dispatch, link):
+            return None
+        why = mismatch(request, dispatch, last.unknown)
+        proved = (hashed, last.tail, last.unknown, link, standing)
+        self._last = _Resume(key, cut, mids, request, *proved)
         return request, why
 
     def _sent_messages(self, request: Request, dispatch: Dispatch, link: str) -> bool:
@@ -331,20 +344,23 @@ class _Resume:
 
     ``cut`` view messages of epoch ``key`` came before it, and ``mids`` mid-conversation
     messages of that epoch; ``hashed`` is the SHA-256 state after its messages' text and
-    ``tail`` the rest of its text (its system part and tools); ``unknown`` names the tools
-    declared whose declarations are not known here; ``link`` is the last link of its message
-    chain (``None``: not needed so far). Its messages are those that were sent: its digest, or
-    its message chain, proved them.
+    ``tail`` the rest of its text (its system part and tools; ``hashed`` is ``None`` once its
+    tools were found to differ from those sent, so no digest of it can match); ``unknown`` names
+    the tools declared whose declarations are not known here; ``link`` is the last link of its
+    message chain (``None``: not needed so far); ``standing`` the digest of its standing tools
+    (``None``: not needed so far). Its messages are those that were sent: its digest, or its
+    message chain, proved them.
     """
 
     key: int
     cut: int
     mids: int
     request: Request
-    hashed: _Hash
+    hashed: _Hash | None
     tail: bytes
     unknown: tuple[str, ...]
     link: str | None
+    standing: str | None = None
 
 
 def _declarations(
