@@ -31,6 +31,7 @@ from ..log import (
 from ..projection import ViewMessage, project
 from ..request import AssistantMessage, Message, Request, ToolSpec, standing_tools
 from ..window import Window, message_count, select_window
+from ._carried import Projected, carried
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -108,6 +109,7 @@ class Rebuilder:
         self._mids: dict[int, list[tuple[int, MidConversationSystemMessage]]] = {}
         self._last: _Resume | None = None
         self._systems: dict[int, tuple[object, str]] = {}
+        self._projected: Projected | None = None
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
         """Where the epoch's records start, and the model view of all of them."""
@@ -125,7 +127,12 @@ class Rebuilder:
                 lo = bisect.bisect_left(self.seqs, start)
             after = bisect.bisect_right(self.epochs, key)
             end = self.epochs[after] if after < len(self.epochs) else len(self.records)
-            whole = project(self.records[lo:end], epoch)
+            last = self._projected  # the epoch before, whose view this one mostly repeats
+            whole = None if epoch is None else carried(self.records, lo, end, epoch, last)
+            if whole is None:
+                whole = project(self.records[lo:end], epoch)
+            if epoch is not None:
+                self._projected = Projected(lo, end, epoch, whole)
             self._views[key] = (lo, whole)
             self._origins[key] = {id(v.message): v.seqs for v in whole}
             lasts = [v.seqs[-1] for v in whole]
