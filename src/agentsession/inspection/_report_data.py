@@ -120,7 +120,14 @@ def _browser_safe(value: Any) -> bool:
 
 def _stamp(previous: str, stamp: str) -> str:
     """``stamp`` as "how many leading characters it shares with ``previous``|the rest"."""
-    shared, high = 0, min(len(previous), len(stamp))
+    high = min(len(previous), len(stamp))
+    if high and previous.isascii() and stamp.isascii():
+        # The first differing byte is where the highest set bit of the XOR of the two falls.
+        head, tail = previous[:high].encode(), stamp[:high].encode()
+        differ = int.from_bytes(head, "big") ^ int.from_bytes(tail, "big")
+        shared = high - (differ.bit_length() + 7) // 8
+        return f"{shared}|{stamp[shared:]}"
+    shared = 0
     while shared < high:  # a binary search: each step compares two slices in C
         middle = (shared + high + 1) // 2
         if previous[:middle] == stamp[:middle]:
@@ -159,7 +166,7 @@ def _requests(
 ) -> list[list[Any]]:
     """One row per request: its figures, then its body as references into ``json``."""
     rows: list[list[Any]] = []
-    lines = _Shown(strings, visible_line)
+    lines, why = _Shown(strings, visible_line), _Shown(strings, visible)
     before: tuple[object, ...] = ()
     previous: list[int] = []
     for r in requests:
@@ -186,7 +193,7 @@ def _requests(
                 lines(r.cache),
                 lines(r.provider_cache),
                 strings(_usd(r.cost_usd)),
-                -1 if r.exact else strings(visible(r.mismatch)),
+                -1 if r.exact else why(r.mismatch),
                 system,
                 tools,
                 [kept, *messages[kept:]],
