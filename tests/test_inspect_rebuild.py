@@ -190,14 +190,16 @@ async def test_every_request_of_a_100_turn_session_is_rebuilt_byte_for_byte(
 
     # An epoch's view carried over from the epoch before it, wherever it can be, is the view
     # projecting its records gives; most epochs here are carried (window advances).
-    at = [i for i, r in enumerate(records) if isinstance(r.entry, ags.ContextEpoch)]
+    starts = [i for i, r in enumerate(records) if isinstance(r.entry, ags.ContextEpoch)]
     ranges = []
-    for n, i in enumerate(at):
+    for n, i in enumerate(starts):
         epoch = records[i].entry
         assert isinstance(epoch, ags.ContextEpoch)
-        start = min(epoch.history_start, records[i].seq, epoch.summary_seq or records[i].seq)
+        start = min(epoch.history_start, records[i].seq)
+        if epoch.summary_seq is not None:
+            start = min(start, epoch.summary_seq)
         lo = next(k for k, r in enumerate(records) if r.seq >= start)
-        ranges.append((lo, at[n + 1] if n + 1 < len(at) else len(records), epoch))
+        ranges.append((lo, starts[n + 1] if n + 1 < len(starts) else len(records), epoch))
     last: Projected | None = None
     carried_over = 0
     for lo, end, epoch in ranges:
