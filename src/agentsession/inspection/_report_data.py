@@ -34,6 +34,7 @@ VERSION = 1
 _ITEM_CHARS = 1_500
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})")  # keys a browser's object puts first
 _SAFE_INT = 2**53
+_DIGITS = frozenset("0123456789")
 
 
 class _Strings:
@@ -107,6 +108,23 @@ class _Values:
 
 def _browser_safe(value: Any) -> bool:
     """Whether ``JSON.stringify`` writes ``value`` exactly as ``json.dumps`` does."""
+    kind = type(value)  # what ``encode`` makes, looked at without a generator per container
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is dict:
+        for key in value:
+            if key[:1] in _DIGITS and _INDEX_KEY.fullmatch(key):
+                return False
+        return all(map(_browser_safe, value.values()))
+    if kind is list:
+        return all(map(_browser_safe, value))
+    if kind is int:
+        return bool(-_SAFE_INT < value < _SAFE_INT)
+    return _browser_safe_any(value)
+
+
+def _browser_safe_any(value: Any) -> bool:
+    """``_browser_safe`` for any type (subclasses of the JSON types too)."""
     if isinstance(value, dict):
         return all(not _INDEX_KEY.fullmatch(k) and _browser_safe(v) for k, v in value.items())
     if isinstance(value, list):
