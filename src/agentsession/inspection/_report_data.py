@@ -278,5 +278,6 @@ def embed(data: dict[str, Any]) -> str:
     Every ``<`` is written as its escape, so no text from the log can close the element, and so
     is every control or direction character ``json.dumps`` would leave raw: the file holds none.
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    # The data is a tree of fresh lists and dicts: no container to check for cycles.
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), check_circular=False)
     return visible_json(text).replace("<", "\\u003c")
