@@ -37,36 +37,35 @@ _SAFE_INT = 2**53
 _DIGITS = frozenset("0123456789")
 
 
-class _Strings:
-    """Distinct strings, each stored once and referred to by its index."""
+class _Strings(dict[str, int]):
+    """Distinct strings, each stored once and referred to by its index: ``strings[text]``.
+
+    A dict that adds what it lacks, so finding a string stored before is one lookup in C.
+    """
 
     def __init__(self) -> None:
-        self.items: list[str] = []
-        self._index: dict[str, int] = {}
+        super().__init__()
+        self.stored: list[str] = []  # by index
 
-    def __call__(self, text: str) -> int:
-        found = self._index.get(text)
-        if found is None:
-            found = self._index[text] = len(self.items)
-            self.items.append(text)
+    def __missing__(self, text: str) -> int:
+        found = self[text] = len(self.stored)
+        self.stored.append(text)
         return found
 
 
-class _Shown:
+class _Shown(dict[str, int]):
     """Like ``_Strings`` for texts shown in a form of their own (cut, controls made visible).
 
     A session repeats its titles and many of its texts: each distinct one is transformed once.
     """
 
     def __init__(self, strings: _Strings, form: Callable[[str], str]) -> None:
+        super().__init__()
         self._strings = strings
         self._form = form
-        self._index: dict[str, int] = {}
 
-    def __call__(self, text: str) -> int:
-        found = self._index.get(text)
-        if found is None:
-            found = self._index[text] = self._strings(self._form(text))
+    def __missing__(self, text: str) -> int:
+        found = self[text] = self._strings[self._form(text)]
         return found
 
 
@@ -174,7 +173,7 @@ def report_data(ins: Inspection) -> dict[str, Any]:
         "epochs": [_epoch(e, strings) for e in ins.epochs],
         "turns": _turns(ins.timeline, ins.turns, strings),
         "categories": {i.kind: i.category for i in ins.timeline},
-        "strings": strings.items,
+        "strings": strings.stored,
         "json": values.items,
     }
 
@@ -202,16 +201,16 @@ def _requests(
                 r.number,
                 r.turn,
                 r.step,
-                lines(r.model),
+                lines[r.model],
                 r.epoch,
                 r.tokens,
                 r.cacheable,
                 r.reported_input,
                 r.reported_cached,
-                lines(r.cache),
-                lines(r.provider_cache),
-                strings(_usd(r.cost_usd)),
-                -1 if r.exact else why(r.mismatch),
+                lines[r.cache],
+                lines[r.provider_cache],
+                strings[_usd(r.cost_usd)],
+                -1 if r.exact else why[r.mismatch],
                 system,
                 tools,
                 [kept, *messages[kept:]],
@@ -227,14 +226,14 @@ def _epoch(e: EpochInfo, strings: _Strings) -> list[Any]:
     return [
         e.number,
         e.seq,
-        strings(visible_line(e.reason)),
-        strings(visible_line(why)),
-        strings(visible_line(e.model or "–")),
+        strings[visible_line(e.reason)],
+        strings[visible_line(why)],
+        strings[visible_line(e.model or "–")],
         e.timestamp,
         e.turn,
-        strings(visible(tools)),
-        strings(visible(", ".join(e.removed))),
-        [[strings(visible_line(s.label)), s.tokens, strings(_text(s.text))] for s in e.sections],
+        strings[visible(tools)],
+        strings[visible(", ".join(e.removed))],
+        [[strings[visible_line(s.label)], s.tokens, strings[_text(s.text)]] for s in e.sections],
     ]
 
 
@@ -254,7 +253,7 @@ def _turns(
             turn = info.get(number)
             head: list[Any] = []
             if turn is not None:
-                outcome = titles(turn.outcome)
+                outcome = titles[turn.outcome]
                 head = [turn.timestamp, outcome, turn.requests, turn.tool_calls]
             shown = []
             out.append([number, head, shown])
@@ -262,10 +261,10 @@ def _turns(
         shown.append(
             [
                 item.seq,
-                strings(item.kind),
+                strings[item.kind],
                 _stamp(last, stamp),
-                titles(item.title),
-                texts(item.text) if item.text else -1,
+                titles[item.title],
+                texts[item.text] if item.text else -1,
             ]
         )
         last = stamp
