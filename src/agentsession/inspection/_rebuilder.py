@@ -182,19 +182,22 @@ class Rebuilder:
         view = whole[:cut] if cut is not None else self._view_at(key, whole, seq)
         declared, unknown = _declarations(mids, epoch, self.specs, self.tools)
         baseline = epoch.baseline if epoch is not None else ()
-        first: tuple[Request, _Hash, bytes] | None = None
+        first: tuple[Request, _Hash | None, bytes] | None = None
         self._last = None
         for window in _windows(view, self.config):
             for provider in _providers(self.records, at, view):
                 candidate = build_request(view, window, baseline, declared, provider)
-                found, hashed, tail = self._digest(candidate, self._origins[key])
+                differs = _fixed_part_differs(candidate, dispatch)  # then no digest can match
+                found, hashed, tail = (
+                    (None, None, b"") if differs else self._digest(candidate, self._origins[key])
+                )
                 first = first or (candidate, hashed, tail)
                 if found == dispatch.digest:
                     if cut is not None:
                         made = (candidate, hashed, tail, unknown, None)
                         self._last = _Resume(key, cut, len(mids), *made)
                     return Rebuilt(number, seq, dispatch, epoch, candidate, True)
-            if unknown or _fixed_part_differs(candidate, dispatch):
+            if unknown or differs:
                 break  # another window cannot mend the tools or the system part
         assert first is not None
         request, hashed, tail = first
@@ -295,11 +298,7 @@ class Rebuilder:
     def _chained(
         self, messages: Sequence[Message], origin: Mapping[int, tuple[int, ...]], link: str = ""
     ) -> str:
-        """The chain's last link after ``messages``, going on from ``link`` (``chain_link``).
-
-        A projected message's part digest is kept by its records' seqs, as its text is (see
-        ``_digest``), so each link costs one hash of two digests.
-        """
+        """``chain_link`` over ``messages`` from ``link``; part digests kept by seqs, as texts."""
         for message in messages:
             seqs = origin.get(id(message))
             if seqs is None:
