@@ -17,7 +17,10 @@ import pytest
 
 import agentsession as ags
 from agentsession.codec import encode
+from agentsession.inspection._carried import Projected, carried
+from agentsession.inspection._rebuilder import Rebuilder, chain_link
 from agentsession.inspection.rebuild import rebuild, rebuild_all
+from agentsession.projection import project
 from agentsession.request import digest
 
 Make = Callable[..., ags.Runtime]
@@ -172,6 +175,41 @@ async def test_every_request_of_a_100_turn_session_is_rebuilt_byte_for_byte(
             assert item.request.system == original.system, item.number
         one = rebuild(records, middle, specs=known, config=config, tools=["lookup"])
         assert one == blind[middle - 1]
+
+    # The message chain that proves those, hashed from the part digests kept per record, is
+    # the chain hashed from scratch, whichever epoch's records the messages are looked up in.
+    rebuilder = Rebuilder(records, {}, config, ["lookup"])
+    for number, at in enumerate(rebuilder.dispatches, start=1):
+        item = rebuilder.rebuild(at, number)
+        plain = ""
+        for message in item.request.messages:
+            plain = chain_link(plain, message)
+        assert plain == item.dispatch.messages_digest, number
+        for origin in rebuilder._origins.values():
+            assert rebuilder._chained(item.request.messages, origin) == plain, number
+
+    # An epoch's view carried over from the epoch before it, wherever it can be, is the view
+    # projecting its records gives; most epochs here are carried (window advances).
+    starts = [i for i, r in enumerate(records) if isinstance(r.entry, ags.ContextEpoch)]
+    ranges = []
+    for n, i in enumerate(starts):
+        epoch = records[i].entry
+        assert isinstance(epoch, ags.ContextEpoch)
+        start = min(epoch.history_start, records[i].seq)
+        if epoch.summary_seq is not None:
+            start = min(start, epoch.summary_seq)
+        lo = next(k for k, r in enumerate(records) if r.seq >= start)
+        ranges.append((lo, starts[n + 1] if n + 1 < len(starts) else len(records), epoch))
+    last: Projected | None = None
+    carried_over = 0
+    for lo, end, epoch in ranges:
+        projected = project(records[lo:end], epoch)
+        view = carried(records, lo, end, epoch, last)
+        if view is not None:
+            carried_over += 1
+            assert view == projected, epoch.epoch
+        last = Projected(lo, end, epoch, view if view is not None else projected)
+    assert carried_over > len(ranges) // 2
 
 
 async def test_a_rebuild_that_cannot_be_exact_says_why(make_runtime: Make) -> None:

@@ -13,7 +13,7 @@ import itertools
 import operator
 
 from ..budget import TokenCounter, measure
-from ..request import Request
+from ..request import Message, Request
 
 __all__ = ["RequestTokens", "cacheable", "leading_same", "measure_in_order"]
 
@@ -22,30 +22,45 @@ RequestTokens = list[int]
 
 
 def measure_in_order(requests: list[Request], counter: TokenCounter) -> list[RequestTokens]:
-    """Each request's tokens by part, reusing the previous request's for a shared prefix."""
+    """Each request's tokens by part, reusing the previous request's for a shared prefix.
+
+    Each message object is measured once, all of them in one ``measure``: the requests of an
+    epoch share their objects, and a new epoch's first request carries mostly the objects the
+    last epoch's requests did. A request measured afresh takes its framing, system sections and
+    tools from one measurement of those parts alone, kept per system part and tools.
+    """
     if not requests:
         return []
     kept = [0, *(_same_prefix(a, b) for a, b in itertools.pairwise(requests))]
-    # The messages after each shared prefix, measured together: a request without system part
-    # or tools measures its framing, then one part per message, each on its own.
-    new = [m for request, k in zip(requests, kept, strict=True) if k for m in request.messages[k:]]
-    counted = measure(Request((), tuple(new), ()), counter).contributors[1:]
-    tokens = iter([t for _, t in counted])
+    wanted: dict[int, Message] = {}
+    for request, shared in zip(requests, kept, strict=True):
+        for message in request.messages[shared:]:
+            wanted.setdefault(id(message), message)  # the requests hold them: ids stay theirs
+    counted = measure(Request((), tuple(wanted.values()), ()), counter).contributors[1:]
+    tokens = dict(zip(wanted, [t for _, t in counted], strict=True))
+    frames: dict[tuple[int, int], tuple[Request, RequestTokens]] = {}
     out: list[RequestTokens] = []
     for request, shared in zip(requests, kept, strict=True):
-        if not shared:
-            out.append([t for _, t in measure(request, counter).contributors])
+        tail = [tokens[id(m)] for m in request.messages[shared:]]
+        if shared:
+            before = out[-1]
+            body = 1 + len(request.system) + shared
+            out.append(before[:body] + tail + before[len(before) - len(request.tools) :])
             continue
-        before = out[-1]
-        body = 1 + len(request.system) + shared
-        tools = len(before) - len(request.tools)
-        tail = [next(tokens) for _ in range(len(request.messages) - shared)]
-        out.append(before[:body] + tail + before[tools:])
+        key = (id(request.system), id(request.tools))
+        frame = frames.get(key)  # its request holds both parts: their ids stay theirs
+        if frame is None:
+            bare = Request(request.system, (), request.tools)
+            frame = frames[key] = (bare, [t for _, t in measure(bare, counter).contributors])
+        head = 1 + len(request.system)
+        out.append(frame[1][:head] + tail + frame[1][head:])
     return out
 
 
 def leading_same(old: tuple[object, ...], new: tuple[object, ...]) -> int:
     """How many leading elements of ``old`` and ``new`` are the very same objects."""
+    if all(map(operator.is_, old, new)):  # the usual case, without a list of the answers
+        return min(len(old), len(new))
     same = list(map(operator.is_, old, new))
     return same.index(False) if False in same else len(same)
 

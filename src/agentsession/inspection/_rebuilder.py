@@ -31,6 +31,7 @@ from ..log import (
 from ..projection import ViewMessage, project
 from ..request import AssistantMessage, Message, Request, ToolSpec, standing_tools
 from ..window import Window, message_count, select_window
+from ._carried import Projected, carried
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -55,13 +56,6 @@ def chain_link(previous: str, message: object) -> str:
     none), so it proves them without the rest of the request.
     """
     return hashlib.sha256((previous + part_digest(message)).encode()).hexdigest()[:32]
-
-
-def _chained(messages: Sequence[object], link: str = "") -> str:
-    """The chain's last link after ``messages``, going on from ``link``."""
-    for message in messages:
-        link = chain_link(link, message)
-    return link
 
 
 @dataclass(frozen=True)
@@ -107,6 +101,7 @@ class Rebuilder:
         self.epochs = [i for i, r in enumerate(records) if isinstance(r.entry, ContextEpoch)]
         self._views: dict[int, tuple[int, list[ViewMessage]]] = {}
         self._encoded: dict[tuple[int, ...], str] = {}
+        self._parts: dict[tuple[int, ...], str] = {}  # part digests, as ``_encoded``
         # Per epoch: each view message's records by its identity, the last seq of each view
         # message, and the mid-conversation messages with their positions.
         self._origins: dict[int, dict[int, tuple[int, ...]]] = {}
@@ -114,6 +109,7 @@ class Rebuilder:
         self._mids: dict[int, list[tuple[int, MidConversationSystemMessage]]] = {}
         self._last: _Resume | None = None
         self._systems: dict[int, tuple[object, str]] = {}
+        self._projected: Projected | None = None
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
         """Where the epoch's records start, and the model view of all of them."""
@@ -131,7 +127,12 @@ class Rebuilder:
                 lo = bisect.bisect_left(self.seqs, start)
             after = bisect.bisect_right(self.epochs, key)
             end = self.epochs[after] if after < len(self.epochs) else len(self.records)
-            whole = project(self.records[lo:end], epoch)
+            last = self._projected  # the epoch before, whose view this one mostly repeats
+            whole = None if epoch is None else carried(self.records, lo, end, epoch, last)
+            if whole is None:
+                whole = project(self.records[lo:end], epoch)
+            if epoch is not None:
+                self._projected = Projected(lo, end, epoch, whole)
             self._views[key] = (lo, whole)
             self._origins[key] = {id(v.message): v.seqs for v in whole}
             lasts = [v.seqs[-1] for v in whole]
@@ -181,24 +182,27 @@ class Rebuilder:
         view = whole[:cut] if cut is not None else self._view_at(key, whole, seq)
         declared, unknown = _declarations(mids, epoch, self.specs, self.tools)
         baseline = epoch.baseline if epoch is not None else ()
-        first: tuple[Request, _Hash, bytes] | None = None
+        first: tuple[Request, _Hash | None, bytes] | None = None
         self._last = None
         for window in _windows(view, self.config):
             for provider in _providers(self.records, at, view):
                 candidate = build_request(view, window, baseline, declared, provider)
-                found, hashed, tail = self._digest(candidate, self._origins[key])
+                differs = _fixed_part_differs(candidate, dispatch)  # then no digest can match
+                found, hashed, tail = (
+                    (None, None, b"") if differs else self._digest(candidate, self._origins[key])
+                )
                 first = first or (candidate, hashed, tail)
                 if found == dispatch.digest:
                     if cut is not None:
                         made = (candidate, hashed, tail, unknown, None)
                         self._last = _Resume(key, cut, len(mids), *made)
                     return Rebuilt(number, seq, dispatch, epoch, candidate, True)
-            if unknown or _fixed_part_differs(candidate, dispatch):
+            if unknown or differs:
                 break  # another window cannot mend the tools or the system part
         assert first is not None
         request, hashed, tail = first
         if cut is not None and dispatch.messages_digest:  # else nothing can prove it
-            link = _chained(request.messages)
+            link = self._chained(request.messages, self._origins[key])
             if self._sent_messages(request, dispatch, link):
                 self._last = _Resume(key, cut, len(mids), request, hashed, tail, unknown, link)
         why = mismatch(request, dispatch, unknown)
@@ -227,33 +231,47 @@ class Rebuilder:
             return None
         added = whole[last.cut : cut]
         before = last.request
-        hashed = last.hashed.copy()
         new = tuple(map(_MESSAGE, added))
-        if new:
-            origin = self._origins[key]
-            texts = ", ".join([self._text(message, origin) for message in new])
-            joined = ", " + texts if before.messages else texts
-            hashed.update(joined.encode("utf-8", "surrogatepass"))
-        done = hashed.copy()
-        done.update(last.tail)
         request = Request(
             system=before.system,
             messages=before.messages + new,
             tools=before.tools,
             sources=before.sources + tuple(map(_SEQS, added)),
         )
-        why, link = "", None
-        if done.hexdigest()[:32] != dispatch.digest:
-            if not last.unknown and part_digest(standing_tools(request)) == dispatch.tools_digest:
+        # No mid-conversation message came since the full rebuild: the standing tools are its.
+        standing = last.standing
+        if standing is None and dispatch.tools_digest:
+            standing = part_digest(standing_tools(request))
+        hashed = None
+        if not dispatch.tools_digest or standing == dispatch.tools_digest:
+            if last.hashed is None:
+                return None  # its digest was not followed: rebuilt in full
+            hashed = last.hashed.copy()
+            if new:
+                origin = self._origins[key]
+                texts = ", ".join([self._text(message, origin) for message in new])
+                joined = ", " + texts if before.messages else texts
+                hashed.update(joined.encode("utf-8", "surrogatepass"))
+            done = hashed.copy()
+            done.update(last.tail)
+            if done.hexdigest()[:32] == dispatch.digest:
+                made = (hashed, last.tail, last.unknown, None, standing)
+                self._last = _Resume(key, cut, mids, request, *made)
+                return request, ""
+            if not last.unknown and dispatch.tools_digest:
                 return None  # the tools are right, so the messages or the system part are not
-            if last.link is None:
-                link = _chained(request.messages)
-            else:
-                link = _chained(request.messages[len(before.messages) :], last.link)
-            if not self._sent_messages(request, dispatch, link):
-                return None
-            why = mismatch(request, dispatch, last.unknown)
-        self._last = _Resume(key, cut, mids, request, hashed, last.tail, last.unknown, link)
+        # Else the tools differ from those sent, so the digest cannot match (its hash is not
+        # followed): the message chain decides.
+        origin = self._origins[key]
+        if last.link is None:
+            link = self._chained(request.messages, origin)
+        else:
+            link = self._chained(new, origin, last.link)
+        if not self._sent_messages(request, dispatch, link):
+            return None
+        why = mismatch(request, dispatch, last.unknown)
+        proved = (hashed, last.tail, last.unknown, link, standing)
+        self._last = _Resume(key, cut, mids, request, *proved)
         return request, why
 
     def _sent_messages(self, request: Request, dispatch: Dispatch, link: str) -> bool:
@@ -276,6 +294,22 @@ class Rebuilder:
         if system[1] != dispatch.system_digest:
             return False
         return link == dispatch.messages_digest
+
+    def _chained(
+        self, messages: Sequence[Message], origin: Mapping[int, tuple[int, ...]], link: str = ""
+    ) -> str:
+        """``chain_link`` over ``messages`` from ``link``; part digests kept by seqs, as texts."""
+        for message in messages:
+            seqs = origin.get(id(message))
+            if seqs is None:
+                link = chain_link(link, message)
+                continue
+            part = self._parts.get(seqs)
+            if part is None:
+                text = self._text(message, origin).encode("utf-8", "surrogatepass")
+                part = self._parts[seqs] = hashlib.sha256(text).hexdigest()[:32]
+            link = hashlib.sha256((link + part).encode()).hexdigest()[:32]
+        return link
 
     def _text(self, message: Message, origin: Mapping[int, tuple[int, ...]]) -> str:
         """The canonical text of one message, kept per projected record (see ``_digest``)."""
@@ -316,20 +350,23 @@ class _Resume:
 
     ``cut`` view messages of epoch ``key`` came before it, and ``mids`` mid-conversation
     messages of that epoch; ``hashed`` is the SHA-256 state after its messages' text and
-    ``tail`` the rest of its text (its system part and tools); ``unknown`` names the tools
-    declared whose declarations are not known here; ``link`` is the last link of its message
-    chain (``None``: not needed so far). Its messages are those that were sent: its digest, or
-    its message chain, proved them.
+    ``tail`` the rest of its text (its system part and tools; ``hashed`` is ``None`` once its
+    tools were found to differ from those sent, so no digest of it can match); ``unknown`` names
+    the tools declared whose declarations are not known here; ``link`` is the last link of its
+    message chain (``None``: not needed so far); ``standing`` the digest of its standing tools
+    (``None``: not needed so far). Its messages are those that were sent: its digest, or its
+    message chain, proved them.
     """
 
     key: int
     cut: int
     mids: int
     request: Request
-    hashed: _Hash
+    hashed: _Hash | None
     tail: bytes
     unknown: tuple[str, ...]
     link: str | None
+    standing: str | None = None
 
 
 def _declarations(

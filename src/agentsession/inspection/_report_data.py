@@ -34,38 +34,38 @@ VERSION = 1
 _ITEM_CHARS = 1_500
 _INDEX_KEY = re.compile(r"(?:0|[1-9][0-9]{0,9})")  # keys a browser's object puts first
 _SAFE_INT = 2**53
+_DIGITS = frozenset("0123456789")
 
 
-class _Strings:
-    """Distinct strings, each stored once and referred to by its index."""
+class _Strings(dict[str, int]):
+    """Distinct strings, each stored once and referred to by its index: ``strings[text]``.
+
+    A dict that adds what it lacks, so finding a string stored before is one lookup in C.
+    """
 
     def __init__(self) -> None:
-        self.items: list[str] = []
-        self._index: dict[str, int] = {}
+        super().__init__()
+        self.stored: list[str] = []  # by index
 
-    def __call__(self, text: str) -> int:
-        found = self._index.get(text)
-        if found is None:
-            found = self._index[text] = len(self.items)
-            self.items.append(text)
+    def __missing__(self, text: str) -> int:
+        found = self[text] = len(self.stored)
+        self.stored.append(text)
         return found
 
 
-class _Shown:
+class _Shown(dict[str, int]):
     """Like ``_Strings`` for texts shown in a form of their own (cut, controls made visible).
 
     A session repeats its titles and many of its texts: each distinct one is transformed once.
     """
 
     def __init__(self, strings: _Strings, form: Callable[[str], str]) -> None:
+        super().__init__()
         self._strings = strings
         self._form = form
-        self._index: dict[str, int] = {}
 
-    def __call__(self, text: str) -> int:
-        found = self._index.get(text)
-        if found is None:
-            found = self._index[text] = self._strings(self._form(text))
+    def __missing__(self, text: str) -> int:
+        found = self[text] = self._strings[self._form(text)]
         return found
 
 
@@ -107,6 +107,23 @@ class _Values:
 
 def _browser_safe(value: Any) -> bool:
     """Whether ``JSON.stringify`` writes ``value`` exactly as ``json.dumps`` does."""
+    kind = type(value)  # what ``encode`` makes, looked at without a generator per container
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is dict:
+        for key in value:
+            if key[:1] in _DIGITS and _INDEX_KEY.fullmatch(key):
+                return False
+        return all(map(_browser_safe, value.values()))
+    if kind is list:
+        return all(map(_browser_safe, value))
+    if kind is int:
+        return bool(-_SAFE_INT < value < _SAFE_INT)
+    return _browser_safe_any(value)
+
+
+def _browser_safe_any(value: Any) -> bool:
+    """``_browser_safe`` for any type (subclasses of the JSON types too)."""
     if isinstance(value, dict):
         return all(not _INDEX_KEY.fullmatch(k) and _browser_safe(v) for k, v in value.items())
     if isinstance(value, list):
@@ -120,7 +137,14 @@ def _browser_safe(value: Any) -> bool:
 
 def _stamp(previous: str, stamp: str) -> str:
     """``stamp`` as "how many leading characters it shares with ``previous``|the rest"."""
-    shared, high = 0, min(len(previous), len(stamp))
+    high = min(len(previous), len(stamp))
+    if high and previous.isascii() and stamp.isascii():
+        # The first differing byte is where the highest set bit of the XOR of the two falls.
+        head, tail = previous[:high].encode(), stamp[:high].encode()
+        differ = int.from_bytes(head, "big") ^ int.from_bytes(tail, "big")
+        shared = high - (differ.bit_length() + 7) // 8
+        return f"{shared}|{stamp[shared:]}"
+    shared = 0
     while shared < high:  # a binary search: each step compares two slices in C
         middle = (shared + high + 1) // 2
         if previous[:middle] == stamp[:middle]:
@@ -149,7 +173,7 @@ def report_data(ins: Inspection) -> dict[str, Any]:
         "epochs": [_epoch(e, strings) for e in ins.epochs],
         "turns": _turns(ins.timeline, ins.turns, strings),
         "categories": {i.kind: i.category for i in ins.timeline},
-        "strings": strings.items,
+        "strings": strings.stored,
         "json": values.items,
     }
 
@@ -159,7 +183,7 @@ def _requests(
 ) -> list[list[Any]]:
     """One row per request: its figures, then its body as references into ``json``."""
     rows: list[list[Any]] = []
-    lines = _Shown(strings, visible_line)
+    lines, why = _Shown(strings, visible_line), _Shown(strings, visible)
     before: tuple[object, ...] = ()
     previous: list[int] = []
     for r in requests:
@@ -177,16 +201,16 @@ def _requests(
                 r.number,
                 r.turn,
                 r.step,
-                lines(r.model),
+                lines[r.model],
                 r.epoch,
                 r.tokens,
                 r.cacheable,
                 r.reported_input,
                 r.reported_cached,
-                lines(r.cache),
-                lines(r.provider_cache),
-                strings(_usd(r.cost_usd)),
-                -1 if r.exact else strings(visible(r.mismatch)),
+                lines[r.cache],
+                lines[r.provider_cache],
+                strings[_usd(r.cost_usd)],
+                -1 if r.exact else why[r.mismatch],
                 system,
                 tools,
                 [kept, *messages[kept:]],
@@ -202,14 +226,14 @@ def _epoch(e: EpochInfo, strings: _Strings) -> list[Any]:
     return [
         e.number,
         e.seq,
-        strings(visible_line(e.reason)),
-        strings(visible_line(why)),
-        strings(visible_line(e.model or "–")),
+        strings[visible_line(e.reason)],
+        strings[visible_line(why)],
+        strings[visible_line(e.model or "–")],
         e.timestamp,
         e.turn,
-        strings(visible(tools)),
-        strings(visible(", ".join(e.removed))),
-        [[strings(visible_line(s.label)), s.tokens, strings(_text(s.text))] for s in e.sections],
+        strings[visible(tools)],
+        strings[visible(", ".join(e.removed))],
+        [[strings[visible_line(s.label)], s.tokens, strings[_text(s.text)]] for s in e.sections],
     ]
 
 
@@ -229,7 +253,7 @@ def _turns(
             turn = info.get(number)
             head: list[Any] = []
             if turn is not None:
-                outcome = titles(turn.outcome)
+                outcome = titles[turn.outcome]
                 head = [turn.timestamp, outcome, turn.requests, turn.tool_calls]
             shown = []
             out.append([number, head, shown])
@@ -237,10 +261,10 @@ def _turns(
         shown.append(
             [
                 item.seq,
-                strings(item.kind),
+                strings[item.kind],
                 _stamp(last, stamp),
-                titles(item.title),
-                texts(item.text) if item.text else -1,
+                titles[item.title],
+                texts[item.text] if item.text else -1,
             ]
         )
         last = stamp
@@ -253,5 +277,6 @@ def embed(data: dict[str, Any]) -> str:
     Every ``<`` is written as its escape, so no text from the log can close the element, and so
     is every control or direction character ``json.dumps`` would leave raw: the file holds none.
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    # The data is a tree of fresh lists and dicts: no container to check for cycles.
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), check_circular=False)
     return visible_json(text).replace("<", "\\u003c")

@@ -13,7 +13,7 @@ or calls a model.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..boundary import Admission
 from ..budget import (
@@ -302,27 +302,27 @@ def _timeline(records: Sequence[Record]) -> tuple[tuple[TimelineItem, ...], dict
 def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[TurnInfo, ...]:
     """Each user turn with its requests, tool calls and how it ended so far."""
     out: list[TurnInfo] = []
-    turn: TurnInfo | None = None
+    opened: tuple[int, int, str, str] | None = None  # the turn so far: number, seq, time, text
     requests = calls = 0
     outcome = ""
     for record in records:
         entry = record.entry
         if isinstance(entry, UserEntry):
-            if turn is not None:
-                out.append(replace(turn, requests=requests, tool_calls=calls, outcome=outcome))
+            if opened is not None:
+                out.append(TurnInfo(*opened, requests, calls, outcome))
             text = preview(text_of(entry.content), 200)
-            turn = TurnInfo(turns_of[record.seq], record.seq, entry.timestamp, text, 0, 0, "")
+            opened = (turns_of[record.seq], record.seq, entry.timestamp, text)
             requests, calls, outcome = 0, 0, "unfinished"
             continue
-        if turn is None:
+        if opened is None:
             continue
         if entry.kind == "dispatch":
             requests += 1
         if isinstance(entry, AssistantEntry):
             calls += len(entry.tool_calls)
         outcome = _outcome(entry) or outcome
-    if turn is not None:
-        out.append(replace(turn, requests=requests, tool_calls=calls, outcome=outcome))
+    if opened is not None:
+        out.append(TurnInfo(*opened, requests, calls, outcome))
     return tuple(out)
 
 
