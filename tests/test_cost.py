@@ -262,3 +262,32 @@ def test_response_entries_are_version_2_and_version_1_still_loads() -> None:
     assert loaded.usage == Usage(input_tokens=7)
     assert (loaded.response_id, loaded.provider_cache, loaded.sent_at) == ("", "", "")
     assert not loaded.usage_estimated
+
+
+def test_a_response_completes_its_dispatch_charge_field_by_field() -> None:
+    from agentsession.ledger import charges_of
+    from agentsession.log import Dispatch, Record, SideCall
+
+    usage = Usage(input_tokens=900, output_tokens=40, cached_input_tokens=512)
+    records = [
+        Record(1, Dispatch("m", 0, "d1", cache="hit", timestamp="t1")),
+        Record(2, SideCall("title", "m2", Usage(input_tokens=5), timestamp="t2")),
+        Record(
+            3,
+            AssistantEntry(
+                "hi",
+                model="m",
+                usage=usage,
+                response_id="r1",
+                provider_cache="messages_changed",
+                sent_at="s1",
+            ),
+        ),
+        Record(4, AssistantEntry("stray", usage=usage)),  # no dispatch left to answer
+    ]
+    charges = charges_of(records)
+    assert charges[0] == Charge(
+        1, "m", "t1", "hit", usage, False, "messages_changed", "r1", "s1", "turn"
+    )
+    assert charges[1].purpose == "title" and charges[1].usage == Usage(input_tokens=5)
+    assert len(charges) == 2

@@ -211,13 +211,20 @@ def _fold(charges: list[Charge], record: Record) -> bool:
         at = next((i for i in range(len(charges) - 1, -1, -1) if charges[i].purpose == "turn"), -1)
         if at < 0 or charges[at].usage is not None:
             return False
-        charges[at] = replace(
-            charges[at],
-            usage=entry.usage,
-            estimated=entry.usage_estimated or entry.usage.input_tokens <= 0,
-            provider_cache=entry.provider_cache,
-            response_id=entry.response_id,
-            sent_at=entry.sent_at,
+        asked = charges[at]
+        # Built directly: ``dataclasses.replace`` costs several times more, once per response
+        # of a whole log when a report or ``cost`` folds it.
+        charges[at] = Charge(
+            asked.seq,
+            asked.model,
+            asked.timestamp,
+            asked.local_cache,
+            entry.usage,
+            entry.usage_estimated or entry.usage.input_tokens <= 0,
+            entry.provider_cache,
+            entry.response_id,
+            entry.sent_at,
+            asked.purpose,
         )
         return True
     return False
