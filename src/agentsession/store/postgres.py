@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
+from ..log.stored import prepare_decoders
 from ._postgres_view import ViewRead
 from ._sql import (
     COPY_ENTRIES,
@@ -90,6 +91,9 @@ else:
 
 __all__ = ["PostgresStore"]
 
+#: The kinds every turn writes: a reopen decodes entries of each (its view, its last dispatch).
+REOPEN_KINDS = ("epoch", "dispatch", "user", "assistant", "tool_result")
+
 
 class PostgresStore(ViewRead):
     """Sessions in a PostgreSQL database, for many workers (``pip install agentsession[postgres]``).
@@ -139,23 +143,32 @@ class PostgresStore(ViewRead):
                 raise StoreError(f"{self._name} is closed")
             if self._pool is not None:
                 return self._pool
-            pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-                self.dsn,
-                # Nothing connects until a write, or reads that overlap, need a connection.
-                min_size=0,
-                max_size=self._pool_size,
-                kwargs={"autocommit": True},
-                configure=read_only_session if self.read_only else None,
-                check=AsyncConnectionPool.check_connection,
-                timeout=self._timeout,
-                open=False,
-                name="agentsession",
-            )
+            # The blocking connection's round trips (connecting, the schema check, a reopen's
+            # snapshot) start first, on a thread; this thread's own work runs meanwhile.
+            loop = asyncio.get_running_loop()
+            prepared = loop.run_in_executor(None, self._now.prepare, reopening)
+            pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
             try:
+                if reopening is not None:
+                    prepare_decoders(REOPEN_KINDS)  # built now, not after the rows arrive
+                pool = AsyncConnectionPool(
+                    self.dsn,
+                    # Nothing connects until a write, or reads that overlap, need a connection.
+                    min_size=0,
+                    max_size=self._pool_size,
+                    kwargs={"autocommit": True},
+                    configure=read_only_session if self.read_only else None,
+                    check=AsyncConnectionPool.check_connection,
+                    timeout=self._timeout,
+                    open=False,
+                    name="agentsession",
+                )
                 await pool.open()
-                await asyncio.to_thread(self._now.prepare, reopening)
+                await prepared
             except BaseException as exc:  # cancelled too: the pool is not left open
-                await pool.close()
+                prepared.add_done_callback(_settled)  # its own failure, if any, is this one's
+                if pool is not None:
+                    await pool.close()
                 if isinstance(exc, psycopg.Error):
                     raise StoreError(f"cannot open {self._name}: {exc}") from exc
                 raise
@@ -447,3 +460,9 @@ class PostgresStore(ViewRead):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _settled(prepared: asyncio.Future[None]) -> None:
+    """Take the outcome of a preparation whose caller already failed (no "never retrieved")."""
+    if not prepared.cancelled():
+        prepared.exception()
