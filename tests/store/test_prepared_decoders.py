@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from agentsession.codec import decode
 from agentsession.log import dump_entry, load_entry
 from agentsession.log.stored import prepare_decoders, quick_entry
-from agentsession.store.postgres import REOPEN_KINDS
+from agentsession.store._postgres_snapshot import REOPEN_KINDS
 
 from .strategies import ENTRY_STRATEGIES
 

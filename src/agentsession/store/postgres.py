@@ -32,7 +32,6 @@ from typing import Any
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
-from ..log.stored import prepare_decoders
 from ._postgres_view import ViewRead
 from ._sql import (
     COPY_ENTRIES,
@@ -91,9 +90,6 @@ else:
 
 __all__ = ["PostgresStore"]
 
-#: The kinds every turn writes: a reopen decodes entries of each (its view, its last dispatch).
-REOPEN_KINDS = ("epoch", "dispatch", "user", "assistant", "tool_result")
-
 
 class PostgresStore(ViewRead):
     """Sessions in a PostgreSQL database, for many workers (``pip install agentsession[postgres]``).
@@ -144,13 +140,11 @@ class PostgresStore(ViewRead):
             if self._pool is not None:
                 return self._pool
             # The blocking connection's round trips (connecting, the schema check, a reopen's
-            # snapshot) start first, on a thread; this thread's own work runs meanwhile.
+            # snapshot) start first, on a thread; the pool is made meanwhile.
             loop = asyncio.get_running_loop()
             prepared = loop.run_in_executor(None, self._now.prepare, reopening)
             pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
             try:
-                if reopening is not None:
-                    prepare_decoders(REOPEN_KINDS)  # built now, not after the rows arrive
                 pool = AsyncConnectionPool(
                     self.dsn,
                     # Nothing connects until a write, or reads that overlap, need a connection.
