@@ -1,8 +1,9 @@
 """PostgreSQL: one database shared by many worker processes on many machines.
 
-- psycopg 3 in async mode with a ``psycopg_pool.AsyncConnectionPool`` (opened lazily on the
-  first call, in the caller's event loop; a store serves one event loop). Connections are
-  checked when taken from the pool, so a connection the server dropped is replaced, not used;
+- psycopg 3 in async mode with a ``psycopg_pool.AsyncConnectionPool`` (made lazily by the
+  first call that needs it — a write, a lease, a read once the pool is in use — in the
+  caller's event loop; a store serves one event loop). Connections are checked when taken
+  from the pool, so a connection the server dropped is replaced, not used;
 - the schema and its migrations are the SQLite store's (``migrations.py``, PostgreSQL dialect),
   applied at the first call under a transaction-scoped advisory lock, so processes starting
   together migrate once; every table is keyed by ``session_id`` first and shards unchanged;
@@ -125,6 +126,7 @@ class PostgresStore(ViewRead):
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._prepared = False
         self._pooled = False
         self._now = NowReader(dsn, self._name, timeout, read_only)
 
@@ -133,36 +135,43 @@ class PostgresStore(ViewRead):
 
     # -- connecting ------------------------------------------------------------------------
 
-    async def _ready(self, reopening: str | None = None) -> AsyncConnectionPool[Any]:
+    async def _ready(self, reopening: str | None = None) -> None:
+        """Connect the blocking connection and check (or migrate) the schema, once.
+
+        A reopen's first call (``reopening``) takes the session's snapshot in the same round
+        trip. It runs on a thread; the pool is made only when something first needs it.
+        """
+        async with self._opening:
+            if self._closed:
+                raise StoreError(f"{self._name} is closed")
+            if not self._prepared:
+                await asyncio.to_thread(self._now.prepare, reopening)
+                self._prepared = True
+
+    async def _opened(self) -> AsyncConnectionPool[Any]:
+        """The pool, made and opened at the first call that needs it (a write, a later read)."""
+        await self._ready()
         async with self._opening:
             if self._closed:
                 raise StoreError(f"{self._name} is closed")
             if self._pool is not None:
                 return self._pool
-            # The blocking connection's round trips (connecting, the schema check, a reopen's
-            # snapshot) start first, on a thread; the pool is made meanwhile.
-            loop = asyncio.get_running_loop()
-            prepared = loop.run_in_executor(None, self._now.prepare, reopening)
-            pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+            pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+                self.dsn,
+                # Nothing connects until a write, or reads that overlap, need a connection.
+                min_size=0,
+                max_size=self._pool_size,
+                kwargs={"autocommit": True},
+                configure=read_only_session if self.read_only else None,
+                check=AsyncConnectionPool.check_connection,
+                timeout=self._timeout,
+                open=False,
+                name="agentsession",
+            )
             try:
-                pool = AsyncConnectionPool(
-                    self.dsn,
-                    # Nothing connects until a write, or reads that overlap, need a connection.
-                    min_size=0,
-                    max_size=self._pool_size,
-                    kwargs={"autocommit": True},
-                    configure=read_only_session if self.read_only else None,
-                    check=AsyncConnectionPool.check_connection,
-                    timeout=self._timeout,
-                    open=False,
-                    name="agentsession",
-                )
                 await pool.open()
-                await prepared
             except BaseException as exc:  # cancelled too: the pool is not left open
-                prepared.add_done_callback(_settled)  # its own failure, if any, is this one's
-                if pool is not None:
-                    await pool.close()
+                await pool.close()
                 if isinstance(exc, psycopg.Error):
                     raise StoreError(f"cannot open {self._name}: {exc}") from exc
                 raise
@@ -183,7 +192,7 @@ class PostgresStore(ViewRead):
         self, action: str, *, write: bool = False
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A pooled connection (inside one transaction when ``write``); errors as ``StoreError``."""
-        pool = await self._ready()
+        pool = await self._opened()
         self._pooled = True
         self._now.forget()  # from now on reads see the pool's writes, not the reopen's snapshot
         try:
@@ -454,9 +463,3 @@ class PostgresStore(ViewRead):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-
-
-def _settled(prepared: asyncio.Future[None]) -> None:
-    """Take the outcome of a preparation whose caller already failed (no "never retrieved")."""
-    if not prepared.cancelled():
-        prepared.exception()
