@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
@@ -58,7 +58,6 @@ __all__ = [
     "dump_entry",
     "dump_row",
     "load_entry",
-    "prepare_decoders",
     "quick_entry",
     "text_refs",
 ]
@@ -403,17 +402,3 @@ def _parsed(data: str) -> Any:
     except (StopIteration, TypeError):
         return json.loads(data)
     return value if end == len(data) else json.loads(data)
-
-
-def prepare_decoders(kinds: Iterable[str]) -> None:
-    """Build the decoders of ``kinds`` now rather than at their first row; nothing is decoded.
-
-    A store waiting for its server's first answer calls this meanwhile for the kinds its reads
-    will decode (each is built once per process either way; unknown kinds are skipped).
-    """
-    for kind in kinds:
-        cls: Any = _TYPES.get(kind)
-        if cls is not None:
-            _decoder(cls)  # what ``load_entry`` uses, for an epoch or a packed dispatch too
-            if kind not in _QUICK:
-                _quick_for(kind)

@@ -29,19 +29,16 @@ from typing import Any
 import psycopg
 
 from ..log import Record
-from ..log.stored import prepare_decoders
 from ._sql import LEASE_OF, SELECT_SESSION, postgres
 from .base import decode_row, refs_of
 
-__all__ = ["FRESH_FOR", "REOPEN_KINDS", "TAIL", "Miss", "Snapshot", "take"]
+__all__ = ["FRESH_FOR", "TAIL", "Miss", "Snapshot", "take"]
 
 #: How many of the log's newest entries the snapshot holds (a window's view and the step
 #: since the last dispatch lie there in every session this package writes).
 TAIL = 256
 #: Kinds with at most this many entries are held whole (the state kinds, checkpoints).
 RARE = 32
-#: The kinds every turn writes: a reopen decodes entries of each (its view, its last dispatch).
-REOPEN_KINDS = ("epoch", "dispatch", "user", "assistant", "tool_result")
 #: Seconds a snapshot answers reads: a reopen's reads follow each other within milliseconds.
 FRESH_FOR = 1.0
 
@@ -182,9 +179,6 @@ def take(conn: psycopg.Connection[Any], session_id: str) -> Snapshot | int:
                 conn.execute(_TEXTS, (session_id, session_id)),
             ]
             conn.execute("COMMIT")
-            # Sent: while the server runs them, this thread builds the decoders the rows will
-            # need (the event loop's thread waits for it and does not compete for the GIL).
-            prepare_decoders(REOPEN_KINDS)
     except psycopg.Error:
         if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.execute("ROLLBACK")
