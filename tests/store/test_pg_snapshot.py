@@ -178,6 +178,24 @@ async def test_a_reopen_is_answered_until_the_store_writes(pg_dsn: str) -> None:
         await reader.close()
 
 
+async def test_a_reopen_makes_no_pool_and_the_first_write_makes_it(pg_dsn: str) -> None:
+    writer, reader = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
+    try:
+        await build(writer, "s", ["user", "assistant", "dispatch"])
+        assert (await reader.get_session("s")).next_seq == 3
+        assert [r.seq for r in await reader.read("s")] == [0, 1, 2]
+        assert await reader.lease_of("s") is None
+        assert reader._pool is None  # every read so far came from the snapshot
+        await reader.append("s", 3, [UserEntry("next")])
+        assert reader._pool is not None
+        assert [r.entry for r in await reader.read("s", 3)] == [UserEntry("next")]
+    finally:
+        await writer.close()
+        await reader.close()
+    with pytest.raises(StoreError, match="closed"):
+        await reader.append("s", 4, [UserEntry("after close")])
+
+
 async def test_the_first_write_drops_the_snapshot(pg_dsn: str) -> None:
     writer, reader = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
     try:

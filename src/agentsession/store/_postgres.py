@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool
 
 from ..errors import StoreError
 from ..log import now
@@ -28,6 +29,7 @@ __all__ = [
     "keep_texts",
     "kept_texts",
     "migrate",
+    "new_pool",
     "range_query",
     "read_only_session",
 ]
@@ -77,6 +79,24 @@ def describe(dsn: str) -> str:
 async def read_only_session(conn: psycopg.AsyncConnection[Any]) -> None:
     """Make every transaction of ``conn`` read-only (a pool's configure callback)."""
     await conn.execute("SET default_transaction_read_only = on")
+
+
+def new_pool(
+    dsn: str, size: int, timeout: float, read_only: bool
+) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+    """The store's pool, not yet open: autocommit connections, each checked when taken."""
+    return AsyncConnectionPool(
+        dsn,
+        # Nothing connects until a write, or reads that overlap, need a connection.
+        min_size=0,
+        max_size=size,
+        kwargs={"autocommit": True},
+        configure=read_only_session if read_only else None,
+        check=AsyncConnectionPool.check_connection,
+        timeout=timeout,
+        open=False,
+        name="agentsession",
+    )
 
 
 def migrate(conn: psycopg.Connection[Any], name: str, read_only: bool) -> int:

@@ -1,8 +1,8 @@
 """PostgreSQL: one database shared by many worker processes on many machines.
 
-- psycopg 3 in async mode with a ``psycopg_pool.AsyncConnectionPool`` (opened lazily on the
-  first call, in the caller's event loop; a store serves one event loop). Connections are
-  checked when taken from the pool, so a connection the server dropped is replaced, not used;
+- psycopg 3 in async mode with a ``psycopg_pool.AsyncConnectionPool`` (made by the first
+  call that needs it, in the caller's event loop; a store serves one event loop). Connections
+  are checked when taken from the pool, so a connection the server dropped is replaced;
 - the schema and its migrations are the SQLite store's (``migrations.py``, PostgreSQL dialect),
   applied at the first call under a transaction-scoped advisory lock, so processes starting
   together migrate once; every table is keyed by ``session_id`` first and shards unchanged;
@@ -79,8 +79,8 @@ try:
         describe,
         insert_entries,
         kept_texts,
+        new_pool,
         range_query,
-        read_only_session,
     )
     from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader
 except ImportError:  # pragma: no cover - the optional extra is not installed
@@ -125,6 +125,7 @@ class PostgresStore(ViewRead):
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._prepared = False
         self._pooled = False
         self._now = NowReader(dsn, self._name, timeout, read_only)
 
@@ -133,27 +134,26 @@ class PostgresStore(ViewRead):
 
     # -- connecting ------------------------------------------------------------------------
 
-    async def _ready(self, reopening: str | None = None) -> AsyncConnectionPool[Any]:
+    async def _ready(self, reopening: str | None = None) -> None:
+        """Connect and check the schema once, on a thread (with a reopen's snapshot)."""
+        async with self._opening:
+            if self._closed:
+                raise StoreError(f"{self._name} is closed")
+            if not self._prepared:
+                await asyncio.to_thread(self._now.prepare, reopening)
+                self._prepared = True
+
+    async def _opened(self) -> AsyncConnectionPool[Any]:
+        """The pool, made and opened at the first call that needs it (a write, a later read)."""
+        await self._ready()
         async with self._opening:
             if self._closed:
                 raise StoreError(f"{self._name} is closed")
             if self._pool is not None:
                 return self._pool
-            pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-                self.dsn,
-                # Nothing connects until a write, or reads that overlap, need a connection.
-                min_size=0,
-                max_size=self._pool_size,
-                kwargs={"autocommit": True},
-                configure=read_only_session if self.read_only else None,
-                check=AsyncConnectionPool.check_connection,
-                timeout=self._timeout,
-                open=False,
-                name="agentsession",
-            )
+            pool = new_pool(self.dsn, self._pool_size, self._timeout, self.read_only)
             try:
                 await pool.open()
-                await asyncio.to_thread(self._now.prepare, reopening)
             except BaseException as exc:  # cancelled too: the pool is not left open
                 await pool.close()
                 if isinstance(exc, psycopg.Error):
@@ -176,7 +176,7 @@ class PostgresStore(ViewRead):
         self, action: str, *, write: bool = False
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A pooled connection (inside one transaction when ``write``); errors as ``StoreError``."""
-        pool = await self._ready()
+        pool = await self._opened()
         self._pooled = True
         self._now.forget()  # from now on reads see the pool's writes, not the reopen's snapshot
         try:
