@@ -15,12 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsession._memo import IdentityMemo, PrefixMemo, conforms
 from agentsession.budget import EstimateCounter, measure, total_tokens
-from agentsession.codec import canonical_json, encode
+from agentsession.codec import canonical_json, encode, one_shot
 from agentsession.inspection.rebuild import fingerprinted
 from agentsession.log import Dispatch
 from agentsession.providers.scripted import ScriptedModel
@@ -212,3 +213,34 @@ def test_conforms_answers_as_isinstance_for_each_class_and_protocol() -> None:
             for protocol in (Greets, Counts):
                 assert conforms(obj, protocol) == isinstance(obj, protocol)
     assert conforms(Both(), Counts) and not conforms(Greeter(), Counts)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_json_values, ascii_only=st.booleans(), sort=st.booleans())
+def test_a_one_shot_encoder_writes_what_its_settings_encode(
+    value: object, ascii_only: bool, sort: bool
+) -> None:
+    settings = json.JSONEncoder(ensure_ascii=ascii_only, sort_keys=sort, separators=(",", ":"))
+    assert one_shot(settings)(value) == settings.encode(value)
+
+
+def test_a_one_shot_encoder_refuses_as_its_settings_do_and_goes_on_working() -> None:
+    encode_once = one_shot(json.JSONEncoder(sort_keys=True))
+    circle: list[object] = []
+    circle.append(circle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        encode_once(circle)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        encode_once({"a": [1, {2}]})
+    # The refusals left nothing behind in its circle check.
+    nested = {"b": [1, {"c": [2.5, None]}], "a": "é"}
+    assert encode_once(nested) == json.dumps(nested, sort_keys=True)
+    assert encode_once(nested) == encode_once(nested)

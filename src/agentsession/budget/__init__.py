@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, assert_never, runtime_checkable
 
 from .._memo import IdentityMemo, PrefixMemo
+from ..codec import one_shot
 from ..config import Config
 from ..errors import BudgetExceededError, UsageError
 from ..request import (
@@ -209,10 +210,12 @@ class _Tally:
 
 def _json(value: Any) -> str:
     # Compact and key-sorted: the form wire formats send, and the same text every time.
-    return _SORTED_COMPACT.encode(value)
+    return _SORTED_COMPACT(value)
 
 
-_SORTED_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+_SORTED_COMPACT = one_shot(
+    json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+)
 
 
 def measure(request: Request, counter: TokenCounter) -> Measurement:
