@@ -8,6 +8,7 @@ counts memoised per message must follow the counter's calibration.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import sys
@@ -19,13 +20,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession._memo import IdentityMemo, PrefixMemo, conforms
+from agentsession._memo import IdentityMemo, PrefixMemo, conforms, one_shot
 from agentsession.budget import EstimateCounter, measure, total_tokens
-from agentsession.codec import canonical_json, encode, one_shot
+from agentsession.codec import canonical_json, encode
 from agentsession.inspection.rebuild import fingerprinted
 from agentsession.log import Dispatch
 from agentsession.providers.scripted import ScriptedModel
-from agentsession.request import Message, Request, SystemMessage, UserMessage, digest, text_of
+from agentsession.request import (
+    Message,
+    Request,
+    SystemMessage,
+    UserMessage,
+    digest,
+    standing_tools,
+    text_of,
+)
 
 sys.path.insert(0, str(Path(__file__).parent / "providers"))
 from test_provider_property import TOOLS, histories
@@ -166,6 +175,39 @@ def test_a_request_resumes_the_digest_chain_and_counts_of_the_one_it_extends(
         assert stamped.messages_digest == plain_chain(step)
         assert total_tokens(request, counter) == measure(request, counter).total
         assert asyncio.run(guessed_usage(request)) == plain_guess(request)
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=histories(), extra=texts)
+def test_a_fingerprint_and_count_from_kept_parts_are_the_ones_computed_afresh(
+    messages: tuple[Message, ...], extra: str
+) -> None:
+    # The system part and the tool tuple come back as the same objects step after step, and
+    # their digests and counts are kept for the object: they must equal a fresh computation.
+    counter = EstimateCounter()
+    system = (("core.agent", "You help."), ("core.date", extra))
+    tools = TOOLS[:2]
+    previous: Dispatch | None = None
+    for step in (messages[:1], messages, messages[:1], messages):
+        request = Request(system, step, tools)
+        dispatch = Dispatch("m", 3, digest(request), timestamp="t")
+        stamped = fingerprinted(dispatch, request, previous)
+        fresh = copy.deepcopy(request)  # other objects: nothing found in any memo
+        assert stamped == replace(
+            dispatch,
+            tools_digest=plain_part(standing_tools(fresh)),
+            system_digest=plain_part(fresh.system),
+            messages_digest=plain_chain(step),
+            message_count=len(step),
+            cache=stamped.cache,
+        )
+        assert total_tokens(request, counter) == measure(fresh, counter).total
+        previous = stamped
+
+
+def plain_part(value: object) -> str:
+    text = json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def plain_chain(messages: tuple[Message, ...]) -> str:

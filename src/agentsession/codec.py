@@ -12,15 +12,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import threading
 import types
 import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-from ._memo import IdentityMemo
+from ._memo import IdentityMemo, one_shot
 
-__all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names", "one_shot"]
+__all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names"]
 
 T = TypeVar("T")
 
@@ -64,60 +63,6 @@ def field_names(cls: type) -> tuple[str, ...] | None:
     return names
 
 
-#: The C encoder ``json`` builds afresh inside every ``JSONEncoder.encode`` (absent: none).
-_C_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
-
-
-class _Prepared(threading.local):
-    """One thread's C encoder for one set of ``JSONEncoder`` settings, and its circle check."""
-
-    def __init__(self, settings: json.JSONEncoder) -> None:
-        self.markers: dict[int, Any] = {}
-        self.run = _C_MAKE_ENCODER(
-            self.markers if settings.check_circular else None,
-            settings.default,
-            _text_encoder(settings),
-            settings.indent,
-            settings.key_separator,
-            settings.item_separator,
-            settings.sort_keys,
-            settings.skipkeys,
-            settings.allow_nan,
-        )
-
-
-def _text_encoder(settings: json.JSONEncoder) -> Callable[[str], str]:
-    if settings.ensure_ascii:
-        return json.encoder.encode_basestring_ascii
-    return json.encoder.encode_basestring
-
-
-def one_shot(settings: json.JSONEncoder) -> Callable[[Any], str]:
-    """``settings.encode``, with its C encoder built once per thread instead of at every call.
-
-    ``JSONEncoder.encode`` builds a C encoder for every value it encodes, which costs more than
-    encoding a small value; the package encodes several at every step. The text is the same:
-    this is the C encoder ``encode`` would build, with the same settings. Its circle check keeps
-    the containers being encoded and leaves none behind, also after an error (cleared here).
-    """
-    if _C_MAKE_ENCODER is None or settings.indent is not None:
-        return settings.encode
-    prepared = _Prepared(settings)
-    text = _text_encoder(settings)
-
-    def encode(value: Any) -> str:
-        if isinstance(value, str):
-            return text(value)  # what ``encode`` answers for a string
-        state = prepared
-        try:
-            return "".join(state.run(value, 0))
-        except BaseException:
-            state.markers.clear()
-            raise
-
-    return encode
-
-
 _CANONICAL: IdentityMemo[str] = IdentityMemo()
 _SORTED = one_shot(json.JSONEncoder(sort_keys=True, ensure_ascii=False))
 
@@ -125,30 +70,27 @@ _SORTED = one_shot(json.JSONEncoder(sort_keys=True, ensure_ascii=False))
 def canonical_json(value: Any) -> str:
     """``json.dumps(encode(value), sort_keys=True, ensure_ascii=False)``, memoised.
 
-    The text digests are taken over. A dataclass value, and each dataclass element of a tuple,
-    is encoded once per object (frozen values do not change), so a request whose messages were
-    sent before costs only the joining of texts already made. The result is exactly the text
-    ``json.dumps`` gives for the whole value: its list and object forms compose element by
-    element with the same separators.
+    The text digests are taken over, kept per object for a dataclass value and a tuple of them
+    or of strings (frozen values do not change); list and object forms compose element-wise.
     """
     hit = _CANONICAL.get(value)  # holds only values that cannot change, found by identity
     if hit is not None:
         return hit
     if isinstance(value, tuple):
-        text = "[" + ", ".join(canonical_json(v) for v in value) + "]"
-        # Key/text pairs (a request's system part) come back as the same tuple request after
-        # request, and a tuple of strings never changes.
-        return _CANONICAL.put(value, text) if _strings(value) else text
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        text = "[" + ", ".join(canonical_json(v) for v in value) + "]"  # a request's system, tools
+        return _CANONICAL.put(value, text) if _fixed(value) else text
+    if _is_value(value):
         return _CANONICAL.put(value, _plain_json(value))
     return _plain_json(value)
 
 
-def _strings(value: tuple[Any, ...]) -> bool:
-    """Whether ``value`` holds only strings and tuples of strings (nothing that can change)."""
-    return all(
-        type(v) is str or (type(v) is tuple and all(type(w) is str for w in v)) for v in value
-    )
+def _is_value(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _fixed(value: tuple[Any, ...]) -> bool:
+    """Whether ``value`` holds only strings, dataclass values (text kept) and such tuples."""
+    return all(type(v) is str or _is_value(v) or (type(v) is tuple and _fixed(v)) for v in value)
 
 
 def _plain_json(value: Any) -> str:

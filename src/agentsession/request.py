@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from typing import Any, Literal, TypeAlias
 
 from ._memo import PrefixMemo
@@ -215,7 +216,9 @@ def introduced_in_place(request: Request) -> set[str]:
     request's top-level tool list, so that list stays the same for the whole epoch.
     """
     first: dict[str, str] = {}
-    for message in request.messages:
+    messages = request.messages
+    # Chosen in C: update messages are few among the window's, and this runs at every step.
+    for message in compress(messages, map(isinstance, messages, repeat(SystemMessage))):
         if isinstance(message, SystemMessage):
             for name in message.tools_removed:
                 first.setdefault(name, "removed")
@@ -227,4 +230,6 @@ def introduced_in_place(request: Request) -> set[str]:
 def standing_tools(request: Request) -> tuple[ToolSpec, ...]:
     """The declarations that stand at the top of the request (not introduced in place)."""
     inline = introduced_in_place(request)
+    if not inline:
+        return request.tools  # the same tuple: its text and digest are kept for the object
     return tuple(t for t in request.tools if t.name not in inline)

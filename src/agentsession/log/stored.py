@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
-from ..codec import DecodeError, _Mismatch, encode, field_names, one_shot
+from .._memo import one_shot
+from ..codec import DecodeError, _Mismatch, encode, field_names
 from ..errors import CorruptEntryError
 from ._decode import _decoder, decode_entry
 from .entries import (
