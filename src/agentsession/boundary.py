@@ -25,7 +25,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import compress, repeat
+from itertools import repeat
 
 from .config import Config
 from .context.component import ContextComponent, LoadResult
@@ -338,12 +338,7 @@ def _update(
 
 
 def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
-    # Chosen in C: the update messages are few among the epoch's records, walked every step.
-    entries = list(map(_ENTRY, records))
-    return list(compress(entries, map(isinstance, entries, repeat(MidConversationSystemMessage))))
-
-
-_ENTRY = operator.attrgetter("entry")
+    return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
 
 
 def _new_epoch(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass, field
-from itertools import compress, repeat
 from typing import Any, Literal, TypeAlias
 
 from ._memo import PrefixMemo
@@ -216,9 +215,7 @@ def introduced_in_place(request: Request) -> set[str]:
     request's top-level tool list, so that list stays the same for the whole epoch.
     """
     first: dict[str, str] = {}
-    messages = request.messages
-    # Chosen in C: update messages are few among the window's, and this runs at every step.
-    for message in compress(messages, map(isinstance, messages, repeat(SystemMessage))):
+    for message in request.messages:
         if isinstance(message, SystemMessage):
             for name in message.tools_removed:
                 first.setdefault(name, "removed")

@@ -105,9 +105,20 @@ def unpack_dispatch(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pack_digest(value: str) -> str | list[str]:
+    packed = _PACKED_DIGESTS.get(value)
+    if packed is not None:
+        return packed
     if _HEX.fullmatch(value):
-        return base64.urlsafe_b64encode(bytes.fromhex(value)).decode("ascii").rstrip("=")
+        packed = base64.urlsafe_b64encode(bytes.fromhex(value)).decode("ascii").rstrip("=")
+        if len(_PACKED_DIGESTS) >= 64:
+            _PACKED_DIGESTS.clear()
+        _PACKED_DIGESTS[value] = packed
+        return packed
     return [value]
+
+
+#: The digests packed last: a dispatch's tools and system digests repeat step after step.
+_PACKED_DIGESTS: dict[str, str] = {}
 
 
 def _unpack_digest(name: str, value: Any) -> str:
