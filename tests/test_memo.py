@@ -21,10 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsession._memo import IdentityMemo, PrefixMemo, conforms, one_shot
+from agentsession.boundary import _mids, _view_mids
 from agentsession.budget import EstimateCounter, measure, total_tokens
 from agentsession.codec import canonical_json, encode
 from agentsession.inspection.rebuild import fingerprinted
-from agentsession.log import Dispatch
+from agentsession.log import Dispatch, MidConversationSystemMessage, Record, UserEntry
 from agentsession.providers.scripted import ScriptedModel
 from agentsession.request import (
     Message,
@@ -286,3 +287,22 @@ def test_a_one_shot_encoder_refuses_as_its_settings_do_and_goes_on_working() -> 
     nested = {"b": [1, {"c": [2.5, None]}], "a": "é"}
     assert encode_once(nested) == json.dumps(nested, sort_keys=True)
     assert encode_once(nested) == encode_once(nested)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kinds=st.lists(st.booleans(), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(0, 12), min_size=1, max_size=6),
+)
+def test_update_messages_resumed_from_an_earlier_view_are_the_ones_found_afresh(
+    kinds: list[bool], cuts: list[int]
+) -> None:
+    # An epoch view grows step after step (the same record objects, a few more); it may also
+    # shrink or lose its front. Each answer must be the one a walk over every record gives.
+    records = [
+        Record(i, MidConversationSystemMessage(f"m{i}", (), 0) if mid else UserEntry(f"u{i}"))
+        for i, mid in enumerate(kinds)
+    ]
+    for cut in [*cuts, len(records)]:
+        for view in (records[:cut], records[cut // 2 : cut]):
+            assert list(_view_mids(view)) == _mids(view)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 
+from ._memo import PrefixMemo
 from .config import Config
 from .context.component import ContextComponent, LoadResult
 from .context.engine import ComponentState, diff, effective_state, fresh_baseline, message_for
@@ -236,7 +237,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         pending.append(entry)
         seq += 1
 
-    mids = _mids(records)
+    mids = [*_view_mids(data.records), *_mids(records[len(data.records) :])]
     state = effective_state(data.epoch, mids) if data.epoch is not None else {}
     reason: EpochReason | None = "start" if data.epoch is None else data.epoch_reason
     mid: MidConversationSystemMessage | None = None
@@ -339,6 +340,21 @@ def _update(
 
 def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
     return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
+
+
+_MIDS: PrefixMemo[tuple[MidConversationSystemMessage, ...]] = PrefixMemo()
+"""Per tuple of an epoch view's records: its update messages, resumed by the next step's view."""
+
+
+def _view_mids(records: Sequence[Record]) -> tuple[MidConversationSystemMessage, ...]:
+    """``_mids(records)``: the view's records are the same objects step after step, plus some."""
+    items = tuple(records)
+    found = _MIDS.resume(items)
+    done, kept = (0, ()) if found is None else found
+    mids = (*kept, *_mids(items[done:]))
+    if len(items) > done:
+        _MIDS.keep(items, mids)
+    return mids
 
 
 def _new_epoch(
