@@ -8,6 +8,7 @@ counts memoised per message must follow the counter's calibration.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import sys
@@ -15,16 +16,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession._memo import IdentityMemo, PrefixMemo, conforms
+from agentsession._memo import IdentityMemo, PrefixMemo, conforms, one_shot
+from agentsession.boundary import _mids, _view_mids
 from agentsession.budget import EstimateCounter, measure, total_tokens
 from agentsession.codec import canonical_json, encode
 from agentsession.inspection.rebuild import fingerprinted
-from agentsession.log import Dispatch
+from agentsession.log import Dispatch, MidConversationSystemMessage, Record, UserEntry
 from agentsession.providers.scripted import ScriptedModel
-from agentsession.request import Message, Request, SystemMessage, UserMessage, digest, text_of
+from agentsession.request import (
+    Message,
+    Request,
+    SystemMessage,
+    UserMessage,
+    digest,
+    standing_tools,
+    text_of,
+)
 
 sys.path.insert(0, str(Path(__file__).parent / "providers"))
 from test_provider_property import TOOLS, histories
@@ -167,6 +178,39 @@ def test_a_request_resumes_the_digest_chain_and_counts_of_the_one_it_extends(
         assert asyncio.run(guessed_usage(request)) == plain_guess(request)
 
 
+@settings(max_examples=60, deadline=None)
+@given(messages=histories(), extra=texts)
+def test_a_fingerprint_and_count_from_kept_parts_are_the_ones_computed_afresh(
+    messages: tuple[Message, ...], extra: str
+) -> None:
+    # The system part and the tool tuple come back as the same objects step after step, and
+    # their digests and counts are kept for the object: they must equal a fresh computation.
+    counter = EstimateCounter()
+    system = (("core.agent", "You help."), ("core.date", extra))
+    tools = TOOLS[:2]
+    previous: Dispatch | None = None
+    for step in (messages[:1], messages, messages[:1], messages):
+        request = Request(system, step, tools)
+        dispatch = Dispatch("m", 3, digest(request), timestamp="t")
+        stamped = fingerprinted(dispatch, request, previous)
+        fresh = copy.deepcopy(request)  # other objects: nothing found in any memo
+        assert stamped == replace(
+            dispatch,
+            tools_digest=plain_part(standing_tools(fresh)),
+            system_digest=plain_part(fresh.system),
+            messages_digest=plain_chain(step),
+            message_count=len(step),
+            cache=stamped.cache,
+        )
+        assert total_tokens(request, counter) == measure(fresh, counter).total
+        previous = stamped
+
+
+def plain_part(value: object) -> str:
+    text = json.dumps(encode(value), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def plain_chain(messages: tuple[Message, ...]) -> str:
     link = ""
     for message in messages:
@@ -212,3 +256,53 @@ def test_conforms_answers_as_isinstance_for_each_class_and_protocol() -> None:
             for protocol in (Greets, Counts):
                 assert conforms(obj, protocol) == isinstance(obj, protocol)
     assert conforms(Both(), Counts) and not conforms(Greeter(), Counts)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_json_values, ascii_only=st.booleans(), sort=st.booleans())
+def test_a_one_shot_encoder_writes_what_its_settings_encode(
+    value: object, ascii_only: bool, sort: bool
+) -> None:
+    settings = json.JSONEncoder(ensure_ascii=ascii_only, sort_keys=sort, separators=(",", ":"))
+    assert one_shot(settings)(value) == settings.encode(value)
+
+
+def test_a_one_shot_encoder_refuses_as_its_settings_do_and_goes_on_working() -> None:
+    encode_once = one_shot(json.JSONEncoder(sort_keys=True))
+    circle: list[object] = []
+    circle.append(circle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        encode_once(circle)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        encode_once({"a": [1, {2}]})
+    # The refusals left nothing behind in its circle check.
+    nested = {"b": [1, {"c": [2.5, None]}], "a": "é"}
+    assert encode_once(nested) == json.dumps(nested, sort_keys=True)
+    assert encode_once(nested) == encode_once(nested)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kinds=st.lists(st.booleans(), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(0, 12), min_size=1, max_size=6),
+)
+def test_update_messages_resumed_from_an_earlier_view_are_the_ones_found_afresh(
+    kinds: list[bool], cuts: list[int]
+) -> None:
+    # An epoch view grows step after step (the same record objects, a few more); it may also
+    # shrink or lose its front. Each answer must be the one a walk over every record gives.
+    records = [
+        Record(i, MidConversationSystemMessage(f"m{i}", (), 0) if mid else UserEntry(f"u{i}"))
+        for i, mid in enumerate(kinds)
+    ]
+    for cut in [*cuts, len(records)]:
+        for view in (records[:cut], records[cut // 2 : cut]):
+            assert list(_view_mids(view)) == _mids(view)

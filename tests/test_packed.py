@@ -14,8 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentsession.codec import encode
 from agentsession.errors import CorruptEntryError
 from agentsession.log import Dispatch, dump_entry, load_entry, now
+from agentsession.log.packed import _pack_time, _parsed_time, pack_dispatch
+from agentsession.log.stored import _payload
 
 from .store.strategies import ENTRY_STRATEGIES
 
@@ -119,3 +122,26 @@ def test_a_packed_time_reads_back_as_the_datetime_renders_it(micros: int) -> Non
             load_entry("dispatch", 3, json.dumps(_with(4, micros)))
         return
     assert load_entry("dispatch", 3, json.dumps(_with(4, micros))).timestamp == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    stamp=st.one_of(
+        _stamp,
+        _moment.map(lambda m: m.isoformat(timespec="microseconds").replace("+00:00", "+01:00")),
+        st.from_regex(
+            r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\+00:00",
+            fullmatch=True,
+        ),
+    )
+)
+def test_a_timestamp_read_by_position_packs_as_parsing_and_rendering_it_does(stamp: str) -> None:
+    # The positional reading of what ``now()`` writes is a shortcut: dates that do not exist
+    # (February 30th), hours past 23 and other offsets must go the long way and come out the same.
+    assert _pack_time(stamp) == _parsed_time(stamp)
+
+
+@settings(max_examples=200, deadline=None)
+@given(dispatch=ENTRY_STRATEGIES["dispatch"])
+def test_a_dispatch_record_packs_from_its_fields_as_from_its_encoding(dispatch: Dispatch) -> None:
+    assert _payload(dispatch) == pack_dispatch(encode(dispatch))

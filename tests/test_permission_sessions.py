@@ -11,6 +11,7 @@ import sqlite3
 import tempfile
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
@@ -20,10 +21,13 @@ import agentsession as ags
 from agentsession.config import Config
 from agentsession.context.component import ContextComponent
 from agentsession.engine.deps import SessionDeps
+from agentsession.engine.gate import PermissionGate
 from agentsession.engine.toolbox import Ran
 from agentsession.log import LogEntry
+from agentsession.permissions import BUILTIN_PRESETS
 from agentsession.store._sqlite_sql import KIND_CODES  # SQLite stores kind codes
 from agentsession.tools import Tool
+from agentsession.tools.sandbox import SandboxMode
 
 from .scenario import assert_prefix_stable, kinds, make_project, new_updates, text_of
 
@@ -370,3 +374,28 @@ async def _play(db: Path, rounds: list[list[str]]) -> None:
 def test_any_switches_between_prompts_send_only_what_changed(rounds: list[list[str]]) -> None:
     with tempfile.TemporaryDirectory() as folder:  # one fresh SQLite file per example
         asyncio.run(_play(Path(folder) / "sessions.db", rounds))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    switches=st.lists(st.sampled_from(sorted(BUILTIN_PRESETS)), max_size=6),
+    sandbox=st.sampled_from(list(get_args(SandboxMode))),
+    commands=st.booleans(),
+)
+def test_the_permissions_text_kept_for_a_preset_is_the_one_rendered_afresh(
+    switches: list[str], sandbox: SandboxMode, commands: bool
+) -> None:
+    # The gate keeps one component and the text of the preset it last rendered: after any
+    # switches, a sample must equal what a gate that never rendered before gives.
+    def gate(default: str) -> PermissionGate:
+        return PermissionGate(
+            BUILTIN_PRESETS, default, Path("."), sandbox=sandbox, commands=commands
+        )
+
+    kept = gate("read-only")
+    assert kept.component() is kept.component()
+    for name in ["read-only", *switches]:
+        kept.set(name)
+        first = asyncio.run(kept.component().sample())
+        assert asyncio.run(kept.component().sample()) == first
+        assert first == asyncio.run(gate(name).component().sample())

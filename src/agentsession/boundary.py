@@ -25,7 +25,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 
+from ._memo import PrefixMemo
 from .config import Config
 from .context.component import ContextComponent, LoadResult
 from .context.engine import ComponentState, diff, effective_state, fresh_baseline, message_for
@@ -177,17 +179,36 @@ def build_request(
     messages = list(map(_MESSAGE, kept))
     if window.note_index is not None and messages and isinstance(messages[0], UserMessage):
         messages[0] = with_elision_note(messages[0], window.elided)
-    for i, message in enumerate(messages):
-        # Another provider's opaque data (a reasoning signature) cannot be read here.
-        opaque = isinstance(message, AssistantMessage) and bool(message.provider_data)
-        if opaque and message.provider != provider:
-            messages[i] = replace(message, provider_data={})
+    # Only assistant messages carry provider data: whether any does is answered in C.
+    if any(map(getattr, messages, repeat("provider_data"), repeat(None))):
+        for i, message in enumerate(messages):
+            # Another provider's opaque data (a reasoning signature) cannot be read here.
+            opaque = isinstance(message, AssistantMessage) and bool(message.provider_data)
+            if opaque and message.provider != provider:
+                messages[i] = replace(message, provider_data={})
     return Request(
         system=baseline,
         messages=tuple(messages),
-        tools=tuple(tools),
+        tools=_as_before(tuple(tools)),
         sources=tuple(map(_SEQS, kept)),
     )
+
+
+_TOOLS: list[tuple[ToolSpec, ...]] = [()]
+"""The tool tuple of the last request built (one slot: sessions that share it go on hitting)."""
+
+
+def _as_before(tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
+    """``tools``, or the last request's tuple when it holds the very same declarations.
+
+    Step after step a session declares the same tool objects; handing back the same tuple lets
+    its text, digest and token count be kept for the object instead of joined again.
+    """
+    before = _TOOLS[0]
+    if len(before) == len(tools) and all(map(operator.is_, before, tools)):
+        return before
+    _TOOLS[0] = tools
+    return tools
 
 
 _MESSAGE = operator.attrgetter("message")
@@ -216,7 +237,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         pending.append(entry)
         seq += 1
 
-    mids = _mids(records)
+    mids = [*_view_mids(data.records), *_mids(records[len(data.records) :])]
     state = effective_state(data.epoch, mids) if data.epoch is not None else {}
     reason: EpochReason | None = "start" if data.epoch is None else data.epoch_reason
     mid: MidConversationSystemMessage | None = None
@@ -319,6 +340,21 @@ def _update(
 
 def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
     return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
+
+
+_MIDS: PrefixMemo[tuple[MidConversationSystemMessage, ...]] = PrefixMemo()
+"""Per tuple of an epoch view's records: its update messages, resumed by the next step's view."""
+
+
+def _view_mids(records: Sequence[Record]) -> tuple[MidConversationSystemMessage, ...]:
+    """``_mids(records)``: the view's records are the same objects step after step, plus some."""
+    items = tuple(records)
+    found = _MIDS.resume(items)
+    done, kept = (0, ()) if found is None else found
+    mids = (*kept, *_mids(items[done:]))
+    if len(items) > done:
+        _MIDS.keep(items, mids)
+    return mids
 
 
 def _new_epoch(

@@ -17,7 +17,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-from ._memo import IdentityMemo
+from ._memo import IdentityMemo, one_shot
 
 __all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names"]
 
@@ -64,40 +64,37 @@ def field_names(cls: type) -> tuple[str, ...] | None:
 
 
 _CANONICAL: IdentityMemo[str] = IdentityMemo()
-_SORTED = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # built once, not per value
+_SORTED = one_shot(json.JSONEncoder(sort_keys=True, ensure_ascii=False))
 
 
 def canonical_json(value: Any) -> str:
     """``json.dumps(encode(value), sort_keys=True, ensure_ascii=False)``, memoised.
 
-    The text digests are taken over. A dataclass value, and each dataclass element of a tuple,
-    is encoded once per object (frozen values do not change), so a request whose messages were
-    sent before costs only the joining of texts already made. The result is exactly the text
-    ``json.dumps`` gives for the whole value: its list and object forms compose element by
-    element with the same separators.
+    The text digests are taken over, kept per object for a dataclass value and a tuple of them
+    or of strings (frozen values do not change); list and object forms compose element-wise.
     """
     hit = _CANONICAL.get(value)  # holds only values that cannot change, found by identity
     if hit is not None:
         return hit
     if isinstance(value, tuple):
-        text = "[" + ", ".join(canonical_json(v) for v in value) + "]"
-        # Key/text pairs (a request's system part) come back as the same tuple request after
-        # request, and a tuple of strings never changes.
-        return _CANONICAL.put(value, text) if _strings(value) else text
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        text = "[" + ", ".join(canonical_json(v) for v in value) + "]"  # a request's system, tools
+        return _CANONICAL.put(value, text) if _fixed(value) else text
+    if _is_value(value):
         return _CANONICAL.put(value, _plain_json(value))
     return _plain_json(value)
 
 
-def _strings(value: tuple[Any, ...]) -> bool:
-    """Whether ``value`` holds only strings and tuples of strings (nothing that can change)."""
-    return all(
-        type(v) is str or (type(v) is tuple and all(type(w) is str for w in v)) for v in value
-    )
+def _is_value(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _fixed(value: tuple[Any, ...]) -> bool:
+    """Whether ``value`` holds only strings, dataclass values (text kept) and such tuples."""
+    return all(type(v) is str or _is_value(v) or (type(v) is tuple and _fixed(v)) for v in value)
 
 
 def _plain_json(value: Any) -> str:
-    return _SORTED.encode(encode(value))  # json.dumps(…): the same options, one encoder
+    return _SORTED(encode(value))  # json.dumps(…): the same options, one encoder
 
 
 @functools.cache

@@ -188,6 +188,8 @@ class _Projected:
 
 
 _PROJECTED: IdentityMemo[_Projected] = IdentityMemo(size=64)
+#: The kinds ``to_message`` gives a message for, besides a summary (which opens the view).
+_MESSAGE_KINDS = frozenset({*TRANSCRIPT_KINDS, "mid_conversation_system"})
 
 
 def _extended(
@@ -210,8 +212,10 @@ def _extended(
                 opening.append(
                     ViewMessage(UserMessage(summary_text(entry)), (record.seq,), summary=True)
                 )
-        elif record.seq >= epoch.history_start and not (
-            isinstance(entry, MidConversationSystemMessage) and entry.epoch != epoch.epoch
+        elif (
+            entry.kind in _MESSAGE_KINDS  # dispatch records and checkpoints: no match to try
+            and record.seq >= epoch.history_start
+            and not (isinstance(entry, MidConversationSystemMessage) and entry.epoch != epoch.epoch)
         ):
             message = to_message(record)
             if message is not None:

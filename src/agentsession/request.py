@@ -227,4 +227,6 @@ def introduced_in_place(request: Request) -> set[str]:
 def standing_tools(request: Request) -> tuple[ToolSpec, ...]:
     """The declarations that stand at the top of the request (not introduced in place)."""
     inline = introduced_in_place(request)
+    if not inline:
+        return request.tools  # the same tuple: its text and digest are kept for the object
     return tuple(t for t in request.tools if t.name not in inline)

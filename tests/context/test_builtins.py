@@ -61,3 +61,29 @@ async def test_ill_typed_loader_is_a_context_load_error() -> None:
     component = ags.ContextComponent("plugin.bad.value", lambda: 42)  # type: ignore[arg-type,return-value]
     with pytest.raises(ags.ContextLoadError, match=r"plugin\.bad\.value.*returned int"):
         await component.sample()
+
+
+@pytest.mark.parametrize("facts", [(), ("cwd",), ("git",), ("cwd", "platform", "git")])
+def test_environment_kept_texts_follow_the_repository_both_ways(
+    tmp_path: Path, facts: tuple[str, ...]
+) -> None:
+    # The component keeps one text per git answer: each sample must be what a component that
+    # never sampled before gives, as the repository appears and goes away again.
+    component = environment_component(tmp_path, facts)
+    for git in (False, True, True, False, False):
+        if git and not (tmp_path / ".git").exists():
+            (tmp_path / ".git").mkdir()
+        if not git and (tmp_path / ".git").exists():
+            (tmp_path / ".git").rmdir()
+        assert load(component) == load(environment_component(tmp_path, facts))
+
+
+def test_a_kept_loader_value_with_lone_surrogates_is_cleaned_at_every_sample() -> None:
+    kept = Rendered("name \udcff", "now \udcff")
+    component = ags.ContextComponent("plugin.test.kept", lambda: kept)
+    for _ in range(3):
+        assert load(component) == Rendered("name \ufffd", "now \ufffd")
+    clean = Rendered("plain", None)
+    component = ags.ContextComponent("plugin.test.clean", lambda: clean)
+    assert load(component) is clean
+    assert load(component) is clean

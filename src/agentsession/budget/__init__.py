@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never, runtime_checkable
 
-from .._memo import IdentityMemo, PrefixMemo
+from .._memo import IdentityMemo, PrefixMemo, one_shot
 from ..config import Config
 from ..errors import BudgetExceededError, UsageError
 from ..request import (
@@ -199,6 +199,12 @@ class _Tally:
                 assert_never(message)
         return tokens
 
+    def sections(self, system: tuple[tuple[str, str], ...]) -> int:
+        return sum(self.memoised(section, self.section) for section in system)
+
+    def tools(self, tools: tuple[ToolSpec, ...]) -> int:
+        return sum(self.memoised(tool, self.tool) for tool in tools)
+
     def section(self, section: tuple[str, str]) -> int:
         return self.const(SECTION_OVERHEAD) + self.text(section[1])
 
@@ -209,10 +215,11 @@ class _Tally:
 
 def _json(value: Any) -> str:
     # Compact and key-sorted: the form wire formats send, and the same text every time.
-    return _SORTED_COMPACT.encode(value)
+    return _SORTED_COMPACT(value)
 
 
-_SORTED_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+_SEP = (",", ":")
+_SORTED_COMPACT = one_shot(json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=_SEP))
 
 
 def measure(request: Request, counter: TokenCounter) -> Measurement:
@@ -246,8 +253,8 @@ def total_tokens(request: Request, counter: TokenCounter) -> int:
     """
     tally = _Tally(counter)
     total = tally.const(REQUEST_OVERHEAD + (MESSAGE_OVERHEAD if request.system else 0))
-    total += sum(tally.memoised(section, tally.section) for section in request.system)
-    total += sum(tally.memoised(tool, tally.tool) for tool in request.tools)
+    total += tally.memoised(request.system, tally.sections)  # kept per tuple, like messages
+    total += tally.memoised(request.tools, tally.tools)
     messages, done, summed = request.messages, 0, 0
     found = _SUMS.resume(messages) if tally.memo else None
     if found is not None and found[1][0] is counter and found[1][1] == tally.scale:

@@ -74,17 +74,25 @@ def environment_component(
 ) -> ContextComponent:
     """``core.environment``: the listed facts of working directory, platform, git repository."""
     places = _git_places(project_dir)  # sampled before every request: the paths are made once
+    # Only the git answer can change (it is looked up at every sample): one text for each.
+    rendered: dict[str, Rendered] = {}
 
     def load() -> Rendered:
+        git = ""
+        if "git" in facts:
+            git = "yes" if any(os.path.exists(place) for place in places) else "no"
+        found = rendered.get(git)
+        if found is not None:
+            return found
         lines = []
         if "cwd" in facts:
             lines.append(f"Working directory: {project_dir}")
         if "platform" in facts:
             lines.append(f"Platform: {platform.system().lower()}")
-        if "git" in facts:
-            git = "yes" if any(os.path.exists(place) for place in places) else "no"
+        if git:
             lines.append(f"Is the directory a git repository: {git}")
         text = "\n".join(lines)
-        return Rendered(baseline=f"<environment>\n{text}\n</environment>", update=text)
+        found = rendered[git] = Rendered(f"<environment>\n{text}\n</environment>", text)
+        return found
 
     return ContextComponent("core.environment", load)

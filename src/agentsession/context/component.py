@@ -105,6 +105,7 @@ class ContextComponent:
         self._load = load
         self.removal = removal
         self.last_error: BaseException | None = None
+        self._checked: Rendered | None = None  # the value last checked, often sampled again
 
     def __repr__(self) -> str:
         return f"ContextComponent({self.key!r})"
@@ -129,6 +130,8 @@ class ContextComponent:
         except Exception as exc:
             self.last_error = exc
             raise ContextLoadError(self.key, f"{type(exc).__name__}: {exc}") from exc
+        if value is self._checked:
+            return value  # a frozen value of str fields, checked already (a loader kept it)
         if isinstance(value, str):
             value = Rendered(value)
         if (
@@ -136,7 +139,10 @@ class ContextComponent:
             and isinstance(value.baseline, str)
             and isinstance(value.update, str | None)
         ):
-            return _valid_text(self.key, value)
+            valid = _valid_text(self.key, value)
+            if valid is value and type(value) is Rendered:
+                self._checked = value
+            return valid
         if isinstance(value, Unavailable | Absent):
             return value
         self.last_error = TypeError(f"loader returned {type(value).__name__}")

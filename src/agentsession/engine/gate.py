@@ -70,6 +70,8 @@ class PermissionGate:
         self._requests: dict[str, ApprovalRequested] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
         self._answers: dict[str, ApprovalDecided] = {}
+        self._component: ContextComponent | None = None
+        self._rendered: tuple[PermissionPreset, Rendered] | None = None
 
     @property
     def preset(self) -> PermissionPreset:
@@ -200,16 +202,24 @@ class PermissionGate:
         return decision
 
     def component(self) -> ContextComponent:
-        """``core.permissions``: the preset in effect at each boundary."""
+        """``core.permissions``: the preset in effect at each boundary (one object, kept)."""
+        if self._component is None:
+            self._component = ContextComponent(PERMISSIONS_KEY, self._render)
+        return self._component
 
-        def load() -> Rendered:
-            commands = commands_text(self._current, self._sandbox) if self._commands else ""
-            summary = self._current.summary() + (f"\n{commands}" if commands else "")
-            # Spec 000: current system permissions supersede earlier guidance — also a
-            # replayed version-2 <permissions> snapshot, which stands later in the history.
-            return Rendered(
-                baseline=f"<permissions>\n{SUPERSEDES}\n{summary}\n</permissions>",
-                update=f"Current permissions (these supersede earlier guidance):\n{summary}",
-            )
-
-        return ContextComponent(PERMISSIONS_KEY, load)
+    def _render(self) -> Rendered:
+        # Sampled at every step: the text is kept for the preset it was rendered for (a frozen
+        # value; the sandbox mode and whether commands run never change in a session).
+        current, kept = self._current, self._rendered
+        if kept is not None and kept[0] is current:
+            return kept[1]
+        commands = commands_text(current, self._sandbox) if self._commands else ""
+        summary = current.summary() + (f"\n{commands}" if commands else "")
+        # Spec 000: current system permissions supersede earlier guidance — also a
+        # replayed version-2 <permissions> snapshot, which stands later in the history.
+        rendered = Rendered(
+            baseline=f"<permissions>\n{SUPERSEDES}\n{summary}\n</permissions>",
+            update=f"Current permissions (these supersede earlier guidance):\n{summary}",
+        )
+        self._rendered = (current, rendered)
+        return rendered

@@ -22,7 +22,6 @@ reproduce the digest says so instead of passing for the real thing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from .._memo import IdentityMemo, PrefixMemo
 from ..config import Config
@@ -73,18 +72,33 @@ def _chain(request: Request) -> list[str]:
 def fingerprinted(dispatch: Dispatch, request: Request, previous: Dispatch | None) -> Dispatch:
     """``dispatch`` with the digests of ``request`` and its diagnosis against ``previous``."""
     links = _chain(request)
-    tools_digest = part_digest(standing_tools(request))
-    system_digest = part_digest(request.system)
+    tools_digest = _part_digest(standing_tools(request))
+    system_digest = _part_digest(request.system)
     cache = _diagnosis(previous, dispatch.model, tools_digest, system_digest, links)
-    # One copy of the record, not two: it is fingerprinted at every provider call.
-    return replace(
-        dispatch,
-        tools_digest=tools_digest,
-        system_digest=system_digest,
-        messages_digest=links[-1],
-        message_count=len(request.messages),
-        cache=cache,
+    # One copy of the record, not two: it is fingerprinted at every provider call. Built by
+    # its fields (``replace`` walks them all at every call); a test holds it to ``replace``.
+    return Dispatch(
+        dispatch.model,
+        dispatch.step,
+        dispatch.digest,
+        cache,
+        dispatch.timestamp,
+        tools_digest,
+        system_digest,
+        links[-1],
+        len(request.messages),
     )
+
+
+_PARTS: IdentityMemo[str] = IdentityMemo(size=256)
+"""Per tuple object: its ``part_digest``. A request's system part is its epoch's baseline and
+its tools the tuple the boundary keeps while they do not change: the same objects step after
+step, frozen (their text is memoised by identity already)."""
+
+
+def _part_digest(part: tuple[object, ...]) -> str:
+    found = _PARTS.get(part)
+    return found if found is not None else _PARTS.put(part, part_digest(part))
 
 
 def diagnose(previous: Dispatch | None, current: Dispatch, links: list[str]) -> CacheDiagnosis:

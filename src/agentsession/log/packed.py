@@ -20,10 +20,10 @@ import base64
 import binascii
 import functools
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-__all__ = ["pack_dispatch", "unpack_dispatch"]
+__all__ = ["pack_dispatch", "pack_dispatch_values", "unpack_dispatch"]
 
 _DISPATCH_FIELDS = (
     "model",
@@ -44,19 +44,38 @@ _B64 = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
 _PAYLOAD_KEYS = frozenset({"v", "kind"})
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_ORDINAL = _EPOCH.toordinal()
 _MICROSECOND = timedelta(microseconds=1)
 
 
 def pack_dispatch(fields: dict[str, Any]) -> dict[str, Any]:
     """The version-3 payload of a dispatch record's encoded fields (all of them)."""
-    values = []
-    for name in _DISPATCH_FIELDS:
-        value = fields[name]
-        if name in _DIGESTS:
-            value = _pack_digest(value)
-        elif name == "timestamp":
-            value = _pack_time(value)
-        values.append(value)
+    return pack_dispatch_values(*map(fields.__getitem__, _DISPATCH_FIELDS))
+
+
+def pack_dispatch_values(
+    model: Any,
+    step: Any,
+    digest: Any,
+    cache: Any,
+    timestamp: Any,
+    tools_digest: Any,
+    system_digest: Any,
+    messages_digest: Any,
+    message_count: Any,
+) -> dict[str, Any]:
+    """``pack_dispatch`` of the fields given in order (a record is packed at every step)."""
+    values = [
+        model,
+        step,
+        _pack_digest(digest),
+        cache,
+        _pack_time(timestamp),
+        _pack_digest(tools_digest),
+        _pack_digest(system_digest),
+        _pack_digest(messages_digest),
+        message_count,
+    ]
     return {"v": values, "kind": "dispatch"}
 
 
@@ -86,9 +105,20 @@ def unpack_dispatch(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pack_digest(value: str) -> str | list[str]:
+    packed = _PACKED_DIGESTS.get(value)
+    if packed is not None:
+        return packed
     if _HEX.fullmatch(value):
-        return base64.urlsafe_b64encode(bytes.fromhex(value)).decode("ascii").rstrip("=")
+        packed = base64.urlsafe_b64encode(bytes.fromhex(value)).decode("ascii").rstrip("=")
+        if len(_PACKED_DIGESTS) >= 64:
+            _PACKED_DIGESTS.clear()
+        _PACKED_DIGESTS[value] = packed
+        return packed
     return [value]
+
+
+#: The digests packed last: a dispatch's tools and system digests repeat step after step.
+_PACKED_DIGESTS: dict[str, str] = {}
 
 
 def _unpack_digest(name: str, value: Any) -> str:
@@ -103,6 +133,38 @@ def _unpack_digest(name: str, value: Any) -> str:
 
 
 def _pack_time(value: str) -> int | str:
+    if _NOW_FORM.fullmatch(value):
+        # What ``log.now()`` writes, read by position (parsing and rendering it again to prove
+        # the round trip cost more than the rest of the record): the date's day number, kept
+        # for the day, and the time of day, whose fields the pattern holds to their ranges.
+        day = _day_number(value[:10])
+        if day is not None:
+            hour, minute = int(value[11:13]), int(value[14:16])
+            second, micro = int(value[17:19]), int(value[20:26])
+            return day * _DAY + ((hour * 60 + minute) * 60 + second) * 1_000_000 + micro
+    return _parsed_time(value)
+
+
+#: ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` with the time of day in range (the date is checked by
+#: ``_day_number``): exactly the texts ``_render`` gives for a valid UTC moment.
+_NOW_FORM = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}\+00:00"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _day_number(text: str) -> int | None:
+    """Days from the Unix epoch to the ISO date ``text`` (``None``: not a valid date)."""
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        return None
+    if day.isoformat() != text:
+        return None
+    return day.toordinal() - _EPOCH_ORDINAL
+
+
+def _parsed_time(value: str) -> int | str:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:

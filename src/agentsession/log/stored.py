@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
+from .._memo import one_shot
 from ..codec import DecodeError, _Mismatch, encode, field_names
 from ..errors import CorruptEntryError
 from ._decode import _decoder, decode_entry, twin
@@ -36,7 +37,7 @@ from .entries import (
     ToolResultEntry,
     UserEntry,
 )
-from .packed import pack_dispatch, unpack_dispatch
+from .packed import pack_dispatch, pack_dispatch_values, unpack_dispatch
 from .state import (
     ApprovalDecided,
     ApprovalRequested,
@@ -158,6 +159,7 @@ _UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
 _PACKED: dict[tuple[str, int], tuple[Packer, Packer]] = {
     ("dispatch", 3): (pack_dispatch, unpack_dispatch),
 }
+_DISPATCH_V3 = VERSIONS["dispatch"] == 3  # the form ``pack_dispatch_values`` writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +292,19 @@ def _parsed_row(data: str) -> Any:
 
 
 def _payload(entry: LogEntry) -> dict[str, Any]:
+    if type(entry) is Dispatch and _DISPATCH_V3:
+        # Two a turn: packed straight from its fields (all scalars: ``encode`` keeps them).
+        return pack_dispatch_values(
+            entry.model,
+            entry.step,
+            entry.digest,
+            entry.cache,
+            entry.timestamp,
+            entry.tools_digest,
+            entry.system_digest,
+            entry.messages_digest,
+            entry.message_count,
+        )
     packed = _PACKED.get((entry.kind, VERSIONS[entry.kind]))
     if packed is not None:
         return packed[0](encode(entry))
@@ -299,7 +314,9 @@ def _payload(entry: LogEntry) -> dict[str, Any]:
 
 def _json(payload: dict[str, Any]) -> str:
     # Compact: the log keeps every entry, and a space after each separator is a byte per field.
-    text = _COMPACT_JSON.encode(payload)
+    text = _COMPACT_JSON(payload)
+    if text.isascii():  # a C check of the string's kind: ASCII always has a UTF-8 form
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -312,7 +329,7 @@ def _json(payload: dict[str, Any]) -> str:
 _COMPACT = (",", ":")
 #: ``json.dumps(…, ensure_ascii=False, separators=_COMPACT)`` without building an encoder per
 #: call (every stored entry is encoded: the encoder's construction was a third of a small one).
-_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=_COMPACT)
+_COMPACT_JSON = one_shot(json.JSONEncoder(ensure_ascii=False, separators=_COMPACT))
 
 
 def load_entry(
