@@ -3,7 +3,7 @@
 A session is an append-only log of entries numbered ``seq`` 0, 1, 2, … Each entry is a frozen
 dataclass with a ``kind`` literal. The stored form is one JSON object per entry, written by
 ``dump_entry`` as ``(kind, version, json)``; ``load_entry`` reads every version ever written by
-first upgrading older payloads step by step (``_UPGRADES``), so old databases and session files
+first upgrading older payloads step by step (``log.upgrades``), so old databases and session files
 keep loading. Vendor SDK types are never stored.
 
 The user transcript and the model view are both derived from this log; nothing is stored twice.

@@ -1,7 +1,7 @@
 """The stored form of log entries: one JSON object per entry, versioned per kind.
 
 ``dump_entry`` writes ``(kind, version, json)``; ``load_entry`` reads every version ever written
-by upgrading older payloads step by step (``_UPGRADES``), so old databases and session files keep
+by upgrading older payloads step by step (``log.upgrades``), so old databases and session files keep
 loading. A few kinds keep their fields packed (``_PACKED``, see ``log.packed``): unpacking gives
 the fields an unpacked payload holds. The table of entry types is derived from the ``LogEntry``
 union, so a new kind cannot be forgotten in one of two lists.
@@ -22,7 +22,6 @@ from ..errors import CorruptEntryError
 from ._decode import _decoder, decode_entry, twin
 from .entries import (
     AssistantEntry,
-    CacheDiagnosis,
     ContextEpoch,
     Dispatch,
     Interrupted,
@@ -50,6 +49,7 @@ from .state import (
     SkillUnloaded,
 )
 from .texts import refs_in, resolved, shared
+from .upgrades import UPGRADES as _UPGRADES
 
 __all__ = [
     "TRANSCRIPT_KINDS",
@@ -108,50 +108,6 @@ VERSIONS: dict[str, int] = {
     "assistant": 2,
 }
 
-
-def _epoch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
-    # Version 1 epochs were never opened by a compaction summary.
-    return {**payload, "summary_seq": None}
-
-
-def _epoch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
-    # Version 2 epochs did not record their tools: they declared the application's tools.
-    return {**payload, "tools": None}
-
-
-def _epoch_v3_to_v4(payload: dict[str, Any]) -> dict[str, Any]:
-    # Version 4 may keep long baseline texts by reference (log.texts); inline ones are the same.
-    return payload
-
-
-def _dispatch_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
-    # Version 1 stored the diagnosis as free text and no part digests: a value outside the
-    # diagnosis type says nothing we can use, and the next request cannot be compared with it.
-    cache = payload.get("cache")
-    known = get_args(CacheDiagnosis)
-    return {**payload, "cache": cache if cache in known else "unknown"}
-
-
-def _dispatch_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
-    # Version 3 holds the same fields, packed (see log.packed): nothing to add.
-    return payload
-
-
-def _assistant_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
-    # Version 2 may add the provider's response id and cache diagnosis, long-lived cache
-    # writes in the usage and an estimated-usage flag; a version 1 response had none of them.
-    return payload
-
-
-#: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
-_UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
-    ("epoch", 1): _epoch_v1_to_v2,
-    ("epoch", 2): _epoch_v2_to_v3,
-    ("epoch", 3): _epoch_v3_to_v4,
-    ("dispatch", 1): _dispatch_v1_to_v2,
-    ("dispatch", 2): _dispatch_v2_to_v3,
-    ("assistant", 1): _assistant_v1_to_v2,
-}
 
 #: Stored forms that keep their fields packed: (kind, version) -> (pack, unpack). ``pack``
 #: takes every encoded field of the current version; ``unpack`` gives them back (``ValueError``
