@@ -163,7 +163,7 @@ async def measure(items: int, repeat: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=60)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as tmp:
         rate = fsync_rate(Path(tmp))
