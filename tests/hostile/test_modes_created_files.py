@@ -140,3 +140,25 @@ def test_the_chat_history_is_private(tmp_path: Path) -> None:
     assert mode(history) == 0o600
     assert mode(history.parent) == 0o700 and mode(history.parent.parent) == 0o700
     assert mode(db) == 0o600
+
+
+@pytest.mark.parametrize("umask", UMASKS)
+def test_the_chat_report_command_writes_a_private_file(tmp_path: Path, umask: int) -> None:
+    report = tmp_path / "reports" / "r.html"
+    under_umask(
+        umask,
+        f"""
+        import asyncio, pathlib, agentsession as ags
+        from agentsession.cli.inspectview import write_report  # what the chat's /report runs
+        async def main():
+            async with ags.Runtime(store=ags.SQLiteStore({str(tmp_path / "s.db")!r}),
+                                   model=ags.ScriptedModel(["hi"])) as runtime:
+                session = await runtime.create_session()
+                await session.prompt("hello")
+                await write_report(session, pathlib.Path({str(report)!r}))
+        asyncio.run(main())
+        """,
+        tmp_path,
+    )
+    assert "hello" in report.read_text(encoding="utf-8")
+    assert mode(report) == 0o600 and mode(report.parent) == 0o700

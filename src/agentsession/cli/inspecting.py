@@ -37,7 +37,7 @@ from ..store.base import Store
 from .invocation import Invocation, version
 from .output import JsonOutput
 
-__all__ = ["context", "report", "report_name", "request"]
+__all__ = ["context", "report", "report_name", "request", "write_page"]
 
 
 @contextlib.contextmanager
@@ -192,7 +192,7 @@ async def report(inv: Invocation) -> int:
         for found in await store.list_sessions():
             with _collector_paused():
                 entries.append(await _report_listed(inv, store, found.id, folder, stamp))
-        _write(folder / "index.html", render_index(entries, generated=stamp, version=version()))
+        write_page(folder / "index.html", render_index(entries, generated=stamp, version=version()))
         paths = [folder / "index.html", *(folder / e.href for e in entries)]
         _wrote(inv, f"wrote {folder / 'index.html'} and {len(entries)} session reports", paths)
         return 0
@@ -206,7 +206,7 @@ async def _report_one(inv: Invocation, session_id: str, output: str | None, stam
     await runtime.close()
     stem = report_name(inspection.session_id).removesuffix(".html")[:12]
     target = Path(output or f"agentsession-{stem}.html")
-    _write(target, render_report(inspection, generated=stamp, version=version()))
+    write_page(target, render_report(inspection, generated=stamp, version=version()))
     return target
 
 
@@ -218,7 +218,7 @@ async def _report_listed(
     _, session = await inv.open(store, session_id, read_only=True)
     inspection = await session.inspect()
     name = report_name(session_id)
-    _write(folder / name, render_report(inspection, generated=stamp, version=version()))
+    write_page(folder / name, render_report(inspection, generated=stamp, version=version()))
     return IndexEntry.of(inspection, name)
 
 
@@ -242,7 +242,8 @@ def _wrote(inv: Invocation, text: str, paths: list[Path]) -> None:
         inv.output.note(text)
 
 
-def _write(path: Path, text: str) -> None:
+def write_page(path: Path, text: str) -> None:
+    """Write a report page as a private file (``0600``; a missing folder is made ``0700``)."""
     try:
         write_private(path, text.encode("utf-8"))  # a report holds the whole transcript
     except OSError as exc:

@@ -9,6 +9,7 @@ from ..errors import UsageError
 from ..inspection.report import render_report
 from ..session import Session
 from .console import Output, RichOutput
+from .inspecting import write_page
 from .invocation import version
 from .screens import print_context
 
@@ -29,11 +30,5 @@ async def write_report(session: Session, path: Path) -> None:
     """Write the HTML report of ``session`` to ``path``."""
     inspection = await session.inspect()
     stamp = datetime.now(UTC).isoformat()
-    _write(path, render_report(inspection, generated=stamp, version=version()))
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    # The same private write as the ``report`` command: a report holds the whole transcript.
+    write_page(path, render_report(inspection, generated=stamp, version=version()))
