@@ -48,8 +48,10 @@ class InstructionTracker:
     def __init__(self, service: InstructionService) -> None:
         self.service = service
 
-    def observe(self, call: ToolCall, context: ToolContext) -> list[LogEntry]:
+    def observe(self, call: ToolCall, context: ToolContext | None) -> list[LogEntry]:
         """An ``instructions_found`` entry for the files the call's reads discovered."""
+        if context is None:  # the call had no context to report reads with
+            return []
         found: list[str] = []
         for path in context.reads:
             found.extend(self.service.note_read(path))

@@ -85,8 +85,12 @@ class FolderSource(Protocol):
 class CallObserver(Protocol):
     """A session part that learns from what every call did (e.g. the paths it read)."""
 
-    def observe(self, call: ToolCall, context: ToolContext) -> list[LogEntry]:
-        """Log entries to commit with the call's result."""
+    def observe(self, call: ToolCall, context: ToolContext | None) -> list[LogEntry]:
+        """Log entries to commit with the call's result.
+
+        ``context`` is ``None`` when the call was handed no context (a tool without a
+        ``ToolContext`` parameter, run by the toolbox itself): it reported nothing.
+        """
         ...
 
 
@@ -113,6 +117,8 @@ class Toolbox:
         self._sources = tuple(sources)
         self._observers = tuple(observers)
         self._sandbox: SandboxMode = sandbox
+        # The application's tools never change: their owners are mapped once.
+        self._own: dict[str, tuple[Tool, ToolSource | None]] = {t.name: (t, None) for t in tools}
 
     def offered(self) -> list[Tool]:
         """Every tool on offer now: the application's first, then each source's, names unique."""
@@ -148,29 +154,36 @@ class Toolbox:
             return Ran(ToolOutcome(decision.reason, True))
         if decision.kind == "ask":
             return Paused(ApprovalRequested(call.id, call.name, decision.reason, now()))
-        preset = self._gate.preset
-        free = unsandboxed(preset)
-        context = ToolContext(
-            self._project_dir,
-            self._session_id,
-            call.id,
-            allow_outside=bool(decision.outside),
-            readable=readable,
-            approved_protected=frozenset(decision.protected),
-            sandbox="none" if free else self._sandbox,
-            network=free or preset.network == "allow",
-            clean_environment=not free,
-        )
+        context: ToolContext | None = None
+        if source is not None or tool.context_param is not None:
+            # Built only for a call that gets it: resolving the project folder costs a few
+            # system calls, and a tool without the parameter cannot report reads.
+            preset = self._gate.preset
+            free = unsandboxed(preset)
+            context = ToolContext(
+                self._project_dir,
+                self._session_id,
+                call.id,
+                allow_outside=bool(decision.outside),
+                readable=readable,
+                approved_protected=frozenset(decision.protected),
+                sandbox="none" if free else self._sandbox,
+                network=free or preset.network == "allow",
+                clean_environment=not free,
+            )
         if source is None:
             outcome = await tool.invoke(dict(call.arguments), context=context, config=self._config)
             ran = Ran(outcome)
         else:
+            assert context is not None
             ran = await source.run(tool, call, context, self._config)
         seen = [e for observer in self._observers for e in observer.observe(call, context)]
         return Ran(ran.outcome, (*ran.entries, *seen)) if seen else ran
 
     def _owners(self) -> Mapping[str, tuple[Tool, ToolSource | None]]:
-        owners: dict[str, tuple[Tool, ToolSource | None]] = {t.name: (t, None) for t in self._tools}
+        if not self._sources:
+            return self._own
+        owners = dict(self._own)
         for source in self._sources:
             for tool in source.offered():
                 owners.setdefault(tool.name, (tool, source))

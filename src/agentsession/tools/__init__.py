@@ -388,6 +388,18 @@ def validate_arguments(schema: dict[str, Any], arguments: Any) -> str | None:
     return _check(schema, arguments, "arguments")
 
 
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+"""Each JSON schema type's test, made once (not a dict of new functions per checked value)."""
+
+
 def _check(schema: dict[str, Any], value: Any, path: str) -> str | None:
     if "anyOf" in schema:
         problems = [_check(s, value, path) for s in schema["anyOf"]]
@@ -395,16 +407,7 @@ def _check(schema: dict[str, Any], value: Any, path: str) -> str | None:
     if "enum" in schema and value not in schema["enum"]:
         return f"{path} must be one of {schema['enum']!r}, got {value!r}"
     kind = schema.get("type")
-    checks: dict[str, Callable[[Any], bool]] = {
-        "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        "boolean": lambda v: isinstance(v, bool),
-        "null": lambda v: v is None,
-        "array": lambda v: isinstance(v, list),
-        "object": lambda v: isinstance(v, dict),
-    }
-    if kind is not None and not checks[kind](value):
+    if kind is not None and not _TYPE_CHECKS[kind](value):
         return f"{path} must be of type {kind}, got {type(value).__name__}"
     if kind == "array" and "items" in schema:
         for i, item in enumerate(value):
