@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TypeAlias
 
-from .._memo import PrefixMemo
+from .._memo import IdentityMemo, PrefixMemo
 from ..errors import AgentSessionError, ProviderError, UsageError
 from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id, text_of
 from .base import (
@@ -45,6 +45,9 @@ def _estimate_tokens(text: str) -> int:
 _GUESSED: PrefixMemo[int] = PrefixMemo()
 """Per message tuple: the guessed tokens of its messages (the next request adds its new ones)."""
 
+_SYSTEM_GUESSED: IdentityMemo[int] = IdentityMemo(64)
+"""Per system part (the same tuple step after step): the guessed tokens of its sections."""
+
 
 def _input_tokens(request: Request) -> int:
     """The guessed input tokens of ``request``: a quarter of each text's characters."""
@@ -54,7 +57,11 @@ def _input_tokens(request: Request) -> int:
     guessed += sum(_estimate_tokens(text_of(m.content)) for m in messages[done:])
     if len(messages) > done:
         _GUESSED.keep(messages, guessed)
-    return sum(_estimate_tokens(t) for _, t in request.system) + guessed
+    system = request.system
+    found_system = _SYSTEM_GUESSED.get(system)
+    if found_system is None:
+        found_system = _SYSTEM_GUESSED.put(system, sum(_estimate_tokens(t) for _, t in system))
+    return found_system + guessed
 
 
 class ScriptedModel:
@@ -126,10 +133,24 @@ class ScriptedModel:
                     f" or an exception; got {type(call).__name__}"
                 )
             if not call.id:
-                call = replace(call, id=new_call_id())
+                call = _with_id(call)
             calls.append(call)
             yield ModelToolCall(call)
-        message = replace(reply, tool_calls=tuple(calls), provider="scripted")
+        message = _played(reply, tuple(calls))
         usage = Usage(input_tokens=input_tokens, output_tokens=_estimate_tokens(message.content))
         stop: ReplyStopReason = "tool_calls" if message.tool_calls else "end_turn"
         yield ModelDone(message=message, usage=usage, model=self._name, stop_reason=stop)
+
+
+def _with_id(call: ToolCall) -> ToolCall:
+    """``call`` with a fresh id (built directly: ``dataclasses.replace`` costs several µs)."""
+    if type(call) is ToolCall:
+        return ToolCall(call.name, call.arguments, new_call_id())
+    return replace(call, id=new_call_id())
+
+
+def _played(reply: AssistantMessage, calls: tuple[ToolCall, ...]) -> AssistantMessage:
+    """``reply`` as this model sends it: ``calls`` (ids given) and the provider's name."""
+    if type(reply) is AssistantMessage:
+        return AssistantMessage(reply.content, calls, "scripted", reply.provider_data)
+    return replace(reply, tool_calls=calls, provider="scripted")
