@@ -19,9 +19,12 @@ from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.engine.parts import InstructionTracker
+from agentsession.engine.turn import _cache_key
 from agentsession.instructions import InstructionService
 from agentsession.log import InstructionsFound, ToolResultEntry
+from agentsession.permissions import BUILTIN_PRESETS, decide
 from agentsession.providers.base import ModelDone
+from agentsession.providers.cache_controls import cache_key_for
 from agentsession.request import AssistantMessage, Request, ToolCall, UserMessage
 from agentsession.tools import validate_arguments
 
@@ -161,3 +164,25 @@ def test_the_scripted_model_fills_call_ids_and_keeps_the_reply(
     assert message == expected and message.provider_data is data
     plain = asyncio.run(played("words"))
     assert plain == AssistantMessage("words", (), "scripted")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=40))
+def test_the_kept_cache_key_is_the_one_computed_afresh(session_id: str) -> None:
+    assert _cache_key(session_id) == cache_key_for(session_id)
+    assert _cache_key(session_id) == cache_key_for(session_id)  # now from the memo
+
+
+def test_a_tool_without_paths_gets_the_same_decision_for_a_path_or_its_text(
+    tmp_path: Path,
+) -> None:
+    @ags.tool(effect="write")
+    def change(n: int) -> str:
+        """Change something."""
+        return str(n)
+
+    for preset in BUILTIN_PRESETS.values():
+        as_path = decide(preset, change, {"n": 1}, tmp_path)
+        assert as_path == decide(preset, change, {"n": 1}, str(tmp_path))
+    kinds = {decide(p, change, {"n": 1}, tmp_path).kind for p in BUILTIN_PRESETS.values()}
+    assert len(kinds) > 1  # the presets differ on a write: the comparison can fail

@@ -260,7 +260,10 @@ def decide(
         )
     # Only path arguments are resolved against the project's real path: a tool without any
     # (most) skips resolving it, a walk of every folder above the project at each call.
-    root = Path(os.path.realpath(project_dir)) if tool.paths else Path(project_dir)
+    if tool.paths:
+        root = Path(os.path.realpath(project_dir))
+    else:  # a Path as given (parsing it again into an equal one costs a few µs per call)
+        root = project_dir if isinstance(project_dir, Path) else Path(project_dir)
     reads = tool.effect == "read"
     targets = _targets(tool, arguments, root, tuple(readable) if reads else ())
     needs = _needs(tool, targets)

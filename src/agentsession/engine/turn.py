@@ -18,6 +18,7 @@ automatic compaction is on.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -267,7 +268,7 @@ class Turn:
         ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio())
         ledger.ttl_seconds = cache_lifetime(self.model.profile, ttl)
         return CacheControls(
-            key=cache_key_for(self.session_id),
+            key=_cache_key(self.session_id),
             ttl=ttl,
             diagnose=config.provider_cache_diagnostics,
             compare_with=previous or None,
@@ -441,6 +442,10 @@ def waiting_calls(
             calls.extend(c for c in message.tool_calls if c.id in wanted)
             wanted -= {c.id for c in message.tool_calls}
     return calls
+
+
+_cache_key = functools.lru_cache(maxsize=256)(cache_key_for)
+"""A session's cache key (a SHA-256 of its id), computed once per session, not at every call."""
 
 
 def _iso(moment: datetime | None) -> str:
