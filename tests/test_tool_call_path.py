@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentsession as ags
+from agentsession.engine.model_call import session_cache_key
 from agentsession.engine.parts import InstructionTracker
-from agentsession.engine.turn import _cache_key
 from agentsession.instructions import InstructionService
 from agentsession.log import InstructionsFound, ToolResultEntry
 from agentsession.permissions import BUILTIN_PRESETS, decide
@@ -169,8 +169,8 @@ def test_the_scripted_model_fills_call_ids_and_keeps_the_reply(
 @settings(max_examples=40, deadline=None)
 @given(st.text(max_size=40))
 def test_the_kept_cache_key_is_the_one_computed_afresh(session_id: str) -> None:
-    assert _cache_key(session_id) == cache_key_for(session_id)
-    assert _cache_key(session_id) == cache_key_for(session_id)  # now from the memo
+    assert session_cache_key(session_id) == cache_key_for(session_id)
+    assert session_cache_key(session_id) == cache_key_for(session_id)  # now from the memo
 
 
 def test_a_tool_without_paths_gets_the_same_decision_for_a_path_or_its_text(

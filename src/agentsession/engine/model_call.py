@@ -12,6 +12,7 @@ record what the model really raised before translating it (``providers.provider_
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from typing import cast
 
@@ -19,13 +20,17 @@ from .._memo import conforms
 from ..errors import ProviderError, TransientProviderError
 from ..events import ProviderRetry, TextDelta
 from ..providers.base import CacheControlled, Model, ModelDone, ModelTextDelta, ModelToolCall
-from ..providers.cache_controls import CacheControls
+from ..providers.cache_controls import CacheControls, cache_key_for
 from ..request import Request
 
-__all__ = ["MAX_RETRY_AFTER", "call_model", "retry_delay"]
+__all__ = ["MAX_RETRY_AFTER", "call_model", "retry_delay", "session_cache_key"]
 
 MAX_RETRY_AFTER = 60.0
 """The longest a provider's ``Retry-After`` may make a step wait, in seconds."""
+
+
+session_cache_key = functools.lru_cache(maxsize=256)(cache_key_for)
+"""A session's cache key (a SHA-256 of its id), computed once per session, not at every call."""
 
 
 def retry_delay(error: TransientProviderError, attempt: int, base_delay: float) -> float:

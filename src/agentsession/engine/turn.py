@@ -18,7 +18,6 @@ automatic compaction is on.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -49,12 +48,12 @@ from ..log import (
     now,
 )
 from ..providers.base import Model, ModelDone, provider_failure
-from ..providers.cache_controls import CacheControls, cache_key_for
+from ..providers.cache_controls import CacheControls
 from ..providers.cache_policy import cache_lifetime, choose_ttl
 from ..request import AssistantMessage, Message, Request, ToolCall, Usage, digest, new_call_id
 from .admission import Admitter
 from .deps import SessionDeps
-from .model_call import call_model
+from .model_call import call_model, session_cache_key
 from .parts import SessionParts
 from .steps import STEP_OUTCOMES, StepContinue, StepFinished, StepHeld, StepOutcome, StepPaused
 from .writer import LogWriter
@@ -268,7 +267,7 @@ class Turn:
         ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio())
         ledger.ttl_seconds = cache_lifetime(self.model.profile, ttl)
         return CacheControls(
-            key=_cache_key(self.session_id),
+            key=session_cache_key(self.session_id),
             ttl=ttl,
             diagnose=config.provider_cache_diagnostics,
             compare_with=previous or None,
@@ -442,10 +441,6 @@ def waiting_calls(
             calls.extend(c for c in message.tool_calls if c.id in wanted)
             wanted -= {c.id for c in message.tool_calls}
     return calls
-
-
-_cache_key = functools.lru_cache(maxsize=256)(cache_key_for)
-"""A session's cache key (a SHA-256 of its id), computed once per session, not at every call."""
 
 
 def _iso(moment: datetime | None) -> str:
