@@ -122,6 +122,8 @@ class SQLiteStore(ViewRead):
         self.read_only = read_only
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = open_database(self.path, busy_timeout, read_only)
+        # Each session's integer key, remembered by appends (used on the connection's thread).
+        self._keys: dict[str, int] = {}
         self._worker = Worker(self, "agentsession-sqlite", self._closed)
 
     def _closed(self) -> StoreError:
@@ -262,7 +264,7 @@ class SQLiteStore(ViewRead):
         batch = encode_batch(entries)
 
         def op(conn: sqlite3.Connection) -> list[Record]:
-            append_batch(conn, session_id, expected_seq, batch)
+            append_batch(conn, session_id, expected_seq, batch, self._keys)
             return [Record(expected_seq + i, entry) for i, entry in enumerate(entries)]
 
         if not storable(session_id):
