@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsession.errors import ConflictError, SessionNotFoundError, StoreError
-from agentsession.log import UserEntry, now
+from agentsession.log import Record, UserEntry, now
 from agentsession.store import SessionInfo, SQLiteStore
 from agentsession.store._sqlite import append_batch, insert_session, open_database
 from agentsession.store._sqlite_sql import DELETE_SESSION
@@ -241,3 +241,15 @@ async def test_a_row_damaged_after_a_remembered_append_is_still_refused(
         await one.append("hurt", 1, [UserEntry("second")])
     with pytest.raises(StoreError, match="session 'hurt' is damaged"):
         await other.get_session("hurt")
+
+
+async def test_an_append_hands_back_the_records_a_read_gives(
+    two: tuple[SQLiteStore, SQLiteStore],
+) -> None:
+    one, other = two
+    await one.create_session(info("a"))
+    entries = [UserEntry("zero"), UserEntry("one")]
+    records = await one.append("a", 0, entries)
+    assert records == [Record(0, entries[0]), Record(1, entries[1])]
+    assert all(type(record) is Record for record in records)
+    assert records == await other.read("a")

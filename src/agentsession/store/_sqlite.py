@@ -281,7 +281,8 @@ def append_batch(
     rows = batch.rows
     # The transaction by hand, not through ``writing``: the context manager's generator costs
     # more than the rest of the Python here, five commits a turn.
-    conn.execute("BEGIN IMMEDIATE")
+    cursor = conn.cursor()  # one for the transaction's statements, not one per statement
+    cursor.execute("BEGIN IMMEDIATE")
     try:
         end = expected_seq + len(rows)
         update = (end, now(), batch.messages, batch.last_model, session_id)
@@ -289,7 +290,7 @@ def append_batch(
         if (
             key is None
             or not rows
-            or conn.execute(KEYED_APPEND, (*update, key, expected_seq)).rowcount != 1
+            or cursor.execute(KEYED_APPEND, (*update, key, expected_seq)).rowcount != 1
         ):
             key = _checked_key(conn, session_id, expected_seq)
             if keys is not None:
@@ -297,11 +298,11 @@ def append_batch(
                     keys.clear()
                 keys[session_id] = key
             if rows:
-                conn.execute(UPDATE_AFTER_APPEND, update)
+                cursor.execute(UPDATE_AFTER_APPEND, update)
         if rows:
-            conn.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, rows))
+            cursor.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, rows))
             keep_texts(conn, session_id, batch.texts)
-        conn.execute("COMMIT")
+        cursor.execute("COMMIT")
     except BaseException:
         _roll_back(conn)
         raise
