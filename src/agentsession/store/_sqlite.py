@@ -26,6 +26,7 @@ from ._sqlite_sql import (
     INSERT_ENTRY,
     INSERT_SESSION,
     KEY_AND_SESSION,
+    KEYED_APPEND,
     NEWEST_OF_KIND,
     READ_ENTRIES,
     READ_KIND,
@@ -72,11 +73,7 @@ def writing(conn: sqlite3.Connection) -> Iterator[None]:
         yield
         conn.execute("COMMIT")
     except BaseException:
-        # Some errors (disk full, I/O) already rolled the transaction back; a statement-level
-        # abort (a trigger's RAISE(ABORT)) leaves it open with earlier rows in it.
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
+        _roll_back(conn)
         raise
 
 
@@ -267,29 +264,72 @@ def insert_session(
 
 
 def append_batch(
-    conn: sqlite3.Connection, session_id: str, expected_seq: int, batch: Batch
+    conn: sqlite3.Connection,
+    session_id: str,
+    expected_seq: int,
+    batch: Batch,
+    keys: dict[str, int] | None = None,
 ) -> None:
     """Write ``batch`` at ``expected_seq`` in one transaction (``SQLiteStore.append``'s work).
 
-    The write lock is taken before the log's next seq is read: ``ConflictError`` with nothing
-    written when it is not ``expected_seq``.
+    The write lock is taken before the log's next seq is checked: ``ConflictError`` with nothing
+    written when it is not ``expected_seq``. ``keys`` remembers each session's integer key from
+    one append to the next: with it, one statement (``KEYED_APPEND``) checks the seq, the key and
+    the row and updates the row; only when it changes nothing (a first append, a conflict, a
+    damaged row, a key given to another session meanwhile) is the row read and checked.
     """
-    with writing(conn):
-        found = conn.execute(KEY_AND_SESSION, (session_id,)).fetchone()
-        if found is None:
-            raise SessionNotFoundError(session_id)
-        key, next_seq = found[0], info_from_row(found[1:]).next_seq
-        if next_seq != expected_seq:
-            raise conflict(session_id, next_seq, expected_seq)
-        if not batch.rows:
-            return
-        stamp = now()
-        conn.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, batch.rows))
-        keep_texts(conn, session_id, batch.texts)
-        end = expected_seq + len(batch.rows)
-        conn.execute(
-            UPDATE_AFTER_APPEND, (end, stamp, batch.messages, batch.last_model, session_id)
-        )
+    rows = batch.rows
+    # The transaction by hand, not through ``writing``: the context manager's generator costs
+    # more than the rest of the Python here, five commits a turn.
+    cursor = conn.cursor()  # one for the transaction's statements, not one per statement
+    cursor.execute("BEGIN IMMEDIATE")
+    try:
+        end = expected_seq + len(rows)
+        update = (end, now(), batch.messages, batch.last_model, session_id)
+        key = None if keys is None else keys.get(session_id)
+        if (
+            key is None
+            or not rows
+            or cursor.execute(KEYED_APPEND, (*update, key, expected_seq)).rowcount != 1
+        ):
+            key = _checked_key(conn, session_id, expected_seq)
+            if keys is not None:
+                if len(keys) >= _KEYS_KEPT:
+                    keys.clear()
+                keys[session_id] = key
+            if rows:
+                cursor.execute(UPDATE_AFTER_APPEND, update)
+        if rows:
+            cursor.executemany(INSERT_ENTRY, entry_rows(key, expected_seq, rows))
+            keep_texts(conn, session_id, batch.texts)
+        cursor.execute("COMMIT")
+    except BaseException:
+        _roll_back(conn)
+        raise
+
+
+#: Session keys an append remembers at most (a long-running server's sessions come and go).
+_KEYS_KEPT = 1_024
+
+
+def _checked_key(conn: sqlite3.Connection, session_id: str, expected_seq: int) -> int:
+    """The session's key once its row is read and checked (the errors of an append)."""
+    found = conn.execute(KEY_AND_SESSION, (session_id,)).fetchone()
+    if found is None:
+        raise SessionNotFoundError(session_id)
+    next_seq = info_from_row(found[1:]).next_seq
+    if next_seq != expected_seq:
+        raise conflict(session_id, next_seq, expected_seq)
+    key: int = found[0]
+    return key
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    # Some errors (disk full, I/O) already rolled the transaction back; a statement-level
+    # abort (a trigger's RAISE(ABORT)) leaves it open with earlier rows in it.
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def keep_texts(conn: sqlite3.Connection, session_id: str, texts: dict[str, str]) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "ENTRY_AT",
     "INSERT_ENTRY",
     "INSERT_SESSION",
+    "KEYED_APPEND",
     "KEY_AND_SESSION",
     "KIND_CODES",
     "KIND_TOTAL",
@@ -94,6 +95,23 @@ INSERT_SESSION = (
 )
 #: The session's key and its row (``SESSION_COLUMNS``), which the caller checks.
 KEY_AND_SESSION = f"SELECT session_key, {SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
+#: An append's check and the session row's update in one statement. It changes the row (a
+#: changed-row count of 1) only when the session still has the key the caller remembers, its log's
+#: next seq is the expected one and the row holds what ``info_from_row`` accepts; otherwise it
+#: changes nothing and the caller reads the row to learn why. Parameters: the new next seq, the
+#: update time, the messages added, the last model (or null), the session id, its key, the
+#: expected seq.
+KEYED_APPEND = (
+    "UPDATE sessions SET next_seq = ?, updated_at = ?, message_count = message_count + ?,"
+    " last_model = coalesce(?, last_model)"
+    " WHERE session_id = ? AND session_key = ? AND next_seq = ?"
+    " AND typeof(next_seq) = 'integer' AND next_seq >= 0"
+    " AND typeof(message_count) = 'integer' AND message_count >= 0"
+    " AND typeof(created_at) = 'text' AND typeof(updated_at) = 'text'"
+    " AND typeof(title) IN ('text', 'null') AND typeof(project_dir) IN ('text', 'null')"
+    " AND typeof(last_model) IN ('text', 'null')"
+    " AND (file_version IS NULL OR (typeof(file_version) = 'integer' AND file_version >= 0))"
+)
 INSERT_ENTRY = "INSERT INTO entries (session_key, seq, kind, version, data) VALUES (?, ?, ?, ?, ?)"
 DELETE_SESSION = (
     "DELETE FROM leases WHERE session_id = ?",

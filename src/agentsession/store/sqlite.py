@@ -34,6 +34,7 @@ from typing import TypeVar
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record
+from ..log.stored import new_record
 from ._sql import (
     COPY_TEXTS,
     LEASE_OF,
@@ -122,6 +123,8 @@ class SQLiteStore(ViewRead):
         self.read_only = read_only
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = open_database(self.path, busy_timeout, read_only)
+        # Each session's integer key, remembered by appends (used on the connection's thread).
+        self._keys: dict[str, int] = {}
         self._worker = Worker(self, "agentsession-sqlite", self._closed)
 
     def _closed(self) -> StoreError:
@@ -262,8 +265,9 @@ class SQLiteStore(ViewRead):
         batch = encode_batch(entries)
 
         def op(conn: sqlite3.Connection) -> list[Record]:
-            append_batch(conn, session_id, expected_seq, batch)
-            return [Record(expected_seq + i, entry) for i, entry in enumerate(entries)]
+            append_batch(conn, session_id, expected_seq, batch, self._keys)
+            # Built as reads build them: no frozen ``__init__`` per entry, five commits a turn.
+            return [new_record(expected_seq + i, entry) for i, entry in enumerate(entries)]
 
         if not storable(session_id):
             raise SessionNotFoundError(session_id)  # no session can have that id
