@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 
 import pytest
@@ -114,3 +115,26 @@ async def test_a_cancelled_waiter_ends_at_once_and_the_call_still_runs() -> None
 
 async def wait_on(future: asyncio.Future[str]) -> str:
     return await future
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_thread_of_its_own() -> None:
+    owner = Owner()
+    worker = Worker(owner, "test-handed", closed)
+
+    async def ask() -> int:
+        return await worker.submit(lambda: 41) + 1
+
+    assert asyncio.run(ask()) == 42  # the parent's thread runs it
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child has no threads: the worker starts one for its first call
+        try:
+            os.write(write, str(asyncio.run(ask())).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        assert answer.read() == b"42"
+    assert os.waitpid(child, 0)[1] == 0
+    asyncio.run(worker.finish(lambda: None))

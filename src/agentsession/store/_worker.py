@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 import weakref
@@ -119,6 +120,17 @@ def _serve(calls: queue.SimpleQueue[_Item | None]) -> None:
         del loop, future, fn, args
 
 
+#: How many times this process is a forked child of one that had threads (none survive).
+_FORKS = [0]
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class Worker:
     """One daemon thread that runs an owner's blocking calls in order (started on first use)."""
 
@@ -127,6 +139,7 @@ class Worker:
         self._finished_error = finished
         self._calls: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._forks = 0  # ``_FORKS`` when the thread started
         self._finished = False
         self._guard = threading.Lock()  # hand-over vs finish, from any thread or loop
         # The owner collected without finish(): the thread ends instead of waiting forever.
@@ -136,11 +149,14 @@ class Worker:
         with self._guard:
             if self._finished:
                 return False
-            if self._thread is None or not self._thread.is_alive():  # a forked child has none
-                self._thread = threading.Thread(
+            # A thread ends only when finished, or in a forked child (which has no threads):
+            # the fork count says so without ``is_alive``'s three Python calls per hand-over.
+            if self._thread is None or self._forks != _FORKS[0]:
+                thread = threading.Thread(
                     target=_serve, args=(self._calls,), name=self._name, daemon=True
                 )
-                self._thread.start()
+                thread.start()
+                self._thread, self._forks = thread, _FORKS[0]
             self._calls.put(item)
             if last:
                 self._finished = True
