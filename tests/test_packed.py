@@ -6,6 +6,7 @@ A dispatch record (version 3) keeps its fields positionally, hex digests as base
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from agentsession.codec import encode
 from agentsession.errors import CorruptEntryError
-from agentsession.log import Dispatch, dump_entry, load_entry, now
+from agentsession.log import Dispatch, dump_entry, load_entry, now, packed
 from agentsession.log.packed import _pack_time, _parsed_time, pack_dispatch
 from agentsession.log.stored import _payload
 
@@ -145,3 +146,13 @@ def test_a_timestamp_read_by_position_packs_as_parsing_and_rendering_it_does(sta
 @given(dispatch=ENTRY_STRATEGIES["dispatch"])
 def test_a_dispatch_record_packs_from_its_fields_as_from_its_encoding(dispatch: Dispatch) -> None:
     assert _payload(dispatch) == pack_dispatch(encode(dispatch))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=16, max_size=16))
+def test_a_digest_packs_as_unpadded_base64url(raw: bytes) -> None:
+    expected = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    packed._PACKED_DIGESTS.clear()  # the C calls, not the kept answer
+    assert packed._pack_digest(raw.hex()) == expected
+    assert packed._pack_digest(raw.hex()) == expected  # kept
+    assert packed._unpack_digest("digest", expected) == raw.hex()

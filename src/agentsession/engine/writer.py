@@ -150,7 +150,17 @@ class LogWriter:
             self._unsure = True  # as when the write's own task fails: re-read before writing
             raise
         if self._soon is not None:
-            records = await self._await_soon(write)
+            # Awaited directly, in this frame (five commits a turn): no shield, which costs an
+            # event-loop round per write, and no coroutine of its own. Cancelling the caller
+            # cancels only this future: the write still runs to its end on the store's thread,
+            # and the writer, marked unsure, reads the log's end before it next writes or reads
+            # (``_catch_up``), which the store runs after that write. So the records a
+            # cancelled write committed are taken then, never written twice.
+            try:
+                records = await write
+            except (asyncio.CancelledError, StoreError):
+                self._unsure = True  # the write goes on, or its answer was lost: re-read first
+                raise
             self._take(records)
             return records
         self._inflight = write
@@ -168,24 +178,6 @@ class LogWriter:
         self._inflight = None
         self._take(records)
         return records
-
-    async def _await_soon(self, write: asyncio.Future[list[Record]]) -> list[Record]:
-        """The outcome of a write handed over at once, awaited without a shield.
-
-        A shield costs an event-loop round per write (its inner future's callback settles the
-        outer one). Cancelling the caller cancels only this future: the write still runs to its
-        end on the store's thread, and the writer, marked unsure, reads the log's end before it
-        next writes or reads (``_catch_up``), which the store runs after that write. So the
-        records a cancelled write committed are taken then, never written twice.
-        """
-        try:
-            return await write
-        except asyncio.CancelledError:
-            self._unsure = True  # the write goes on: the next settle reads what it committed
-            raise
-        except StoreError:
-            self._unsure = True  # the answer was lost, not necessarily the write
-            raise
 
     def _write(self, entries: list[LogEntry]) -> asyncio.Future[list[Record]]:
         """The write of ``entries`` at ``next_seq``, going on whether or not it is awaited."""

@@ -9,17 +9,16 @@ union, so a new kind cannot be forgotten in one of two lists.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
 from .._memo import one_shot
-from ..codec import DecodeError, _Mismatch, encode, field_names
+from ..codec import DecodeError, _Mismatch, encode
 from ..errors import CorruptEntryError
 from ._decode import _decoder, decode_entry, twin
+from ._lean import lean, lean_text
 from .entries import (
     AssistantEntry,
     ContextEpoch,
@@ -116,6 +115,8 @@ _PACKED: dict[tuple[str, int], tuple[Packer, Packer]] = {
     ("dispatch", 3): (pack_dispatch, unpack_dispatch),
 }
 _DISPATCH_V3 = VERSIONS["dispatch"] == 3  # the form ``pack_dispatch_values`` writes
+#: Kinds whose current form is packed: their JSON is not the lean payload's.
+_PACKED_KINDS = frozenset(kind for kind, version in _PACKED if VERSIONS[kind] == version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,54 +144,6 @@ _NEW = object.__new__
 _RECORD_TWIN: Any = twin(Record)
 
 
-@functools.cache
-def _defaults(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
-    """Each field of ``cls`` in order, with the lean encoding of its default (tags excepted).
-
-    A field without a default, and a tag (it tells union members apart: always written), gets
-    ``_NO_DEFAULT``.
-    """
-    found: list[tuple[str, Any]] = []
-    for f in dataclasses.fields(cls):
-        default: Any = _NO_DEFAULT
-        if f.name in ("kind", "role"):
-            pass
-        elif f.default is not dataclasses.MISSING:
-            default = _lean(f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            default = _lean(f.default_factory())
-        found.append((f.name, default))
-    return tuple(found)
-
-
-def _lean(value: Any) -> Any:
-    """``codec.encode(value)`` without the fields at their defaults, at every depth.
-
-    A value equal to its default but of another JSON type is kept (``False`` is not ``0``).
-    """
-    cls: type = type(value)
-    if cls in _SCALARS:
-        return value
-    if field_names(cls) is not None:
-        lean: dict[str, Any] = {}
-        for name, default in _defaults(cls):
-            item = getattr(value, name)
-            if type(item) not in _SCALARS:  # most fields are scalars: no call for them
-                item = _lean(item)
-            if item != default or type(item) is not type(default):
-                lean[name] = item
-        return lean
-    if isinstance(value, tuple | list):
-        return [_lean(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _lean(v) for k, v in value.items()}
-    return value
-
-
-_NO_DEFAULT = object()
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
 def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
     """The stored form of ``entry``: its kind, the current version of that kind, and JSON.
 
@@ -199,7 +152,8 @@ def dump_entry(entry: LogEntry) -> tuple[str, int, str]:
     0), and the log keeps every entry.
     Every text is inline: the form needs nothing beside it (see ``dump_row``).
     """
-    return entry.kind, VERSIONS[entry.kind], _json(_payload(entry))
+    kind = entry.kind
+    return kind, VERSIONS[kind], _text(entry, kind)
 
 
 def dump_row(entry: LogEntry) -> tuple[str, int, str, dict[str, str]]:
@@ -208,11 +162,11 @@ def dump_row(entry: LogEntry) -> tuple[str, int, str, dict[str, str]]:
     The texts referred to come back beside the row, by reference, for the store to keep once
     per session (see ``log.texts``).
     """
-    payload = _payload(entry)
-    texts: dict[str, str] = {}
-    if entry.kind == "epoch":
-        payload, texts = shared(payload)
-    return entry.kind, VERSIONS[entry.kind], _json(payload), texts
+    kind = entry.kind
+    if kind != "epoch":
+        return kind, VERSIONS[kind], _text(entry, kind), {}
+    payload, texts = shared(_payload(entry))
+    return kind, VERSIONS[kind], _json(payload), texts
 
 
 def text_refs(kind: str, version: int, data: str) -> list[str]:
@@ -247,6 +201,15 @@ def _parsed_row(data: str) -> Any:
     return _parsed(data)
 
 
+def _text(entry: LogEntry, kind: str) -> str:
+    """The stored JSON of ``entry``: written straight from its fields where its form is plain."""
+    if kind not in _PACKED_KINDS:
+        text = lean_text(entry)
+        if text is not None:
+            return text
+    return _json(_payload(entry))
+
+
 def _payload(entry: LogEntry) -> dict[str, Any]:
     if type(entry) is Dispatch and _DISPATCH_V3:
         # Two a turn: packed straight from its fields (all scalars: ``encode`` keeps them).
@@ -264,7 +227,7 @@ def _payload(entry: LogEntry) -> dict[str, Any]:
     packed = _PACKED.get((entry.kind, VERSIONS[entry.kind]))
     if packed is not None:
         return packed[0](encode(entry))
-    payload: dict[str, Any] = _lean(entry)
+    payload: dict[str, Any] = lean(entry)
     return payload
 
 
@@ -285,7 +248,11 @@ def _json(payload: dict[str, Any]) -> str:
 _COMPACT = (",", ":")
 #: ``json.dumps(…, ensure_ascii=False, separators=_COMPACT)`` without building an encoder per
 #: call (every stored entry is encoded: the encoder's construction was a third of a small one).
-_COMPACT_JSON = one_shot(json.JSONEncoder(ensure_ascii=False, separators=_COMPACT))
+#: No circle check: a payload is built afresh at every depth (``lean``, ``encode``, the packers),
+#: so a value that holds itself fails there, never here; the check cost an entry ~1.5k instructions.
+_COMPACT_JSON = one_shot(
+    json.JSONEncoder(ensure_ascii=False, separators=_COMPACT, check_circular=False)
+)
 
 
 def load_entry(

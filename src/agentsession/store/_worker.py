@@ -12,33 +12,95 @@ when its caller was cancelled meanwhile (a write commits or fails as a whole; th
 re-reads the log's end before writing again), and a call handed over before ``finish`` runs
 before the finishing call. The thread holds no reference to the store between calls, so a
 store dropped without ``close()`` is still collected, and its finaliser ends the thread.
+
+The caller's future (``Handed``) resumes the one task awaiting it in the very event-loop round
+that settles it: a plain future's ``set_result`` schedules its callbacks for the next round,
+which cost every hand-over (five commits a turn) a round of its own — a poll of the selector
+and the loop's bookkeeping — for nothing. Anything else (several callbacks, a cancellation)
+is scheduled as asyncio does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import os
 import queue
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["Worker"]
+__all__ = ["Handed", "Worker"]
 
 T = TypeVar("T")
 
-_Item = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+_Item = tuple[asyncio.AbstractEventLoop, "Handed[Any]", Callable[..., Any], tuple[Any, ...]]
 
 
-def _settle(future: asyncio.Future[Any], result: Any) -> None:
+_Waiter = tuple[Callable[..., object], contextvars.Context]
+
+
+class Handed(asyncio.Future[T]):
+    """A hand-over's future: settled by a callback of its own, it runs its waiter right there.
+
+    Its done-callbacks are kept here rather than in the base future while it is pending, so
+    settling runs a lone waiter (the awaiting task's wake-up) at once, in the callback that the
+    worker scheduled; several run as asyncio runs them, one event-loop callback each, and so do
+    all of them after a cancellation (which may come from inside another task's step).
+    """
+
+    __slots__ = ("_waiters",)
+
+    def __init__(self, *, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self._waiters: list[_Waiter] = []
+
+    def add_done_callback(
+        self, fn: Callable[[Handed[T]], object], /, *, context: contextvars.Context | None = None
+    ) -> None:
+        """As ``asyncio.Future.add_done_callback``."""
+        if self.done():
+            super().add_done_callback(fn, context=context)  # scheduled at once, as asyncio does
+        else:
+            self._waiters.append((fn, contextvars.copy_context() if context is None else context))
+
+    def remove_done_callback(self, fn: Callable[[Handed[T]], object], /) -> int:
+        """As ``asyncio.Future.remove_done_callback``: how many were removed."""
+        kept = [w for w in self._waiters if w[0] != fn]
+        removed = len(self._waiters) - len(kept)
+        self._waiters = kept
+        return removed + super().remove_done_callback(fn)
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        """As ``asyncio.Future.cancel``; its callbacks are scheduled, not run here."""
+        if not super().cancel(msg=msg):
+            return False
+        self._wake(inline=False)
+        return True
+
+    def _wake(self, inline: bool) -> None:
+        waiters, self._waiters = self._waiters, []
+        if inline and len(waiters) == 1:
+            fn, context = waiters[0]
+            context.run(fn, self)
+            return
+        loop = self.get_loop()
+        for fn, context in waiters:
+            loop.call_soon(fn, self, context=context)
+
+
+def _settle(future: Handed[Any], result: Any) -> None:
     if not future.done():  # a cancelled caller: the call ran, nobody waits for its answer
         future.set_result(result)
+        future._wake(inline=True)  # a callback of its own: no task is running here
 
 
-def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+def _fail(future: Handed[Any], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
+        future._wake(inline=True)
 
 
 def _serve(calls: queue.SimpleQueue[_Item | None]) -> None:
@@ -58,6 +120,17 @@ def _serve(calls: queue.SimpleQueue[_Item | None]) -> None:
         del loop, future, fn, args
 
 
+#: How many times this process is a forked child of one that had threads (none survive).
+_FORKS = [0]
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class Worker:
     """One daemon thread that runs an owner's blocking calls in order (started on first use)."""
 
@@ -66,6 +139,7 @@ class Worker:
         self._finished_error = finished
         self._calls: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._forks = 0  # ``_FORKS`` when the thread started
         self._finished = False
         self._guard = threading.Lock()  # hand-over vs finish, from any thread or loop
         # The owner collected without finish(): the thread ends instead of waiting forever.
@@ -75,11 +149,14 @@ class Worker:
         with self._guard:
             if self._finished:
                 return False
-            if self._thread is None or not self._thread.is_alive():  # a forked child has none
-                self._thread = threading.Thread(
+            # A thread ends only when finished, or in a forked child (which has no threads):
+            # the fork count says so without ``is_alive``'s three Python calls per hand-over.
+            if self._thread is None or self._forks != _FORKS[0]:
+                thread = threading.Thread(
                     target=_serve, args=(self._calls,), name=self._name, daemon=True
                 )
-                self._thread.start()
+                thread.start()
+                self._thread, self._forks = thread, _FORKS[0]
             self._calls.put(item)
             if last:
                 self._finished = True
@@ -98,7 +175,7 @@ class Worker:
         or, as the session's writer does, asks with a later call, which runs after this one.
         """
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
+        future: Handed[T] = Handed(loop=loop)
         if not self._hand_over((loop, future, fn, args), last=False):
             raise self._finished_error()
         return future
@@ -106,7 +183,7 @@ class Worker:
     async def finish(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` as the last call, then end the thread (idempotent: later calls do nothing)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future: Handed[None] = Handed(loop=loop)
         if not self._hand_over((loop, future, fn, ()), last=True):
             return
         try:

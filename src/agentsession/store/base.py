@@ -257,6 +257,8 @@ def encode_batch(entries: Sequence[LogEntry]) -> Batch:
     """The stored rows of ``entries``; ``StoreError`` naming the first one that is not JSON."""
     rows: list[tuple[str, int, str]] = []
     texts: dict[str, str] = {}
+    messages = 0
+    model = ""
     for index, entry in enumerate(entries):
         try:
             kind, version, data, kept = dump_row(entry)
@@ -266,10 +268,15 @@ def encode_batch(entries: Sequence[LogEntry]) -> Batch:
                 f" stored as JSON: {exc}"
             ) from exc
         rows.append((kind, version, data))
-        texts.update(kept)
-    messages = sum(1 for kind, _, _ in rows if kind in TRANSCRIPT_KINDS)
-    models = [e.model for e in entries if isinstance(e, AssistantEntry) and e.model]
-    return Batch(rows, messages, _shown(models[-1]) if models else None, texts)
+        if kept:
+            texts.update(kept)
+        messages += kind in _MESSAGE_KINDS  # one pass (five batches a turn): counted, model noted
+        if isinstance(entry, AssistantEntry) and entry.model:
+            model = entry.model
+    return Batch(rows, messages, _shown(model) if model else None, texts)
+
+
+_MESSAGE_KINDS = frozenset(TRANSCRIPT_KINDS)
 
 
 def refs_of(rows: Iterable[Sequence[Any]]) -> list[str]:
@@ -286,6 +293,8 @@ def _shown(text: str) -> str:
 
     Only for what a listing shows (the last model); the log itself keeps every character.
     """
+    if text.isascii() and "\x00" not in text:  # no surrogate is ASCII: nothing to replace
+        return text
     return "".join("\ufffd" if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in text)
 
 
