@@ -167,7 +167,27 @@ def select_window(
     n = len(messages)
     if n == 0:
         return Window(start=0, indices=(), count=0, advanced=start != 0)
+    if start == 0:
+        # Nearly every request: the history since the epoch start fits, and the window is all
+        # of it (the turn starts and suffix counts below would find just that).
+        total = n - sum(map(isinstance, messages, repeat(SystemMessage)))
+        fits = total <= (min(keep, cap) if keep is not None and cold else cap)
+        if fits:
+            return Window(start=0, indices=tuple(range(n)), count=total)
+    return _select(messages, cap, step, start, chunk, keep, cold)
 
+
+def _select(
+    messages: Sequence[Message],
+    cap: int,
+    step: int,
+    start: int,
+    chunk: int,
+    keep: int | None,
+    cold: bool,
+) -> Window:
+    """`select_window` after its checks: turn starts, suffix counts, the move, elision."""
+    n = len(messages)
     starts = _turn_starts(messages)
     base = start if start < n else 0
     # The first turn start at or after ``base``; past the newest turn, the newest turn.
