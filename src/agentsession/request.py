@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from itertools import compress, repeat
+from typing import Any, Literal, TypeAlias, cast
 
 from ._memo import PrefixMemo
 from .codec import canonical_json
@@ -215,12 +217,15 @@ def introduced_in_place(request: Request) -> set[str]:
     request's top-level tool list, so that list stays the same for the whole epoch.
     """
     first: dict[str, str] = {}
-    for message in request.messages:
-        if isinstance(message, SystemMessage):
-            for name in message.tools_removed:
-                first.setdefault(name, "removed")
-            for name in message.tools_added:
-                first.setdefault(name, "added")
+    messages = request.messages
+    # Asked at every provider call: the system messages are picked out in C, not in a loop.
+    chosen = compress(messages, map(isinstance, messages, repeat(SystemMessage)))
+    systems = cast("Iterator[SystemMessage]", chosen)
+    for message in systems:
+        for name in message.tools_removed:
+            first.setdefault(name, "removed")
+        for name in message.tools_added:
+            first.setdefault(name, "added")
     return {name for name, how in first.items() if how == "added"}
 
 
