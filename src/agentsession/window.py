@@ -34,6 +34,7 @@ __all__ = [
     "elision_note",
     "message_count",
     "select_window",
+    "whole_window",
     "with_elision_note",
 ]
 
@@ -170,11 +171,23 @@ def select_window(
     if start == 0:
         # Nearly every request: the history since the epoch start fits, and the window is all
         # of it (the turn starts and suffix counts below would find just that).
-        total = n - sum(map(isinstance, messages, repeat(SystemMessage)))
-        fits = total <= (min(keep, cap) if keep is not None and cold else cap)
-        if fits:
-            return Window(start=0, indices=tuple(range(n)), count=total)
+        counted = n - sum(map(isinstance, messages, repeat(SystemMessage)))
+        whole = whole_window(n, counted, cap, keep=keep, cold=cold)
+        if whole is not None:
+            return whole
     return _select(messages, cap, step, start, chunk, keep, cold)
+
+
+def whole_window(n: int, counted: int, cap: int, *, keep: int | None, cold: bool) -> Window | None:
+    """The window `select_window` chooses from start 0 when the whole history stays, else None.
+
+    ``n`` messages of which ``counted`` count toward the cap; ``cap``, ``keep`` and ``cold`` as
+    `select_window` takes them. The whole history stays when it fits the cap, or ``keep``
+    where the cold cache lets the window drop to it at no cost.
+    """
+    if n and counted <= (min(keep, cap) if keep is not None and cold else cap):
+        return Window(start=0, indices=tuple(range(n)), count=counted)
+    return None
 
 
 def _select(
