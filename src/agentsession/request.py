@@ -216,17 +216,25 @@ def introduced_in_place(request: Request) -> set[str]:
     On a profile with native tool changes such a tool is defined where it joins, not in the
     request's top-level tool list, so that list stays the same for the whole epoch.
     """
-    first: dict[str, str] = {}
     messages = request.messages
-    # Asked at every provider call: the system messages are picked out in C, not in a loop.
-    chosen = compress(messages, map(isinstance, messages, repeat(SystemMessage)))
-    systems = cast("Iterator[SystemMessage]", chosen)
-    for message in systems:
+    # Asked at every provider call: the first mentions of the request before are resumed (see
+    # ``PrefixMemo``), and its new system messages are picked out in C, not in a loop.
+    found = _FIRST.resume(messages)
+    done, first = (0, {}) if found is None else (found[0], dict(found[1]))
+    new = messages[done:]
+    chosen = compress(new, map(isinstance, new, repeat(SystemMessage)))
+    for message in cast("Iterator[SystemMessage]", chosen):
         for name in message.tools_removed:
             first.setdefault(name, "removed")
         for name in message.tools_added:
             first.setdefault(name, "added")
+    if new:
+        _FIRST.keep(messages, first)  # never changed again: a resume copies it
     return {name for name, how in first.items() if how == "added"}
+
+
+_FIRST: PrefixMemo[dict[str, str]] = PrefixMemo()
+"""Per message tuple: each tool's first mention on its system messages (added or removed)."""
 
 
 def standing_tools(request: Request) -> tuple[ToolSpec, ...]:
