@@ -26,6 +26,24 @@ def test_date_is_host_local_by_default() -> None:
     assert rendered.update_text == "Today's date is now Sunday, 2026-03-01."
 
 
+def test_the_date_kept_for_a_day_is_the_one_rendered_afresh() -> None:
+    # The day's value is kept between samples; across midnight (and back) each sample must be
+    # what a component that never sampled before renders for that moment.
+    moments = [
+        datetime(2026, 3, 1, 9, 0),
+        datetime(2026, 3, 1, 23, 59),
+        datetime(2026, 3, 2, 0, 0),
+        datetime(2026, 3, 1, 12, 0),
+        datetime(2026, 3, 2, 8, 0),
+    ]
+    now = iter(moments)
+    component = date_component(lambda: next(now))
+    seen = [load(component) for _ in moments]
+    assert seen == [load(date_component(iter([m]).__next__)) for m in moments]
+    assert seen[0] is seen[1]  # the same day: the same value, checked once
+    assert seen[2].baseline == "Today's date: Monday, 2026-03-02."
+
+
 def test_configured_time_zone_replaces_host_zone() -> None:
     moment = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
     assert "2026-03-01" in load(date_component(lambda: moment)).baseline

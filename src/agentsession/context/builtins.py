@@ -49,12 +49,21 @@ def date_component(clock: Clock, timezone: str | None = None) -> ContextComponen
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise UsageError(f"unknown time zone {timezone!r}") from exc
 
+    # Sampled before every request: the day's value is kept, so the same object comes back
+    # (and is checked once) until the date changes.
+    kept: dict[str, Rendered] = {}
+
     def load() -> Rendered:
         moment = clock()
         if zone is not None:
             moment = moment.astimezone(zone) if moment.tzinfo else moment.replace(tzinfo=zone)
         day = moment.strftime("%A, %Y-%m-%d")
-        return Rendered(baseline=f"Today's date: {day}.", update=f"Today's date is now {day}.")
+        found = kept.get(day)
+        if found is None:
+            kept.clear()
+            found = Rendered(baseline=f"Today's date: {day}.", update=f"Today's date is now {day}.")
+            kept[day] = found
+        return found
 
     return ContextComponent("core.date", load)
 
