@@ -30,7 +30,13 @@ from itertools import repeat
 from ._memo import PrefixMemo
 from .config import Config
 from .context.component import ContextComponent, LoadResult
-from .context.engine import ComponentState, diff, effective_state, fresh_baseline, message_for
+from .context.engine import (
+    ComponentState,
+    changes_since,
+    effective_state,
+    fresh_baseline,
+    message_for,
+)
 from .log import (
     ContextEpoch,
     Dispatch,
@@ -186,12 +192,8 @@ def build_request(
             opaque = isinstance(message, AssistantMessage) and bool(message.provider_data)
             if opaque and message.provider != provider:
                 messages[i] = replace(message, provider_data={})
-    return Request(
-        system=baseline,
-        messages=tuple(messages),
-        tools=_as_before(tuple(tools)),
-        sources=tuple(map(_SEQS, kept)),
-    )
+    sources = tuple(map(_SEQS, kept))
+    return Request(baseline, tuple(messages), _as_before(tuple(tools)), sources)
 
 
 _TOOLS: list[tuple[ToolSpec, ...]] = [()]
@@ -199,11 +201,8 @@ _TOOLS: list[tuple[ToolSpec, ...]] = [()]
 
 
 def _as_before(tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
-    """``tools``, or the last request's tuple when it holds the very same declarations.
-
-    Step after step a session declares the same tool objects; handing back the same tuple lets
-    its text, digest and token count be kept for the object instead of joined again.
-    """
+    """``tools``, or the last request's tuple when it holds the very same declarations."""
+    # The same tuple: its text, digest and token count are kept for the object, not joined again.
     before = _TOOLS[0]
     if len(before) == len(tools) and all(map(operator.is_, before, tools)):
         return before
@@ -272,7 +271,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         if not in_place or _unreproducible(data, mids, added):
             reason = "tools"
         else:
-            mid = _update(data, state, added, removed)
+            mid = _update(data, mids, added, removed)
         if mid is not None:
             records.append(Record(seq, mid))
             mids = [*mids, mid]
@@ -346,13 +345,13 @@ def _unreproducible(
 
 def _update(
     data: BoundaryInput,
-    state: Mapping[str, ComponentState],
+    mids: Sequence[MidConversationSystemMessage],
     added: tuple[str, ...],
     removed: tuple[str, ...],
 ) -> MidConversationSystemMessage | None:
     """The one update message of this boundary, or ``None`` when nothing changed."""
     assert data.epoch is not None
-    changes = diff(state, data.components, data.samples)
+    changes = changes_since(data.epoch, mids, data.components, data.samples)
     if not changes and not added and not removed:
         return None
     removals = {**data.removal_texts, **{c.key: c.removal_text() for c in data.components}}
