@@ -23,6 +23,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ._memo import IdentityMemo
 from .log import (
@@ -155,8 +156,7 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
     return projection_of(records, epoch).view
 
 
-@dataclass(frozen=True)
-class Projection:
+class Projection(NamedTuple):
     """A model view with what a request takes from it, kept as the view grows.
 
     ``messages`` and ``sources`` are each view message's message and seqs, in order;
@@ -204,8 +204,7 @@ def _shared(records: list[Record], before: list[Record]) -> int:
 _REACHING = frozenset({"runtime_context", "omitted"})
 
 
-@dataclass(frozen=True)
-class _Projected:
+class _Projected(NamedTuple):
     """One epoch's last projection: its records, and where the view stood after each of them.
 
     Without ``_REACHING`` records every record adds at most one message of its own (a summary to
