@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,3 +106,18 @@ def test_a_kept_loader_value_with_lone_surrogates_is_cleaned_at_every_sample() -
     component = ags.ContextComponent("plugin.test.clean", lambda: clean)
     assert load(component) is clean
     assert load(component) is clean
+
+
+def test_the_git_check_answers_as_os_path_exists(tmp_path: Path) -> None:
+    # The environment's git check looks entries up without an exception for a missing one;
+    # for every kind of entry it must answer what ``os.path.exists`` answers.
+    from agentsession.context.builtins import _exists
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    names = ["file", "dir", "link", "dangling", "missing", "file/.git", "dir/.git", "a\0b"]
+    for name in names:
+        place = str(tmp_path / name) if "\0" not in name else f"{tmp_path}/{name}"
+        assert _exists(place) == os.path.exists(place), name

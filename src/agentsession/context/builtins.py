@@ -73,6 +73,19 @@ def is_git_repository(path: Path) -> bool:
     return any(os.path.exists(place) for place in _git_places(path))
 
 
+def _exists(place: str) -> bool:
+    """``os.path.exists(place)`` without an exception for a missing entry.
+
+    Sampled before every request, and outside a repository each place is missing: ``exists``
+    builds and drops a ``FileNotFoundError`` for each, where ``access`` answers ``False``.
+    Both follow symlinks and say ``False`` for an entry that cannot be looked up.
+    """
+    try:
+        return os.access(place, os.F_OK)
+    except ValueError:  # a NUL in the path: no such entry (``exists`` says so too)
+        return False
+
+
 def _git_places(path: Path) -> list[str]:
     """Where a ``.git`` entry would make ``path`` part of a repository, nearest first."""
     return [os.path.join(p, ".git") for p in (path, *path.parents)]
@@ -89,7 +102,7 @@ def environment_component(
     def load() -> Rendered:
         git = ""
         if "git" in facts:
-            git = "yes" if any(os.path.exists(place) for place in places) else "no"
+            git = "yes" if any(map(_exists, places)) else "no"
         found = rendered.get(git)
         if found is not None:
             return found
