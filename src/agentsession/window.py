@@ -186,8 +186,17 @@ def whole_window(n: int, counted: int, cap: int, *, keep: int | None, cold: bool
     where the cold cache lets the window drop to it at no cost.
     """
     if n and counted <= (min(keep, cap) if keep is not None and cold else cap):
-        return Window(start=0, indices=tuple(range(n)), count=counted)
+        found = _WHOLE.get((n, counted))
+        if found is None:
+            if len(_WHOLE) >= 1_024:
+                _WHOLE.clear()
+            found = _WHOLE[(n, counted)] = Window(start=0, indices=tuple(range(n)), count=counted)
+        return found
     return None
+
+
+_WHOLE: dict[tuple[int, int], Window] = {}
+"""Whole windows by (messages, counted): frozen, so one object serves every request of a size."""
 
 
 def _select(
