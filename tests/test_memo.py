@@ -33,6 +33,7 @@ from agentsession.request import (
     SystemMessage,
     UserMessage,
     digest,
+    introduced_in_place,
     standing_tools,
     text_of,
 )
@@ -176,6 +177,19 @@ def test_a_request_resumes_the_digest_chain_and_counts_of_the_one_it_extends(
         assert stamped.messages_digest == plain_chain(step)
         assert total_tokens(request, counter) == measure(request, counter).total
         assert asyncio.run(guessed_usage(request)) == plain_guess(request)
+        assert introduced_in_place(request) == plain_in_place(step)
+
+
+def plain_in_place(messages: tuple[Message, ...]) -> set[str]:
+    """Tools whose first mention is an addition on a system message, every message read."""
+    first: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            for name in message.tools_removed:
+                first.setdefault(name, "removed")
+            for name in message.tools_added:
+                first.setdefault(name, "added")
+    return {name for name, how in first.items() if how == "added"}
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,6 +14,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentsession.boundary import _request, _window, build_request, window_of
+from agentsession.config import Config
 from agentsession.log import (
     AssistantEntry,
     ContextEpoch,
@@ -25,8 +27,8 @@ from agentsession.log import (
     Summary,
     UserEntry,
 )
-from agentsession.projection import ViewMessage, project
-from agentsession.request import ToolCall
+from agentsession.projection import Projection, ViewMessage, project, projection_of
+from agentsession.request import SystemMessage, ToolCall, ToolSpec
 
 from .store.strategies import ENTRY_STRATEGIES
 
@@ -97,6 +99,53 @@ def test_every_projection_equals_one_made_afresh(
         if with_pending:
             records += _records(added[:1], first=len(committed))
         assert project(records, epoch) == _afresh(records, epoch)
+        assert projection_of(records, epoch) == _walked(_afresh(records, epoch))
+
+
+def _walked(view: list[ViewMessage]) -> Projection:
+    """What a `Projection` holds, found by walking ``view``."""
+    messages = [v.message for v in view]
+    systems = sum(isinstance(m, SystemMessage) for m in messages)
+    opaque = sum(bool(getattr(m, "provider_data", None)) for m in messages)
+    return Projection(view, messages, [v.seqs for v in view], systems, opaque)
+
+
+_TOOLS = (ToolSpec("t", "a tool", {"type": "object"}),)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    epoch=_epoch,
+    log=st.lists(_entry, max_size=24),
+    cap=st.integers(1, 12),
+    step=st.none() | st.integers(1, 3),
+    cold=st.booleans(),
+    drop_system=st.booleans(),
+    provider=st.sampled_from(["", "openai", "anthropic"]),
+)
+def test_the_admission_s_window_and_request_are_those_of_the_view(
+    epoch: ContextEpoch,
+    log: list[LogEntry],
+    cap: int,
+    step: int | None,
+    cold: bool,
+    drop_system: bool,
+    provider: str,
+) -> None:
+    """The boundary reads the window and the request from the projection's kept lists and
+    counts; they are the window and the request of the view, chosen and built in full."""
+    records = _records(log)
+    config = Config(max_transcript_messages=cap, window_step=step)
+    for end in range(len(records) + 1):
+        projection = projection_of(records[:end], epoch)
+        window = _window(projection, config, cold)
+        assert window == window_of(projection.view, config, cold=cold)
+        request = _request(projection, window, epoch.baseline, _TOOLS, provider, drop_system)
+        view = projection.view
+        full = build_request(
+            view, window, epoch.baseline, _TOOLS, provider, drop_system=drop_system
+        )
+        assert request == full
 
 
 @settings(max_examples=100, deadline=None)
@@ -116,3 +165,17 @@ def test_a_snapshot_after_a_reused_view_is_prepended_to_its_user_message() -> No
     grown = [*records, Record(1, RuntimeContextSnapshot(0, "<skill>", placement="user"))]
     assert project(grown, epoch) == _afresh(grown, epoch)
     assert str(project(grown, epoch)[0].message.content).startswith("<skill>")
+
+
+def test_a_new_epoch_s_request_leaves_the_update_messages_out() -> None:
+    """A whole window whose request drops system messages (a new epoch folds them) is built
+    in full, not sent from the projection's lists."""
+    epoch = ContextEpoch(0, (("core.date", "today"),), (), 0)
+    update = MidConversationSystemMessage(text="changed", changes=(), epoch=0)
+    projection = projection_of(_records([UserEntry("hi"), update]), epoch)
+    assert projection.systems == 1
+    window = _window(projection, Config(), False)
+    request = _request(projection, window, epoch.baseline, _TOOLS, "", True)
+    assert [m.role for m in request.messages] == ["user"]
+    view = projection.view
+    assert request == build_request(view, window, epoch.baseline, _TOOLS, "", drop_system=True)

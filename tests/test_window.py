@@ -22,6 +22,7 @@ from agentsession.request import (
 )
 from agentsession.window import (
     Window,
+    _select,
     elision_note,
     message_count,
     select_window,
@@ -224,6 +225,27 @@ def test_step_one_keeps_the_most_history_that_fits(messages: list[Message], cap:
         assert w.elided == 0
     else:
         assert w.start == starts[-1]
+
+
+@settings(max_examples=300)
+@given(
+    histories(),
+    caps,
+    steps,
+    st.one_of(st.none(), st.integers(1, 20)),
+    st.booleans(),
+    st.integers(1, 4),
+)
+def test_the_short_cut_for_a_history_that_fits_gives_the_full_selection(
+    messages: list[Message], cap: int, step: int, keep: int | None, cold: bool, chunk: int
+) -> None:
+    # ``select_window`` answers a window from the first message without turn starts or suffix
+    # counts when the history fits; the full selection must give the very same window.
+    if not messages:
+        return
+    fast = select_window(messages, cap, step=step, chunk=chunk, keep=keep, cold=cold)
+    full = _select(messages, cap, step, 0, chunk, keep, cold)
+    assert fast == full
 
 
 # --- examples -----------------------------------------------------------------------------

@@ -30,7 +30,13 @@ from itertools import repeat
 from ._memo import PrefixMemo
 from .config import Config
 from .context.component import ContextComponent, LoadResult
-from .context.engine import ComponentState, diff, effective_state, fresh_baseline, message_for
+from .context.engine import (
+    ComponentState,
+    changes_since,
+    effective_state,
+    fresh_baseline,
+    message_for,
+)
 from .log import (
     ContextEpoch,
     Dispatch,
@@ -40,9 +46,9 @@ from .log import (
     Record,
     SystemPromptCheckpoint,
 )
-from .projection import ViewMessage, project
+from .projection import Projection, ViewMessage, projection_of
 from .request import AssistantMessage, Request, SystemMessage, ToolSpec, UserMessage, digest
-from .window import Window, select_window, with_elision_note
+from .window import Window, select_window, whole_window, with_elision_note
 
 __all__ = [
     "Admission",
@@ -186,12 +192,8 @@ def build_request(
             opaque = isinstance(message, AssistantMessage) and bool(message.provider_data)
             if opaque and message.provider != provider:
                 messages[i] = replace(message, provider_data={})
-    return Request(
-        system=baseline,
-        messages=tuple(messages),
-        tools=_as_before(tuple(tools)),
-        sources=tuple(map(_SEQS, kept)),
-    )
+    sources = tuple(map(_SEQS, kept))
+    return Request(baseline, tuple(messages), _as_before(tuple(tools)), sources)
 
 
 _TOOLS: list[tuple[ToolSpec, ...]] = [()]
@@ -199,11 +201,8 @@ _TOOLS: list[tuple[ToolSpec, ...]] = [()]
 
 
 def _as_before(tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
-    """``tools``, or the last request's tuple when it holds the very same declarations.
-
-    Step after step a session declares the same tool objects; handing back the same tuple lets
-    its text, digest and token count be kept for the object instead of joined again.
-    """
+    """``tools``, or the last request's tuple when it holds the very same declarations."""
+    # The same tuple: its text, digest and token count are kept for the object, not joined again.
     before = _TOOLS[0]
     if len(before) == len(tools) and all(map(operator.is_, before, tools)):
         return before
@@ -227,6 +226,31 @@ def window_of(view: Sequence[ViewMessage], config: Config, *, cold: bool = False
     )
 
 
+def _window(projection: Projection, config: Config, cold: bool) -> Window:
+    """``window_of(projection.view, …)``; a whole view that fits is found from its counts."""
+    n, keep = len(projection.messages), config.window_keep_messages
+    cap = config.max_transcript_messages
+    whole = whole_window(n, n - projection.systems, cap, keep=keep, cold=cold)
+    return whole if whole is not None else window_of(projection.view, config, cold=cold)
+
+
+def _request(
+    projection: Projection,
+    window: Window,
+    baseline: tuple[tuple[str, str], ...],
+    tools: Sequence[ToolSpec],
+    provider: str,
+    drop_system: bool,
+) -> Request:
+    """``build_request(projection.view, …)``; a plain whole window sends the projection's lists."""
+    whole = len(window.indices) == len(projection.messages) and window.note_index is None
+    if not whole or projection.opaque or (drop_system and projection.systems):
+        view = projection.view
+        return build_request(view, window, baseline, tools, provider, drop_system=drop_system)
+    messages, sources = tuple(projection.messages), tuple(projection.sources)
+    return Request(baseline, messages, _as_before(tuple(tools)), sources)
+
+
 def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission:
     """Run steps 3–5 of the boundary and return what to commit; raises when preflight rejects."""
     records = list(data.records)
@@ -247,13 +271,14 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         if not in_place or _unreproducible(data, mids, added):
             reason = "tools"
         else:
-            mid = _update(data, state, added, removed)
+            mid = _update(data, mids, added, removed)
         if mid is not None:
             records.append(Record(seq, mid))
             mids = [*mids, mid]
 
-    view = project(records, data.epoch)
-    window = window_of(view, data.config, cold=data.cold)
+    projection = projection_of(records, data.epoch)
+    view = projection.view
+    window = _window(projection, data.config, data.cold)
     if reason is None and (window.start > 0 or window.omitted_system):
         # Something the model was told would leave its view (whole turns, or update messages
         # inside an elided stretch of a long turn): fold the current state into a fresh
@@ -277,9 +302,7 @@ def admit(data: BoundaryInput, preflight: Callable[[Request], int]) -> Admission
         tools = rebuilt
     assert epoch is not None
 
-    request = build_request(
-        view, window, epoch.baseline, tools, data.provider, drop_system=reason is not None
-    )
+    request = _request(projection, window, epoch.baseline, tools, data.provider, reason is not None)
     tokens = preflight(request)
     changed = _changed(data, epoch, mid, reason, state)
     if changed:
@@ -322,13 +345,13 @@ def _unreproducible(
 
 def _update(
     data: BoundaryInput,
-    state: Mapping[str, ComponentState],
+    mids: Sequence[MidConversationSystemMessage],
     added: tuple[str, ...],
     removed: tuple[str, ...],
 ) -> MidConversationSystemMessage | None:
     """The one update message of this boundary, or ``None`` when nothing changed."""
     assert data.epoch is not None
-    changes = diff(state, data.components, data.samples)
+    changes = changes_since(data.epoch, mids, data.components, data.samples)
     if not changes and not added and not removed:
         return None
     removals = {**data.removal_texts, **{c.key: c.removal_text() for c in data.components}}
@@ -342,8 +365,7 @@ def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
     return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
 
 
-_MIDS: PrefixMemo[tuple[MidConversationSystemMessage, ...]] = PrefixMemo()
-"""Per tuple of an epoch view's records: its update messages, resumed by the next step's view."""
+_MIDS: PrefixMemo[tuple[MidConversationSystemMessage, ...]] = PrefixMemo()  # per view: its mids
 
 
 def _view_mids(records: Sequence[Record]) -> tuple[MidConversationSystemMessage, ...]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ._memo import IdentityMemo
 from .log import (
@@ -48,9 +49,11 @@ from .skills.select import prepend_skill_blocks
 
 __all__ = [
     "VIEW_KINDS",
+    "Projection",
     "ViewMessage",
     "placeholder",
     "project",
+    "projection_of",
     "summary_text",
     "to_message",
     "transcript_from",
@@ -150,15 +153,44 @@ def project(records: Iterable[Record], epoch: ContextEpoch | None) -> list[ViewM
     same order) is reused when no record can change a message other than its own (see
     ``_Projected``); the result is the same as projecting afresh.
     """
+    return projection_of(records, epoch).view
+
+
+class Projection(NamedTuple):
+    """A model view with what a request takes from it, kept as the view grows.
+
+    ``messages`` and ``sources`` are each view message's message and seqs, in order;
+    ``systems`` counts the mid-conversation system messages among them and ``opaque`` the
+    messages that carry provider data. An admission reads these instead of walking the view
+    again: consecutive requests of an epoch extend the same lists by their new records.
+    """
+
+    view: list[ViewMessage]
+    messages: list[Message]
+    sources: list[tuple[int, ...]]
+    systems: int
+    opaque: int
+
+
+def projection_of(records: Iterable[Record], epoch: ContextEpoch | None) -> Projection:
+    """``project(records, epoch)`` with its messages, sources and counts (see `Projection`)."""
     records = list(records)
     if epoch is None:
-        return _project(records, epoch)
+        return _counted(_project(records, epoch))
     last = _PROJECTED.get(epoch)
     shared = _shared(records, last.records) if last is not None else 0
     # The records the last projection shared hold no reaching kinds (it was an extension).
     if any(r.entry.kind in _REACHING for r in records[shared:]):
-        return _project(records, epoch)
+        return _counted(_project(records, epoch))
     return _extended(records, epoch, last, shared)
+
+
+def _counted(view: list[ViewMessage]) -> Projection:
+    """The `Projection` of a view projected afresh (each message looked at once)."""
+    messages = [v.message for v in view]
+    systems = sum(isinstance(m, SystemMessage) for m in messages)
+    opaque = sum(bool(getattr(m, "provider_data", None)) for m in messages)
+    return Projection(view, messages, [v.seqs for v in view], systems, opaque)
 
 
 def _shared(records: list[Record], before: list[Record]) -> int:
@@ -172,8 +204,7 @@ def _shared(records: list[Record], before: list[Record]) -> int:
 _REACHING = frozenset({"runtime_context", "omitted"})
 
 
-@dataclass(frozen=True)
-class _Projected:
+class _Projected(NamedTuple):
     """One epoch's last projection: its records, and where the view stood after each of them.
 
     Without ``_REACHING`` records every record adds at most one message of its own (a summary to
@@ -182,9 +213,11 @@ class _Projected:
     """
 
     records: list[Record]
-    ends: list[tuple[int, int]]
+    ends: list[tuple[int, int, int, int]]  # opening, body, systems and opaque after each record
     opening: list[ViewMessage]
     body: list[ViewMessage]
+    messages: list[Message]  # the body's messages
+    sources: list[tuple[int, ...]]  # the body's seqs
 
 
 _PROJECTED: IdentityMemo[_Projected] = IdentityMemo(size=64)
@@ -194,17 +227,19 @@ _MESSAGE_KINDS = frozenset({*TRANSCRIPT_KINDS, "mid_conversation_system"})
 
 def _extended(
     records: list[Record], epoch: ContextEpoch, last: _Projected | None, shared: int
-) -> list[ViewMessage]:
+) -> Projection:
     """``_project(records, epoch)`` for records without ``_REACHING`` kinds, reusing ``last``.
 
     ``shared``: how many leading records are the very objects ``last`` projected.
     """
     if shared and last is not None:
         ends = last.ends[:shared]
-        opening = last.opening[: ends[-1][0]]
-        body = last.body[: ends[-1][1]]
+        start, size, systems, opaque = ends[-1]
+        opening = last.opening[:start]
+        body, messages, sources = last.body[:size], last.messages[:size], last.sources[:size]
     else:
-        ends, opening, body = [], [], []
+        ends, opening, body, messages, sources = [], [], [], [], []
+        systems = opaque = 0
     for record in records[shared:]:
         entry = record.entry
         if isinstance(entry, Summary):
@@ -219,10 +254,22 @@ def _extended(
         ):
             message = to_message(record)
             if message is not None:
-                body.append(ViewMessage(message, (record.seq,)))
-        ends.append((len(opening), len(body)))
-    _PROJECTED.put(epoch, _Projected(records, ends, opening, body))
-    return opening + body
+                seqs = (record.seq,)
+                body.append(ViewMessage(message, seqs))
+                messages.append(message)
+                sources.append(seqs)
+                systems += isinstance(message, SystemMessage)
+                opaque += isinstance(message, AssistantMessage) and bool(message.provider_data)
+        ends.append((len(opening), len(body), systems, opaque))
+    _PROJECTED.put(epoch, _Projected(records, ends, opening, body, messages, sources))
+    # An opening is a summary: a user message, neither a system message nor opaque.
+    return Projection(
+        opening + body,
+        [v.message for v in opening] + messages,
+        [v.seqs for v in opening] + sources,
+        systems,
+        opaque,
+    )
 
 
 def _project(records: list[Record], epoch: ContextEpoch | None) -> list[ViewMessage]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from itertools import compress, repeat
+from typing import Any, Literal, TypeAlias, cast
 
 from ._memo import PrefixMemo
 from .codec import canonical_json
@@ -214,14 +216,25 @@ def introduced_in_place(request: Request) -> set[str]:
     On a profile with native tool changes such a tool is defined where it joins, not in the
     request's top-level tool list, so that list stays the same for the whole epoch.
     """
-    first: dict[str, str] = {}
-    for message in request.messages:
-        if isinstance(message, SystemMessage):
-            for name in message.tools_removed:
-                first.setdefault(name, "removed")
-            for name in message.tools_added:
-                first.setdefault(name, "added")
+    messages = request.messages
+    # Asked at every provider call: the first mentions of the request before are resumed (see
+    # ``PrefixMemo``), and its new system messages are picked out in C, not in a loop.
+    found = _FIRST.resume(messages)
+    done, first = (0, {}) if found is None else (found[0], dict(found[1]))
+    new = messages[done:]
+    chosen = compress(new, map(isinstance, new, repeat(SystemMessage)))
+    for message in cast("Iterator[SystemMessage]", chosen):
+        for name in message.tools_removed:
+            first.setdefault(name, "removed")
+        for name in message.tools_added:
+            first.setdefault(name, "added")
+    if new:
+        _FIRST.keep(messages, first)  # never changed again: a resume copies it
     return {name for name, how in first.items() if how == "added"}
+
+
+_FIRST: PrefixMemo[dict[str, str]] = PrefixMemo()
+"""Per message tuple: each tool's first mention on its system messages (added or removed)."""
 
 
 def standing_tools(request: Request) -> tuple[ToolSpec, ...]:

@@ -34,6 +34,7 @@ __all__ = [
     "elision_note",
     "message_count",
     "select_window",
+    "whole_window",
     "with_elision_note",
 ]
 
@@ -167,7 +168,48 @@ def select_window(
     n = len(messages)
     if n == 0:
         return Window(start=0, indices=(), count=0, advanced=start != 0)
+    if start == 0:
+        # Nearly every request: the history since the epoch start fits, and the window is all
+        # of it (the turn starts and suffix counts below would find just that).
+        counted = n - sum(map(isinstance, messages, repeat(SystemMessage)))
+        whole = whole_window(n, counted, cap, keep=keep, cold=cold)
+        if whole is not None:
+            return whole
+    return _select(messages, cap, step, start, chunk, keep, cold)
 
+
+def whole_window(n: int, counted: int, cap: int, *, keep: int | None, cold: bool) -> Window | None:
+    """The window `select_window` chooses from start 0 when the whole history stays, else None.
+
+    ``n`` messages of which ``counted`` count toward the cap; ``cap``, ``keep`` and ``cold`` as
+    `select_window` takes them. The whole history stays when it fits the cap, or ``keep``
+    where the cold cache lets the window drop to it at no cost.
+    """
+    if n and counted <= (min(keep, cap) if keep is not None and cold else cap):
+        found = _WHOLE.get((n, counted))
+        if found is None:
+            if len(_WHOLE) >= 1_024:
+                _WHOLE.clear()
+            found = _WHOLE[(n, counted)] = Window(start=0, indices=tuple(range(n)), count=counted)
+        return found
+    return None
+
+
+_WHOLE: dict[tuple[int, int], Window] = {}
+"""Whole windows by (messages, counted): frozen, so one object serves every request of a size."""
+
+
+def _select(
+    messages: Sequence[Message],
+    cap: int,
+    step: int,
+    start: int,
+    chunk: int,
+    keep: int | None,
+    cold: bool,
+) -> Window:
+    """`select_window` after its checks: turn starts, suffix counts, the move, elision."""
+    n = len(messages)
     starts = _turn_starts(messages)
     base = start if start < n else 0
     # The first turn start at or after ``base``; past the newest turn, the newest turn.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +25,24 @@ def test_date_is_host_local_by_default() -> None:
     rendered = load(component)
     assert rendered.baseline == "Today's date: Sunday, 2026-03-01."
     assert rendered.update_text == "Today's date is now Sunday, 2026-03-01."
+
+
+def test_the_date_kept_for_a_day_is_the_one_rendered_afresh() -> None:
+    # The day's value is kept between samples; across midnight (and back) each sample must be
+    # what a component that never sampled before renders for that moment.
+    moments = [
+        datetime(2026, 3, 1, 9, 0),
+        datetime(2026, 3, 1, 23, 59),
+        datetime(2026, 3, 2, 0, 0),
+        datetime(2026, 3, 1, 12, 0),
+        datetime(2026, 3, 2, 8, 0),
+    ]
+    now = iter(moments)
+    component = date_component(lambda: next(now))
+    seen = [load(component) for _ in moments]
+    assert seen == [load(date_component(iter([m]).__next__)) for m in moments]
+    assert seen[0] is seen[1]  # the same day: the same value, checked once
+    assert seen[2].baseline == "Today's date: Monday, 2026-03-02."
 
 
 def test_configured_time_zone_replaces_host_zone() -> None:
@@ -87,3 +106,18 @@ def test_a_kept_loader_value_with_lone_surrogates_is_cleaned_at_every_sample() -
     component = ags.ContextComponent("plugin.test.clean", lambda: clean)
     assert load(component) is clean
     assert load(component) is clean
+
+
+def test_the_git_check_answers_as_os_path_exists(tmp_path: Path) -> None:
+    # The environment's git check looks entries up without an exception for a missing one;
+    # for every kind of entry it must answer what ``os.path.exists`` answers.
+    from agentsession.context.builtins import _exists
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    names = ["file", "dir", "link", "dangling", "missing", "file/.git", "dir/.git", "a\0b"]
+    for name in names:
+        place = str(tmp_path / name) if "\0" not in name else f"{tmp_path}/{name}"
+        assert _exists(place) == os.path.exists(place), name

@@ -49,12 +49,21 @@ def date_component(clock: Clock, timezone: str | None = None) -> ContextComponen
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise UsageError(f"unknown time zone {timezone!r}") from exc
 
+    # Sampled before every request: the day's value is kept, so the same object comes back
+    # (and is checked once) until the date changes.
+    kept: dict[str, Rendered] = {}
+
     def load() -> Rendered:
         moment = clock()
         if zone is not None:
             moment = moment.astimezone(zone) if moment.tzinfo else moment.replace(tzinfo=zone)
         day = moment.strftime("%A, %Y-%m-%d")
-        return Rendered(baseline=f"Today's date: {day}.", update=f"Today's date is now {day}.")
+        found = kept.get(day)
+        if found is None:
+            kept.clear()
+            found = Rendered(baseline=f"Today's date: {day}.", update=f"Today's date is now {day}.")
+            kept[day] = found
+        return found
 
     return ContextComponent("core.date", load)
 
@@ -62,6 +71,19 @@ def date_component(clock: Clock, timezone: str | None = None) -> ContextComponen
 def is_git_repository(path: Path) -> bool:
     """Whether ``path`` or one of its parents holds a ``.git`` entry."""
     return any(os.path.exists(place) for place in _git_places(path))
+
+
+def _exists(place: str) -> bool:
+    """``os.path.exists(place)`` without an exception for a missing entry.
+
+    Sampled before every request, and outside a repository each place is missing: ``exists``
+    builds and drops a ``FileNotFoundError`` for each, where ``access`` answers ``False``.
+    Both follow symlinks and say ``False`` for an entry that cannot be looked up.
+    """
+    try:
+        return os.access(place, os.F_OK)
+    except ValueError:  # a NUL in the path: no such entry (``exists`` says so too)
+        return False
 
 
 def _git_places(path: Path) -> list[str]:
@@ -80,7 +102,7 @@ def environment_component(
     def load() -> Rendered:
         git = ""
         if "git" in facts:
-            git = "yes" if any(os.path.exists(place) for place in places) else "no"
+            git = "yes" if any(map(_exists, places)) else "no"
         found = rendered.get(git)
         if found is not None:
             return found

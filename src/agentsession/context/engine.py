@@ -10,9 +10,11 @@ unavailable right now. ``render_update`` combines all changes into one message t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .._memo import IdentityMemo
 from ..log import ComponentChange, ContextEpoch, MidConversationSystemMessage
 from .component import (
     Absent,
@@ -26,6 +28,7 @@ from .component import (
 
 __all__ = [
     "ComponentState",
+    "changes_since",
     "diff",
     "effective_state",
     "fresh_baseline",
@@ -46,10 +49,31 @@ class ComponentState:
     hash: str
 
 
+_STATES: IdentityMemo[tuple[tuple[MidConversationSystemMessage, ...], dict[str, ComponentState]]]
+_STATES = IdentityMemo(size=256)
+"""Per epoch: the update messages last folded into its state (the very objects) and the state."""
+
+
 def effective_state(
     epoch: ContextEpoch, messages: Iterable[MidConversationSystemMessage]
 ) -> dict[str, ComponentState]:
-    """The epoch's baseline with every later admitted change applied, in order."""
+    """The epoch's baseline with every later admitted change applied, in order.
+
+    Asked at every boundary with the epoch's same update messages: the state folded last for
+    the epoch is kept (both are frozen) and handed out as a new dict.
+    """
+    mids = tuple(messages)
+    hit = _STATES.get(epoch)
+    if hit is not None and len(hit[0]) == len(mids) and all(map(operator.is_, hit[0], mids)):
+        return dict(hit[1])
+    state = _folded(epoch, mids)
+    _STATES.put(epoch, (mids, dict(state)))
+    return state
+
+
+def _folded(
+    epoch: ContextEpoch, messages: Sequence[MidConversationSystemMessage]
+) -> dict[str, ComponentState]:
     hashes = dict(epoch.checkpoint)
     state = {
         key: ComponentState(text, hashes[key] if key in hashes else content_hash(text))
@@ -92,6 +116,44 @@ def diff(
                 pass
     for key in sorted(set(state) - registered):
         changes.append(ComponentChange(key, None, None, None))
+    return changes
+
+
+_QUIET: IdentityMemo[
+    tuple[tuple[MidConversationSystemMessage, ...], tuple[str, ...], tuple[LoadResult, ...]]
+]
+_QUIET = IdentityMemo(size=256)
+"""Per epoch: update messages, component keys and samples (the very objects) that changed
+nothing the last time they were compared."""
+
+
+def changes_since(
+    epoch: ContextEpoch,
+    messages: Sequence[MidConversationSystemMessage],
+    components: Sequence[ContextComponent],
+    samples: Mapping[str, LoadResult],
+) -> list[ComponentChange]:
+    """``diff(effective_state(epoch, messages), components, samples)``.
+
+    At nearly every boundary nothing changed since the last: the same samples of the same
+    components meet the same state. That answer (no change) is kept per epoch, and found again
+    by comparing the objects instead of hashing every sample.
+    """
+    mids = tuple(messages)
+    keys = tuple(c.key for c in components)
+    sampled = tuple(map(samples.__getitem__, keys))
+    hit = _QUIET.get(epoch)
+    if (
+        hit is not None
+        and hit[1] == keys
+        and len(hit[0]) == len(mids)
+        and all(map(operator.is_, hit[0], mids))
+        and all(map(operator.is_, hit[2], sampled))
+    ):
+        return []
+    changes = diff(effective_state(epoch, mids), components, samples)
+    if not changes:
+        _QUIET.put(epoch, (mids, keys, sampled))
     return changes
 
 

@@ -21,6 +21,7 @@ reproduce the digest says so instead of passing for the real thing.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 from .._memo import IdentityMemo, PrefixMemo
@@ -28,7 +29,7 @@ from ..config import Config
 from ..errors import UsageError
 from ..log import CacheDiagnosis, Dispatch, Record
 from ..request import Request, ToolSpec, standing_tools
-from ._rebuilder import Rebuilder, Rebuilt, chain_link, mismatch, part_digest
+from ._rebuilder import Rebuilder, Rebuilt, mismatch, part_digest
 
 __all__ = [
     "CacheDiagnosis",
@@ -41,9 +42,10 @@ __all__ = [
 ]
 
 
-_LINKS: IdentityMemo[tuple[str, str]] = IdentityMemo()
-"""Per message object: (the link before it, its link). Consecutive requests of an epoch share
-their prefix, so each message's link is hashed once while the window does not move."""
+_LINKS: IdentityMemo[tuple[str, str, str]] = IdentityMemo()
+"""Per message object: (the link before it, its link, its part digest). Consecutive requests of
+an epoch share their prefix, so each message's link is hashed once while the window does not
+move; when it moves, every link changes, but each message's part digest is kept."""
 
 
 _CHAINS: PrefixMemo[tuple[str, ...]] = PrefixMemo()
@@ -61,8 +63,10 @@ def _chain(request: Request) -> list[str]:
         if hit is not None and hit[0] == previous:
             links.append(hit[1])
             continue
-        link = chain_link(previous, message)
-        _LINKS.put(message, (previous, link))
+        # ``chain_link(previous, message)``, with the message's part digest kept.
+        part = hit[2] if hit is not None else part_digest(message)
+        link = hashlib.sha256((previous + part).encode()).hexdigest()[:32]
+        _LINKS.put(message, (previous, link, part))
         links.append(link)
     if len(messages) > done:
         _CHAINS.keep(messages, tuple(links))
