@@ -17,7 +17,16 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-from ._memo import IdentityMemo, one_shot
+from ._memo import (
+    ENCODERS,
+    SCALARS,
+    IdentityMemo,
+    canonical_writer,
+    compile_encoder,
+    field_names,
+    met_often,
+    one_shot,
+)
 
 __all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names"]
 
@@ -31,36 +40,21 @@ class DecodeError(ValueError):
 def encode(value: Any) -> Any:
     """The JSON-ready form of a dataclass value (recursively)."""
     cls = type(value)
-    if cls in _SCALARS:
+    if cls in SCALARS:
         return value
+    compiled = ENCODERS.get(cls)
+    if compiled is not None:
+        return compiled(value)
     names = field_names(cls)
     if names is not None:
+        if met_often(cls):  # its walk written out as code from now on
+            return compile_encoder(cls, names, encode)(value)
         return {name: encode(getattr(value, name)) for name in names}
     if isinstance(value, tuple | list):
         return [encode(v) for v in value]
     if isinstance(value, dict):
         return {str(k): encode(v) for k, v in value.items()}
     return value
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
-
-
-def field_names(cls: type) -> tuple[str, ...] | None:
-    """The field names of dataclass ``cls`` in order (``None``: not a dataclass), kept per class.
-
-    ``dataclasses.fields`` builds them afresh at each call; encoding asks for every value.
-    """
-    try:
-        return _FIELD_NAMES[cls]
-    except KeyError:
-        pass
-    names = None
-    if dataclasses.is_dataclass(cls) and not issubclass(cls, type):
-        names = tuple(f.name for f in dataclasses.fields(cls))
-    _FIELD_NAMES[cls] = names
-    return names
 
 
 _CANONICAL: IdentityMemo[str] = IdentityMemo()
@@ -93,8 +87,11 @@ def _fixed(value: tuple[Any, ...]) -> bool:
     return all(type(v) is str or _is_value(v) or (type(v) is tuple and _fixed(v)) for v in value)
 
 
-def _plain_json(value: Any) -> str:
+def _sorted_json(value: Any) -> str:
     return _SORTED(encode(value))  # json.dumps(…): the same options, one encoder
+
+
+_plain_json = canonical_writer(_sorted_json)  # the same text, a value met often written faster
 
 
 @functools.cache
