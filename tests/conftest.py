@@ -14,10 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 import agentsession as ags
 
 from .store import pg
+
+# No per-example deadline anywhere: on a loaded 2-core machine one slow example (a collector
+# pause, a busy neighbour) would fail a property that holds, and Hypothesis calls it flaky.
+settings.register_profile("agentsession", deadline=None)
+settings.load_profile("agentsession")
 
 
 def _loopback(address: Any) -> bool:
