@@ -74,7 +74,11 @@ class UnknownModelError(UsageError):
 
 
 class SessionNotFoundError(AgentSessionError, LookupError):
-    """The store has no session with the given id."""
+    """The store has no session with the given id.
+
+    Args:
+        session_id: The id asked for.
+    """
 
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session with id {session_id!r}")
@@ -88,8 +92,12 @@ class ConflictError(AgentSessionError):
 class BudgetExceededError(AgentSessionError):
     """The request does not fit the model's context budget; nothing was admitted.
 
-    ``text`` carries the user input back so the caller can keep it; ``contributors`` names the
-    biggest parts of the request with their token counts, largest first.
+    Args:
+        message: What did not fit.
+        text: The user input, carried back so the caller can keep it.
+        tokens: The request's size in tokens.
+        budget: The budget it exceeded.
+        contributors: The biggest parts of the request with their token counts, largest first.
     """
 
     def __init__(
@@ -115,7 +123,12 @@ class MaxStepsExceededError(AgentSessionError):
 class RequestValidationError(AgentSessionError):
     """A lowered request breaks its wire format's rules; raised before anything is sent.
 
-    This is a bug report: ``position`` is the index of the offending message.
+    This is a bug report.
+
+    Args:
+        message: The rule broken.
+        fmt: The wire format.
+        position: The index of the offending message, when one is.
     """
 
     def __init__(self, message: str, *, fmt: str = "", position: int | None = None) -> None:
@@ -128,9 +141,11 @@ class RequestValidationError(AgentSessionError):
 class ProviderError(AgentSessionError):
     """The model provider failed. Admitted context stays stored; ``session.retry()`` resumes.
 
-    ``status`` is the HTTP status (``None`` when no response arrived), ``body`` the error body as
-    the SDK parsed it (a dict for JSON, else text), ``headers`` the response headers with
-    lower-case names (empty when there were none).
+    Args:
+        message: What failed.
+        status: The HTTP status (``None`` when no response arrived).
+        body: The error body as the SDK parsed it (a dict for JSON, else text).
+        headers: The response headers with lower-case names (empty when there were none).
     """
 
     def __init__(
@@ -204,7 +219,13 @@ class StoreError(AgentSessionError):
 
 
 class CorruptEntryError(StoreError):
-    """A stored log row cannot be decoded: unknown kind, newer version, or malformed JSON."""
+    """A stored log row cannot be decoded: unknown kind, newer version, or malformed JSON.
+
+    Args:
+        message: What is wrong with the row.
+        session_id: The session it belongs to.
+        seq: Its seq in the log, when known.
+    """
 
     def __init__(self, message: str, *, session_id: str = "", seq: int | None = None) -> None:
         where = f" (session {session_id}, seq {seq})" if seq is not None else ""
@@ -216,8 +237,13 @@ class CorruptEntryError(StoreError):
 class SessionFileError(StoreError):
     """A session file cannot be imported: a corrupt line, an unknown or newer version.
 
-    ``line`` is the 1-based line number of the first problem (``None`` when the file as a
-    whole is unreadable); nothing of the file was imported.
+    Nothing of the file was imported.
+
+    Args:
+        message: The problem.
+        path: The file.
+        line: The 1-based line number of the first problem (``None`` when the file as a whole
+            is unreadable).
     """
 
     def __init__(self, message: str, *, path: str = "", line: int | None = None) -> None:
@@ -231,8 +257,12 @@ class ContextLoadError(AgentSessionError):
     """A context component's loader raised (or returned something it may not): the prompt fails.
 
     Nothing was admitted; the session takes the next prompt once the loader works again. A
-    loader that means "temporarily unavailable" returns ``ags.UNAVAILABLE`` instead. ``key``
-    names the component; the loader's exception is ``__cause__``.
+    loader that means "temporarily unavailable" returns ``ags.UNAVAILABLE`` instead. The
+    loader's exception is ``__cause__``.
+
+    Args:
+        key: The component's key.
+        detail: What went wrong.
     """
 
     def __init__(self, key: str, detail: str) -> None:

@@ -81,7 +81,11 @@ class TextDelta:
 
 @dataclass(frozen=True)
 class ToolCallStarted:
-    """The model called a tool; it is about to run."""
+    """The model called a tool: it runs now, or waits for approval (``ApprovalNeeded`` next).
+
+    A call the request did not offer (``Unknown tool: <name>``) gets no such event: its error
+    result (``ToolResultEvent``) comes right after the response is committed.
+    """
 
     call: ToolCall
     kind: Literal["tool_call_started"] = "tool_call_started"
@@ -125,7 +129,11 @@ class ProviderRetry:
 
 @dataclass(frozen=True)
 class ApprovalNeeded:
-    """A tool call waits for the user's approval; the turn stops after this event."""
+    """A tool call waits for the user's approval; ``TurnFinished`` follows at once.
+
+    The turn's result then has ``stop_reason="approval_required"`` and lists the waiting call
+    in ``approvals``; ``session.approve()``/``deny()`` and ``session.retry()`` go on.
+    """
 
     request: ApprovalRequest
     kind: Literal["approval_needed"] = "approval_needed"
@@ -144,7 +152,11 @@ class StepCommitted:
 
 @dataclass(frozen=True)
 class TurnFinished:
-    """The model replied with text and no tool calls; the turn is over."""
+    """The turn is over; the last event of every turn that was not cancelled or failed.
+
+    ``result.stop_reason`` says why: ``end_turn`` (the model replied without tool calls),
+    ``max_tokens`` and the other finish reasons, or ``approval_required`` (a call waits).
+    """
 
     result: PromptResult
     kind: Literal["turn_finished"] = "turn_finished"
@@ -205,7 +217,11 @@ class TurnStream:
 
 
 async def drain(events: AsyncIterator[Event]) -> PromptResult:
-    """Run a turn's events to the end and return its result."""
+    """Run a turn's events to the end and return its result.
+
+    Args:
+        events: A turn's events (``session.stream()``).
+    """
     result: PromptResult | None = None
     async for event in events:
         if isinstance(event, TurnFinished):

@@ -111,7 +111,16 @@ class PermissionPreset:
 
     @classmethod
     def from_rules(cls, name: str, rules: Mapping[str, Any]) -> PermissionPreset:
-        """A preset from a mapping of capability → level; a capability left out is denied."""
+        """A preset from a mapping of capability → level; a capability left out is denied.
+
+        Args:
+            name: The preset's name.
+            rules: Capability (``read``, ``write_project``, ``write_elsewhere``, ``execute``,
+                ``network``) to level (``allow``, ``ask``, ``deny``).
+
+        Raises:
+            UsageError: ``rules`` is not a mapping, or names an unknown capability or level.
+        """
         if not isinstance(rules, Mapping):
             raise UsageError(f"permission preset {name!r} must be a mapping of capability → level")
         unknown = sorted(str(key) for key in rules if key not in CAPABILITIES)
@@ -124,7 +133,12 @@ class PermissionPreset:
         return cls(name=name, **levels)
 
     def level(self, capability: Capability) -> Level:
-        """The level of one capability."""
+        """The level of one capability.
+
+        Args:
+            capability: ``read``, ``write_project``, ``write_elsewhere``, ``execute`` or
+                ``network``.
+        """
         value: Level = getattr(self, capability)
         return value
 

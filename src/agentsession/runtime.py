@@ -73,12 +73,38 @@ class SupportsAclose(Protocol):
 
 
 class Runtime:
-    """Creates and opens sessions; see the package docs for every argument.
+    """Creates and opens sessions; shared by every session it hands out.
 
     ``context_sources`` are factories, each building one session's own context source (a
     ``ContextSource``: tools of its own, context components, a narrowing of the callable
     tools), called when a session is created or opened; skills and MCP servers use the same
     seam, and their sources come first.
+
+    Args:
+        store: Where sessions live (default: an ``SQLiteStore`` in the user data directory).
+        model: The model new and opened sessions talk to (``get_model()``, ``ScriptedModel``).
+        project_dir: The project folder: tools are confined to it and its instruction files
+            are read (default: the current folder).
+        tools: Tools every session offers (``@tool`` functions, ``builtin_tools()``).
+        components: Context components every session's System Context holds.
+        config: Windows, budgets, presets, limits (default: ``Config()``).
+        clock: The time source of timestamps and ``core.date`` (default: local time).
+        title_model: The model that names sessions (default: ``model``).
+        summarizer: The model that writes compaction summaries (default: the session's).
+        token_counter: Counts tokens for the budget (default: one that fits ``model``).
+        instructions: The application's own instructions, the first baseline section
+            ``core.agent``: a string, or a callable read at every boundary.
+        skills_dirs: Folders holding skill folders (each with a ``SKILL.md``).
+        skills: Skills written in Python.
+        mcp_servers: MCP servers whose tools and resources sessions get.
+        context_sources: Factories of per-session context sources.
+        project_config: ``"trusted"`` lets the project's own configuration (``.mcp.json``)
+            act; ``"ignore"`` (the default) never reads it.
+
+    Raises:
+        UsageError: An argument is invalid (a tool or skill list, the project config, a
+            ``sandbox="bwrap"`` where bubblewrap cannot run).
+        StoreError: The default store cannot be opened.
     """
 
     def __init__(
@@ -161,7 +187,11 @@ class Runtime:
 
     @property
     def model(self) -> Model:
-        """The default model of new and opened sessions."""
+        """The default model of new and opened sessions.
+
+        Raises:
+            UsageError: The runtime was made without a model.
+        """
         if self._model is None:
             raise UsageError("this Runtime has no model: pass model=ags.get_model(...) or similar")
         return self._model
@@ -172,7 +202,11 @@ class Runtime:
         return self._deps.budget.counter
 
     def tool_named(self, name: str) -> Tool | None:
-        """The registered tool called ``name``, if any."""
+        """The registered tool called ``name``, if any.
+
+        Args:
+            name: The tool's name.
+        """
         return self._deps.tool_named(name)
 
     def skill_set(self) -> SkillSet:
@@ -184,11 +218,25 @@ class Runtime:
         return self.skill_set().diagnostics
 
     def register_component(self, component: ContextComponent) -> ComponentHandle:
-        """Add a plugin component; the next safe boundary of each session announces it once."""
+        """Add a plugin component; the next safe boundary of each session announces it once.
+
+        Args:
+            component: The component; its key must be new and not start with ``core.``.
+
+        Raises:
+            UsageError: The key is a duplicate or reserved.
+        """
         return self.registry.register(component)
 
     def plugin(self, name: str) -> PluginScope:
-        """A replayable scope for one plugin's components (``scope.replay([...])`` on reload)."""
+        """A replayable scope for one plugin's components (``scope.replay([...])`` on reload).
+
+        Args:
+            name: The plugin's name; its components' keys start with ``plugin.<name>.``.
+
+        Raises:
+            UsageError: The name is not a valid plugin name.
+        """
         return self.registry.scope(name)
 
     # -- sessions -----------------------------------------------------------------------------
@@ -216,6 +264,14 @@ class Runtime:
         The session talks to ``model``, else to the runtime's model. When that differs from the
         model the log names last, the next request records the switch (a ``model_switched``
         entry) and starts a new epoch for it, so the log always names the model requests go to.
+
+        Args:
+            session_id: The session's id, as ``create_session`` or ``list_sessions`` gave it.
+            model: The model this session talks to; ``None`` takes the runtime's model.
+
+        Raises:
+            SessionNotFoundError: The store has no such session.
+            CorruptEntryError: A stored entry the session needs does not decode.
         """
         info = await self.store.get_session(session_id)
         state = [r.entry for r in await self.store.read(session_id, kinds=STATE_KINDS)]
@@ -248,6 +304,13 @@ class Runtime:
         """Delete a session, its whole log and its lease (``SessionNotFoundError`` if unknown).
 
         ``ConflictError`` while another live process drives it.
+
+        Args:
+            session_id: The session's id.
+
+        Raises:
+            SessionNotFoundError: The store has no such session.
+            ConflictError: Another live process drives it.
         """
         await delete_undriven(self.store, session_id, self.config.lease_ttl)
 
@@ -260,6 +323,15 @@ class Runtime:
         and without the approvals the file remembers (both recorded in its log), its id must be
         one this package could have created and its title is cleaned (``imports``). A line over
         ``Config.max_import_line_bytes`` or nested too deep is refused naming it.
+
+        Args:
+            path: The session file to read.
+            new_id: Import under this id instead of the file's (``None``: keep the file's id).
+
+        Raises:
+            SessionFileError: A line is corrupt, too long or from a newer version (nothing is
+                imported).
+            ConflictError: A session with the id exists.
         """
         # Imported here: only importing a session file needs the file format and its checks.
         from .engine.imports import admit_import
@@ -294,7 +366,14 @@ class Runtime:
         return run_sync(self.create_session())
 
     def open_session_sync(self, session_id: str) -> Session:
-        """``open_session()`` for plain scripts."""
+        """``open_session()`` for plain scripts.
+
+        Args:
+            session_id: The session's id.
+
+        Raises:
+            SessionNotFoundError: The store has no such session.
+        """
         return run_sync(self.open_session(session_id))
 
     async def close(self) -> None:
@@ -306,6 +385,9 @@ class Runtime:
         The leases are those of the sessions this runtime handed out; the models are the
         runtime's own (model, titles, summaries): a model opened again later makes a new client;
         a session's own ``switch_model`` models belong to the caller.
+
+        Raises:
+            StoreError: A store still refused entries the sessions kept (after everything closed).
         """
         lost: list[str] = []
         try:

@@ -111,7 +111,11 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
 
     @property
     def model(self) -> Model:
-        """The model this session currently talks to (``UsageError`` when it has none)."""
+        """The model this session currently talks to (``UsageError`` when it has none).
+
+        Raises:
+            UsageError: The session has no model (give the Runtime one, or ``open_session``).
+        """
         if self._model is None:
             raise UsageError(
                 f"session {self.id} has no model: give the Runtime a model, or pass"
@@ -128,7 +132,12 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         return self._writer.transcript.view()
 
     async def transcript(self, *, limit: int = 50, before: int | None = None) -> list[Message]:
-        """Up to ``limit`` messages before index ``before`` of ``messages`` (default: the end)."""
+        """Up to ``limit`` messages before index ``before`` of ``messages`` (default: the end).
+
+        Args:
+            limit: How many messages at most.
+            before: The index in ``messages`` to stop before; ``None`` pages from the end.
+        """
         return await asyncio.to_thread(self._writer.transcript.page, limit, before)
 
     @property
@@ -153,7 +162,15 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         return copy.deepcopy(found)
 
     async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
-        """Raw log records in ``[start, end)`` (for inspection and export)."""
+        """Raw log records in ``[start, end)`` (for inspection and export).
+
+        Args:
+            start: The first seq to read.
+            end: The seq to stop before; ``None`` reads to the end of the log.
+
+        Raises:
+            StoreError: The store failed or holds an entry that does not decode.
+        """
         return await self._deps.store.read(self.id, start, end)
 
     # -- turns --------------------------------------------------------------------------------
@@ -161,14 +178,47 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
     async def prompt(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> PromptResult:
-        """Run one prompt to the final text reply (or a pause for approval) and return it."""
+        """Run one prompt to the final text reply (or a pause for approval) and return it.
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
+
+        Returns:
+            The turn's result: its text, steps, usage and ``stop_reason``.
+
+        Raises:
+            SessionBusyError: A turn runs, an approval waits, or writes wait for ``flush()``.
+            UsageError: The text is not valid Unicode or names an unknown skill.
+            BudgetExceededError: The request cannot fit the context budget (nothing is stored).
+            ContextLoadError: A context component's loader failed (nothing is stored).
+            ProviderError: The provider failed; the admitted context stays stored for ``retry()``.
+            MaxStepsExceededError: The turn made more model calls than ``Config.max_steps``.
+            ConflictError: Another process holds the session's lease.
+            StoreError: The store refused a write.
+        """
         async with self.stream(text, skills=skills) as events:
             return await drain(events)
 
     def prompt_sync(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> PromptResult:
-        """``prompt()`` for scripts and notebooks (runs on the package's event loop thread)."""
+        """``prompt()`` for scripts and notebooks (runs on the package's event loop thread).
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
+
+        Raises:
+            SessionBusyError: A turn runs, an approval waits, or writes wait for ``flush()``.
+            UsageError: The text is not valid Unicode or names an unknown skill.
+            BudgetExceededError: The request cannot fit the context budget (nothing is stored).
+            ContextLoadError: A context component's loader failed (nothing is stored).
+            ProviderError: The provider failed; the admitted context stays stored for ``retry()``.
+            MaxStepsExceededError: The turn made more model calls than ``Config.max_steps``.
+            ConflictError: Another process holds the session's lease.
+            StoreError: The store refused a write.
+        """
         return run_sync(self.prompt(text, skills=skills))
 
     def stream(
@@ -180,6 +230,21 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         ``skills`` and ``$name`` in the text select skills: read now, saved with this turn.
         Leaving the block early (``break``, an exception) cancels the turn, recorded as
         interrupted by cancellation before the block is left; the session stays usable.
+        The errors below are raised while the events are iterated.
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
+
+        Raises:
+            SessionBusyError: A turn runs, an approval waits, or writes wait for ``flush()``.
+            UsageError: The text is not valid Unicode or names an unknown skill.
+            BudgetExceededError: The request cannot fit the context budget (nothing is stored).
+            ContextLoadError: A context component's loader failed (nothing is stored).
+            ProviderError: The provider failed; the admitted context stays stored for ``retry()``.
+            MaxStepsExceededError: The turn made more model calls than ``Config.max_steps``.
+            ConflictError: Another process holds the session's lease.
+            StoreError: The store refused a write.
         """
         return TurnStream(self._stream(text, skills), self._guard.watch)
 
@@ -234,7 +299,17 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
     async def preview_request(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
     ) -> Request:
-        """The neutral request ``prompt(text, skills=skills)`` would send; nothing is admitted."""
+        """The neutral request ``prompt(text, skills=skills)`` would send; nothing is admitted.
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
+
+        Raises:
+            UsageError: The text is not valid Unicode or names an unknown skill.
+            BudgetExceededError: The request would not fit the context budget.
+            ContextLoadError: A context component's loader failed.
+        """
         await self._guard.settle_dropped()  # a stream left early records how it ended first
         admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
         return admission.request
@@ -266,6 +341,10 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
 
         ``StoreError`` again (keeping them) while the store refuses; a write that failed yet
         committed is found in the log, never written twice. ``retry()`` then continues the turn.
+
+        Raises:
+            SessionBusyError: A turn is running.
+            StoreError: The store still refuses the write (the entries are kept).
         """
         await self._guard.settle_dropped()
         if self._guard.busy:
@@ -284,7 +363,15 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
             return await self._admitter.compact(await self._admitter.sample(), self.model)
 
     async def switch_model(self, model: Model) -> None:
-        """Talk to ``model`` from the next request on; that request starts a new epoch."""
+        """Talk to ``model`` from the next request on; that request starts a new epoch.
+
+        Args:
+            model: The model to talk to.
+
+        Raises:
+            UsageError: ``model`` is not a ``Model``.
+            SessionBusyError: A turn is running.
+        """
         if not isinstance(model, Model):
             raise UsageError(f"expected a Model, got {type(model).__name__}")
         async with self._guard.exclusive(allow_waiting=True):
@@ -299,7 +386,14 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
     # -- management ---------------------------------------------------------------------------
 
     async def rename(self, title: str) -> None:
-        """Give the session a title of your own (replacing a generated one)."""
+        """Give the session a title of your own (replacing a generated one).
+
+        Args:
+            title: The new title (cleaned of control characters and surrounding space).
+
+        Raises:
+            UsageError: The title has no text.
+        """
         cleaned = clean_title(title)
         if not cleaned:
             raise UsageError("a title needs some text")
@@ -311,6 +405,13 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
 
         The copy runs to the end of the commit holding ``at_seq``, never splitting it (a user
         entry keeps its skill selection): a branch of the conversation to try another way.
+
+        Args:
+            at_seq: The log entry to branch after; ``None`` copies the whole log.
+
+        Raises:
+            SessionBusyError: Entries wait for ``flush()``.
+            UsageError: ``at_seq`` is not an entry of this session.
         """
         if self._writer.pending:
             raise SessionBusyError(f"session {self.id} has entries to flush() before a fork")
@@ -320,13 +421,25 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         return await self._open(forked.id)
 
     async def export(self, path: str | os.PathLike[str]) -> int:
-        """Write the session to a JSON Lines session file; returns how many entries it holds."""
+        """Write the session to a JSON Lines session file; returns how many entries it holds.
+
+        Args:
+            path: The file to write.
+
+        Raises:
+            StoreError: The log cannot be read.
+            OSError: The file cannot be written.
+        """
         from .store.session_file import export_session  # only exporting needs the file format
 
         return await export_session(self._deps.store, self.id, path)
 
     async def refresh(self) -> None:
-        """Catch up with what other processes committed (after a ``ConflictError``)."""
+        """Catch up with what other processes committed (after a ``ConflictError``).
+
+        Raises:
+            SessionBusyError: A turn is running.
+        """
         await self._guard.settle_dropped()
         if self._guard.busy:
             raise SessionBusyError(f"session {self.id} is running a turn")

@@ -90,8 +90,13 @@ def content_hash(text: str) -> str:
 class ContextComponent:
     """A keyed producer of one System Context fact.
 
-    ``load`` returns ``Rendered``, ``UNAVAILABLE``, ``ABSENT`` or a plain string (baseline and
-    update alike). ``removal`` is the text announced when the component goes away.
+    Args:
+        key: The component's key (``plugin.<name>.<key>`` for an application's own, unique
+            within a runtime).
+        load: Called right before each provider call; returns a plain string (baseline and
+            update alike), ``Rendered``, ``UNAVAILABLE`` or ``ABSENT``. May be async.
+        removal: The text announced once when the component goes away (default: a line
+            naming the key).
     """
 
     def __init__(self, key: str, load: Loader, *, removal: str | None = None) -> None:
@@ -120,6 +125,10 @@ class ContextComponent:
         Spec 002: unavailable context is an *expected* temporary inability, which a loader
         says by returning ``UNAVAILABLE``; an exception is unexpected and surfaces, so a broken
         source is fixed instead of silently freezing what the model was told.
+
+        Raises:
+            ContextLoadError: The loader raised, or returned neither a string nor a ``Rendered``,
+                ``UNAVAILABLE`` or ``ABSENT``.
         """
         try:
             value = self._load()

@@ -70,7 +70,14 @@ class PluginScope:
             )
 
     def register(self, component: ContextComponent) -> ComponentHandle:
-        """Register one component under this scope."""
+        """Register one component under this scope.
+
+        Args:
+            component: The component; its key must start with this scope's ``prefix``.
+
+        Raises:
+            UsageError: The key is outside the scope or a duplicate.
+        """
         self._check(component)
         handle = self._registry.register(component)
         self._handles[component.key] = handle
@@ -82,6 +89,12 @@ class PluginScope:
         New keys are added, unchanged ones stay (nothing is announced for them), and keys no
         longer listed are removed; the next boundary announces each removal once, with the
         component's own removal text.
+
+        Args:
+            components: Every component the plugin has now; keys start with the scope's ``prefix``.
+
+        Raises:
+            UsageError: Two components share a key, or a key is outside the scope or taken.
         """
         new = list(components)
         for comp in new:

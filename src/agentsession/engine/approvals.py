@@ -46,6 +46,14 @@ class SessionApprovals:
 
         One ``permission_changed`` entry per effective change is committed with the next
         admission; setting the preset in effect changes nothing.
+
+        Args:
+            name: A preset: ``read-only``, ``workspace-write``, ``full-access`` or one of
+                ``Config.permission_presets``.
+
+        Raises:
+            SessionBusyError: A turn runs, or an approval or a refused write waits.
+            UsageError: There is no preset of that name.
         """
         self._guard.check_idle()
         self._parts.gate.set(name)
@@ -60,11 +68,29 @@ class SessionApprovals:
 
         ``retry()`` then runs it; the answer is stored right before the call runs, so a
         restart before ``retry()`` asks again rather than guess whether the call started.
+
+        Args:
+            call_id: The waiting call's id (``ApprovalRequest.call_id``).
+            always: Approve this tool (for ``run_command``: this command prefix) for the rest of
+                the session.
+
+        Raises:
+            SessionBusyError: A turn is running.
+            UsageError: No call with that id waits for approval.
         """
         await self._answer(call_id, approved=True, always=always, note="")
 
     async def deny(self, call_id: str, note: str = "") -> None:
-        """Deny a waiting tool call; after ``retry()`` the model reads that the user denied it."""
+        """Deny a waiting tool call; after ``retry()`` the model reads that the user denied it.
+
+        Args:
+            call_id: The waiting call's id (``ApprovalRequest.call_id``).
+            note: Why, in words the model reads.
+
+        Raises:
+            SessionBusyError: A turn is running.
+            UsageError: No call with that id waits for approval.
+        """
         await self._answer(call_id, approved=False, always=False, note=note)
 
     async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:

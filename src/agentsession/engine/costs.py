@@ -114,6 +114,13 @@ class SessionCosts:
         write, except a tail after the provider's newest breakpoint, priced as plain input.
         Tokens are the provider's count where it has an endpoint; else the session's token
         counter, scaled by how the provider counted the previous request.
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+
+        Raises:
+            UsageError: The text is not valid Unicode, or the session has no model.
+            BudgetExceededError: The request would not fit the context budget.
         """
         request = await self.preview_request(text)
         model = self.model

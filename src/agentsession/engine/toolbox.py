@@ -69,7 +69,14 @@ class ToolSource(Protocol):
         ...
 
     async def run(self, tool: Tool, call: ToolCall, context: ToolContext, config: Config) -> Ran:
-        """Run one call of a tool this source offered."""
+        """Run one call of a tool this source offered.
+
+        Args:
+            tool: The tool, one of ``offered()``.
+            call: The model's call of it.
+            context: Where the call runs (project folder, session, sandbox).
+            config: The runtime's configuration (timeouts, result bounds).
+        """
         ...
 
 

@@ -150,7 +150,25 @@ class MCPServer:
         backoff: float = 1.0,
         max_tools: int = 128,
     ) -> MCPServer:
-        """A server run as ``command args...``; ``env`` is added to the usual safe variables."""
+        """A server run as ``command args...``; ``env`` is added to the usual safe variables.
+
+        Args:
+            name: The server's name; its tools are called ``mcp__<name>__<tool>``.
+            command: The program to run.
+            args: Its arguments.
+            env: Variables added to the usual safe ones.
+            cwd: The folder it runs in.
+            resources: Resource URIs to keep as context components ``mcp.<name>.<key>``: a list,
+                or a mapping of key to URI.
+            effect: The effect of every tool (default: taken from each tool's annotations).
+            timeout: Seconds a tool call may take.
+            startup_timeout: Seconds the server may take to start.
+            backoff: Seconds before the first restart of a server that went down (it grows).
+            max_tools: How many tools the server may offer.
+
+        Raises:
+            UsageError: A field is not of its type (``args`` not a list of strings, …).
+        """
         if isinstance(args, str):
             raise UsageError(f"MCP server {name!r}: args must be a list of strings")
         return cls(
@@ -182,7 +200,23 @@ class MCPServer:
         backoff: float = 1.0,
         max_tools: int = 128,
     ) -> MCPServer:
-        """A server at ``url`` over streamable HTTP; ``headers`` go with every request."""
+        """A server at ``url`` over streamable HTTP; ``headers`` go with every request.
+
+        Args:
+            name: The server's name; its tools are called ``mcp__<name>__<tool>``.
+            url: The server's streamable-HTTP endpoint.
+            headers: Headers sent with every request.
+            resources: Resource URIs to keep as context components ``mcp.<name>.<key>``: a list,
+                or a mapping of key to URI.
+            effect: The effect of every tool (default: taken from each tool's annotations).
+            timeout: Seconds a tool call may take.
+            startup_timeout: Seconds the connection may take.
+            backoff: Seconds before the first reconnection of a server that went down (it grows).
+            max_tools: How many tools the server may offer.
+
+        Raises:
+            UsageError: A field is not of its type.
+        """
         return cls(
             name,
             "http",

@@ -183,7 +183,14 @@ class Model(Protocol):
         ...
 
     def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
-        """Send ``request`` and yield events; the last one is a ``ModelDone``."""
+        """Send ``request`` and yield events; the last one is a ``ModelDone``.
+
+        Args:
+            request: The neutral request to send.
+
+        Raises:
+            ProviderError: The provider failed (``TransientProviderError`` when worth retrying).
+        """
         ...
 
 

@@ -73,9 +73,18 @@ def lower(
 ) -> dict[str, Any]:
     """Lower ``request`` into the body of wire format ``fmt``.
 
-    ``fmt`` is ``"openai-chat"``, ``"openai-responses"``, ``"anthropic-messages"`` or
-    ``"gemini"``; anything else raises ``UnknownFormatError``. ``profile`` shapes the lowering
-    (default: the format's conservative profile); ``model`` is included when given. The result
-    is the keyword arguments of the official SDK's create call, minus streaming flags.
+    The result is the keyword arguments of the official SDK's create call, minus streaming
+    flags; it is validated before it is returned.
+
+    Args:
+        request: The neutral request (``session.preview_request()``, an inspected request).
+        fmt: ``"openai-chat"``, ``"openai-responses"``, ``"anthropic-messages"`` or
+            ``"gemini"``.
+        profile: Shapes the lowering (default: the format's conservative profile).
+        model: The model name to include in the body, when given.
+
+    Raises:
+        UnknownFormatError: ``fmt`` is not a known wire format.
+        RequestValidationError: The lowered body breaks the format's rules.
     """
     return lower_traced(request, fmt, profile=profile, model=model).body

@@ -66,14 +66,23 @@ def get_model(
 ) -> SDKModel:
     """The client for ``spec`` (``"<provider>:<model>"``).
 
-    ``base_url`` overrides the endpoint (tests point it at a loopback server); ``api_key``
-    overrides the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or
-    ``GOOGLE_API_KEY``); ``api_key_env`` names another variable to read the key from (the only
-    way an ``openai-compatible:`` server gets a key from the environment); ``profile``
-    overrides the per-model profile; ``name`` is the name the model goes by (default:
-    ``spec``), e.g. a configured provider's ``"local:qwen3"``. An unknown prefix or an empty
-    model name raises ``UnknownModelError``; a base URL that is not an http(s) URL with a host,
-    ``UsageError``.
+    Args:
+        spec: ``"openai:…"``, ``"anthropic:…"``, ``"gemini:…"`` or
+            ``"openai-compatible:<base_url>#<model>"``.
+        base_url: Overrides the endpoint (tests point it at a loopback server).
+        api_key: Overrides the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``,
+            ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``).
+        api_key_env: Another variable to read the key from (the only way an
+            ``openai-compatible:`` server gets a key from the environment).
+        profile: Overrides the per-model profile.
+        timeout: Seconds a provider call may take.
+        streaming: Stream replies (``False`` asks for the whole reply at once).
+        name: The name the model goes by (default: ``spec``), e.g. a configured provider's
+            ``"local:qwen3"``.
+
+    Raises:
+        UnknownModelError: The provider prefix is unknown or the model name is empty.
+        UsageError: The base URL is not an http(s) URL with a host.
     """
     prefix, sep, rest = spec.partition(":")
     if not sep or prefix not in PREFIXES:

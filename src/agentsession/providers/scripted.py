@@ -65,7 +65,16 @@ def _input_tokens(request: Request) -> int:
 
 
 class ScriptedModel:
-    """A model that plays back scripted replies and records every request it got."""
+    """A model that plays back scripted replies and records every request it got.
+
+    Args:
+        replies: One reply per provider call, in order: a string (a text reply), a list of
+            ``ToolCall`` (a tool-calling reply), an ``AssistantMessage``, or an exception to
+            raise; or a function from the request to such a reply.
+        name: The model's name (in the log and in price lookups).
+        profile: Its capabilities (default: native system messages anywhere, no usage figures,
+            no titles).
+    """
 
     def __init__(
         self,
@@ -108,7 +117,16 @@ class ScriptedModel:
         return self._script.pop(0)
 
     async def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
-        """Record ``request`` and yield the next scripted reply as events."""
+        """Record ``request`` and yield the next scripted reply as events.
+
+        Args:
+            request: The neutral request (recorded in ``requests``).
+
+        Raises:
+            ProviderError: The script has no reply left, or the reply is an exception of this
+                package (any other exception is raised as it is).
+            UsageError: A scripted reply holds a tool call that is not a ``ToolCall``.
+        """
         self.requests.append(request)
         reply = self._next_reply(request)
         if isinstance(reply, AgentSessionError) and not isinstance(reply, ProviderError):

@@ -50,7 +50,11 @@ class SkillSet:
         return tuple(skill.name for skill in self.skills)
 
     def get(self, name: str) -> Skill | None:
-        """The skill called ``name``, or ``None``."""
+        """The skill called ``name``, or ``None``.
+
+        Args:
+            name: The skill's name.
+        """
         return next((skill for skill in self.skills if skill.name == name), None)
 
     @property
@@ -73,8 +77,16 @@ def discover_skills(
 ) -> SkillSet:
     """All available skills from ``skills`` (Python), ``skills_dirs`` and the project.
 
-    Only misuse of the arguments raises (``UsageError``: a non-``Skill`` item, two Python skills
-    with one name); everything found on disk is reported as diagnostics.
+    Everything found on disk that cannot be used is reported as a diagnostic, never raised.
+
+    Args:
+        skills_dirs: Folders holding skill folders (each with a ``SKILL.md``).
+        project_dir: The project, whose ``.agents/skills/`` and ``.claude/skills/`` are read.
+        skills: Skills written in Python.
+
+    Raises:
+        UsageError: ``skills_dirs`` is not a list of folders, an item of ``skills`` is not a
+            ``Skill``, or two Python skills share a name.
     """
     if isinstance(skills_dirs, str | os.PathLike):
         raise UsageError(f"skills_dirs must be a list of folders, got {skills_dirs!r}")

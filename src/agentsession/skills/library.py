@@ -63,7 +63,11 @@ class SkillLibrary:
 
 
 def describe_skills(found: SkillSet) -> str:
-    """A plain-text listing: one line per skill (name, location, description), then problems."""
+    """A plain-text listing: one line per skill (name, location, description), then problems.
+
+    Args:
+        found: What ``discover_skills`` found.
+    """
     lines: list[str] = []
     for skill in found.skills:
         where = skill.location or "(Python)"

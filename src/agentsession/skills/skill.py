@@ -115,7 +115,11 @@ class SkillContext:
 
 
 def skill_context() -> SkillContext:
-    """The context of the skill whose tool is running; ``UsageError`` outside such a call."""
+    """The context of the skill whose tool is running; ``UsageError`` outside such a call.
+
+    Raises:
+        UsageError: Called outside a call of a skill's tool.
+    """
     current = _CURRENT.get()
     if current is None:
         raise UsageError("skill_context() is only available inside a call of a skill's tool")
@@ -182,15 +186,24 @@ class Skill:
         return not isinstance(self.instructions, str)
 
     def new_context(self, store: SkillStore | None = None) -> SkillContext:
-        """A context for one load: fresh ephemeral state, and ``store`` (an empty one if none)."""
+        """A context for one load: fresh ephemeral state, and ``store`` (an empty one if none).
+
+        Args:
+            store: The skill's durable store; ``None`` makes an empty one in memory.
+        """
         state = self.state_factory() if self.state_factory is not None else None
         return SkillContext(self.name, state, store if store is not None else MemorySkillStore())
 
     def read(self, context: SkillContext | None = None) -> SkillText:
         """The instructions as they stand now, with their revision.
 
-        Dynamic instructions need the skill's ``context`` (``UsageError`` without one); an
-        exception raised by the callable propagates to the caller.
+        An exception raised by dynamic instructions propagates to the caller.
+
+        Args:
+            context: The skill's context (``new_context()``); dynamic instructions need it.
+
+        Raises:
+            UsageError: The instructions are dynamic and no context was given.
         """
         if isinstance(self.instructions, str):
             return SkillText(self.name, self.location, self.revision, self.instructions)

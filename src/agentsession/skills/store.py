@@ -58,15 +58,32 @@ class SkillStore(Protocol):
         ...
 
     def get(self, key: str, default: JSONValue = None) -> JSONValue:
-        """The value of ``key`` (a copy), or ``default``."""
+        """The value of ``key`` (a copy), or ``default``.
+
+        Args:
+            key: The key.
+            default: What to return when ``key`` holds nothing.
+        """
         ...
 
     def set(self, key: str, value: JSONValue) -> None:
-        """Store a JSON value under ``key`` (``UsageError`` for anything JSON cannot hold)."""
+        """Store a JSON value under ``key`` (``UsageError`` for anything JSON cannot hold).
+
+        Args:
+            key: A non-empty string.
+            value: Any value JSON can hold (a copy is stored).
+
+        Raises:
+            UsageError: The key is empty or the value is not JSON.
+        """
         ...
 
     def delete(self, key: str) -> None:
-        """Remove ``key``; nothing happens (and nothing is recorded) when it is absent."""
+        """Remove ``key``; nothing happens (and nothing is recorded) when it is absent.
+
+        Args:
+            key: The key.
+        """
         ...
 
 

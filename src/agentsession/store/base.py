@@ -80,7 +80,12 @@ class SessionInfo:
     file_version: int | None = None
 
     def forked(self, new_id: str, timestamp: str) -> SessionInfo:
-        """The row of a new session forked from this one (``fork_session`` fills the rest)."""
+        """The row of a new session forked from this one (``fork_session`` fills the rest).
+
+        Args:
+            new_id: The new session's id.
+            timestamp: Its creation time (ISO 8601).
+        """
         title = f"{self.title} (fork)" if self.title else None
         return SessionInfo(new_id, timestamp, timestamp, title, self.project_dir)
 
@@ -101,13 +106,28 @@ class Store(Protocol):
     async def create_session(self, info: SessionInfo, entries: Sequence[LogEntry] = ()) -> None:
         """Create a session holding ``entries`` (seq 0, 1, …) in one transaction.
 
-        ``ConflictError`` if the id exists; nothing is written when anything fails. The times,
-        title, project directory and ``file_version`` are taken from ``info`` as given.
+        Nothing is written when anything fails. The times, title, project directory and
+        ``file_version`` are taken from ``info`` as given.
+
+        Args:
+            info: The new session's row; its ``id`` must be new.
+            entries: The log's first entries (an imported or forked session), or none.
+
+        Raises:
+            ConflictError: A session with this id exists.
+            StoreError: The database refused the write.
         """
         ...
 
     async def get_session(self, session_id: str) -> SessionInfo:
-        """The session's row; ``SessionNotFoundError`` if there is none."""
+        """The session's row.
+
+        Args:
+            session_id: The session's id.
+
+        Raises:
+            SessionNotFoundError: There is no such session.
+        """
         ...
 
     async def list_sessions(self) -> list[SessionInfo]:
@@ -115,18 +135,42 @@ class Store(Protocol):
         ...
 
     async def set_title(self, session_id: str, title: str) -> None:
-        """Store the session's title."""
+        """Store the session's title.
+
+        Args:
+            session_id: The session's id.
+            title: The new title.
+
+        Raises:
+            SessionNotFoundError: There is no such session.
+        """
         ...
 
     async def delete_session(self, session_id: str) -> None:
-        """Delete the session, its log and its lease in one transaction."""
+        """Delete the session, its log and its lease in one transaction.
+
+        Args:
+            session_id: The session's id.
+
+        Raises:
+            SessionNotFoundError: There is no such session.
+        """
         ...
 
     async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
         """A new session ``info.id`` whose log is a copy of the source's up to ``upto_seq``.
 
-        One transaction. ``UsageError`` when ``upto_seq`` is not an entry of the source,
-        ``ConflictError`` when the new id exists. Returns the new session's row.
+        One transaction. Returns the new session's row.
+
+        Args:
+            source_id: The session to copy from.
+            info: The new session's row; its ``id`` must be new.
+            upto_seq: The last entry of the source to copy (inclusive).
+
+        Raises:
+            SessionNotFoundError: The source does not exist.
+            UsageError: ``upto_seq`` is not an entry of the source.
+            ConflictError: The new id exists.
         """
         ...
 
@@ -135,9 +179,19 @@ class Store(Protocol):
     ) -> list[Record]:
         """Append ``entries`` at ``expected_seq``, ``expected_seq + 1``, … in one transaction.
 
-        Raises ``ConflictError`` (writing nothing) when the log's next seq is not
-        ``expected_seq``, ``SessionNotFoundError`` for an unknown session and ``StoreError``
-        when the database refuses the write.
+        Args:
+            session_id: The session's id.
+            expected_seq: The log's next seq as the writer knows it; the guard against a
+                second writer.
+            entries: The entries to append, in order.
+
+        Returns:
+            The appended entries as records, with their seqs.
+
+        Raises:
+            ConflictError: The log's next seq is not ``expected_seq`` (nothing is written).
+            SessionNotFoundError: There is no such session.
+            StoreError: The database refused the write.
         """
         ...
 
@@ -148,11 +202,30 @@ class Store(Protocol):
         end: int | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Record]:
-        """Entries with ``start <= seq < end`` (optionally only of ``kinds``), in seq order."""
+        """Entries with ``start <= seq < end`` (optionally only of ``kinds``), in seq order.
+
+        Args:
+            session_id: The session's id.
+            start: The first seq to read.
+            end: The seq to stop before; ``None`` reads to the end of the log.
+            kinds: Only entries of these kinds; ``None`` reads every kind.
+
+        Raises:
+            SessionNotFoundError: There is no such session.
+            CorruptEntryError: A stored entry does not decode.
+        """
         ...
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """The newest entry of one of ``kinds`` (an indexed lookup), or ``None``."""
+        """The newest entry of one of ``kinds`` (an indexed lookup), or ``None``.
+
+        Args:
+            session_id: The session's id.
+            kinds: The entry kinds to look for.
+
+        Raises:
+            SessionNotFoundError: There is no such session.
+        """
         ...
 
     async def acquire_lease(
@@ -161,22 +234,48 @@ class Store(Protocol):
         """Take the session's lease for ``ttl`` seconds; ``False`` while another owner holds it.
 
         Succeeds when there is no lease, when it expired, or when ``owner`` already holds it
-        (then it is extended). ``SessionNotFoundError`` for an unknown session.
+        (then it is extended).
+
+        Args:
+            session_id: The session's id.
+            owner: Who takes it (a process's owner id).
+            ttl: Seconds until the lease expires unless renewed.
+
+        Raises:
+            SessionNotFoundError: There is no such session.
         """
         ...
 
     async def renew_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
-        """Extend ``owner``'s lease to ``ttl`` seconds from now; ``False`` if it is not theirs."""
+        """Extend ``owner``'s lease to ``ttl`` seconds from now; ``False`` if it is not theirs.
+
+        Args:
+            session_id: The session's id.
+            owner: Who holds the lease.
+            ttl: Seconds from now until it expires.
+        """
         ...
 
     async def release_lease(self, session_id: str, owner: str) -> bool:
-        """Give the lease up; ``False`` (and nothing changed) if ``owner`` did not hold it."""
+        """Give the lease up; ``False`` (and nothing changed) if ``owner`` did not hold it.
+
+        Args:
+            session_id: The session's id.
+            owner: Who holds the lease.
+        """
         ...
 
     async def lease_of(self, session_id: str) -> Lease | None:
-        """The session's unexpired lease, or ``None``; ``SessionNotFoundError`` if unknown."""
+        """The session's unexpired lease, or ``None``.
+
+        Args:
+            session_id: The session's id.
+
+        Raises:
+            SessionNotFoundError: There is no such session.
+        """
         ...
 
     async def close(self) -> None:

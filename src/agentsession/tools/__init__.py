@@ -123,9 +123,14 @@ class Tool:
     ) -> ToolOutcome:
         """Validate ``arguments`` and run the function; every failure becomes an error result.
 
-        ``context`` is handed to a function that asks for it (default: the current folder as
-        the project); ``config`` supplies the default timeout and result limit, which the
-        tool's own declaration overrides. The result text is cleaned and bounded.
+        The result text is cleaned and bounded.
+
+        Args:
+            arguments: The call's arguments, checked against the tool's schema.
+            context: Handed to a function that asks for it (default: the current folder as the
+                project).
+            config: Supplies the default timeout and result limit, which the tool's own
+                declaration overrides.
         """
         config = config or Config()
         limit = self.max_result_chars
@@ -255,10 +260,25 @@ def tool(
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a tool: ``@tool`` or ``@tool(effect="write", paths=["path"])``.
 
-    ``effect`` is what the tool does (``read``, ``write``, ``execute``, ``network``); ``paths``
-    names the arguments that are file-system paths it touches; ``destructive`` makes presets
-    that ask for approval ask for this tool too; ``timeout`` and ``max_result_chars`` override
-    the configured defaults (``0`` disables them).
+    The tool's JSON schema comes from the function's type hints and its docstring's ``Args:``.
+
+    Args:
+        fn: The function (sync or async), when used as ``@tool`` without arguments.
+        name: The tool's name (default: the function's name).
+        description: What the model reads about it (default: the docstring's first part).
+        effect: What the tool does: ``read``, ``write``, ``execute`` or ``network``; the
+            permission preset decides on it.
+        paths: The arguments that are file-system paths it touches (checked against the
+            project folder).
+        destructive: Make presets that ask for approval ask for this tool too.
+        timeout: Seconds before a call is stopped (default: ``Config.tool_timeout``; ``0``
+            disables it).
+        max_result_chars: The bound on the result text (default:
+            ``Config.max_tool_result_chars``; ``0`` disables it).
+
+    Raises:
+        UsageError: The effect or the name is invalid, ``paths`` names no text argument, a
+            limit is negative, or the signature takes ``*args``/``**kwargs``.
     """
     if effect not in _EFFECTS:
         raise UsageError(f"tool effect must be one of {_EFFECTS}, got {effect!r}")

@@ -71,16 +71,28 @@ class ToolContext:
         object.__setattr__(self, "readable", folders)
 
     def resolve(self, path: str) -> Path:
-        """``path`` resolved against the project folder (see ``resolve_path``)."""
+        """``path`` resolved against the project folder (see ``resolve_path``).
+
+        Args:
+            path: A path relative to the project, or absolute; ``~`` and symlinks are followed.
+        """
         return resolve_path(path, self.project_dir)
 
     def is_inside(self, path: str | os.PathLike[str]) -> bool:
-        """Whether ``path`` (already resolved, or relative to the project) lies in the project."""
+        """Whether ``path`` (already resolved, or relative to the project) lies in the project.
+
+        Args:
+            path: A resolved path, or one relative to the project.
+        """
         target = path if os.path.isabs(path) else self.project_dir / path
         return is_within(target, self.project_dir)
 
     def note_read(self, path: str | os.PathLike[str]) -> None:
-        """Report that this call read ``path`` (a file or a folder); relative to the project."""
+        """Report that this call read ``path`` (a file or a folder); relative to the project.
+
+        Args:
+            path: The file or folder read, relative to the project or absolute.
+        """
         try:
             target = Path(os.path.realpath(self.project_dir / path))
         except ValueError:  # no file system accepts this name, so nothing was read there
