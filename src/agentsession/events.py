@@ -172,6 +172,7 @@ Event: TypeAlias = (
     | StepCommitted
     | TurnFinished
 )
+"""An event of a turn, as ``session.stream()`` yields them; ``kind`` tells which."""
 
 
 class TurnStream:

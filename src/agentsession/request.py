@@ -141,6 +141,7 @@ class SystemMessage:
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | SystemMessage
+"""A message of a request or of the user transcript; ``role`` tells which."""
 
 
 @dataclass(frozen=True)

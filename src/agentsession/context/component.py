@@ -70,8 +70,10 @@ class Absent:
 
 
 UNAVAILABLE: Final = Unavailable()
+"""What a loader returns when its source is down for now: the model keeps what it was told."""
 _PLAIN: Final = frozenset({str, Rendered, Unavailable, Absent})
 ABSENT: Final = Absent()
+"""What a loader returns when its fact no longer exists: the removal text is sent once."""
 
 LoadResult: TypeAlias = Rendered | Unavailable | Absent
 Loader: TypeAlias = Callable[[], LoadResult | str | Awaitable[LoadResult | str]]
