@@ -110,7 +110,8 @@ wheel-check: dist
 	cd $(WHEEL_VENV) && AGENTSESSION_DEMO_DB=demo/sessions.db bin/python -m agentsession.demo >demo.log \
 	  && grep -q "open demo/report.html" demo.log && test -s demo/report.html
 
-# The API reference from the docstrings (mkdocs + mkdocstrings); warnings are errors.
+# The docs site in build/site: the README as its home, the guides, the examples and the API
+# reference from the docstrings (mkdocs + mkdocstrings); warnings are errors.
 docs: $(RELEASE_STAMP)
 	$(BIN)/mkdocs build --strict --quiet
 

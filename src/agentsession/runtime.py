@@ -75,16 +75,10 @@ class SupportsAclose(Protocol):
 class Runtime:
     """Creates and opens sessions; shared by every session it hands out.
 
-    ``context_sources`` are factories, each building one session's own context source (a
-    ``ContextSource``: tools of its own, context components, a narrowing of the callable
-    tools), called when a session is created or opened; skills and MCP servers use the same
-    seam, and their sources come first.
-
     Args:
         store: Where sessions live (default: an ``SQLiteStore`` in the user data directory).
-        model: The model new and opened sessions talk to (``get_model()``, ``ScriptedModel``).
-        project_dir: The project folder: tools are confined to it and its instruction files
-            are read (default: the current folder).
+        model: The model new and opened sessions talk to (``get_model()`` gives one).
+        project_dir: The folder tools are confined to, with its instruction files (default: cwd).
         tools: Tools every session offers (``@tool`` functions, ``builtin_tools()``).
         components: Context components every session's System Context holds.
         config: Windows, budgets, presets, limits (default: ``Config()``).
@@ -92,18 +86,16 @@ class Runtime:
         title_model: The model that names sessions (default: ``model``).
         summarizer: The model that writes compaction summaries (default: the session's).
         token_counter: Counts tokens for the budget (default: one that fits ``model``).
-        instructions: The application's own instructions, the first baseline section
-            ``core.agent``: a string, or a callable read at every boundary.
+        instructions: The application's instructions (``core.agent``): text, or a callable.
         skills_dirs: Folders holding skill folders (each with a ``SKILL.md``).
         skills: Skills written in Python.
         mcp_servers: MCP servers whose tools and resources sessions get.
-        context_sources: Factories of per-session context sources.
-        project_config: ``"trusted"`` lets the project's own configuration (``.mcp.json``)
-            act; ``"ignore"`` (the default) never reads it.
+        context_sources: Factories, each building one session's own ``ContextSource`` (tools,
+            components, a narrowing of the callable tools) when it is created or opened.
+        project_config: ``"trusted"`` lets the project's ``.mcp.json`` act; ``"ignore"`` not.
 
     Raises:
-        UsageError: An argument is invalid (a tool or skill list, the project config, a
-            ``sandbox="bwrap"`` where bubblewrap cannot run).
+        UsageError: An argument is invalid (``sandbox="bwrap"`` where bubblewrap cannot run, …).
         StoreError: The default store cannot be opened.
     """
 
@@ -370,9 +362,6 @@ class Runtime:
 
         Args:
             session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: The store has no such session.
         """
         return run_sync(self.open_session(session_id))
 

@@ -111,7 +111,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
 
     @property
     def model(self) -> Model:
-        """The model this session currently talks to (``UsageError`` when it has none).
+        """The model this session currently talks to.
 
         Raises:
             UsageError: The session has no model (give the Runtime one, or ``open_session``).
@@ -184,9 +184,6 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
             text: The user's message: a string, or content parts (text and images).
             skills: Skills to select for this turn, by name (as ``$name`` in the text does).
 
-        Returns:
-            The turn's result: its text, steps, usage and ``stop_reason``.
-
         Raises:
             SessionBusyError: A turn runs, an approval waits, or writes wait for ``flush()``.
             UsageError: The text is not valid Unicode or names an unknown skill.
@@ -208,16 +205,6 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         Args:
             text: The user's message: a string, or content parts (text and images).
             skills: Skills to select for this turn, by name (as ``$name`` in the text does).
-
-        Raises:
-            SessionBusyError: A turn runs, an approval waits, or writes wait for ``flush()``.
-            UsageError: The text is not valid Unicode or names an unknown skill.
-            BudgetExceededError: The request cannot fit the context budget (nothing is stored).
-            ContextLoadError: A context component's loader failed (nothing is stored).
-            ProviderError: The provider failed; the admitted context stays stored for ``retry()``.
-            MaxStepsExceededError: The turn made more model calls than ``Config.max_steps``.
-            ConflictError: Another process holds the session's lease.
-            StoreError: The store refused a write.
         """
         return run_sync(self.prompt(text, skills=skills))
 
@@ -230,21 +217,11 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         ``skills`` and ``$name`` in the text select skills: read now, saved with this turn.
         Leaving the block early (``break``, an exception) cancels the turn, recorded as
         interrupted by cancellation before the block is left; the session stays usable.
-        The errors below are raised while the events are iterated.
+        It raises what ``prompt()`` raises, while the events are iterated.
 
         Args:
             text: The user's message: a string, or content parts (text and images).
             skills: Skills to select for this turn, by name (as ``$name`` in the text does).
-
-        Raises:
-            SessionBusyError: A turn runs, an approval waits, or writes wait for ``flush()``.
-            UsageError: The text is not valid Unicode or names an unknown skill.
-            BudgetExceededError: The request cannot fit the context budget (nothing is stored).
-            ContextLoadError: A context component's loader failed (nothing is stored).
-            ProviderError: The provider failed; the admitted context stays stored for ``retry()``.
-            MaxStepsExceededError: The turn made more model calls than ``Config.max_steps``.
-            ConflictError: Another process holds the session's lease.
-            StoreError: The store refused a write.
         """
         return TurnStream(self._stream(text, skills), self._guard.watch)
 

@@ -44,13 +44,7 @@ class ViewRead:
     """``read_view`` and ``count_held`` for ``PostgresStore`` (a mixin over its blocking reads)."""
 
     def count_held(self: _Store, session_id: str, kinds: Sequence[str], end: int) -> int | None:
-        """``count_now`` from a reopen's snapshot, on the caller's thread; ``None`` without one.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to count.
-            end: The seq to count before.
-        """
+        """``count_now`` from a reopen's snapshot, on the caller's thread; ``None`` without one."""
         return self._now.held(session_id, kinds, end)
 
     async def read_view(
@@ -67,17 +61,6 @@ class ViewRead:
         answered from its snapshot on the caller's thread (no hop to a worker thread); later
         ones, rare (a new epoch whose view reaches further back), wait on a thread.
         ``SessionNotFoundError`` for an unknown session.
-
-        Args:
-            session_id: The session's id.
-            end: The seq to stop before.
-            kinds: The entry kinds of the view.
-            start_of: Where the view starts, given the newest epoch's record.
-            dispatch: Whether to read the newest dispatch record too.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)

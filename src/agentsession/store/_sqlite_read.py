@@ -53,17 +53,6 @@ class ViewRead:
         With ``dispatch``, also the newest dispatch (when there is an epoch). Without an epoch
         the records start at 0. All of it is read on one snapshot; ``SessionNotFoundError`` for
         an unknown session, ``CorruptEntryError`` for a row that cannot be decoded.
-
-        Args:
-            session_id: The session's id.
-            end: The seq to stop before.
-            kinds: The entry kinds of the view.
-            start_of: Where the view starts, given the newest epoch's record.
-            dispatch: Whether to read the newest dispatch record too.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)

@@ -59,7 +59,10 @@ class _Session:
 
 
 class MemoryStore:
-    """Sessions in a dict; each store object is its own separate database."""
+    """Sessions in a dict; each store object is its own separate database.
+
+    Its methods are those of the ``Store`` protocol, documented there.
+    """
 
     fast_paths = frozenset({"read_now", "last_now"})  # declared fast paths: see ReadsNow
 
@@ -94,16 +97,7 @@ class MemoryStore:
     # -- sessions --------------------------------------------------------------------------
 
     async def create_session(self, info: SessionInfo, entries: Sequence[LogEntry] = ()) -> None:
-        """Create a session holding ``entries`` (see ``Store``); its counters are derived.
-
-        Args:
-            info: The new session's row; its ``id`` must be new.
-            entries: The log's first entries, or none.
-
-        Raises:
-            ConflictError: A session with this id exists.
-            StoreError: The database refused the write.
-        """
+        """Create a session holding ``entries`` (see ``Store``); its counters are derived."""
         check_info(info)
         batch = encode_batch(entries)
         with self._lock:
@@ -115,14 +109,7 @@ class MemoryStore:
             sessions[info.id] = session
 
     async def get_session(self, session_id: str) -> SessionInfo:
-        """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
         with self._lock:
             return self._info(self._get(session_id))
 
@@ -135,46 +122,20 @@ class MemoryStore:
         return infos
 
     async def set_title(self, session_id: str, title: str) -> None:
-        """Store the session's title (``updated_at`` is left alone: it tracks the log).
-
-        Args:
-            session_id: The session's id.
-            title: The new title.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Store the session's title (``updated_at`` is left alone: it tracks the log)."""
         check_info(SessionInfo(session_id, "", "", title=title))
         with self._lock:
             session = self._get(session_id)
             session.info = replace(session.info, title=title)
 
     async def delete_session(self, session_id: str) -> None:
-        """Delete the session, its log and its lease.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Delete the session, its log and its lease."""
         with self._lock:
             self._get(session_id)
             del self._all()[session_id]
 
     async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
-        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``).
-
-        Args:
-            source_id: The session to copy from.
-            info: The new session's row; its ``id`` must be new.
-            upto_seq: The last entry of the source to copy (inclusive).
-
-        Raises:
-            SessionNotFoundError: The source does not exist.
-            UsageError: ``upto_seq`` is not an entry of the source.
-            ConflictError: The new id exists.
-        """
+        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``)."""
         check_info(info)
         with self._lock:
             source = self._get(source_id)
@@ -204,18 +165,7 @@ class MemoryStore:
     async def append(
         self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
     ) -> list[Record]:
-        """Append ``entries`` at ``expected_seq``, … all or nothing (see ``Store.append``).
-
-        Args:
-            session_id: The session's id.
-            expected_seq: The log's next seq as the writer knows it.
-            entries: The entries to append, in order.
-
-        Raises:
-            ConflictError: The log's next seq is not ``expected_seq``.
-            SessionNotFoundError: There is no such session.
-            StoreError: The database refused the write.
-        """
+        """Append ``entries`` at ``expected_seq``, … all or nothing (see ``Store.append``)."""
         entries = list(entries)
         batch = encode_batch(entries)
         with self._lock:
@@ -236,18 +186,7 @@ class MemoryStore:
         end: int | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Record]:
-        """Entries with ``start <= seq < end`` (optionally only of ``kinds``), in seq order.
-
-        Args:
-            session_id: The session's id.
-            start: The first seq to read.
-            end: The seq to stop before; ``None`` reads to the end of the log.
-            kinds: Only entries of these kinds; ``None`` reads every kind.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
-        """
+        """Entries with ``start <= seq < end`` (optionally only of ``kinds``), in seq order."""
         return self.read_now(session_id, start, end, kinds)
 
     def read_now(
@@ -257,18 +196,7 @@ class MemoryStore:
         end: int | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Record]:
-        """``read``, synchronously (see ``ReadsNow``).
-
-        Args:
-            session_id: The session's id.
-            start: The first seq to read.
-            end: The seq to stop before; ``None`` reads to the end of the log.
-            kinds: Only entries of these kinds; ``None`` reads every kind.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
-        """
+        """``read``, synchronously (see ``ReadsNow``)."""
         wanted = kinds_list(kinds)
         with self._lock:
             session = self._get(session_id)
@@ -281,13 +209,7 @@ class MemoryStore:
             return self._load(session_id, session, seqs)
 
     def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before ``end`` (see ``ReadsNow``).
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to count.
-            end: The seq to count before.
-        """
+        """How many entries of ``kinds`` lie before ``end`` (see ``ReadsNow``)."""
         with self._lock:
             session = self._get(session_id)
             return len(self._positions(session, kinds_list(kinds) or [], 0, max(end, 0)))
@@ -305,27 +227,11 @@ class MemoryStore:
         return seqs
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """The newest entry of one of ``kinds``, or ``None``.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to look for.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The newest entry of one of ``kinds``, or ``None``."""
         return self.last_now(session_id, kinds)
 
     def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """``last``, synchronously (see ``FindsNow``).
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to look for.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """``last``, synchronously (see ``FindsNow``)."""
         wanted = kinds_list(kinds) or []
         with self._lock:
             session = self._get(session_id)
@@ -339,16 +245,7 @@ class MemoryStore:
     async def acquire_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
-        """Take the lease when free, expired or already ``owner``'s (see ``Store``).
-
-        Args:
-            session_id: The session's id.
-            owner: Who takes it.
-            ttl: Seconds until the lease expires unless renewed.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Take the lease when free, expired or already ``owner``'s (see ``Store``)."""
         check_lease(owner, ttl)
         with self._lock:
             session = self._get(session_id)
@@ -362,13 +259,7 @@ class MemoryStore:
     async def renew_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
-        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none.
-
-        Args:
-            session_id: The session's id.
-            owner: Who holds the lease.
-            ttl: Seconds from now until it expires.
-        """
+        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none."""
         check_lease(owner, ttl)
         with self._lock:
             session = self._all().get(session_id)
@@ -378,12 +269,7 @@ class MemoryStore:
             return True
 
     async def release_lease(self, session_id: str, owner: str) -> bool:
-        """Give ``owner``'s lease up; ``False`` if it was not theirs.
-
-        Args:
-            session_id: The session's id.
-            owner: Who holds the lease.
-        """
+        """Give ``owner``'s lease up; ``False`` if it was not theirs."""
         with self._lock:
             session = self._all().get(session_id)
             if session is None or session.lease is None or session.lease.owner != owner:
@@ -392,14 +278,7 @@ class MemoryStore:
             return True
 
     async def lease_of(self, session_id: str) -> Lease | None:
-        """The unexpired lease of the session, or ``None``.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The unexpired lease of the session, or ``None``."""
         with self._lock:
             lease = self._get(session_id).lease
             return lease if lease is not None and lease.expires_at > time.time() else None

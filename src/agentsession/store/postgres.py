@@ -92,13 +92,14 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(ViewRead):
-    """Sessions in a PostgreSQL database, for many workers (``pip install agentsession[postgres]``).
+    """Sessions in PostgreSQL for many workers (the ``postgres`` extra); methods as ``Store``'s.
 
-    ``dsn`` is a libpq connection string or ``postgresql://`` URL. Nothing connects until the
-    first call, which opens the pool and migrates the schema. With ``read_only=True`` every
-    transaction is read-only and the schema is never changed (an older one is refused).
-    ``pool_size`` bounds the connections this store opens; ``timeout`` is how many seconds a
-    call waits for one.
+    Args:
+        dsn: A libpq connection string or ``postgresql://`` URL. Nothing connects until the
+            first call, which opens the pool and migrates the schema.
+        read_only: Read-only transactions; the schema is never changed (an older one is refused).
+        pool_size: The most connections this store opens.
+        timeout: Seconds a call waits for a connection.
     """
 
     #: Declared fast paths (see ``ReadsNow``): synchronous reads on a connection of their own.
@@ -112,18 +113,7 @@ class PostgresStore(ViewRead):
         pool_size: int = 10,
         timeout: float = 30.0,
     ) -> None:
-        """Prepare the store; the first call connects.
-
-        Args:
-            dsn: A libpq connection string or ``postgresql://`` URL.
-            read_only: Make every transaction read-only and never change the schema (an older
-                one is refused).
-            pool_size: The most connections this store opens.
-            timeout: Seconds a call waits for a connection.
-
-        Raises:
-            StoreError: The ``postgres`` extra (psycopg 3) is not installed.
-        """
+        """Prepare the store; the first call connects."""
         if not _DRIVER:
             raise StoreError(
                 "PostgresStore needs psycopg 3 and psycopg_pool: install agentsession[postgres]"
@@ -227,16 +217,7 @@ class PostgresStore(ViewRead):
             raise exists(info.id) from exc
 
     async def create_session(self, info: SessionInfo, entries: Sequence[LogEntry] = ()) -> None:
-        """Create a session holding ``entries`` in one transaction (see ``Store``).
-
-        Args:
-            info: The new session's row; its ``id`` must be new.
-            entries: The log's first entries, or none.
-
-        Raises:
-            ConflictError: A session with this id exists.
-            StoreError: The database refused the write.
-        """
+        """Create a session holding ``entries`` in one transaction (see ``Store``)."""
         check_info(info)
         batch = encode_batch(entries)
         async with self._connection(f"create session {info.id!r}", write=True) as conn:
@@ -244,14 +225,7 @@ class PostgresStore(ViewRead):
             await insert_entries(conn, info.id, 0, batch)
 
     async def get_session(self, session_id: str) -> SessionInfo:
-        """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         if await self._cold(session_id):  # a reopen: its reads come with the schema check
@@ -266,15 +240,7 @@ class PostgresStore(ViewRead):
         return [info_from_row(row) for row in rows]
 
     async def set_title(self, session_id: str, title: str) -> None:
-        """Store the session's title (``updated_at`` is left alone: it tracks the log).
-
-        Args:
-            session_id: The session's id.
-            title: The new title.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Store the session's title (``updated_at`` is left alone: it tracks the log)."""
         check_info(SessionInfo(session_id, "", "", title=title))
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
@@ -284,14 +250,7 @@ class PostgresStore(ViewRead):
                 raise SessionNotFoundError(session_id)
 
     async def delete_session(self, session_id: str) -> None:
-        """Delete the session, its log and its lease in one transaction.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Delete the session, its log and its lease in one transaction."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         async with self._connection(f"delete session {session_id!r}", write=True) as conn:
@@ -301,18 +260,7 @@ class PostgresStore(ViewRead):
                 await conn.execute(sql_postgres(statement), (session_id,))
 
     async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
-        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``).
-
-        Args:
-            source_id: The session to copy from.
-            info: The new session's row; its ``id`` must be new.
-            upto_seq: The last entry of the source to copy (inclusive).
-
-        Raises:
-            SessionNotFoundError: The source does not exist.
-            UsageError: ``upto_seq`` is not an entry of the source.
-            ConflictError: The new id exists.
-        """
+        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``)."""
         check_info(info)
         if not storable(source_id):
             raise SessionNotFoundError(source_id)
@@ -343,16 +291,6 @@ class PostgresStore(ViewRead):
         ``ConflictError`` (nothing written) when the log's next seq is not ``expected_seq``,
         ``SessionNotFoundError`` for an unknown session, ``StoreError`` when the database
         refuses the write; in every failure case no entry of the batch is stored.
-
-        Args:
-            session_id: The session's id.
-            expected_seq: The log's next seq as the writer knows it.
-            entries: The entries to append, in order.
-
-        Raises:
-            ConflictError: The log's next seq is not ``expected_seq``.
-            SessionNotFoundError: There is no such session.
-            StoreError: The database refused the write.
         """
         entries = list(entries)
         batch = encode_batch(entries)
@@ -388,16 +326,6 @@ class PostgresStore(ViewRead):
 
         ``SessionNotFoundError`` for an unknown session; ``CorruptEntryError`` naming the seq
         of the first row that cannot be decoded.
-
-        Args:
-            session_id: The session's id.
-            start: The first seq to read.
-            end: The seq to stop before; ``None`` reads to the end of the log.
-            kinds: Only entries of these kinds; ``None`` reads every kind.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
@@ -418,40 +346,15 @@ class PostgresStore(ViewRead):
         end: int | None = None,
         kinds: Sequence[str] | None = None,
     ) -> list[Record]:
-        """``read``, synchronously (see ``ReadsNow``), on the store's blocking connection.
-
-        Args:
-            session_id: The session's id.
-            start: The first seq to read.
-            end: The seq to stop before; ``None`` reads to the end of the log.
-            kinds: Only entries of these kinds; ``None`` reads every kind.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
-        """
+        """``read``, synchronously (see ``ReadsNow``), on the store's blocking connection."""
         return self._now.read(session_id, start, end, kinds)
 
     def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to count.
-            end: The seq to count before.
-        """
+        """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded."""
         return self._now.count(session_id, kinds, end)
 
     def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """``last``, synchronously (see ``FindsNow``), on the store's blocking connection.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to look for.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """``last``, synchronously (see ``FindsNow``), on the store's blocking connection."""
         return self._now.last(session_id, kinds)
 
     async def _require(self, conn: psycopg.AsyncConnection[Any], session_id: str) -> None:
@@ -459,15 +362,7 @@ class PostgresStore(ViewRead):
             raise SessionNotFoundError(session_id)
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """The newest entry of one of ``kinds``, or ``None``; one index descent per kind.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to look for.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         if await self._cold():
@@ -488,16 +383,7 @@ class PostgresStore(ViewRead):
     async def acquire_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
-        """Take the lease when free, expired or already ``owner``'s (see ``Store``).
-
-        Args:
-            session_id: The session's id.
-            owner: Who takes it.
-            ttl: Seconds until the lease expires unless renewed.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Take the lease when free, expired or already ``owner``'s (see ``Store``)."""
         check_lease(owner, ttl)
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
@@ -511,13 +397,7 @@ class PostgresStore(ViewRead):
     async def renew_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
-        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none.
-
-        Args:
-            session_id: The session's id.
-            owner: Who holds the lease.
-            ttl: Seconds from now until it expires.
-        """
+        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none."""
         check_lease(owner, ttl)
         if not storable(session_id):
             return False
@@ -526,12 +406,7 @@ class PostgresStore(ViewRead):
             return cursor.rowcount == 1
 
     async def release_lease(self, session_id: str, owner: str) -> bool:
-        """Give ``owner``'s lease up; ``False`` if it was not theirs.
-
-        Args:
-            session_id: The session's id.
-            owner: Who holds the lease.
-        """
+        """Give ``owner``'s lease up; ``False`` if it was not theirs."""
         if not storable(session_id) or not storable(owner):
             return False
         async with self._connection(f"release the lease of session {session_id!r}") as conn:
@@ -541,14 +416,7 @@ class PostgresStore(ViewRead):
             return cursor.rowcount == 1
 
     async def lease_of(self, session_id: str) -> Lease | None:
-        """The unexpired lease of the session, or ``None``.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The unexpired lease of the session, or ``None``."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         if await self._cold():

@@ -95,14 +95,20 @@ T = TypeVar("T")
 
 
 class SQLiteStore(ViewRead):
-    """Sessions in one SQLite file (default: ``sessions.db`` in the user data directory).
+    """Sessions in one SQLite file; its methods are the ``Store`` protocol's, documented there.
 
     The file and its directory are created when missing and the schema is migrated at
-    construction; a path that cannot hold a session database raises ``StoreError`` right away.
-    With ``read_only=True`` nothing is ever created or written: a missing file is a
-    ``StoreError``, and every write raises ``StoreError``. Several stores (and processes) may
-    share one file; appends to one session are serialised by ``expected_seq``. Call ``close()``
-    (or use ``async with``) when done.
+    construction. Several stores (and processes) may share one file; appends to one session
+    are serialised by ``expected_seq``. Call ``close()`` (or use ``async with``) when done.
+
+    Args:
+        path: The file (default: ``sessions.db`` in the user data directory).
+        busy_timeout: Seconds a call waits for another writer's lock (then ``StoreError``).
+        read_only: Never create or write anything: a missing file and every write are a
+            ``StoreError``.
+
+    Raises:
+        StoreError: The path cannot hold a session database (or, read-only, is missing).
     """
 
     fast_paths = frozenset({"read_now", "last_now", "read_view", "append_soon"})  # ReadsNow…
@@ -114,18 +120,7 @@ class SQLiteStore(ViewRead):
         busy_timeout: float = 5.0,
         read_only: bool = False,
     ) -> None:
-        """Open (when writable, creating and migrating when needed) the database at ``path``.
-
-        Args:
-            path: The database file (default: ``sessions.db`` in the user data directory).
-            busy_timeout: Seconds a call waits for another writer's lock before failing with
-                ``StoreError``.
-            read_only: Never create or write anything: a missing file and every write are a
-                ``StoreError``.
-
-        Raises:
-            StoreError: The path cannot hold a session database, or is missing when read-only.
-        """
+        """Open (when writable, creating and migrating when needed) the database at ``path``."""
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.read_only = read_only
         self._lock = threading.Lock()
@@ -175,16 +170,7 @@ class SQLiteStore(ViewRead):
     # -- sessions --------------------------------------------------------------------------
 
     async def create_session(self, info: SessionInfo, entries: Sequence[LogEntry] = ()) -> None:
-        """Create a session holding ``entries`` in one transaction (see ``Store``).
-
-        Args:
-            info: The new session's row; its ``id`` must be new.
-            entries: The log's first entries, or none.
-
-        Raises:
-            ConflictError: A session with this id exists.
-            StoreError: The database refused the write.
-        """
+        """Create a session holding ``entries`` in one transaction (see ``Store``)."""
         check_info(info)
         batch = encode_batch(entries)
 
@@ -198,14 +184,7 @@ class SQLiteStore(ViewRead):
         await self._run(f"create session {info.id!r}", op)
 
     async def get_session(self, session_id: str) -> SessionInfo:
-        """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The session's row with its current ``next_seq``; ``SessionNotFoundError`` if none."""
 
         def op(conn: sqlite3.Connection) -> SessionInfo:
             return self._row(conn, session_id)
@@ -221,15 +200,7 @@ class SQLiteStore(ViewRead):
         return await self._run("list sessions", op)
 
     async def set_title(self, session_id: str, title: str) -> None:
-        """Store the session's title (``updated_at`` is left alone: it tracks the log).
-
-        Args:
-            session_id: The session's id.
-            title: The new title.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Store the session's title (``updated_at`` is left alone: it tracks the log)."""
         check_info(SessionInfo(session_id, "", "", title=title))
 
         def op(conn: sqlite3.Connection) -> None:
@@ -240,14 +211,7 @@ class SQLiteStore(ViewRead):
         await self._run(f"set the title of session {session_id!r}", op, session_id)
 
     async def delete_session(self, session_id: str) -> None:
-        """Delete the session, its log and its lease in one transaction.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Delete the session, its log and its lease in one transaction."""
 
         def op(conn: sqlite3.Connection) -> None:
             with writing(conn):
@@ -258,18 +222,7 @@ class SQLiteStore(ViewRead):
         await self._run(f"delete session {session_id!r}", op, session_id)
 
     async def fork_session(self, source_id: str, info: SessionInfo, upto_seq: int) -> SessionInfo:
-        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``).
-
-        Args:
-            source_id: The session to copy from.
-            info: The new session's row; its ``id`` must be new.
-            upto_seq: The last entry of the source to copy (inclusive).
-
-        Raises:
-            SessionNotFoundError: The source does not exist.
-            UsageError: ``upto_seq`` is not an entry of the source.
-            ConflictError: The new id exists.
-        """
+        """A copy of the source's log up to ``upto_seq`` as session ``info.id`` (see ``Store``)."""
         check_info(info)
 
         def op(conn: sqlite3.Connection) -> None:
@@ -297,16 +250,6 @@ class SQLiteStore(ViewRead):
         ``ConflictError`` (nothing written) when the log's next seq is not ``expected_seq``,
         ``SessionNotFoundError`` for an unknown session, ``StoreError`` when the database
         refuses the write; in every failure case no entry of the batch is stored.
-
-        Args:
-            session_id: The session's id.
-            expected_seq: The log's next seq as the writer knows it.
-            entries: The entries to append, in order.
-
-        Raises:
-            ConflictError: The log's next seq is not ``expected_seq``.
-            SessionNotFoundError: There is no such session.
-            StoreError: The database refused the write.
         """
         return await self.append_soon(session_id, expected_seq, entries)
 
@@ -317,15 +260,6 @@ class SQLiteStore(ViewRead):
 
         A batch that cannot be encoded raises here, before anything is handed over. The write
         runs to its end whether or not the future is awaited (see ``AppendsSoon``).
-
-        Args:
-            session_id: The session's id.
-            expected_seq: The log's next seq as the writer knows it.
-            entries: The entries to append, in order.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            StoreError: An entry cannot be stored as JSON (nothing is handed over).
         """
         entries = list(entries)
         # Encode before taking the lock: a bad entry fails here, and the write lock is held
@@ -352,16 +286,6 @@ class SQLiteStore(ViewRead):
 
         ``SessionNotFoundError`` for an unknown session; ``CorruptEntryError`` naming the seq
         of the first row that cannot be decoded.
-
-        Args:
-            session_id: The session's id.
-            start: The first seq to read.
-            end: The seq to stop before; ``None`` reads to the end of the log.
-            kinds: Only entries of these kinds; ``None`` reads every kind.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
@@ -377,16 +301,6 @@ class SQLiteStore(ViewRead):
         """``read``, synchronously (see ``ReadsNow``): one call from any thread, under the lock.
 
         The statements are ``range_queries``'; kept texts the rows refer to are read with them.
-
-        Args:
-            session_id: The session's id.
-            start: The first seq to read.
-            end: The seq to stop before; ``None`` reads to the end of the log.
-            kinds: Only entries of these kinds; ``None`` reads every kind.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-            CorruptEntryError: A stored entry does not decode.
         """
         queries = range_queries(session_id, start, end, kinds_list(kinds))
 
@@ -405,13 +319,7 @@ class SQLiteStore(ViewRead):
         return self._call(f"read session {session_id!r}", op)
 
     def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to count.
-            end: The seq to count before.
-        """
+        """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
         wanted = coded(kinds_list(kinds) or [])
 
         def op(conn: sqlite3.Connection) -> int:
@@ -430,27 +338,11 @@ class SQLiteStore(ViewRead):
         return self._call(f"count entries of session {session_id!r}", op)
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """The newest entry of one of ``kinds``, or ``None``; one index descent per kind.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to look for.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
         return await self._worker.run(self.last_now, session_id, kinds)
 
     def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock.
-
-        Args:
-            session_id: The session's id.
-            kinds: The entry kinds to look for.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         wanted = coded(kinds_list(kinds) or [])
@@ -478,16 +370,7 @@ class SQLiteStore(ViewRead):
     async def acquire_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
-        """Take the lease when free, expired or already ``owner``'s (see ``Store``).
-
-        Args:
-            session_id: The session's id.
-            owner: Who takes it.
-            ttl: Seconds until the lease expires unless renewed.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """Take the lease when free, expired or already ``owner``'s (see ``Store``)."""
         check_lease(owner, ttl)
 
         def op(conn: sqlite3.Connection) -> bool:
@@ -502,13 +385,7 @@ class SQLiteStore(ViewRead):
     async def renew_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
-        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none.
-
-        Args:
-            session_id: The session's id.
-            owner: Who holds the lease.
-            ttl: Seconds from now until it expires.
-        """
+        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none."""
         check_lease(owner, ttl)
         if not storable(session_id):
             return False
@@ -523,12 +400,7 @@ class SQLiteStore(ViewRead):
         return await self._run(f"renew the lease of session {session_id!r}", op)
 
     async def release_lease(self, session_id: str, owner: str) -> bool:
-        """Give ``owner``'s lease up; ``False`` if it was not theirs.
-
-        Args:
-            session_id: The session's id.
-            owner: Who holds the lease.
-        """
+        """Give ``owner``'s lease up; ``False`` if it was not theirs."""
         if not storable(session_id) or not storable(owner):
             return False
 
@@ -541,14 +413,7 @@ class SQLiteStore(ViewRead):
         return await self._run(f"release the lease of session {session_id!r}", op)
 
     async def lease_of(self, session_id: str) -> Lease | None:
-        """The unexpired lease of the session, or ``None``.
-
-        Args:
-            session_id: The session's id.
-
-        Raises:
-            SessionNotFoundError: There is no such session.
-        """
+        """The unexpired lease of the session, or ``None``."""
 
         def op(conn: sqlite3.Connection) -> Lease | None:
             row = conn.execute(LEASE_OF, (time.time(), session_id)).fetchone()

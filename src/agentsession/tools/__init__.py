@@ -260,10 +260,9 @@ def tool(
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a tool: ``@tool`` or ``@tool(effect="write", paths=["path"])``.
 
-    The tool's JSON schema comes from the function's type hints and its docstring's ``Args:``.
-
     Args:
-        fn: The function (sync or async), when used as ``@tool`` without arguments.
+        fn: The function (sync or async); its type hints and docstring's ``Args:`` make the
+            schema.
         name: The tool's name (default: the function's name).
         description: What the model reads about it (default: the docstring's first part).
         effect: What the tool does: ``read``, ``write``, ``execute`` or ``network``; the
