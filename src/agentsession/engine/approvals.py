@@ -71,8 +71,8 @@ class SessionApprovals:
 
         Args:
             call_id: The waiting call's id (``ApprovalRequest.call_id``).
-            always: Approve this tool (for ``run_command``: this command prefix) for the rest of
-                the session.
+            always: Approve every later call of this tool in this session, whatever its
+                arguments.
 
         Raises:
             SessionBusyError: A turn is running.
