@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ __all__ = [
     "SANDBOX_SETTINGS",
     "Probe",
     "SandboxMode",
+    "listening_sockets",
     "probe",
     "reduced_environment",
     "resolve_sandbox",
@@ -64,28 +67,32 @@ class Probe:
         return bool(self.prefix)
 
 
-def _base(binary: str, user_namespace: bool) -> list[str]:
-    return [binary, *(["--unshare-user"] if user_namespace else [])]
+# Always a user namespace and no capabilities, also for root: without ``--unshare-user`` a root
+# caller keeps every capability inside (remount ``/`` writable, read the agent's ``/proc``,
+# ``nsenter`` its namespaces, reach the network). Where no user namespace can be made (a
+# container forbidding it, a sysctl) there is no sandbox, and it is not called one.
+_ISOLATION = ("--unshare-user", "--cap-drop", "ALL")
 
 
 @functools.cache
 def _probe(binary: str) -> Probe:
-    problems: list[str] = []
-    for user_namespace in (False, True):
-        argv = [*_base(binary, user_namespace), *_mounts(Path("/"), ()), *_NAMESPACES]
-        argv += ["--unshare-net", "--new-session", "--die-with-parent", "--", "true"]
-        try:
-            done = subprocess.run(
-                argv, capture_output=True, timeout=_PROBE_SECONDS, check=False, text=True
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            problems.append(str(exc))
-            continue
-        if done.returncode == 0:
-            return Probe(tuple(_base(binary, user_namespace)))
-        problems.append(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
-    shown = "; ".join(p for p in problems if p) or "it exited with an error"
-    return Probe(problem=f"bubblewrap ({binary}) cannot create its namespaces here: {shown}")
+    argv = [binary, *_ISOLATION, *_mounts(Path("/"), ()), *_NAMESPACES]
+    argv += ["--unshare-net", "--new-session", "--die-with-parent", "--", "true"]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=_PROBE_SECONDS, check=False, text=True
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Probe(problem=f"bubblewrap ({binary}) could not be started: {exc}")
+    if done.returncode == 0:
+        return Probe((binary, *_ISOLATION))
+    said = (
+        done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "it exited with an error"
+    )
+    return Probe(
+        problem=f"bubblewrap ({binary}) cannot create a user namespace without capabilities "
+        f"here: {said}"
+    )
 
 
 def probe() -> Probe:
@@ -131,12 +138,76 @@ def reduced_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _mounts(project: Path, readable: Sequence[Path]) -> list[str]:
+# Folders where services keep their sockets (D-Bus, docker, PostgreSQL's /var/run/postgresql,
+# ssh and gpg agents under $XDG_RUNTIME_DIR): an empty tmpfs over each. A read-only mount does not
+# stop connect(), so read-only is not enough.
+_SOCKET_FOLDERS = ("/run", "/var/run", "/var/lock", "/dev/shm")
+
+
+def _masked_folders(environ: Mapping[str, str]) -> list[str]:
+    found: list[str] = []
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    for folder in (*_SOCKET_FOLDERS, *([runtime] if os.path.isabs(runtime) else [])):
+        real = os.path.realpath(folder)
+        if os.path.isdir(real) and not _within(real, found) and real != "/":
+            found.append(real)
+    return found
+
+
+def _within(path: str, folders: Sequence[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def listening_sockets() -> list[str]:
+    """Absolute paths of the unix sockets bound in this network namespace (``/proc/net/unix``)."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
+            rows = table.read().splitlines()[1:]
+    except OSError:
+        return []
+    found: list[str] = []
+    for row in rows:
+        fields = row.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith("/") and fields[7] not in found:
+            found.append(fields[7])
+    return found
+
+
+def _socket_masks(project: Path, hidden: Sequence[str]) -> list[str]:
+    """``/dev/null`` over each socket outside the project that the tmpfs folders leave visible."""
+    argv: list[str] = []
+    keep = [str(project), *hidden]
+    for path in listening_sockets():
+        if _within(path, keep):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+        except OSError:  # gone, or in another mount namespace
+            continue
+        argv += ["--ro-bind", "/dev/null", path]
+    return argv
+
+
+def _mounts(
+    project: Path,
+    readable: Sequence[Path],
+    environ: Mapping[str, str] | None = None,
+    read_only: Sequence[Path] = (),
+) -> list[str]:
     argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    hidden = ["/tmp"]
+    if environ is not None:  # a real command, not the probe
+        for masked in _masked_folders(environ):  # a project below one is bound back below
+            argv += ["--tmpfs", masked]
+            hidden.append(masked)
+        argv += _socket_masks(project, hidden)
     for folder in readable:  # loaded skills' folders, which a private /tmp would hide
         argv += ["--ro-bind-try", str(folder), str(folder)]  # a skill may have left since
     if project != Path("/"):
         argv += ["--bind", str(project), str(project)]
+    for path in read_only:  # .git/, .mcp.json, .agentsession/ inside the project
+        argv += ["--ro-bind-try", str(path), str(path)]
     return argv
 
 
@@ -148,10 +219,18 @@ def sandboxed_argv(
     readable: Sequence[Path],
     network: bool,
     environ: Mapping[str, str],
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
-    """``argv`` wrapped in bubblewrap (``prefix`` from ``probe()``), started in ``project``."""
-    wrapped = [*prefix, *_mounts(project, readable), *_NAMESPACES]
+    """``argv`` wrapped in bubblewrap (``prefix`` from ``probe()``), started in ``project``.
+
+    ``environ`` is what the command sees; ``read_only`` are paths in the project mounted
+    read-only (protected ones the call was not approved to change).
+    """
+    mounts = _mounts(project, readable, os.environ, read_only)
+    wrapped = [*prefix, *mounts, *_NAMESPACES]
     if not network:
+        # A network namespace of its own: no interface but loopback, and none of the host's
+        # abstract unix sockets (they belong to a network namespace, not the file system).
         wrapped.append("--unshare-net")
     wrapped += ["--new-session", "--die-with-parent", "--clearenv"]
     for name, value in sorted(environ.items()):
