@@ -1,18 +1,26 @@
 """The OS sandbox ``run_command`` runs in: bubblewrap, mirroring the permission preset.
 
 Under a preset that does not let tools act anywhere (``workspace-write``, custom presets without
-``write_elsewhere``), an allowed or approved command runs inside ``bwrap``: the whole file system
-read-only, the project bind-mounted writable, a private ``/tmp``, loaded skills' folders readable,
-new PID, IPC and UTS namespaces, a new session (no terminal to inject keys into), no network unless
-the preset allows ``network``, an environment reduced to an allowlist (no keys, tokens, secrets or
-provider settings), and ``--die-with-parent``: when the command's shell ends, the namespace's
-first process ends, and the kernel kills everything else in it before ``bwrap`` returns — nothing
-the command started outlives the call. ``full-access`` runs commands without it, as the preset
-says, and the permissions text tells the model which it is.
+``write_elsewhere``), an allowed or approved command runs inside ``bwrap``: always in a user
+namespace with every capability dropped (also when the agent runs as root), the whole file system
+read-only, the project bind-mounted writable with its ``.git``, ``.mcp.json`` and
+``.agentsession`` read-only (``protected.sandbox_read_only``), a private ``/tmp``, loaded skills'
+folders readable, new PID, IPC and UTS namespaces, a new session (no terminal to inject keys
+into), an environment reduced to an allowlist (no keys, tokens, secrets or provider settings), and
+``--die-with-parent``: nothing the command started outlives the call.
 
-``Config.sandbox``: ``"auto"`` uses bubblewrap when it is installed *and works here* (a container
-may forbid namespaces); ``"bwrap"`` makes its absence a ``UsageError`` when the runtime is made;
-``"none"`` never uses it. Whether it works is probed once per process and binary by running it.
+No host socket is reachable: an empty tmpfs over ``/run``, ``/var/run``, ``/var/lock``,
+``/dev/shm`` and ``$XDG_RUNTIME_DIR`` (where D-Bus, docker, PostgreSQL and the ssh and gpg agents
+listen), ``/dev/null`` over every other listening socket outside the project that
+``/proc/net/unix`` names, and — unless the preset allows ``network`` — a network namespace of its
+own, which also holds the abstract-namespace sockets. (seccomp cannot see the address ``connect``
+is given, so the file system does this job.) ``full-access`` runs commands without any of it, as
+the preset says, and the permissions text tells the model which it is.
+
+``Config.sandbox``: ``"auto"`` uses bubblewrap when it is installed *and can make a user namespace
+without capabilities here*, else runs commands unsandboxed, each only after an approval that says
+so; ``"bwrap"`` makes its absence a ``UsageError`` when the runtime is made; ``"none"`` never uses
+it. Whether it works is probed once per process and binary by running it.
 """
 
 from __future__ import annotations
