@@ -85,11 +85,13 @@ def _named_reason(parts: Sequence[str]) -> str | None:
 
 
 def _git_entries(folder: Path) -> set[str]:
-    try:
-        names = os.listdir(folder)
-    except OSError:  # not a folder (yet): nothing in it
-        return set()
-    return {n for n in map(comparable, names) if n in _GIT_PARTS}
+    # Git looks these names up exactly; a case-insensitive file system finds them in any case,
+    # as git would there. A few stats, not a listing of a folder that may be huge.
+    return {
+        name
+        for name in _GIT_PARTS
+        if os.path.lexists(folder / (name.upper() if name == "head" else name))
+    }
 
 
 def _git_directory_reason(parts: Sequence[str], project_dir: Path) -> str | None:
