@@ -232,3 +232,16 @@ async def test_control_full_access_changes_them_unasked(make_runtime: Make, proj
     ran = await run_approved(make_runtime, project, SET_FSMONITOR, preset="full-access")
     assert ran.questions == ()
     assert "fsmonitor" in (project / ".git" / "config").read_text()
+
+
+def test_a_command_prefix_approved_always_on_the_command_line_never_covers_write_protected() -> (
+    None
+):
+    from agentsession.cli.approvals import CommandRules
+
+    rules = CommandRules(["git commit"])
+    plain = ags.ApprovalRequest("c1", "run_command", {"command": "git commit -m x"}, "asks")
+    assert rules.match(plain) == "git commit"
+    arguments = {"command": "git commit -m x", "write_protected": True}
+    widened = ags.ApprovalRequest("c2", "run_command", arguments, "asks")
+    assert rules.match(widened) is None
