@@ -426,8 +426,10 @@ def commands_text(preset: PermissionPreset, mode: SandboxMode) -> str:
     if mode == "bwrap":
         return (
             "Commands run in a sandbox: they can write only inside the project and a private "
-            f"/tmp, see no credentials in their environment, {network}, and nothing they start "
-            "outlives the call."
+            f"/tmp, see no credentials in their environment, {network}, reach no host socket, "
+            "and nothing they start outlives the call. In the project, .git/, .mcp.json and "
+            ".agentsession/ are read-only: a command that must change them (git commit) needs "
+            "run_command's write_protected set, and the user's approval."
         )
     return (
         "Commands are not sandboxed here (no bubblewrap with a user namespace, or the "

@@ -245,3 +245,21 @@ def test_a_command_prefix_approved_always_on_the_command_line_never_covers_write
     arguments = {"command": "git commit -m x", "write_protected": True}
     widened = ags.ApprovalRequest("c2", "run_command", arguments, "asks")
     assert rules.match(widened) is None
+
+
+@needs_git
+@needs_bwrap
+async def test_git_commit_in_the_sandbox_needs_the_protected_paths_writable(
+    make_runtime: Make, project: Path
+) -> None:
+    hooked(project, ".githooks", ".githooks/pre-commit")
+    (project / "a.txt").write_text("a")
+    commit = "git add a.txt && git commit -qm sandboxed && echo committed"
+    refused = await run_approved(make_runtime, project, commit)
+    assert "committed" not in refused.text
+    assert git(project, "log", "--oneline").returncode != 0  # no commit yet
+    ran = await run_approved(make_runtime, project, commit, arguments={"write_protected": True})
+    (question,) = ran.questions
+    assert ".git" in question and ".githooks" in question
+    assert "committed" in ran.text
+    assert "sandboxed" in git(project, "log", "--oneline").stdout
