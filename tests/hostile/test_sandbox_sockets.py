@@ -14,12 +14,15 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from agentsession.tools.sandbox import probe, reduced_environment, sandboxed_argv
 
 from ..scenario import make_project
 from .commands import Make, needs_bwrap, run_approved
@@ -157,3 +160,27 @@ async def test_a_socket_inside_the_project_stays_usable(make_runtime: Make, proj
     finally:
         served.close()
     assert "connected" in ran.text
+
+
+@needs_bwrap
+def test_a_socket_in_a_readable_skill_folder_is_masked_too(tmp_path: Path) -> None:
+    skill = tmp_path / "skill"
+    skill.mkdir()
+    served = Listener(str(skill / "agent.sock"))
+    project = make_project(tmp_path)
+    argv = sandboxed_argv(
+        probe().prefix,
+        ["sh", "-c", CONNECT.format(address=served.address) + f"; cat {skill}/SKILL.md"],
+        project=project,
+        readable=[skill],
+        network=False,
+        environ=reduced_environment(os.environ),
+    )
+    (skill / "SKILL.md").write_text("readable")
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        served.close()
+    assert "readable" in done.stdout  # the folder itself is there
+    assert "connected" not in done.stdout
+    assert served.got == []

@@ -181,12 +181,14 @@ def listening_sockets() -> list[str]:
     return found
 
 
-def _socket_masks(project: Path, hidden: Sequence[str]) -> list[str]:
-    """``/dev/null`` over each socket outside the project that the tmpfs folders leave visible."""
+def _socket_masks(project: Path, hidden: Sequence[str], shown: Sequence[str]) -> list[str]:
+    """``/dev/null`` over each socket outside the project that the sandbox leaves visible.
+
+    ``hidden`` are the folders under an empty tmpfs, ``shown`` the folders bound back into them.
+    """
     argv: list[str] = []
-    keep = [str(project), *hidden]
     for path in listening_sockets():
-        if _within(path, keep):
+        if _within(path, [str(project)]) or (_within(path, hidden) and not _within(path, shown)):
             continue
         try:
             if not stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -209,9 +211,10 @@ def _mounts(
         for masked in _masked_folders(environ):  # a project below one is bound back below
             argv += ["--tmpfs", masked]
             hidden.append(masked)
-        argv += _socket_masks(project, hidden)
     for folder in readable:  # loaded skills' folders, which a private /tmp would hide
         argv += ["--ro-bind-try", str(folder), str(folder)]  # a skill may have left since
+    if environ is not None:  # after the skills' folders, which could hold a socket too
+        argv += _socket_masks(project, hidden, [str(f) for f in readable])
     if project != Path("/"):
         argv += ["--bind", str(project), str(project)]
     for path in read_only:  # .git/, .mcp.json, .agentsession/ inside the project
