@@ -11,8 +11,8 @@ reached by the same command under ``full-access`` (the control), and never from 
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -75,19 +75,19 @@ Where = Callable[[], str]
 def in_folder(root: str, name: str) -> Iterator[str]:
     """A socket path in ``root`` (created if missing, and then removed again)."""
     made = not os.path.isdir(root)
-    if made:
-        try:
-            os.makedirs(root, mode=0o755)
-        except OSError as exc:
-            pytest.skip(f"cannot create {root} here: {exc}")
+    try:
+        os.makedirs(root, mode=0o755, exist_ok=True)
+    except OSError as exc:
+        pytest.skip(f"cannot create {root} here: {exc}")
     path = os.path.join(root, name)
     try:
         yield path
     finally:
-        if os.path.exists(path):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        if made:
-            shutil.rmtree(root, ignore_errors=True)
+        if made:  # only when empty: another run may have put its own socket there meanwhile
+            with contextlib.suppress(OSError):
+                os.rmdir(root)
 
 
 @pytest.fixture(params=["run", "xdg_runtime_dir", "postgresql", "elsewhere", "abstract"])
