@@ -8,95 +8,58 @@ exactly. Everything public is importable from here; see ``__all__``.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-from .config import Config
-from .context import (
-    ABSENT,
-    UNAVAILABLE,
-    ComponentHandle,
-    ContextComponent,
-    PluginScope,
-    Rendered,
-)
-from .engine.costs import CostEstimate
-from .engine.parts import ContextSource, SourceFactory
-from .errors import (
-    AgentSessionError,
-    BudgetExceededError,
-    ConflictError,
-    ContextLoadError,
-    ContextOverflowError,
-    CorruptEntryError,
-    CredentialsError,
-    MaxStepsExceededError,
-    ProviderError,
-    RequestValidationError,
-    SessionBusyError,
-    SessionFileError,
-    SessionNotFoundError,
-    StoreError,
-    TransientProviderError,
-    UnknownFormatError,
-    UnknownModelError,
-    UsageError,
-)
-from .events import (
-    ApprovalNeeded,
-    ApprovalRequest,
-    ContextAdmitted,
-    Event,
-    PromptResult,
-    ProviderRetry,
-    StepCommitted,
-    StopReason,
-    TextDelta,
-    ToolCallStarted,
-    ToolResultEvent,
-    TurnFinished,
-    TurnStream,
-)
-from .ledger import CostSummary, ModelCost
-from .ledger.prices import ModelPrice
-from .log import (
-    ContextEpoch,
-    MidConversationSystemMessage,
-    RuntimeContextSnapshot,
-    SkillRevision,
-    SystemPromptCheckpoint,
-)
-from .mcp import MCPServer
-from .permissions import Decision, PermissionPreset
-from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
-from .request import (
-    AssistantMessage,
-    ImagePart,
-    Message,
-    Request,
-    SystemMessage,
-    TextPart,
-    ToolCall,
-    ToolResultMessage,
-    ToolSpec,
-    Usage,
-    UserMessage,
-)
-from .runtime import Runtime
-from .session import Session
-from .skills import (
-    Skill,
-    SkillContext,
-    SkillDiagnostic,
-    SkillSet,
-    SkillStore,
-    discover_skills,
-    skill_context,
-)
-from .skills.library import describe_skills
-from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
-from .tools import Tool, ToolContext, ToolOutcome, tool
+# Not ``typing.TYPE_CHECKING``: importing ``typing`` alone costs more than the rest of this module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # every public name, for type checkers; at run time each loads when used
+    from typing import Any
 
-if TYPE_CHECKING:
+    from .config import Config
+    from .context import (
+        ABSENT,
+        UNAVAILABLE,
+        ComponentHandle,
+        ContextComponent,
+        PluginScope,
+        Rendered,
+    )
+    from .engine.costs import CostEstimate
+    from .engine.parts import ContextSource, SourceFactory
+    from .errors import (
+        AgentSessionError,
+        BudgetExceededError,
+        ConflictError,
+        ContextLoadError,
+        ContextOverflowError,
+        CorruptEntryError,
+        CredentialsError,
+        MaxStepsExceededError,
+        ProviderError,
+        RequestValidationError,
+        SessionBusyError,
+        SessionFileError,
+        SessionNotFoundError,
+        StoreError,
+        TransientProviderError,
+        UnknownFormatError,
+        UnknownModelError,
+        UsageError,
+    )
+    from .events import (
+        ApprovalNeeded,
+        ApprovalRequest,
+        ContextAdmitted,
+        Event,
+        PromptResult,
+        ProviderRetry,
+        StepCommitted,
+        StopReason,
+        TextDelta,
+        ToolCallStarted,
+        ToolResultEvent,
+        TurnFinished,
+        TurnStream,
+    )
     from .inspection.views import (
         ContextView,
         EpochInfo,
@@ -105,22 +68,158 @@ if TYPE_CHECKING:
         TimelineItem,
         TurnInfo,
     )
+    from .ledger import CostSummary, ModelCost
+    from .ledger.prices import ModelPrice
+    from .log import (
+        ContextEpoch,
+        MidConversationSystemMessage,
+        RuntimeContextSnapshot,
+        SkillRevision,
+        SystemPromptCheckpoint,
+    )
+    from .mcp import MCPServer
+    from .permissions import Decision, PermissionPreset
+    from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
+    from .request import (
+        AssistantMessage,
+        ImagePart,
+        Message,
+        Request,
+        SystemMessage,
+        TextPart,
+        ToolCall,
+        ToolResultMessage,
+        ToolSpec,
+        Usage,
+        UserMessage,
+    )
+    from .runtime import Runtime
+    from .session import Session
+    from .skills import (
+        Skill,
+        SkillContext,
+        SkillDiagnostic,
+        SkillSet,
+        SkillStore,
+        discover_skills,
+        skill_context,
+    )
+    from .skills.library import describe_skills
+    from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
     from .store.postgres import PostgresStore
+    from .tools import Tool, ToolContext, ToolOutcome, tool
     from .tools.builtin import builtin_tools
 
 __version__ = "0.1.0"
 
 
-#: Names imported when first used, not by ``import agentsession``: PostgreSQL's driver and the
-#: inspection views take longer to import than the rest of the package, and most programs
-#: never use them.
-_LAZY = {
-    "PostgresStore": "store.postgres",
+#: Where each public name lives. ``import agentsession`` imports none of them (nor anything
+#: outside the standard library): a name loads its module when it is first used, so
+#: ``--version`` and ``--help`` stay fast, and ``python -m agentsession`` has run nothing a
+#: folder could shadow before ``__main__`` decides how to start.
+_LAZY: dict[str, str] = {
+    "Config": "config",
+    **dict.fromkeys(
+        ("ABSENT", "ComponentHandle", "ContextComponent", "PluginScope", "Rendered", "UNAVAILABLE"),
+        "context",
+    ),
+    "CostEstimate": "engine.costs",
+    **dict.fromkeys(("ContextSource", "SourceFactory"), "engine.parts"),
+    **dict.fromkeys(
+        (
+            "AgentSessionError",
+            "BudgetExceededError",
+            "ConflictError",
+            "ContextLoadError",
+            "ContextOverflowError",
+            "CorruptEntryError",
+            "CredentialsError",
+            "MaxStepsExceededError",
+            "ProviderError",
+            "RequestValidationError",
+            "SessionBusyError",
+            "SessionFileError",
+            "SessionNotFoundError",
+            "StoreError",
+            "TransientProviderError",
+            "UnknownFormatError",
+            "UnknownModelError",
+            "UsageError",
+        ),
+        "errors",
+    ),
+    **dict.fromkeys(
+        (
+            "ApprovalNeeded",
+            "ApprovalRequest",
+            "ContextAdmitted",
+            "Event",
+            "PromptResult",
+            "ProviderRetry",
+            "StepCommitted",
+            "StopReason",
+            "TextDelta",
+            "ToolCallStarted",
+            "ToolResultEvent",
+            "TurnFinished",
+            "TurnStream",
+        ),
+        "events",
+    ),
     **dict.fromkeys(
         ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
         "inspection.views",
     ),
-    "builtin_tools": "tools.builtin",  # the built-in tools' module: only a program that adds them
+    **dict.fromkeys(("CostSummary", "ModelCost"), "ledger"),
+    "ModelPrice": "ledger.prices",
+    **dict.fromkeys(
+        (
+            "ContextEpoch",
+            "MidConversationSystemMessage",
+            "RuntimeContextSnapshot",
+            "SkillRevision",
+            "SystemPromptCheckpoint",
+        ),
+        "log",
+    ),
+    "MCPServer": "mcp",
+    **dict.fromkeys(("Decision", "PermissionPreset"), "permissions"),
+    **dict.fromkeys(("Model", "ModelProfile", "ScriptedModel", "get_model", "lower"), "providers"),
+    **dict.fromkeys(
+        (
+            "AssistantMessage",
+            "ImagePart",
+            "Message",
+            "Request",
+            "SystemMessage",
+            "TextPart",
+            "ToolCall",
+            "ToolResultMessage",
+            "ToolSpec",
+            "Usage",
+            "UserMessage",
+        ),
+        "request",
+    ),
+    "Runtime": "runtime",
+    "Session": "session",
+    **dict.fromkeys(
+        (
+            "Skill",
+            "SkillContext",
+            "SkillDiagnostic",
+            "SkillSet",
+            "SkillStore",
+            "discover_skills",
+            "skill_context",
+        ),
+        "skills",
+    ),
+    "describe_skills": "skills.library",
+    **dict.fromkeys(("Lease", "MemoryStore", "SQLiteStore", "SessionInfo", "Store"), "store"),
+    "PostgresStore": "store.postgres",
+    **dict.fromkeys(("Tool", "ToolContext", "ToolOutcome", "tool"), "tools"),
+    "builtin_tools": "tools.builtin",
 }
 
 
@@ -133,6 +232,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [

@@ -262,7 +262,28 @@ def decide(
     Reads only the tool's declared effect, its declared path arguments, ``allowed_tools`` (a
     skill's list: a tool outside it is denied, a tool inside it is still subject to the preset)
     and ``readable``: folders outside the project a read-only tool may read (loaded skills' own).
+    A path that cannot be resolved (``OSError``: a folder swapped for a symlink loop while it is
+    read) is a refusal, never an error that ends the turn.
     """
+    try:
+        return _decide(preset, tool, arguments, project_dir, allowed_tools, tuple(readable))
+    except OSError as exc:
+        return Decision(
+            "deny",
+            f"Refused: {tool.name}'s path could not be resolved ({exc}); nothing was done.",
+            preset.name,
+            tool.name,
+        )
+
+
+def _decide(
+    preset: PermissionPreset,
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    project_dir: str | Path,
+    allowed_tools: Collection[str] | None,
+    readable: tuple[Path, ...],
+) -> Decision:
     if allowed_tools is not None and tool.name not in allowed_tools:
         listed = ", ".join(sorted(allowed_tools)) or "none"
         return Decision(
@@ -279,7 +300,7 @@ def decide(
     else:  # a Path as given (parsing it again into an equal one costs a few µs per call)
         root = project_dir if isinstance(project_dir, Path) else Path(project_dir)
     reads = tool.effect == "read"
-    targets = _targets(tool, arguments, root, tuple(readable) if reads else ())
+    targets = _targets(tool, arguments, root, readable if reads else ())
     needs = _needs(tool, targets)
     outside = tuple(str(t.resolved or t.raw) for t in targets if not t.inside)
     level = _strictest(preset.level(c) for c in needs)
@@ -419,10 +440,14 @@ def commands_text(preset: PermissionPreset, mode: SandboxMode) -> str:
     if mode == "bwrap":
         return (
             "Commands run in a sandbox: they can write only inside the project and a private "
-            f"/tmp, see no credentials in their environment, {network}, and nothing they start "
-            "outlives the call."
+            f"/tmp, see no credentials in their environment, {network}, reach no host socket, "
+            "and nothing they start outlives the call. In the project, .git/, .mcp.json and "
+            ".agentsession/ are read-only: a command that must change them (git commit) needs "
+            "run_command's write_protected set, and the user's approval."
         )
     return (
-        "Commands are not sandboxed here (bubblewrap is not available): their environment has "
-        "no credentials, but they can reach what this user can."
+        "Commands are not sandboxed here (no bubblewrap with a user namespace, or the "
+        "application turned the sandbox off): each command runs UNSANDBOXED only after the "
+        "user approves it; its environment has no credentials, but it can read and change what "
+        "this user can."
     )

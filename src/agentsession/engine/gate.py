@@ -35,8 +35,10 @@ from ..log import (
     PermissionChanged,
     now,
 )
-from ..permissions import READ_ONLY, Decision, PermissionPreset, commands_text, decide
+from ..permissions import READ_ONLY, Decision, PermissionPreset, commands_text, decide, unsandboxed
 from ..tools import Tool
+from ..tools.command import run_command
+from ..tools.protected import sandbox_read_only
 from ..tools.sandbox import SandboxMode
 
 __all__ = ["PERMISSIONS_KEY", "PermissionGate"]
@@ -44,6 +46,7 @@ __all__ = ["PERMISSIONS_KEY", "PermissionGate"]
 PERMISSIONS_KEY = "core.permissions"
 #: The sentence that puts the permissions in effect above any earlier permission text (spec 000).
 SUPERSEDES = "Current system permissions supersede earlier guidance."
+_UNSANDBOXED = "UNSANDBOXED"
 
 
 class PermissionGate:
@@ -67,6 +70,10 @@ class PermissionGate:
         self._commands = commands  # whether the session has run_command, the sandboxed tool
         self._pending: list[PermissionChanged] = []
         self._always: set[str] = set()
+        # Tools whose "always" answered a question that said they run UNSANDBOXED: only those
+        # cover a command without a sandbox (an "always" given where commands were sandboxed,
+        # in a session reopened where they cannot be, does not).
+        self._always_bare: set[str] = set()
         self._requests: dict[str, ApprovalRequested] = {}
         self._decisions: dict[str, ApprovalDecided] = {}
         self._answers: dict[str, ApprovalDecided] = {}
@@ -113,6 +120,7 @@ class PermissionGate:
                     self.record(entry)
                 case ApprovalsDropped():
                     self._always.clear()
+                    self._always_bare.clear()
                 case _:
                     pass
 
@@ -126,6 +134,8 @@ class PermissionGate:
         request = self._requests.get(entry.call_id)
         if entry.approved and entry.always and request is not None:
             self._always.add(request.name)
+            if _UNSANDBOXED in request.reason:
+                self._always_bare.add(request.name)
 
     def answer(self, entry: ApprovalDecided) -> None:
         """Hold the user's answer until the resumed turn commits it, right before the call."""
@@ -181,6 +191,9 @@ class PermissionGate:
             allowed_tools=allowed_tools,
             readable=readable,
         )
+        bare = False
+        if tool is run_command and decision.kind != "deny" and not unsandboxed(self._current):
+            decision, bare = self._command(decision, arguments)
         if decision.kind != "ask":
             return decision
         answer = self._decisions.get(call_id) or self._answers.get(call_id)
@@ -197,9 +210,45 @@ class PermissionGate:
                 tool.name,
                 decision.needs,
             )
-        if tool.name in self._always and not decision.protected:
+        # A standing "always" never covers a protected change, nor a command without a sandbox
+        # unless it answered a question that said so.
+        always = self._always_bare if bare else self._always
+        if tool.name in always and not decision.protected:
             return replace(decision, kind="allow", reason="")
         return decision
+
+    def _command(self, decision: Decision, arguments: Mapping[str, Any]) -> tuple[Decision, bool]:
+        """``run_command`` under a preset that sandboxes it, and whether it runs without one.
+
+        Unsandboxed here, or asking to write the protected paths the sandbox keeps read-only:
+        either way the user is asked, and told so.
+        """
+        if self._sandbox == "none":
+            reason = (
+                f"Approval needed: run_command will run {_UNSANDBOXED} here (no bubblewrap with "
+                "a user namespace, or the sandbox is turned off): the command can read and change "
+                "whatever this user can, though its environment has no credentials."
+            )
+            return replace(decision, kind="ask", reason=_joined(decision, reason)), True
+        if arguments.get("write_protected") is not True:
+            return decision, False
+        writable = tuple(str(p) for p in sandbox_read_only(self._project_dir))
+        if not writable:
+            return decision, False
+        shown = ", ".join(
+            str(Path(p).relative_to(self._project_dir))
+            if Path(p).is_relative_to(self._project_dir)
+            else p
+            for p in writable
+        )
+        reason = (
+            f"Approval needed for protected paths: run_command asks to run with {shown} "
+            "writable (otherwise read-only in the sandbox: git runs hooks and obeys config there, "
+            ".mcp.json starts programs). This needs the user's approval of this call."
+        )
+        return replace(
+            decision, kind="ask", reason=_joined(decision, reason), protected=writable
+        ), False
 
     def component(self) -> ContextComponent:
         """``core.permissions``: the preset in effect at each boundary (one object, kept)."""
@@ -223,3 +272,8 @@ class PermissionGate:
         )
         self._rendered = (current, rendered)
         return rendered
+
+
+def _joined(decision: Decision, reason: str) -> str:
+    """``reason`` first, then the preset's own question (when it asked one)."""
+    return f"{reason} {decision.reason}" if decision.kind == "ask" and decision.reason else reason

@@ -251,7 +251,10 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str | ToolOu
     if isinstance(place, ToolOutcome):
         return place
     shown = _shown(context, place.target)
-    guarded = protected_reason(place.target, context.project_dir)
+    try:
+        guarded = protected_reason(place.target, context.project_dir)
+    except OSError as exc:  # a folder on the way changed under us: refuse, never guess
+        return _error(f"Refused: cannot tell whether {shown} is protected ({exc}); not written.")
     if guarded is not None and str(place.target) not in context.approved_protected:
         return _error(
             f"Refused: {guarded}. Changing it needs the user's approval of this call, under "

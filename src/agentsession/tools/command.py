@@ -19,6 +19,7 @@ import signal
 
 from . import ToolOutcome, tool
 from .context import ToolContext
+from .protected import sandbox_read_only
 from .sandbox import probe, reduced_environment, sandboxed_argv
 
 __all__ = ["COMMAND_MAX_TIMEOUT", "COMMAND_OUTPUT_BYTES", "COMMAND_TIMEOUT", "run_command"]
@@ -89,6 +90,13 @@ def _argv(command: str, context: ToolContext) -> list[str] | ToolOutcome:
     found = probe()
     if not found.works:  # it worked when the runtime was made; never run unsandboxed instead
         return ToolOutcome(f"Not run: the command sandbox cannot start ({found.problem}).", True)
+    # .git/, .mcp.json, .agentsession/ and the hooks folder stay read-only unless the user
+    # approved this very call to change them (``write_protected``, asked by the gate).
+    read_only = [
+        path
+        for path in sandbox_read_only(context.project_dir)
+        if str(path) not in context.approved_protected
+    ]
     return sandboxed_argv(
         found.prefix,
         shell,
@@ -96,12 +104,17 @@ def _argv(command: str, context: ToolContext) -> list[str] | ToolOutcome:
         readable=context.readable,
         network=context.network,
         environ=reduced_environment(os.environ),
+        read_only=read_only,
     )
 
 
 @tool(effect="execute", timeout=COMMAND_MAX_TIMEOUT + 60)
 async def run_command(
-    command: str, timeout_seconds: float = COMMAND_TIMEOUT, *, context: ToolContext
+    command: str,
+    timeout_seconds: float = COMMAND_TIMEOUT,
+    write_protected: bool = False,
+    *,
+    context: ToolContext,
 ) -> ToolOutcome:
     """Run a shell command in the project folder and return its output and exit code.
 
@@ -109,6 +122,9 @@ async def run_command(
         command: The command line, run by bash (or sh) exactly as written; stdin is empty.
         timeout_seconds: Seconds before the command and everything it started are killed
             (up to 600).
+        write_protected: In the sandbox, .git/, .mcp.json and .agentsession/ are read-only; set
+            this only when the command must change them (git commit, git checkout): the user is
+            asked to approve this call with them writable.
         context: Supplied by the runtime for each call.
     """
     seconds = min(max(timeout_seconds, 1.0), COMMAND_MAX_TIMEOUT)

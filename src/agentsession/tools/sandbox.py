@@ -1,26 +1,36 @@
 """The OS sandbox ``run_command`` runs in: bubblewrap, mirroring the permission preset.
 
 Under a preset that does not let tools act anywhere (``workspace-write``, custom presets without
-``write_elsewhere``), an allowed or approved command runs inside ``bwrap``: the whole file system
-read-only, the project bind-mounted writable, a private ``/tmp``, loaded skills' folders readable,
-new PID, IPC and UTS namespaces, a new session (no terminal to inject keys into), no network unless
-the preset allows ``network``, an environment reduced to an allowlist (no keys, tokens, secrets or
-provider settings), and ``--die-with-parent``: when the command's shell ends, the namespace's
-first process ends, and the kernel kills everything else in it before ``bwrap`` returns — nothing
-the command started outlives the call. ``full-access`` runs commands without it, as the preset
-says, and the permissions text tells the model which it is.
+``write_elsewhere``), an allowed or approved command runs inside ``bwrap``: always in a user
+namespace with every capability dropped (also when the agent runs as root), the whole file system
+read-only, the project bind-mounted writable with its ``.git``, ``.mcp.json`` and
+``.agentsession`` read-only (``protected.sandbox_read_only``), a private ``/tmp``, loaded skills'
+folders readable, new PID, IPC and UTS namespaces, a new session (no terminal to inject keys
+into), an environment reduced to an allowlist (no keys, tokens, secrets or provider settings), and
+``--die-with-parent``: nothing the command started outlives the call.
 
-``Config.sandbox``: ``"auto"`` uses bubblewrap when it is installed *and works here* (a container
-may forbid namespaces); ``"bwrap"`` makes its absence a ``UsageError`` when the runtime is made;
-``"none"`` never uses it. Whether it works is probed once per process and binary by running it.
+No host socket is reachable: an empty tmpfs over ``/run``, ``/var/run``, ``/var/lock``,
+``/dev/shm`` and ``$XDG_RUNTIME_DIR`` (where D-Bus, docker, PostgreSQL and the ssh and gpg agents
+listen), ``/dev/null`` over every other listening socket outside the project that
+``/proc/net/unix`` names, and — unless the preset allows ``network`` — a network namespace of its
+own, which also holds the abstract-namespace sockets. (seccomp cannot see the address ``connect``
+is given, so the file system does this job.) ``full-access`` runs commands without any of it, as
+the preset says, and the permissions text tells the model which it is.
+
+``Config.sandbox``: ``"auto"`` uses bubblewrap when it is installed *and can make a user namespace
+without capabilities here*, else runs commands unsandboxed, each only after an approval that says
+so; ``"bwrap"`` makes its absence a ``UsageError`` when the runtime is made; ``"none"`` never uses
+it. Whether it works is probed once per process and binary by running it.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +43,7 @@ __all__ = [
     "SANDBOX_SETTINGS",
     "Probe",
     "SandboxMode",
+    "listening_sockets",
     "probe",
     "reduced_environment",
     "resolve_sandbox",
@@ -64,28 +75,32 @@ class Probe:
         return bool(self.prefix)
 
 
-def _base(binary: str, user_namespace: bool) -> list[str]:
-    return [binary, *(["--unshare-user"] if user_namespace else [])]
+# Always a user namespace and no capabilities, also for root: without ``--unshare-user`` a root
+# caller keeps every capability inside (remount ``/`` writable, read the agent's ``/proc``,
+# ``nsenter`` its namespaces, reach the network). Where no user namespace can be made (a
+# container forbidding it, a sysctl) there is no sandbox, and it is not called one.
+_ISOLATION = ("--unshare-user", "--cap-drop", "ALL")
 
 
 @functools.cache
 def _probe(binary: str) -> Probe:
-    problems: list[str] = []
-    for user_namespace in (False, True):
-        argv = [*_base(binary, user_namespace), *_mounts(Path("/"), ()), *_NAMESPACES]
-        argv += ["--unshare-net", "--new-session", "--die-with-parent", "--", "true"]
-        try:
-            done = subprocess.run(
-                argv, capture_output=True, timeout=_PROBE_SECONDS, check=False, text=True
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            problems.append(str(exc))
-            continue
-        if done.returncode == 0:
-            return Probe(tuple(_base(binary, user_namespace)))
-        problems.append(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
-    shown = "; ".join(p for p in problems if p) or "it exited with an error"
-    return Probe(problem=f"bubblewrap ({binary}) cannot create its namespaces here: {shown}")
+    argv = [binary, *_ISOLATION, *_mounts(Path("/"), ()), *_NAMESPACES]
+    argv += ["--unshare-net", "--new-session", "--die-with-parent", "--", "true"]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=_PROBE_SECONDS, check=False, text=True
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Probe(problem=f"bubblewrap ({binary}) could not be started: {exc}")
+    if done.returncode == 0:
+        return Probe((binary, *_ISOLATION))
+    said = (
+        done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "it exited with an error"
+    )
+    return Probe(
+        problem=f"bubblewrap ({binary}) cannot create a user namespace without capabilities "
+        f"here: {said}"
+    )
 
 
 def probe() -> Probe:
@@ -131,12 +146,79 @@ def reduced_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _mounts(project: Path, readable: Sequence[Path]) -> list[str]:
+# Folders where services keep their sockets (D-Bus, docker, PostgreSQL's /var/run/postgresql,
+# ssh and gpg agents under $XDG_RUNTIME_DIR): an empty tmpfs over each. A read-only mount does not
+# stop connect(), so read-only is not enough.
+_SOCKET_FOLDERS = ("/run", "/var/run", "/var/lock", "/dev/shm")
+
+
+def _masked_folders(environ: Mapping[str, str]) -> list[str]:
+    found: list[str] = []
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    for folder in (*_SOCKET_FOLDERS, *([runtime] if os.path.isabs(runtime) else [])):
+        real = os.path.realpath(folder)
+        if os.path.isdir(real) and not _within(real, found) and real != "/":
+            found.append(real)
+    return found
+
+
+def _within(path: str, folders: Sequence[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def listening_sockets() -> list[str]:
+    """Absolute paths of the unix sockets bound in this network namespace (``/proc/net/unix``)."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
+            rows = table.read().splitlines()[1:]
+    except OSError:
+        return []
+    found: list[str] = []
+    for row in rows:
+        fields = row.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith("/") and fields[7] not in found:
+            found.append(fields[7])
+    return found
+
+
+def _socket_masks(project: Path, hidden: Sequence[str], shown: Sequence[str]) -> list[str]:
+    """``/dev/null`` over each socket outside the project that the sandbox leaves visible.
+
+    ``hidden`` are the folders under an empty tmpfs, ``shown`` the folders bound back into them.
+    """
+    argv: list[str] = []
+    for path in listening_sockets():
+        if _within(path, [str(project)]) or (_within(path, hidden) and not _within(path, shown)):
+            continue
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+        except OSError:  # gone, or in another mount namespace
+            continue
+        argv += ["--ro-bind", "/dev/null", path]
+    return argv
+
+
+def _mounts(
+    project: Path,
+    readable: Sequence[Path],
+    environ: Mapping[str, str] | None = None,
+    read_only: Sequence[Path] = (),
+) -> list[str]:
     argv = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    hidden = ["/tmp"]
+    if environ is not None:  # a real command, not the probe
+        for masked in _masked_folders(environ):  # a project below one is bound back below
+            argv += ["--tmpfs", masked]
+            hidden.append(masked)
     for folder in readable:  # loaded skills' folders, which a private /tmp would hide
         argv += ["--ro-bind-try", str(folder), str(folder)]  # a skill may have left since
+    if environ is not None:  # after the skills' folders, which could hold a socket too
+        argv += _socket_masks(project, hidden, [str(f) for f in readable])
     if project != Path("/"):
         argv += ["--bind", str(project), str(project)]
+    for path in read_only:  # .git/, .mcp.json, .agentsession/ inside the project
+        argv += ["--ro-bind-try", str(path), str(path)]
     return argv
 
 
@@ -148,10 +230,18 @@ def sandboxed_argv(
     readable: Sequence[Path],
     network: bool,
     environ: Mapping[str, str],
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
-    """``argv`` wrapped in bubblewrap (``prefix`` from ``probe()``), started in ``project``."""
-    wrapped = [*prefix, *_mounts(project, readable), *_NAMESPACES]
+    """``argv`` wrapped in bubblewrap (``prefix`` from ``probe()``), started in ``project``.
+
+    ``environ`` is what the command sees; ``read_only`` are paths in the project mounted
+    read-only (protected ones the call was not approved to change).
+    """
+    mounts = _mounts(project, readable, os.environ, read_only)
+    wrapped = [*prefix, *mounts, *_NAMESPACES]
     if not network:
+        # A network namespace of its own: no interface but loopback, and none of the host's
+        # abstract unix sockets (they belong to a network namespace, not the file system).
         wrapped.append("--unshare-net")
     wrapped += ["--new-session", "--die-with-parent", "--clearenv"]
     for name, value in sorted(environ.items()):
