@@ -1,7 +1,7 @@
 """A real server process for the HTTP tests: ``create_app`` over a runtime, served by uvicorn.
 
     python app_main.py DB GATES [--postgres] [--token T ...] [--open-token T ...]
-        [--allowed-host NAME ...] [--max-body N] [--head-timeout SECONDS]
+        [--allowed-host NAME ...] [--max-body N] [--head-timeout SECONDS] [--max-connections N]
 
 DB is a SQLite file, or with ``--postgres`` a PostgreSQL DSN; GATES a folder. The model is
 scripted by the prompt: ``approve …`` calls a tool the preset asks about, ``wait NAME`` calls a
@@ -92,6 +92,7 @@ async def main() -> None:
     parser.add_argument("--open-token", action="append", default=[])
     parser.add_argument("--allowed-host", action="append", default=[])
     parser.add_argument("--head-timeout", type=float, default=None)
+    parser.add_argument("--max-connections", type=int, default=None)
     parser.add_argument("--max-body", type=int, default=64 * 1024)
     parser.add_argument("--postgres", action="store_true", help="DB is a PostgreSQL DSN")
     args = parser.parse_args()
@@ -118,11 +119,14 @@ async def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    if args.head_timeout is not None:
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="on", http=deadline_protocol(args.head_timeout)
-        )
+    http = "auto" if args.head_timeout is None else deadline_protocol(args.head_timeout)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        http=http,
+        limit_concurrency=args.max_connections,
+    )
     server = uvicorn.Server(config)
     try:
         await server.serve(sockets=[sock])

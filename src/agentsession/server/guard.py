@@ -14,13 +14,15 @@ driven by every page its user opens. This ASGI middleware, in front of every rou
   — 415: no page can send those types without a preflight the server never answers.
 
 A refusal is the server's JSON error body and happens before any route runs, so it changes
-nothing. Every response says it may not be framed (``X-Frame-Options: DENY``, CSP
-``frame-ancestors 'none'``); a response without its own policy gets ``default-src 'none'``.
+nothing; it is logged as a warning (``agentsession.server.guard``). Every response says it may
+not be framed (``X-Frame-Options: DENY``, CSP ``frame-ancestors 'none'``); a response without
+its own policy gets ``default-src 'none'``.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Iterable
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -38,6 +40,8 @@ __all__ = [
     "host_allowed",
     "is_loopback_name",
 ]
+
+_log = logging.getLogger(__name__)
 
 #: The policy a response without its own gets: nothing loads, nothing frames it.
 FRAME_POLICY = "frame-ancestors 'none'"
@@ -118,6 +122,7 @@ class Guard:
         refused = self.refusal(scope)
         if refused is not None:
             status, exc = refused
+            _log.warning("refused %s %s (%d): %s", scope["method"], scope["path"], status, exc)
             response = JSONResponse(error_body(exc), status_code=status)
             await response(scope, receive, _framed(send))
             return
