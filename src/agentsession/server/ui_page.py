@@ -86,11 +86,11 @@ async function loadSessions() {
     b.textContent = s.title || s.id.slice(0, 12);
     b.dataset.id = s.id;
     if (s.id === current) b.className = "current";
-    b.addEventListener("click", () => open(s.id));
+    b.addEventListener("click", () => openSession(s.id));
     $("sessions").appendChild(b);
   }
 }
-async function open(id) {
+async function openSession(id) {
   current = id; $("log").replaceChildren();
   $("title").textContent = "Session " + id.slice(0, 12);
   $("report").hidden = false; $("report").href = "/sessions/" + id + "/report";
@@ -173,7 +173,7 @@ async function run(action) {
   finally { $("send").disabled = false; }
 }
 $("new").addEventListener("click", () => run(async () => {
-  const s = await (await call("POST", "/sessions", {})).json(); await open(s.id);
+  const s = await (await call("POST", "/sessions", {})).json(); await openSession(s.id);
 }));
 $("prompt").addEventListener("submit", (ev) => {
   ev.preventDefault();
