@@ -22,6 +22,8 @@ import pytest
 pytest.importorskip("starlette", reason="the server extra is not installed")
 pytest.importorskip("uvicorn", reason="the server extra is not installed")
 
+from agentsession.server.guard import Guard, host_allowed
+
 from ..server.harness import TIMEOUT, Server, frames, printed_url
 
 ALICE = "alice-token-0123456789"
@@ -335,3 +337,19 @@ def test_connections_beyond_the_cap_are_answered_503(tmp_path: Path) -> None:
             raise AssertionError("the server never answered again")
     finally:
         server.stop()
+
+
+def test_serve_serves_the_address_it_listens_on_but_not_a_wildcard() -> None:
+    import argparse
+
+    from agentsession.cli.serve import _allowed_hosts
+
+    def named(host: str) -> list[str]:
+        return _allowed_hosts(argparse.Namespace(host=host, allowed_host=["agents.example"]))
+
+    assert named("192.0.2.7") == ["agents.example", "192.0.2.7"]
+    assert named("0.0.0.0") == named("::") == ["agents.example"]
+    assert named("my-host.example") == ["agents.example"]  # a name is given with --allowed-host
+    guard = Guard(app=None, allowed_hosts=named("2001:db8::1"))  # type: ignore[arg-type]
+    assert host_allowed("[2001:db8::1]:8000", guard.allowed)
+    assert not host_allowed("[2001:db8::2]:8000", guard.allowed)

@@ -94,6 +94,17 @@ def _check_bind(host: str, tokens: list[str], no_auth: bool = False) -> None:
         )
 
 
+def _allowed_hosts(args: argparse.Namespace) -> list[str]:
+    """``--allowed-host`` names, and the address listened on when it is one (not ``0.0.0.0``)."""
+    import ipaddress
+
+    named = list(args.allowed_host)
+    with contextlib.suppress(ValueError):
+        if not ipaddress.ip_address(args.host.strip("[]")).is_unspecified:
+            named.append(args.host)
+    return named
+
+
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -203,7 +214,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any, run_token: str | None) -
             "model": args.model,
             "tokens": list(Tokens.of(args.token).hashes),
             "open_tokens": list(Tokens.of([run_token] if run_token else []).hashes),
-            "allowed_hosts": args.allowed_host,
+            "allowed_hosts": _allowed_hosts(args),
             "otlp": args.otlp_endpoint,
         }
     )
@@ -253,7 +264,7 @@ async def serve(inv: Invocation) -> int:
             runtime,
             tokens=args.token,
             open_tokens=[run_token] if run_token else [],
-            allowed_hosts=args.allowed_host,
+            allowed_hosts=_allowed_hosts(args),
             shutdown_grace=_GRACE,
             observer=tracing.observer if tracing is not None else None,
         )

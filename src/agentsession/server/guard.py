@@ -88,7 +88,7 @@ def host_allowed(host: str, allowed: frozenset[str]) -> bool:
     if "*" in allowed:
         return True
     name, _ = _split_host(host)
-    return bool(name) and (is_loopback_name(name) or name.rstrip(".") in allowed)
+    return bool(name) and (is_loopback_name(name) or name.strip("[]").rstrip(".") in allowed)
 
 
 def _same_origin(origin: str, host: str) -> bool:
@@ -112,7 +112,7 @@ class Guard:
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = ()) -> None:
         self.app = app
-        self.allowed = frozenset(h.strip().lower().rstrip(".") for h in allowed_hosts)
+        self.allowed = frozenset(h.strip().lower().strip("[]").rstrip(".") for h in allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request (JSON error, nothing run) or pass it on with the framing headers."""
