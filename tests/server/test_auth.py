@@ -92,6 +92,12 @@ def test_tokens_are_kept_as_hashes_and_compared_whole() -> None:
     assert tokens.owner(None) is None
     with pytest.raises(ValueError, match="16 characters"):
         Tokens.of(["short"])
+    # The run's token (what serve makes without --token) is accepted and names no owner.
+    run = Tokens.of([], open_tokens=["run-token-0123456789"])
+    assert run.required and run.is_open("Bearer run-token-0123456789")
+    assert run.owner("Bearer run-token-0123456789") is None
+    assert not run.is_open("Bearer run-token-012345678") and not run.is_open(None)
+    assert not tokens.is_open(f"Bearer {ALICE}")
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
 
