@@ -8,6 +8,8 @@ page with a deliberate error proves the harness sees what it must see.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html as html_module
 import json
 import re
@@ -346,15 +348,23 @@ async def test_index_page_renders_in_chromium(make_runtime: Make, tmp_path: Path
 @needs_chromium
 def test_the_harness_sees_console_errors_and_blocked_fetches(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
+    code = "console.error('boom'); nope();"
+    named = "'sha256-" + base64.b64encode(hashlib.sha256(code.encode()).digest()).decode() + "'"
     html = render_report_shell(
-        "<img src='http://127.0.0.1:9/x.png'><script>console.error('boom'); nope();</script>"
+        f"<img src='http://127.0.0.1:9/x.png'><script>{code}</script>"
+        "<script>console.error('unnamed inline script ran')</script>"
     )
+    # The test's own script is named in the policy by its hash, as the report's script is.
+    html = html.replace("script-src ", f"script-src {named} ", 1)
     page.write_text(html, encoding="utf-8")
     _, console = open_in_chromium(page)
     text = "\n".join(console)
     assert "boom" in text
     assert "nope is not defined" in text
     assert "Content Security Policy" in text  # the fetch was refused, not made
+    # An inline script the policy does not name never runs: no 'unsafe-inline'.
+    assert "unnamed inline script ran" not in text
+    assert "'unsafe-inline'" not in html
 
 
 def render_report_shell(extra: str) -> str:

@@ -1,6 +1,7 @@
 """A real server process for the HTTP tests: ``create_app`` over a runtime, served by uvicorn.
 
-    python app_main.py DB GATES [--postgres] [--token T ...] [--max-body N]
+    python app_main.py DB GATES [--postgres] [--token T ...] [--open-token T ...]
+        [--allowed-host NAME ...] [--max-body N] [--head-timeout SECONDS] [--max-connections N]
 
 DB is a SQLite file, or with ``--postgres`` a PostgreSQL DSN; GATES a folder. The model is
 scripted by the prompt: ``approve …`` calls a tool the preset asks about, ``wait NAME`` calls a
@@ -24,6 +25,7 @@ import uvicorn
 import agentsession as ags
 from agentsession.providers.scripted import Reply
 from agentsession.request import ToolResultMessage, UserMessage, text_of
+from agentsession.server.limits import deadline_protocol
 
 GATES = Path(".")
 _failed: set[str] = set()
@@ -87,6 +89,10 @@ async def main() -> None:
     parser.add_argument("db")
     parser.add_argument("gates")
     parser.add_argument("--token", action="append", default=[])
+    parser.add_argument("--open-token", action="append", default=[])
+    parser.add_argument("--allowed-host", action="append", default=[])
+    parser.add_argument("--head-timeout", type=float, default=None)
+    parser.add_argument("--max-connections", type=int, default=None)
     parser.add_argument("--max-body", type=int, default=64 * 1024)
     parser.add_argument("--postgres", action="store_true", help="DB is a PostgreSQL DSN")
     args = parser.parse_args()
@@ -102,12 +108,26 @@ async def main() -> None:
         project_dir=Path(args.gates),
         config=ags.Config(retry_base_delay=0, provider_retries=0),
     )
-    app = ags.server.create_app(runtime, tokens=args.token, max_body=args.max_body)
+    app = ags.server.create_app(
+        runtime,
+        tokens=args.token,
+        open_tokens=args.open_token,
+        allowed_hosts=args.allowed_host,
+        max_body=args.max_body,
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    http = "auto" if args.head_timeout is None else deadline_protocol(args.head_timeout)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        http=http,
+        limit_concurrency=args.max_connections,
+    )
+    server = uvicorn.Server(config)
     try:
         await server.serve(sockets=[sock])
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 
 APP = Path(__file__).with_name("app_main.py")
+JSON = {"Content-Type": "application/json"}
 #: Generous bounds: the machine may be busy; nothing here measures time.
 TIMEOUT = httpx.Timeout(120.0, connect=30.0)
 
@@ -68,7 +70,9 @@ class Server:
             self.process.kill()
             raise RuntimeError(f"server did not start: {line!r} {self.process.stderr.read()}")  # type: ignore[union-attr]
         self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-        self.client = httpx.Client(base_url=self.url, timeout=TIMEOUT)
+        # A program's client, not a browser: it says its bodies are JSON (the server refuses
+        # state-changing requests that do not, 415).
+        self.client = httpx.Client(base_url=self.url, timeout=TIMEOUT, headers=JSON)
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -101,3 +105,13 @@ class Server:
             _, err = self.process.communicate()
         self.client.close()
         return err or ""
+
+
+def printed_url(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """The URL ``agentsession serve`` printed on standard output, and the token it carries."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        found = re.search(r"(http://\S+/)\?token=(\S+)", line)
+        if found:
+            return found.group(1), found.group(2)
+    raise AssertionError(f"serve printed no URL with a token: {process.communicate()}")

@@ -17,7 +17,7 @@ import pytest
 from agentsession.server.auth import Tokens, hash_token, is_loopback
 
 from ..store import pg
-from .harness import TIMEOUT, Server, frames
+from .harness import TIMEOUT, Server, frames, printed_url
 
 ALICE = "alice-token-0123456789"
 BOB = "bob-token-0123456789ab"
@@ -92,6 +92,12 @@ def test_tokens_are_kept_as_hashes_and_compared_whole() -> None:
     assert tokens.owner(None) is None
     with pytest.raises(ValueError, match="16 characters"):
         Tokens.of(["short"])
+    # The run's token (what serve makes without --token) is accepted and names no owner.
+    run = Tokens.of([], open_tokens=["run-token-0123456789"])
+    assert run.required and run.is_open("Bearer run-token-0123456789")
+    assert run.owner("Bearer run-token-0123456789") is None
+    assert not run.is_open("Bearer run-token-012345678") and not run.is_open(None)
+    assert not tokens.is_open(f"Bearer {ALICE}")
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
 
@@ -153,8 +159,13 @@ def test_the_serve_command_runs_a_session_with_the_demo_model(tmp_path: Path) ->
         env=env,
         cwd=tmp_path,
     )
+    stopped = False
     try:
-        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT)
+        url, token = printed_url(process)
+        assert url == f"http://127.0.0.1:{port}/"
+        client = httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT, headers=_as(token)
+        )
         for _ in range(1200):
             try:
                 client.get("/openapi.json")
@@ -174,10 +185,14 @@ def test_the_serve_command_runs_a_session_with_the_demo_model(tmp_path: Path) ->
             first = next(frames(lines))
             assert first.id == 6
             process.terminate()
+            stopped = True
             assert [f.id for f in frames(lines)] == [7]
         client.close()
     finally:
-        process.terminate()
+        # One SIGTERM only: a second one after the server restored its signal handlers, while
+        # it closes the runtime, would end it by the signal itself.
+        if not stopped:
+            process.terminate()
         process.communicate(timeout=120)
     assert process.returncode == 0
 
@@ -205,6 +220,7 @@ def test_serve_with_two_workers_answers_and_stops_cleanly(tmp_path: Path) -> Non
         cwd=tmp_path,
     )
     try:
+        _, token = printed_url(process)
         for _ in range(1200):
             try:
                 with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as c:
@@ -216,7 +232,9 @@ def test_serve_with_two_workers_answers_and_stops_cleanly(tmp_path: Path) -> Non
                     process.wait(0.1)
         answers = []
         for n in range(4):  # a fresh connection each time: the workers share the port
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT) as c:
+            with httpx.Client(
+                base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT, headers=_as(token)
+            ) as c:
                 sid = c.post("/sessions", json={}).json()["id"]
                 text = " ".join(["word"] * (n + 1))
                 got = list(

@@ -22,7 +22,7 @@ async def test_the_cost_route_answers_what_session_cost_says(tmp_path: Path) -> 
     )
     app = ags.server.create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
         for text in ("a", "b"):
             answer = await client.post(f"/sessions/{sid}/prompt", json={"text": text})
@@ -52,7 +52,7 @@ async def test_an_unpriced_model_costs_null_and_says_no_price(tmp_path: Path) ->
     )
     app = ags.server.create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
         assert (await client.post(f"/sessions/{sid}/prompt", json={"text": "a"})).status_code == 200
         body = (await client.get(f"/sessions/{sid}/cost")).json()

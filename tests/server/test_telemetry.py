@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 
 from agentsession.server.telemetry import otel_observer
 
-from .harness import TIMEOUT, frames
+from .harness import TIMEOUT, frames, printed_url
 
 
 @ags.tool
@@ -69,7 +69,7 @@ async def test_one_span_tree_per_turn_with_gen_ai_attributes(tmp_path: Path) -> 
     )
     app = ags.server.create_app(runtime, observer=otel_observer(provider, runtime.token_counter))
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
         for text in ("one two", "three four five"):
             answer = await client.post(f"/sessions/{sid}/prompt", json={"text": text})
@@ -173,7 +173,12 @@ def test_serve_sends_spans_over_otlp_http_and_flushes_on_sigterm(
         env={**os.environ, "AGENTSESSION_DEMO_DELAY": "0"},
     )
     try:
-        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT)
+        _, token = printed_url(process)
+        client = httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            timeout=TIMEOUT,
+            headers={"Authorization": f"Bearer {token}"},
+        )
         for _ in range(1200):
             try:
                 client.get("/openapi.json")

@@ -71,3 +71,51 @@ def test_chat_approve_and_report_in_chromium(server: Server) -> None:
         finally:
             browser.close()
     assert errors == []
+
+
+def test_the_token_in_the_url_is_kept_and_hidden_and_approvals_show_bidi_escaped(
+    tmp_path: Path,
+) -> None:
+    """What ``serve`` prints opens the UI: the token leaves the address bar, requests carry it,
+    the report opens under its policy, and an approval's bidi overrides are shown as escapes."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    token = "run-token-0123456789abcdef"
+    server = Server(str(tmp_path / "t.db"), tmp_path, "--open-token", token)
+    errors: list[str] = []
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(WAIT)
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                page.on(
+                    "console",
+                    lambda m: errors.append(m.text) if m.type in ("error", "warning") else None,
+                )
+                page.goto(f"{server.url}/?token={token}")
+                page.wait_for_function("!location.search.includes('token')")
+                assert token not in page.url
+                page.click("#new")
+                page.wait_for_selector("#title:has-text('Session')")
+                page.fill("#text", "approve \u202eyrots\u202c here")
+                page.click("#send")
+                page.wait_for_selector(".approval button.approve")
+                shown = page.inner_text(".approval")
+                assert "\\u202e" in shown and "\\u202c" in shown
+                assert "\u202e" not in shown and "\u202c" not in shown
+                with page.context.expect_page() as popup_info:
+                    page.click("#report")
+                report = popup_info.value
+                report.wait_for_function("document.documentElement.dataset.ready === 'yes'")
+                assert "Requests" in report.content()
+            finally:
+                browser.close()
+        # Without the token the same server answers nothing.
+        bare = server.client.get("/sessions")
+        assert bare.status_code == 401
+        listed = server.client.get("/sessions", headers={"Authorization": f"Bearer {token}"})
+        assert listed.json()["total"] == 1
+    finally:
+        server.stop()
+    assert errors == []

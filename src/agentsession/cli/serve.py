@@ -1,9 +1,14 @@
 """``agentsession serve``: the HTTP server over the command line's database and model.
 
 ``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T]
-[--otlp-endpoint URL]``. Without ``--token`` the server answers anyone who reaches it, so it
-refuses to listen anywhere but on a loopback address. The server and its traces come with the
-``server`` and ``otel`` extras; nothing here imports them until ``serve`` runs.
+[--allowed-host NAME] [--no-auth] [--otlp-endpoint URL]``. Without ``--token`` the server makes a
+random token for the run and prints the URL that carries it (``http://HOST:PORT/?token=…``); the
+web UI opened from it keeps the token. ``--no-auth`` serves without any token, on a loopback
+address only, and says what that allows. Without a token given, the server listens on loopback
+only. Whatever the tokens, the server answers requests for loopback names and the
+``--allowed-host`` names only, from no page but its own (``server.guard``). The server and its
+traces come with the ``server`` and ``otel`` extras; nothing here imports them until ``serve``
+runs.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import argparse
 import contextlib
 import json
 import os
+import secrets
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +49,22 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         default=[],
         metavar="TOKEN",
         help="a bearer token clients must send (repeatable; 'sha256:<hex>' gives its hash"
-        " instead); required to listen on a non-loopback address",
+        " instead); required to listen on a non-loopback address. Without it a random token is"
+        " made for the run and printed in the URL to open",
+    )
+    add(
+        "--no-auth",
+        action="store_true",
+        help="serve without any token (loopback only): every program and user of this machine"
+        " can then drive every session; pages of other sites are still refused",
+    )
+    add(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients may reach the server by, beside loopback names (repeatable;"
+        " '*' accepts any, for a server behind a proxy that checks it)",
     )
     add(
         "--workers",
@@ -59,15 +81,59 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
     )
 
 
-def _check_bind(host: str, tokens: list[str]) -> None:
+def _check_bind(host: str, tokens: list[str], no_auth: bool = False) -> None:
     from ..server.auth import is_loopback
 
+    if no_auth and tokens:
+        raise UsageError("--no-auth and --token contradict each other: give one of them")
     if not tokens and not is_loopback(host):
         raise UsageError(
             f"refusing to listen on {host} without --token: anyone who reaches it could drive"
             " every session; give --token TOKEN (clients send 'Authorization: Bearer TOKEN'),"
             " or listen on 127.0.0.1"
         )
+
+
+def _allowed_hosts(args: argparse.Namespace) -> list[str]:
+    """``--allowed-host`` names, and the address listened on when it is one (not ``0.0.0.0``)."""
+    import ipaddress
+
+    named = list(args.allowed_host)
+    with contextlib.suppress(ValueError):
+        if not ipaddress.ip_address(args.host.strip("[]")).is_unspecified:
+            named.append(args.host)
+    return named
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _run_token(inv: Invocation) -> str | None:
+    """The token made for this run when none was given (``None``: tokens given, or --no-auth).
+
+    It is printed in the URL to open, on standard output and in the status line, and names no
+    owner: it sees every session, as the user at the terminal does.
+    """
+    args = inv.args
+    url = _url(args.host, args.port)
+    if args.no_auth:
+        sys.stderr.write(
+            f"WARNING: --no-auth: serving {url} WITHOUT A TOKEN. Every program and every user"
+            " of this machine can now list, read and prompt every session and approve its tool"
+            " calls (the tools run with your rights). Pages of other sites are still refused"
+            " (Origin, Host and Content-Type are checked).\n"
+        )
+        sys.stderr.flush()
+        return None
+    if args.token:
+        return None
+    token = secrets.token_urlsafe(32)
+    line = f"{url}/?token={token}"
+    sys.stdout.write(f"open the web UI at {line}\n")
+    sys.stdout.flush()
+    inv.output.note(f"this run's token (send 'Authorization: Bearer TOKEN'): {line}")
+    return token
 
 
 def _graceful(uvicorn: Any, config: Any, app: Any) -> Any:
@@ -123,15 +189,18 @@ def worker_app() -> Any:
     return create_app(
         runtime,
         tokens=conf["tokens"],
+        open_tokens=conf["open_tokens"],
+        allowed_hosts=conf["allowed_hosts"],
         shutdown_grace=_GRACE,
         observer=tracing.observer if tracing is not None else None,
         on_shutdown=closing,
     )
 
 
-async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
+async def _serve_workers(inv: Invocation, uvicorn: Any, run_token: str | None) -> int:
     """``--workers N``: uvicorn's supervisor runs N processes, each serving ``worker_app``."""
     from ..server.auth import Tokens
+    from ..server.limits import MAX_CONNECTIONS
 
     args = inv.args
     store = inv.store("create")
@@ -144,16 +213,20 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "db": inv.location,
             "model": args.model,
             "tokens": list(Tokens.of(args.token).hashes),
+            "open_tokens": list(Tokens.of([run_token] if run_token else []).hashes),
+            "allowed_hosts": _allowed_hosts(args),
             "otlp": args.otlp_endpoint,
         }
     )
-    inv.output.note(f"serving on http://{args.host}:{args.port} with {args.workers} workers")
+    inv.output.note(f"serving on {_url(args.host, args.port)} with {args.workers} workers")
     uvicorn.run(
         "agentsession.cli.serve:worker_app",
         factory=True,
         host=args.host,
         port=args.port,
         workers=args.workers,
+        http="agentsession.server.limits:HeadDeadlineProtocol",
+        limit_concurrency=MAX_CONNECTIONS,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=_GRACE,
@@ -164,19 +237,21 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
 async def serve(inv: Invocation) -> int:
     """Run the server until interrupted (SIGINT/SIGTERM: turns finish or are cancelled)."""
     args = inv.args
-    _check_bind(args.host, args.token)
+    _check_bind(args.host, args.token, args.no_auth)
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
     try:
         import uvicorn
 
         from ..server import create_app
+        from ..server.limits import MAX_CONNECTIONS, HeadDeadlineProtocol
     except ImportError as exc:
         raise UsageError(
             f"the server needs the 'server' extra (pip install 'agentsession[server]'): {exc}"
         ) from None
+    run_token = _run_token(inv)
     if args.workers > 1:
-        return await _serve_workers(inv, uvicorn)
+        return await _serve_workers(inv, uvicorn, run_token)
     store = inv.store("create")
     runtime = inv.new_runtime(store, None)
     tracing = None
@@ -188,6 +263,8 @@ async def serve(inv: Invocation) -> int:
         app = create_app(
             runtime,
             tokens=args.token,
+            open_tokens=[run_token] if run_token else [],
+            allowed_hosts=_allowed_hosts(args),
             shutdown_grace=_GRACE,
             observer=tracing.observer if tracing is not None else None,
         )
@@ -197,12 +274,14 @@ async def serve(inv: Invocation) -> int:
             app,
             host=args.host,
             port=args.port,
+            http=HeadDeadlineProtocol,
+            limit_concurrency=MAX_CONNECTIONS,
             log_level="warning",
             lifespan="on",
             timeout_graceful_shutdown=_GRACE,
         )
         server = _graceful(uvicorn, config, app)
-        inv.output.note(f"serving on http://{args.host}:{args.port} (Ctrl-C stops)")
+        inv.output.note(f"serving on {_url(args.host, args.port)} (Ctrl-C stops)")
         await server.serve()
     finally:
         await runtime.close()

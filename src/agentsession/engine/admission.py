@@ -372,7 +372,7 @@ class Admitter:
             model=model.name,
             step=step,
             message_count=len(self.writer.transcript) + len(users),
-            epoch_reason=self.epoch_reason or _switched(view.epoch, model),
+            epoch_reason=self.epoch_reason or _switched(view.epoch, model) or _imported(view),
             timestamp=now(),
             epoch_dispatched=view.dispatched,
             provider=profile.provider,
@@ -413,6 +413,18 @@ def _message_index(label: str) -> int | None:
 
 def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
     return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
+
+
+def _imported(view: EpochView) -> EpochReason | None:
+    """``"import"`` until the first request after an import: its epoch holds nothing of the file.
+
+    The new epoch starts from the import epoch's empty state, so the baseline is the importing
+    runtime's own rendering and no section of the file's context is carried over.
+    """
+    epoch = view.epoch
+    if epoch is not None and epoch.reason == "import" and not view.dispatched:
+        return "import"
+    return None
 
 
 def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:

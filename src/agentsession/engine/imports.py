@@ -11,7 +11,12 @@ conversation and none of its authority:
   on that approval (a decision without a result closes as interrupted);
 - the id must follow the rules of ids the package creates (``valid_session_id``): no path
   separators, no leading dot, no control characters, at most 128 characters;
-- the title is cleaned as ``rename`` cleans titles (one plain line).
+- the title is cleaned as ``rename`` cleans titles (one plain line);
+- the file's System Context (epoch baselines and update messages, the exporter's ``core.agent``
+  instructions among them) never reaches the importer's model: an epoch with reason ``import``
+  and nothing in it is appended, and the first request after the import starts a new epoch whose
+  baseline the importing runtime renders from its own components, carrying nothing over
+  (``engine/admission``). The file's conversation stays in view; its epochs stay in the log.
 
 The line size and nesting limits are the session file's own (``store.session_file``).
 """
@@ -26,7 +31,9 @@ from ..log import (
     ApprovalDecided,
     ApprovalRequested,
     ApprovalsDropped,
+    ContextEpoch,
     LogEntry,
+    MidConversationSystemMessage,
     PermissionChanged,
     now,
 )
@@ -62,7 +69,37 @@ def admit_import(parsed: SessionFile, default_preset: str, *, path: str = "") ->
     if info.title is not None:
         info = dataclasses.replace(info, title=clean_title(info.title) or None)
     added = _reset_authority(parsed.entries, default_preset)
-    return dataclasses.replace(parsed, info=info, entries=(*parsed.entries, *added))
+    context = _set_context_aside(parsed.entries)
+    return dataclasses.replace(parsed, info=info, entries=(*parsed.entries, *added, *context))
+
+
+def _set_context_aside(entries: tuple[LogEntry, ...]) -> list[LogEntry]:
+    """An empty ``import`` epoch after the file's own, so none of its context is carried on.
+
+    Numbered past every epoch and update message the file holds, so none of them belongs to it;
+    its history starts where the file's last epoch's did, so the conversation stays in view.
+    """
+    if not any(isinstance(e, ContextEpoch | MidConversationSystemMessage) for e in entries):
+        return []  # nothing to set aside (a version-2 file stays as it was)
+    numbers = [-1]
+    history_start, summary_seq = 0, None
+    for entry in entries:
+        if isinstance(entry, ContextEpoch):
+            numbers.append(entry.epoch)
+            history_start, summary_seq = entry.history_start, entry.summary_seq
+        elif isinstance(entry, MidConversationSystemMessage):
+            numbers.append(entry.epoch)
+    epoch = ContextEpoch(
+        epoch=max(numbers) + 1,
+        baseline=(),
+        checkpoint=(),
+        history_start=history_start,
+        reason="import",
+        summary_seq=summary_seq,
+        timestamp=now(),
+        tools=(),
+    )
+    return [epoch]
 
 
 def _reset_authority(entries: tuple[LogEntry, ...], default_preset: str) -> list[LogEntry]:

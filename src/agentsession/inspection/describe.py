@@ -61,6 +61,7 @@ EPOCH_REASONS = {
     "manual": "asked for",
     "tools": "the tools changed",
     "location": "the session moved",
+    "import": "imported: the file's context set aside",
 }
 
 _TEXT_CHARS = 4_000

@@ -8,7 +8,8 @@ baseline sections; and the timeline of the log grouped by turn. ``render_index``
 sessions, each linking to its own report.
 
 Everything is inline — CSS, the script, the data — and a Content-Security-Policy forbids the
-page any fetch, so a report opened from disk, mailed or archived stays whole and private. The
+page any fetch and any inline script or style but its own (named by their hashes, never
+``'unsafe-inline'``), so a report opened from disk, mailed or archived stays whole and private. The
 figures are markup; the requests, epochs and timeline are data embedded once
 (``_report_data``: a session's requests repeat one another, so each message is stored once and
 a request is a list of references) that the script draws as they come into view
@@ -17,6 +18,8 @@ a request is a list of references) that the script draws as they come into view
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -27,12 +30,22 @@ from ._report_data import embed, report_data
 from ._report_script import SCRIPT
 from .views import Inspection, MessageCounts, RequestInfo, TimelineItem
 
-__all__ = ["IndexEntry", "render_index", "render_report"]
+__all__ = ["REPORT_POLICY", "REPORT_SOURCES", "IndexEntry", "render_index", "render_report"]
 
-_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:;"
-    " base-uri 'none'; form-action 'none'"
+
+def _digest(text: str) -> str:
+    """A CSP source naming an inline element by the hash of its text."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+#: The report's policy: its own style and script by hash (nothing else inline runs), no fetch.
+#: The page carries it in a ``<meta>``; the server also sends it as a header.
+REPORT_POLICY = (
+    f"default-src 'none'; style-src {_digest(STYLE)}; script-src {_digest(SCRIPT)};"
+    " img-src data:; base-uri 'none'; form-action 'none'"
 )
+#: The sources the report needs from a page that opens it in a window of its own (the web UI).
+REPORT_SOURCES = (_digest(STYLE), _digest(SCRIPT))
 _OPEN_TABLE = 40  # requests shown without a click
 _NOSCRIPT = (
     "<noscript><p class='warn'>The requests, epochs and timeline of this report are drawn by "
@@ -73,7 +86,7 @@ class IndexEntry:
 def _page(title: str, body: Iterable[str], footer: str, data: str = "") -> str:
     head = (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{REPORT_POLICY}\">"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
     )

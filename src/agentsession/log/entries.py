@@ -145,7 +145,7 @@ class MidConversationSystemMessage:
 
 
 EpochReason: TypeAlias = Literal[
-    "start", "compaction", "model_switch", "window", "manual", "tools", "location"
+    "start", "compaction", "model_switch", "window", "manual", "tools", "location", "import"
 ]
 
 

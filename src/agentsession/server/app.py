@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -21,6 +22,7 @@ from ..engine.leases import live_lease
 from ..errors import AgentSessionError, ConflictError
 from ..runtime import Runtime
 from .auth import Tokens
+from .guard import Guard
 from .inspect_routes import inspect_routes
 from .notify import Notifier
 from .openapi import openapi_document
@@ -29,7 +31,7 @@ from .sessions import session_routes
 from .state import BodyTooLargeError, NotAuthorizedError, ServerState
 from .turn_routes import lease_details, turn_routes
 from .turns import ObserverOf, Turns
-from .ui_page import PAGE
+from .ui_page import PAGE, PAGE_POLICY
 from .wire import error_body, status_of
 
 __all__ = ["create_app"]
@@ -42,6 +44,8 @@ def create_app(
     runtime: Runtime,
     *,
     tokens: Iterable[str] = (),
+    open_tokens: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
     max_body: int = DEFAULT_MAX_BODY,
     shutdown_grace: float = 10.0,
     observer: ObserverOf | None = None,
@@ -50,7 +54,11 @@ def create_app(
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
     ``tokens`` (plain or ``sha256:<hex>``) turn on bearer authentication: each token names an
-    owner and sees only its own sessions. ``max_body`` caps request bodies (413 beyond).
+    owner and sees only its own sessions; ``open_tokens`` authenticate without naming an owner
+    and see every session (``serve`` makes one per run). Whatever the tokens, the server answers
+    only requests for loopback names and ``allowed_hosts`` (``"*"``: any), from no page but its
+    own, and state-changing ones only with a JSON body (``guard``). ``max_body`` caps request
+    bodies (413 beyond).
     ``observer`` sees every turn (``agentsession.server.telemetry.otel_observer`` makes spans).
     ``on_shutdown`` runs last when the app shuts down (closing a runtime the app owns).
     """
@@ -59,7 +67,7 @@ def create_app(
         runtime=runtime,
         notifier=notifier,
         turns=Turns(runtime, notifier, observer),
-        tokens=Tokens.of(tokens),
+        tokens=Tokens.of(tokens, open_tokens),
         owners=Owners(runtime.store),
         max_body=max_body,
     )
@@ -94,7 +102,7 @@ def create_app(
         return JSONResponse(openapi_document())
 
     async def index(request: Request) -> Response:
-        return HTMLResponse(PAGE)
+        return HTMLResponse(PAGE, headers={"Content-Security-Policy": PAGE_POLICY})
 
     routes = [
         Route("/", index, methods=["GET"]),
@@ -105,6 +113,7 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
+        middleware=[Middleware(Guard, allowed_hosts=tuple(allowed_hosts))],
         lifespan=lifespan,
         exception_handlers={AgentSessionError: failed, Exception: failed},
     )

@@ -4,7 +4,10 @@ A token is given as itself or as ``sha256:<hex>`` (its hash), so a configuration
 hold the secret. The server keeps hashes only and compares them in constant time. The owner a
 token names is derived from its hash, so it stays the same across restarts and processes; a
 session created with a token belongs to that owner, and a token sees only its own sessions.
-Without tokens the server is open to whoever reaches it: ``serve`` allows that on loopback only.
+A token may also name no owner (``Tokens.of(..., open_tokens=[...])``): the token ``serve`` makes
+for one run when it is given none, which sees every session as the user at the terminal does.
+Without any token the server is open to whoever reaches it: ``serve --no-auth`` allows that on
+loopback only.
 """
 
 from __future__ import annotations
@@ -39,33 +42,52 @@ def _stored(given: str) -> str:
 
 @dataclass(frozen=True)
 class Tokens:
-    """The hashes of the tokens the server accepts (empty: no authentication)."""
+    """The hashes of the tokens the server accepts (none at all: no authentication).
+
+    ``hashes`` each name an owner; ``open_hashes`` name none and see every session.
+    """
 
     hashes: tuple[str, ...] = ()
+    open_hashes: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, given: Iterable[str]) -> Tokens:
+    def of(cls, given: Iterable[str], open_tokens: Iterable[str] = ()) -> Tokens:
         """Tokens from their plain or hashed forms (``UsageError`` for a malformed one)."""
-        return cls(tuple(_stored(g) for g in given))
+        return cls(tuple(_stored(g) for g in given), tuple(_stored(g) for g in open_tokens))
 
     @property
     def required(self) -> bool:
         """Whether requests must carry a token."""
-        return bool(self.hashes)
+        return bool(self.hashes or self.open_hashes)
+
+    def is_open(self, authorization: str | None) -> bool:
+        """Whether the ``Authorization`` header carries a token that names no owner."""
+        candidate = _bearer(authorization)
+        found = False
+        for stored in self.open_hashes:
+            found |= candidate is not None and hmac.compare_digest(stored, candidate)
+        return found
 
     def owner(self, authorization: str | None) -> str | None:
         """The owner the ``Authorization`` header's bearer token names, or ``None`` if unknown."""
-        if not authorization:
+        candidate = _bearer(authorization)
+        if candidate is None:
             return None
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return None
-        candidate = hash_token(token.strip())
         found = None
         for stored in self.hashes:
             if hmac.compare_digest(stored, candidate):
                 found = stored
         return None if found is None else "owner-" + found[len(_PREFIX) :][:16]
+
+
+def _bearer(authorization: str | None) -> str | None:
+    """The hash of the bearer token an ``Authorization`` header carries, if it carries one."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return hash_token(token.strip())
 
 
 def is_loopback(host: str) -> bool:

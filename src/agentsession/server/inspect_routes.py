@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from ..codec import encode
 from ..errors import UsageError
-from ..inspection.report import render_report
+from ..inspection.report import REPORT_POLICY, render_report
 from ..inspection.views import Inspection
 from ..ledger import cost_fields
 from ..providers import lower
@@ -92,7 +92,8 @@ def _version() -> str:
 async def report(request: Request) -> Response:
     inspection = await _inspection(request)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return HTMLResponse(render_report(inspection, generated=stamp, version=_version()))
+    page = render_report(inspection, generated=stamp, version=_version())
+    return HTMLResponse(page, headers={"Content-Security-Policy": REPORT_POLICY})
 
 
 async def cost(request: Request) -> Response:

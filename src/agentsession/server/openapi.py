@@ -30,8 +30,10 @@ def _op(summary: str, responses: dict[str, Any], **more: Any) -> dict[str, Any]:
     errors = {
         "400": _json(_ERROR, "bad request"),
         "401": _json(_ERROR, "no accepted bearer token"),
+        "403": _json(_ERROR, "a host name the server does not serve, or another page's Origin"),
         "404": _json(_ERROR, "no such session (or not the caller's)"),
         "409": _json(_ERROR, "the session is busy or driven by another process"),
+        "415": _json(_ERROR, "a state-changing request must say Content-Type: application/json"),
     }
     return {"summary": summary, "responses": {**responses, **errors}, **more}
 

@@ -1,8 +1,12 @@
-"""Routes that manage sessions: create, list (paged), get, rename, fork, delete, export, import."""
+"""Routes that manage sessions: create, list (paged), get, rename, fork, delete, export, import.
+
+An import is stored under a new id unless the caller's token owns the id the file names.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -170,7 +174,8 @@ async def import_session(request: Request) -> Response:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(raw)
-        new_id = os.urandom(16).hex() if copy or owner is not None else None
+        keep = not copy and await _owns_file_id(state, owner, raw)
+        new_id = None if keep else os.urandom(16).hex()
         session = await state.runtime.import_session(Path(name), new_id=new_id)
     finally:
         await asyncio.to_thread(Path(name).unlink, missing_ok=True)
@@ -180,6 +185,24 @@ async def import_session(request: Request) -> Response:
     return JSONResponse(
         info_json(await state.runtime.store.get_session(session.id)), status_code=201
     )
+
+
+async def _owns_file_id(state: ServerState, owner: str | None, raw: bytes) -> bool:
+    """Whether the caller owns the session id the file names, so the import may keep it.
+
+    Only a token's owner owns anything: without a token (``--no-auth``) or with the run's token
+    the caller owns no id, and every import gets a new one, so no page or other program can know
+    the id of a session it imported in the user's name.
+    """
+    if owner is None:
+        return False
+    first = raw.split(b"\n", 1)[0]
+    try:
+        header = json.loads(first)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False  # the import itself says what is wrong with the file
+    named = header.get("id") if isinstance(header, dict) else None
+    return isinstance(named, str) and await state.owners.get(named) == owner
 
 
 def session_routes() -> list[Route]:

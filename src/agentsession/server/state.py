@@ -54,8 +54,10 @@ class ServerState:
     decisions: dict[str, dict[str, Decision]] = field(default_factory=dict)
 
     def caller(self, request: Request) -> str | None:
-        """The calling owner (``None`` when the server needs no token)."""
+        """The calling owner (``None`` when the server needs no token or the token names none)."""
         if not self.tokens.required:
+            return None
+        if self.tokens.is_open(request.headers.get("authorization")):
             return None
         owner = self.tokens.owner(request.headers.get("authorization"))
         if owner is None:

@@ -3,20 +3,22 @@
 Sessions on the left; the chat on the right, streamed from the prompt's event stream (read with
 ``fetch`` so a bearer token can travel in a header); tool calls, their results and approvals
 inline; a link to each session's report. Every text from the server is inserted as text, never
-as markup.
+as markup; approval questions and tool calls show control characters and bidirectional
+overrides as escapes. The page runs under a policy naming its one style and one script by hash.
+A ``?token=`` in its URL (what ``serve`` prints) is kept in the browser and dropped from the
+address bar.
 """
 
 from __future__ import annotations
 
-__all__ = ["PAGE"]
+import base64
+import hashlib
 
-PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>agentsession</title>
-<style>
+from ..inspection.report import REPORT_SOURCES
+
+__all__ = ["PAGE", "PAGE_POLICY"]
+
+STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0; display: flex; height: 100vh; }
 aside { width: 17rem; border-right: 1px solid #ddd; padding: .8rem; overflow: auto; }
 main { flex: 1; display: flex; flex-direction: column; padding: .8rem; min-width: 0; }
@@ -28,25 +30,32 @@ main { flex: 1; display: flex; flex-direction: column; padding: .8rem; min-width
 .sessions button { display: block; width: 100%; text-align: left; margin: .2rem 0; }
 .current { font-weight: bold; }
 form { display: flex; gap: .4rem; } #text { flex: 1; }
-</style>
-</head>
-<body>
-<aside>
-  <label>Token <input id="token" type="password" placeholder="(none)" size="12"></label>
-  <p><button id="new">New session</button></p>
-  <div class="sessions" id="sessions"></div>
-</aside>
-<main>
-  <div><strong id="title">No session</strong> <a id="report" href="#" hidden>report</a></div>
-  <div id="log"></div>
-  <form id="prompt"><input id="text" autocomplete="off" placeholder="Message">
-  <button id="send">Send</button></form>
-</main>
-<script>
+"""
+
+SCRIPT = """
 "use strict";
 const $ = (id) => document.getElementById(id);
 let current = null;
+// The token serve prints travels in the URL once: kept here, then dropped from the address bar.
+const params = new URLSearchParams(location.search);
+if (params.has("token")) {
+  localStorage.setItem("agentsession.token", params.get("token"));
+  params.delete("token");
+  const query = params.toString();
+  history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
+}
 $("token").value = localStorage.getItem("agentsession.token") || "";
+// Control characters and bidirectional overrides shown as escapes, as the command line shows
+// them: text a model wrote cannot reorder what an approval question says.
+const hidden = new RegExp("[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f" +
+  "\\u200e\\u200f\\u061c\\u202a-\\u202e\\u2066-\\u2069]", "g");
+function visible(text) {
+  return String(text).replace(hidden, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x100 ? "\\\\x" + code.toString(16).padStart(2, "0")
+      : "\\\\u" + code.toString(16).padStart(4, "0");
+  });
+}
 $("token").addEventListener("change", () => {
   localStorage.setItem("agentsession.token", $("token").value); loadSessions();
 });
@@ -77,11 +86,11 @@ async function loadSessions() {
     b.textContent = s.title || s.id.slice(0, 12);
     b.dataset.id = s.id;
     if (s.id === current) b.className = "current";
-    b.addEventListener("click", () => open(s.id));
+    b.addEventListener("click", () => openSession(s.id));
     $("sessions").appendChild(b);
   }
 }
-async function open(id) {
+async function openSession(id) {
   current = id; $("log").replaceChildren();
   $("title").textContent = "Session " + id.slice(0, 12);
   $("report").hidden = false; $("report").href = "/sessions/" + id + "/report";
@@ -130,7 +139,8 @@ function handle(event, data, answer) {
     answer.textContent += data.text; return answer;
   }
   if (event === "tool_call_started") {
-    add("tool", "→ " + data.call.name + " " + JSON.stringify(data.call.arguments)); return null;
+    add("tool", visible("→ " + data.call.name + " " + JSON.stringify(data.call.arguments)));
+    return null;
   }
   if (event === "tool_result") { add("tool", data.name + " → " + data.content); return null; }
   if (event === "approval_needed") { showApproval(data.request); return null; }
@@ -141,8 +151,8 @@ function handle(event, data, answer) {
   return answer;
 }
 function showApproval(request) {
-  const div = add("approval", "Approve " + request.name + " " +
-    JSON.stringify(request.arguments) + "? " + request.reason + " ");
+  const div = add("approval", visible("Approve " + request.name + " " +
+    JSON.stringify(request.arguments) + "? " + request.reason) + " ");
   for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
     const b = document.createElement("button");
     b.textContent = label; b.className = approved ? "approve" : "deny";
@@ -163,7 +173,7 @@ async function run(action) {
   finally { $("send").disabled = false; }
 }
 $("new").addEventListener("click", () => run(async () => {
-  const s = await (await call("POST", "/sessions", {})).json(); await open(s.id);
+  const s = await (await call("POST", "/sessions", {})).json(); await openSession(s.id);
 }));
 $("prompt").addEventListener("submit", (ev) => {
   ev.preventDefault();
@@ -173,7 +183,48 @@ $("prompt").addEventListener("submit", (ev) => {
   run(() => stream("/sessions/" + current + "/prompt", {text}));
 });
 loadSessions();
-</script>
+"""
+
+
+def _digest(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+#: The page's policy: its own style and script by hash (no ``'unsafe-inline'``), fetches to this
+#: server only, never framed; the report's sources too, for the report it opens from a blob.
+PAGE_POLICY = (
+    f"default-src 'none'; style-src {_digest(STYLE)} {REPORT_SOURCES[0]};"
+    f" script-src {_digest(SCRIPT)} {REPORT_SOURCES[1]}; connect-src 'self'; img-src data:;"
+    " base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+PAGE = (
+    """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>agentsession</title>
+<style>"""
+    + STYLE
+    + """</style>
+</head>
+<body>
+<aside>
+  <label>Token <input id="token" type="password" placeholder="(none)" size="12"></label>
+  <p><button id="new">New session</button></p>
+  <div class="sessions" id="sessions"></div>
+</aside>
+<main>
+  <div><strong id="title">No session</strong> <a id="report" href="#" hidden>report</a></div>
+  <div id="log"></div>
+  <form id="prompt"><input id="text" autocomplete="off" placeholder="Message">
+  <button id="send">Send</button></form>
+</main>
+<script>"""
+    + SCRIPT
+    + """</script>
 </body>
 </html>
 """
+)
