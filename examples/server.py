@@ -55,7 +55,7 @@ async def main(folder: Path) -> None:
     )
     app = create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://agents.local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         created = await client.post("/sessions", json={"title": "over HTTP"})
         sid = created.json()["id"]
         print("created:", created.status_code, created.json()["title"])

@@ -41,6 +41,7 @@ from ..errors import CorruptEntryError, SessionFileError, StoreError
 from ..log import (
     VERSIONS,
     AssistantEntry,
+    ContextEpoch,
     LogEntry,
     RuntimeContextSnapshot,
     UserEntry,
@@ -177,8 +178,24 @@ async def export_session(store: Store, session_id: str, path: str | os.PathLike[
             f"session {session_id!r} changed shape while it was exported: expected"
             f" {info.next_seq} entries, read {len(entries)}"
         )
+    entries = _without_unused_import_epoch(entries)
     await asyncio.to_thread(_write_atomically, Path(path), render_session_file(info, entries))
     return len(entries)
+
+
+def _without_unused_import_epoch(entries: list[LogEntry]) -> list[LogEntry]:
+    """The log less a trailing ``import`` epoch that no request has used yet.
+
+    An import appends an empty epoch so the importing runtime renders its own System Context
+    (``engine/imports``); until a request uses it, it is that runtime's note to itself, not part
+    of the conversation. Every importer appends its own, so leaving it out of the file loses
+    nothing and keeps export → import → export byte-identical.
+    """
+    if entries:
+        last = entries[-1]
+        if isinstance(last, ContextEpoch) and last.reason == "import":
+            return entries[:-1]
+    return entries
 
 
 def _write_atomically(path: Path, text: str) -> None:
