@@ -32,13 +32,7 @@ from ..boundary import (
     window_of,
 )
 from ..budget import measure, total_tokens
-from ..compaction import (
-    CompactionPlan,
-    cached_summary_request,
-    compaction_entries,
-    plan_compaction,
-    summary_request,
-)
+from ..compaction import CompactionPlan, compaction_entries, plan_compaction
 from ..context.component import ContextComponent, LoadResult
 from ..context.engine import effective_state, fresh_baseline
 from ..errors import (
@@ -62,14 +56,12 @@ from ..log import (
     now,
 )
 from ..projection import project
-from ..providers.base import Model, ModelDone, complete, provider_failure
-from ..providers.cache_controls import CacheControls
-from ..providers.cache_policy import choose_ttl
+from ..providers.base import Model
 from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .epoch_view import EpochView
-from .model_call import call_model, session_cache_key
 from .parts import SessionParts
+from .summary_call import summarise
 from .writer import LogWriter
 
 __all__ = ["Admitter", "Samples"]
@@ -245,14 +237,8 @@ class Admitter:
         if plan is None or view.epoch is None:
             return False
         summarizer = self.deps.summarizer or model
-        request = await self._cached_request(plan, model, summarizer)
-        if request is not None:
-            done = await self._summarise(summarizer, request)
-        else:
-            budget = self.deps.budget.budget(summarizer.profile.context_window)
-            request = summary_request(plan.head, self.deps.budget.counter, budget)
-            # ``complete`` already translates the summariser's failure (``raise … from``).
-            done = await complete(summarizer, request)
+        # The failure leaves translated (``raise … from``), as one of the package's errors.
+        done = await summarise(self.deps, self.writer, plan, model, self.rebuild)
         # The summary request is billed like any other: the ledger counts it (a ``SideCall``).
         call = SideCall(
             "compaction",
@@ -283,64 +269,6 @@ class Admitter:
         await self.writer.append([*entries, call])
         self.epoch_reason = None
         return True
-
-    async def _cached_request(
-        self, plan: CompactionPlan, model: Model, summarizer: Model
-    ) -> Request | None:
-        """The summary request that reads the conversation's cache, or ``None`` when it cannot.
-
-        Only the conversation's own model (same provider and model name) holds that cache; the
-        request must fit the model's budget beside its output, and the live request must still
-        be buildable (a tool it declared may be gone).
-        """
-        if summarizer is not model and (
-            summarizer.name != model.name or summarizer.profile.provider != model.profile.provider
-        ):
-            return None
-        try:
-            live = await self.rebuild(model)
-        except UsageError:
-            return None
-        request = cached_summary_request(live, plan)
-        if request is None:
-            return None
-        profile = model.profile
-        limit = self.deps.budget.limit(
-            model_window=profile.context_window, max_output_tokens=profile.max_output_tokens
-        )
-        if total_tokens(request, self.deps.budget.counter) > limit:
-            return None
-        return request
-
-    async def _summarise(self, model: Model, request: Request) -> ModelDone:
-        """``model``'s answer to a cache-reading summary request, with the session's cache key.
-
-        The same key and lifetime as the conversation's calls, so the provider routes it to
-        the cache those calls wrote; failures leave translated, like ``complete``'s.
-        """
-        config, ledger = self.deps.config, self.writer.ledger
-        controls = CacheControls(
-            key=session_cache_key(self.writer.session_id),
-            ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
-        )
-        done: ModelDone | None = None
-        try:
-            async for event in call_model(
-                model,
-                request,
-                retries=config.provider_retries,
-                base_delay=config.retry_base_delay,
-                controls=controls,
-            ):
-                if isinstance(event, ModelDone):
-                    done = event
-        except Exception as exc:
-            failure = provider_failure(exc, model.name)
-            if failure is exc:
-                raise
-            raise failure from exc
-        assert done is not None  # ``call_model`` ends with the answer or raises
-        return done
 
     def _cold(self) -> bool:
         """Whether the provider's cache has expired since the last request (runtime clock)."""
