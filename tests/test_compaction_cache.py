@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 import agentsession as ags
 from agentsession.compaction import CompactionPlan, cached_summary_request
 from agentsession.log import Dispatch, SideCall
@@ -114,3 +116,22 @@ def test_live_window_without_the_head_gives_no_cached_request() -> None:
     assert extended is not None and extended.messages[:3] == messages
     assert extended.sources == (*live.sources, ())
     assert "begins: «six»" in str(extended.messages[-1].content)
+
+
+async def test_compaction_setting_is_checked_and_every_mode_compacts(make_runtime: Make) -> None:
+    with pytest.raises(ags.UsageError, match=r"Config\.compaction"):
+        ags.Config(compaction="server")
+    assert ags.Config().compaction == "local"
+    for mode in ("local", "provider", "auto"):
+        runtime = make_runtime(
+            ["a1", "a2", "## Goal\nCount."],
+            config=ags.Config(compaction=mode, keep_user_turns=1, retry_base_delay=0),
+        )
+        session = await runtime.create_session()
+        for text in ("one", "two"):
+            await session.prompt(text)
+        # Provider compaction is not built yet: every mode compacts through the cache.
+        assert await session.compact() is True
+        sent = scripted(runtime).requests
+        last, summary = sent[-2], sent[-1]
+        assert summary.messages[: len(last.messages)] == last.messages
