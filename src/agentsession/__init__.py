@@ -56,7 +56,7 @@ from .events import (
     TurnFinished,
     TurnStream,
 )
-from .ledger import CostSummary, ModelCost
+from .ledger import CacheMiss, CostSummary, ModelCost
 from .ledger.prices import ModelPrice
 from .log import (
     ContextEpoch,
@@ -143,6 +143,7 @@ __all__ = [
     "ApprovalRequest",
     "AssistantMessage",
     "BudgetExceededError",
+    "CacheMiss",
     "ComponentHandle",
     "Config",
     "ConflictError",
