@@ -187,3 +187,59 @@ async def test_session_cost_lists_the_misses_of_a_session(tmp_path: Path) -> Non
     assert price is not None
     for miss in summary.misses:
         assert miss.usd == pytest.approx(miss.tokens * (price.input - price.cached_input) / 1e6)
+
+
+async def stream_kinds(session: ags.Session, text: str) -> list[ags.Event]:
+    async with session.stream(text) as events:
+        return [event async for event in events]
+
+
+async def test_cost_alert_is_yielded_once_when_the_total_crosses(tmp_path: Path) -> None:
+    model = ags.ScriptedModel(
+        ["a1", "a2", "a3", "a4"],
+        name="anthropic:claude-opus-4-8",
+        profile=ags.ModelProfile(provider="anthropic", reports_usage=True),
+    )
+    async with ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "s.db"),
+        model=model,
+        project_dir=tmp_path,
+        instructions="Follow the house rules. " * 400,
+        config=ags.Config(titles=False),
+    ) as runtime:
+        probe = await runtime.create_session()
+        await probe.prompt("q")
+        one = probe.cost().total_usd
+    assert one is not None and one > 0
+    threshold = one * 1.5  # crossed by the second turn's response, not the first
+    model = ags.ScriptedModel(
+        ["a1", "a2", "a3"],
+        name="anthropic:claude-opus-4-8",
+        profile=ags.ModelProfile(provider="anthropic", reports_usage=True),
+    )
+    async with ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "t.db"),
+        model=model,
+        project_dir=tmp_path,
+        instructions="Follow the house rules. " * 400,
+        config=ags.Config(titles=False, cost_alert_usd=threshold),
+    ) as runtime:
+        session = await runtime.create_session()
+        first = await stream_kinds(session, "q")
+        assert not any(isinstance(e, ags.CostAlert) for e in first)
+        second = await stream_kinds(session, "q")
+        alerts = [e for e in second if isinstance(e, ags.CostAlert)]
+        assert len(alerts) == 1
+        total = session.cost().total_usd
+        assert total is not None and alerts[0].total_usd == pytest.approx(total)
+        assert alerts[0].threshold_usd == threshold
+        # Right after the response that crossed it; the turn still ends with TurnFinished.
+        at = second.index(alerts[0])
+        committed = second[at - 1]
+        assert isinstance(committed, ags.StepCommitted) and committed.what == "response"
+        assert isinstance(second[-1], ags.TurnFinished)
+        third = await stream_kinds(session, "q")  # above it already: no second alert
+        assert not any(isinstance(e, ags.CostAlert) for e in third)
+    for bad in (0, -1.0, True, "5"):
+        with pytest.raises(ags.UsageError, match="cost_alert_usd"):
+            ags.Config(cost_alert_usd=bad)  # type: ignore[arg-type]

@@ -103,6 +103,9 @@ class Config:
     ``"provider"`` and ``"auto"`` ask for the provider's own compaction where it is offered and
     the price favours it. Until that is built, both compact locally (docs/decisions.md).
 
+    ``cost_alert_usd``: when a session's total cost (``session.cost().total_usd``) crosses this
+    many USD, ``session.stream()`` yields a ``CostAlert`` after the response that crossed it.
+
     ``title_timeout`` bounds the model call that names a session, in seconds (``None`` or ``0``:
     no limit); it runs after the turn's result is delivered, and the first words of the first
     prompt stand in when it fails, times out or the session closes first.
@@ -138,6 +141,7 @@ class Config:
     prices: Mapping[str, ModelPrice] = field(default_factory=dict, hash=False)
     title_timeout: float | None = 10.0
     compaction: str = "local"
+    cost_alert_usd: float | None = None
 
     @property
     def window_keep_messages(self) -> int | None:
@@ -224,6 +228,11 @@ class Config:
             raise UsageError(
                 f"Config.compaction must be 'local', 'provider' or 'auto', got {self.compaction!r}"
             )
+        alert = self.cost_alert_usd
+        if alert is not None and (
+            isinstance(alert, bool) or not isinstance(alert, int | float) or not alert > 0
+        ):
+            raise UsageError(f"Config.cost_alert_usd must be None or > 0 USD, got {alert!r}")
         if self.cache_ttl not in ("auto", "5m", "1h"):
             raise UsageError(
                 f"Config.cache_ttl must be 'auto', '5m' or '1h', got {self.cache_ttl!r}"
