@@ -123,6 +123,7 @@ class RequestInfo:
     request: Request
     cost_usd: float | None = None  # as billed, from the reported usage; None: no price
     provider_cache: str = ""  # the provider's own cache diagnosis ("": none given)
+    failed: str = ""  # why the request got no response (a provider failure, an interruption)
 
     @property
     def new(self) -> int:
@@ -364,7 +365,7 @@ def _requests(
     counter: TokenCounter,
     config: Config,
 ) -> tuple[RequestInfo, ...]:
-    answers = _answers(records)
+    answers, failures = _answers(records), _failures(records)
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
     measured = measure_in_order([item.request for item in rebuilt], counter)
@@ -399,6 +400,7 @@ def _requests(
                 request=item.request,
                 cost_usd=billed,
                 provider_cache=answer.provider_cache if answer is not None else "",
+                failed=failures.get(item.seq, "") if answer is None else "",
             )
         )
         previous = item
@@ -415,6 +417,20 @@ def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
         elif isinstance(record.entry, AssistantEntry) and last is not None:
             answers.setdefault(last, record.entry)
     return answers
+
+
+def _failures(records: Sequence[Record]) -> dict[int, str]:
+    """Why each failed dispatch got no response, by the dispatch's seq."""
+    failures: dict[int, str] = {}
+    last: int | None = None
+    for record in records:
+        entry = record.entry
+        if entry.kind == "dispatch":
+            last = record.seq
+        elif isinstance(entry, ProviderFailed | Interrupted) and last is not None:
+            reason = entry.error if isinstance(entry, ProviderFailed) else entry.reason
+            failures.setdefault(last, reason or entry.kind)
+    return failures
 
 
 def past_context(
