@@ -365,7 +365,7 @@ def _requests(
     counter: TokenCounter,
     config: Config,
 ) -> tuple[RequestInfo, ...]:
-    answers, failures = _answers(records), _failures(records)
+    answers, failures = _answers(records)
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
     measured = measure_in_order([item.request for item in rebuilt], counter)
@@ -407,30 +407,23 @@ def _requests(
     return tuple(out)
 
 
-def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
-    """The response to each dispatch, by the dispatch's seq (failed dispatches have none)."""
+def _answers(records: Sequence[Record]) -> tuple[dict[int, AssistantEntry], dict[int, str]]:
+    """By the dispatch's seq: each response, and why each failed dispatch got none."""
     answers: dict[int, AssistantEntry] = {}
-    last: int | None = None
-    for record in records:
-        if record.entry.kind == "dispatch":
-            last = record.seq
-        elif isinstance(record.entry, AssistantEntry) and last is not None:
-            answers.setdefault(last, record.entry)
-    return answers
-
-
-def _failures(records: Sequence[Record]) -> dict[int, str]:
-    """Why each failed dispatch got no response, by the dispatch's seq."""
     failures: dict[int, str] = {}
     last: int | None = None
     for record in records:
         entry = record.entry
         if entry.kind == "dispatch":
             last = record.seq
-        elif isinstance(entry, ProviderFailed | Interrupted) and last is not None:
+        elif last is None:
+            continue
+        elif isinstance(entry, AssistantEntry):
+            answers.setdefault(last, entry)
+        elif isinstance(entry, ProviderFailed | Interrupted):
             reason = entry.error if isinstance(entry, ProviderFailed) else entry.reason
             failures.setdefault(last, reason or entry.kind)
-    return failures
+    return answers, failures
 
 
 def past_context(
