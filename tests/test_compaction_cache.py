@@ -7,13 +7,15 @@ summary's input from its prompt cache; a summariser of another provider gets the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
 import agentsession as ags
 from agentsession.compaction import CompactionPlan, cached_summary_request
 from agentsession.log import Dispatch, SideCall
+from agentsession.providers.cache_controls import CacheControls, cache_key_for
 from agentsession.request import digest
 
 Make = Callable[..., ags.Runtime]
@@ -135,3 +137,29 @@ async def test_compaction_setting_is_checked_and_every_mode_compacts(make_runtim
         sent = scripted(runtime).requests
         last, summary = sent[-2], sent[-1]
         assert summary.messages[: len(last.messages)] == last.messages
+
+
+class Controlled(ags.ScriptedModel):
+    """A scripted model that takes provider cache controls, as the SDK clients do."""
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.controls: list[CacheControls] = []
+
+    def stream_with(self, request: ags.Request, controls: CacheControls) -> AsyncIterator[Any]:
+        self.controls.append(controls)
+        return self.stream(request)
+
+
+async def test_summary_call_goes_with_the_sessions_cache_key(make_runtime: Make) -> None:
+    """The provider routes the summary to the cache the turns wrote: same key, same lifetime."""
+    model = Controlled(["a1", "a2", "## Goal\nCount."])
+    runtime = make_runtime(model=model, config=ags.Config(keep_user_turns=1, retry_base_delay=0))
+    session = await runtime.create_session()
+    for text in ("one", "two"):
+        await session.prompt(text)
+    assert await session.compact() is True
+    turns, summary = model.controls[:-1], model.controls[-1]
+    assert len(model.controls) == 3 == len(model.requests)
+    assert summary.key == turns[-1].key == cache_key_for(session.id)
+    assert summary.ttl == turns[-1].ttl
