@@ -81,6 +81,7 @@ bench: $(BENCH_STAMP)
 	$(BENCH)/cache_economy.py
 	$(BENCH)/window_step.py
 	$(BENCH)/provider_cache.py
+	$(BENCH)/compaction_cache.py
 	$(BENCH)/profile_turn.py
 	$(BENCH)/report_size.py --entries 10000 | tee benchmarks/results/report_size.txt
 	@if [ -f benchmarks/crash_soak.py ]; then $(BENCH)/crash_soak.py; fi

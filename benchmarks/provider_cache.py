@@ -157,6 +157,7 @@ async def drive(
         "cached_share": bill.cached_tokens / bill.input_tokens,
         "session_cached_share": summary.cached_share,
         "unexplained_misses": summary.unexplained_misses,
+        "misses_by_cause": _by_cause(summary.misses),
         "simulator_bill_usd": bill.usd,
         "session_cost_usd": summary.total_usd,
         "uncached_usd": summary.uncached_usd,
@@ -168,6 +169,16 @@ async def drive(
         "preview_difference_mean": sum(previews) / len(previews),
         "previews": len(previews),
     }
+
+
+def _by_cause(misses: tuple[ags.CacheMiss, ...]) -> dict[str, dict[str, float]]:
+    """Each cause's count and cost (``session.cost().misses``)."""
+    out: dict[str, dict[str, float]] = {}
+    for miss in misses:
+        row = out.setdefault(miss.cause, {"count": 0, "usd": 0.0})
+        row["count"] += 1
+        row["usd"] += miss.usd or 0.0
+    return out
 
 
 async def run_all(turns: int, shapes: list[str]) -> dict[str, Any]:
@@ -195,6 +206,8 @@ def main() -> None:
             f" mean {r['preview_difference_mean']:.2%} ({r['preview_counted_by']})"
             f"  streamed {r['streamed_requests']}  side calls {r['side_calls']}"
         )
+        for cause, row in r["misses_by_cause"].items():
+            print(f"{'':17} misses: {cause} {row['count']:.0f} ${row['usd']:.4f}")
     save(
         "provider_cache",
         {"turns": args.turns, "shapes": results},

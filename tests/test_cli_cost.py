@@ -68,6 +68,10 @@ def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
     assert row["uncached_usd"] == summary.uncached_usd
     assert row["requests"] == 5 and row["estimated"] == 0  # three turns, a title, a summary
     assert row["by_model"][PRICED]["input_tokens"] == summary.by_model[PRICED].input_tokens
+    # Each cache miss with its cause and cost, as ``session.cost().misses`` has it.
+    assert [(m["seq"], m["cause"], m["usd"]) for m in row["misses"]] == [
+        (m.seq, m.cause, m.usd) for m in summary.misses
+    ]
 
     text = cli_here(tmp_path, "--db", str(db), "cost", session_id[:8])  # a prefix, as everywhere
     assert text.code == 0, text.err
@@ -82,7 +86,9 @@ def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     report = cli_here(tmp_path, "--db", str(db), "report", session_id, "-o", str(out))
     assert report.code == 0, report.err
-    assert f"id='cost-total'>{total}<" in out.read_text(encoding="utf-8")
+    html = out.read_text(encoding="utf-8")
+    assert f"id='cost-total'>{total}<" in html
+    assert "id='cache-misses'>" in html
 
     chat = cli_here(
         tmp_path,

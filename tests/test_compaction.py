@@ -21,7 +21,8 @@ def requests(runtime: ags.Runtime) -> list[ags.Request]:
 
 
 async def test_compact_keeps_last_turns_and_opens_epoch(make_runtime: Make) -> None:
-    summarizer = ags.ScriptedModel(["## Goal\nCount things."])
+    # Another model: it cannot read the conversation's cache, so it gets the history as text.
+    summarizer = ags.ScriptedModel(["## Goal\nCount things."], name="summariser")
     runtime = make_runtime(
         ["a1", "a2", "a3", "a4"],
         summarizer=summarizer,

@@ -201,6 +201,13 @@ async def test_report_is_self_contained_and_escapes_everything(
     assert "permission preset · workspace-write → read-only" in strings
     assert "model switched · scripted → other" in strings
     assert any(t.startswith("provider failed") for t in strings)
+    # The request that failed is diagnosed "failed" (drawn in the warning colour), never a hit.
+    failed = [r for r in inspection.requests if r.failed]
+    assert [r.failed for r in failed] == ["down"]
+    diagnoses = {row[0]: strings[row[9]] for row in data["requests"]}
+    assert diagnoses[failed[0].number] == "failed"
+    assert [n for n, d in diagnoses.items() if d == "failed"] == [failed[0].number]
+    assert ".diag-failed{color:var(--warn)" in html
 
 
 def neutral(request: ags.Request) -> str:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         ApprovalNeeded,
         ApprovalRequest,
         ContextAdmitted,
+        CostAlert,
         Event,
         PromptResult,
         ProviderRetry,
@@ -68,7 +69,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         TimelineItem,
         TurnInfo,
     )
-    from .ledger import CostSummary, ModelCost
+    from .ledger import CacheMiss, CostSummary, ModelCost
     from .ledger.prices import ModelPrice
     from .log import (
         ContextEpoch,
@@ -153,6 +154,7 @@ _LAZY: dict[str, str] = {
             "ApprovalNeeded",
             "ApprovalRequest",
             "ContextAdmitted",
+            "CostAlert",
             "Event",
             "PromptResult",
             "ProviderRetry",
@@ -170,7 +172,7 @@ _LAZY: dict[str, str] = {
         ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
         "inspection.views",
     ),
-    **dict.fromkeys(("CostSummary", "ModelCost"), "ledger"),
+    **dict.fromkeys(("CacheMiss", "CostSummary", "ModelCost"), "ledger"),
     "ModelPrice": "ledger.prices",
     **dict.fromkeys(
         (
@@ -246,6 +248,7 @@ __all__ = [
     "ApprovalRequest",
     "AssistantMessage",
     "BudgetExceededError",
+    "CacheMiss",
     "ComponentHandle",
     "Config",
     "ConflictError",
@@ -257,6 +260,7 @@ __all__ = [
     "ContextSource",
     "ContextView",
     "CorruptEntryError",
+    "CostAlert",
     "CostEstimate",
     "CostSummary",
     "CredentialsError",

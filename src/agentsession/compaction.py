@@ -1,8 +1,13 @@
 """Compaction: a model-written summary of old history opens a new context epoch.
 
 The last ``keep_user_turns`` user turns stay verbatim (a turn is never split); everything the
-model view holds before them — including an earlier summary — is rendered as plain text and
-summarised by the model or a configured summariser into fixed sections. ``compaction_entries``
+model view holds before them — including an earlier summary — is summarised into fixed sections.
+When the session's own model summarises (or a summariser of the same provider and model name),
+the summary request *extends the live request*: the same system part, tools and windowed
+history, with the summary instruction appended as the last user message, so the provider reads
+its input from the prompt cache the conversation keeps warm (``cached_summary_request``). A
+summariser of another provider or model cannot read that cache: it gets the history rendered as
+plain text in a request of its own (``summary_request``). ``compaction_entries``
 turns the summary text into the two values the session commits in one transaction: the
 ``Summary`` and the new epoch, whose baseline is rendered from the boundary's samples (components
 are re-sampled, never summarised). A crash during compaction leaves the old epoch untouched.
@@ -30,17 +35,16 @@ from .request import (
 )
 
 __all__ = [
+    "CACHED_SUMMARY_INSTRUCTIONS",
     "SUMMARY_INSTRUCTIONS",
     "CompactionPlan",
+    "cached_summary_request",
     "compaction_entries",
     "plan_compaction",
     "summary_request",
 ]
 
-SUMMARY_INSTRUCTIONS = """\
-You are compacting an agent conversation so it can continue within a limited context window.
-Write a faithful, self-contained summary of the conversation below using exactly these sections:
-
+_SECTIONS = """\
 ## Goal
 ## Facts and decisions
 ## Work done (tools used and what they returned that still matters)
@@ -48,6 +52,27 @@ Write a faithful, self-contained summary of the conversation below using exactly
 
 Keep names, numbers, paths and identifiers exactly. Do not invent anything. Do not restate the
 system instructions; they are provided separately."""
+
+SUMMARY_INSTRUCTIONS = f"""\
+You are compacting an agent conversation so it can continue within a limited context window.
+Write a faithful, self-contained summary of the conversation below using exactly these sections:
+
+{_SECTIONS}"""
+
+CACHED_SUMMARY_INSTRUCTIONS = (
+    """\
+[This message comes from the agent runtime, not from the user.] The conversation is being
+compacted so it can continue within a limited context window. Do not answer or continue it and
+call no tool. Write a faithful, self-contained summary of the conversation above, up to but not
+including the user message that begins: «{first}». That message and everything after it
+({kept} user turn(s)) stay verbatim after your summary. Use exactly these sections:
+
+"""
+    + _SECTIONS
+)
+"""The last user message of a cache-reading summary request (``{first}``, ``{kept}`` filled)."""
+
+_QUOTE_CHARS = 160
 
 _ITEM_CHARS = 2_000
 
@@ -116,6 +141,34 @@ def summary_request(head: Sequence[ViewMessage], counter: TokenCounter, budget: 
     return Request(
         system=(("compaction", SUMMARY_INSTRUCTIONS),),
         messages=(UserMessage(f"Conversation to summarise:\n\n{text}"),),
+    )
+
+
+def cached_summary_request(live: Request, plan: CompactionPlan) -> Request | None:
+    """The summary request that extends ``live`` (the conversation's request as last sent).
+
+    ``live``'s system part, tools and messages stay exactly as they are — the provider reads
+    them from its cache — and the instruction naming where the kept tail starts is appended as
+    the last user message. ``None`` when ``live``'s window holds nothing before the kept tail
+    (the window moved past it) or does not reach the tail's first message.
+    """
+    start = next(
+        (i for i, seqs in enumerate(live.sources) if seqs and min(seqs) >= plan.cut_seq), None
+    )
+    if not start:
+        return None
+    first = live.messages[start]
+    if not isinstance(first, UserMessage):
+        return None
+    quoted = " ".join(text_of(first.content).split())
+    if len(quoted) > _QUOTE_CHARS:
+        quoted = quoted[:_QUOTE_CHARS] + "…"
+    instruction = CACHED_SUMMARY_INSTRUCTIONS.format(first=quoted, kept=plan.kept_turns)
+    return Request(
+        system=live.system,
+        messages=(*live.messages, UserMessage(instruction)),
+        tools=live.tools,
+        sources=(*live.sources, ()),
     )
 
 

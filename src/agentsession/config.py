@@ -97,6 +97,15 @@ class Config:
     can explain a cache miss to do so on every call after the first. ``prices`` overrides the
     shipped price table (USD per million tokens), keyed by model string or bare model name.
 
+    ``compaction`` is how history is compacted: ``"local"`` (the default) — a summary written by
+    the session's model with a request that extends the live one, so the provider reads it from
+    its prompt cache (a configured summariser of another model gets the history as plain text);
+    ``"provider"`` and ``"auto"`` ask for the provider's own compaction where it is offered and
+    the price favours it. Until that is built, both compact locally (docs/decisions.md).
+
+    ``cost_alert_usd``: when a session's total cost (``session.cost().total_usd``) crosses this
+    many USD, ``session.stream()`` yields a ``CostAlert`` after the response that crossed it.
+
     ``title_timeout`` bounds the model call that names a session, in seconds (``None`` or ``0``:
     no limit); it runs after the turn's result is delivered, and the first words of the first
     prompt stand in when it fails, times out or the session closes first.
@@ -131,6 +140,8 @@ class Config:
     provider_cache_diagnostics: bool = True
     prices: Mapping[str, ModelPrice] = field(default_factory=dict, hash=False)
     title_timeout: float | None = 10.0
+    compaction: str = "local"
+    cost_alert_usd: float | None = None
 
     @property
     def window_keep_messages(self) -> int | None:
@@ -213,6 +224,15 @@ class Config:
         keep = self.window_keep
         if isinstance(keep, bool) or not isinstance(keep, int | float) or not 0 < keep < 1:
             raise UsageError(f"Config.window_keep must be in (0, 1), got {keep!r}")
+        if self.compaction not in ("local", "provider", "auto"):
+            raise UsageError(
+                f"Config.compaction must be 'local', 'provider' or 'auto', got {self.compaction!r}"
+            )
+        alert = self.cost_alert_usd
+        if alert is not None and (
+            isinstance(alert, bool) or not isinstance(alert, int | float) or not alert > 0
+        ):
+            raise UsageError(f"Config.cost_alert_usd must be None or > 0 USD, got {alert!r}")
         if self.cache_ttl not in ("auto", "5m", "1h"):
             raise UsageError(
                 f"Config.cache_ttl must be 'auto', '5m' or '1h', got {self.cache_ttl!r}"

@@ -17,6 +17,7 @@ __all__ = [
     "ApprovalNeeded",
     "ApprovalRequest",
     "ContextAdmitted",
+    "CostAlert",
     "Event",
     "PromptResult",
     "ProviderRetry",
@@ -162,6 +163,19 @@ class TurnFinished:
     kind: Literal["turn_finished"] = "turn_finished"
 
 
+@dataclass(frozen=True)
+class CostAlert:
+    """The session's cost crossed ``Config.cost_alert_usd`` with the response just committed.
+
+    Yielded once per crossing, right after that response's ``StepCommitted``; ``total_usd`` is
+    ``session.cost().total_usd`` at that moment.
+    """
+
+    total_usd: float
+    threshold_usd: float
+    kind: Literal["cost_alert"] = "cost_alert"
+
+
 Event: TypeAlias = (
     ApprovalNeeded
     | TextDelta
@@ -170,6 +184,7 @@ Event: TypeAlias = (
     | ContextAdmitted
     | ProviderRetry
     | StepCommitted
+    | CostAlert
     | TurnFinished
 )
 """An event of a turn, as ``session.stream()`` yields them; ``kind`` tells which."""

@@ -495,6 +495,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
             await self._writer.last_dispatch(),
         )
         self._held = False
+        self._cost_alert(started=True)
         try:
             async for event in turn.run(promoted, start, calls):
                 if isinstance(event, StepCommitted) and event.what == "admission":
@@ -505,6 +506,10 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
                 ):
                     await self._naming.after_turn(self._writer.transcript)
                 yield event
+                if isinstance(event, StepCommitted) and event.what == "response":
+                    alert = self._cost_alert()
+                    if alert is not None:
+                        yield alert
         finally:
             self._held = turn.held
 

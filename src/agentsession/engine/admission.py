@@ -32,7 +32,7 @@ from ..boundary import (
     window_of,
 )
 from ..budget import measure, total_tokens
-from ..compaction import CompactionPlan, compaction_entries, plan_compaction, summary_request
+from ..compaction import CompactionPlan, compaction_entries, plan_compaction
 from ..context.component import ContextComponent, LoadResult
 from ..context.engine import effective_state, fresh_baseline
 from ..errors import (
@@ -56,11 +56,12 @@ from ..log import (
     now,
 )
 from ..projection import project
-from ..providers.base import Model, complete
+from ..providers.base import Model
 from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .epoch_view import EpochView
 from .parts import SessionParts
+from .summary_call import summarise
 from .writer import LogWriter
 
 __all__ = ["Admitter", "Samples"]
@@ -236,10 +237,8 @@ class Admitter:
         if plan is None or view.epoch is None:
             return False
         summarizer = self.deps.summarizer or model
-        budget = self.deps.budget.budget(summarizer.profile.context_window)
-        request = summary_request(plan.head, self.deps.budget.counter, budget)
-        # ``complete`` already translates the summariser's failure (``raise … from``).
-        done = await complete(summarizer, request)
+        # The failure leaves translated (``raise … from``), as one of the package's errors.
+        done = await summarise(self.deps, self.writer, plan, model, self.rebuild)
         # The summary request is billed like any other: the ledger counts it (a ``SideCall``).
         call = SideCall(
             "compaction",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..budget import measure
 from ..errors import AgentSessionError, ProviderError
+from ..events import CostAlert
 from ..ledger import (
     LEDGER_KINDS,
     SHORTEST_TTL,
@@ -71,6 +72,7 @@ class SessionCosts:
 
     _deps: SessionDeps
     _writer: LogWriter
+    _alert_total: float | None = None  # the total at the last cost-alert look
     _info: SessionInfo
 
     if TYPE_CHECKING:
@@ -89,6 +91,24 @@ class SessionCosts:
         Figures are USD; ``None`` where a model used has no price (never a guess).
         """
         return summarize(self._charges(), self._deps.config.prices)
+
+    def _cost_alert(self, started: bool = False) -> CostAlert | None:
+        """A ``CostAlert`` when the total crossed ``Config.cost_alert_usd`` since the last look.
+
+        ``started``: a turn starts, only note the total (a session opened above the threshold
+        crossed it before). Free without a threshold: the total is summed only with one.
+        """
+        threshold = self._deps.config.cost_alert_usd
+        if threshold is None:
+            return None
+        total = self.cost().total_usd
+        if total is None:
+            return None  # a model without a price: no total to compare
+        before = self._alert_total
+        self._alert_total = total
+        if started or before is None or not before < threshold <= total:
+            return None
+        return CostAlert(total, float(threshold))
 
     def _unrecorded(self) -> Sequence[LogEntry]:
         """Calls made beside the conversation that the log does not hold yet (a title)."""

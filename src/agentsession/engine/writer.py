@@ -98,6 +98,11 @@ class LogWriter:
         self.ledger = Ledger(next_seq)  # what each dispatched request cost (session.cost())
 
     @property
+    def session_id(self) -> str:
+        """The id of the session this writer appends to."""
+        return self._session_id
+
+    @property
     def next_seq(self) -> int:
         """The seq the next durable entry gets (pending entries not counted)."""
         return self._next_seq

@@ -44,6 +44,7 @@ vertical-align:top}th{color:var(--muted);font-weight:600;font-size:12px}
 overflow:hidden;margin-top:4px}.bar .cacheable{background:var(--cacheable)}
 .bar .new{background:var(--new)}
 .diag-hit{color:var(--cacheable)}.diag-first,.diag-unknown{color:var(--muted)}
+.diag-failed{color:var(--warn);font-weight:600}
 .warn,[class*="diag-"][class*="changed"]{color:var(--warn)}
 details.table>summary,.sections summary{cursor:pointer}
 .epochs{list-style:none;padding:0}.epoch{border-left:3px solid var(--accent);

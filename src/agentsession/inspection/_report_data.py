@@ -207,7 +207,7 @@ def _requests(
                 r.cacheable,
                 r.reported_input,
                 r.reported_cached,
-                lines[r.cache],
+                lines["failed" if r.failed else r.cache],  # a failure is no hit
                 lines[r.provider_cache],
                 strings[_usd(r.cost_usd)],
                 -1 if r.exact else why[r.mismatch],

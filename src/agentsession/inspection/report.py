@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from html import escape
 
 from ..hygiene import visible, visible_line
+from ..ledger import CacheMiss
 from ._report_assets import STYLE
 from ._report_data import embed, report_data
 from ._report_script import SCRIPT
@@ -168,7 +169,23 @@ def _cost_stats(ins: Inspection) -> list[tuple[str, str, str]]:
         ("without caching", "cost-uncached", _usd(cost.uncached_usd)),
         ("saved by caching", "cost-saved", _usd(cost.saved_usd)),
         ("unexplained cache misses", "unexplained-misses", f"{cost.unexplained_misses:,}"),
+        ("cache misses", "cache-misses", _misses(cost.misses)),
     ]
+
+
+def _misses(misses: Sequence[CacheMiss]) -> str:
+    """``N · $X`` and the count and cost per cause, as ``agentsession cost`` sums them."""
+    if not misses:
+        return "0"
+    causes: dict[str, list[CacheMiss]] = {}
+    for miss in misses:
+        causes.setdefault(miss.cause, []).append(miss)
+
+    def usd(items: Sequence[CacheMiss]) -> str:
+        return _usd(None if any(m.usd is None for m in items) else sum(m.usd or 0 for m in items))
+
+    parts = " · ".join(f"{cause} {len(items)} {usd(items)}" for cause, items in causes.items())
+    return f"{len(misses):,} · {usd(misses)} ({parts})"
 
 
 def _requests_section(requests: Sequence[RequestInfo]) -> str:

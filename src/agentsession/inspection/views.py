@@ -123,6 +123,7 @@ class RequestInfo:
     request: Request
     cost_usd: float | None = None  # as billed, from the reported usage; None: no price
     provider_cache: str = ""  # the provider's own cache diagnosis ("": none given)
+    failed: str = ""  # why the request got no response (a provider failure, an interruption)
 
     @property
     def new(self) -> int:
@@ -364,7 +365,7 @@ def _requests(
     counter: TokenCounter,
     config: Config,
 ) -> tuple[RequestInfo, ...]:
-    answers = _answers(records)
+    answers, failures = _answers(records)
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
     measured = measure_in_order([item.request for item in rebuilt], counter)
@@ -399,22 +400,30 @@ def _requests(
                 request=item.request,
                 cost_usd=billed,
                 provider_cache=answer.provider_cache if answer is not None else "",
+                failed=failures.get(item.seq, "") if answer is None else "",
             )
         )
         previous = item
     return tuple(out)
 
 
-def _answers(records: Sequence[Record]) -> dict[int, AssistantEntry]:
-    """The response to each dispatch, by the dispatch's seq (failed dispatches have none)."""
+def _answers(records: Sequence[Record]) -> tuple[dict[int, AssistantEntry], dict[int, str]]:
+    """By the dispatch's seq: each response, and why each failed dispatch got none."""
     answers: dict[int, AssistantEntry] = {}
+    failures: dict[int, str] = {}
     last: int | None = None
     for record in records:
-        if record.entry.kind == "dispatch":
+        entry = record.entry
+        if entry.kind == "dispatch":
             last = record.seq
-        elif isinstance(record.entry, AssistantEntry) and last is not None:
-            answers.setdefault(last, record.entry)
-    return answers
+        elif last is None:
+            continue
+        elif isinstance(entry, AssistantEntry):
+            answers.setdefault(last, entry)
+        elif isinstance(entry, ProviderFailed | Interrupted):
+            reason = entry.error if isinstance(entry, ProviderFailed) else entry.reason
+            failures.setdefault(last, reason or entry.kind)
+    return answers, failures
 
 
 def past_context(

@@ -27,6 +27,7 @@ from typing import Literal
 
 from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall
 from ..request import Usage
+from .misses import CacheMiss, cache_misses
 from .prices import ModelPrice, price_for
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "LONGEST_TTL",
     "SHORTEST_TTL",
     "SHORTFALL_SLACK",
+    "CacheMiss",
     "Charge",
     "CostSummary",
     "GapCounts",
@@ -305,6 +307,8 @@ class CostSummary:
     ``saved_usd`` the difference. Each is ``None`` when a model used has no price (``no_price``
     names them; ``by_model`` still has the priced ones). ``estimated`` counts requests whose
     usage is a guess or missing; ``unexplained_misses`` the cache shortfalls nothing explains.
+    ``misses`` lists every provider-reported cache miss with its cause and cost
+    (``ledger.misses``).
     """
 
     total_usd: float | None
@@ -315,6 +319,7 @@ class CostSummary:
     unexplained_misses: int = 0
     requests: int = 0
     no_price: tuple[str, ...] = ()
+    misses: tuple[CacheMiss, ...] = ()
     kind: Literal["cost_summary"] = "cost_summary"
 
     @property
@@ -357,6 +362,7 @@ def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = N
         unexplained_misses=len(unexplained(charges)),
         requests=len(charges),
         no_price=no_price,
+        misses=cache_misses(charges, prices, slack=SHORTFALL_SLACK, ttl=SHORTEST_TTL),
     )
 
 
@@ -382,11 +388,26 @@ def cost_lines(summary: CostSummary) -> list[str]:
         f" · saved {_usd(summary.saved_usd)} · unexplained cache misses"
         f" {summary.unexplained_misses}",
     ]
+    if summary.misses:
+        lines.append(_misses_line(summary.misses))
     for row in models:
         lines.append(f"  {row.model}: {row.requests} requests, {_usd(row.total_usd)}")
     if summary.no_price:
         lines.append(f"no price for {', '.join(summary.no_price)}: set Config(prices=...)")
     return lines
+
+
+def _misses_line(misses: tuple[CacheMiss, ...]) -> str:
+    """``cache misses N cost $X: cause n $x, …`` (``no price`` where a miss has none)."""
+    by_cause: dict[str, list[CacheMiss]] = {}
+    for miss in misses:
+        by_cause.setdefault(miss.cause, []).append(miss)
+
+    def usd(items: list[CacheMiss]) -> float | None:
+        return None if any(m.usd is None for m in items) else sum(m.usd or 0.0 for m in items)
+
+    parts = [f"{cause} {len(items)} {_usd(usd(items))}" for cause, items in by_cause.items()]
+    return f"cache misses {len(misses)} cost {_usd(usd(list(misses)))}: {', '.join(parts)}"
 
 
 def cost_fields(summary: CostSummary) -> dict[str, object]:
@@ -400,6 +421,10 @@ def cost_fields(summary: CostSummary) -> dict[str, object]:
         "unexplained_misses": summary.unexplained_misses,
         "cached_share": summary.cached_share,
         "no_price": list(summary.no_price),
+        "misses": [
+            {"seq": m.seq, "cause": m.cause, "usd": m.usd, "tokens": m.tokens, "model": m.model}
+            for m in summary.misses
+        ],
         "by_model": {
             name: {
                 "requests": row.requests,

@@ -1,0 +1,104 @@
+"""The summary call of a compaction: which request form, and the provider call itself.
+
+When the session's own model summarises (or a summariser of the same provider and model name,
+which reads the same cache), the request extends the live one — rebuilt exactly as last
+admitted — so the provider reads its input from the prompt cache, and it is sent with the
+session's cache key and lifetime like the conversation's calls. A summariser of another model
+cannot read that cache and gets the plain-text render; so does a live request that no longer
+fits the budget beside the instruction, or that cannot be rebuilt (a tool it declared is gone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from ..budget import total_tokens
+from ..compaction import CompactionPlan, cached_summary_request, summary_request
+from ..errors import UsageError
+from ..providers.base import Model, ModelDone, complete, provider_failure
+from ..providers.cache_controls import CacheControls
+from ..providers.cache_policy import choose_ttl
+from ..request import Request
+from .deps import SessionDeps
+from .model_call import call_model, session_cache_key
+from .writer import LogWriter
+
+__all__ = ["shares_cache", "summarise"]
+
+Rebuild = Callable[[Model], Awaitable[Request]]
+
+
+def shares_cache(summarizer: Model, model: Model) -> bool:
+    """Whether ``summarizer`` reads the provider cache ``model``'s requests write."""
+    if summarizer is model:
+        return True
+    same_name = summarizer.name == model.name
+    return same_name and summarizer.profile.provider == model.profile.provider
+
+
+async def summarise(
+    deps: SessionDeps, writer: LogWriter, plan: CompactionPlan, model: Model, rebuild: Rebuild
+) -> ModelDone:
+    """The summariser's answer for ``plan``: through the cache where it can, else plain text."""
+    summarizer = deps.summarizer or model
+    request = await _cached_request(deps, plan, model, summarizer, rebuild)
+    if request is not None:
+        return await _cached_call(deps, writer, summarizer, request)
+    budget = deps.budget.budget(summarizer.profile.context_window)
+    # ``complete`` already translates the summariser's failure (``raise … from``).
+    return await complete(summarizer, summary_request(plan.head, deps.budget.counter, budget))
+
+
+async def _cached_request(
+    deps: SessionDeps, plan: CompactionPlan, model: Model, summarizer: Model, rebuild: Rebuild
+) -> Request | None:
+    """The summary request that reads the conversation's cache, or ``None`` when it cannot."""
+    if not shares_cache(summarizer, model):
+        return None
+    try:
+        live = await rebuild(model)
+    except UsageError:
+        return None
+    request = cached_summary_request(live, plan)
+    if request is None:
+        return None
+    profile = model.profile
+    limit = deps.budget.limit(
+        model_window=profile.context_window, max_output_tokens=profile.max_output_tokens
+    )
+    if total_tokens(request, deps.budget.counter) > limit:
+        return None
+    return request
+
+
+async def _cached_call(
+    deps: SessionDeps, writer: LogWriter, model: Model, request: Request
+) -> ModelDone:
+    """``model``'s answer to ``request`` with the session's cache key and lifetime.
+
+    The same key and lifetime the conversation's calls ask for, so the provider routes the
+    call to the cache they wrote; failures leave translated, like ``complete``'s.
+    """
+    config, ledger = deps.config, writer.ledger
+    controls = CacheControls(
+        key=session_cache_key(writer.session_id),
+        ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
+    )
+    done: ModelDone | None = None
+    try:
+        async for event in call_model(
+            model,
+            request,
+            retries=config.provider_retries,
+            base_delay=config.retry_base_delay,
+            controls=controls,
+        ):
+            if isinstance(event, ModelDone):
+                done = event
+    except Exception as exc:
+        failure = provider_failure(exc, model.name)
+        if failure is exc:
+            raise
+        raise failure from exc
+    assert done is not None  # ``call_model`` ends with the answer or raises
+    return done

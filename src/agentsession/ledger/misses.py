@@ -1,0 +1,143 @@
+"""Cache misses in dollars: each provider-reported shortfall with its cause and what it cost.
+
+A *miss* is a turn's request that read from the provider's cache more than ``slack`` tokens
+less than it could have: the prefix the request before it sent, as far as this request still
+sends it. Its cause, first match wins:
+
+- ``compaction``: a compaction summary was made since the request before (a new epoch);
+- ``expired``: the gap since the request before exceeds the shortest cache lifetime (by the
+  runtime's clock where it was recorded), or cannot be measured;
+- ``context change``: the local diagnosis says the tools, the system part or the model changed,
+  or the provider's own diagnosis names a miss although the local one saw none;
+- ``window move``: only the messages changed — the window moved its start;
+- ``unexplained``: none of these (the requests ``unexplained`` counts, and those the local
+  diagnosis could not judge).
+
+Its ``usd`` is what the missed tokens cost beyond a cache read: they are taken to be the
+request's cache writes first (long-lived ones first), the rest plain input, less the price of
+reading them. Summed over a session, that is the bill's excess over a run that read every
+prefix it could. Usage that is estimated (not reported by the provider) makes no miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import pairwise
+from typing import Literal, Protocol, TypeAlias
+
+from ..config import ModelPrice
+from ..request import Usage
+from .prices import price_for
+
+__all__ = ["CacheMiss", "MissCause", "cache_misses", "miss_usd"]
+
+MissCause: TypeAlias = Literal[
+    "context change", "window move", "expired", "compaction", "unexplained"
+]
+
+_PROVIDER_HITS = frozenset({"", "hit", "pending"})
+_CHANGED = frozenset({"system_changed", "tools_changed", "model_changed"})
+
+
+@dataclass(frozen=True)
+class CacheMiss:
+    """One provider-reported cache miss: the request's ``seq``, why, and what it cost.
+
+    ``tokens`` were sent uncached although the cache could have held them; ``usd`` is ``None``
+    when the model has no price.
+    """
+
+    seq: int
+    cause: MissCause
+    usd: float | None
+    tokens: int
+    model: str = ""
+    kind: Literal["cache_miss"] = "cache_miss"
+
+
+class _Charge(Protocol):
+    """The parts of a ledger ``Charge`` a miss is read from."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def timestamp(self) -> str: ...
+    @property
+    def local_cache(self) -> str: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def estimated(self) -> bool: ...
+    @property
+    def provider_cache(self) -> str: ...
+    @property
+    def sent_at(self) -> str: ...
+    @property
+    def purpose(self) -> str: ...
+
+
+def miss_usd(usage: Usage, missed: int, price: ModelPrice) -> float:
+    """What ``missed`` tokens of a response with ``usage`` cost beyond reading them cached."""
+    written = min(missed, usage.cache_write_tokens)
+    long_written = min(written, usage.cache_write_long_tokens)
+    fresh = missed - written
+    paid = (
+        long_written * price.write_long
+        + (written - long_written) * price.write
+        + fresh * price.input
+    )
+    return (paid - missed * price.cached_input) / 1e6
+
+
+def _gap(before: _Charge, after: _Charge) -> float | None:
+    clocked = bool(before.sent_at and after.sent_at)
+    first, second = (
+        (before.sent_at, after.sent_at) if clocked else (before.timestamp, after.timestamp)
+    )
+    try:
+        return (datetime.fromisoformat(second) - datetime.fromisoformat(first)).total_seconds()
+    except (ValueError, TypeError):
+        return None
+
+
+def _cause(before: _Charge, charge: _Charge, compacted: bool, ttl: float) -> MissCause:
+    if compacted:
+        return "compaction"
+    gap = _gap(before, charge)
+    if gap is None or gap > ttl:
+        return "expired"
+    if charge.local_cache in _CHANGED or charge.provider_cache not in _PROVIDER_HITS:
+        return "context change"
+    if charge.local_cache == "messages_changed":
+        return "window move"
+    return "unexplained"  # the local diagnosis saw a hit, or could not diagnose
+
+
+def cache_misses(
+    charges: Sequence[_Charge],
+    prices: Mapping[str, ModelPrice] | None = None,
+    *,
+    slack: int,
+    ttl: float,
+) -> tuple[CacheMiss, ...]:
+    """The misses among ``charges`` (oldest first), each with its cause and cost."""
+    found: list[CacheMiss] = []
+    turns = [c for c in charges if c.purpose == "turn"]
+    compactions = [c.seq for c in charges if c.purpose == "compaction"]
+    for before, charge in pairwise(turns):
+        usage, prior = charge.usage, before.usage
+        if usage is None or prior is None or charge.estimated or before.estimated:
+            continue
+        missed = min(prior.input_tokens, usage.input_tokens) - usage.cached_input_tokens
+        if missed <= slack:
+            continue
+        compacted = any(before.seq < seq < charge.seq for seq in compactions)
+        price = price_for(charge.model, prices)
+        usd = miss_usd(usage, missed, price) if price is not None else None
+        cause = _cause(before, charge, compacted, ttl)
+        found.append(CacheMiss(charge.seq, cause, usd, missed, charge.model))
+    return tuple(found)
