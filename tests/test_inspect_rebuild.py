@@ -18,8 +18,9 @@ import pytest
 import agentsession as ags
 from agentsession.codec import encode
 from agentsession.inspection._carried import Projected, carried
-from agentsession.inspection._rebuilder import Rebuilder, chain_link
+from agentsession.inspection._rebuilder import Rebuilder
 from agentsession.inspection.rebuild import rebuild, rebuild_all
+from agentsession.log.fingerprint import chain_link
 from agentsession.projection import project
 from agentsession.request import digest
 

@@ -9,8 +9,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession.log import UserEntry, _lean, dump_entry
-from agentsession.log._lean import COMPILE_AFTER, compiled, compiled_text, lean, lean_text
+from agentsession.codec import COMPILE_AFTER, _lean
+from agentsession.codec._lean import compiled, compiled_text, lean, lean_text
+from agentsession.log import UserEntry, dump_entry
 
 from .test_stored_form import plain_lean, stored_entries
 

@@ -166,7 +166,7 @@ class SessionCosts:
             ttl = cache_lifetime(profile, "5m")
         if (self._since(previous.timestamp) or 0.0) > max(ttl, SHORTEST_TTL):
             return 0, fresh
-        from ..inspection.rebuild import fingerprinted  # here: keeps `import agentsession` short
+        from ..log.fingerprint import fingerprinted  # here: keeps `import agentsession` short
 
         probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
         if probe.cache == "hit":
