@@ -39,8 +39,8 @@ class CountingSQLite(ags.SQLiteStore):
 
     rows = 0
 
-    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
-        found = super().read_now(*args, **kwargs)
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
         self.rows += len(found)
         return found
 
@@ -48,8 +48,8 @@ class CountingSQLite(ags.SQLiteStore):
 class CountingMemory(ags.MemoryStore):
     rows = 0
 
-    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
-        found = super().read_now(*args, **kwargs)
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
         self.rows += len(found)
         return found
 
@@ -223,8 +223,8 @@ class CountingPostgres(ags.PostgresStore):
 
     rows = 0
 
-    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
-        found = super().read_now(*args, **kwargs)
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
         self.rows += len(found)
         return found
 

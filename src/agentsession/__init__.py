@@ -19,8 +19,6 @@ from .context import (
     PluginScope,
     Rendered,
 )
-from .engine.costs import CostEstimate
-from .engine.parts import ContextSource, SourceFactory
 from .errors import (
     AgentSessionError,
     BudgetExceededError,
@@ -56,7 +54,7 @@ from .events import (
     TurnFinished,
     TurnStream,
 )
-from .ledger import CostSummary, ModelCost
+from .ledger import CostEstimate, CostSummary, ModelCost
 from .ledger.prices import ModelPrice
 from .log import (
     ContextEpoch,
@@ -93,6 +91,7 @@ from .skills import (
     skill_context,
 )
 from .skills.library import describe_skills
+from .sources import ContextSource, SourceFactory
 from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
 from .tools import Tool, ToolContext, ToolOutcome, tool
 

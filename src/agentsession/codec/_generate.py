@@ -77,5 +77,6 @@ def generate(what: str, lines: list[str], scope: dict[str, Any], module: str) ->
 def evaluate(what: str, expression: str, scope: dict[str, Any], names: Mapping[str, Any]) -> Any:
     """``eval(expression, scope, names)``, the source named as ``generate`` names it.
 
-    (Annotations are evaluated, not generated: their text is the class's own source.)"""
+    (Annotations are evaluated, not generated: their text is the class's own source.)
+    """
     return eval(_code(expression, what, "eval"), scope, names)
