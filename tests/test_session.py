@@ -342,8 +342,9 @@ async def test_a_session_another_process_drives_is_not_deleted(make_runtime: Any
     await session.close()  # this process lets go of its lease
     # Another machine's worker takes it for a long turn.
     assert await runtime.store.acquire_lease(session.id, "elsewhere:4242", 60)
-    with pytest.raises(ags.ConflictError, match="being driven by another process"):
+    with pytest.raises(ags.ConflictError, match="being driven by another process") as driven:
         await runtime.delete_session(session.id)
+    assert (driven.value.session_id, driven.value.holder) == (session.id, "elsewhere:4242")
     assert await runtime.store.get_session(session.id)  # still there
     await runtime.store.release_lease(session.id, "elsewhere:4242")
     await runtime.delete_session(session.id)
@@ -351,3 +352,19 @@ async def test_a_session_another_process_drives_is_not_deleted(make_runtime: Any
         await runtime.store.get_session(session.id)
     with pytest.raises(ags.SessionNotFoundError):
         await runtime.delete_session(session.id)
+
+
+async def test_a_stale_session_object_gets_a_conflict_that_says_where_the_log_is(
+    make_runtime: Any,
+) -> None:
+    runtime = make_runtime(["one", "two", "three"])
+    first = await runtime.create_session()
+    await first.prompt("hello")
+    stale = await runtime.open_session(first.id)
+    await first.prompt("again")  # the log moves on behind the stale object
+    end = (await runtime.store.get_session(first.id)).next_seq
+    with pytest.raises(ags.ConflictError, match="session.refresh") as caught:
+        await stale.prompt("from the stale one")
+    lost = caught.value
+    assert lost.session_id == first.id and lost.found_seq == end
+    assert lost.expected_seq is not None and lost.expected_seq < end

@@ -273,9 +273,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         ``StoreError`` again (keeping them) while the store refuses; a write that failed yet
         committed is found in the log, never written twice. ``retry()`` then continues the turn.
         """
-        await self._guard.settle_dropped()
-        if self._guard.busy:
-            raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._guard.settled_not_running()
         await self._lease.hold()
         return await self._writer.flush()
 
@@ -333,9 +331,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
 
     async def refresh(self) -> None:
         """Catch up with what other processes committed (after a ``ConflictError``)."""
-        await self._guard.settle_dropped()
-        if self._guard.busy:
-            raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._guard.settled_not_running()
         fresh = await self._open(self.id)
         self._info, self._writer, self._parts = fresh._info, fresh._writer, fresh._parts
         self._admitter = Admitter(self._deps, self._writer, self._parts)

@@ -289,7 +289,10 @@ class LogWriter:
             if written < min(len(records), len(self._pending)):
                 raise ConflictError(
                     f"session {self._session_id} was written by another writer while"
-                    f" {len(self._pending)} entries were pending here; they were not stored"
+                    f" {len(self._pending)} entries were pending here; they were not stored",
+                    session_id=self._session_id,
+                    expected_seq=self._next_seq,
+                    found_seq=info.next_seq,
                 )
             self._pending = self._pending[written:]
             if not self._pending:

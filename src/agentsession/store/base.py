@@ -245,13 +245,16 @@ def conflict(session_id: str, next_seq: int, expected_seq: int) -> ConflictError
     return ConflictError(
         f"conflicting write to session {session_id!r}: its next seq is {next_seq},"
         f" this write expected {expected_seq} (another writer appended first, or the"
-        " caller's view is stale); nothing of this write was stored"
+        " caller's view is stale); nothing of this write was stored",
+        session_id=session_id,
+        expected_seq=expected_seq,
+        found_seq=next_seq,
     )
 
 
 def exists(session_id: str) -> ConflictError:
     """The error of creating a session whose id is taken."""
-    return ConflictError(f"a session with id {session_id!r} already exists")
+    return ConflictError(f"a session with id {session_id!r} already exists", session_id=session_id)
 
 
 def decode_row(
