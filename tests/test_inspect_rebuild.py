@@ -10,7 +10,6 @@ what ``ScriptedModel.requests`` recorded.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,7 +23,9 @@ from agentsession.log.fingerprint import chain_link
 from agentsession.projection import project
 from agentsession.request import digest
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 @ags.tool

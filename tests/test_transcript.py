@@ -6,7 +6,7 @@ decode; the transcript they page in must equal the transcript derived from the w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,10 @@ from agentsession.request import Message, ToolCall, UserMessage
 from agentsession.store import SessionInfo
 from agentsession.transcript import Transcript
 
+from .conftest import MakeRuntime
 from .store.wrappers import CountingStore
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 class CountingSQLite(ags.SQLiteStore):
