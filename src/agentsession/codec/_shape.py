@@ -29,7 +29,7 @@ __all__ = [
 #: The types ``encode`` returns as they are (by exact type).
 SCALARS = frozenset({str, int, float, bool, type(None)})
 #: The scalar types a value of exactly that type decodes to unchanged (``None`` has its own rule).
-PASSING = tuple(t for t in (str, int, bool, float) if t in SCALARS)
+PASSING = tuple(sorted(SCALARS - {type(None)}, key=lambda t: t.__name__))
 
 _FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
 

@@ -25,7 +25,7 @@ from typing import Annotated, Any, ForwardRef, Literal, TypeVar, Union, get_args
 
 from ._decoding import Decoder, Mismatch, compiled, decode
 from ._generate import COMPILE_AFTER, evaluate, generate
-from ._shape import PASSING, hints, plain, twin
+from ._shape import PASSING, SCALARS, hints, plain, twin
 
 __all__ = ["decode_entry", "fast_decoder"]
 
@@ -323,7 +323,7 @@ def _passing(hint: Any) -> frozenset[type]:
     args = get_args(hint)
     if get_origin(hint) not in (Union, types.UnionType):
         return frozenset()
-    found = {a for a in args if a in (str, bool, float, type(None))}
+    found = {a for a in args if a in SCALARS and a is not int}
     if int in args and float not in args:
         found.add(int)
     return frozenset(found)
