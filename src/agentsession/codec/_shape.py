@@ -27,9 +27,9 @@ __all__ = [
 ]
 
 #: The types ``encode`` returns as they are (by exact type).
-SCALARS = frozenset({str, int, float, bool, type(None)})
+SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 #: The scalar types a value of exactly that type decodes to unchanged (``None`` has its own rule).
-PASSING = tuple(sorted(SCALARS - {type(None)}, key=lambda t: t.__name__))
+PASSING: tuple[type, ...] = tuple(sorted(SCALARS - {type(None)}, key=lambda t: t.__name__))
 
 _FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
 
