@@ -138,17 +138,16 @@ _TEXTS_SEEN = Counter()
 
 
 def lean_text(value: Any) -> str | None:
-    """The compact JSON of ``lean(value)`` (a dataclass), or ``None`` until its class is compiled.
+    """The compact JSON of ``lean(value)`` (a dataclass); ``None`` for a text with no UTF-8 form.
 
-    Written like ``json.dumps(lean(value), ensure_ascii=False, separators=(",", ":"))``; a text
-    with no UTF-8 form (a lone surrogate) gives ``None`` too: the caller's general path escapes it.
+    ``json.dumps(lean(value), ensure_ascii=False, separators=(",", ":"))``: walked for a class
+    met rarely, written by its compiled encoder once met often. A text with no UTF-8 form (a
+    lone surrogate) gives ``None``: the caller's general path escapes it.
     """
     cls = type(value)
     encoder = _TEXTS.get(cls)
     if encoder is None:
-        if not _TEXTS_SEEN.often(cls):
-            return None
-        encoder = compiled_text(cls)
+        encoder = compiled_text(cls) if _TEXTS_SEEN.often(cls) else _walked_text
     text = encoder(value)
     if not text.isascii():  # a C check of the string's kind: ASCII always has a UTF-8 form
         try:
@@ -156,6 +155,10 @@ def lean_text(value: Any) -> str | None:
         except UnicodeEncodeError:
             return None
     return text
+
+
+def _walked_text(value: Any) -> str:
+    return _JSON(lean(value))
 
 
 def compiled_text(cls: type) -> TextEncoder:
