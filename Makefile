@@ -16,7 +16,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m agentsession.demo
+	$(BIN)/python -m agentsession.cli.demo
 
 check: lint typecheck
 
@@ -108,7 +108,7 @@ wheel-check: dist
 	rm -rf $(WHEEL_VENV) && $(BIN)/python -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls dist/*.whl)[cli]"
 	cd $(WHEEL_VENV) && bin/agentsession --version
-	cd $(WHEEL_VENV) && AGENTSESSION_DEMO_DB=demo/sessions.db bin/python -m agentsession.demo >demo.log \
+	cd $(WHEEL_VENV) && AGENTSESSION_DEMO_DB=demo/sessions.db bin/python -m agentsession.cli.demo >demo.log \
 	  && grep -q "open demo/report.html" demo.log && test -s demo/report.html
 
 # The docs site in build/site: the README as its home, the guides, the examples and the API

@@ -99,7 +99,7 @@ def timed(cls, name):
             finally:
                 note(t, a)
     setattr(cls, name, g)
-for n in ["get_session", "read", "last", "lease_of", "read_view"]:
+for n in ["get_session", "read", "last", "lease_of", "_read_view"]:
     timed(PostgresStore, n)
 for n in ["prepare", "session", "lease", "read", "last", "count", "view"]:
     timed(NowReader, n)

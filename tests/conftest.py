@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from hypothesis import settings
@@ -110,23 +110,43 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "sessions.db"
 
 
+class ScriptedRuntime(ags.Runtime):
+    """A runtime ``make_runtime`` built: ``scripted`` is its model, typed as the scripted one."""
+
+    @property
+    def scripted(self) -> ags.ScriptedModel:
+        """The scripted model this runtime was given (``AssertionError`` for another model)."""
+        model = self.model
+        assert isinstance(model, ags.ScriptedModel), f"not a scripted model: {model!r}"
+        return model
+
+
+class MakeRuntime(Protocol):
+    """The ``make_runtime`` fixture: ``make_runtime(replies, **runtime_options)``."""
+
+    def __call__(self, replies: Any = (), **kwargs: Any) -> ScriptedRuntime:
+        """A runtime on the test's SQLite file, clock and folder, with ``ScriptedModel(replies)``.
+
+        ``model=`` gives a model of your own; any other option goes to ``ags.Runtime``.
+        """
+        ...
+
+
 @pytest.fixture
-async def make_runtime(
-    tmp_path: Path, db_path: Path, clock: Clock
-) -> AsyncIterator[Callable[..., ags.Runtime]]:
+async def make_runtime(tmp_path: Path, db_path: Path, clock: Clock) -> AsyncIterator[MakeRuntime]:
     """Build runtimes on one SQLite file in tmp_path (each with its own store); closed at the end.
 
     ``make_runtime(replies)`` uses a fresh ScriptedModel; pass ``model=`` for your own.
     """
     made: list[ags.Runtime] = []
 
-    def make(replies: Any = (), **kwargs: Any) -> ags.Runtime:
+    def make(replies: Any = (), **kwargs: Any) -> ScriptedRuntime:
         model = kwargs.pop("model", None) or ags.ScriptedModel(replies)
         kwargs.setdefault("store", ags.SQLiteStore(db_path))
         kwargs.setdefault("project_dir", tmp_path)
         kwargs.setdefault("clock", clock)
         kwargs.setdefault("config", ags.Config(retry_base_delay=0))
-        runtime = ags.Runtime(model=model, **kwargs)
+        runtime = ScriptedRuntime(model=model, **kwargs)
         made.append(runtime)
         return runtime
 

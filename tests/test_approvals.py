@@ -10,7 +10,6 @@ import asyncio
 import json
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ import pytest
 import agentsession as ags
 from agentsession.events import ApprovalNeeded
 
+from .conftest import MakeRuntime
 from .scenario import kinds, make_project, text_of, tool_results
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 WAIT = 60.0
 
 

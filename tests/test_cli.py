@@ -252,7 +252,7 @@ def test_offline_demo_runs_and_shows_from_a_new_process(tmp_path: Path) -> None:
     env["AGENTSESSION_DEMO_DB"] = str(tmp_path / "demo" / "demo.db")
     env["PYTHONIOENCODING"] = "utf-8"
     done = subprocess.run(
-        [sys.executable, "-m", "agentsession.demo"],
+        [sys.executable, "-m", "agentsession.cli.demo"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

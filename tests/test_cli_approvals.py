@@ -7,7 +7,7 @@ The ``Driver`` runs a real session (SQLite, built-in tools, a scripted model) on
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -23,9 +23,10 @@ from agentsession.events import (
 )
 from agentsession.providers.scripted import Reply
 
+from .conftest import MakeRuntime
 from .scenario import make_project, text_of, tool_results
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 @pytest.fixture(autouse=True)

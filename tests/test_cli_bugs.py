@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,9 @@ from agentsession.cli.screens import print_sessions
 from agentsession.store.base import SessionInfo
 
 from .cli_inprocess import run_cli
+from .conftest import MakeRuntime
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 EVERY_KEY = "[context update: core.date, core.environment, core.permissions"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import agentsession as ags
@@ -17,9 +17,10 @@ from agentsession.inspection.toolview import call_line, call_text, command_prefi
 from agentsession.providers.scripted import Reply
 
 from .cli_inprocess import run_cli
+from .conftest import MakeRuntime
 from .scenario import make_project
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 def test_each_tool_in_its_own_form(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,7 +10,9 @@ import agentsession as ags
 from agentsession.budget import measure
 from agentsession.log import ContextEpoch, Summary
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 def requests(runtime: ags.Runtime) -> list[ags.Request]:

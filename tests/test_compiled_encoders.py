@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession import _memo as _encoders
 from agentsession import codec
+from agentsession.codec import _encoding as _encoders
 
 from .test_budget import requests
 from .test_stored_form import plain_encode, stored_entries
@@ -77,7 +77,7 @@ def shown(value: Any) -> str:
 @given(trees)
 def test_the_compiled_encoder_is_the_walk(tree: Tree) -> None:
     compiled = _encoders.compile_encoder(
-        Tree, ("first", "second", "leaf", "items", "table", "kind"), codec.encode
+        Tree, ("first", "second", "leaf", "items", "table", "kind")
     )
     assert shown(compiled(tree)) == shown(plain_encode(tree))
     assert shown(codec.encode(tree)) == shown(plain_encode(tree))  # compiled by now
@@ -86,16 +86,16 @@ def test_the_compiled_encoder_is_the_walk(tree: Tree) -> None:
 @settings(max_examples=200, deadline=None)
 @given(stored_entries | requests)
 def test_the_package_values_encode_as_the_walk_does(value: Any) -> None:
-    for _ in range(_encoders.COMPILE_AFTER + 2):  # walked first, then through the compiled code
+    for _ in range(codec.COMPILE_AFTER + 2):  # walked first, then through the compiled code
         assert shown(codec.encode(value)) == shown(plain_encode(value))
     assert type(value) in _encoders.ENCODERS
     text = json.dumps(plain_encode(value), sort_keys=True, ensure_ascii=False)
-    assert codec._plain_json(value) == text
+    assert _encoders.plain_json(value) == text
 
 
 def test_a_field_that_is_not_an_identifier_is_read_by_name() -> None:
     odd = type("Odd", (), {"class": 1, "a-b": (Leaf(2),), "ok": Name("n")})()
-    encoder = _encoders.compile_encoder(type(odd), ("class", "a-b", "ok"), codec.encode)
+    encoder = _encoders.compile_encoder(type(odd), ("class", "a-b", "ok"))
     assert shown(encoder(odd)) == shown(
         {"class": 1, "a-b": [{"value": 2, "kind": "leaf"}], "ok": Name("n")}
     )
@@ -106,7 +106,7 @@ def test_a_class_is_walked_until_it_is_met_often() -> None:
     class Fresh:
         text: str = "t"
 
-    for _ in range(_encoders.COMPILE_AFTER):
+    for _ in range(codec.COMPILE_AFTER):
         assert codec.encode(Fresh()) == {"text": "t"}
     assert Fresh not in _encoders.ENCODERS
     assert codec.encode(Fresh("u")) == {"text": "u"}
@@ -122,18 +122,18 @@ def sorted_json(value: Any) -> str:
 @given(trees | values)
 def test_the_canonical_text_written_from_the_fields_is_the_dumps_of_the_walk(value: Any) -> None:
     for _ in range(3):  # Tree and Leaf are compiled by the first examples, walked before
-        assert codec._plain_json(value) == sorted_json(value)
-    assert _encoders.compile_text(
-        Tree, tuple(f.name for f in dataclass_fields(Tree)), codec._plain_json
-    )(Tree(value, Name("x"), Leaf(value))) == sorted_json(Tree(value, Name("x"), Leaf(value)))
+        assert _encoders.plain_json(value) == sorted_json(value)
+    assert _encoders.compile_text(Tree, tuple(f.name for f in dataclass_fields(Tree)))(
+        Tree(value, Name("x"), Leaf(value))
+    ) == sorted_json(Tree(value, Name("x"), Leaf(value)))
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(stored_entries | requests, min_size=1, max_size=4))
 def test_the_canonical_text_of_package_values_is_the_dumps_of_the_walk(items: list[Any]) -> None:
-    for value in items * (_encoders.COMPILE_AFTER + 2):  # walked first, then written compiled
-        assert codec._plain_json(value) == sorted_json(value)
-    assert codec._plain_json(tuple(items)) == sorted_json(tuple(items))
+    for value in items * (codec.COMPILE_AFTER + 2):  # walked first, then written compiled
+        assert _encoders.plain_json(value) == sorted_json(value)
+    assert _encoders.plain_json(tuple(items)) == sorted_json(tuple(items))
 
 
 def test_a_class_with_no_fields_or_odd_names_writes_its_text_as_json_does() -> None:
@@ -141,9 +141,9 @@ def test_a_class_with_no_fields_or_odd_names_writes_its_text_as_json_does() -> N
     class Empty:
         pass
 
-    assert _encoders.compile_text(Empty, (), codec._plain_json)(Empty()) == "{}"
+    assert _encoders.compile_text(Empty, ())(Empty()) == "{}"
     odd = type("Odd", (), {"class": 1.5, 'a"b': (Leaf(True),), "é": None, "z": -3})()
     names = ("z", "class", 'a"b', "é")
-    text = _encoders.compile_text(type(odd), names, codec._plain_json)(odd)
+    text = _encoders.compile_text(type(odd), names)(odd)
     expected = {"z": -3, "class": 1.5, 'a"b': [{"value": True, "kind": "leaf"}], "é": None}
     assert text == json.dumps(expected, sort_keys=True, ensure_ascii=False)

@@ -16,9 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession.codec import DecodeError, decode
+from agentsession.codec import DecodeError, decode, twin
 from agentsession.log import AssistantEntry, LogEntry, Record, dump_entry, load_entry
-from agentsession.log._decode import twin
 from agentsession.log.stored import new_record
 
 from .store.strategies import ENTRY_STRATEGIES

@@ -49,20 +49,20 @@ class DecodedKinds(ags.SQLiteStore):
         super().__init__(*args, **kwargs)
         self.kinds: list[str] = []
 
-    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
-        found = super().read_now(*args, **kwargs)
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
         self.kinds.extend(r.entry.kind for r in found)
         return found
 
-    def last_now(self, *args: Any, **kwargs: Any) -> Record | None:
-        found = super().last_now(*args, **kwargs)
+    def _last_now(self, *args: Any, **kwargs: Any) -> Record | None:
+        found = super()._last_now(*args, **kwargs)
         self.kinds.extend([found.entry.kind] if found is not None else [])
         return found
 
-    async def read_view(
+    async def _read_view(
         self, *args: Any, **kwargs: Any
     ) -> tuple[Record | None, list[Record], Record | None]:
-        epoch, records, dispatch = await super().read_view(*args, **kwargs)
+        epoch, records, dispatch = await super()._read_view(*args, **kwargs)
         self.kinds.extend(r.entry.kind for r in (epoch, *records, dispatch) if r is not None)
         return epoch, records, dispatch
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,9 @@ import agentsession.errors as errors_module
 from agentsession.log import Dispatch, ProviderFailed
 from agentsession.request import digest as request_digest
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 #: Each error and its documented direct parent (errors.py).
 TREE: dict[str, str] = {
@@ -103,7 +104,7 @@ async def test_plain_exception_becomes_provider_error_and_input_stays(make_runti
     assert result.text == "answered at last"
     dispatches = [r.entry for r in await reopened.log() if isinstance(r.entry, Dispatch)]
     assert len(dispatches) == 2 and dispatches[0].digest == dispatches[1].digest
-    resent = other.model.requests[0]  # type: ignore[attr-defined]
+    resent = other.scripted.requests[0]
     assert request_digest(resent) == dispatches[0].digest == request_digest(model.requests[0])
     assert [m.role for m in reopened.messages] == ["user", "assistant"]
 
@@ -124,7 +125,7 @@ async def test_transient_errors_are_retried_with_the_same_request(make_runtime: 
     with pytest.raises(ags.TransientProviderError) as caught:
         await session.prompt("hello")
     assert caught.value is busy[-1]
-    requests = runtime.model.requests  # type: ignore[attr-defined]
+    requests = runtime.scripted.requests
     assert len(requests) == 3
     assert len({request_digest(r) for r in requests}) == 1
     kinds = [r.entry.kind for r in await session.log()]
@@ -142,7 +143,7 @@ async def test_budget_error_admits_nothing_and_returns_the_text(make_runtime: Ma
     assert caught.value.tokens > caught.value.budget == 50
     assert await session.log() == []
     assert session.messages == []
-    assert runtime.model.requests == []  # type: ignore[attr-defined]
+    assert runtime.scripted.requests == []
 
 
 async def test_store_failures_are_store_errors(make_runtime: Make, db_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,9 @@ import pytest
 import agentsession as ags
 from agentsession.store._sqlite_sql import KIND_CODES  # SQLite stores kind codes
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 REFUSE_RESULTS = f"""
 CREATE TRIGGER refuse BEFORE INSERT ON entries WHEN NEW.kind = {KIND_CODES["tool_result"]}

@@ -1,7 +1,7 @@
 """The decoders generated per entry type accept and refuse exactly what ``codec.decode`` does.
 
 Stored entries are decoded by straight-line functions written once per class
-(``log._decode``); the codec's table-driven decoder is the rule they follow. Damaged payloads
+(``codec._straight``); the codec's table-driven decoder is the rule they follow. Damaged payloads
 (a field holding any JSON value, a field left out, an unknown field, at the top or one level
 down) must meet the same fate in both: the same value, or the same ``DecodeError``.
 """
@@ -15,9 +15,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession.codec import DecodeError, _Mismatch, decode, encode
+from agentsession.codec import COMPILE_AFTER, DecodeError, Mismatch, decode, decode_entry, encode
+from agentsession.codec._shape import plain
+from agentsession.codec._straight import _generated, _hints_of
 from agentsession.log import LogEntry
-from agentsession.log._decode import COMPILE_AFTER, _generated, _hints_of, decode_entry, plain
 from agentsession.request import ToolCall
 
 from .store.strategies import ENTRY_STRATEGIES
@@ -110,7 +111,7 @@ def test_a_tool_calls_arguments_meet_the_same_fate_in_both_decoders(
 def _tier_outcome(decoder: Any, payload: Any) -> tuple[str, Any]:
     try:
         value = decoder(payload)
-    except _Mismatch:
+    except Mismatch:
         return "mismatch", None
     return "decoded", (type(value), value, state(value))
 

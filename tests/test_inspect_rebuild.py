@@ -10,7 +10,6 @@ what ``ScriptedModel.requests`` recorded.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,12 +17,15 @@ import pytest
 import agentsession as ags
 from agentsession.codec import encode
 from agentsession.inspection._carried import Projected, carried
-from agentsession.inspection._rebuilder import Rebuilder, chain_link
+from agentsession.inspection._rebuilder import Rebuilder
 from agentsession.inspection.rebuild import rebuild, rebuild_all
+from agentsession.log.fingerprint import chain_link
 from agentsession.projection import project
 from agentsession.request import digest
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 @ags.tool

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,7 +18,9 @@ from agentsession.inspection.views import Inspection
 from agentsession.log import SkillLoaded
 from agentsession.request import digest
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 @ags.tool

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,10 @@ import agentsession as ags
 from agentsession.log import InstructionsFound, ToolResultEntry
 from agentsession.log.entries import MidConversationSystemMessage
 
+from .conftest import MakeRuntime
 from .scenario import assert_prefix_stable, kinds, make_project, new_updates, updates
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 ROOT_KEY = "core.instructions:AGENTS.md"
 NESTED_KEY = "core.instructions:pkg/sub/AGENTS.md"
 ROOT_TEXT = "Root rules: indent with four spaces."

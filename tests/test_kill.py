@@ -18,6 +18,8 @@ import agentsession as ags
 from agentsession.log import Dispatch, Interrupted, ToolResultEntry, UserEntry
 from agentsession.request import digest as request_digest
 
+from .conftest import ScriptedRuntime
+
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 
 WAIT = 30.0
@@ -142,8 +144,8 @@ def run_until_hung(tmp_path: Path, mode: str) -> tuple[Path, list[dict[str, Any]
     return db, notes
 
 
-def make_runtime(tmp_path: Path, db: Path, replies: Any) -> ags.Runtime:
-    return ags.Runtime(
+def make_runtime(tmp_path: Path, db: Path, replies: Any) -> ScriptedRuntime:
+    return ScriptedRuntime(
         store=ags.SQLiteStore(db),
         model=ags.ScriptedModel(replies),
         tools=[step],
@@ -289,7 +291,7 @@ async def test_prompt_after_a_kill_in_flight_records_the_interruption(tmp_path: 
         assert [e.kind for e in tail][:2] == ["interrupted", "user"]
         assert not any(e.kind == "tool_result" for e in tail)
         # The unanswered input stays in the history the model sees, before the new one.
-        sent = [m.content for m in runtime.model.requests[0].messages if m.role == "user"]  # type: ignore[attr-defined]
+        sent = [m.content for m in runtime.scripted.requests[0].messages if m.role == "user"]
         assert sent[-2:] == ["second prompt", "new question"]
     finally:
         await runtime.close()

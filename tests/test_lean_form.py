@@ -9,8 +9,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession.log import UserEntry, _lean, dump_entry
-from agentsession.log._lean import COMPILE_AFTER, compiled, compiled_text, lean, lean_text
+from agentsession.codec import COMPILE_AFTER, _lean
+from agentsession.codec._lean import compiled, compiled_text, lean, lean_text
+from agentsession.log import UserEntry, dump_entry
 
 from .test_stored_form import plain_lean, stored_entries
 
@@ -71,7 +72,7 @@ def test_the_text_written_from_the_fields_is_the_payloads_json(value: Defaults) 
 
 def test_a_text_with_no_utf8_form_goes_the_escaping_way() -> None:
     entry = UserEntry("lone \ud800 surrogate", timestamp="t")
-    for _ in range(COMPILE_AFTER + 1):
+    for _ in range(COMPILE_AFTER + 1):  # walked, then compiled: the same refusal
         assert lean_text(entry) is None
     assert UserEntry in _lean._TEXTS
     assert dump_entry(entry)[2] == json.dumps(
@@ -79,6 +80,18 @@ def test_a_text_with_no_utf8_form_goes_the_escaping_way() -> None:
     )
     plain = UserEntry("plain", timestamp="t")
     assert lean_text(plain) == '{"content":"plain","timestamp":"t","kind":"user"}'
+
+
+def test_the_stored_text_is_the_payloads_json_before_and_after_compiling() -> None:
+    @dataclass(frozen=True)
+    class Rare:
+        text: str = ""
+        count: int = 0
+
+    values = [Rare(f"t{i}", i) for i in range(COMPILE_AFTER + 3)]
+    texts = [lean_text(v) for v in values]
+    assert Rare in _lean._TEXTS  # compiled on the way
+    assert texts == [stored_text(plain_lean(v)) for v in values]
 
 
 def test_a_class_is_walked_until_it_is_compiled() -> None:

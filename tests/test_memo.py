@@ -20,12 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsession._memo import IdentityMemo, PrefixMemo, conforms, one_shot
+from agentsession._memo import IdentityMemo, PrefixMemo, conforms
 from agentsession.boundary import _mids, _view_mids
 from agentsession.budget import EstimateCounter, measure, total_tokens
-from agentsession.codec import canonical_json, encode
-from agentsession.inspection.rebuild import fingerprinted
+from agentsession.codec import canonical_json, encode, one_shot
 from agentsession.log import Dispatch, MidConversationSystemMessage, Record, UserEntry
+from agentsession.log.fingerprint import fingerprinted
 from agentsession.providers.scripted import ScriptedModel
 from agentsession.request import (
     Message,

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,10 @@ import pytest
 import agentsession as ags
 from agentsession.log import AssistantEntry, Interrupted, LogEntry, Omitted, ToolResultEntry
 
+from .conftest import MakeRuntime
 from .wrapped_stores import Refusing, Slow
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 def model_of(runtime: ags.Runtime) -> ags.ScriptedModel:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,10 @@ import pytest
 import agentsession as ags
 from agentsession.log import Interrupted, ToolResultEntry
 
+from .conftest import MakeRuntime
 from .public_api import surface
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 PINNED = Path(__file__).parent / "fixtures" / "public_api.txt"
 
 

@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +32,9 @@ from agentsession.inspection._report_data import report_data
 from agentsession.inspection.report import IndexEntry, render_index, render_report
 from agentsession.log import SkillLoaded, SkillUnloaded
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -10,7 +10,9 @@ import pytest
 import agentsession as ags
 from agentsession.providers.base import ModelDone, ModelEvent
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 @ags.tool
@@ -178,7 +180,7 @@ async def test_max_steps_stops_a_looping_model(make_runtime: Make) -> None:
     session = await runtime.create_session()
     with pytest.raises(ags.MaxStepsExceededError):
         await session.prompt("loop")
-    assert len(runtime.model.requests) == 3  # type: ignore[attr-defined]
+    assert len(runtime.scripted.requests) == 3
 
 
 async def test_empty_prompt_is_usage_error(make_runtime: Make) -> None:
@@ -300,7 +302,7 @@ async def test_switch_to_a_model_of_the_same_name_keeps_the_epoch(make_runtime: 
     await session.prompt("two")
     epochs = [r for r in await session.log() if isinstance(r.entry, ContextEpoch)]
     assert len(epochs) == 1
-    first = runtime.model.requests[0]  # type: ignore[attr-defined]
+    first = runtime.scripted.requests[0]
     assert again.requests[0].system == first.system
     assert again.requests[0].messages[: len(first.messages)] == first.messages
 
@@ -342,8 +344,9 @@ async def test_a_session_another_process_drives_is_not_deleted(make_runtime: Any
     await session.close()  # this process lets go of its lease
     # Another machine's worker takes it for a long turn.
     assert await runtime.store.acquire_lease(session.id, "elsewhere:4242", 60)
-    with pytest.raises(ags.ConflictError, match="being driven by another process"):
+    with pytest.raises(ags.ConflictError, match="being driven by another process") as driven:
         await runtime.delete_session(session.id)
+    assert (driven.value.session_id, driven.value.holder) == (session.id, "elsewhere:4242")
     assert await runtime.store.get_session(session.id)  # still there
     await runtime.store.release_lease(session.id, "elsewhere:4242")
     await runtime.delete_session(session.id)
@@ -351,3 +354,19 @@ async def test_a_session_another_process_drives_is_not_deleted(make_runtime: Any
         await runtime.store.get_session(session.id)
     with pytest.raises(ags.SessionNotFoundError):
         await runtime.delete_session(session.id)
+
+
+async def test_a_stale_session_object_gets_a_conflict_that_says_where_the_log_is(
+    make_runtime: Any,
+) -> None:
+    runtime = make_runtime(["one", "two", "three"])
+    first = await runtime.create_session()
+    await first.prompt("hello")
+    stale = await runtime.open_session(first.id)
+    await first.prompt("again")  # the log moves on behind the stale object
+    end = (await runtime.store.get_session(first.id)).next_seq
+    with pytest.raises(ags.ConflictError, match=r"session\.refresh\(\)") as caught:
+        await stale.prompt("from the stale one")
+    lost = caught.value
+    assert lost.session_id == first.id and lost.found_seq == end
+    assert lost.expected_seq is not None and lost.expected_seq < end

@@ -4,7 +4,6 @@ scopes, the application's own instructions, and what a reopened session knows.""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,10 @@ import pytest
 import agentsession as ags
 from agentsession.log import ContextEpoch, Dispatch, ModelSwitched
 
+from .conftest import MakeRuntime
 from .wrapped_stores import CountingStore
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 @ags.tool

@@ -7,7 +7,6 @@ received, what the log holds, or what the caller got.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,9 @@ from agentsession.context import LoadResult
 from agentsession.log import UserEntry
 from agentsession.window import select_window
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 README = Path(__file__).parent.parent / "README.md"
 
 
@@ -47,13 +48,13 @@ async def test_a_raising_loader_fails_the_prompt_naming_the_component(make_runti
     assert isinstance(caught.value.__cause__, RuntimeError)
     # Nothing was admitted: not the user input, not a checkpoint, not a dispatch record.
     assert await session.log() == before
-    assert len(runtime.model.requests) == 1  # type: ignore[attr-defined]
+    assert len(runtime.scripted.requests) == 1
 
     # Fixed, the same session takes the next prompt, and the model hears the new value.
     state["broken"] = False
     result = await session.prompt("second")
     assert result.text == "one" or result.text == "two"
-    last = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    last = runtime.scripted.requests[-1]
     updates = [m.content for m in last.messages if isinstance(m, ags.SystemMessage)]
     assert any("Build status: red." in text for text in updates)
 
@@ -66,7 +67,7 @@ async def test_an_explicit_unavailable_keeps_what_the_model_was_told(make_runtim
     await session.prompt("first")
     values.pop(0)
     await session.prompt("second")
-    last = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    last = runtime.scripted.requests[-1]
     assert dict(last.system)["plugin.ci.status"] == "Build status: green."
     assert not [m for m in last.messages if isinstance(m, ags.SystemMessage)]
 
@@ -83,7 +84,7 @@ async def test_current_permissions_supersede_a_legacy_permissions_snapshot(
     session = await runtime.open_session(await _stored_session(runtime.store))
     session.set_permission_preset("read-only")
     await session.prompt("Shorter, please.")
-    [request] = runtime.model.requests  # type: ignore[attr-defined]
+    [request] = runtime.scripted.requests
     # The legacy snapshot replays unchanged, as its own user message ...
     assert PERMISSIONS in [m.content for m in request.messages if isinstance(m, ags.UserMessage)]
     # ... and the permissions the model acts on say, in so many words, that they win.
@@ -118,7 +119,7 @@ async def test_invalid_prompt_parts_are_usage_errors_naming_the_part(
     with pytest.raises(ags.UsageError):
         await session.preview_request(content)  # type: ignore[arg-type]
     assert await session.log() == []
-    assert runtime.model.requests == []  # type: ignore[attr-defined]
+    assert runtime.scripted.requests == []
 
 
 # -- item 8: a turn wider than the cap is documented where the window is --------------------------
@@ -159,7 +160,7 @@ async def test_a_scripted_exception_ends_the_prompt_with_provider_error(
     assert [r.entry for r in await session.log() if isinstance(r.entry, UserEntry)]
     result = await session.retry()
     assert result.text == "recovered"
-    first, second = runtime.model.requests  # type: ignore[attr-defined]
+    first, second = runtime.scripted.requests
     assert first == second
 
 
@@ -187,14 +188,14 @@ async def test_preview_request_carries_the_skill_selection_prompt_sends(
     preview = await session.preview_request("summarise $pdf")
     assert '<skill name="pdf"' in str(preview.messages[-1].content)
     await session.prompt("summarise $pdf")
-    assert runtime.model.requests[-1] == preview  # type: ignore[attr-defined]
+    assert runtime.scripted.requests[-1] == preview
     # Nothing was admitted by the preview: one selection, saved with the prompt's own turn.
     assert [c.user_turn for c in session.runtime_contexts()] == [0]
 
     content = [ags.TextPart("and this one")]
     preview = await session.preview_request(content, skills=["docx"])
     await session.prompt(content, skills=["docx"])
-    assert runtime.model.requests[-1] == preview  # type: ignore[attr-defined]
+    assert runtime.scripted.requests[-1] == preview
     with pytest.raises(ags.UsageError, match="unknown skill"):
         await session.preview_request("x", skills=["nope"])
 
@@ -225,7 +226,7 @@ async def test_a_value_that_returns_at_a_window_advance_is_recorded(make_runtime
     await session.prompt("second")  # mid-epoch: an update message says red
     value["now"] = "Build status: green."
     await session.prompt("third")  # the window advances: a fresh baseline says green again
-    last = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    last = runtime.scripted.requests[-1]
     assert dict(last.system)["plugin.ci.status"] == "Build status: green."
     assert not [m for m in last.messages if isinstance(m, ags.SystemMessage)]
     checkpoints = session.system_prompt_checkpoints()
@@ -263,7 +264,7 @@ async def test_an_epoch_the_tools_start_records_every_section(
     assert [e.reason for e in epochs] == ["start", "tools"]
     checkpoints = reopened.system_prompt_checkpoints()
     assert len(checkpoints) == 2
-    [request] = second.model.requests  # type: ignore[attr-defined]
+    [request] = second.scripted.requests
     assert checkpoints[-1].changed == dict(request.system)
     assert checkpoints[-1].message_count == 3
 
@@ -317,7 +318,7 @@ async def test_a_fork_at_any_seq_ends_where_that_commit_ends(
     fork = await session.fork(0)
     assert [c.user_turn for c in fork.runtime_contexts()] == [0]
     await fork.prompt("branch here")
-    sent = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    sent = runtime.scripted.requests[-1]
     first_user = next(m for m in sent.messages if isinstance(m, ags.UserMessage))
     assert isinstance(first_user.content, str)
     assert first_user.content.startswith('<skill name="pdf"')

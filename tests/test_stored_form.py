@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +32,9 @@ from agentsession.log.packed import pack_dispatch
 from agentsession.request import ImagePart, TextPart, ToolCall, Usage
 from agentsession.tools._daemon import run_on_daemon_thread
 
-from .conftest import Clock
+from .conftest import Clock, MakeRuntime
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 def test_fields_at_their_defaults_are_left_out_and_read_back() -> None:

@@ -4,13 +4,13 @@ next prompt is exactly what that prompt sends (the abandoned call closed, never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import agentsession as ags
 from agentsession.providers import validate
 from agentsession.request import AssistantMessage, ToolResultMessage, digest
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 @ags.tool

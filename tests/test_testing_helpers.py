@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 import agentsession as ags
@@ -16,7 +14,9 @@ from agentsession.testing import (
     user_texts,
 )
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 async def test_scripted_replies_and_what_the_model_received(make_runtime: Make) -> None:

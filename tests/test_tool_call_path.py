@@ -8,7 +8,6 @@ gets stored to the same answers either way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,9 @@ from agentsession.providers.cache_controls import cache_key_for
 from agentsession.request import AssistantMessage, Request, ToolCall, UserMessage
 from agentsession.tools import validate_arguments
 
-Make = Callable[..., ags.Runtime]
+from .conftest import MakeRuntime
+
+Make = MakeRuntime
 
 
 async def test_a_context_tool_sees_the_resolved_project_and_a_plain_tool_runs_without_one(

@@ -6,7 +6,7 @@ decode; the transcript they page in must equal the transcript derived from the w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,10 @@ from agentsession.request import Message, ToolCall, UserMessage
 from agentsession.store import SessionInfo
 from agentsession.transcript import Transcript
 
+from .conftest import MakeRuntime
 from .store.wrappers import CountingStore
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 class CountingSQLite(ags.SQLiteStore):
@@ -39,8 +40,8 @@ class CountingSQLite(ags.SQLiteStore):
 
     rows = 0
 
-    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
-        found = super().read_now(*args, **kwargs)
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
         self.rows += len(found)
         return found
 
@@ -48,8 +49,8 @@ class CountingSQLite(ags.SQLiteStore):
 class CountingMemory(ags.MemoryStore):
     rows = 0
 
-    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
-        found = super().read_now(*args, **kwargs)
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
         self.rows += len(found)
         return found
 
@@ -223,8 +224,8 @@ class CountingPostgres(ags.PostgresStore):
 
     rows = 0
 
-    def read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
-        found = super().read_now(*args, **kwargs)
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
         self.rows += len(found)
         return found
 

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentsession.engine._append import appends_soon
 from agentsession.engine.writer import LogWriter
 from agentsession.errors import StoreError
 from agentsession.log import AssistantEntry, Record, UserEntry, now
 from agentsession.request import ToolCall
 from agentsession.store import SessionInfo, SQLiteStore
 from agentsession.store.base import Store
+from agentsession.store.fast import fast_paths
 
 
 def new_info(session_id: str) -> SessionInfo:
@@ -31,7 +32,9 @@ def new_info(session_id: str) -> SessionInfo:
 class PlainStore(SQLiteStore):
     """The same store without the fast path: the writer runs its appends as tasks."""
 
-    fast_paths = frozenset({"read_now", "last_now"})
+    def __init__(self, path: Path, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.fast_paths = replace(self.fast_paths, append_soon=None)
 
 
 class WatchedStore(SQLiteStore):
@@ -48,9 +51,9 @@ class WatchedStore(SQLiteStore):
 
 def test_only_a_store_that_declares_it_hands_writes_over(tmp_path: Path) -> None:
     fast, plain = SQLiteStore(tmp_path / "a.db"), PlainStore(tmp_path / "b.db")
-    assert appends_soon(fast) is fast
-    assert appends_soon(plain) is None
-    assert appends_soon(WatchedStore(tmp_path / "c.db")) is None
+    assert fast_paths(fast).append_soon is not None
+    assert fast_paths(plain).append_soon is None
+    assert fast_paths(WatchedStore(tmp_path / "c.db")).append_soon is None
 
 
 async def test_a_subclass_that_overrides_append_sees_every_write(tmp_path: Path) -> None:
@@ -115,8 +118,8 @@ class AnsweredStore(SQLiteStore):
 
     task: asyncio.Task[Any] | None = None
 
-    def append_soon(self, session_id: str, expected_seq: int, entries: Any) -> Any:
-        future = super().append_soon(session_id, expected_seq, entries)
+    def _append_soon(self, session_id: str, expected_seq: int, entries: Any) -> Any:
+        future = super()._append_soon(session_id, expected_seq, entries)
         task = self.task
         if task is not None:  # runs before the task's own wake-up: both are queued in order
             future.add_done_callback(lambda _: task.cancel())

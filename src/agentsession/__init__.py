@@ -23,8 +23,6 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         PluginScope,
         Rendered,
     )
-    from .engine.costs import CostEstimate
-    from .engine.parts import ContextSource, SourceFactory
     from .errors import (
         AgentSessionError,
         BudgetExceededError,
@@ -69,7 +67,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         TimelineItem,
         TurnInfo,
     )
-    from .ledger import CacheMiss, CostSummary, ModelCost
+    from .ledger import CacheMiss, CostEstimate, CostSummary, ModelCost
     from .ledger.prices import ModelPrice
     from .log import (
         ContextEpoch,
@@ -95,6 +93,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         UserMessage,
     )
     from .runtime import Runtime
+    from .sources import ContextSource, SourceFactory
     from .session import Session
     from .skills import (
         Skill,
@@ -124,8 +123,7 @@ _LAZY: dict[str, str] = {
         ("ABSENT", "ComponentHandle", "ContextComponent", "PluginScope", "Rendered", "UNAVAILABLE"),
         "context",
     ),
-    "CostEstimate": "engine.costs",
-    **dict.fromkeys(("ContextSource", "SourceFactory"), "engine.parts"),
+    **dict.fromkeys(("ContextSource", "SourceFactory"), "sources"),
     **dict.fromkeys(
         (
             "AgentSessionError",
@@ -172,7 +170,7 @@ _LAZY: dict[str, str] = {
         ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
         "inspection.views",
     ),
-    **dict.fromkeys(("CacheMiss", "CostSummary", "ModelCost"), "ledger"),
+    **dict.fromkeys(("CacheMiss", "CostEstimate", "CostSummary", "ModelCost"), "ledger"),
     "ModelPrice": "ledger.prices",
     **dict.fromkeys(
         (

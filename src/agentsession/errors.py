@@ -86,7 +86,27 @@ class SessionNotFoundError(AgentSessionError, LookupError):
 
 
 class ConflictError(AgentSessionError):
-    """Another writer appended to the session first; nothing of this write was stored."""
+    """Another writer appended to the session first; nothing of this write was stored.
+
+    What the raise site knows is kept: ``session_id``; for an append whose expected seq was not
+    the log's next, ``expected_seq`` (what this write expected) and ``found_seq`` (the log's
+    next seq); for a session another process drives, ``holder`` (the lease's owner).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session_id: str = "",
+        expected_seq: int | None = None,
+        found_seq: int | None = None,
+        holder: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.expected_seq = expected_seq
+        self.found_seq = found_seq
+        self.holder = holder
 
 
 class BudgetExceededError(AgentSessionError):

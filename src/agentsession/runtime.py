@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, cast, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from .budget import BudgetPolicy, TokenCounter, counter_for_encoding, default_counter
 from .config import Config
@@ -31,7 +31,7 @@ from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .engine.costs import prime_ledger
 from .engine.deps import SessionDeps
 from .engine.leases import delete_undriven, live_lease
-from .engine.parts import SourceFactory, build_parts
+from .engine.parts import build_parts
 from .engine.recovery import closing_entries
 from .engine.skill_source import skill_source_factory
 from .engine.titles import Titler
@@ -50,10 +50,12 @@ from .mcp import MCPServer, MCPServers, merge_servers, project_servers
 from .permissions import preset_table
 from .projection import transcript_from
 from .providers.base import Model
-from .session import Session
+from .session import Opened, Session
 from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
-from .store.base import SessionInfo, Store, fast_paths, reads_now
+from .sources import SourceFactory
+from .store.base import SessionInfo, Store
+from .store.fast import fast_paths
 from .sync import run_sync
 from .tools import Tool
 from .tools.sandbox import resolve_sandbox
@@ -247,7 +249,7 @@ class Runtime:
         writer = LogWriter(self.store, info.id, 0, [], [])
         parts = build_parts(self._deps, info.id, self.project_dir, (), self._sources)
         return self._track(
-            Session(self._deps, info, model, writer, parts, opener=self.open_session)
+            Session(Opened(self._deps, info, model, writer, parts, opener=self.open_session))
         )
 
     async def open_session(self, session_id: str, *, model: Model | None = None) -> Session:
@@ -284,7 +286,7 @@ class Runtime:
             # writes. The next request starts a new epoch for the chosen model either way.
             switch = ModelSwitched(chosen.name, named, now())
         session = Session(
-            self._deps, info, chosen, writer, parts, switch=switch, opener=self.open_session
+            Opened(self._deps, info, chosen, writer, parts, switch, opener=self.open_session)
         )
         return self._track(session)
 
@@ -426,42 +428,33 @@ async def _history(
     checkpoints at their first use, so opening reads neither; another store gives both now.
     """
     end = info.next_seq
-    reader = reads_now(store)
+    fast = fast_paths(store)
+    reader = fast.reads()
     if reader is not None:
+        read_now, count_now = reader
 
         def page(start: int, stop: int) -> list[Record]:
-            return reader.read_now(info.id, start, stop, TRANSCRIPT_KINDS)
+            return read_now(info.id, start, stop, TRANSCRIPT_KINDS)
 
         def checkpoints() -> list[SystemPromptCheckpoint]:
-            found = reader.read_now(info.id, 0, end, ["system_prompt_checkpoint"])
+            found = read_now(info.id, 0, end, ["system_prompt_checkpoint"])
             return [r.entry for r in found if isinstance(r.entry, SystemPromptCheckpoint)]
 
         # A count the store already holds (a reopen's snapshot) is taken now: counting later
         # would start a worker thread for an answer that needs no I/O.
-        held = cast(_CountsHeld, store) if "count_held" in fast_paths(store) else None
+        held = fast.count_held
         transcript = Transcript(
             stored=info.message_count,
             end_seq=end,
             reader=page,
-            users=lambda: reader.count_now(info.id, ["user"], end),
-            counted=None if held is None else held.count_held(info.id, ["user"], end),
+            users=lambda: count_now(info.id, ["user"], end),
+            counted=None if held is None else held(info.id, ["user"], end),
         )
         return transcript, checkpoints
     kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
     records = await store.read(info.id, 0, end, kinds=kinds)
     stored = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
     return Transcript.of(transcript_from(records)), stored
-
-
-class _CountsHeld(Protocol):
-    """A store that may hold a count in memory already (its ``fast_paths`` name ``count_held``).
-
-    ``PostgresStore`` does while a reopen's snapshot lasts.
-    """
-
-    def count_held(self, session_id: str, kinds: Sequence[str], end: int) -> int | None:
-        """``count_now``'s answer when it needs no I/O (never blocks); ``None`` otherwise."""
-        ...
 
 
 def _checked_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:

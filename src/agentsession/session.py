@@ -21,7 +21,7 @@ import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ._deprecated import DeprecatedSessionNames
 from ._memo import conforms
@@ -63,23 +63,29 @@ from .sync import run_sync
 if TYPE_CHECKING:
     from .inspection.views import Inspection
 
-__all__ = ["Session"]
+__all__ = ["Opened", "Session"]
+
+
+class Opened(NamedTuple):
+    """What a ``Session`` is made of, as one value: its internal types stay off its signature.
+
+    Sessions come from ``Runtime.create_session``/``open_session``, which build it.
+    """
+
+    deps: SessionDeps
+    info: SessionInfo
+    model: Model | None
+    writer: LogWriter
+    parts: SessionParts
+    switch: ModelSwitched | None = None
+    opener: Callable[[str], Awaitable[Session]] | None = None
 
 
 class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
-    def __init__(
-        self,
-        deps: SessionDeps,
-        info: SessionInfo,
-        model: Model | None,
-        writer: LogWriter,
-        parts: SessionParts,
-        *,
-        switch: ModelSwitched | None = None,
-        opener: Callable[[str], Awaitable[Session]] | None = None,
-    ) -> None:
+    def __init__(self, opened: Opened, /) -> None:
+        deps, info, model, writer, parts, switch, opener = opened
         self._deps = deps
         self._info = info
         self._model = model
@@ -323,9 +329,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
             SessionBusyError: A turn is running.
             StoreError: The store still refuses the write (the entries are kept).
         """
-        await self._guard.settle_dropped()
-        if self._guard.busy:
-            raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._guard.settled_not_running()
         await self._lease.hold()
         return await self._writer.flush()
 
@@ -417,9 +421,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         Raises:
             SessionBusyError: A turn is running.
         """
-        await self._guard.settle_dropped()
-        if self._guard.busy:
-            raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._guard.settled_not_running()
         fresh = await self._open(self.id)
         self._info, self._writer, self._parts = fresh._info, fresh._writer, fresh._parts
         self._admitter = Admitter(self._deps, self._writer, self._parts)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 import pytest
@@ -11,9 +10,9 @@ import agentsession as ags
 from agentsession.context import LoadResult
 from agentsession.log import Dispatch, MidConversationSystemMessage, ProviderFailed
 
-from ..conftest import Clock
+from ..conftest import Clock, MakeRuntime
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 
 def requests(runtime: ags.Runtime) -> list[ags.Request]:

@@ -5,7 +5,6 @@ under every preset, full-access included, and a standing "always" never covers t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,10 @@ from agentsession.permissions import FULL_ACCESS, READ_ONLY, WORKSPACE_WRITE, de
 from agentsession.tools import ToolContext
 from agentsession.tools.builtin import read_file, write_file
 
+from ..conftest import MakeRuntime
 from ..scenario import make_project, tool_results
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 PROTECTED = [
     ".mcp.json",

@@ -13,7 +13,7 @@ import signal
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,9 +21,10 @@ import pytest
 import agentsession as ags
 from agentsession.tools.sandbox import probe, reduced_environment
 
+from ..conftest import MakeRuntime
 from ..scenario import make_project, tool_results
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai-secret",
     "ANTHROPIC_API_KEY": "sk-ant-test-secret",

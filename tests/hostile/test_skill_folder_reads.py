@@ -5,7 +5,6 @@ outside the project becomes readable, and nothing there becomes writable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,11 @@ import pytest
 
 import agentsession as ags
 
+from ..conftest import MakeRuntime
 from ..scenario import make_project, tool_results
 from .test_sandbox_run_command import needs_bwrap
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 BUNDLED = "print('bundled helper')\n"
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import agentsession as ags
 from agentsession.request import SystemMessage
 
+from ..conftest import MakeRuntime
 from .conftest import skill_md, write_skill
 
-Make = Callable[..., ags.Runtime]
+Make = MakeRuntime
 
 #: Anthropic Messages with native tool changes (tool_addition / tool_removal blocks).
 NATIVE = ags.ModelProfile(

@@ -60,7 +60,7 @@ async def test_legacy_snapshots_replay_as_separate_user_messages_at_their_anchor
     session = await runtime.open_session(session_id)
     assert [s.placement for s in session.runtime_contexts()] == [None, None]
     await session.prompt("Shorter, please.")
-    [request] = runtime.model.requests  # type: ignore[attr-defined]
+    [request] = runtime.scripted.requests
     view = [(m.role, m.content) for m in request.messages]
     assert view == [
         ("user", "Summarise report.pdf for me."),
@@ -104,7 +104,7 @@ async def test_new_selections_join_legacy_ones_and_survive_a_reopen(
     contexts = reopened.runtime_contexts()
     assert [(c.user_turn, c.placement) for c in contexts] == [(0, None), (1, None), (2, "user")]
     await reopened.prompt("And?")
-    [request] = again.model.requests  # type: ignore[attr-defined]
+    [request] = again.scripted.requests
     users = [m.content for m in request.messages if isinstance(m, ags.UserMessage)]
     assert users[:4] == [
         "Summarise report.pdf for me.",

@@ -49,7 +49,7 @@ async def test_runtime_and_project_skill_folders_feed_the_catalog(
     runtime = make_runtime(["hi"], skills_dirs=[tmp_path / "extra"], skills=[python])
     session = await runtime.create_session()
     await session.prompt("hello")
-    [request] = runtime.model.requests  # type: ignore[attr-defined]
+    [request] = runtime.scripted.requests
     assert _enum(request) == ["from-agents", "from-claude", "from-dirs", "from-python"]
     catalog = system_text(request, CATALOG)
     assert catalog is not None and "Shadowed." not in catalog
@@ -76,7 +76,7 @@ async def test_broken_skills_are_diagnosed_skipped_and_never_crash_a_session(
     session = await runtime.create_session()
     result = await session.prompt("use the good one")
     assert result.text == "ok"
-    assert _enum(runtime.model.requests[0]) == ["good"]  # type: ignore[attr-defined]
+    assert _enum(runtime.scripted.requests[0]) == ["good"]
 
 
 def test_python_skill_misuse_fails_when_the_runtime_is_made(tmp_path: Path) -> None:
@@ -104,7 +104,7 @@ async def test_real_published_skills_all_appear_and_load(
     assert [d for d in runtime.skill_diagnostics() if d.severity == "error"] == []
     session = await runtime.create_session()
     await session.prompt("what can you do?")
-    first, second = runtime.model.requests  # type: ignore[attr-defined]
+    first, second = runtime.scripted.requests
     assert _enum(first) == names
     catalog = system_text(first, CATALOG)
     assert catalog is not None
@@ -189,7 +189,7 @@ async def test_the_catalog_keeps_its_budget_and_counts_the_rest(make_runtime: Ma
     runtime = make_runtime(["ok"], skills=many, config=config)
     session = await runtime.create_session()
     await session.prompt("hi")
-    [request] = runtime.model.requests  # type: ignore[attr-defined]
+    [request] = runtime.scripted.requests
     catalog = system_text(request, CATALOG)
     assert catalog is not None
     shown = catalog.count("<skill name=")
@@ -247,7 +247,7 @@ async def test_allowed_tools_narrow_while_the_skill_is_active(make_runtime: Make
     runtime = make_runtime(replies, tools=[other, scribble], skills=[narrow, tool_skill("wide")])
     session = await runtime.create_session()
     await session.prompt("go")
-    results = [r.content for r in tool_results(runtime.model.requests[-1])]  # type: ignore[attr-defined]
+    results = [r.content for r in tool_results(runtime.scripted.requests[-1])]
     assert "not one of the tools the active skill allows" in str(results[1])
     assert results[2] == "narrow ran"
     assert results[4] == "other ran"
@@ -262,7 +262,7 @@ async def test_every_loaded_skills_tools_work_while_a_narrow_skill_is_active(
     runtime = make_runtime(replies, tools=[other, scribble], skills=[narrow, tool_skill("wide")])
     session = await runtime.create_session()
     await session.prompt("go")
-    results = tool_results(runtime.model.requests[-1])  # type: ignore[attr-defined]
+    results = tool_results(runtime.scripted.requests[-1])
     assert results[2].content == "wide ran x"
     assert results[3].is_error and "not one of the tools the active skill allows" in str(
         results[3].content
@@ -276,7 +276,7 @@ async def test_allowed_tools_never_grant_what_the_preset_denies(make_runtime: Ma
     session = await runtime.create_session()
     session.set_permission_preset("read-only")
     await session.prompt("go")
-    [_, denied] = tool_results(runtime.model.requests[-1])  # type: ignore[attr-defined]
+    [_, denied] = tool_results(runtime.scripted.requests[-1])
     assert denied.is_error and "read-only" in str(denied.content)
 
 
@@ -289,7 +289,7 @@ async def test_a_failing_python_skill_is_an_error_result_not_a_crash(make_runtim
     session = await runtime.create_session()
     result = await session.prompt("go")
     assert result.text == "recovered"
-    [failed] = tool_results(runtime.model.requests[-1])  # type: ignore[attr-defined]
+    [failed] = tool_results(runtime.scripted.requests[-1])
     assert failed.is_error
     assert failed.content == "Skill bad could not be loaded: RuntimeError: cannot render"
     with pytest.raises(ags.UsageError, match="could not be read: RuntimeError"):

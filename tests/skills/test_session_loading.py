@@ -44,7 +44,7 @@ async def test_catalog_and_load_skill_are_in_the_first_request(make_runtime: Mak
     runtime = make_runtime(["hi"], skills=SKILLS)
     session = await runtime.create_session()
     await session.prompt("hello")
-    [request] = runtime.model.requests  # type: ignore[attr-defined]
+    [request] = runtime.scripted.requests
     catalog = system_text(request, "core.skills.catalog")
     assert catalog is not None
     for skill in SKILLS:
@@ -151,14 +151,14 @@ async def test_every_loaded_skills_tools_work_in_load_order(make_runtime: Make) 
     runtime2 = make_runtime([load("beta"), load("alpha"), "ok"], skills=SKILLS)
     session2 = await runtime2.create_session()
     await session2.prompt("go")
-    assert tool_names(runtime2.model.requests[-1]) == ["load_skill", "beta_tool", "alpha_tool"]  # type: ignore[attr-defined]
+    assert tool_names(runtime2.scripted.requests[-1]) == ["load_skill", "beta_tool", "alpha_tool"]
 
 
 async def test_a_skill_tool_never_loaded_is_an_unknown_tool(make_runtime: Make) -> None:
     runtime = make_runtime([call("gamma_tool"), "ok"], skills=SKILLS)
     session = await runtime.create_session()
     await session.prompt("go")
-    [result] = tool_results(runtime.model.requests[-1])  # type: ignore[attr-defined]
+    [result] = tool_results(runtime.scripted.requests[-1])
     assert (result.content, result.is_error) == ("Unknown tool: gamma_tool", True)
 
 
@@ -170,7 +170,7 @@ async def test_load_skill_with_a_name_outside_its_enum_is_an_error_result(
     )
     session = await runtime.create_session()
     await session.prompt("go")
-    results = tool_results(runtime.model.requests[-1])  # type: ignore[attr-defined]
+    results = tool_results(runtime.scripted.requests[-1])
     assert all(r.is_error for r in results)
     assert "must be one of" in str(results[0].content)
     assert "missing required name" in str(results[1].content)
@@ -216,7 +216,7 @@ async def test_state_is_fresh_per_load_and_the_store_survives_unload_and_restart
     runtime = make_runtime(model=_native(replies), skills=[COUNTER, *FILLERS])
     session = await runtime.create_session()
     await session.prompt("count")
-    results = [r.content for r in tool_results(runtime.model.requests[-1])]  # type: ignore[attr-defined]
+    results = [r.content for r in tool_results(runtime.scripted.requests[-1])]
     tallies = [r for r in results if isinstance(r, str) and not r.startswith("{")]
     assert tallies == [
         "state=1 store=1",
@@ -234,7 +234,7 @@ async def test_state_is_fresh_per_load_and_the_store_survives_unload_and_restart
     again = make_runtime(model=_native([call("tally"), "done"]), skills=[COUNTER, *FILLERS])
     reopened = await again.open_session(session.id)
     await reopened.prompt("once more")
-    assert tool_results(again.model.requests[-1])[-1].content == "state=1 store=4"  # type: ignore[attr-defined]
+    assert tool_results(again.scripted.requests[-1])[-1].content == "state=1 store=4"
 
 
 async def test_unloading_keeps_history_and_the_contextchanged_lines(make_runtime: Make) -> None:
@@ -270,7 +270,7 @@ async def test_reopening_rebuilds_the_loaded_set_and_its_lru_order(make_runtime:
     )
     reopened = await second.open_session(session.id)
     await reopened.prompt("more")
-    requests = second.model.requests  # type: ignore[attr-defined]
+    requests = second.scripted.requests
     assert {"alpha_tool", "beta_tool", "gamma_tool"} <= set(tool_names(requests[0]))
     digest = _digest(tool_results(requests[1])[-1])
     assert [u["skill"] for u in digest["unloaded"]] == ["beta"]  # LRU order survived
@@ -285,7 +285,7 @@ async def test_loads_on_a_profile_without_native_tool_changes_start_epochs(
     runtime = make_runtime([load("alpha"), "ok"], skills=SKILLS)
     session = await runtime.create_session()
     await session.prompt("go")
-    after = runtime.model.requests[1]  # type: ignore[attr-defined]
+    after = runtime.scripted.requests[1]
     assert tool_names(after) == ["load_skill", "alpha_tool"]
     assert system_text(after, "core.skills.loaded.alpha") == (
         '<skill name="alpha">\nUse alpha_tool for alpha work.\nReport what it returned.\n</skill>'

@@ -37,7 +37,7 @@ async def test_the_view_maps_a_selected_message_back_to_its_entries(
     records = await session.log()
     user = next(r.seq for r in records if isinstance(r.entry, UserEntry))
     snapshot = next(r.seq for r in records if isinstance(r.entry, RuntimeContextSnapshot))
-    [request] = runtime.model.requests  # type: ignore[attr-defined]
+    [request] = runtime.scripted.requests
     assert request.sources[0] == (user, snapshot)
     body = ags.lower(request, "openai-chat")
     assert "sources" not in body and str(snapshot) not in str(body["messages"][0].keys())
@@ -116,7 +116,7 @@ async def test_without_native_changes_an_unload_leaves_the_new_baseline(
     runtime = make_runtime(replies, skills=SKILLS)
     session = await runtime.create_session()
     await session.prompt("go")
-    last = runtime.model.requests[-1]  # type: ignore[attr-defined]
+    last = runtime.scripted.requests[-1]
     loaded = [k for k in system_keys(last) if k.startswith("core.skills.loaded.")]
     assert loaded == [f"core.skills.loaded.{n}" for n in ("beta", "delta", "gamma")]
     assert updates(last) == []

@@ -89,11 +89,11 @@ async def test_migration_5_backfills_the_totals_of_a_schema_4_database(pg_dsn: s
     store = PostgresStore(pg_dsn)
     try:
         await store.list_sessions()  # the first call migrates
-        assert store.count_now("a", ["user"], 4) == 2
-        assert store.count_now("a", ["user", "tool_result"], 4) == 3
-        assert store.count_now("b", ["user"], 8) == 7
-        assert store.count_now("b", ["user"], 3) == 2
-        assert store.count_now("empty", ["user"], 0) == 0
+        assert store._count_now("a", ["user"], 4) == 2
+        assert store._count_now("a", ["user", "tool_result"], 4) == 3
+        assert store._count_now("b", ["user"], 8) == 7
+        assert store._count_now("b", ["user"], 3) == 2
+        assert store._count_now("empty", ["user"], 0) == 0
     finally:
         await store.close()
     assert kept(pg_dsn) == grouped(pg_dsn)
@@ -106,8 +106,8 @@ async def test_a_read_only_store_on_schema_4_counts_in_the_index(pg_dsn: str) ->
     reader = PostgresStore(pg_dsn, read_only=True)
     try:
         await reader.list_sessions()
-        assert reader.count_now("a", ["user"], 3) == 2
-        assert reader.count_now("a", ["user"], 1) == 1
+        assert reader._count_now("a", ["user"], 3) == 2
+        assert reader._count_now("a", ["user"], 1) == 1
     finally:
         await reader.close()
     assert pg.run(pg_dsn, "SELECT max(version) FROM schema_migrations") == [(4,)]
@@ -153,8 +153,8 @@ async def check_totals(dsn: str, batches: list[list[str]], ends: list[int]) -> N
         assert kept(dsn) == grouped(dsn)
         for end in [*ends, seq, seq // 2, 0]:
             for wanted in (["user"], ["user", "assistant"], ["epoch"]):
-                assert store.count_now(sid, wanted, end) == counted(dsn, sid, wanted, end)
-                assert store.count_now(fork, wanted, end) == counted(dsn, fork, wanted, end)
+                assert store._count_now(sid, wanted, end) == counted(dsn, sid, wanted, end)
+                assert store._count_now(fork, wanted, end) == counted(dsn, fork, wanted, end)
         await store.delete_session(fork)
         assert not [key for key in kept(dsn) if key[0] == fork]
     finally:
@@ -168,8 +168,8 @@ async def test_sessions_count_apart_and_unknown_sessions_are_not_found(pg_dsn: s
     try:
         await store.create_session(new_info("x"), [UserEntry("1"), UserEntry("2")])
         await store.create_session(new_info("y"), [UserEntry("1")])
-        assert (store.count_now("x", ["user"], 2), store.count_now("y", ["user"], 1)) == (2, 1)
+        assert (store._count_now("x", ["user"], 2), store._count_now("y", ["user"], 1)) == (2, 1)
         with pytest.raises(SessionNotFoundError):
-            store.count_now("nobody", ["user"], 5)
+            store._count_now("nobody", ["user"], 5)
     finally:
         await store.close()

@@ -98,7 +98,7 @@ def texts_of(entry: LogEntry) -> set[str]:
 
 
 def compare(snap: Snapshot, reference: PostgresStore, sid: str, kinds: list[str]) -> None:
-    last_epoch = reference.last_now(sid, ["epoch"])
+    last_epoch = reference._last_now(sid, ["epoch"])
     newest = set() if last_epoch is None else texts_of(last_epoch.entry)
     end = len(kinds)
     counts = {kind: kinds.count(kind) for kind in set(kinds)}
@@ -111,20 +111,20 @@ def compare(snap: Snapshot, reference: PostgresStore, sid: str, kinds: list[str]
                 got = answer(snap.read, start, stop, wanted)
                 whole = wanted is not None and all(counts.get(k, 0) <= RARE for k in wanted)
                 missing = (stop is not None and stop > end) or (start < tail_start and not whole)
-                expected = [] if missing else reference.read_now(sid, start, stop, wanted)
+                expected = [] if missing else reference._read_now(sid, start, stop, wanted)
                 # It holds the kept texts of the newest epoch alone (what a reopen reads).
                 missing = missing or any(texts_of(r.entry) - newest for r in expected)
                 assert (got is Miss) == missing, (start, stop, wanted)
                 if got is not Miss:
                     assert got == expected
         if wanted:
-            assert snap.last(wanted) == reference.last_now(sid, wanted)
+            assert snap.last(wanted) == reference._last_now(sid, wanted)
             for stop in (end, end - 1, tail_start, tail_start - 1, end + 1):
                 got = answer(snap.count, wanted, stop)
                 missing = stop > end or max(stop, 0) < tail_start
                 assert (got is Miss) == missing, (wanted, stop)
                 if got is not Miss:
-                    assert got == reference.count_now(sid, wanted, stop)
+                    assert got == reference._count_now(sid, wanted, stop)
 
 
 @settings(
@@ -168,11 +168,11 @@ async def test_a_reopen_is_answered_until_the_store_writes(pg_dsn: str) -> None:
         # Read within the snapshot: the log as it was when the reopen began.
         assert len(await reader.read("s", len(kinds) - 5)) == 5
         # A read that names the longer log is not answered from it, nor is any read after.
-        assert [r.entry for r in reader.read_now("s", len(kinds), len(kinds) + 1)] == [
+        assert [r.entry for r in reader._read_now("s", len(kinds), len(kinds) + 1)] == [
             UserEntry("later")
         ]
         assert reader._now._served("s") is None
-        assert len(reader.read_now("s", len(kinds) - 5, None)) == 6
+        assert len(reader._read_now("s", len(kinds) - 5, None)) == 6
     finally:
         await writer.close()
         await reader.close()
@@ -206,8 +206,8 @@ async def test_the_first_write_drops_the_snapshot(pg_dsn: str) -> None:
             await reader.append("s", 2, [UserEntry("mine")])
         assert reader._now._served("s") is None
         assert (await reader.get_session("s")).next_seq == 3
-        assert reader.last_now("s", ["user"]) is not None
-        found = reader.last_now("s", ["user"])
+        assert reader._last_now("s", ["user"]) is not None
+        found = reader._last_now("s", ["user"])
         assert found is not None and found.entry == UserEntry("theirs")
     finally:
         await writer.close()
@@ -262,7 +262,7 @@ async def test_a_reopen_of_a_schema_4_database(pg_dsn: str, read_only: bool) -> 
     store = PostgresStore(pg_dsn, read_only=read_only)
     try:
         assert (await store.get_session("a")).next_seq == 2
-        assert store.count_now("a", ["user"], 2) == 2
+        assert store._count_now("a", ["user"], 2) == 2
         assert [r.entry for r in await store.read("a")] == [UserEntry("q"), UserEntry("r")]
     finally:
         await store.close()
@@ -272,10 +272,10 @@ async def test_a_reopen_of_a_schema_4_database(pg_dsn: str, read_only: bool) -> 
 
 def separately(store: PostgresStore, sid: str, end: int) -> tuple[Any, list[Any], Any]:
     """What ``read_view`` answers, in three reads of the server."""
-    found = store.last_now(sid, ["epoch"])
+    found = store._last_now(sid, ["epoch"])
     start = 0 if found is None else record_view_start(found)
-    records = store.read_now(sid, start, end, VIEW_KINDS)
-    return found, records, store.last_now(sid, ["dispatch"]) if found is not None else None
+    records = store._read_now(sid, start, end, VIEW_KINDS)
+    return found, records, store._last_now(sid, ["dispatch"]) if found is not None else None
 
 
 @pytest.mark.parametrize("epochs", [0, 1, 4])
@@ -289,20 +289,20 @@ async def test_read_view_gives_what_three_reads_give(pg_dsn: str, epochs: int) -
         await build(writer, "s", kinds)
         expected = separately(writer, "s", len(kinds))
         await reader.get_session("s")  # a reopen: answered from the snapshot
-        assert await reader.read_view("s", len(kinds), VIEW_KINDS, record_view_start, True) == (
+        assert await reader._read_view("s", len(kinds), VIEW_KINDS, record_view_start, True) == (
             expected
         )
         # Answered from the snapshot when the view starts within its tail; else read afresh.
         within = expected[0] is not None and record_view_start(expected[0]) >= len(kinds) - TAIL
         assert (reader._now._served("s") is not None) == within
         await reader.append("s", len(kinds), [UserEntry("more")])  # now on the pool
-        found, records, last = await reader.read_view(
+        found, records, last = await reader._read_view(
             "s", len(kinds) + 1, VIEW_KINDS, record_view_start, False
         )
         assert (found, records[:-1], last) == (expected[0], expected[1], None)
         assert records[-1].entry == UserEntry("more")
         with pytest.raises(SessionNotFoundError):
-            await reader.read_view("nobody", 5, VIEW_KINDS, record_view_start, True)
+            await reader._read_view("nobody", 5, VIEW_KINDS, record_view_start, True)
     finally:
         await writer.close()
         await reader.close()
@@ -314,16 +314,16 @@ async def test_count_held_answers_from_a_reopen_only(pg_dsn: str) -> None:
     writer, reader = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
     try:
         await build(writer, "s", kinds)
-        assert writer.count_held("s", ["user"], len(kinds)) is None  # no reopen, no snapshot
+        assert writer._count_held("s", ["user"], len(kinds)) is None  # no reopen, no snapshot
         await reader.get_session("s")
-        assert reader.count_held("s", ["user"], len(kinds)) == users
-        assert reader.count_held("s", ["user"], len(kinds) - 3) == kinds[:-3].count("user")
-        assert reader.count_held("other", ["user"], len(kinds)) is None
-        assert reader.count_held("s", ["user"], len(kinds) + 1) is None  # a longer log than seen
+        assert reader._count_held("s", ["user"], len(kinds)) == users
+        assert reader._count_held("s", ["user"], len(kinds) - 3) == kinds[:-3].count("user")
+        assert reader._count_held("other", ["user"], len(kinds)) is None
+        assert reader._count_held("s", ["user"], len(kinds) + 1) is None  # a longer log than seen
         await reader.get_session("s")
         await reader.append("s", len(kinds), [UserEntry("more")])  # the write drops it
-        assert reader.count_held("s", ["user"], len(kinds) + 1) is None
-        assert reader.count_now("s", ["user"], len(kinds) + 1) == users + 1
+        assert reader._count_held("s", ["user"], len(kinds) + 1) is None
+        assert reader._count_now("s", ["user"], len(kinds) + 1) == users + 1
     finally:
         await writer.close()
         await reader.close()

@@ -387,7 +387,7 @@ async def test_blocking_reads_reconnect_after_their_connection_was_dropped(
     db: PostgresStore, pg_dsn: str
 ) -> None:
     await db.create_session(new_info("s"), [UserEntry("one"), UserEntry("two")])
-    assert db.count_now("s", ["user"], 2) == 2
+    assert db._count_now("s", ["user"], 2) == 2
     pg.run(
         pg_dsn,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
@@ -396,11 +396,11 @@ async def test_blocking_reads_reconnect_after_their_connection_was_dropped(
     )
     # Every backend of this test is gone: the read can only succeed on a new connection (a
     # read is run once more when its connection turns out dropped).
-    assert [r.entry for r in db.read_now("s", 0, 2, ["user"])] == [
+    assert [r.entry for r in db._read_now("s", 0, 2, ["user"])] == [
         UserEntry("one"),
         UserEntry("two"),
     ]
-    found = db.last_now("s", ["user"])
+    found = db._last_now("s", ["user"])
     assert found is not None and found.entry == UserEntry("two")
     with pytest.raises(SessionNotFoundError):
-        db.read_now("nobody", 0, 2, ["user"])
+        db._read_now("nobody", 0, 2, ["user"])

@@ -38,10 +38,10 @@ def _epoch(number: int, start: int, summary: int | None = None) -> ContextEpoch:
 def _separately(
     store: SQLiteStore, session_id: str, end: int
 ) -> tuple[Record | None, list[Record], Record | None]:
-    found = store.last_now(session_id, ["epoch"])
+    found = store._last_now(session_id, ["epoch"])
     start = 0 if found is None else record_view_start(found)
-    records = store.read_now(session_id, start, end, VIEW_KINDS)
-    dispatch = store.last_now(session_id, ["dispatch"]) if found is not None else None
+    records = store._read_now(session_id, start, end, VIEW_KINDS)
+    dispatch = store._last_now(session_id, ["dispatch"]) if found is not None else None
     return found, records, dispatch
 
 
@@ -66,7 +66,7 @@ def test_read_view_gives_what_three_reads_give(
         try:
             await store.create_session(SessionInfo("s", T, T), entries)
             end = len(entries)
-            found, records, last = await store.read_view(
+            found, records, last = await store._read_view(
                 "s", end, VIEW_KINDS, record_view_start, dispatch
             )
             expected_found, expected_records, expected_last = _separately(store, "s", end)
@@ -90,7 +90,7 @@ async def test_a_free_store_reads_the_view_on_the_callers_thread(tmp_path: Path)
             threads.append(threading.get_ident())
             return record_view_start(record)
 
-        found, records, last = await store.read_view("s", 3, VIEW_KINDS, start_of, True)
+        found, records, last = await store._read_view("s", 3, VIEW_KINDS, start_of, True)
         assert threads == [threading.get_ident()]
         assert found is not None and found.seq == 1
         assert [r.seq for r in records] == [0]
@@ -114,7 +114,7 @@ async def test_a_busy_store_reads_the_view_on_a_worker_once_the_connection_is_fr
 
         store._lock.acquire()  # another call holds the connection
         try:
-            reading = asyncio.ensure_future(store.read_view("s", 3, VIEW_KINDS, start_of, False))
+            reading = asyncio.ensure_future(store._read_view("s", 3, VIEW_KINDS, start_of, False))
             await asyncio.sleep(0)
             assert not reading.done()
         finally:
@@ -130,14 +130,14 @@ async def test_an_unknown_session_and_a_damaged_row_are_reported(tmp_path: Path)
     store = SQLiteStore(tmp_path / "s.db")
     try:
         with pytest.raises(SessionNotFoundError):
-            await store.read_view("nobody", 5, VIEW_KINDS, record_view_start, True)
+            await store._read_view("nobody", 5, VIEW_KINDS, record_view_start, True)
         with pytest.raises(SessionNotFoundError):
-            await store.read_view("", 5, VIEW_KINDS, record_view_start, True)
+            await store._read_view("", 5, VIEW_KINDS, record_view_start, True)
         await store.create_session(SessionInfo("s", T, T), [_epoch(0, 0), UserEntry("q")])
-        assert (await store.read_view("s", 2, VIEW_KINDS, record_view_start, True))[1]
+        assert (await store._read_view("s", 2, VIEW_KINDS, record_view_start, True))[1]
         inject_row(store, "s", 2, "user", 1, '{"text": 5')
         with pytest.raises(CorruptEntryError) as raised:
-            await store.read_view("s", 3, VIEW_KINDS, record_view_start, True)
+            await store._read_view("s", 3, VIEW_KINDS, record_view_start, True)
         assert raised.value.seq == 2
     finally:
         await store.close()
@@ -149,7 +149,7 @@ async def test_epochs_asked_for_come_with_their_kept_texts(tmp_path: Path) -> No
     async with SQLiteStore(tmp_path / "s.db") as store:
         await store.create_session(SessionInfo("s", T, T), entries)
         kinds = (*VIEW_KINDS, "epoch")
-        found, records, _ = await store.read_view("s", 4, kinds, record_view_start, False)
-        assert records == store.read_now("s", 0, 4, kinds)
+        found, records, _ = await store._read_view("s", 4, kinds, record_view_start, False)
+        assert records == store._read_now("s", 0, 4, kinds)
         assert [r.entry for r in records] == entries
         assert found is not None and found.entry == entries[2]

@@ -155,9 +155,9 @@ async def test_entry_counts_by_kind_agree_with_the_log_after_migrating_and_writi
             for kinds in (["user"], ["user", "assistant"], ["dispatch", "epoch"], []):
                 for stop in (end, end + 5, end // 2, 0):
                     expected = sum(r.entry.kind in kinds and r.seq < stop for r in log)
-                    assert store.count_now(session_id, kinds, stop) == expected
+                    assert store._count_now(session_id, kinds, stop) == expected
         with pytest.raises(SessionNotFoundError):
-            store.count_now("forked", ["user"], 100)
+            store._count_now("forked", ["user"], 100)
     finally:
         await store.close()
 

@@ -209,8 +209,10 @@ async def test_second_writer_on_the_same_file_conflicts(tmp_path: Path) -> None:
         # Both read next seq 0; the first append wins, the second is refused whole.
         assert (await two.get_session("a")).next_seq == 0
         await one.append("a", 0, [UserEntry("from one")])
-        with pytest.raises(ConflictError, match="next seq is 1, this write expected 0"):
+        with pytest.raises(ConflictError, match="next seq is 1, this write expected 0") as lost:
             await two.append("a", 0, [UserEntry("from two"), UserEntry("two again")])
+        # What the append knew, as fields: the session, the seq it expected, the one it found.
+        assert (lost.value.session_id, lost.value.expected_seq, lost.value.found_seq) == ("a", 0, 1)
         assert [r.entry for r in await two.read("a")] == [UserEntry("from one")]
         await two.append("a", 1, [UserEntry("two, after re-reading")])
         assert len(await one.read("a")) == 2

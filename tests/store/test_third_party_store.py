@@ -7,7 +7,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any
 
 import pytest
 
@@ -176,15 +176,27 @@ async def test_a_session_runs_on_the_third_party_store(tmp_path: Path) -> None:
 
 
 def test_only_a_declared_fast_path_is_used() -> None:
-    from agentsession.store.base import finds_now, reads_now
+    from agentsession.store.fast import FastPaths, fast_paths
 
-    assert reads_now(RowStore()) is None and finds_now(RowStore()) is None
+    assert fast_paths(RowStore()) == FastPaths()
     memory = ags.MemoryStore()
-    assert reads_now(memory) is memory and finds_now(memory) is memory
+    assert fast_paths(memory).reads() is not None and fast_paths(memory).finds() is not None
 
-    class Declaring(RowStore):
+    class Declaring(RowStore):  # the older form: names, and methods of those names
         fast_paths = frozenset({"read_now"})
 
+        def read_now(self, *args: Any) -> list[Record]:
+            raise AssertionError("not called here")
+
+        def count_now(self, *args: Any) -> int:
+            raise AssertionError("not called here")
+
     declaring = Declaring()
-    # The declaration is what counts: Declaring has no read_now method, so widen before comparing.
-    assert cast(object, reads_now(declaring)) is declaring and finds_now(declaring) is None
+    found = fast_paths(declaring)
+    assert found.read_now == declaring.read_now and found.count_now == declaring.count_now
+    assert found.finds() is None and found.append_soon is None
+
+    class Undeclared(RowStore):  # the declaration is what counts, not a method's presence
+        read_now = Declaring.read_now
+
+    assert fast_paths(Undeclared()).read_now is None

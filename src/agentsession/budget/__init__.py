@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never, runtime_checkable
 
-from .._memo import IdentityMemo, PrefixMemo, one_shot
+from .._memo import IdentityMemo, PrefixMemo
+from ..codec import one_shot
 from ..config import Config
 from ..errors import BudgetExceededError, UsageError
 from ..request import (

@@ -140,7 +140,7 @@ def shown_location(location: str) -> str:
 def tools_for(spec: str) -> list[Tool]:
     """The tools a session talking to model ``spec`` gets: the demo's own, else the built-ins."""
     if spec == DEMO_MODEL or not spec:
-        from ..demo import demo_tools
+        from .demo import demo_tools
 
         return demo_tools()
     from ..tools.builtin import builtin_tools

@@ -58,7 +58,7 @@ class ModelChoice:
         """The model called ``spec`` (an alias, the demo, a configured provider, a built-in)."""
         spec = self.config.expand(spec)
         if spec == DEMO_MODEL:
-            from ..demo import demo_model
+            from .demo import demo_model
 
             return demo_model()
         provider = self.config.provider_of(spec)

@@ -314,7 +314,7 @@ class Admitter:
             return "continue"
         rebuilt = await self.rebuild(model)
         if digest(rebuilt) != dispatch.digest:
-            from ..inspection.rebuild import mismatch  # only this refusal needs it
+            from ..log.fingerprint import mismatch  # only this refusal needs it
 
             raise UsageError(
                 "retry() cannot send the failed request again: the runtime changed since it was"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import SessionBusyError, UsageError
+from ..errors import UsageError
 from ..events import ApprovalRequest
 from ..log import ApprovalDecided, now
 from .guard import Guard
@@ -94,9 +94,7 @@ class SessionApprovals:
         await self._answer(call_id, approved=False, always=False, note=note)
 
     async def _answer(self, call_id: str, *, approved: bool, always: bool, note: str) -> None:
-        await self._guard.settle_dropped()
-        if self._guard.busy:
-            raise SessionBusyError(f"session {self.id} is running a turn")
+        await self._guard.settled_not_running()
         await self._lease.hold()
         if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
             raise UsageError(f"no tool call {call_id!r} is waiting for approval")

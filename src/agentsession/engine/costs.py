@@ -9,9 +9,9 @@ when the session was opened (``prime_ledger``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ..budget import measure
 from ..errors import AgentSessionError, ProviderError
@@ -20,6 +20,7 @@ from ..ledger import (
     LEDGER_KINDS,
     SHORTEST_TTL,
     Charge,
+    CostEstimate,
     CostSummary,
     Ledger,
     charges_of,
@@ -31,7 +32,8 @@ from ..providers.base import CountsTokens
 from ..providers.cache_controls import STABLE_KEYS, CacheControls, cache_key_for
 from ..providers.cache_policy import cache_lifetime
 from ..request import ContentPart, Request, SystemMessage, UserMessage, digest
-from ..store.base import Store, reads_now
+from ..store.base import Store
+from ..store.fast import fast_paths
 from .deps import SessionDeps
 from .writer import LogWriter
 
@@ -40,30 +42,12 @@ if TYPE_CHECKING:
     from ..store.base import SessionInfo
     from .admission import Admitter
 
-__all__ = ["CostEstimate", "SessionCosts", "prime_ledger"]
-
-
-@dataclass(frozen=True)
-class CostEstimate:
-    """The expected input cost of the next request, from what the provider's cache holds.
-
-    ``cached_tokens`` are expected to be read from the cache (the prefix the previous request
-    left warm, if its lifetime has not run out), ``uncached_tokens`` the rest. ``input_usd`` is
-    ``None`` when the model has no price (``reason`` then says ``"no price"``); ``reason`` also
-    says when the tokens were counted locally rather than by the provider.
-    """
-
-    input_usd: float | None
-    cached_tokens: int
-    uncached_tokens: int
-    model: str = ""
-    reason: str = ""
-    kind: Literal["cost_estimate"] = "cost_estimate"
+__all__ = ["SessionCosts", "prime_ledger"]
 
 
 async def prime_ledger(store: Store, session_id: str, ledger: Ledger) -> None:
     """Give ``ledger`` its stored records now, for a store that cannot read synchronously."""
-    if not ledger.primed and reads_now(store) is None:
+    if not ledger.primed and fast_paths(store).reads() is None:
         ledger.prime(await store.read(session_id, 0, ledger.start_seq, kinds=list(LEDGER_KINDS)))
 
 
@@ -116,10 +100,10 @@ class SessionCosts:
 
     def _charges(self) -> list[Charge]:
         ledger = self._writer.ledger
-        local = reads_now(self._deps.store)
+        local = fast_paths(self._deps.store).reads()
         if not ledger.primed and local is not None:
             kinds = list(LEDGER_KINDS)
-            ledger.prime(local.read_now(self._info.id, 0, ledger.start_seq, kinds))
+            ledger.prime(local[0](self._info.id, 0, ledger.start_seq, kinds))
         later = charges_of(Record(-1, entry) for entry in self._unrecorded())
         return [*ledger.charges(), *later]
 
@@ -193,7 +177,7 @@ class SessionCosts:
             ttl = cache_lifetime(profile, "5m")
         if (self._since(previous.timestamp) or 0.0) > max(ttl, SHORTEST_TTL):
             return 0, fresh
-        from ..inspection.rebuild import fingerprinted  # here: keeps `import agentsession` short
+        from ..log.fingerprint import fingerprinted  # here: keeps `import agentsession` short
 
         probe = fingerprinted(Dispatch(model, 0, digest(request)), request, previous)
         if probe.cache == "hit":

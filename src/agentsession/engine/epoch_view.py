@@ -10,20 +10,17 @@ view reaches further back than what is kept drops the cache, and the next step r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
 
 from ..log import ContextEpoch, Dispatch, Record
 from ..projection import VIEW_KINDS
-from ..store.base import FindsNow, Store, ViewRows, fast_paths
+from ..store.base import ViewRows
+from ..store.fast import LastNow, ReadNow
 
 __all__ = [
     "CachedView",
     "EpochView",
-    "ReadsView",
     "epoch_of",
-    "reads_view",
     "record_view_start",
     "view_rows_now",
     "view_start",
@@ -74,38 +71,22 @@ class CachedView:
         return CachedView(self.epoch, self.epoch_seq, self.records, dispatched, self.complete_from)
 
 
-def view_rows_now(store: FindsNow, session_id: str, end: int, dispatch_known: bool) -> ViewRows:
+def view_rows_now(
+    finds: tuple[ReadNow, LastNow], session_id: str, end: int, dispatch_known: bool
+) -> ViewRows:
     """The newest epoch, its view's ``VIEW_KINDS`` records up to ``end``, the last dispatch.
 
-    The dispatch is looked up only when there is an epoch and the writer does not know it.
+    ``finds``: a store's ``read_now`` and ``last_now`` (``FastPaths.finds``). The dispatch is
+    looked up only when there is an epoch and the writer does not know it.
     """
-    found = store.last_now(session_id, ["epoch"])
+    read_now, last_now = finds
+    found = last_now(session_id, ["epoch"])
     start = 0 if found is None else view_start(epoch_of(found), found.seq)
-    records = store.read_now(session_id, start, end, VIEW_KINDS)
+    records = read_now(session_id, start, end, VIEW_KINDS)
     dispatch = None
     if found is not None and not dispatch_known:
-        dispatch = store.last_now(session_id, ["dispatch"])
+        dispatch = last_now(session_id, ["dispatch"])
     return found, records, dispatch
-
-
-class ReadsView(Protocol):
-    """A store that reads what ``view_rows_now`` reads in one call (fast path ``read_view``)."""
-
-    async def read_view(
-        self,
-        session_id: str,
-        end: int,
-        kinds: Sequence[str],
-        start_of: Callable[[Record], int],
-        dispatch: bool,
-    ) -> ViewRows:
-        """The newest epoch, ``kinds`` from ``start_of(epoch)`` to ``end``, the last dispatch."""
-        ...
-
-
-def reads_view(store: Store) -> ReadsView | None:
-    """``store`` as a ``ReadsView`` when it declares ``read_view``; otherwise ``None``."""
-    return cast(ReadsView, store) if "read_view" in fast_paths(store) else None
 
 
 def record_view_start(record: Record) -> int:

@@ -69,6 +69,16 @@ class Guard:
         for events in dropped:
             await events.aclose()
 
+    async def settled_not_running(self) -> None:
+        """``settle_dropped``, then ``SessionBusyError`` if an operation still runs.
+
+        What an operation that may run beside a paused or refused step (flush, refresh, an
+        approval's answer) checks before it starts.
+        """
+        await self.settle_dropped()
+        if self.busy:
+            raise SessionBusyError(f"session {self._session_id} is running a turn")
+
     def check_idle(self, *, allow_waiting: bool = False) -> None:
         """``SessionBusyError`` unless an idle-only operation may run now."""
         sid = self._session_id
@@ -99,7 +109,11 @@ class Guard:
             raise
         except ConflictError as exc:
             raise ConflictError(
-                f"{exc}; call session.refresh() (or reopen the session) to continue"
+                f"{exc}; call session.refresh() (or reopen the session) to continue",
+                session_id=exc.session_id,
+                expected_seq=exc.expected_seq,
+                found_seq=exc.found_seq,
+                holder=exc.holder,
             ) from exc
         finally:
             self._running = False

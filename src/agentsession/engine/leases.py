@@ -99,7 +99,9 @@ class LeaseKeeper:
                 holder = f" by {lease.owner}, for up to {left:.0f} s more unless renewed"
             raise ConflictError(
                 f"session {self._session_id} is being driven by another process (lease held"
-                f"{holder}); try again when it is done"
+                f"{holder}); try again when it is done",
+                session_id=self._session_id,
+                holder=None if lease is None else lease.owner,
             )
         self._until = started + self._ttl
 

@@ -24,12 +24,13 @@ from ..errors import UsageError
 from ..instructions import InstructionService
 from ..log import InstructionsFound, LogEntry, RuntimeContextSnapshot, UserEntry, now
 from ..request import ContentPart, ToolCall
+from ..sources import ContextSource, SourceFactory
 from ..tools.command import run_command
 from ..tools.context import ToolContext
 from ..tools.sandbox import resolve_sandbox
 from .deps import SessionDeps
 from .gate import PermissionGate
-from .toolbox import CallObserver, Toolbox, ToolSource
+from .toolbox import CallObserver, Toolbox
 
 __all__ = [
     "ContextSource",
@@ -143,14 +144,6 @@ class SessionParts:
         ]
 
 
-class ContextSource(ToolSource, Protocol):
-    """A session part that also contributes context components (skills, MCP resources)."""
-
-    def components(self) -> Sequence[ContextComponent]:
-        """Its components for the next boundary, in order."""
-        ...
-
-
 @runtime_checkable
 class PromptSource(Protocol):
     """A context source that takes part in each user prompt (explicit skill selection)."""
@@ -188,16 +181,6 @@ class Preparing(Protocol):
 
     async def prepare(self) -> None:
         """Get ready for the next operation (never raises for a source that is down)."""
-        ...
-
-
-class SourceFactory(Protocol):
-    """Builds one session's context source from the runtime's parts and the session's state."""
-
-    def __call__(
-        self, deps: SessionDeps, session_id: str, state: Sequence[LogEntry]
-    ) -> ContextSource:
-        """The source for session ``session_id``; ``state`` are its state entries, oldest first."""
         ...
 
 

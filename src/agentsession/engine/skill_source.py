@@ -64,12 +64,11 @@ from ..skills import (
     selection_snapshot,
 )
 from ..skills.library import SkillLibrary
+from ..sources import Ran, SourceFactory
 from ..tools import Tool, ToolOutcome, validate_arguments
 from ..tools.context import ToolContext
 from .deps import SessionDeps
-from .parts import SourceFactory
 from .skill_adoption import Adopted, adoption, previewed, previewing
-from .toolbox import Ran
 
 __all__ = ["LOADED_PREFIX", "SkillSource", "skill_source_factory"]
 

@@ -25,21 +25,13 @@ from ..config import Config
 from ..log import ApprovalRequested, LogEntry, now
 from ..permissions import unsandboxed
 from ..request import ToolCall, ToolSpec
+from ..sources import Ran, ToolSource
 from ..tools import Tool, ToolOutcome
 from ..tools.context import ToolContext
 from ..tools.sandbox import SandboxMode
 from .gate import PermissionGate
 
-__all__ = ["CallObserver", "CallResult", "FolderSource", "Paused", "Ran", "ToolSource", "Toolbox"]
-
-
-@dataclass(frozen=True)
-class Ran:
-    """A call that produced a result, and what it changed (committed with the result)."""
-
-    outcome: ToolOutcome
-    entries: tuple[LogEntry, ...] = ()
-    kind: Literal["ran"] = "ran"
+__all__ = ["CallObserver", "CallResult", "FolderSource", "Paused", "Toolbox"]
 
 
 @dataclass(frozen=True)
@@ -51,33 +43,6 @@ class Paused:
 
 
 CallResult: TypeAlias = Ran | Paused
-
-
-class ToolSource(Protocol):
-    """A session part that offers tools of its own and runs them (loaded skills, MCP servers)."""
-
-    def offered(self) -> Sequence[Tool]:
-        """The tools on offer right now, in order."""
-        ...
-
-    def known(self) -> Sequence[ToolSpec]:
-        """Every declaration this source can still give (tools that left included)."""
-        ...
-
-    def allowed_tools(self) -> Collection[str] | None:
-        """A narrowing of what may be called (a skill's ``allowed-tools``), or ``None``."""
-        ...
-
-    async def run(self, tool: Tool, call: ToolCall, context: ToolContext, config: Config) -> Ran:
-        """Run one call of a tool this source offered.
-
-        Args:
-            tool: The tool, one of ``offered()``.
-            call: The model's call of it.
-            context: Where the call runs (project folder, session, sandbox).
-            config: The runtime's configuration (timeouts, result bounds).
-        """
-        ...
 
 
 @runtime_checkable

@@ -217,7 +217,7 @@ class Turn:
             entries = list(admitted.entries)
         dispatch = entries.pop()
         assert isinstance(dispatch, Dispatch)
-        from ..inspection.rebuild import fingerprinted  # with the first call (import time)
+        from ..log.fingerprint import fingerprinted  # with the first call (import time)
 
         stamped = fingerprinted(dispatch, request, self.last_dispatch)
         records = await self.writer.append([*entries, stamped])

@@ -42,14 +42,13 @@ from ..log import (
 from ..log.commits import commit_end
 from ..projection import VIEW_KINDS, to_message
 from ..request import Message
-from ..store.base import Store, finds_now
+from ..store.base import Store
+from ..store.fast import fast_paths
 from ..transcript import Transcript
-from ._append import appends_soon
 from .epoch_view import (
     CachedView,
     EpochView,
     epoch_of,
-    reads_view,
     record_view_start,
     view_rows_now,
     view_start,
@@ -74,7 +73,7 @@ class LogWriter:
     ) -> None:
         """``checkpoints``: the stored ones, or how to read them when they are first asked for."""
         self._store = store
-        self._soon = appends_soon(store)
+        self._soon = fast_paths(store).append_soon
         self._session_id = session_id
         self._next_seq = next_seq
         self._transcript = (
@@ -187,7 +186,7 @@ class LogWriter:
     def _write(self, entries: list[LogEntry]) -> asyncio.Future[list[Record]]:
         """The write of ``entries`` at ``next_seq``, going on whether or not it is awaited."""
         if self._soon is not None:  # handed over at once: no task to run the coroutine
-            return self._soon.append_soon(self._session_id, self._next_seq, entries)
+            return self._soon(self._session_id, self._next_seq, entries)
         return asyncio.ensure_future(self._store.append(self._session_id, self._next_seq, entries))
 
     async def settle_inflight(self) -> None:
@@ -295,7 +294,10 @@ class LogWriter:
             if written < min(len(records), len(self._pending)):
                 raise ConflictError(
                     f"session {self._session_id} was written by another writer while"
-                    f" {len(self._pending)} entries were pending here; they were not stored"
+                    f" {len(self._pending)} entries were pending here; they were not stored",
+                    session_id=self._session_id,
+                    expected_seq=self._next_seq,
+                    found_seq=info.next_seq,
                 )
             self._pending = self._pending[written:]
             if not self._pending:
@@ -322,10 +324,10 @@ class LogWriter:
         """
         store, session_id = self._store, self._session_id
         known = self._last_dispatch if self._dispatch_known else None
-        finder = finds_now(store)
-        viewer = reads_view(store)
-        if viewer is not None:
-            found, records, dispatch = await viewer.read_view(
+        fast = fast_paths(store)
+        finder = fast.finds()
+        if fast.read_view is not None:
+            found, records, dispatch = await fast.read_view(
                 session_id, self._next_seq, VIEW_KINDS, record_view_start, not self._dispatch_known
             )
         elif finder is not None:

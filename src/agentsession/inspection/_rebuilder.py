@@ -28,6 +28,7 @@ from ..log import (
     MidConversationSystemMessage,
     Record,
 )
+from ..log.fingerprint import chain_link, mismatch, part_digest
 from ..projection import ViewMessage, project
 from ..request import AssistantMessage, Message, Request, ToolSpec, standing_tools
 from ..window import Window, message_count, select_window
@@ -36,26 +37,11 @@ from ._carried import Projected, carried
 if TYPE_CHECKING:
     from hashlib import _Hash
 
-__all__ = ["Rebuilder", "Rebuilt", "chain_link", "mismatch", "part_digest"]
+__all__ = ["Rebuilder", "Rebuilt"]
 
 _MESSAGE = operator.attrgetter("message")
 _SEQS = operator.attrgetter("seqs")
 _POSITION = operator.itemgetter(0)
-
-
-def part_digest(value: object) -> str:
-    """The digest of one part of a request (its tools, its system part), as stored."""
-    text = canonical_json(value)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def chain_link(previous: str, message: object) -> str:
-    """The link of a request's message chain after ``message``; ``previous``: the one before.
-
-    A dispatch record's ``messages_digest`` is the last link of its request's messages ("" for
-    none), so it proves them without the rest of the request.
-    """
-    return hashlib.sha256((previous + part_digest(message)).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -432,17 +418,3 @@ def _providers(records: Sequence[Record], at: int, view: Sequence[ViewMessage]) 
     if not carrying:
         return [answer]
     return list(dict.fromkeys([answer, *carrying, ""]))
-
-
-def mismatch(request: Request, dispatch: Dispatch, unknown: Sequence[str] = ()) -> str:
-    """Which part of ``request`` differs from what ``dispatch`` recorded, in words.
-
-    ``unknown`` names tool declarations the caller could not supply.
-    """
-    if unknown:
-        return "tool declarations not known here: " + ", ".join(unknown)
-    if dispatch.tools_digest and part_digest(standing_tools(request)) != dispatch.tools_digest:
-        return "the tool declarations differ"
-    if dispatch.system_digest and part_digest(request.system) != dispatch.system_digest:
-        return "the system context differs"
-    return "the messages differ (another window or history)"

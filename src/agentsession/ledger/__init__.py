@@ -37,6 +37,7 @@ __all__ = [
     "SHORTFALL_SLACK",
     "CacheMiss",
     "Charge",
+    "CostEstimate",
     "CostSummary",
     "GapCounts",
     "Ledger",
@@ -51,6 +52,25 @@ __all__ = [
 
 LEDGER_KINDS: tuple[str, ...] = ("dispatch", "assistant", "side_call")
 """The log kinds a ledger is built from."""
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """The expected input cost of the next request, from what the provider's cache holds.
+
+    ``cached_tokens`` are expected to be read from the cache (the prefix the previous request
+    left warm, if its lifetime has not run out), ``uncached_tokens`` the rest. ``input_usd`` is
+    ``None`` when the model has no price (``reason`` then says ``"no price"``); ``reason`` also
+    says when the tokens were counted locally rather than by the provider.
+    """
+
+    input_usd: float | None
+    cached_tokens: int
+    uncached_tokens: int
+    model: str = ""
+    reason: str = ""
+    kind: Literal["cost_estimate"] = "cost_estimate"
+
 
 SHORTEST_TTL = 300.0
 """Seconds: the shortest cache lifetime a provider documents (5 minutes); a longer gap may

@@ -14,11 +14,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
-from .._memo import one_shot
-from ..codec import DecodeError, _Mismatch, encode
+from ..codec import (
+    DecodeError,
+    Mismatch,
+    decode_entry,
+    encode,
+    fast_decoder,
+    lean,
+    lean_text,
+    one_shot,
+    twin,
+)
 from ..errors import CorruptEntryError
-from ._decode import _decoder, decode_entry, twin
-from ._lean import lean, lean_text
 from .entries import (
     AssistantEntry,
     ContextEpoch,
@@ -131,7 +138,7 @@ def new_record(seq: int, entry: LogEntry) -> Record:
     """``Record(seq, entry)`` without its frozen ``__init__``'s setattr per field.
 
     A read decodes a window of rows, each a record: it is built as the class's slotted twin,
-    which then becomes a ``Record`` (see ``log._decode.twin``).
+    which then becomes a ``Record`` (see ``codec.twin``).
     """
     record = _NEW(_RECORD_TWIN)
     record.seq = seq
@@ -347,7 +354,7 @@ def quick_entry(kind: Any, version: Any, data: Any) -> LogEntry | None:
         return None
     try:
         entry: LogEntry = build[1](payload)
-    except _Mismatch:
+    except Mismatch:
         return None
     return entry
 
@@ -358,7 +365,7 @@ _QUICK: dict[Any, tuple[int, Callable[[dict[str, Any]], Any]]] = {}
 
 
 def _never(payload: dict[str, Any]) -> Any:
-    raise _Mismatch
+    raise Mismatch
 
 
 def _quick_for(kind: Any) -> tuple[int, Callable[[dict[str, Any]], Any]]:
@@ -366,7 +373,7 @@ def _quick_for(kind: Any) -> tuple[int, Callable[[dict[str, Any]], Any]]:
     if cls is None:
         return (-1, _never)  # not remembered: an unknown kind could be anything
     plain = kind != "epoch" and (kind, VERSIONS[kind]) not in _PACKED
-    found = _QUICK[kind] = (VERSIONS[kind], _decoder(cls)) if plain else (-1, _never)
+    found = _QUICK[kind] = (VERSIONS[kind], fast_decoder(cls)) if plain else (-1, _never)
     return found
 
 

@@ -37,11 +37,11 @@ from ..context.component import (
     Unavailable,
 )
 from ..engine.deps import SessionDeps
-from ..engine.toolbox import Ran
 from ..errors import UsageError
 from ..hygiene import clean_text
 from ..log import LogEntry
 from ..request import ToolCall, ToolSpec
+from ..sources import Ran
 from ..tools import Tool, ToolOutcome
 from ..tools.context import ToolContext
 from .config import MCPServer, resource_key

@@ -43,7 +43,14 @@ __all__ = [
     "replay",
     "require_event_stream",
     "require_sdk",
+    "usage_count",
 ]
+
+
+def usage_count(value: Any) -> int:
+    """A usage figure read from an SDK's response: the int it is, else 0 (missing, ``None``)."""
+    return value if isinstance(value, int) else 0
+
 
 NO_KEY = "no-key"
 """The key sent to a keyless OpenAI-compatible server (the SDK insists on one)."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
-from ._client import SDKModel, replay, require_event_stream
+from ._client import SDKModel, replay, require_event_stream, usage_count
 from ._errors import sdk_error
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
@@ -33,10 +33,6 @@ _STOP: dict[str, ReplyStopReason] = {
     "model_context_window_exceeded": "max_tokens",
     "refusal": "refusal",
 }
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def map_anthropic_error(exc: Exception, source: str = "anthropic") -> ProviderError | None:
@@ -62,15 +58,15 @@ def _replay_data(content: list[Any], fmt: str) -> dict[str, Any]:
 
 
 def _usage(u: Any) -> Usage:
-    cache_read = _int(getattr(u, "cache_read_input_tokens", 0))
-    cache_write = _int(getattr(u, "cache_creation_input_tokens", 0))
+    cache_read = usage_count(getattr(u, "cache_read_input_tokens", 0))
+    cache_write = usage_count(getattr(u, "cache_creation_input_tokens", 0))
     split = getattr(u, "cache_creation", None)
     return Usage(
-        input_tokens=_int(u.input_tokens) + cache_read + cache_write,
-        output_tokens=_int(u.output_tokens),
+        input_tokens=usage_count(u.input_tokens) + cache_read + cache_write,
+        output_tokens=usage_count(u.output_tokens),
         cached_input_tokens=cache_read,
         cache_write_tokens=cache_write,
-        cache_write_long_tokens=_int(getattr(split, "ephemeral_1h_input_tokens", 0)),
+        cache_write_long_tokens=usage_count(getattr(split, "ephemeral_1h_input_tokens", 0)),
     )
 
 
@@ -142,7 +138,7 @@ class AnthropicModel(SDKModel):
         args = {k: body[k] for k in keys if k in body}
         api = sdk.beta.messages if "betas" in body else sdk.messages
         result = await api.count_tokens(**args)
-        return _int(result.input_tokens)
+        return usage_count(result.input_tokens)
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         source = self._source

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
-from ._client import SDKModel, replay, require_event_stream
+from ._client import SDKModel, replay, require_event_stream, usage_count
 from ._errors import status_error, transport_error
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
@@ -37,10 +37,6 @@ _FILTERED = frozenset(
         "IMAGE_RECITATION",
     }
 )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def _part_dict(part: Any, response_id: str, counter: list[int]) -> dict[str, Any] | None:
@@ -97,9 +93,10 @@ def _usage(meta: Any) -> Usage:
     if meta is None:
         return Usage()
     return Usage(
-        input_tokens=_int(meta.prompt_token_count),
-        output_tokens=_int(meta.candidates_token_count) + _int(meta.thoughts_token_count),
-        cached_input_tokens=_int(meta.cached_content_token_count),
+        input_tokens=usage_count(meta.prompt_token_count),
+        output_tokens=usage_count(meta.candidates_token_count)
+        + usage_count(meta.thoughts_token_count),
+        cached_input_tokens=usage_count(meta.cached_content_token_count),
     )
 
 

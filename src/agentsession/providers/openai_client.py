@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
-from ._client import SDKModel, parse_arguments, replay, require_event_stream
+from ._client import SDKModel, parse_arguments, replay, require_event_stream, usage_count
 from ._errors import sdk_error, status_error
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
@@ -37,10 +37,6 @@ _INCOMPLETE_STOP: dict[str, ReplyStopReason] = {
     "max_output_tokens": "max_tokens",
     "content_filter": "content_filter",
 }
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def map_openai_error(exc: Exception, source: str = "openai") -> ProviderError | None:
@@ -146,10 +142,10 @@ def _chat_usage(usage: Any) -> Usage:
         return Usage()
     details = getattr(usage, "prompt_tokens_details", None)
     return Usage(
-        input_tokens=_int(usage.prompt_tokens),
-        output_tokens=_int(usage.completion_tokens),
-        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
-        cache_write_tokens=_int(getattr(details, "cache_write_tokens", 0)),
+        input_tokens=usage_count(usage.prompt_tokens),
+        output_tokens=usage_count(usage.completion_tokens),
+        cached_input_tokens=usage_count(getattr(details, "cached_tokens", 0)),
+        cache_write_tokens=usage_count(getattr(details, "cache_write_tokens", 0)),
     )
 
 
@@ -238,10 +234,10 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
     if response.usage is not None:
         details = response.usage.input_tokens_details
         usage = Usage(
-            input_tokens=_int(response.usage.input_tokens),
-            output_tokens=_int(response.usage.output_tokens),
-            cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
-            cache_write_tokens=_int(getattr(details, "cache_write_tokens", 0)),
+            input_tokens=usage_count(response.usage.input_tokens),
+            output_tokens=usage_count(response.usage.output_tokens),
+            cached_input_tokens=usage_count(getattr(details, "cached_tokens", 0)),
+            cache_write_tokens=usage_count(getattr(details, "cache_write_tokens", 0)),
         )
     data = {fmt: {"reasoning": reasoning}} if reasoning else {}
     message = AssistantMessage(
@@ -280,7 +276,7 @@ class OpenAIResponsesModel(_OpenAIBase):
         keys = ("model", "input", "instructions", "tools", "tool_choice", "reasoning", "text")
         args = {k: body[k] for k in keys if k in body}
         result = await sdk.responses.input_tokens.count(**args)
-        return _int(result.input_tokens)
+        return usage_count(result.input_tokens)
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         from openai.types.responses import Response

@@ -150,7 +150,9 @@ async def cancel(request: Request) -> Response:
     if lease is not None and lease.owner != new_owner():
         raise ConflictError(
             f"session {session_id} is being driven by another process ({lease.owner});"
-            " cancel it there"
+            " cancel it there",
+            session_id=session_id,
+            holder=lease.owner,
         )
     return JSONResponse({"cancelled": False})
 

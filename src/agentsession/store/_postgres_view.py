@@ -43,11 +43,11 @@ class _Store(Protocol):
 class ViewRead:
     """``read_view`` and ``count_held`` for ``PostgresStore`` (a mixin over its blocking reads)."""
 
-    def count_held(self: _Store, session_id: str, kinds: Sequence[str], end: int) -> int | None:
+    def _count_held(self: _Store, session_id: str, kinds: Sequence[str], end: int) -> int | None:
         """``count_now`` from a reopen's snapshot, on the caller's thread; ``None`` without one."""
         return self._now.held(session_id, kinds, end)
 
-    async def read_view(
+    async def _read_view(
         self: _Store,
         session_id: str,
         end: int,

@@ -40,7 +40,7 @@ class _Store(Protocol):
 class ViewRead:
     """``read_view`` for ``SQLiteStore`` (a mixin: it uses the store's connection and lock)."""
 
-    async def read_view(
+    async def _read_view(
         self: _Store,
         session_id: str,
         end: int,

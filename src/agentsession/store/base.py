@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConflictError, CorruptEntryError, StoreError, UsageError
 from ..log import (
@@ -38,16 +38,10 @@ from ..log.stored import new_record, quick_entry
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
-    "FastPath",
-    "FindsNow",
     "Lease",
-    "ReadsNow",
     "SessionInfo",
     "Store",
     "ViewRows",
-    "fast_paths",
-    "finds_now",
-    "reads_now",
 ]
 
 #: Seconds a lease lasts after it was taken or last renewed, unless the caller says otherwise.
@@ -283,58 +277,6 @@ class Store(Protocol):
         ...
 
 
-FastPath: TypeAlias = Literal["read_now", "last_now"]
-"""An optional fast path a store may declare in its ``fast_paths`` (see ``ReadsNow``)."""
-
-
-class ReadsNow(Protocol):
-    """The optional synchronous reads of a store whose data is local enough (SQLite, memory).
-
-    A store offers them by declaring ``fast_paths = frozenset({"read_now"})`` (with
-    ``"last_now"`` for ``FindsNow`` too); the declaration is what counts, not the methods'
-    presence, so a wrapper around such a store is an ordinary store unless it declares them.
-
-    Sessions on such a store read their transcript in pages when it is asked for
-    (``session.messages`` is a plain sequence); on other stores they read it when opened.
-    """
-
-    def read_now(self, session_id: str, start: int, end: int, kinds: Sequence[str]) -> list[Record]:
-        """``read(session_id, start, end, kinds)``, synchronously, blocking the caller."""
-        ...
-
-    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before seq ``end``, without decoding any."""
-        ...
-
-
-class FindsNow(ReadsNow, Protocol):
-    """A ``ReadsNow`` store that also finds the newest entry of some kinds synchronously.
-
-    A session on such a store reads what its next request needs after a reopen (the epoch, the
-    log from where its view starts, whether a request of it was sent) in one worker-thread call.
-    """
-
-    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """``last(session_id, kinds)``, synchronously, blocking the caller."""
-        ...
-
-
-def fast_paths(store: Store) -> frozenset[str]:
-    """The optional fast paths ``store`` declares in its ``fast_paths`` (none by default)."""
-    declared: object = getattr(store, "fast_paths", frozenset())
-    return frozenset(declared) if isinstance(declared, frozenset | set | tuple) else frozenset()
-
-
-def reads_now(store: Store) -> ReadsNow | None:
-    """``store`` as a ``ReadsNow`` when it declares ``read_now``; otherwise ``None``."""
-    return cast(ReadsNow, store) if "read_now" in fast_paths(store) else None
-
-
-def finds_now(store: Store) -> FindsNow | None:
-    """``store`` as a ``FindsNow`` when it declares ``read_now`` and ``last_now``."""
-    return cast(FindsNow, store) if {"read_now", "last_now"} <= fast_paths(store) else None
-
-
 # -- shared by every store -----------------------------------------------------------------
 
 
@@ -402,13 +344,16 @@ def conflict(session_id: str, next_seq: int, expected_seq: int) -> ConflictError
     return ConflictError(
         f"conflicting write to session {session_id!r}: its next seq is {next_seq},"
         f" this write expected {expected_seq} (another writer appended first, or the"
-        " caller's view is stale); nothing of this write was stored"
+        " caller's view is stale); nothing of this write was stored",
+        session_id=session_id,
+        expected_seq=expected_seq,
+        found_seq=next_seq,
     )
 
 
 def exists(session_id: str) -> ConflictError:
     """The error of creating a session whose id is taken."""
-    return ConflictError(f"a session with id {session_id!r} already exists")
+    return ConflictError(f"a session with id {session_id!r} already exists", session_id=session_id)
 
 
 def decode_row(

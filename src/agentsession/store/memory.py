@@ -33,6 +33,7 @@ from .base import (
     exists,
     kinds_list,
 )
+from .fast import FastPaths
 
 __all__ = ["MemoryStore"]
 
@@ -64,14 +65,16 @@ class MemoryStore:
     Its methods are those of the ``Store`` protocol, documented there.
     """
 
-    fast_paths = frozenset({"read_now", "last_now"})  # declared fast paths: see ReadsNow
-
     def __init__(self) -> None:
         """An empty store."""
         # Methods never await while holding state, but a lock keeps the store safe to share
         # with threads as the protocol promises.
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] | None = {}
+        #: Synchronous reads: the data is in memory (see ``store.fast``).
+        self.fast_paths = FastPaths(
+            read_now=self._read_now, count_now=self._count_now, last_now=self._last_now
+        )
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -187,9 +190,9 @@ class MemoryStore:
         kinds: Sequence[str] | None = None,
     ) -> list[Record]:
         """Entries with ``start <= seq < end`` (optionally only of ``kinds``), in seq order."""
-        return self.read_now(session_id, start, end, kinds)
+        return self._read_now(session_id, start, end, kinds)
 
-    def read_now(
+    def _read_now(
         self,
         session_id: str,
         start: int = 0,
@@ -208,7 +211,7 @@ class MemoryStore:
                 seqs = self._positions(session, wanted, lo, hi)
             return self._load(session_id, session, seqs)
 
-    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
+    def _count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
         """How many entries of ``kinds`` lie before ``end`` (see ``ReadsNow``)."""
         with self._lock:
             session = self._get(session_id)
@@ -228,9 +231,9 @@ class MemoryStore:
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``."""
-        return self.last_now(session_id, kinds)
+        return self._last_now(session_id, kinds)
 
-    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+    def _last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """``last``, synchronously (see ``FindsNow``)."""
         wanted = kinds_list(kinds) or []
         with self._lock:

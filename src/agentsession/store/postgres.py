@@ -68,6 +68,7 @@ from .base import (
     newest_model,
     storable,
 )
+from .fast import FastPaths
 
 try:
     import psycopg
@@ -102,9 +103,6 @@ class PostgresStore(ViewRead):
         timeout: Seconds a call waits for a connection.
     """
 
-    #: Declared fast paths (see ``ReadsNow``): synchronous reads on a connection of their own.
-    fast_paths = frozenset({"read_now", "last_now", "read_view", "count_held"})
-
     def __init__(
         self,
         dsn: str,
@@ -129,6 +127,9 @@ class PostgresStore(ViewRead):
         self._prepared = False
         self._pooled = False
         self._now = NowReader(dsn, self._name, timeout, read_only)
+        # Reads now on a connection of their own, a reopen's snapshot (``store.fast``).
+        reads = (self._read_now, self._count_now, self._last_now, self._read_view)
+        self.fast_paths = FastPaths(*reads, count_held=self._count_held)
 
     def __repr__(self) -> str:
         return f"PostgresStore(<{self._name}>{', read_only=True' if self.read_only else ''})"
@@ -339,7 +340,7 @@ class PostgresStore(ViewRead):
             texts = await kept_texts(conn, session_id, rows)
         return [decode_row(session_id, seq, kind, v, data, texts) for seq, kind, v, data in rows]
 
-    def read_now(
+    def _read_now(
         self,
         session_id: str,
         start: int = 0,
@@ -349,11 +350,11 @@ class PostgresStore(ViewRead):
         """``read``, synchronously (see ``ReadsNow``), on the store's blocking connection."""
         return self._now.read(session_id, start, end, kinds)
 
-    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
+    def _count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
         """How many entries of ``kinds`` lie before ``end``: index counts, nothing decoded."""
         return self._now.count(session_id, kinds, end)
 
-    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+    def _last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """``last``, synchronously (see ``FindsNow``), on the store's blocking connection."""
         return self._now.last(session_id, kinds)
 

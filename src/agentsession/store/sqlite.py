@@ -88,6 +88,7 @@ from .base import (
     newest_model,
     storable,
 )
+from .fast import FastPaths
 
 __all__ = ["SQLiteStore", "default_path"]
 
@@ -111,8 +112,6 @@ class SQLiteStore(ViewRead):
         StoreError: The path cannot hold a session database (or, read-only, is missing).
     """
 
-    fast_paths = frozenset({"read_now", "last_now", "read_view", "append_soon"})  # ReadsNow…
-
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -128,6 +127,11 @@ class SQLiteStore(ViewRead):
         # Each session's integer key, remembered by appends (used on the connection's thread).
         self._keys: dict[str, int] = {}
         self._worker = Worker(self, "agentsession-sqlite", self._closed)
+        # Reads now, a view in one call, writes handed over (``store.fast``); a subclass that
+        # overrides ``append`` (to watch writes) keeps every write going through it.
+        soon = self._append_soon if type(self).append is SQLiteStore.append else None
+        reads = (self._read_now, self._count_now, self._last_now, self._read_view)
+        self.fast_paths = FastPaths(*reads, append_soon=soon)
 
     def _closed(self) -> StoreError:
         return StoreError(f"session store {self.path} is closed")
@@ -251,9 +255,9 @@ class SQLiteStore(ViewRead):
         ``SessionNotFoundError`` for an unknown session, ``StoreError`` when the database
         refuses the write; in every failure case no entry of the batch is stored.
         """
-        return await self.append_soon(session_id, expected_seq, entries)
+        return await self._append_soon(session_id, expected_seq, entries)
 
-    def append_soon(
+    def _append_soon(
         self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
     ) -> asyncio.Future[list[Record]]:
         """``append`` handed to the connection's thread now; the future settles with its outcome.
@@ -289,9 +293,9 @@ class SQLiteStore(ViewRead):
         """
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
-        return await self._worker.run(self.read_now, session_id, start, end, kinds)
+        return await self._worker.run(self._read_now, session_id, start, end, kinds)
 
-    def read_now(
+    def _read_now(
         self,
         session_id: str,
         start: int = 0,
@@ -318,7 +322,7 @@ class SQLiteStore(ViewRead):
 
         return self._call(f"read session {session_id!r}", op)
 
-    def count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
+    def _count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
         """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
         wanted = coded(kinds_list(kinds) or [])
 
@@ -339,9 +343,9 @@ class SQLiteStore(ViewRead):
 
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
-        return await self._worker.run(self.last_now, session_id, kinds)
+        return await self._worker.run(self._last_now, session_id, kinds)
 
-    def last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
+    def _last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock."""
         if not storable(session_id):
             raise SessionNotFoundError(session_id)

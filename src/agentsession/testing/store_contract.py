@@ -10,8 +10,8 @@ store; every check below runs against it::
             return MyStore(...)          # a new, empty database for each check
 
 Each check opens the store inside its own event loop and closes it at the end, so no pytest
-plugin is needed. A store that declares optional fast paths (``fast_paths``) is held to them too:
-each synchronous read must return what its asynchronous twin returns.
+plugin is needed. A store that offers optional fast paths (``fast_paths``, see ``store.fast``) is
+held to them too: each synchronous read must return what its asynchronous twin returns.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from ..log import (
     now,
 )
 from ..request import ToolCall
-from ..store.base import SessionInfo, Store, fast_paths, finds_now, reads_now
+from ..store.base import SessionInfo, Store
+from ..store.fast import fast_paths
 
 __all__ = ["StoreContract"]
 
@@ -241,18 +242,17 @@ class StoreContract:
         """A store that declares synchronous reads returns from them what ``read``/``last`` do."""
         await store.create_session(info("a"))
         await store.append("a", 0, [UserEntry("u"), AssistantEntry("x"), UserEntry("v")])
-        reader = reads_now(store)
-        if reader is not None:
-            assert reader.read_now("a", 0, 3, ["user"]) == await store.read("a", 0, 3, ["user"])
-            assert reader.count_now("a", ["user"], 3) == 2
-        finder = finds_now(store)
-        if finder is not None:
-            assert finder.last_now("a", ["assistant"]) == await store.last("a", ["assistant"])
-        if "append_soon" in fast_paths(store):  # a write handed over at once, as a future
-            soon: Any = store
-            written = await soon.append_soon("a", 3, [UserEntry("w")])
+        fast = fast_paths(store)
+        if fast.read_now is not None:
+            assert fast.read_now("a", 0, 3, ["user"]) == await store.read("a", 0, 3, ["user"])
+        if fast.count_now is not None:
+            assert fast.count_now("a", ["user"], 3) == 2
+        if fast.last_now is not None:
+            assert fast.last_now("a", ["assistant"]) == await store.last("a", ["assistant"])
+        if fast.append_soon is not None:  # a write handed over at once, as a future
+            written = await fast.append_soon("a", 3, [UserEntry("w")])
             assert written == (await store.read("a", 3)) and [r.seq for r in written] == [3]
-            await _raises(ConflictError, soon.append_soon("a", 3, [UserEntry("again")]))
+            await _raises(ConflictError, fast.append_soon("a", 3, [UserEntry("again")]))
 
     @_check
     async def test_a_closed_store_refuses_calls(self, store: Store) -> None:

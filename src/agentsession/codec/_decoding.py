@@ -1,110 +1,29 @@
-"""A strict JSON codec for the package's frozen dataclasses, driven by their type hints.
+"""``decode``: a stored value back as exactly the type it was, or ``DecodeError`` saying where not.
 
-Encoding turns dataclasses into dicts (their ``kind``/``role`` literal included), tuples into lists.
-Decoding walks the declared types, so a stored value comes back as exactly the type it was, and
-anything that does not fit (a missing field, a wrong type, an unknown ``kind``) raises
-``DecodeError`` with the path of the offending value. Unions of dataclasses are told apart by their
-``kind`` or ``role`` literal.
+Decoding walks the declared types: anything that does not fit (a missing field, a wrong type,
+an unknown ``kind``) raises ``DecodeError`` with the path of the offending value. Unions of
+dataclasses are told apart by their ``kind`` or ``role`` literal. A decoder built once per type
+(``compiled``: closures, the same rules without paths) does the work; where it raises
+``Mismatch`` the walking decoder decodes again and names the path.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import types
-import typing
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-from ._memo import (
-    ENCODERS,
-    SCALARS,
-    IdentityMemo,
-    canonical_writer,
-    compile_encoder,
-    field_names,
-    met_often,
-    one_shot,
-)
+from ._shape import PASSING, hints, plain_init, tag_of
 
-__all__ = ["DecodeError", "canonical_json", "decode", "encode", "field_names"]
+__all__ = ["DecodeError", "Decoder", "Mismatch", "compiled", "decode"]
 
 T = TypeVar("T")
 
 
 class DecodeError(ValueError):
     """A stored value does not match the type it should decode to."""
-
-
-def encode(value: Any) -> Any:
-    """The JSON-ready form of a dataclass value (recursively)."""
-    cls = type(value)
-    if cls in SCALARS:
-        return value
-    compiled = ENCODERS.get(cls)
-    if compiled is not None:
-        return compiled(value)
-    names = field_names(cls)
-    if names is not None:
-        if met_often(cls):  # its walk written out as code from now on
-            return compile_encoder(cls, names, encode)(value)
-        return {name: encode(getattr(value, name)) for name in names}
-    if isinstance(value, tuple | list):
-        return [encode(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): encode(v) for k, v in value.items()}
-    return value
-
-
-_CANONICAL: IdentityMemo[str] = IdentityMemo()
-_SORTED = one_shot(json.JSONEncoder(sort_keys=True, ensure_ascii=False))
-
-
-def canonical_json(value: Any) -> str:
-    """``json.dumps(encode(value), sort_keys=True, ensure_ascii=False)``, memoised.
-
-    The text digests are taken over, kept per object for a dataclass value and a tuple of them
-    or of strings (frozen values do not change); list and object forms compose element-wise.
-    """
-    hit = _CANONICAL.get(value)  # holds only values that cannot change, found by identity
-    if hit is not None:
-        return hit
-    if isinstance(value, tuple):
-        text = "[" + ", ".join(canonical_json(v) for v in value) + "]"  # a request's system, tools
-        return _CANONICAL.put(value, text) if _fixed(value) else text
-    if _is_value(value):
-        return _CANONICAL.put(value, _plain_json(value))
-    return _plain_json(value)
-
-
-def _is_value(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
-def _fixed(value: tuple[Any, ...]) -> bool:
-    """Whether ``value`` holds only strings, dataclass values (text kept) and such tuples."""
-    return all(type(v) is str or _is_value(v) or (type(v) is tuple and _fixed(v)) for v in value)
-
-
-def _sorted_json(value: Any) -> str:
-    return _SORTED(encode(value))  # json.dumps(…): the same options, one encoder
-
-
-_plain_json = canonical_writer(_sorted_json)  # the same text, a value met often written faster
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _tag_of(cls: type) -> tuple[str, str] | None:
-    for name in ("kind", "role"):
-        hint = _hints(cls).get(name)
-        if hint is not None and get_origin(hint) is Literal:
-            return name, str(get_args(hint)[0])
-    return None
 
 
 def decode(tp: Any, data: Any, path: str = "$") -> Any:
@@ -115,8 +34,8 @@ def decode(tp: Any, data: Any, path: str = "$") -> Any:
     walking decoder, which names the path of the offending value.
     """
     try:
-        return (_READY.get(tp) or _compiled(tp))(data)
-    except _Mismatch:
+        return (_READY.get(tp) or compiled(tp))(data)
+    except Mismatch:
         return _decode(tp, data, path)
 
 
@@ -178,7 +97,7 @@ def _decode_union(options: tuple[Any, ...], data: Any, path: str) -> Any:
     if isinstance(data, dict):
         for option in options:
             if isinstance(option, type) and dataclasses.is_dataclass(option):
-                tag = _tag_of(option)
+                tag = tag_of(option)
                 if tag is not None and data.get(tag[0]) == tag[1]:
                     return _decode_dataclass(option, data, path)
     errors: list[str] = []
@@ -193,13 +112,13 @@ def _decode_union(options: tuple[Any, ...], data: Any, path: str) -> Any:
 def _decode_dataclass(cls: type[T], data: Any, path: str) -> T:
     if not isinstance(data, dict):
         raise DecodeError(f"{path}: expected an object for {cls.__name__}")
-    hints = _hints(cls)  # type: ignore[arg-type]
+    declared = hints(cls)  # type: ignore[arg-type]
     kwargs: dict[str, Any] = {}
     known = set()
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         known.add(f.name)
         if f.name in data:
-            kwargs[f.name] = _decode(hints[f.name], data[f.name], f"{path}.{f.name}")
+            kwargs[f.name] = _decode(declared[f.name], data[f.name], f"{path}.{f.name}")
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise DecodeError(f"{path}: {cls.__name__} is missing field {f.name!r}")
     unknown = set(data) - known
@@ -211,7 +130,7 @@ def _decode_dataclass(cls: type[T], data: Any, path: str) -> T:
 # -- compiled decoders: the same rules, without paths -------------------------------------------
 
 
-class _Mismatch(Exception):
+class Mismatch(Exception):
     """The value does not fit (the walking decoder then says where and why)."""
 
 
@@ -221,17 +140,17 @@ Decoder = Callable[[Any], Any]
 _BUILDING: set[Any] = set()
 _READY: dict[Any, Decoder] = {}  # what _compiled built, for decode to find in one lookup
 #: Field types checked inline by exact type (a subclass goes through the field's decoder).
-_EXACT: dict[Any, type] = {str: str, int: int, bool: bool}
+_EXACT: dict[Any, type] = {t: t for t in PASSING}
 
 
-def _compiled(tp: Any) -> Decoder:
+def compiled(tp: Any) -> Decoder:
     """A decoder for ``tp`` that accepts exactly what ``_decode`` accepts (built once per type).
 
     A type that refers to itself (a recursive alias) gets a decoder that looks itself up when
     it runs, so building never loops.
     """
     if tp in _BUILDING:
-        return lambda data: _compiled(tp)(data)
+        return lambda data: compiled(tp)(data)
     _BUILDING.add(tp)
     try:
         return _READY.setdefault(tp, _build(tp))
@@ -269,17 +188,17 @@ def _identity(data: Any) -> Any:
 
 def _none(data: Any) -> None:
     if data is not None:
-        raise _Mismatch
+        raise Mismatch
     return None
 
 
 def _never(data: Any) -> Any:
-    raise _Mismatch
+    raise Mismatch
 
 
 def _float(data: Any) -> float:
     if isinstance(data, bool) or not isinstance(data, int | float):
-        raise _Mismatch
+        raise Mismatch
     return float(data)
 
 
@@ -288,7 +207,7 @@ def _scalar(tp: type) -> Decoder:
 
     def check(data: Any) -> Any:
         if not isinstance(data, tp) or (exact_int and isinstance(data, bool)):
-            raise _Mismatch
+            raise Mismatch
         return data
 
     return check
@@ -297,7 +216,7 @@ def _scalar(tp: type) -> Decoder:
 def _literal(allowed: tuple[Any, ...]) -> Decoder:
     def check(data: Any) -> Any:
         if data not in allowed:
-            raise _Mismatch
+            raise Mismatch
         return data
 
     return check
@@ -305,43 +224,43 @@ def _literal(allowed: tuple[Any, ...]) -> Decoder:
 
 def _tuple(args: tuple[Any, ...]) -> Decoder:
     if len(args) == 2 and args[1] is Ellipsis:
-        item = _compiled(args[0])
+        item = compiled(args[0])
 
         def many(data: Any) -> tuple[Any, ...]:
             if not isinstance(data, list):
-                raise _Mismatch
+                raise Mismatch
             return tuple(map(item, data))
 
         return many
-    items = [_compiled(a) for a in args]
+    items = [compiled(a) for a in args]
 
     def fixed(data: Any) -> tuple[Any, ...]:
         if not isinstance(data, list) or len(data) != len(items):
-            raise _Mismatch
+            raise Mismatch
         return tuple(d(v) for d, v in zip(items, data, strict=True))
 
     return fixed
 
 
 def _dict(args: tuple[Any, ...]) -> Decoder:
-    key, value = (_compiled(a) for a in args)
+    key, value = (compiled(a) for a in args)
 
     def check(data: Any) -> dict[Any, Any]:
         if not isinstance(data, dict):
-            raise _Mismatch
+            raise Mismatch
         return {key(k): value(v) for k, v in data.items()}
 
     return check
 
 
 def _dataclass(cls: type) -> Decoder:
-    hints = _hints(cls)
-    if _plain_init(cls):
-        return _filled(cls, hints)
+    declared = hints(cls)
+    if plain_init(cls):
+        return _filled(cls, declared)
     fields = [
         (
             f.name,
-            _compiled(hints[f.name]),
+            compiled(declared[f.name]),
             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
         )
         for f in dataclasses.fields(cls)
@@ -350,39 +269,20 @@ def _dataclass(cls: type) -> Decoder:
 
     def build(data: Any) -> Any:
         if not isinstance(data, dict) or not known.issuperset(data):
-            raise _Mismatch
+            raise Mismatch
         kwargs: dict[str, Any] = {}
         for name, decoder, required in fields:
             if name in data:
                 kwargs[name] = decoder(data[name])
             elif required:
-                raise _Mismatch
+                raise Mismatch
         return cls(**kwargs)
 
     return build
 
 
-def _plain_init(cls: type, slots: bool = False) -> bool:
-    """Whether ``cls(**kwargs)`` only stores each field's value (or default) on the instance.
-
-    True for a dataclass whose ``__init__`` is the generated one, with every field in it, no
-    ``__post_init__``, no slots (unless ``slots``) and the plain ``object.__new__``.
-    """
-    init = cls.__dict__.get("__init__")
-    code = getattr(init, "__code__", None)
-    return (
-        cls.__dataclass_params__.init  # type: ignore[attr-defined]
-        and code is not None
-        and code.co_filename == "<string>"  # made by dataclasses, not written in a class body
-        and not hasattr(cls, "__post_init__")
-        and (slots or not hasattr(cls, "__slots__"))
-        and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]
-        and all(f.init for f in dataclasses.fields(cls))
-    )
-
-
-def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
-    """A decoder for a ``_plain_init`` dataclass that fills a new instance's fields directly.
+def _filled(cls: type, declared: dict[str, Any]) -> Decoder:
+    """A decoder for a ``plain_init`` dataclass that fills a new instance's fields directly.
 
     What ``cls(**kwargs)`` would do, without the frozen class's ``object.__setattr__`` per
     field: the same values (defaults and fresh ``default_factory`` values included), in field
@@ -390,7 +290,7 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
     """
     missing = dataclasses.MISSING
     fields = [
-        (f.name, _EXACT.get(h := hints[f.name]), _compiled(h), f.default, f.default_factory)
+        (f.name, _EXACT.get(h := declared[f.name]), compiled(h), f.default, f.default_factory)
         for f in dataclasses.fields(cls)
     ]
     known = frozenset(name for name, _, _, _, _ in fields)
@@ -398,7 +298,7 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
 
     def build(data: Any) -> Any:
         if not isinstance(data, dict) or not known.issuperset(data):
-            raise _Mismatch
+            raise Mismatch
         values: dict[str, Any] = {}
         for name, exact, decoder, default, factory in fields:
             if name in data:
@@ -409,7 +309,7 @@ def _filled(cls: type, hints: dict[str, Any]) -> Decoder:
             elif factory is not missing:
                 values[name] = factory()
             else:
-                raise _Mismatch
+                raise Mismatch
         instance: Any = new(cls)
         instance.__dict__.update(values)
         return instance
@@ -421,10 +321,10 @@ def _union(options: tuple[Any, ...]) -> Decoder:
     tagged: dict[str, dict[Any, Decoder]] = {}
     for option in options:
         if isinstance(option, type) and dataclasses.is_dataclass(option):
-            tag = _tag_of(option)
+            tag = tag_of(option)
             if tag is not None:
-                tagged.setdefault(tag[0], {}).setdefault(tag[1], _compiled(option))
-    each = [_compiled(o) for o in options]
+                tagged.setdefault(tag[0], {}).setdefault(tag[1], compiled(option))
+    each = [compiled(o) for o in options]
 
     def pick(data: Any) -> Any:
         if isinstance(data, dict):
@@ -437,8 +337,8 @@ def _union(options: tuple[Any, ...]) -> Decoder:
         for decoder in each:
             try:
                 return decoder(data)
-            except _Mismatch:
+            except Mismatch:
                 continue
-        raise _Mismatch
+        raise Mismatch
 
     return pick

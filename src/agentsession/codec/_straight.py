@@ -1,11 +1,11 @@
 """Straight-line decoders for stored entries, generated once per entry type.
 
-``codec.decode`` decodes a dataclass by looping over a table of its fields; for the rows a
+``decode`` decodes a dataclass by looping over a table of its fields; for the rows a
 reopened session reads before its next request, that loop is most of the decoding time. Here
-each plain dataclass (see ``codec._plain_init``) gets a function written out field by field, with
-the exact-type check of a text, number or flag inline. It accepts exactly what ``codec.decode``
-accepts and builds the same value; on anything else it gives way to ``codec.decode``, which
-raises the typed error naming the offending value.
+each plain dataclass (see ``plain``) gets a function written out field by field, with
+the exact-type check of a text, number or flag inline. It accepts exactly what ``decode``
+accepts and builds the same value; on anything else it gives way to ``decode``, which raises
+the typed error naming the offending value.
 
 Compiling that function costs more than a fresh process's first few dozen payloads of a type
 gain from it, so a type's decoder first walks a table of its fields (one loop, the same checks)
@@ -23,68 +23,39 @@ import types
 from collections.abc import Callable
 from typing import Annotated, Any, ForwardRef, Literal, TypeVar, Union, get_args, get_origin
 
-from ..codec import Decoder, _compiled, _hints, _Mismatch, _plain_init, decode
+from ._decoding import Decoder, Mismatch, compiled, decode
+from ._generate import COMPILE_AFTER, evaluate, generate
+from ._shape import PASSING, SCALARS, hints, plain, twin
 
-__all__ = ["decode_entry", "plain", "twin"]
+__all__ = ["decode_entry", "fast_decoder"]
 
 T = TypeVar("T")
 
-#: Field types whose values pass unchanged when they are exactly of that type.
-_EXACT = (str, int, bool, float)
-
 
 def decode_entry(cls: type[T], data: Any) -> T:
-    """``codec.decode(cls, data)``, by a decoder generated for ``cls`` when it is plain."""
+    """``decode(cls, data)``, by a decoder generated for ``cls`` when it is plain."""
     tp: Any = cls
     try:
-        value: T = _decoder(tp)(data)
-    except _Mismatch:
+        value: T = fast_decoder(tp)(data)
+    except Mismatch:
         value = decode(cls, data)  # says what does not fit, with its path
     return value
-
-
-def plain(tp: Any) -> bool:
-    """Whether ``tp`` is a dataclass these decoders build without calling its ``__init__``.
-
-    ``codec._plain_init``'s dataclasses, and the same with ``slots=True``: slots that hold
-    exactly its fields, on no base but ``object``.
-    """
-    if not (isinstance(tp, type) and dataclasses.is_dataclass(tp) and _plain_init(tp, True)):
-        return False
-    slots = tp.__dict__.get("__slots__")
-    if slots is None:
-        return not hasattr(tp, "__slots__")
-    return tp.__bases__ == (object,) and tuple(slots) == _names(tp)
-
-
-@functools.cache
-def twin(cls: type) -> type | None:
-    """A plain class with ``cls``'s slots, for a slotted ``cls``; ``None`` without slots.
-
-    A frozen class refuses attribute assignment (its ``__setattr__`` raises, and the generated
-    ``__init__`` calls ``object.__setattr__`` once per field). An instance of its twin takes
-    its fields by plain assignment, and then becomes a ``cls`` by ``__class__`` assignment,
-    which Python allows only between classes whose instances are laid out alike (it checks).
-    """
-    if "__slots__" not in cls.__dict__:
-        return None
-    return type(f"{cls.__name__}Twin", (), {"__slots__": _names(cls), "__module__": __name__})
-
-
-def _names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 _BUILDING: set[Any] = set()
 
 
 @functools.cache
-def _decoder(tp: Any) -> Decoder:
+def fast_decoder(tp: Any) -> Decoder:
+    """The fastest decoder of ``tp`` there is: generated for a plain dataclass, else ``compiled``.
+
+    It raises ``Mismatch`` where ``decode`` would raise ``DecodeError``.
+    """
     shorter = _container(tp)
     if shorter is not None:
         return shorter
     if not plain(tp) or tp in _BUILDING:  # a type that holds itself keeps the codec's decoder
-        return _compiled(tp)
+        return compiled(tp)
     _BUILDING.add(tp)
     try:
         return _generated(tp)
@@ -97,15 +68,15 @@ def _container(tp: Any) -> Decoder | None:
     args = get_args(tp)
     origin = get_origin(tp)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return _many(_decoder(args[0]))
-    if origin is tuple and args and all(a in _EXACT for a in args):
-        return _fixed(args, _later(tp, _compiled))
+        return _many(fast_decoder(args[0]))
+    if origin is tuple and args and all(a in PASSING for a in args):
+        return _fixed(args, _later(tp, compiled))
     if origin is dict and args == (str, Any):
-        return _texts_to_any(_later(tp, _compiled))
+        return _texts_to_any(_later(tp, compiled))
     if origin in (Union, types.UnionType) and len(args) == 2 and type(None) in args:
         other: Any = args[0] if args[1] is type(None) else args[1]
         if get_origin(other) is tuple or plain(other):
-            return _optional(_decoder(other))  # the other member never takes a null
+            return _optional(fast_decoder(other))  # the other member never takes a null
     return None
 
 
@@ -127,7 +98,7 @@ def _many(item: Decoder) -> Decoder:
 
     def many(data: Any) -> tuple[Any, ...]:
         if not isinstance(data, list):
-            raise _Mismatch
+            raise Mismatch
         return tuple(map(item, data))
 
     return many
@@ -184,13 +155,6 @@ _VALUE, _FACTORY, _REQUIRED = range(3)
 #: One field's decoding: name, check, what the check accepts, its decoder, absent, its default.
 Field = tuple[str, int, Any, Any, int, Any]
 
-#: Payloads a type's decoder reads by walking its table of fields before its straight-line code
-#: is compiled into it. Compiling costs about 8 µs per line written (0.2–1 ms a type, 2–3 ms for
-#: the kinds a reopen reads), more than walking the few dozen rows of each kind a reopen and its
-#: next request decode; a process that goes on reading a kind compiles it soon and reads it at
-#: the straight-line speed from then on.
-COMPILE_AFTER = 64
-
 #: The walking decoder: run with a type's own scope as its globals (``_generated``), so that
 #: compiling its straight-line code later only swaps the function's code, and every decoder
 #: that already holds this function (a containing type's, ``log.stored``'s table) gets it.
@@ -240,10 +204,7 @@ def build(data):
 def _walk_code() -> types.CodeType:
     """The walking decoder's code (compiled once per process; its checks are the codes above)."""
     assert (_ANY, _LITERAL, _CONVERT, _ONE, _SOME, _VALUE, _FACTORY) == (0, 1, 2, 3, 4, 0, 1)
-    namespace: dict[str, Any] = {}
-    exec(_WALK, {}, namespace)
-    code: types.CodeType = namespace["build"].__code__
-    return code
+    return generate("walking decoder", _WALK.strip().splitlines(), {}, __name__).__code__
 
 
 def _generated(cls: type, limit: int | None = None) -> Decoder:
@@ -254,10 +215,11 @@ def _generated(cls: type, limit: int | None = None) -> Decoder:
     hints = _hints_of(cls)
     fields = [_field(f, hints[f.name]) for f in dataclasses.fields(cls)]
     scope: dict[str, Any] = {
+        "__name__": __name__,  # the decoder's module, in tracebacks and profiles
         "cls": cls,
         "new": object.__new__,
         "put": object.__setattr__,
-        "Mismatch": _Mismatch,
+        "Mismatch": Mismatch,
         "known": frozenset(f[0] for f in fields),
         "fields": tuple(fields),
         "uses": 0,
@@ -268,7 +230,7 @@ def _generated(cls: type, limit: int | None = None) -> Decoder:
 
     def straighten() -> None:
         scope["limit"] = math.inf  # once: a call racing this one walks and compiles no more
-        build.__code__ = _straight(fields, scope)
+        build.__code__ = _straight(cls, fields, scope)
 
     scope["straighten"] = straighten
     if scope["limit"] <= 0:
@@ -277,7 +239,7 @@ def _generated(cls: type, limit: int | None = None) -> Decoder:
     return decoder
 
 
-def _straight(fields: list[Field], scope: dict[str, Any]) -> types.CodeType:
+def _straight(cls: type, fields: list[Field], scope: dict[str, Any]) -> types.CodeType:
     """The code of a decoder of ``fields`` written out field by field, compiled."""
     lines = [
         "def build(data):",
@@ -299,10 +261,7 @@ def _straight(fields: list[Field], scope: dict[str, Any]) -> types.CodeType:
         lines += [f"    instance.{field[0]} = v{i}" for i, field in enumerate(fields)]
         lines.append("    instance.__class__ = cls")
     lines.append("    return instance")
-    namespace: dict[str, Any] = {}
-    exec("\n".join(lines), scope, namespace)
-    code: types.CodeType = namespace["build"].__code__
-    return code
+    return generate(f"decoder for {cls.__qualname__}", lines, scope, __name__).__code__
 
 
 def _field(f: dataclasses.Field[Any], hint: Any) -> Field:
@@ -316,7 +275,7 @@ def _field(f: dataclasses.Field[Any], hint: Any) -> Field:
         passing = _passing(hint)
         check = _CONVERT if not passing else _ONE if len(passing) == 1 else _SOME
         # A value of a type that passes as it is (most values) never needs the decoder.
-        convert = _decoder(hint) if check == _CONVERT else _later(hint, _decoder)
+        convert = fast_decoder(hint) if check == _CONVERT else _later(hint, fast_decoder)
         accepted = next(iter(passing)) if check == _ONE else passing
     if f.default is not dataclasses.MISSING:
         return (f.name, check, accepted, convert, _VALUE, f.default)
@@ -359,12 +318,12 @@ def _passing(hint: Any) -> frozenset[type]:
     member takes it, or one that does gives it back as it is. An int only without a float
     beside it (the float member would make it a float).
     """
-    if hint in _EXACT:
+    if hint in PASSING:
         return frozenset({hint})
     args = get_args(hint)
     if get_origin(hint) not in (Union, types.UnionType):
         return frozenset()
-    found = {a for a in args if a in (str, bool, float, type(None))}
+    found = {a for a in args if a in SCALARS and a is not int}
     if int in args and float not in args:
         found.add(int)
     return frozenset(found)
@@ -379,26 +338,28 @@ def _hints_of(cls: type) -> dict[str, Any]:
     text, forward reference or ``Annotated`` inside, is what ``get_type_hints`` gives; anything
     else, or any error, is left to ``get_type_hints`` itself.
     """
-    hints: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     for base in reversed(cls.__mro__):
         annotations = inspect.get_annotations(base)
         if not annotations:
             continue
         texts = list(annotations.values())
         if not all(isinstance(text, str) for text in texts):
-            return _hints(cls)
+            return hints(cls)
         module = getattr(sys.modules.get(base.__module__), "__dict__", {})
         try:
-            values = eval(f"({', '.join(f'({t})' for t in texts)},)", dict(vars(base)), module)
+            expression = f"({', '.join(f'({t})' for t in texts)},)"
+            what = f"annotations of {base.__qualname__}"
+            values = evaluate(what, expression, dict(vars(base)), module)
         except Exception:
-            return _hints(cls)  # it says why, as it would have
+            return hints(cls)  # it says why, as it would have
         for name, value in zip(annotations, values, strict=True):
             if not _settled(value):
-                return _hints(cls)
-            hints[name] = type(None) if value is None else value
-    if not all(f.name in hints for f in dataclasses.fields(cls)):
-        return _hints(cls)  # annotations kept elsewhere than in the class's namespace
-    return hints
+                return hints(cls)
+            found[name] = type(None) if value is None else value
+    if not all(f.name in found for f in dataclasses.fields(cls)):
+        return hints(cls)  # annotations kept elsewhere than in the class's namespace
+    return found
 
 
 def _settled(value: Any) -> bool:

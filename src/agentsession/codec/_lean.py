@@ -19,17 +19,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .._memo import one_shot
-from ..codec import field_names
+from ._generate import Counter, generate
+from ._json import one_shot
+from ._shape import SCALARS, field_names
 
-__all__ = ["COMPILE_AFTER", "compiled", "compiled_text", "lean", "lean_text"]
-
-#: Values of a class ``lean`` walks before it compiles the class's encoder (compiling costs
-#: about 0.1–0.3 ms a class; a session commits that many entries in a few turns).
-COMPILE_AFTER = 16
+__all__ = ["compiled", "compiled_text", "lean", "lean_text"]
 
 _NO_DEFAULT = object()
-_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 Encoder = Callable[[Any], dict[str, Any]]
 TextEncoder = Callable[[Any], str]
@@ -62,7 +58,7 @@ def _defaults(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
 
 #: Each class's encoder once compiled; the walk counts the values of the others.
 _COMPILED: dict[type, Encoder] = {}
-_SEEN: dict[type, int] = {}
+_WALKED = Counter()
 
 
 def lean(value: Any) -> Any:
@@ -71,14 +67,13 @@ def lean(value: Any) -> Any:
     A value equal to its default but of another JSON type is kept (``False`` is not ``0``).
     """
     cls: type = type(value)
-    if cls in _SCALARS:
+    if cls in SCALARS:
         return value
     encoder = _COMPILED.get(cls)
     if encoder is not None:
         return encoder(value)
     if field_names(cls) is not None:
-        seen = _SEEN[cls] = _SEEN.get(cls, 0) + 1
-        if seen > COMPILE_AFTER:
+        if _WALKED.often(cls):
             return compiled(cls)(value)
         return _walk(value, cls)
     if isinstance(value, tuple | list):
@@ -92,7 +87,7 @@ def _walk(value: Any, cls: type) -> dict[str, Any]:
     walked: dict[str, Any] = {}
     for name, default in _defaults(cls):
         item = getattr(value, name)
-        if type(item) not in _SCALARS:  # most fields are scalars: no call for them
+        if type(item) not in SCALARS:  # most fields are scalars: no call for them
             item = lean(item)
         if item != default or type(item) is not type(default):
             walked[name] = item
@@ -104,7 +99,7 @@ def compiled(cls: type) -> Encoder:
     found = _COMPILED.get(cls)
     if found is not None:
         return found
-    scope: dict[str, Any] = {"lean": lean, "SCALARS": _SCALARS}
+    scope: dict[str, Any] = {"lean": lean, "SCALARS": SCALARS}
     lines = ["def encode(value):", "    found = {}"]
     for i, (name, default) in enumerate(_defaults(cls)):
         lines.append(f"    item = value.{name}")
@@ -113,8 +108,7 @@ def compiled(cls: type) -> Encoder:
         lines.append(f"    if {_differs(default, i, scope)}:")
         lines.append(f"        found[{name!r}] = item")
     lines.append("    return found")
-    exec("\n".join(lines), scope)  # the code is written here from field names only
-    encoder: Encoder = scope["encode"]
+    encoder: Encoder = generate(f"lean encoder for {cls.__qualname__}", lines, scope, __name__)
     _COMPILED[cls] = encoder
     return encoder
 
@@ -140,22 +134,20 @@ def _differs(default: Any, index: int, scope: dict[str, Any]) -> str:
 
 
 _TEXTS: dict[type, TextEncoder] = {}
-_TEXTS_SEEN: dict[type, int] = {}
+_TEXTS_SEEN = Counter()
 
 
 def lean_text(value: Any) -> str | None:
-    """The compact JSON of ``lean(value)`` (a dataclass), or ``None`` until its class is compiled.
+    """The compact JSON of ``lean(value)`` (a dataclass); ``None`` for a text with no UTF-8 form.
 
-    Written like ``json.dumps(lean(value), ensure_ascii=False, separators=(",", ":"))``; a text
-    with no UTF-8 form (a lone surrogate) gives ``None`` too: the caller's general path escapes it.
+    ``json.dumps(lean(value), ensure_ascii=False, separators=(",", ":"))``: walked for a class
+    met rarely, written by its compiled encoder once met often. A text with no UTF-8 form (a
+    lone surrogate) gives ``None``: the caller's general path escapes it.
     """
     cls = type(value)
     encoder = _TEXTS.get(cls)
     if encoder is None:
-        seen = _TEXTS_SEEN[cls] = _TEXTS_SEEN.get(cls, 0) + 1
-        if seen <= COMPILE_AFTER:
-            return None
-        encoder = compiled_text(cls)
+        encoder = compiled_text(cls) if _TEXTS_SEEN.often(cls) else _walked_text
     text = encoder(value)
     if not text.isascii():  # a C check of the string's kind: ASCII always has a UTF-8 form
         try:
@@ -163,6 +155,10 @@ def lean_text(value: Any) -> str | None:
         except UnicodeEncodeError:
             return None
     return text
+
+
+def _walked_text(value: Any) -> str:
+    return _JSON(lean(value))
 
 
 def compiled_text(cls: type) -> TextEncoder:
@@ -173,7 +169,7 @@ def compiled_text(cls: type) -> TextEncoder:
     found = _TEXTS.get(cls)
     if found is not None:
         return found
-    scope: dict[str, Any] = {"lean": lean, "SCALARS": _SCALARS, "JSON": _JSON, "STRING": _STRING}
+    scope: dict[str, Any] = {"lean": lean, "SCALARS": SCALARS, "JSON": _JSON, "STRING": _STRING}
     lines = ["def encode(value):", "    parts = []"]
     for i, (name, default) in enumerate(_defaults(cls)):
         key = json.dumps(name, ensure_ascii=False) + ":"
@@ -192,8 +188,7 @@ def compiled_text(cls: type) -> TextEncoder:
             lines.append(f"    if {_differs(default, i, scope)}:")
         lines.append(f"        parts.append({key!r} + JSON(item))")
     lines.append('    return "{" + ",".join(parts) + "}"')
-    exec("\n".join(lines), scope)  # the code is written here from field names only
-    encoder: TextEncoder = scope["encode"]
+    encoder: TextEncoder = generate(f"stored text for {cls.__qualname__}", lines, scope, __name__)
     _TEXTS[cls] = encoder
     return encoder
 

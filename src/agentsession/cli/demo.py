@@ -3,7 +3,7 @@
 ``demo_model()`` is the scripted model the CLI uses when no provider is configured: for a user
 message it calls ``count_words`` on that text, and after the tool result it answers with it. So
 every demo turn is a real multi-step turn — model, tool call, tool result, model — stored durably.
-``python -m agentsession.demo`` runs two turns and then shows the transcript and writes the HTML
+``python -m agentsession.cli.demo`` runs two turns and then shows the transcript and writes the HTML
 report from new processes. ``AGENTSESSION_DEMO_DELAY`` (seconds) paces the demo model's events,
 so that a test can interrupt a reply that is still streaming.
 """
@@ -18,13 +18,13 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from .config import Config
-from .context.component import ContextComponent
-from .errors import UsageError
-from .providers.base import Model, ModelEvent, ModelProfile
-from .providers.scripted import Reply, ScriptedModel
-from .request import Request, ToolCall, ToolResultMessage, UserMessage, text_of
-from .tools import Tool, tool
+from ..config import Config
+from ..context.component import ContextComponent
+from ..errors import UsageError
+from ..providers.base import Model, ModelEvent, ModelProfile
+from ..providers.scripted import Reply, ScriptedModel
+from ..request import Request, ToolCall, ToolResultMessage, UserMessage, text_of
+from ..tools import Tool, tool
 
 __all__ = ["demo_model", "demo_tools", "main"]
 
@@ -104,9 +104,9 @@ class _Paced:
 
 
 async def _run(db: Path) -> str:
-    from .cli.console import PlainOutput, render
-    from .runtime import Runtime
-    from .store.sqlite import SQLiteStore
+    from ..runtime import Runtime
+    from ..store.sqlite import SQLiteStore
+    from .console import PlainOutput, render
 
     # A plugin fact that changes between the turns: the second request carries it as one
     # mid-conversation system message, and everything before it stays byte-identical.
