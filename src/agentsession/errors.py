@@ -88,9 +88,12 @@ class SessionNotFoundError(AgentSessionError, LookupError):
 class ConflictError(AgentSessionError):
     """Another writer appended to the session first; nothing of this write was stored.
 
-    What the raise site knows is kept: ``session_id``; for an append whose expected seq was not
-    the log's next, ``expected_seq`` (what this write expected) and ``found_seq`` (the log's
-    next seq); for a session another process drives, ``holder`` (the lease's owner).
+    Args:
+        message: What conflicted.
+        session_id: The session written to.
+        expected_seq: For an append, the seq this write expected to be the log's next.
+        found_seq: For an append, the log's actual next seq.
+        holder: For a session another process drives, the lease's owner.
     """
 
     def __init__(

@@ -22,8 +22,8 @@ from ..config import Config
 from ..context.component import ContextComponent
 from ..errors import UsageError
 from ..providers.base import Model, ModelEvent, ModelProfile
-from ..providers.scripted import Reply, ScriptedModel
-from ..request import Request, ToolCall, ToolResultMessage, UserMessage, text_of
+from ..providers.scripted import demo_script
+from ..request import Request
 from ..tools import Tool, tool
 
 __all__ = ["demo_model", "demo_tools", "main"]
@@ -54,24 +54,9 @@ def demo_tools() -> list[Tool]:
     return [count_words, shout]
 
 
-def _demo_reply(request: Request) -> Reply:
-    last = request.messages[-1] if request.messages else None
-    for message in reversed(request.messages):
-        if isinstance(message, ToolResultMessage):
-            last = message
-            break
-        if isinstance(message, UserMessage):
-            break
-    if isinstance(last, ToolResultMessage):
-        return f"(scripted demo model) `{last.name}` returned **{text_of(last.content)}**."
-    users = [m for m in request.messages if isinstance(m, UserMessage)]
-    text = text_of(users[-1].content) if users else ""
-    return [ToolCall("count_words", {"text": text})]
-
-
 def demo_model() -> Model:
     """The offline scripted model of the demo and of the CLI without a provider."""
-    model = ScriptedModel(_demo_reply, name="scripted:demo")
+    model = demo_script()
     delay = os.environ.get("AGENTSESSION_DEMO_DELAY")
     if not delay:
         return model
@@ -85,7 +70,7 @@ def demo_model() -> Model:
 class _Paced:
     """The demo model with a pause before each event (a slow reply, on purpose)."""
 
-    def __init__(self, model: ScriptedModel, delay: float) -> None:
+    def __init__(self, model: Model, delay: float) -> None:
         self._model = model
         self._delay = delay
 
@@ -112,7 +97,7 @@ async def _run(db: Path) -> str:
     # mid-conversation system message, and everything before it stays byte-identical.
     mode = {"value": "Answer in full sentences."}
     style = ContextComponent("plugin.demo.style", lambda: mode["value"])
-    model = ScriptedModel(_demo_reply, name="scripted:demo")
+    model = demo_script()
     runtime = Runtime(
         store=SQLiteStore(db),
         model=model,

@@ -20,7 +20,16 @@ from typing import TypeAlias
 
 from .._memo import IdentityMemo, PrefixMemo
 from ..errors import AgentSessionError, ProviderError, UsageError
-from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id, text_of
+from ..request import (
+    AssistantMessage,
+    Request,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    new_call_id,
+    text_of,
+)
 from .base import (
     ModelDone,
     ModelEvent,
@@ -30,7 +39,7 @@ from .base import (
     ReplyStopReason,
 )
 
-__all__ = ["Reply", "ScriptedModel"]
+__all__ = ["Reply", "ScriptedModel", "demo_script"]
 
 Reply: TypeAlias = str | Sequence[ToolCall] | AssistantMessage | BaseException
 
@@ -172,3 +181,28 @@ def _played(reply: AssistantMessage, calls: tuple[ToolCall, ...]) -> AssistantMe
     if type(reply) is AssistantMessage:
         return AssistantMessage(reply.content, calls, "scripted", reply.provider_data)
     return replace(reply, tool_calls=calls, provider="scripted")
+
+
+def _demo_reply(request: Request) -> Reply:
+    """Call ``count_words`` on the newest user text; after its result, answer with it."""
+    last = request.messages[-1] if request.messages else None
+    for message in reversed(request.messages):
+        if isinstance(message, ToolResultMessage):
+            last = message
+            break
+        if isinstance(message, UserMessage):
+            break
+    if isinstance(last, ToolResultMessage):
+        return f"(scripted demo model) `{last.name}` returned **{text_of(last.content)}**."
+    users = [m for m in request.messages if isinstance(m, UserMessage)]
+    text = text_of(users[-1].content) if users else ""
+    return [ToolCall("count_words", {"text": text})]
+
+
+def demo_script() -> ScriptedModel:
+    """The offline demo's model (``scripted:demo``): a real multi-step turn for every message.
+
+    It asks for the demo's ``count_words`` tool on the user's text, then answers with its result;
+    the command line's demo and its fallback without a provider play it (``cli/demo``).
+    """
+    return ScriptedModel(_demo_reply, name="scripted:demo")
