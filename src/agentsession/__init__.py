@@ -67,6 +67,7 @@ from .log import (
 )
 from .mcp import MCPServer
 from .permissions import Decision, PermissionPreset
+from .portability import ImportReport, import_session
 from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
 from .request import (
     AssistantMessage,
@@ -161,6 +162,7 @@ __all__ = [
     "EpochInfo",
     "Event",
     "ImagePart",
+    "ImportReport",
     "Inspection",
     "Lease",
     "MCPServer",
@@ -229,6 +231,7 @@ __all__ = [
     "describe_skills",
     "discover_skills",
     "get_model",
+    "import_session",
     "lower",
     "skill_context",
     "tool",
