@@ -46,7 +46,6 @@ _Reader = Callable[[Path, Draft, int], None]
 _READERS: dict[str, _Reader] = {
     "claude-code": read_claude_code,
     "codex": read_codex,
-    "opencode": read_opencode,
     "pi": read_pi,
 }
 _PROBE_LINES = 20
@@ -92,12 +91,14 @@ async def import_session(
     *,
     format: ImportFormat | str = "auto",
     config: Config | None = None,
+    session: str | None = None,
 ) -> ImportReport:
     """Store the session at ``path`` as a new session of ``store``; what it mapped and skipped.
 
     ``format``: ``"auto"`` (found by content), ``"agentsession"``, ``"claude-code"``, ``"codex"``,
     ``"opencode"`` or ``"pi"``. ``config`` gives the default preset, the line limit and the
-    tool-result bound (``Config()``'s when not given). ``SessionFileError`` for a source that
+    tool-result bound (``Config()``'s when not given); ``session`` which session of an OpenCode
+    database holding several. ``SessionFileError`` for a source that
     cannot be imported; nothing is stored then.
     """
     config = config or Config()
@@ -112,7 +113,7 @@ async def import_session(
     if found == "agentsession":
         parsed, report = await asyncio.to_thread(_own, source, config)
     else:
-        parsed, report = await asyncio.to_thread(_foreign, source, found, config)
+        parsed, report = await asyncio.to_thread(_foreign, source, found, config, session)
     await store.create_session(parsed.info, parsed.entries)
     return report
 
@@ -137,9 +138,14 @@ def _own(path: Path, config: Config) -> tuple[SessionFile, ImportReport]:
     return parsed, report
 
 
-def _foreign(path: Path, found: str, config: Config) -> tuple[SessionFile, ImportReport]:
+def _foreign(
+    path: Path, found: str, config: Config, session: str | None
+) -> tuple[SessionFile, ImportReport]:
     draft = Draft(found, result_limit=config.max_tool_result_chars)
-    _READERS[found](path, draft, config.max_import_line_bytes)
+    if found == "opencode":
+        read_opencode(path, draft, config.max_import_line_bytes, session)
+    else:
+        _READERS[found](path, draft, config.max_import_line_bytes)
     entries = draft.entries()
     if not any(isinstance(e, UserEntry | AssistantEntry) for e in entries):
         raise SessionFileError(f"no conversation found in this {found} session", path=str(path))

@@ -131,27 +131,32 @@ def _json_messages(
 # -- the SQLite layout -----------------------------------------------------------------------
 
 
-def _db_messages(path: Path, draft: Draft) -> tuple[dict[str, Any], list[_Message]]:
+def _db_messages(
+    path: Path, draft: Draft, session: str | None
+) -> tuple[dict[str, Any], list[_Message]]:
     try:
         with _open_db(path) as db:
-            return _db_read(db, path, draft)
+            return _db_read(db, path, draft, session)
     except sqlite3.Error as exc:
         raise SessionFileError(f"cannot read the OpenCode database: {exc}", path=str(path)) from exc
 
 
 def _db_read(
-    db: sqlite3.Connection, path: Path, draft: Draft
+    db: sqlite3.Connection, path: Path, draft: Draft, session: str | None
 ) -> tuple[dict[str, Any], list[_Message]]:
     db.row_factory = sqlite3.Row
-    rows = db.execute("SELECT * FROM session ORDER BY time_updated DESC LIMIT 2").fetchall()
+    if session is not None:
+        rows = db.execute("SELECT * FROM session WHERE id = ?", (session,)).fetchall()
+    else:
+        rows = db.execute("SELECT * FROM session LIMIT 2").fetchall()
     if len(rows) != 1:
+        said = f"no session {session!r}" if session is not None else "not one session"
         raise SessionFileError(
-            f"the OpenCode database holds {'no' if not rows else 'several'} sessions; import one"
-            " with --latest from its folder, or export it first",
+            f"the OpenCode database holds {said}; name one (--latest finds this folder's)",
             path=str(path),
         )
-    session = {k: rows[0][k] for k in rows[0].keys()}  # noqa: SIM118 (a Row iterates values)
-    session_id = as_str(session.get("id"))
+    found = {k: rows[0][k] for k in rows[0].keys()}  # noqa: SIM118 (a Row iterates values)
+    session_id = as_str(found.get("id"))
     messages: list[_Message] = []
     for row in db.execute(
         "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
@@ -166,7 +171,7 @@ def _db_read(
             )
         ]
         messages.append(_Message(info, _ordered(parts, [])))
-    return session, messages
+    return found, messages
 
 
 def _loads(data: Any, draft: Draft) -> dict[str, Any] | None:
@@ -304,13 +309,16 @@ def _user(draft: Draft, parts: list[dict[str, Any]], stamp: str) -> None:
         draft.user(tuple(content), stamp)
 
 
-def read_opencode(path: Path, draft: Draft, max_bytes: int) -> None:
-    """Fill ``draft`` with the OpenCode session at ``path`` (see the module doc)."""
+def read_opencode(path: Path, draft: Draft, max_bytes: int, session: str | None = None) -> None:
+    """Fill ``draft`` with the OpenCode session at ``path`` (see the module doc).
+
+    ``session``: which session of a database holding several.
+    """
     if path.is_file() and path.suffix != ".json":
-        session, messages = _db_messages(path, draft)
+        info, messages = _db_messages(path, draft, session)
     else:
-        session, messages = _json_messages(_session_file(path), max_bytes, draft)
-    draft.source_id = as_str(session.get("id"))
-    draft.title = as_str(session.get("title")) or None
-    draft.project_dir = as_str(session.get("directory")) or None
+        info, messages = _json_messages(_session_file(path), max_bytes, draft)
+    draft.source_id = as_str(info.get("id"))
+    draft.title = as_str(info.get("title")) or None
+    draft.project_dir = as_str(info.get("directory")) or None
     _fill(draft, sorted(messages, key=lambda m: (_stamp(m.info), as_str(m.info.get("id")))))
