@@ -95,6 +95,7 @@ from .skills import (
 )
 from .skills.library import describe_skills
 from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
+from .store.search import SearchHit
 from .tools import Tool, ToolContext, ToolOutcome, tool
 
 if TYPE_CHECKING:
@@ -188,6 +189,7 @@ __all__ = [
     "RuntimeContextSnapshot",
     "SQLiteStore",
     "ScriptedModel",
+    "SearchHit",
     "Session",
     "SessionBusyError",
     "SessionFileError",

@@ -179,3 +179,29 @@ async def test_the_opencode_database_layout(tmp_path: Path) -> None:
     found = [r.entry for r in await store.read(report.session_id, 0, info.next_seq)]
     (result,) = [e for e in found if isinstance(e, ToolResultEntry)]
     assert result.is_error and result.content == "denied" and result.call_id == "call_9"
+
+
+def test_search_prints_one_hit_per_line_and_upgrade_indexes_an_old_database(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    for text in ("count the marmalade jars", "and the marmalade spoons"):
+        assert on(tmp_path, "run", text).code == 0
+    found = on(tmp_path, "--json", "search", "marmalade")
+    hits = [json.loads(line) for line in found.out.splitlines()]
+    assert {h["kind"] for h in hits} == {"search_hit"}
+    users = [h for h in hits if h["role"] == "user"]
+    assert len(users) == 2 and "[marmalade] spoons" in users[0]["snippet"]  # newest first
+    assert hits[0]["session_id"] == users[0]["session_id"]
+    assert len(on(tmp_path, "search", "marmalade", "-n", "1").out.splitlines()) == 1
+    # a database from before the index: reading says how to upgrade, `upgrade` indexes it
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER entries_searched")
+        conn.execute("DROP TRIGGER entries_unsearched")
+        conn.execute("DROP TABLE entries_search")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 6")
+    conn.close()
+    old = on(tmp_path, "search", "marmalade")
+    assert old.code == 1 and "agentsession upgrade" in old.err
+    assert on(tmp_path, "upgrade").code == 0
+    assert len(on(tmp_path, "search", "marmalade").out.splitlines()) == len(hits)

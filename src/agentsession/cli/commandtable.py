@@ -32,6 +32,7 @@ IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
     "info": ("overview", "info"),
     "export": ("portable", "export"),
     "import": ("portable", "import_"),
+    "search": ("portable", "search"),
     "delete": ("manage", "delete"),
     "rename": ("manage", "rename"),
     "fork": ("manage", "fork"),

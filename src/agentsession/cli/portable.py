@@ -3,8 +3,9 @@
 ``import PATH [--from FORMAT]`` stores a session file of ours or another tool's session
 (``--latest TOOL``: that tool's newest session of this folder, from its default location) and
 prints the new id; ``-c`` then chats on in it. ``export ID --format jsonl | markdown | html``
-writes the session file or a readable transcript. ``search TEXT`` finds messages of every
-session, newest first. The arguments are declared here without importing what runs them.
+writes the session file or a readable transcript. ``search TEXT [-n N] [--session ID]`` finds
+messages of every session, newest first (``fork ID --at SEQ`` branches from a hit). The
+arguments are declared here without importing what runs them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .invocation import Invocation
 
-__all__ = ["add_portable_commands", "export", "import_"]
+__all__ = ["add_portable_commands", "export", "import_", "search"]
 
 _SOURCES = ("agentsession", "claude-code", "codex", "opencode", "pi")
 _TOOLS = ("claude-code", "codex", "opencode", "pi")
@@ -67,6 +68,12 @@ def add_portable_commands(command: Callable[..., argparse.ArgumentParser]) -> No
     imported.add_argument(
         "-c", "--continue", dest="continue_", action="store_true", help="then chat on in it"
     )
+    found = command("search", "find messages of every session, newest first")
+    found.add_argument("text", nargs="+", metavar="TEXT", help="the words to find (all of them)")
+    found.add_argument(
+        "-n", "--limit", metavar="N", type=_limit, default=20, help="at most N hits (default 20)"
+    )
+    found.add_argument("--session", metavar="ID", help="only in this session (an id prefix)")
 
 
 async def import_(inv: Invocation) -> int:
@@ -172,6 +179,42 @@ async def export(inv: Invocation) -> int:
         return 0
     finally:
         await store.close()
+
+
+async def search(inv: Invocation) -> int:
+    """``search``: one line per message holding the words (a JSON object each with --json)."""
+    from ..hygiene import visible_line
+    from ..store.search import search_store
+    from .addressing import find_session
+    from .console import JsonOutput
+
+    if not inv.postgres and not inv.db.exists():
+        inv.output.note(f"no sessions yet (no database at {inv.db})")
+        return 0
+    store = inv.store("read")
+    try:
+        only = (await find_session(store, inv.args.session)).id if inv.args.session else None
+        hits = await search_store(
+            store, " ".join(inv.args.text), limit=inv.args.limit, session=only
+        )
+    finally:
+        await store.close()
+    for hit in hits:
+        if isinstance(inv.output, JsonOutput):
+            inv.output.emit(
+                "search_hit",
+                session_id=hit.session_id,
+                seq=hit.seq,
+                role=hit.role,
+                snippet=hit.snippet,
+            )
+        else:
+            print(
+                visible_line(f"{hit.session_id[:12]}  {hit.seq:>5}  {hit.role:<9}  {hit.snippet}")
+            )
+    if not hits and not isinstance(inv.output, JsonOutput):
+        inv.output.note("no message holds those words")
+    return 0
 
 
 def _copy_out(path: Path) -> None:

@@ -1,0 +1,180 @@
+"""The full-text index of the messages, for both databases: kept by triggers, read by ``search``.
+
+The index holds the text of user, assistant (its text, and each tool call's name and
+arguments) and tool-result entries, at most ``INDEXED_CHARS`` characters of each. Triggers on
+``entries`` keep it in the inserting transaction, so the append code knows nothing of it and an
+entry is findable exactly when it is committed; deleting entries (a deleted session) removes
+their rows. Migration 6 creates it and indexes what a database already holds.
+
+- SQLite: an FTS5 table ``entries_search`` (tokenizer ``unicode61``, diacritics folded), its
+  rowid ``session_key * 2**32 + seq`` so a deleted entry's row is found by key. A row whose data
+  is not valid JSON is left out rather than refused (the trigger never fails an append).
+- PostgreSQL: a table ``entry_texts`` (keyed by session id and seq, like every table, so it
+  shards with the rest) with a generated ``tsvector`` (configuration ``simple``: no language's
+  stemming) under a GIN index; statement-level triggers over the inserted or deleted rows. Data
+  that ``jsonb`` refuses (a NUL or lone surrogate escape, a row that is not JSON) is left out
+  likewise: the batch is indexed at once, and only a batch holding such a row is indexed again
+  row by row, each refused row caught.
+"""
+
+from __future__ import annotations
+
+__all__ = ["INDEXED_CHARS", "KEY_SHIFT", "POSTGRES_SEARCH", "SQLITE_SEARCH"]
+
+#: The most characters of one entry the index holds.
+INDEXED_CHARS = 100_000
+#: A SQLite index row's rowid is ``session_key * KEY_SHIFT + seq``.
+KEY_SHIFT = 1 << 32
+
+
+def _sqlite_text(data: str) -> str:
+    """SQLite: the searchable text of a user, assistant or tool-result row's ``data``.
+
+    Only objects are looked into (``json_extract`` of a bare string would raise).
+    """
+    return f"""substr(
+        coalesce(CASE json_type({data}, '$.content')
+            WHEN 'text' THEN json_extract({data}, '$.content')
+            WHEN 'array' THEN (SELECT group_concat(json_extract(value, '$.text'), ' ')
+                               FROM json_each({data}, '$.content') WHERE type = 'object')
+        END, '')
+        || coalesce((SELECT ' ' || group_concat(
+                        json_extract(value, '$.name') || ' ' || json_extract(value, '$.arguments'),
+                        ' ')
+                     FROM json_each({data}, '$.tool_calls') WHERE type = 'object'), ''),
+        1, {INDEXED_CHARS})"""
+
+
+_SQLITE_ROLE = "CASE {kind} WHEN 1 THEN 'user' WHEN 2 THEN 'assistant' ELSE 'tool' END"
+
+SQLITE_SEARCH: tuple[str, ...] = (
+    """
+    CREATE VIRTUAL TABLE entries_search USING fts5(
+        text, role UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+    )
+    """,
+    f"""
+    INSERT INTO entries_search (rowid, text, role)
+    SELECT session_key * {KEY_SHIFT} + seq, t, {_SQLITE_ROLE.format(kind="kind")}
+    FROM (SELECT session_key, seq, kind, {_sqlite_text("data")} AS t
+          FROM entries WHERE kind IN (1, 2, 3) AND json_valid(data))
+    WHERE t <> ''
+    """,
+    f"""
+    CREATE TRIGGER entries_searched AFTER INSERT ON entries
+    WHEN new.kind IN (1, 2, 3) AND json_valid(new.data) BEGIN
+        INSERT INTO entries_search (rowid, text, role)
+        SELECT new.session_key * {KEY_SHIFT} + new.seq, t, {_SQLITE_ROLE.format(kind="new.kind")}
+        FROM (SELECT {_sqlite_text("new.data")} AS t) WHERE t <> '';
+    END
+    """,
+    f"""
+    CREATE TRIGGER entries_unsearched AFTER DELETE ON entries
+    WHEN old.kind IN (1, 2, 3) BEGIN
+        DELETE FROM entries_search WHERE rowid = old.session_key * {KEY_SHIFT} + old.seq;
+    END
+    """,
+)
+
+POSTGRES_SEARCH: tuple[str, ...] = (
+    """
+    CREATE TABLE entry_texts (
+        session_id TEXT NOT NULL,
+        seq        BIGINT NOT NULL,
+        role       TEXT NOT NULL,
+        body       TEXT NOT NULL,
+        doc        tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED,
+        PRIMARY KEY (session_id, seq)
+    )
+    """,
+    "CREATE INDEX entry_texts_doc ON entry_texts USING gin (doc)",
+    f"""
+    CREATE FUNCTION entry_search_text(data TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
+        SELECT CASE WHEN data ~ '\\\\u(0000|[dD][89a-fA-F])' THEN '' ELSE (
+            SELECT left(
+                coalesce(CASE jsonb_typeof(d -> 'content')
+                    WHEN 'string' THEN d ->> 'content'
+                    WHEN 'array' THEN (SELECT string_agg(p ->> 'text', ' ')
+                                       FROM jsonb_array_elements(d -> 'content') p)
+                END, '')
+                || coalesce((SELECT ' ' || string_agg(
+                                (c ->> 'name') || ' ' || coalesce(c -> 'arguments', '{{}}')::text,
+                                ' ')
+                             FROM jsonb_array_elements(CASE jsonb_typeof(d -> 'tool_calls')
+                                 WHEN 'array' THEN d -> 'tool_calls' ELSE '[]'::jsonb END) c),
+                            ''),
+                {INDEXED_CHARS})
+            FROM (SELECT data::jsonb AS d) j
+        ) END
+    $$
+    """,
+    # The same, for a row ``jsonb`` refuses anyway (written behind the store's back): ''.
+    """
+    CREATE FUNCTION entry_search_text_or_none(data TEXT) RETURNS TEXT LANGUAGE plpgsql AS $$
+    BEGIN
+        RETURN entry_search_text(data);
+    EXCEPTION WHEN others THEN
+        RETURN '';
+    END
+    $$
+    """,
+    # No insert may commit between the backfill's snapshot and the trigger (see migration 5).
+    "LOCK TABLE entries IN SHARE ROW EXCLUSIVE MODE",
+    """
+    INSERT INTO entry_texts (session_id, seq, role, body)
+    SELECT session_id, seq, role, body FROM (
+        SELECT session_id, seq,
+               CASE kind WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'assistant'
+                         ELSE 'tool' END AS role,
+               entry_search_text_or_none(data) AS body
+        FROM entries WHERE kind IN ('user', 'assistant', 'tool_result')
+    ) x WHERE body <> ''
+    """,
+    # All the statement's rows at once; only when one of them is refused, row by row (each
+    # refused row left out), so the index never fails an append.
+    """
+    CREATE FUNCTION entries_index_texts() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        BEGIN
+            INSERT INTO entry_texts (session_id, seq, role, body)
+            SELECT session_id, seq, role, body FROM (
+                SELECT session_id, seq,
+                       CASE kind WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'assistant'
+                                 ELSE 'tool' END AS role,
+                       entry_search_text(data) AS body
+                FROM added WHERE kind IN ('user', 'assistant', 'tool_result')
+            ) x WHERE body <> '';
+        EXCEPTION WHEN others THEN
+            INSERT INTO entry_texts (session_id, seq, role, body)
+            SELECT session_id, seq, role, body FROM (
+                SELECT session_id, seq,
+                       CASE kind WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'assistant'
+                                 ELSE 'tool' END AS role,
+                       entry_search_text_or_none(data) AS body
+                FROM added WHERE kind IN ('user', 'assistant', 'tool_result')
+            ) x WHERE body <> '';
+        END;
+        RETURN NULL;
+    END
+    $$
+    """,
+    """
+    CREATE TRIGGER entries_searched AFTER INSERT ON entries
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT
+    EXECUTE FUNCTION entries_index_texts()
+    """,
+    """
+    CREATE FUNCTION entries_unindex_texts() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM entry_texts t USING removed r
+        WHERE t.session_id = r.session_id AND t.seq = r.seq;
+        RETURN NULL;
+    END
+    $$
+    """,
+    """
+    CREATE TRIGGER entries_unsearched AFTER DELETE ON entries
+    REFERENCING OLD TABLE AS removed FOR EACH STATEMENT
+    EXECUTE FUNCTION entries_unindex_texts()
+    """,
+)
