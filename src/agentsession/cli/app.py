@@ -246,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_session_options(retry, continuing=False)
     _add_agent_options(retry, prompting=False)
-    command("sessions", "list sessions: id, last activity, messages, model, title")
+    listed = command("sessions", "list sessions: id, last activity, messages, model, title")
+    listed.add_argument("-n", "--limit", metavar="N", type=_positive, help="the N newest only")
+    listed.add_argument("--here", action="store_true", help="only this folder's sessions")
     show = command("show", "print a session's transcript")
     show.add_argument("id", metavar="ID", help="the session (a unique id prefix will do)")
     command(
