@@ -197,3 +197,36 @@ def test_detection_by_content(tmp_path: Path) -> None:
     storage = tmp_path / "storage"
     (storage / "session" / "p").mkdir(parents=True)
     assert detect_format(storage) == "opencode"
+
+
+async def test_a_hundred_megabyte_line_is_skipped_at_the_default_limit(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as handle:
+        handle.write((json.dumps(claude("u1", None, "user", "before")) + "\n").encode())
+        start = handle.tell()
+        handle.truncate(start + 100 * 1024 * 1024)  # a sparse run of NUL bytes, no line feed
+        handle.seek(0, 2)
+        handle.write(b"\n" + (json.dumps(claude("a1", "u1", "assistant", "after")) + "\n").encode())
+    store = ags.MemoryStore()
+    report = await ags.import_session(store, path)
+    limit = ags.Config().max_import_line_bytes
+    assert report.skipped == {f"unreadable line (longer than the limit of {limit} bytes)": 1}
+    assert report.messages == 2
+
+
+async def test_sidechain_and_meta_records_are_not_the_conversation(tmp_path: Path) -> None:
+    path = jsonl(
+        tmp_path / "c.jsonl",
+        claude("u1", None, "user", "Caveat: local command output follows", isMeta=True),
+        claude("u2", "u1", "user", "real prompt"),
+        claude("a1", "u2", "assistant", [{"type": "text", "text": "main answer"}]),
+        claude("s1", "a1", "user", "Warmup", isSidechain=True),
+    )
+    store = ags.MemoryStore()
+    report = await ags.import_session(store, path)
+    texts = [e.content for e in await entries_of(store, report.session_id)]
+    assert texts == ["real prompt", "main answer"]
+    assert report.skipped == {
+        "meta user line (the tool's own context)": 1,
+        "record off the live branch": 1,
+    }

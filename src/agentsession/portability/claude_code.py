@@ -8,7 +8,9 @@ reply. ``tool_use`` blocks become tool calls; the ``tool_result`` blocks of late
 their results, linked by the source's ids. Signed ``thinking`` blocks travel as Anthropic replay
 data (sent back only to the Anthropic Messages format); unsigned thinking is counted as skipped.
 A ``compact_boundary`` followed by the ``isCompactSummary`` user line becomes a summary epoch.
-``summary`` records (titles), file-history snapshots and system records are no turns: skipped.
+``summary`` records (titles), file-history snapshots, system records and ``isMeta`` user lines
+(the tool's own context) are no turns: skipped. Sub-agent records in the session's own file
+(``isSidechain``) are off the main line.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ def _chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
     chain: list[dict[str, Any]] = []
     seen: set[str] = set()
-    current: dict[str, Any] | None = records[-1]
+    # A sub-agent's records may sit in the session's own file: the live leaf is the main line's.
+    main = [r for r in records if r.get("isSidechain") is not True]
+    current: dict[str, Any] | None = (main or records)[-1]
     while current is not None:
         uid = as_str(current.get("uuid"))
         if uid in seen:  # a cycle in a forged file: stop, keep what was walked
@@ -158,6 +162,9 @@ class _Reader:
 
     def user(self, record: dict[str, Any], message: dict[str, Any], stamp: str) -> None:
         content = message.get("content")
+        if record.get("isMeta") is True:  # the tool's own context (caveats, command output)
+            self.draft.skip("meta user line (the tool's own context)")
+            return
         if self.summary_next or record.get("isCompactSummary"):
             self.summary_next = False
             summary = _content(content)
