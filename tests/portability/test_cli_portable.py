@@ -199,6 +199,7 @@ def test_search_prints_one_hit_per_line_and_upgrade_indexes_an_old_database(
         conn.execute("DROP TRIGGER entries_searched")
         conn.execute("DROP TRIGGER entries_unsearched")
         conn.execute("DROP TABLE entries_search")
+        conn.execute("DROP TABLE search_queue")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 6")
     conn.close()
     old = on(tmp_path, "search", "marmalade")

@@ -107,6 +107,7 @@ def _drop_search(path: Path) -> None:
         db.execute("DROP TRIGGER entries_searched")
         db.execute("DROP TRIGGER entries_unsearched")
         db.execute("DROP TABLE entries_search")
+        db.execute("DROP TABLE search_queue")
         db.execute("DELETE FROM schema_migrations WHERE version >= 6")
     db.close()
 
@@ -169,3 +170,40 @@ async def test_migration_6_indexes_an_existing_postgres_database(pg_dsn: str) ->
     finally:
         await store.close()
     assert pg.run(pg_dsn, "SELECT count(*) FROM entry_texts") == [(2,)]
+
+
+def _indexed(path: Path, word: str) -> int:
+    db = sqlite3.connect(path)
+    try:
+        found = db.execute(
+            "SELECT count(*) FROM entries_search WHERE entries_search MATCH ?", (word,)
+        )
+        return int(found.fetchone()[0])
+    finally:
+        db.close()
+
+
+async def test_sqlite_queues_appends_and_a_search_moves_them_into_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = ags.SQLiteStore(path)
+    try:
+        await fill(store)
+        assert _indexed(path, "kettle") == 0  # queued by the trigger, not indexed yet
+        reader = ags.SQLiteStore(path, read_only=True)
+        try:
+            # a read-only search writes nothing and still finds the queued entries
+            hits = await ags.Runtime(store=reader, project_dir=tmp_path).search("kettle")
+            assert len(hits) == 4 and _indexed(path, "kettle") == 0
+        finally:
+            await reader.close()
+        runtime = ags.Runtime(store=store, project_dir=tmp_path)
+        assert [(h.session_id, h.seq) for h in await runtime.search("kettle")] == [
+            (h.session_id, h.seq) for h in hits
+        ]
+        assert _indexed(path, "kettle") == 4
+        # a contentless row leaves the index when its entry goes (its text given again)
+        await runtime.delete_session("newer")
+        assert _indexed(path, "kettle") == 3 and _indexed(path, "steel") == 0
+        assert {h.session_id for h in await runtime.search("kettle")} == {"older"}
+    finally:
+        await store.close()

@@ -2,13 +2,19 @@
 
 The index holds the text of user, assistant (its text, and each tool call's name and
 arguments) and tool-result entries, at most ``INDEXED_CHARS`` characters of each. Triggers on
-``entries`` keep it in the inserting transaction, so the append code knows nothing of it and an
-entry is findable exactly when it is committed; deleting entries (a deleted session) removes
-their rows. Migration 6 creates it and indexes what a database already holds.
+``entries`` keep it in the inserting transaction, so the append code knows nothing of it;
+deleting entries (a deleted session) removes their rows. Migration 6 creates it and indexes what
+a database already holds.
 
-- SQLite: an FTS5 table ``entries_search`` (tokenizer ``unicode61``, diacritics folded), its
-  rowid ``session_key * 2**32 + seq`` so a deleted entry's row is found by key. A row whose data
-  is not valid JSON is left out rather than refused (the trigger never fails an append).
+- SQLite: a trigger records each new message's key in ``search_queue`` (two integers: an
+  FTS5 insert at every commit would cost the append about half its CPU again, a queue row a few
+  percent); a search first moves the queue into the contentless FTS5 table ``entries_search``
+  (tokenizer ``unicode61``, diacritics folded, ``detail=none``: the words, not their positions)
+  in one write transaction, and reads what it could not move (a read-only file, a busy writer)
+  straight from the log. So an entry is findable exactly when it is committed either way. The
+  FTS rowid is ``session_key * 2**32 + seq``; contentless rows are deleted by giving FTS5 their
+  text again, computed from the deleted row by the same expression. A row whose data is not
+  valid JSON is never indexed (no trigger fails an append).
 - PostgreSQL: a table ``entry_texts`` (keyed by session id and seq, like every table, so it
   shards with the rest) with a generated ``tsvector`` (configuration ``simple``: no language's
   stemming) under a GIN index; statement-level triggers over the inserted or deleted rows. Data
@@ -19,7 +25,7 @@ their rows. Migration 6 creates it and indexes what a database already holds.
 
 from __future__ import annotations
 
-__all__ = ["INDEXED_CHARS", "KEY_SHIFT", "POSTGRES_SEARCH", "SQLITE_SEARCH"]
+__all__ = ["INDEXED_CHARS", "KEY_SHIFT", "POSTGRES_SEARCH", "SQLITE_DRAIN", "SQLITE_SEARCH"]
 
 #: The most characters of one entry the index holds.
 INDEXED_CHARS = 100_000
@@ -45,33 +51,59 @@ def _sqlite_text(data: str) -> str:
         1, {INDEXED_CHARS})"""
 
 
-_SQLITE_ROLE = "CASE {kind} WHEN 1 THEN 'user' WHEN 2 THEN 'assistant' ELSE 'tool' END"
+_KEY = f"session_key * {KEY_SHIFT} + seq"
+
+#: Move the queued entries into the index (a search runs it in one write transaction).
+SQLITE_DRAIN: tuple[str, ...] = (
+    f"""
+    INSERT INTO entries_search (rowid, text)
+    SELECT key, t FROM (
+        SELECT e.session_key * {KEY_SHIFT} + e.seq AS key, {_sqlite_text("e.data")} AS t
+        FROM search_queue q
+        JOIN entries e ON e.session_key = q.session_key AND e.seq = q.seq
+        WHERE e.kind IN (1, 2, 3) AND json_valid(e.data)
+    ) WHERE t <> ''
+    """,
+    "DELETE FROM search_queue",
+)
 
 SQLITE_SEARCH: tuple[str, ...] = (
     """
     CREATE VIRTUAL TABLE entries_search USING fts5(
-        text, role UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+        text, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2'
     )
     """,
-    f"""
-    INSERT INTO entries_search (rowid, text, role)
-    SELECT session_key * {KEY_SHIFT} + seq, t, {_SQLITE_ROLE.format(kind="kind")}
-    FROM (SELECT session_key, seq, kind, {_sqlite_text("data")} AS t
-          FROM entries WHERE kind IN (1, 2, 3) AND json_valid(data))
-    WHERE t <> ''
+    """
+    CREATE TABLE search_queue (
+        session_key INTEGER NOT NULL,
+        seq         INTEGER NOT NULL,
+        PRIMARY KEY (session_key, seq)
+    ) WITHOUT ROWID
     """,
     f"""
+    INSERT INTO entries_search (rowid, text)
+    SELECT key, t FROM (
+        SELECT {_KEY} AS key, {_sqlite_text("data")} AS t
+        FROM entries WHERE kind IN (1, 2, 3) AND json_valid(data)
+    ) WHERE t <> ''
+    """,
+    """
     CREATE TRIGGER entries_searched AFTER INSERT ON entries
-    WHEN new.kind IN (1, 2, 3) AND json_valid(new.data) BEGIN
-        INSERT INTO entries_search (rowid, text, role)
-        SELECT new.session_key * {KEY_SHIFT} + new.seq, t, {_SQLITE_ROLE.format(kind="new.kind")}
-        FROM (SELECT {_sqlite_text("new.data")} AS t) WHERE t <> '';
+    WHEN new.kind IN (1, 2, 3) BEGIN
+        INSERT OR IGNORE INTO search_queue VALUES (new.session_key, new.seq);
     END
     """,
+    # An indexed row (not queued) leaves the contentless index by its own text, given again.
     f"""
     CREATE TRIGGER entries_unsearched AFTER DELETE ON entries
     WHEN old.kind IN (1, 2, 3) BEGIN
-        DELETE FROM entries_search WHERE rowid = old.session_key * {KEY_SHIFT} + old.seq;
+        INSERT INTO entries_search (entries_search, rowid, text)
+        SELECT 'delete', old.session_key * {KEY_SHIFT} + old.seq, t
+        FROM (SELECT CASE WHEN json_valid(old.data) THEN {_sqlite_text("old.data")} END AS t)
+        WHERE t <> '' AND NOT EXISTS (
+            SELECT 1 FROM search_queue WHERE session_key = old.session_key AND seq = old.seq
+        );
+        DELETE FROM search_queue WHERE session_key = old.session_key AND seq = old.seq;
     END
     """,
 )

@@ -1,20 +1,23 @@
 """Finding messages in every session: ``search_store`` and the ``SearchHit`` it returns.
 
 The words of the query must all occur in a message (user text, assistant text with its tool
-calls, tool results); hits come newest first (the session's last activity, then the entry's
-seq), each with a snippet where the words are marked ``[…]``. Words are matched as words, never
-as query syntax: quotes, ``-``, ``*`` or ``OR`` in the text are just text.
+calls, tool results), as words (letters and digits; case and accents folded); hits come newest
+first (the session's last activity, then the entry's seq), each with a snippet where the words
+are marked ``[…]``. Quotes, ``-``, ``*`` or ``OR`` in the query are just text, never syntax.
 
-SQLite and PostgreSQL answer from their full-text index (``store._search_sql``: FTS5, and a
-``tsvector`` under GIN), read on a connection of the search's own, so the store's connection
-and its append path are untouched. Any other store (``MemoryStore``) is read entry by entry.
+SQLite and PostgreSQL answer from their full-text index (``store._search_sql``: FTS5 plus the
+queue of entries not yet in it, and a ``tsvector`` under GIN), read on a connection of the
+search's own, so the store's connection and its append path are untouched. Any other store
+(``MemoryStore``) is read entry by entry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sqlite3
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,14 +25,14 @@ from typing import Any
 from ..errors import StoreError, UsageError
 from ..log import AssistantEntry, LogEntry, ToolResultEntry, UserEntry
 from ..request import TextPart
-from ._search_sql import INDEXED_CHARS, KEY_SHIFT
+from ._search_sql import INDEXED_CHARS, KEY_SHIFT, SQLITE_DRAIN
 from .base import Store
 from .migrations import UPGRADE_HINT
 from .sqlite import SQLiteStore
 
 __all__ = ["SearchHit", "entry_text", "search_store"]
 
-_WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r"[^\W_]+")
 _SNIPPET_WORDS = 12
 
 
@@ -43,8 +46,10 @@ class SearchHit:
     snippet: str
 
 
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text)
+def _tokens(text: str) -> list[str]:
+    """Words as the index's tokenizer sees them: letters and digits, case and accents folded."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    return _TOKEN.findall("".join(c for c in folded if not unicodedata.combining(c)))
 
 
 def entry_text(entry: LogEntry) -> tuple[str, str] | None:
@@ -64,24 +69,30 @@ def entry_text(entry: LogEntry) -> tuple[str, str] | None:
     return role, content[:INDEXED_CHARS]
 
 
-def _snippet(text: str, words: list[str]) -> str:
-    tokens = text.split()
-    wanted = {w.casefold() for w in words}
-    first = next((i for i, t in enumerate(tokens) if any(w in t.casefold() for w in wanted)), 0)
+def _snippet(text: str, wanted: list[str]) -> str:
+    """A few words around the first hit, each word holding a wanted token marked ``[…]``."""
+    words = text.split()
+    marked = [bool(set(wanted) & set(_tokens(w))) for w in words]
+    first = marked.index(True) if True in marked else 0
     start = max(0, first - _SNIPPET_WORDS // 2)
     shown = [
-        f"[{t}]" if any(w in t.casefold() for w in wanted) else t
-        for t in tokens[start : start + _SNIPPET_WORDS]
+        f"[{w}]" if hit else w
+        for w, hit in zip(
+            words[start : start + _SNIPPET_WORDS],
+            marked[start : start + _SNIPPET_WORDS],
+            strict=True,
+        )
     ]
     return (
         ("…" if start else "")
         + " ".join(shown)
-        + ("…" if start + _SNIPPET_WORDS < len(tokens) else "")
+        + ("…" if start + _SNIPPET_WORDS < len(words) else "")
     )
 
 
-async def _scan(store: Store, words: list[str], limit: int, session: str | None) -> list[SearchHit]:
-    wanted = [w.casefold() for w in words]
+async def _scan(
+    store: Store, tokens: list[str], limit: int, session: str | None
+) -> list[SearchHit]:
     hits: list[SearchHit] = []
     infos = await store.list_sessions()
     for info in infos:
@@ -90,17 +101,16 @@ async def _scan(store: Store, words: list[str], limit: int, session: str | None)
         records = await store.read(info.id, 0, info.next_seq)
         for record in reversed(records):
             found = entry_text(record.entry)
-            if found is None or not all(w in found[1].casefold() for w in wanted):
+            if found is None or not set(tokens) <= set(_tokens(found[1])):
                 continue
-            hits.append(SearchHit(info.id, record.seq, found[0], _snippet(found[1], words)))
+            hits.append(SearchHit(info.id, record.seq, found[0], _snippet(found[1], tokens)))
             if len(hits) >= limit:
                 return hits
     return hits
 
 
-_SQLITE_QUERY = f"""
-SELECT s.session_id, x.rowid % {KEY_SHIFT}, x.role,
-       snippet(entries_search, 0, '[', ']', '…', {_SNIPPET_WORDS})
+_SQLITE_INDEXED = f"""
+SELECT s.updated_at, x.rowid % {KEY_SHIFT}, s.session_id, x.rowid / {KEY_SHIFT}
 FROM entries_search x JOIN sessions s ON s.session_key = x.rowid / {KEY_SHIFT}
 WHERE entries_search MATCH ? {{only}}
 ORDER BY s.updated_at DESC, x.rowid DESC LIMIT ?
@@ -109,25 +119,89 @@ _SQLITE_ONLY = (
     f"AND x.rowid BETWEEN (SELECT session_key FROM sessions WHERE session_id = ?) * {KEY_SHIFT}"
     f" AND (SELECT session_key FROM sessions WHERE session_id = ?) * {KEY_SHIFT} + {KEY_SHIFT - 1}"
 )
+_SQLITE_QUEUED = """
+SELECT s.updated_at, q.seq, s.session_id, q.session_key, e.kind, e.data
+FROM search_queue q JOIN sessions s ON s.session_key = q.session_key
+JOIN entries e ON e.session_key = q.session_key AND e.seq = q.seq
+"""
+_SQLITE_ROW = "SELECT kind, data FROM entries WHERE session_key = ? AND seq = ?"
+_ROLES = {1: "user", 2: "assistant", 3: "tool"}
 
 
-def _sqlite(path: Path, words: list[str], limit: int, session: str | None) -> list[SearchHit]:
-    match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-    params: tuple[Any, ...] = (match, session, session, limit) if session else (match, limit)
-    sql = _SQLITE_QUERY.format(only=_SQLITE_ONLY if session else "")
+def _raw_text(kind: object, data: str) -> tuple[str, str] | None:
+    """The role and searchable text of a stored row, read as ``_search_sql`` reads it."""
+    role = _ROLES.get(kind if isinstance(kind, int) else 0)
     try:
-        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if role is None or not isinstance(value, dict):
+        return None
+    content = value.get("content")
+    if isinstance(content, list):
+        content = " ".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+    text = content if isinstance(content, str) else ""
+    calls = value.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict):
+            text += f" {call.get('name')} {json.dumps(call.get('arguments'))}"
+    return role, text[:INDEXED_CHARS]
+
+
+def _drain(db: sqlite3.Connection) -> None:
+    """Move the queued entries into the index; left for later when the file cannot be written."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        for statement in SQLITE_DRAIN:
+            db.execute(statement)
+        db.execute("COMMIT")
+    except sqlite3.OperationalError:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+
+
+def _sqlite_rows(
+    db: sqlite3.Connection, tokens: list[str], limit: int, session: str | None
+) -> list[tuple[Any, ...]]:
+    """``(updated_at, seq, session_id, key)`` of the newest hits, indexed and queued."""
+    match = " ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+    only = _SQLITE_ONLY if session else ""
+    params: tuple[Any, ...] = (match, session, session, limit) if session else (match, limit)
+    rows = db.execute(_SQLITE_INDEXED.format(only=only), params).fetchall()
+    for updated, seq, session_id, key, kind, data in db.execute(_SQLITE_QUEUED):
+        found = _raw_text(kind, data) if session in (None, session_id) else None
+        if found is not None and set(tokens) <= set(_tokens(found[1])):
+            rows.append((updated, seq, session_id, key))
+    rows.sort(key=lambda r: (r[0], r[3], r[1]), reverse=True)
+    return rows[:limit]
+
+
+def _sqlite(
+    path: Path, tokens: list[str], limit: int, session: str | None, drain: bool
+) -> list[SearchHit]:
+    mode = "rw" if drain else "ro"
+    try:
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode={mode}", uri=True)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path} to search: {exc}") from exc
     try:
-        rows = db.execute(sql, params).fetchall()
+        db.isolation_level = None  # transactions as written
+        db.execute("PRAGMA busy_timeout = 2000")
+        if drain:
+            _drain(db)
+        hits: list[SearchHit] = []
+        for _, seq, session_id, key in _sqlite_rows(db, tokens, limit, session):
+            row = db.execute(_SQLITE_ROW, (key, seq)).fetchone()
+            found = _raw_text(row[0], row[1]) if row is not None else None
+            if found is not None:
+                hits.append(SearchHit(session_id, seq, found[0], _snippet(found[1], tokens)))
+        return hits
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             raise StoreError(f"{path} has no search index yet: {UPGRADE_HINT}") from exc
         raise StoreError(f"search failed: {exc}") from exc
     finally:
         db.close()
-    return [SearchHit(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
 
 
 _POSTGRES_QUERY = """
@@ -159,16 +233,27 @@ async def _postgres(dsn: str, words: list[str], limit: int, session: str | None)
 
 
 async def search_store(
-    store: Store, text: str, *, limit: int = 20, session: str | None = None
+    store: Store,
+    text: str,
+    *,
+    limit: int = 20,
+    session: str | None = None,
+    drain: bool | None = None,
 ) -> list[SearchHit]:
-    """The messages of ``store`` holding every word of ``text``, newest first (module doc)."""
+    """The messages of ``store`` holding every word of ``text``, newest first (module doc).
+
+    ``drain``: whether a SQLite search may first move the queued entries into the index (a
+    write; default: unless the store was opened read-only). Without it they are read from the
+    log, so the answer is the same.
+    """
     if limit < 1:
         raise UsageError("a search returns at least one hit: limit must be 1 or more")
-    words = _words(text)
+    words = _tokens(text)
     if not words:
         return []
     if isinstance(store, SQLiteStore):
-        return await asyncio.to_thread(_sqlite, store.path, words, limit, session)
+        writes = not store.read_only if drain is None else drain
+        return await asyncio.to_thread(_sqlite, store.path, words, limit, session, writes)
     dsn = getattr(store, "dsn", None)
     # Named, not imported: the PostgreSQL driver is an optional extra.
     if isinstance(dsn, str) and type(store).__name__ == "PostgresStore":
