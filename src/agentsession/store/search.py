@@ -150,6 +150,8 @@ def _raw_text(kind: object, data: str) -> tuple[str, str] | None:
 
 def _drain(db: sqlite3.Connection) -> None:
     """Move the queued entries into the index; left for later when the file cannot be written."""
+    if db.execute("SELECT 1 FROM search_queue LIMIT 1").fetchone() is None:
+        return  # nothing queued: no write transaction (its commit would wait for the disk)
     try:
         db.execute("BEGIN IMMEDIATE")
         for statement in SQLITE_DRAIN:
