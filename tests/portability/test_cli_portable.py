@@ -206,3 +206,11 @@ def test_search_prints_one_hit_per_line_and_upgrade_indexes_an_old_database(
     assert old.code == 1 and "agentsession upgrade" in old.err
     assert on(tmp_path, "upgrade").code == 0
     assert len(on(tmp_path, "search", "marmalade").out.splitlines()) == len(hits)
+
+
+def test_chat_export_writes_the_transcript(tmp_path: Path) -> None:
+    result = on(tmp_path, "chat", stdin="hello there\n/export talk.md\n/export talk.html\n")
+    assert result.code == 0, result.err
+    text = (tmp_path / "talk.md").read_text("utf-8")
+    assert "### User" in text and "hello there" in text and "### Assistant" in text
+    assert (tmp_path / "talk.html").read_text("utf-8").startswith("<!doctype html>")
