@@ -71,10 +71,11 @@ async def test_every_table_is_keyed_by_session_id_first(
     # Both also keep each session's entry count per kind (kept by a trigger; PostgreSQL since
     # schema 5), keyed like the log, and the search index (schema 6): PostgreSQL's table keyed
     # like the log; SQLite's FTS5 table, whose rowid is the session key shifted, then the seq.
-    search = {"entry_texts"} if dialect == "postgres" else _FTS5_TABLES | {"search_queue"}
+    search = {"entry_texts"} if dialect == "postgres" else _FTS5_TABLES
+    search |= {"search_queue"}
     assert set(keys) == TABLES | {"schema_migrations", "kind_counts"} | search
     if dialect == "postgres":
-        assert keys["entry_texts"] == ["session_id", "seq"]
+        assert keys["entry_texts"] == keys["search_queue"] == ["session_id", "seq"]
     else:
         assert keys["search_queue"] == ["session_key", "seq"]
     assert keys["kind_counts"] == [

@@ -207,3 +207,29 @@ async def test_sqlite_queues_appends_and_a_search_moves_them_into_the_index(tmp_
         assert {h.session_id for h in await runtime.search("kettle")} == {"older"}
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_postgres_queues_appends_and_a_search_moves_them(pg_dsn: str) -> None:
+    store = PostgresStore(pg_dsn)
+    try:
+        await fill(store)
+        assert pg.run(pg_dsn, "SELECT count(*) FROM entry_texts") == [(0,)]
+        reader = PostgresStore(pg_dsn, read_only=True)
+        try:
+            hits = await ags.Runtime(store=reader).search("kettle")
+        finally:
+            await reader.close()
+        assert len(hits) == 4
+        assert pg.run(pg_dsn, "SELECT count(*) FROM search_queue") == [(6,)]
+        runtime = ags.Runtime(store=store)
+        again = await runtime.search("kettle")
+        assert [(h.session_id, h.seq, h.role) for h in again] == [
+            (h.session_id, h.seq, h.role) for h in hits
+        ]
+        assert pg.run(pg_dsn, "SELECT count(*) FROM search_queue") == [(0,)]
+        assert pg.run(pg_dsn, "SELECT count(*) FROM entry_texts") == [(6,)]
+        await runtime.delete_session("newer")
+        assert pg.run(pg_dsn, "SELECT count(*) FROM entry_texts") == [(4,)]
+    finally:
+        await store.close()

@@ -25,7 +25,13 @@ from typing import Any
 from ..errors import StoreError, UsageError
 from ..log import AssistantEntry, LogEntry, ToolResultEntry, UserEntry
 from ..request import TextPart
-from ._search_sql import INDEXED_CHARS, KEY_SHIFT, SQLITE_DRAIN
+from ._search_sql import (
+    INDEXED_CHARS,
+    KEY_SHIFT,
+    POSTGRES_DRAIN,
+    POSTGRES_DRAIN_CAREFULLY,
+    SQLITE_DRAIN,
+)
 from .base import Store
 from .migrations import UPGRADE_HINT
 from .sqlite import SQLiteStore
@@ -125,12 +131,19 @@ FROM search_queue q JOIN sessions s ON s.session_key = q.session_key
 JOIN entries e ON e.session_key = q.session_key AND e.seq = q.seq
 """
 _SQLITE_ROW = "SELECT kind, data FROM entries WHERE session_key = ? AND seq = ?"
-_ROLES = {1: "user", 2: "assistant", 3: "tool"}
+_ROLES: dict[object, str] = {
+    1: "user",
+    2: "assistant",
+    3: "tool",
+    "user": "user",
+    "assistant": "assistant",
+    "tool_result": "tool",
+}
 
 
 def _raw_text(kind: object, data: str) -> tuple[str, str] | None:
     """The role and searchable text of a stored row, read as ``_search_sql`` reads it."""
-    role = _ROLES.get(kind if isinstance(kind, int) else 0)
+    role = _ROLES.get(kind)
     try:
         value = json.loads(data)
     except (ValueError, RecursionError):
@@ -206,32 +219,71 @@ def _sqlite(
         db.close()
 
 
-_POSTGRES_QUERY = """
-SELECT t.session_id, t.seq, t.role,
-       ts_headline('simple', t.body, q,
-                   'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1')
-FROM entry_texts t JOIN sessions s ON s.session_id = t.session_id,
-     plainto_tsquery('simple', %s) q
-WHERE t.doc @@ q {only}
+_POSTGRES_INDEXED = """
+SELECT s.updated_at, t.seq, t.session_id
+FROM entry_texts t JOIN sessions s ON s.session_id = t.session_id
+WHERE t.doc @@ plainto_tsquery('simple', %s) {only}
 ORDER BY s.updated_at DESC, t.seq DESC LIMIT %s
 """
+_POSTGRES_QUEUED = """
+SELECT s.updated_at, q.seq, q.session_id, e.kind, e.data
+FROM search_queue q JOIN sessions s ON s.session_id = q.session_id
+JOIN entries e ON e.session_id = q.session_id AND e.seq = q.seq
+"""
+_POSTGRES_ROW = "SELECT kind, data FROM entries WHERE session_id = %s AND seq = %s"
 
 
-async def _postgres(dsn: str, words: list[str], limit: int, session: str | None) -> list[SearchHit]:
+async def _postgres_drain(conn: Any) -> None:
+    """Move the queue into the index (carefully when a row refuses); later if it cannot."""
     import psycopg
 
-    sql = _POSTGRES_QUERY.format(only="AND t.session_id = %s" if session else "")
-    query = " ".join(words)
+    if await (await conn.execute("SELECT 1 FROM search_queue LIMIT 1")).fetchone() is None:
+        return
+    for statement in (POSTGRES_DRAIN, POSTGRES_DRAIN_CAREFULLY):
+        try:
+            async with conn.transaction():
+                await conn.execute(statement)
+            return
+        except psycopg.errors.ReadOnlySqlTransaction:
+            return
+        except psycopg.Error:
+            continue
+
+
+async def _postgres(
+    dsn: str, tokens: list[str], limit: int, session: str | None, drain: bool
+) -> list[SearchHit]:
+    import psycopg
+
+    only = "AND t.session_id = %s" if session else ""
+    query = " ".join(tokens)
     params: tuple[Any, ...] = (query, session, limit) if session else (query, limit)
     try:
-        async with await psycopg.AsyncConnection.connect(dsn) as conn:
-            cursor = await conn.execute(sql, params)
-            rows = await cursor.fetchall()
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            if drain:
+                await _postgres_drain(conn)
+            cursor = await conn.execute(_POSTGRES_INDEXED.format(only=only), params)
+            rows = [tuple(r) for r in await cursor.fetchall()]
+            for updated, seq, session_id, kind, data in await (
+                await conn.execute(_POSTGRES_QUEUED)
+            ).fetchall():
+                found = _raw_text(kind, data) if session in (None, session_id) else None
+                if found is not None and set(tokens) <= set(_tokens(found[1])):
+                    rows.append((updated, seq, session_id))
+            rows.sort(reverse=True)
+            hits: list[SearchHit] = []
+            for _, seq, session_id in rows[:limit]:
+                row = await (await conn.execute(_POSTGRES_ROW, (session_id, seq))).fetchone()
+                found = _raw_text(row[0], row[1]) if row is not None else None
+                if found is not None:
+                    hits.append(
+                        SearchHit(str(session_id), int(seq), found[0], _snippet(found[1], tokens))
+                    )
+            return hits
     except psycopg.errors.UndefinedTable as exc:
         raise StoreError(f"the database has no search index yet: {UPGRADE_HINT}") from exc
     except psycopg.Error as exc:
         raise StoreError(f"search failed: {exc}") from exc
-    return [SearchHit(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
 
 
 async def search_store(
@@ -244,8 +296,8 @@ async def search_store(
 ) -> list[SearchHit]:
     """The messages of ``store`` holding every word of ``text``, newest first (module doc).
 
-    ``drain``: whether a SQLite search may first move the queued entries into the index (a
-    write; default: unless the store was opened read-only). Without it they are read from the
+    ``drain``: whether the search may first move the queued entries into the index (a write;
+    default: unless the store was opened read-only). Without it they are read from the
     log, so the answer is the same.
     """
     if limit < 1:
@@ -259,5 +311,6 @@ async def search_store(
     dsn = getattr(store, "dsn", None)
     # Named, not imported: the PostgreSQL driver is an optional extra.
     if isinstance(dsn, str) and type(store).__name__ == "PostgresStore":
-        return await _postgres(dsn, words, limit, session)
+        writes = not getattr(store, "read_only", False) if drain is None else drain
+        return await _postgres(dsn, words, limit, session, writes)
     return await _scan(store, words, limit, session)
