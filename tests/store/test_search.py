@@ -233,3 +233,23 @@ async def test_postgres_queues_appends_and_a_search_moves_them(pg_dsn: str) -> N
         assert pg.run(pg_dsn, "SELECT count(*) FROM entry_texts") == [(4,)]
     finally:
         await store.close()
+
+
+async def test_many_matches_are_read_session_by_session_in_the_same_order(
+    backend: str, tmp_path: Path, dsn: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsession.store import search
+
+    store = store_for(backend, tmp_path, dsn)
+    try:
+        await fill(store)
+        runtime = ags.Runtime(store=store, project_dir=tmp_path)
+        few = [(h.session_id, h.seq, h.role) for h in await runtime.search("kettle")]
+        monkeypatch.setattr(search, "_FEW", 1)  # every query now has "many" matches
+        for limit in (1, 2, 3, 20):
+            many = await runtime.search("kettle", limit=limit)
+            assert [(h.session_id, h.seq, h.role) for h in many] == few[:limit]
+        only = await runtime.search("kettle", session="older")
+        assert [(h.session_id, h.seq) for h in only] == [(s, q) for s, q, _ in few if s == "older"]
+    finally:
+        await store.close()

@@ -115,16 +115,16 @@ async def _scan(
     return hits
 
 
-_SQLITE_INDEXED = f"""
-SELECT s.updated_at, x.rowid % {KEY_SHIFT}, s.session_id, x.rowid / {KEY_SHIFT}
-FROM entries_search x JOIN sessions s ON s.session_key = x.rowid / {KEY_SHIFT}
-WHERE entries_search MATCH ? {{only}}
-ORDER BY s.updated_at DESC, x.rowid DESC LIMIT ?
-"""
-_SQLITE_ONLY = (
-    f"AND x.rowid BETWEEN (SELECT session_key FROM sessions WHERE session_id = ?) * {KEY_SHIFT}"
-    f" AND (SELECT session_key FROM sessions WHERE session_id = ?) * {KEY_SHIFT} + {KEY_SHIFT - 1}"
+#: Up to this many matches are ordered in memory; more (a common word) are read session by
+#: session, newest first, until the page is full: never all of them sorted.
+_FEW = 2_000
+_SQLITE_MATCHES = "SELECT rowid FROM entries_search WHERE entries_search MATCH ? {only} LIMIT ?"
+_SQLITE_RANGE = "AND rowid BETWEEN ? AND ?"
+_SQLITE_IN_SESSION = (
+    "SELECT rowid FROM entries_search WHERE entries_search MATCH ?"
+    " AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?"
 )
+_SQLITE_SESSIONS = "SELECT session_key, session_id, updated_at FROM sessions {where}"
 _SQLITE_QUEUED = """
 SELECT s.updated_at, q.seq, s.session_id, q.session_key, e.kind, e.data
 FROM search_queue q JOIN sessions s ON s.session_key = q.session_key
@@ -175,14 +175,52 @@ def _drain(db: sqlite3.Connection) -> None:
             db.execute("ROLLBACK")
 
 
+def _key_range(db: sqlite3.Connection, session: str | None) -> tuple[int, int] | None:
+    if session is None:
+        return None
+    found = db.execute("SELECT session_key FROM sessions WHERE session_id = ?", (session,))
+    row = found.fetchone()
+    key = int(row[0]) if row is not None else -1
+    return key * KEY_SHIFT, key * KEY_SHIFT + KEY_SHIFT - 1
+
+
+def _sqlite_indexed(
+    db: sqlite3.Connection, match: str, limit: int, session: str | None
+) -> list[tuple[Any, ...]]:
+    """``(updated_at, seq, session_id, key)`` of the newest indexed hits."""
+    span = _key_range(db, session)
+    only = _SQLITE_RANGE if span else ""
+    found = db.execute(_SQLITE_MATCHES.format(only=only), (match, *(span or ()), _FEW + 1))
+    rowids = [int(r[0]) for r in found]
+    if len(rowids) <= _FEW:
+        keys = sorted({rowid // KEY_SHIFT for rowid in rowids})
+        where = f"WHERE session_key IN ({', '.join('?' * len(keys))})" if keys else "WHERE 0"
+        known = {k: (i, u) for k, i, u in db.execute(_SQLITE_SESSIONS.format(where=where), keys)}
+        rows = [
+            (known[r // KEY_SHIFT][1], r % KEY_SHIFT, known[r // KEY_SHIFT][0], r // KEY_SHIFT)
+            for r in rowids
+            if r // KEY_SHIFT in known
+        ]
+        return sorted(rows, key=lambda r: (r[0], r[3], r[1]), reverse=True)[:limit]
+    rows = []
+    newest = _SQLITE_SESSIONS.format(where="ORDER BY updated_at DESC, session_key DESC")
+    for key, session_id, updated in db.execute(newest).fetchall():
+        if session not in (None, session_id):
+            continue
+        low = key * KEY_SHIFT
+        hits = db.execute(_SQLITE_IN_SESSION, (match, low, low + KEY_SHIFT - 1, limit - len(rows)))
+        rows += [(updated, int(r[0]) % KEY_SHIFT, session_id, key) for r in hits]
+        if len(rows) >= limit:
+            break
+    return rows
+
+
 def _sqlite_rows(
     db: sqlite3.Connection, tokens: list[str], limit: int, session: str | None
 ) -> list[tuple[Any, ...]]:
     """``(updated_at, seq, session_id, key)`` of the newest hits, indexed and queued."""
     match = " ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-    only = _SQLITE_ONLY if session else ""
-    params: tuple[Any, ...] = (match, session, session, limit) if session else (match, limit)
-    rows = db.execute(_SQLITE_INDEXED.format(only=only), params).fetchall()
+    rows = _sqlite_indexed(db, match, limit, session)
     for updated, seq, session_id, key, kind, data in db.execute(_SQLITE_QUEUED):
         found = _raw_text(kind, data) if session in (None, session_id) else None
         if found is not None and set(tokens) <= set(_tokens(found[1])):
@@ -219,12 +257,16 @@ def _sqlite(
         db.close()
 
 
-_POSTGRES_INDEXED = """
-SELECT s.updated_at, t.seq, t.session_id
-FROM entry_texts t JOIN sessions s ON s.session_id = t.session_id
-WHERE t.doc @@ plainto_tsquery('simple', %s) {only}
-ORDER BY s.updated_at DESC, t.seq DESC LIMIT %s
-"""
+_POSTGRES_MATCHES = (
+    "SELECT session_id, seq FROM entry_texts"
+    " WHERE doc @@ plainto_tsquery('simple', %s) {only} LIMIT %s"
+)
+_POSTGRES_IN_SESSION = (
+    "SELECT seq FROM entry_texts WHERE session_id = %s"
+    " AND doc @@ plainto_tsquery('simple', %s) ORDER BY seq DESC LIMIT %s"
+)
+_POSTGRES_SESSIONS_OF = "SELECT session_id, updated_at FROM sessions WHERE session_id = ANY(%s)"
+_POSTGRES_NEWEST = "SELECT session_id, updated_at FROM sessions ORDER BY updated_at DESC"
 _POSTGRES_QUEUED = """
 SELECT s.updated_at, q.seq, q.session_id, e.kind, e.data
 FROM search_queue q JOIN sessions s ON s.session_id = q.session_id
@@ -250,20 +292,40 @@ async def _postgres_drain(conn: Any) -> None:
             continue
 
 
+async def _postgres_indexed(
+    conn: Any, query: str, limit: int, session: str | None
+) -> list[tuple[Any, ...]]:
+    """``(updated_at, seq, session_id)`` of the newest indexed hits (as ``_sqlite_indexed``)."""
+    only = "AND session_id = %s" if session else ""
+    params = (query, *([session] if session else []), _FEW + 1)
+    found = await (await conn.execute(_POSTGRES_MATCHES.format(only=only), params)).fetchall()
+    if len(found) <= _FEW:
+        ids = sorted({str(r[0]) for r in found})
+        known = dict(await (await conn.execute(_POSTGRES_SESSIONS_OF, (ids,))).fetchall())
+        rows = [(known[r[0]], int(r[1]), str(r[0])) for r in found if r[0] in known]
+        return sorted(rows, reverse=True)[:limit]
+    rows = []
+    for session_id, updated in await (await conn.execute(_POSTGRES_NEWEST)).fetchall():
+        if session not in (None, session_id):
+            continue
+        hits = await conn.execute(_POSTGRES_IN_SESSION, (session_id, query, limit - len(rows)))
+        rows += [(updated, int(r[0]), str(session_id)) for r in await hits.fetchall()]
+        if len(rows) >= limit:
+            break
+    return rows
+
+
 async def _postgres(
     dsn: str, tokens: list[str], limit: int, session: str | None, drain: bool
 ) -> list[SearchHit]:
     import psycopg
 
-    only = "AND t.session_id = %s" if session else ""
     query = " ".join(tokens)
-    params: tuple[Any, ...] = (query, session, limit) if session else (query, limit)
     try:
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             if drain:
                 await _postgres_drain(conn)
-            cursor = await conn.execute(_POSTGRES_INDEXED.format(only=only), params)
-            rows = [tuple(r) for r in await cursor.fetchall()]
+            rows = await _postgres_indexed(conn, query, limit, session)
             for updated, seq, session_id, kind, data in await (
                 await conn.execute(_POSTGRES_QUEUED)
             ).fetchall():
