@@ -253,3 +253,24 @@ async def test_many_matches_are_read_session_by_session_in_the_same_order(
         assert [(h.session_id, h.seq) for h in only] == [(s, q) for s, q, _ in few if s == "older"]
     finally:
         await store.close()
+
+
+async def test_a_long_queue_is_indexed_a_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsession.store import _search_sql, search
+
+    path = tmp_path / "s.db"
+    monkeypatch.setattr(search, "DRAIN_BATCH", 2)
+    batched = tuple(s.replace("LIMIT 5000", "LIMIT 2") for s in _search_sql.SQLITE_DRAIN)
+    monkeypatch.setattr(search, "SQLITE_DRAIN", batched)
+    store = ags.SQLiteStore(path)
+    try:
+        await fill(store)
+        hits = await ags.Runtime(store=store, project_dir=tmp_path).search("kettle")
+        assert len(hits) == 4 and _indexed(path, "kettle") == 4
+        db = sqlite3.connect(path)
+        assert db.execute("SELECT count(*) FROM search_queue").fetchone() == (0,)
+        db.close()
+    finally:
+        await store.close()

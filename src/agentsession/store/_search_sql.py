@@ -28,6 +28,7 @@ a database already holds.
 from __future__ import annotations
 
 __all__ = [
+    "DRAIN_BATCH",
     "INDEXED_CHARS",
     "KEY_SHIFT",
     "POSTGRES_DRAIN",
@@ -63,18 +64,28 @@ def _sqlite_text(data: str) -> str:
 
 _KEY = f"session_key * {KEY_SHIFT} + seq"
 
-#: Move the queued entries into the index (a search runs it in one write transaction).
+#: Queued entries moved into the index per write transaction (a writer waits at most one).
+DRAIN_BATCH = 5_000
+
+#: Move one batch of queued entries into the index (a search repeats it, one write transaction
+#: each, until a batch comes out short).
 SQLITE_DRAIN: tuple[str, ...] = (
+    "CREATE TEMP TABLE IF NOT EXISTS search_batch (session_key INTEGER, seq INTEGER)",
+    "DELETE FROM temp.search_batch",
+    f"INSERT INTO temp.search_batch SELECT session_key, seq FROM search_queue LIMIT {DRAIN_BATCH}",
     f"""
     INSERT INTO entries_search (rowid, text)
     SELECT key, t FROM (
         SELECT e.session_key * {KEY_SHIFT} + e.seq AS key, {_sqlite_text("e.data")} AS t
-        FROM search_queue q
+        FROM temp.search_batch q
         JOIN entries e ON e.session_key = q.session_key AND e.seq = q.seq
         WHERE e.kind IN (1, 2, 3) AND json_valid(e.data)
     ) WHERE t <> ''
     """,
-    "DELETE FROM search_queue",
+    """
+    DELETE FROM search_queue
+    WHERE (session_key, seq) IN (SELECT session_key, seq FROM temp.search_batch)
+    """,
 )
 
 SQLITE_SEARCH: tuple[str, ...] = (

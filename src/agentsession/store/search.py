@@ -26,6 +26,7 @@ from ..errors import StoreError, UsageError
 from ..log import AssistantEntry, LogEntry, ToolResultEntry, UserEntry
 from ..request import TextPart
 from ._search_sql import (
+    DRAIN_BATCH,
     INDEXED_CHARS,
     KEY_SHIFT,
     POSTGRES_DRAIN,
@@ -162,17 +163,24 @@ def _raw_text(kind: object, data: str) -> tuple[str, str] | None:
 
 
 def _drain(db: sqlite3.Connection) -> None:
-    """Move the queued entries into the index; left for later when the file cannot be written."""
-    if db.execute("SELECT 1 FROM search_queue LIMIT 1").fetchone() is None:
-        return  # nothing queued: no write transaction (its commit would wait for the disk)
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        for statement in SQLITE_DRAIN:
-            db.execute(statement)
-        db.execute("COMMIT")
-    except sqlite3.OperationalError:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
+    """Move the queued entries into the index, a batch per write transaction.
+
+    A writer of the log waits for one batch at most; a file that cannot be written keeps its
+    queue for later. Nothing queued: no write transaction (its commit would wait for the disk).
+    """
+    while db.execute("SELECT 1 FROM search_queue LIMIT 1").fetchone() is not None:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for statement in SQLITE_DRAIN:
+                db.execute(statement)
+            moved = db.execute("SELECT count(*) FROM temp.search_batch").fetchone()[0]
+            db.execute("COMMIT")
+        except sqlite3.OperationalError:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            return
+        if moved < DRAIN_BATCH:
+            return
 
 
 def _key_range(db: sqlite3.Connection, session: str | None) -> tuple[int, int] | None:
