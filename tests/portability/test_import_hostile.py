@@ -230,3 +230,21 @@ async def test_sidechain_and_meta_records_are_not_the_conversation(tmp_path: Pat
         "meta user line (the tool's own context)": 1,
         "record off the live branch": 1,
     }
+
+
+async def test_the_older_opencode_layout(tmp_path: Path) -> None:
+    root = tmp_path / "storage" / "session"
+    files = {
+        "info/ses_1.json": {"id": "ses_1", "title": "Old", "directory": "/p"},
+        "message/ses_1/msg_1.json": {"id": "msg_1", "role": "user", "time": {"created": 1}},
+        "message/ses_1/msg_2.json": {"id": "msg_2", "role": "assistant", "time": {"created": 2}},
+        "part/ses_1/msg_1/prt_1.json": {"id": "prt_1", "type": "text", "text": "hi"},
+        "part/ses_1/msg_2/prt_2.json": {"id": "prt_2", "type": "text", "text": "hello"},
+    }
+    for name, value in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(json.dumps(value), encoding="utf-8")
+    store = ags.MemoryStore()
+    report = await ags.import_session(store, tmp_path / "storage")
+    assert (report.format, report.messages, report.title) == ("opencode", 2, "Old")
+    assert [e.content for e in await entries_of(store, report.session_id)] == ["hi", "hello"]

@@ -41,6 +41,8 @@ _INJECTED = (
     "<INSTRUCTIONS>",
 )
 _RESPONSES = "openai-responses"
+#: Items that are the tool's own bookkeeping, no turn of the conversation.
+_NO_TURN = {"ghost_snapshot", "compaction", "compaction_summary"}
 
 
 def looks_like(first: dict[str, Any]) -> bool:
@@ -127,7 +129,7 @@ class _Reader:
         elif kind == "reasoning":
             self.stamp = self.stamp or stamp
             if isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]:
-                self.reasoning.append(item)
+                self.reasoning.append({k: v for k, v in item.items() if v is not None})
             else:
                 self.draft.skip("reasoning summary without replay data")
         elif kind in ("function_call", "custom_tool_call"):
@@ -146,6 +148,8 @@ class _Reader:
         elif kind == "message":
             self.finish()
             self.message(item, stamp)
+        elif kind in _NO_TURN:
+            self.draft.skip(f"{kind} item")
         else:
             self.finish()
             self.draft.note(f"a {kind or 'typeless'} item of the session")

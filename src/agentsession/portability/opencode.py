@@ -79,7 +79,7 @@ def _session_file(path: Path) -> Path:
     if path.is_file():
         return path
     root = path / "storage" if (path / "storage" / "session").is_dir() else path
-    found = sorted((root / "session").glob("*/*.json"))
+    found = sorted(p for p in (root / "session").glob("*/*.json") if p.parent.name != "message")
     if len(found) != 1:
         names = ", ".join(str(p.relative_to(root)) for p in found[:5]) or "none"
         raise SessionFileError(
@@ -108,17 +108,21 @@ def _json_messages(
         raise SessionFileError("not an OpenCode session file (JSON object)", path=str(session_path))
     root = session_path.parent.parent.parent
     session_id = as_str(session.get("id")) or session_path.stem
+    # The older layout keeps both under ``session/``: ``session/message/<session>/<msg>.json``
+    # and ``session/part/<session>/<msg>/<part>.json`` (its sessions in ``session/info/``).
+    older = not (root / "message" / session_id).is_dir()
+    folder = root / "session" / "message" if older else root / "message"
     messages: list[_Message] = []
-    for file in sorted((root / "message" / session_id).glob("*.json"))[:_MAX_PARTS]:
+    for file in sorted((folder / session_id).glob("*.json"))[:_MAX_PARTS]:
         info = read_json(file, limit)
         if info is None:
             draft.skip("unreadable message file")
             continue
         info.setdefault("id", file.stem)
+        message_id = as_str(info.get("id"))
+        where = root / "session" / "part" / session_id if older else root / "part"
         parts: list[tuple[str, dict[str, Any]]] = []
-        for part_file in sorted((root / "part" / as_str(info.get("id"))).glob("*.json"))[
-            :_MAX_PARTS
-        ]:
+        for part_file in sorted((where / message_id).glob("*.json"))[:_MAX_PARTS]:
             part = read_json(part_file, limit)
             if part is None:
                 draft.skip("unreadable part file")
