@@ -79,17 +79,14 @@ def entry_text(entry: LogEntry) -> tuple[str, str] | None:
 def _snippet(text: str, wanted: list[str]) -> str:
     """A few words around the first hit, each word holding a wanted token marked ``[…]``."""
     words = text.split()
-    marked = [bool(set(wanted) & set(_tokens(w))) for w in words]
-    first = marked.index(True) if True in marked else 0
+    tokens = set(wanted)
+
+    def hit(word: str) -> bool:
+        return bool(tokens.intersection(_tokens(word)))
+
+    first = next((i for i, w in enumerate(words) if hit(w)), 0)  # stops at the first hit
     start = max(0, first - _SNIPPET_WORDS // 2)
-    shown = [
-        f"[{w}]" if hit else w
-        for w, hit in zip(
-            words[start : start + _SNIPPET_WORDS],
-            marked[start : start + _SNIPPET_WORDS],
-            strict=True,
-        )
-    ]
+    shown = [f"[{w}]" if hit(w) else w for w in words[start : start + _SNIPPET_WORDS]]
     return (
         ("…" if start else "")
         + " ".join(shown)
@@ -211,8 +208,9 @@ def _sqlite_indexed(
         ]
         return sorted(rows, key=lambda r: (r[0], r[3], r[1]), reverse=True)[:limit]
     rows = []
-    newest = _SQLITE_SESSIONS.format(where="ORDER BY updated_at DESC, session_key DESC")
-    for key, session_id, updated in db.execute(newest).fetchall():
+    # Read lazily down the ``updated_at`` index: a common word fills the page in a session or two.
+    newest = _SQLITE_SESSIONS.format(where="ORDER BY updated_at DESC")
+    for key, session_id, updated in db.cursor().execute(newest):
         if session not in (None, session_id):
             continue
         low = key * KEY_SHIFT
