@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
     )
     from .mcp import MCPServer
     from .permissions import Decision, PermissionPreset
+    from .portability import ImportReport, import_session
     from .providers import Model, ModelProfile, ScriptedModel, get_model, lower
     from .request import (
         AssistantMessage,
@@ -93,7 +94,6 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         UserMessage,
     )
     from .runtime import Runtime
-    from .sources import ContextSource, SourceFactory
     from .session import Session
     from .skills import (
         Skill,
@@ -105,8 +105,10 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         skill_context,
     )
     from .skills.library import describe_skills
+    from .sources import ContextSource, SourceFactory
     from .store import Lease, MemoryStore, SessionInfo, SQLiteStore, Store
     from .store.postgres import PostgresStore
+    from .store.search import SearchHit
     from .tools import Tool, ToolContext, ToolOutcome, tool
     from .tools.builtin import builtin_tools
 
@@ -124,6 +126,8 @@ _LAZY: dict[str, str] = {
         "context",
     ),
     **dict.fromkeys(("ContextSource", "SourceFactory"), "sources"),
+    **dict.fromkeys(("ImportReport", "import_session"), "portability"),
+    "SearchHit": "store.search",
     **dict.fromkeys(
         (
             "AgentSessionError",
@@ -266,6 +270,7 @@ __all__ = [
     "EpochInfo",
     "Event",
     "ImagePart",
+    "ImportReport",
     "Inspection",
     "Lease",
     "MCPServer",
@@ -291,6 +296,7 @@ __all__ = [
     "RuntimeContextSnapshot",
     "SQLiteStore",
     "ScriptedModel",
+    "SearchHit",
     "Session",
     "SessionBusyError",
     "SessionFileError",
@@ -334,6 +340,7 @@ __all__ = [
     "describe_skills",
     "discover_skills",
     "get_model",
+    "import_session",
     "lower",
     "skill_context",
     "tool",

@@ -56,6 +56,7 @@ from .skills.library import SkillLibrary
 from .sources import SourceFactory
 from .store.base import SessionInfo, Store
 from .store.fast import fast_paths
+from .store.search import SearchHit, search_store
 from .sync import run_sync
 from .tools import Tool
 from .tools.sandbox import resolve_sandbox
@@ -354,6 +355,16 @@ class Runtime:
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first."""
         return await self.store.list_sessions()
+
+    async def search(
+        self, text: str, *, limit: int = 20, session: str | None = None
+    ) -> list[SearchHit]:
+        """Messages of every session (or of ``session``) holding all words of ``text``.
+
+        Newest first; each ``SearchHit`` has ``session_id``, ``seq``, ``role`` (``"user"``,
+        ``"assistant"``, ``"tool"``) and a ``snippet`` with the words marked ``[…]``.
+        """
+        return await search_store(self.store, text, limit=limit, session=session)
 
     def create_session_sync(self) -> Session:
         """``create_session()`` for plain scripts."""

@@ -19,6 +19,8 @@ from agentsession.store import PostgresStore, SQLiteStore
 from . import pg
 
 TABLES = {"sessions", "entries", "leases", "texts"}
+#: SQLite's search index (schema 6): the FTS5 table and the tables FTS5 keeps for it.
+_FTS5_TABLES = {f"entries_search{part}" for part in ("", "_data", "_idx", "_docsize", "_config")}
 
 
 def sqlite_primary_keys(path: Path) -> dict[str, list[str]]:
@@ -67,8 +69,15 @@ async def test_every_table_is_keyed_by_session_id_first(
         await store.close()
         keys = postgres_primary_keys(dsn)
     # Both also keep each session's entry count per kind (kept by a trigger; PostgreSQL since
-    # schema 5), keyed like the log.
-    assert set(keys) == TABLES | {"schema_migrations", "kind_counts"}
+    # schema 5), keyed like the log, and the search index (schema 6): PostgreSQL's table keyed
+    # like the log; SQLite's FTS5 table, whose rowid is the session key shifted, then the seq.
+    search = {"entry_texts"} if dialect == "postgres" else _FTS5_TABLES
+    search |= {"search_queue"}
+    assert set(keys) == TABLES | {"schema_migrations", "kind_counts"} | search
+    if dialect == "postgres":
+        assert keys["entry_texts"] == keys["search_queue"] == ["session_id", "seq"]
+    else:
+        assert keys["search_queue"] == ["session_key", "seq"]
     assert keys["kind_counts"] == [
         "session_key" if dialect == "sqlite" else "session_id",
         "kind",

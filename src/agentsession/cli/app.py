@@ -24,6 +24,7 @@ from typing import NoReturn
 from ..errors import AgentSessionError
 from ..hygiene import visible, visible_line
 from .examples import examples
+from .portable import add_portable_commands
 from .serve import add_serve_command
 
 __all__ = ["build_parser", "main"]
@@ -245,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_session_options(retry, continuing=False)
     _add_agent_options(retry, prompting=False)
-    command("sessions", "list sessions: id, last activity, messages, model, title")
+    listed = command("sessions", "list sessions: id, last activity, messages, model, title")
+    listed.add_argument("-n", "--limit", metavar="N", type=_positive, help="the N newest only")
+    listed.add_argument("--here", action="store_true", help="only this folder's sessions")
     show = command("show", "print a session's transcript")
     show.add_argument("id", metavar="ID", help="the session (a unique id prefix will do)")
     command(
@@ -310,16 +313,7 @@ def _add_management(command: Callable[..., argparse.ArgumentParser]) -> None:
     skills.add_argument(
         "--skills-dir", metavar="DIR", action="append", default=[], help="a folder of skills"
     )
-    export = command("export", "write a session to a JSON Lines session file")
-    export.add_argument("id", metavar="ID", help="the session")
-    export.add_argument(
-        "-o", "--output", metavar="FILE", help="the file to write (default: standard output)"
-    )
-    imported = command("import", "store the session of a session file; prints its id")
-    imported.add_argument("file", metavar="FILE", help="the session file ('-': standard input)")
-    imported.add_argument(
-        "--copy", action="store_true", help="import under a new id (keep the stored one apart)"
-    )
+    add_portable_commands(command)
     trust = command(
         "trust", "trust a project folder's .mcp.json as it is now (remembered)", database=False
     )
@@ -351,7 +345,10 @@ async def _main(args: argparse.Namespace, held: list[object]) -> int:
 
     invocation = Invocation(args, make_output(args))
     held.append(invocation)
-    return await implementation(args.command)(invocation)
+    code = await implementation(args.command)(invocation)
+    if code == 0 and invocation.then is not None:  # ``import -c``: the chat that follows
+        return await _main(build_parser().parse_args(invocation.then), held)
+    return code
 
 
 def _fail(args: argparse.Namespace, message: str, exc: BaseException | None = None) -> None:

@@ -44,7 +44,7 @@ from ..store.base import Store
 from .approvals import Answer, Approver, CommandRules, Fixed, settle
 from .chatview import COMMAND_NAMES, HELP, EpochWatch, banner, recap
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
-from .inspectview import show_context, write_report
+from .inspectview import show_context, write_export, write_report
 
 __all__ = ["HELP", "Chat", "Driver"]
 
@@ -304,6 +304,7 @@ class Chat:
             "/context": self._context,
             "/new": self._new,
             "/report": self._report,
+            "/export": self._export,
             "/approve": self._approve,
             "/deny": self._deny,
             "/usage": self._usage,
@@ -373,6 +374,10 @@ class Chat:
         path = Path(arg or f"agentsession-{self.session.id[:12]}.html")
         await write_report(self.session, path)
         self.output.note(f"wrote {path}")
+
+    async def _export(self, arg: str) -> None:
+        path = Path(arg or f"agentsession-{self.session.id[:12]}.md")
+        self.output.note(f"wrote {path} ({await write_export(self.session, path)})")
 
     async def _new(self, arg: str) -> None:
         if self.new_session is None:

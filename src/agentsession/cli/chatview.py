@@ -35,7 +35,8 @@ __all__ = ["COMMAND_NAMES", "HELP", "MARKS", "EpochWatch", "banner", "outcome_ma
 HELP = (
     "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
     "running reply; at an empty prompt Ctrl-C or Ctrl-D quits. Commands: /preset [NAME], "
-    "/model NAME, /compact, /context, /new, /report [FILE], /approve [always], /deny [REASON], "
+    "/model NAME, /compact, /context, /new, /report [FILE], /export [FILE.md|.html|.jsonl], "
+    "/approve [always], /deny [REASON], "
     "/usage, /retry, /id, /help, /quit."
 )
 COMMAND_NAMES = (
@@ -48,6 +49,7 @@ COMMAND_NAMES = (
     "/context",
     "/new",
     "/report",
+    "/export",
     "/approve",
     "/deny",
     "/usage",

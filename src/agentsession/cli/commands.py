@@ -23,7 +23,7 @@ from ..hygiene import prompt_content, visible_line
 from ..runtime import Runtime, SupportsAclose
 from ..session import Session
 from ..store.base import Store
-from .addressing import newest_here
+from .addressing import newest_here, same_folder
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
 from .chatview import outcome_marks
@@ -221,14 +221,18 @@ async def _latest(store: Store) -> str:
 
 
 async def sessions(inv: Invocation) -> int:
-    """``sessions``: every session with its messages, model and last activity."""
+    """``sessions``: each session's messages, model and last activity (``--here``, ``-n N``)."""
     if not inv.postgres and not inv.db.exists():
         inv.output.note(f"no sessions yet (no database at {inv.db})")
         return 0
     store = inv.store("read")
     try:
         rows = []
-        for info in await store.list_sessions():
+        infos = await store.list_sessions()
+        if inv.args.here:
+            here = Path.cwd()
+            infos = [info for info in infos if same_folder(info, here)]
+        for info in infos[: inv.args.limit]:
             user, assistant, tool, model = await message_counts(store, info.id)
             rows.append((info, user, assistant, tool, model))
         if isinstance(inv.output, JsonOutput):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .._files import write_private
 from ..errors import UsageError
 from ..inspection.report import render_report
 from ..session import Session
@@ -32,3 +33,18 @@ async def write_report(session: Session, path: Path) -> None:
     stamp = datetime.now(UTC).isoformat()
     # The same private write as the ``report`` command: a report holds the whole transcript.
     write_page(path, render_report(inspection, generated=stamp, version=version()))
+
+
+async def write_export(session: Session, path: Path) -> str:
+    """``/export``: the session file (``.jsonl``), one HTML page (``.html``) or Markdown; which."""
+    from ..portability.readable import READABLE
+    from ..store.base import SessionInfo
+
+    if path.suffix == ".jsonl":
+        await session.export(path)
+        return "session file"
+    fmt = "html" if path.suffix in (".html", ".htm") else "markdown"
+    info = SessionInfo(session.id, "", "", session.title)
+    text = READABLE[fmt](info, [record.entry for record in await session.log()])
+    write_private(path, text.encode("utf-8"), make_folder=False)
+    return fmt

@@ -158,6 +158,8 @@ class Invocation:
     _choice: ModelChoice | None = field(default=None, repr=False)
     spec: str | None = None
     """The model string the last ``model()`` call resolved (for error hints)."""
+    then: list[str] | None = None
+    """The command to run after this one succeeded (``import -c``: chat in the new session)."""
 
     @property
     def choice(self) -> ModelChoice:

@@ -33,7 +33,7 @@ from .invocation import Invocation, shown_location
 from .screens import print_skills
 from .trust import trust_command
 
-__all__ = ["MANAGEMENT"]
+__all__ = ["MANAGEMENT", "emit_id", "import_file"]
 
 
 def _said(inv: Invocation, kind: str, text: str, **fields: object) -> None:
@@ -85,6 +85,13 @@ def _source(name: str, folder: str) -> Path:
 
 async def import_(inv: Invocation) -> int:
     """``import``: store the session of a session file; print its id."""
+    session_id = await import_file(inv)
+    emit_id(inv, session_id, f"imported session {session_id} from {inv.args.file}")
+    return 0
+
+
+async def import_file(inv: Invocation) -> str:
+    """Store the session of the session file ``inv.args.file`` names; its id."""
     source = inv.args.file
     with tempfile.TemporaryDirectory() as folder:
         path = _source(source, folder)
@@ -104,8 +111,7 @@ async def import_(inv: Invocation) -> int:
             # The copy is ours: name what the user gave.
             said = str(exc).replace(str(path), "standard input")
             raise SessionFileError(said) from exc
-    _emit_id(inv, session.id, f"imported session {session.id} from {source}")
-    return 0
+    return session.id
 
 
 def _check_import(inv: Invocation, path: Path, new_id: str | None) -> None:
@@ -119,7 +125,8 @@ def _check_import(inv: Invocation, path: Path, new_id: str | None) -> None:
         admit_import(parsed, config.permission_preset, path=str(path))
 
 
-def _emit_id(inv: Invocation, session_id: str, text: str) -> None:
+def emit_id(inv: Invocation, session_id: str, text: str) -> None:
+    """A new id: alone on standard output (``text`` on standard error), or a JSON object."""
     if isinstance(inv.output, JsonOutput):
         inv.output.emit("session", id=session_id)
         return
@@ -176,7 +183,7 @@ async def fork(inv: Invocation) -> int:
     async def work(session: Session) -> None:
         forked = await session.fork(inv.args.at)
         upto = "all of it" if inv.args.at is None else f"up to entry {inv.args.at}"
-        _emit_id(inv, forked.id, f"forked session {session.id} ({upto}) as {forked.id}")
+        emit_id(inv, forked.id, f"forked session {session.id} ({upto}) as {forked.id}")
 
     await _with_session(inv, work)
     return 0

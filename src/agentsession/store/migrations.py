@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from ._search_sql import POSTGRES_SEARCH, SQLITE_SEARCH
 from ._sqlite_sql import KIND_CODES
 
 __all__ = [
@@ -344,6 +345,15 @@ MIGRATIONS: tuple[Migration, ...] = (
                 EXECUTE FUNCTION entries_count_kinds()
                 """,
             ),
+        ),
+    ),
+    Migration(
+        6,
+        "the full-text index of user, assistant and tool text, kept by triggers (search)",
+        # The statements and why they look so: ``store._search_sql``.
+        (
+            *(Dialects(sqlite=statement, postgres="") for statement in SQLITE_SEARCH),
+            *(Dialects(sqlite="", postgres=statement) for statement in POSTGRES_SEARCH),
         ),
     ),
 )
