@@ -363,6 +363,11 @@ class Runtime:
 
         Newest first; each ``SearchHit`` has ``session_id``, ``seq``, ``role`` (``"user"``,
         ``"assistant"``, ``"tool"``) and a ``snippet`` with the words marked ``[…]``.
+
+        Args:
+            text: The words to find (all of them, in any order).
+            limit: At most this many hits.
+            session: Search only this session's messages.
         """
         return await search_store(self.store, text, limit=limit, session=session)
 

@@ -95,11 +95,18 @@ async def import_session(
 ) -> ImportReport:
     """Store the session at ``path`` as a new session of ``store``; what it mapped and skipped.
 
-    ``format``: ``"auto"`` (found by content), ``"agentsession"``, ``"claude-code"``, ``"codex"``,
-    ``"opencode"`` or ``"pi"``. ``config`` gives the default preset, the line limit and the
-    tool-result bound (``Config()``'s when not given); ``session`` which session of an OpenCode
-    database holding several. ``SessionFileError`` for a source that
-    cannot be imported; nothing is stored then.
+    Args:
+        store: The store the new session goes to.
+        path: The source: a session file, or an OpenCode storage folder or database.
+        format: ``"auto"`` (found by content), ``"agentsession"``, ``"claude-code"``,
+            ``"codex"``, ``"opencode"`` or ``"pi"``.
+        config: The default preset, the line limit and the tool-result bound (``Config()``'s
+            when not given).
+        session: Which session of an OpenCode database holding several.
+
+    Raises:
+        UsageError: ``format`` is not one of the above.
+        SessionFileError: The source cannot be imported; nothing is stored then.
     """
     config = config or Config()
     source = Path(path)
