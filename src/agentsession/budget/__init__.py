@@ -24,6 +24,7 @@ from typing import Any, Protocol, assert_never, runtime_checkable
 from .._memo import IdentityMemo, PrefixMemo, one_shot
 from ..config import Config
 from ..errors import BudgetExceededError, UsageError
+from ..log.usage_check import MAX_TOKENS
 from ..request import (
     AssistantMessage,
     ContentPart,
@@ -436,10 +437,11 @@ class BudgetPolicy:
     def observe(self, request: Request, reported_input_tokens: int) -> None:
         """Calibrate the counter from a provider's input-token figure for ``request``.
 
-        Only a `Calibratable` counter moves; a figure of 0 (not reported) is ignored. The caller
-        skips figures that are not real (a scripted model's).
+        Only a `Calibratable` counter moves; a figure of 0 (not reported) is ignored, and so is
+        one beyond any real count. The caller skips figures that are not real (a scripted
+        model's, a corrected one).
         """
-        if reported_input_tokens > 0:
+        if 0 < reported_input_tokens <= MAX_TOKENS:
             calibrate(self._counter, request, reported_input_tokens)
 
     def __repr__(self) -> str:

@@ -243,10 +243,11 @@ class Admitter:
         # The summary request is billed like any other: the ledger counts it (a ``SideCall``).
         call = SideCall(
             "compaction",
-            done.model or summarizer.name,
+            summarizer.name,  # as its dispatches are named: one model, one row of the costs
             done.usage,
-            usage_estimated=not summarizer.profile.reports_usage,
+            usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
             timestamp=now(),
+            usage_note=done.usage_note,
         )
         text = done.message.content.strip()
         if not text:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
+from ..log.usage_check import token_sum
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, replay, require_event_stream
 from ._errors import status_error, transport_error
@@ -37,10 +38,6 @@ _FILTERED = frozenset(
         "IMAGE_RECITATION",
     }
 )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def _part_dict(part: Any, response_id: str, counter: list[int]) -> dict[str, Any] | None:
@@ -97,9 +94,9 @@ def _usage(meta: Any) -> Usage:
     if meta is None:
         return Usage()
     return Usage(
-        input_tokens=_int(meta.prompt_token_count),
-        output_tokens=_int(meta.candidates_token_count) + _int(meta.thoughts_token_count),
-        cached_input_tokens=_int(meta.cached_content_token_count),
+        input_tokens=meta.prompt_token_count,
+        output_tokens=token_sum(meta.candidates_token_count, meta.thoughts_token_count),
+        cached_input_tokens=meta.cached_content_token_count,
     )
 
 

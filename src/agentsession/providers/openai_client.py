@@ -146,10 +146,10 @@ def _chat_usage(usage: Any) -> Usage:
         return Usage()
     details = getattr(usage, "prompt_tokens_details", None)
     return Usage(
-        input_tokens=_int(usage.prompt_tokens),
-        output_tokens=_int(usage.completion_tokens),
-        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
-        cache_write_tokens=_int(getattr(details, "cache_write_tokens", 0)),
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_input_tokens=getattr(details, "cached_tokens", 0),
+        cache_write_tokens=getattr(details, "cache_write_tokens", 0),
     )
 
 
@@ -238,10 +238,10 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
     if response.usage is not None:
         details = response.usage.input_tokens_details
         usage = Usage(
-            input_tokens=_int(response.usage.input_tokens),
-            output_tokens=_int(response.usage.output_tokens),
-            cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
-            cache_write_tokens=_int(getattr(details, "cache_write_tokens", 0)),
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            cached_input_tokens=getattr(details, "cached_tokens", 0),
+            cache_write_tokens=getattr(details, "cache_write_tokens", 0),
         )
     data = {fmt: {"reasoning": reasoning}} if reasoning else {}
     message = AssistantMessage(
