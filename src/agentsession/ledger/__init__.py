@@ -391,7 +391,10 @@ def cost_lines(summary: CostSummary) -> list[str]:
     for row in models:
         lines.append(f"  {row.model}: {row.requests} requests, {_usd(row.total_usd)}")
     if summary.no_price:
-        lines.append(f"no price for {', '.join(summary.no_price)}: set Config(prices=...)")
+        lines.append(
+            f"no price for {', '.join(summary.no_price)}: give one in Config(prices=...)"
+            ' or a [prices."PROVIDER:MODEL"] table of config.toml'
+        )
     return lines
 
 
