@@ -146,6 +146,9 @@ async def run(inv: Invocation) -> int:
             return 1
         if result.stop_reason == "approval_required":
             return _left_waiting(inv, session)
+        # The title call a first turn starts is billed: wait for it (within title_timeout) so
+        # it is recorded, rather than cancel it on the way out with its cost unrecorded.
+        await session.named()
         return 0
     finally:
         await _close(runtime, store)
