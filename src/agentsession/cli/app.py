@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from ..errors import AgentSessionError
+from ..errors import AgentSessionError, SessionBusyError, UsageError
 from ..hygiene import visible, visible_line
 from .examples import examples
 from .serve import add_serve_command
@@ -112,6 +112,7 @@ def _add_session_options(parser: argparse.ArgumentParser, *, continuing: bool = 
             "--continue",
             dest="continue_",
             action="store_true",
+            default=argparse.SUPPRESS,  # keeps a -c given before the command
             help="continue the most recent session of the current folder",
         )
 
@@ -203,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_model(parser, None)
     _add_system(parser, None)
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the most recent session of the current folder (run, chat)",
+    )
     # The commands accept the same options after their name; SUPPRESS keeps a value given
     # before the command from being reset to the default.
     common = _Parser(add_help=False)
@@ -409,6 +417,14 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     sys.exit(0)
 
 
+def _code_of(exc: AgentSessionError) -> int:
+    """Exit 2 for a misuse found after parsing (as argparse's own), 1 for any other failure.
+
+    A busy session is a state of the world, not a wrong call: 1.
+    """
+    return 2 if isinstance(exc, UsageError) and not isinstance(exc, SessionBusyError) else 1
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``agentsession`` console script.
 
@@ -439,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.debug:
             traceback.print_exc()
         _fail(args, said(exc), exc)
-        code = 1
+        code = _code_of(exc)
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
