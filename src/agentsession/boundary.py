@@ -407,6 +407,7 @@ def _new_epoch(
         summary_seq=summary_seq,
         timestamp=data.timestamp,
         tools=tuple(t.name for t in data.tools),
+        provider=data.provider,
     )
 
 

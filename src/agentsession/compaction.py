@@ -131,6 +131,7 @@ def compaction_entries(
     summary_seq: int,
     timestamp: str,
     tools: tuple[str, ...] | None = None,
+    provider: str = "",
 ) -> tuple[Summary, ContextEpoch]:
     """The summary entry and the epoch it opens, to be committed together at ``summary_seq``.
 
@@ -149,5 +150,6 @@ def compaction_entries(
         summary_seq=summary_seq,
         timestamp=timestamp,
         tools=tools,
+        provider=provider,
     )
     return Summary(summary, plan.cut_seq, timestamp), opened

@@ -288,11 +288,17 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         if not isinstance(model, Model):
             raise UsageError(f"expected a Model, got {type(model).__name__}")
         async with self._guard.exclusive(allow_waiting=True):
-            previous = self._model.name if self._model is not None else ""
+            current = self._model
+            previous = current.name if current is not None else ""
+            before = current.profile.provider if current is not None else ""
             if self._switch is not None:
-                previous, self._switch = self._switch.previous, None
-            if model.name != previous:
-                await self._writer.append([ModelSwitched(model.name, previous, now())])
+                previous, before = self._switch.previous, self._switch.previous_provider
+                self._switch = None
+            provider = model.profile.provider
+            # A model is its provider and its name: the same name elsewhere is a switch too.
+            if model.name != previous or (before and provider != before):
+                switch = ModelSwitched(model.name, previous, now(), provider, before)
+                await self._writer.append([switch])
                 self._admitter.epoch_reason = "model_switch"
             self._model = model
 

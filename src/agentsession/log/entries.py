@@ -174,6 +174,7 @@ class ContextEpoch:
     summary_seq: int | None = None
     timestamp: str = ""
     tools: tuple[str, ...] | None = None
+    provider: str = ""
     kind: Literal["epoch"] = "epoch"
 
 
@@ -276,11 +277,18 @@ class SideCall:
 
 @dataclass(frozen=True, slots=True)
 class ModelSwitched:
-    """The session's model changed; a new epoch follows."""
+    """The session's model changed; a new epoch follows.
+
+    A model is its provider and its name: ``provider`` and ``previous_provider`` (the profiles'
+    ``provider``; ``""`` in logs written before they were recorded) tell apart two providers'
+    models of the same name.
+    """
 
     model: str
     previous: str
     timestamp: str = ""
+    provider: str = ""
+    previous_provider: str = ""
     kind: Literal["model_switched"] = "model_switched"
 
 
