@@ -223,6 +223,8 @@ def window_of(view: Sequence[ViewMessage], config: Config, *, cold: bool = False
         chunk=config.effective_elision_chunk,
         keep=config.window_keep_messages,
         cold=cold,
+        # A replayed version-2 snapshot stays with its user message: no window starts there.
+        not_turns=frozenset(i for i, v in enumerate(view) if v.replayed),
     )
 
 

@@ -66,7 +66,11 @@ def plan_compaction(view: Sequence[ViewMessage], keep_user_turns: int) -> Compac
 
     ``None`` when there is nothing before the kept tail to summarise.
     """
-    starts = [i for i, v in enumerate(view) if isinstance(v.message, UserMessage) and not v.summary]
+    starts = [
+        i
+        for i, v in enumerate(view)
+        if isinstance(v.message, UserMessage) and not v.summary and not v.replayed
+    ]
     keep = max(1, keep_user_turns)
     while keep > 0 and len(starts) <= keep:
         keep -= 1
