@@ -437,9 +437,8 @@ class BudgetPolicy:
     def observe(self, request: Request, reported_input_tokens: int) -> None:
         """Calibrate the counter from a provider's input-token figure for ``request``.
 
-        Only a `Calibratable` counter moves; a figure of 0 (not reported) is ignored, and so is
-        one beyond any real count. The caller skips figures that are not real (a scripted
-        model's, a corrected one).
+        Only a `Calibratable` counter moves; a figure of 0 (not reported) or beyond any real count
+        is ignored. The caller skips figures that are not real (a scripted model's).
         """
         if 0 < reported_input_tokens <= MAX_TOKENS:
             calibrate(self._counter, request, reported_input_tokens)

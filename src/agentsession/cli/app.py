@@ -107,14 +107,12 @@ def _add_session_options(parser: argparse.ArgumentParser, *, continuing: bool = 
             const="",
             help="continue session ID; without ID, pick one from a list (on a terminal)",
         )
-        group.add_argument(
-            "-c",
-            "--continue",
-            dest="continue_",
-            action="store_true",
-            default=argparse.SUPPRESS,  # keeps a -c given before the command
-            help="continue the most recent session of the current folder",
-        )
+        _add_continue(group.add_argument, argparse.SUPPRESS)  # keeps a -c given before it
+
+
+def _add_continue(add: Callable[..., object], default: object) -> None:
+    text = "continue the most recent session of the current folder (run, chat)"
+    add("-c", "--continue", dest="continue_", action="store_true", default=default, help=text)
 
 
 def _add_agent_options(parser: argparse.ArgumentParser, *, prompting: bool = True) -> None:
@@ -204,13 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_model(parser, None)
     _add_system(parser, None)
-    parser.add_argument(
-        "-c",
-        "--continue",
-        dest="continue_",
-        action="store_true",
-        help="continue the most recent session of the current folder (run, chat)",
-    )
+    _add_continue(parser.add_argument, False)  # also before the command: agentsession -c chat
     # The commands accept the same options after their name; SUPPRESS keeps a value given
     # before the command from being reset to the default.
     common = _Parser(add_help=False)
@@ -417,14 +409,6 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     sys.exit(0)
 
 
-def _code_of(exc: AgentSessionError) -> int:
-    """Exit 2 for a misuse found after parsing (as argparse's own), 1 for any other failure.
-
-    A busy session is a state of the world, not a wrong call: 1.
-    """
-    return 2 if isinstance(exc, UsageError) and not isinstance(exc, SessionBusyError) else 1
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``agentsession`` console script.
 
@@ -455,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.debug:
             traceback.print_exc()
         _fail(args, said(exc), exc)
-        code = _code_of(exc)
+        code = 2 if isinstance(exc, UsageError) and not isinstance(exc, SessionBusyError) else 1
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
