@@ -97,3 +97,19 @@ def test_command_line_reads_an_old_log_with_absurd_usage(tmp_path: Path) -> None
         outcome = cli_here(tmp_path, "--db", str(db), *args)
         assert outcome.code == 0, (args, outcome.err)
         assert "Error" not in outcome.err and "Traceback" not in outcome.err
+
+
+class AbsurdCount(ags.ScriptedModel):
+    """A provider whose token-count endpoint answers a figure beyond any window."""
+
+    async def count_input_tokens(self, request: ags.Request, controls: object = None) -> int:
+        return 10**400
+
+
+async def test_an_absurd_token_count_is_not_priced(tmp_path: Path) -> None:
+    model = AbsurdCount(["one"], name=NAME, profile=ags.ModelProfile(provider="anthropic"))
+    async with ags.Runtime(store=ags.MemoryStore(), model=model, project_dir=tmp_path) as rt:
+        session = await rt.create_session()
+        estimate = await session.preview_cost("hello")
+    assert estimate.input_usd is not None and 0 <= estimate.input_usd < 1
+    assert "no count" in estimate.reason

@@ -26,6 +26,7 @@ from ..ledger import (
 )
 from ..ledger.prices import price_for
 from ..log import Dispatch, LogEntry, Record
+from ..log.usage_check import MAX_TOKENS
 from ..providers.base import CountsTokens
 from ..providers.cache_controls import STABLE_KEYS, CacheControls, cache_key_for
 from ..providers.cache_policy import cache_lifetime, choose_ttl
@@ -151,6 +152,8 @@ class SessionCosts:
             counted = await model.count_input_tokens(request, controls)
         except ProviderError as exc:
             return None, f"counted locally: the provider's count failed: {exc}"
+        if counted is not None and (type(counted) is not int or not 0 <= counted <= MAX_TOKENS):
+            return None, f"counted locally: the provider's count {counted!r:.24} is no count"
         return counted, "" if counted is not None else "counted locally"
 
     async def _split(self, request: Request, model: str, tokens: _Tokens) -> tuple[int, int]:
