@@ -109,7 +109,7 @@ def test_cost_needs_an_id_or_all(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     assert cli_here(tmp_path, "--db", str(db), "run", "a b").code == 0
     both = cli_here(tmp_path, "--db", str(db), "cost")
-    assert both.code == 1 and "needs a session ID or --all" in both.err
+    assert both.code == 2 and "needs a session ID or --all" in both.err  # a misuse: as argparse
     unpriced = cli_here(tmp_path, "--db", str(db), "cost", "--all")
     assert unpriced.code == 0, unpriced.err
     assert "no price" in unpriced.out

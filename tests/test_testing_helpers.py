@@ -69,3 +69,26 @@ def test_a_request_that_rewrites_history_breaks_the_prefix() -> None:
 def test_failure_builds_the_two_kinds_of_provider_failure() -> None:
     assert type(failure("x", transient=True)) is ags.TransientProviderError
     assert type(failure("x")) is ags.ProviderError
+
+
+async def test_a_window_advance_is_a_new_epoch_the_helper_accepts(make_runtime: Make) -> None:
+    # Nothing in the context changes, so the fresh baseline of the window's epoch is the same
+    # text: only the log says a new epoch began, and the view's first message moved with it.
+    config = ags.Config(retry_base_delay=0, titles=False, max_transcript_messages=4, window_step=1)
+    model = ags.ScriptedModel(["one", "two", "three", "four"])
+    runtime = make_runtime(model=model, config=config)
+    session = await runtime.create_session()
+    for text in ("first", "second", "third", "fourth"):
+        await session.prompt(text)
+    reasons = [r.entry.reason for r in await session.log() if r.entry.kind == "epoch"]
+    assert "window" in reasons
+    assert model.requests[-1].system == model.requests[0].system
+    assert_prefix_stable(model)
+    # The window's move is no licence to rewrite the history that stays in view.
+    broken = model.requests[-1]
+    model.requests.append(
+        ags.Request(broken.system, (ags.UserMessage("rewritten"), *broken.messages[1:]),
+                    broken.tools, broken.sources)
+    )  # fmt: skip
+    with pytest.raises(AssertionError, match="does not extend"):
+        assert_prefix_stable(model)

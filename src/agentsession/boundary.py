@@ -5,8 +5,7 @@ In order: (1) the new user input is promoted and tool results are already settle
 boundary); (3) samples are compared with the epoch's checkpoint by hash; (4) all changes combine
 into one ``MidConversationSystemMessage`` placed after the new input and results; (5) the
 request is built (projection, window, tools) and preflighted — a rejection raises before anything
-is admitted; (6) the caller commits the returned entries in one transaction and only then calls
-the provider.
+is admitted; (6) the caller commits the returned entries at once, then calls the provider.
 
 ``admit`` decides in one pass over one projection: it projects the log (with the new input and
 the update message in place), chooses the window once, and from that decides whether a new epoch
@@ -223,6 +222,7 @@ def window_of(view: Sequence[ViewMessage], config: Config, *, cold: bool = False
         chunk=config.effective_elision_chunk,
         keep=config.window_keep_messages,
         cold=cold,
+        not_turns=frozenset(i for i, v in enumerate(view) if v.replayed),  # stay with their turn
     )
 
 
@@ -407,6 +407,7 @@ def _new_epoch(
         summary_seq=summary_seq,
         timestamp=data.timestamp,
         tools=tuple(t.name for t in data.tools),
+        provider=data.provider,
     )
 
 

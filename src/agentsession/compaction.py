@@ -91,7 +91,11 @@ def plan_compaction(view: Sequence[ViewMessage], keep_user_turns: int) -> Compac
 
     ``None`` when there is nothing before the kept tail to summarise.
     """
-    starts = [i for i, v in enumerate(view) if isinstance(v.message, UserMessage) and not v.summary]
+    starts = [
+        i
+        for i, v in enumerate(view)
+        if isinstance(v.message, UserMessage) and not v.summary and not v.replayed
+    ]
     keep = max(1, keep_user_turns)
     while keep > 0 and len(starts) <= keep:
         keep -= 1
@@ -184,6 +188,7 @@ def compaction_entries(
     summary_seq: int,
     timestamp: str,
     tools: tuple[str, ...] | None = None,
+    provider: str = "",
 ) -> tuple[Summary, ContextEpoch]:
     """The summary entry and the epoch it opens, to be committed together at ``summary_seq``.
 
@@ -202,5 +207,6 @@ def compaction_entries(
         summary_seq=summary_seq,
         timestamp=timestamp,
         tools=tools,
+        provider=provider,
     )
     return Summary(summary, plan.cut_seq, timestamp), opened

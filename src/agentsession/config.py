@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import types
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Union
 
 from .errors import UsageError
 
@@ -158,6 +161,7 @@ class Config:
         return max(1, (self.max_transcript_messages + 1) // 2)
 
     def __post_init__(self) -> None:
+        _check_types(self)
         positive = {
             "max_loaded_skills": self.max_loaded_skills,
             "max_transcript_messages": self.max_transcript_messages,
@@ -241,6 +245,65 @@ class Config:
             isinstance(k, str) and isinstance(v, ModelPrice) for k, v in self.prices.items()
         ):
             raise UsageError("Config.prices must map model names to ags.ModelPrice values")
+
+
+@functools.cache
+def _hints() -> tuple[tuple[str, Any], ...]:
+    hints = typing.get_type_hints(Config)
+    return tuple((f.name, hints[f.name]) for f in fields(Config))
+
+
+def _fits(value: object, hint: Any) -> bool:
+    """Whether ``value`` is of the declared type ``hint`` (``bool`` is no number here)."""
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, option) for option in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        return isinstance(value, tuple) and all(_fits(v, item) for v in value)
+    if origin is Mapping:
+        return isinstance(value, Mapping)
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    return True
+
+
+def _shown(hint: Any) -> str:
+    names = {bool: "True or False", int: "an integer", float: "a number", str: "a string"}
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return " or ".join(_shown(option) for option in typing.get_args(hint))
+    if hint is type(None):
+        return "None"
+    if typing.get_origin(hint) is tuple:
+        return "a tuple of strings"
+    if typing.get_origin(hint) is Mapping:
+        return "a mapping"
+    return names.get(hint, str(hint))
+
+
+def _check_types(config: Config) -> None:
+    """Refuse a field of ``config`` that is not of its declared type.
+
+    The ``UsageError`` names the field and the value, before any value is judged
+    (``titles="no"`` is no ``True``).
+    """
+    for name, hint in _hints():
+        value = getattr(config, name)
+        if name == "environment" and isinstance(value, list):
+            value = tuple(value)  # a list of facts is as good as a tuple; stored as one
+            object.__setattr__(config, name, value)
+        if not _fits(value, hint):
+            raise UsageError(f"Config.{name} must be {_shown(hint)}, got {value!r}")
 
 
 def _optional_limit(name: str, value: object, kinds: tuple[type, ...]) -> None:

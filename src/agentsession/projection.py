@@ -78,6 +78,9 @@ class ViewMessage:
     message: Message
     seqs: tuple[int, ...]
     summary: bool = False
+    replayed: bool = False
+    """A version-2 runtime-context snapshot replayed as a user message: it belongs to the turn
+    of the user message it follows, so the window and compaction never count it as a turn."""
 
 
 def summary_text(summary: Summary) -> str:
@@ -366,7 +369,8 @@ def _user_turn(record: Record, entry: UserEntry, anchors: _Anchors) -> list[View
         message = to_message(record) or UserMessage(entry.content)
     turn = [anchors.view(message, seqs)]
     for legacy in anchors.separate.get(record.seq, []):
-        turn.append(anchors.view(UserMessage(_content(legacy)), (legacy.seq,)))
+        shown = anchors.view(UserMessage(_content(legacy)), (legacy.seq,))
+        turn.append(ViewMessage(shown.message, shown.seqs, replayed=True))
     return turn
 
 

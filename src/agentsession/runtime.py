@@ -280,12 +280,12 @@ class Runtime:
             closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
             writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
         chosen = model or self._model
-        named = await self._named_model(session_id)
+        named, provider = await self._named_model(session_id)
         switch = None
-        if chosen is not None and named and named != chosen.name:
+        if chosen is not None and named and _another(chosen, named, provider):
             # Recorded with the next admission, not now: opening a session to read it never
             # writes. The next request starts a new epoch for the chosen model either way.
-            switch = ModelSwitched(chosen.name, named, now())
+            switch = ModelSwitched(chosen.name, named, now(), chosen.profile.provider, provider)
         session = Session(
             Opened(self._deps, info, chosen, writer, parts, switch, opener=self.open_session)
         )
@@ -344,13 +344,13 @@ class Runtime:
         )
         return await self.open_session(session_id)
 
-    async def _named_model(self, session_id: str) -> str:
-        """The model the log says the session talked to last ("" when it never did)."""
+    async def _named_model(self, session_id: str) -> tuple[str, str]:
+        """The model the log says the session talked to last, and its provider ("": unknown)."""
         latest = await self.store.last(session_id, ["model_switched", "epoch"])
         entry = latest.entry if latest is not None else None
         if isinstance(entry, ModelSwitched | ContextEpoch):
-            return entry.model
-        return ""
+            return entry.model, entry.provider
+        return "", ""
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first."""
@@ -489,3 +489,14 @@ def _counter_for(model: Model | None) -> TokenCounter:
     if model is None:
         return default_counter()
     return counter_for_encoding(model.profile.tokenizer, fallback=default_counter())
+
+
+def _another(chosen: Model, named: str, provider: str) -> bool:
+    """Whether ``chosen`` is another model than the one logged.
+
+    Another name, or the same name at another provider (an older log names no provider: there
+    the name decides).
+    """
+    if chosen.name != named:
+        return True
+    return bool(provider) and chosen.profile.provider != provider

@@ -356,11 +356,17 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         if not isinstance(model, Model):
             raise UsageError(f"expected a Model, got {type(model).__name__}")
         async with self._guard.exclusive(allow_waiting=True):
-            previous = self._model.name if self._model is not None else ""
+            current = self._model
+            previous = current.name if current is not None else ""
+            before = current.profile.provider if current is not None else ""
             if self._switch is not None:
-                previous, self._switch = self._switch.previous, None
-            if model.name != previous:
-                await self._writer.append([ModelSwitched(model.name, previous, now())])
+                previous, before = self._switch.previous, self._switch.previous_provider
+                self._switch = None
+            provider = model.profile.provider
+            # A model is its provider and its name: the same name elsewhere is a switch too.
+            if model.name != previous or (before and provider != before):
+                switch = ModelSwitched(model.name, previous, now(), provider, before)
+                await self._writer.append([switch])
                 self._admitter.epoch_reason = "model_switch"
             self._model = model
 
@@ -434,14 +440,21 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         await self._write_side_calls()
         return self.title
 
-    async def _write_side_calls(self) -> None:
-        """Commit the title calls not yet in the log, when no turn is writing (best effort)."""
+    async def _write_side_calls(self, *, presets: bool = False) -> None:
+        """Commit the title calls not yet in the log, when no turn is writing (best effort).
+
+        With ``presets`` (closing) also the preset changes recorded while idle: the next
+        request, in whatever process, then finds the preset in the log and tells the model.
+        """
         calls = list(self._naming.pending)
-        if not calls or self._guard.busy:
+        changes = list(self._parts.gate.pending_changes) if presets else []
+        if not (calls or changes) or self._guard.busy:
             return  # the next admission commits them
         with contextlib.suppress(AgentSessionError):
-            await self._writer.commit(calls)  # behind any entries a refused write kept
+            await self._writer.commit([*changes, *calls])  # behind entries a refused write kept
             self._naming.taken(calls)
+            if changes:
+                self._parts.gate.admitted()
 
     def _unrecorded(self) -> list[LogEntry]:
         return list(self._naming.pending)
@@ -453,7 +466,7 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         """
         await self._guard.settle_dropped()
         await self._naming.close()
-        await self._write_side_calls()
+        await self._write_side_calls(presets=True)
         busy, writer = self._guard.busy, self._writer
         lost = len(writer.pending) if busy else await writer.write_before_close()
         with contextlib.suppress(Exception):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import accumulate, compress, pairwise, repeat
 
@@ -102,11 +103,15 @@ def with_elision_note(message: UserMessage, elided: int) -> UserMessage:
     return UserMessage(content=(*message.content, TextPart(note)))
 
 
-def _turn_starts(messages: Sequence[Message]) -> list[int]:
+def _turn_starts(
+    messages: Sequence[Message], not_turns: AbstractSet[int] = frozenset()
+) -> list[int]:
     # Index 0 is a turn start even when it is not a user message: the history since the epoch
     # start may open with a summary or an assistant message, and the window must reach it.
     # Loops in C (compress over isinstance's answers): the window is chosen twice a turn.
     starts = list(compress(range(len(messages)), map(isinstance, messages, repeat(UserMessage))))
+    if not_turns:
+        starts = [i for i in starts if i not in not_turns]
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     return starts
@@ -135,8 +140,12 @@ def select_window(
     chunk: int = 1,
     keep: int | None = None,
     cold: bool = False,
+    not_turns: AbstractSet[int] = frozenset(),
 ) -> Window:
     """Choose the window over ``messages`` (the model-view history since the epoch start).
+
+    ``not_turns`` are indices of user messages that start no turn (replayed version-2
+    snapshots, which stay with the user message they follow).
 
     ``cap`` is the most counted messages to keep; ``step`` how many turns the start moves at once
     when ``messages[start:]`` exceeds the cap; ``start`` the current window start; ``chunk`` how
@@ -175,7 +184,7 @@ def select_window(
         whole = whole_window(n, counted, cap, keep=keep, cold=cold)
         if whole is not None:
             return whole
-    return _select(messages, cap, step, start, chunk, keep, cold)
+    return _select(messages, cap, step, start, chunk, keep, cold, not_turns)
 
 
 def whole_window(n: int, counted: int, cap: int, *, keep: int | None, cold: bool) -> Window | None:
@@ -207,10 +216,11 @@ def _select(
     chunk: int,
     keep: int | None,
     cold: bool,
+    not_turns: AbstractSet[int] = frozenset(),
 ) -> Window:
     """`select_window` after its checks: turn starts, suffix counts, the move, elision."""
     n = len(messages)
-    starts = _turn_starts(messages)
+    starts = _turn_starts(messages, not_turns)
     base = start if start < n else 0
     # The first turn start at or after ``base``; past the newest turn, the newest turn.
     pos = min(bisect_left(starts, base), len(starts) - 1)

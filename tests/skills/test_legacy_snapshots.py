@@ -115,3 +115,32 @@ async def test_new_selections_join_legacy_ones_and_survive_a_reopen(
     assert isinstance(users[4], str)
     assert "Follow the pdf procedure." in users[4] and users[4].endswith("\n\nAgain with $pdf")
     assert "Changed since." not in users[4]  # the saved text, not the file
+
+
+async def test_a_replayed_legacy_snapshot_is_no_turn_for_the_window_or_compaction(
+    make_runtime: Make,
+) -> None:
+    # Spec 000: legacy snapshots replay "at their original anchors". A window start or a
+    # compaction cut at one would show it without the user message it belongs to.
+    from agentsession.boundary import window_of
+    from agentsession.compaction import plan_compaction
+    from agentsession.projection import project
+
+    runtime = make_runtime([])
+    session_id = await _stored_session(runtime.store)
+    records = await runtime.store.read(session_id, 0)
+    view = project(records, None)
+    replayed = [i for i, v in enumerate(view) if v.replayed]
+    assert [view[i].message.content for i in replayed] == [PDF, PERMISSIONS]
+    for cap in range(1, len(view) + 1):
+        for step in (1, 2):
+            config = ags.Config(max_transcript_messages=cap, window_step=step)
+            window = window_of(view, config)
+            assert window.indices, cap
+            assert window.indices[0] not in replayed, (cap, step, window)
+    for keep in (1, 2, 3):
+        plan = plan_compaction(view, keep)
+        if plan is not None:
+            kept = [v for v in view if v.seqs[0] >= plan.cut_seq]
+            assert not kept[0].replayed, keep
+            assert kept[0].message.content != PERMISSIONS

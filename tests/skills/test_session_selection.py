@@ -269,7 +269,8 @@ async def test_dynamic_python_skill_is_read_at_selection_time(make_runtime: Make
     assert "Current mode: first." in first.content
     assert "Current mode: second." in second.content
     assert first.skills[0].revision != second.skills[0].revision
-    assert 'location="' not in first.content  # a Python skill has no file
+    # A Python skill has no file: its block names it as Python's (spec 000: every block has one).
+    assert first.content.startswith('<skill name="live" location="python:live">')
 
 
 async def test_selection_is_not_a_system_prompt_checkpoint(

@@ -25,6 +25,7 @@ from .._memo import IdentityMemo, PrefixMemo
 from ..codec import one_shot
 from ..config import Config
 from ..errors import BudgetExceededError, UsageError
+from ..log.usage_check import MAX_TOKENS
 from ..request import (
     AssistantMessage,
     ContentPart,
@@ -437,10 +438,10 @@ class BudgetPolicy:
     def observe(self, request: Request, reported_input_tokens: int) -> None:
         """Calibrate the counter from a provider's input-token figure for ``request``.
 
-        Only a `Calibratable` counter moves; a figure of 0 (not reported) is ignored. The caller
-        skips figures that are not real (a scripted model's).
+        Only a `Calibratable` counter moves; a figure of 0 (not reported) or beyond any real count
+        is ignored. The caller skips figures that are not real (a scripted model's).
         """
-        if reported_input_tokens > 0:
+        if 0 < reported_input_tokens <= MAX_TOKENS:
             calibrate(self._counter, request, reported_input_tokens)
 
     def __repr__(self) -> str:

@@ -50,10 +50,14 @@ def same_folder(info: SessionInfo, folder: Path) -> bool:
 
 
 async def newest_here(store: Store, folder: Path) -> SessionInfo:
-    """The most recently active session created for ``folder`` (``-c``)."""
-    for info in await store.list_sessions():
-        if same_folder(info, folder):
-            return info
+    """The most recently active session created for ``folder`` (``-c``).
+
+    A session with nothing in its log (a chat left before its first prompt) is passed over
+    while one with a conversation is there: ``-c`` means the conversation last had here.
+    """
+    here = [info for info in await store.list_sessions() if same_folder(info, folder)]
+    if here:
+        return next((info for info in here if info.next_seq > 0), here[0])
     raise UsageError(
         f"no session to continue in {folder}: none was started here"
         " (see: agentsession sessions; --session ID continues any)"

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from ..errors import AgentSessionError
+from ..errors import AgentSessionError, SessionBusyError, UsageError
 from ..hygiene import visible, visible_line
 from .examples import examples
 from .portable import add_portable_commands
@@ -108,13 +108,12 @@ def _add_session_options(parser: argparse.ArgumentParser, *, continuing: bool = 
             const="",
             help="continue session ID; without ID, pick one from a list (on a terminal)",
         )
-        group.add_argument(
-            "-c",
-            "--continue",
-            dest="continue_",
-            action="store_true",
-            help="continue the most recent session of the current folder",
-        )
+        _add_continue(group.add_argument, argparse.SUPPRESS)  # keeps a -c given before it
+
+
+def _add_continue(add: Callable[..., object], default: object) -> None:
+    text = "continue the most recent session of the current folder (run, chat)"
+    add("-c", "--continue", dest="continue_", action="store_true", default=default, help=text)
 
 
 def _add_agent_options(parser: argparse.ArgumentParser, *, prompting: bool = True) -> None:
@@ -204,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_model(parser, None)
     _add_system(parser, None)
+    _add_continue(parser.add_argument, False)  # also before the command: agentsession -c chat
     # The commands accept the same options after their name; SUPPRESS keeps a value given
     # before the command from being reset to the default.
     common = _Parser(add_help=False)
@@ -436,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.debug:
             traceback.print_exc()
         _fail(args, said(exc), exc)
-        code = 1
+        code = 2 if isinstance(exc, UsageError) and not isinstance(exc, SessionBusyError) else 1
     except Exception as exc:
         if args.debug:
             traceback.print_exc()

@@ -146,6 +146,9 @@ async def run(inv: Invocation) -> int:
             return 1
         if result.stop_reason == "approval_required":
             return _left_waiting(inv, session)
+        # The title call a first turn starts is billed: wait for it (within title_timeout) so
+        # it is recorded, rather than cancel it on the way out with its cost unrecorded.
+        await session.named()
         return 0
     finally:
         await _close(runtime, store)
@@ -178,6 +181,11 @@ async def chat_command(inv: Invocation) -> int:
             folder=Path.cwd(),
         )
         await chat.run(history=history_path())
+        args = inv.args
+        continued = args.session or getattr(args, "resume", None) is not None or args.continue_
+        if not continued and not await session.log():
+            # Left before a first prompt: no empty session stays behind for ``-c`` to find.
+            await runtime.delete_session(session.id)
         # Read from a pipe, a failed turn is the caller's to know (a terminal user saw it).
         return 1 if chat.failures and not sys.stdin.isatty() else 0
     finally:

@@ -1,13 +1,15 @@
 """``agentsession cost [ID | --all] [--json]``: what sessions cost, from the stored usage.
 
 Reads the store only (read-only, never creating a database): each session's dispatch records
-and responses make its ledger, priced with the shipped table (``pricing``).
+and responses make its ledger, priced with the configuration file's ``[prices]`` over the
+shipped table (``ledger.prices``), as ``session.cost()`` of a runtime given the same prices.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
+from ..config import ModelPrice
 from ..errors import UsageError
 from ..hygiene import visible_line
 from ..ledger import LEDGER_KINDS, CostSummary, Ledger, cost_fields, cost_lines, summarize
@@ -19,12 +21,14 @@ from .output import JsonOutput
 __all__ = ["COST_COMMANDS", "stored_cost"]
 
 
-async def stored_cost(store: Store, session_id: str) -> CostSummary:
-    """The cost summary of a stored session (shipped prices)."""
+async def stored_cost(
+    store: Store, session_id: str, prices: Mapping[str, ModelPrice] | None = None
+) -> CostSummary:
+    """The cost summary of a stored session (``prices`` over the shipped ones)."""
     info = await store.get_session(session_id)
     ledger = Ledger(info.next_seq)
     ledger.prime(await store.read(session_id, 0, info.next_seq, kinds=list(LEDGER_KINDS)))
-    return summarize(ledger.charges())
+    return summarize(ledger.charges(), prices)
 
 
 async def cost(inv: Invocation) -> int:
@@ -41,7 +45,8 @@ async def cost(inv: Invocation) -> int:
             ids = [s.id for s in await store.list_sessions()]
         else:  # a unique prefix names a session, as everywhere else
             ids = [(await find_session(store, args.id)).id]
-        summaries = [(sid, await stored_cost(store, sid)) for sid in ids]
+        prices = inv.config().prices
+        summaries = [(sid, await stored_cost(store, sid, prices)) for sid in ids]
     finally:
         await store.close()
     if isinstance(inv.output, JsonOutput):

@@ -208,7 +208,9 @@ class Invocation:
     def config(self) -> Config:
         """The runtime's configuration from the options."""
         window = getattr(self.args, "context_window", None)
-        return Config(context_window=window) if window else Config()
+        # The file's prices: the command line, ``serve`` and ``cost`` price as the library does.
+        prices = self.choice.config.prices
+        return Config(context_window=window, prices=prices) if window else Config(prices=prices)
 
     def check_agent_options(self) -> None:
         """Refuse a bad preset or MCP file before anything is opened or created."""

@@ -18,9 +18,19 @@ validated as a whole and a mistake is one ``UsageError`` naming the file and the
     [aliases]
     fast = "openai:gpt-4.1-mini"
 
+    [prices."local:qwen3"]          # USD per million tokens (``ags.ModelPrice``'s fields)
+    input = 0.2                      # required: input, cached_input, output
+    cached_input = 0.02
+    output = 0.8
+    cache_write = 0.25               # optional: cache_write, cache_write_long, source, date
+
 A model string ``NAME:MODEL`` whose ``NAME`` is a configured provider talks to that provider's
 server with that wire format; the session records ``NAME:MODEL``, so continuing it finds the
 same provider again. Keys never live in the file: it names the variable that holds one.
+
+``[prices."PROVIDER:MODEL"]`` prices a model as ``Config(prices=...)`` does (see
+``agentsession.ledger.prices``): the command line and ``serve`` pass them to every runtime they
+make, and ``cost`` reads them, so all three agree with ``session.cost()``.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from ..config import ModelPrice
 from ..errors import UnknownModelError, UsageError
 
 __all__ = [
@@ -60,8 +71,9 @@ DEFAULT_MODELS = (
 )
 """The model used when none is configured and a vendor's key variable is set, in this order."""
 
-_TOP = ("model", "preset", "system", "providers", "aliases")
+_TOP = ("model", "preset", "system", "providers", "aliases", "prices")
 _PROVIDER = ("base_url", "api_key_env", "format")
+_PRICE = ("input", "cached_input", "output", "cache_write", "cache_write_long", "source", "date")
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,7 @@ class UserConfig:
     system: str | None = None
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     aliases: Mapping[str, str] = field(default_factory=dict)
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
     def expand(self, spec: str) -> str:
         """``spec`` with an alias replaced by what it stands for."""
@@ -155,6 +168,23 @@ def _provider(path: Path, name: str, table: object) -> ProviderConfig:
     return ProviderConfig(name, base_url, key_env, fmt)
 
 
+def _price(path: Path, name: str, table: object) -> ModelPrice:
+    where = f'[prices."{name}"]'
+    if not isinstance(table, dict):
+        raise _fail(path, f"{where} must be a table")
+    _unknown(path, f"in {where}: ", table, _PRICE)
+    missing = [key for key in ("input", "cached_input", "output") if key not in table]
+    if missing:
+        raise _fail(path, f"{where} needs {', '.join(missing)} (USD per million tokens)")
+    for key in ("source", "date"):
+        if not isinstance(table.get(key, ""), str):
+            raise _fail(path, f"{where} {key} must be a string")
+    try:
+        return ModelPrice(**table)
+    except UsageError as exc:
+        raise _fail(path, f"{where}: {exc}") from None
+
+
 def load_config(path: Path | None = None) -> UserConfig:
     """The configuration file, validated; an empty configuration when there is none."""
     path = path or config_path()
@@ -174,8 +204,10 @@ def load_config(path: Path | None = None) -> UserConfig:
     optional = {k: _text(path, k, data[k]) for k in ("model", "preset", "system") if k in data}
     providers_table = data.get("providers", {})
     aliases_table = data.get("aliases", {})
-    if not isinstance(providers_table, dict) or not isinstance(aliases_table, dict):
-        raise _fail(path, "[providers] and [aliases] must be tables")
+    prices_table = data.get("prices", {})
+    if not all(isinstance(t, dict) for t in (providers_table, aliases_table, prices_table)):
+        raise _fail(path, "[providers], [aliases] and [prices] must be tables")
+    prices = {name: _price(path, name, t) for name, t in prices_table.items()}
     providers = {name: _provider(path, name, t) for name, t in providers_table.items()}
     aliases = {name: _text(path, f"alias {name!r}", value) for name, value in aliases_table.items()}
     return UserConfig(
@@ -186,6 +218,7 @@ def load_config(path: Path | None = None) -> UserConfig:
         optional.get("system"),
         MappingProxyType(providers),
         MappingProxyType(aliases),
+        MappingProxyType(prices),
     )
 
 

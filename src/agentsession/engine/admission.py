@@ -242,10 +242,11 @@ class Admitter:
         # The summary request is billed like any other: the ledger counts it (a ``SideCall``).
         call = SideCall(
             "compaction",
-            done.model or summarizer.name,
+            summarizer.name,  # as its dispatches are named: one model, one row of the costs
             done.usage,
-            usage_estimated=not summarizer.profile.reports_usage,
+            usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
             timestamp=now(),
+            usage_note=done.usage_note,
         )
         text = done.message.content.strip()
         if not text:
@@ -260,6 +261,7 @@ class Admitter:
             components=self.parts.components(),
             samples=samples,
             model=model.name,
+            provider=model.profile.provider,
             summary_seq=self.writer.next_seq,
             timestamp=now(),
             # Like every epoch, the compaction's names the tools its requests declare.
@@ -431,6 +433,11 @@ def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:
 
     This covers a session reopened in a process configured with a different model.
     """
-    if epoch is not None and epoch.model and epoch.model != model.name:
+    if epoch is None or not epoch.model:
+        return None
+    if epoch.model != model.name:
+        return "model_switch"
+    # The same name at another provider is another model (an epoch of an older log names none).
+    if epoch.provider and epoch.provider != model.profile.provider:
         return "model_switch"
     return None

@@ -28,9 +28,10 @@ from ..ledger import (
 )
 from ..ledger.prices import price_for
 from ..log import Dispatch, LogEntry, Record
+from ..log.usage_check import MAX_TOKENS
 from ..providers.base import CountsTokens
 from ..providers.cache_controls import STABLE_KEYS, CacheControls, cache_key_for
-from ..providers.cache_policy import cache_lifetime
+from ..providers.cache_policy import cache_lifetime, choose_ttl
 from ..request import ContentPart, Request, SystemMessage, UserMessage, digest
 from ..store.base import Store
 from ..store.fast import fast_paths
@@ -139,8 +140,18 @@ class SessionCosts:
             return CostEstimate(None, cached, uncached, model.name, "no price")
         fresh = min(fresh, uncached)
         written = uncached - fresh
-        usd = (cached * price.cached_input + written * price.write + fresh * price.input) / 1e6
+        # Written at the lifetime the request will ask for: the turn chooses it the same way.
+        write = price.write_long if self._asks_long_ttl() else price.write
+        usd = (cached * price.cached_input + written * write + fresh * price.input) / 1e6
         return CostEstimate(usd, cached, uncached, model.name, why)
+
+    def _asks_long_ttl(self) -> bool:
+        """Whether the next request asks for the long cache lifetime (Anthropic's 1 h)."""
+        if not self.model.profile.cache_ttl:
+            return False
+        ledger = self._writer.ledger
+        ttl = choose_ttl(self._deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+        return ttl == "1h"
 
     async def _provider_count(self, request: Request) -> tuple[int | None, str]:
         """The provider's count of ``request`` where it has an endpoint, else why not."""
@@ -152,6 +163,8 @@ class SessionCosts:
             counted = await model.count_input_tokens(request, controls)
         except ProviderError as exc:
             return None, f"counted locally: the provider's count failed: {exc}"
+        if counted is not None and (type(counted) is not int or not 0 <= counted <= MAX_TOKENS):
+            return None, f"counted locally: the provider's count {counted!r:.24} is no count"
         return counted, "" if counted is not None else "counted locally"
 
     async def _split(self, request: Request, model: str, tokens: _Tokens) -> tuple[int, int]:

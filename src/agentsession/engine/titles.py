@@ -95,10 +95,11 @@ class Titler:
             return fallback, None
         call = SideCall(
             "title",
-            done.model or self._model.name,
+            self._model.name,  # as its dispatches are named: one model, one row of the costs
             done.usage,
-            usage_estimated=not self._model.profile.reports_usage,
+            usage_estimated=not self._model.profile.reports_usage or bool(done.usage_note),
             timestamp=now(),
+            usage_note=done.usage_note,
         )
         title = clean_title(done.message.content).strip("\"'").strip()
         return (title[:80] if title else fallback), call

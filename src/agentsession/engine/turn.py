@@ -301,11 +301,12 @@ class Turn:
             timestamp=now(),
             response_id=done.response_id,
             provider_cache=done.provider_cache,
-            usage_estimated=not self.model.profile.reports_usage,
+            usage_estimated=not self.model.profile.reports_usage or bool(done.usage_note),
             sent_at=_iso(self.writer.ledger.last_noted()),
+            usage_note=done.usage_note,
         )
         saved = await self.writer.commit([entry, *results])
-        if self.model.profile.reports_usage and done.usage.input_tokens > 0:
+        if self.model.profile.reports_usage and done.usage.input_tokens > 0 and not done.usage_note:
             self.deps.budget.observe(request, done.usage.input_tokens)
         # A list, not a generator: every event comes after the commit.
         events: list[Event] = [

@@ -41,6 +41,7 @@ from ..log import (
     ToolResultEntry,
     UserEntry,
 )
+from ..log.usage_check import checked_usage
 from ..providers.base import Model
 from ..request import Request, ToolSpec, text_of
 from ..store.base import SessionInfo
@@ -375,7 +376,7 @@ def _requests(
         if previous is not None and previous.dispatch.model == item.dispatch.model:
             shared = cacheable(previous.request, item.request, tokens)
         answer = answers.get(item.seq)
-        usage = answer.usage if answer is not None else None
+        usage = checked_usage(answer.usage)[0] if answer is not None else None
         model = item.dispatch.model
         if model not in prices:
             prices[model] = price_for(model, config.prices)

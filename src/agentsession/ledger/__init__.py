@@ -26,6 +26,7 @@ from itertools import pairwise
 from typing import Literal
 
 from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall
+from ..log.usage_check import checked_usage
 from ..request import Usage
 from .misses import CacheMiss, cache_misses
 from .prices import ModelPrice, price_for
@@ -166,8 +167,9 @@ class Ledger:
         # Only a turn's response counts here: a side call (title, summary) sends another prefix,
         # and it may stand after the turn's charge, so the folded usage is the entry's own.
         if _fold(self._late, record) and isinstance(entry, AssistantEntry):
-            self._read += entry.usage.cached_input_tokens
-            self._written += entry.usage.cache_write_tokens
+            usage = checked_usage(entry.usage)[0]
+            self._read += usage.cached_input_tokens
+            self._written += usage.cache_write_tokens
 
     def charges(self) -> list[Charge]:
         """Every charge known, oldest first (the stored ones only once primed)."""
@@ -216,14 +218,16 @@ def _fold(charges: list[Charge], record: Record) -> bool:
     if isinstance(entry, Dispatch):
         charges.append(Charge(record.seq, entry.model, entry.timestamp, entry.cache))
     elif isinstance(entry, SideCall):
-        estimated = entry.usage_estimated or entry.usage.input_tokens <= 0
+        # A log written before usage was checked on arrival may hold any figure: checked again.
+        usage, note = checked_usage(entry.usage)
+        estimated = entry.usage_estimated or bool(note) or usage.input_tokens <= 0
         charges.append(
             Charge(
                 record.seq,
                 entry.model,
                 entry.timestamp,
                 "unknown",
-                usage=entry.usage,
+                usage=usage,
                 estimated=estimated,
                 purpose=entry.purpose,
             )
@@ -234,6 +238,7 @@ def _fold(charges: list[Charge], record: Record) -> bool:
         if at < 0 or charges[at].usage is not None:
             return False
         asked = charges[at]
+        usage, note = checked_usage(entry.usage)
         # Built directly: ``dataclasses.replace`` costs several times more, once per response
         # of a whole log when a report or ``cost`` folds it.
         charges[at] = Charge(
@@ -241,8 +246,8 @@ def _fold(charges: list[Charge], record: Record) -> bool:
             asked.model,
             asked.timestamp,
             asked.local_cache,
-            entry.usage,
-            entry.usage_estimated or entry.usage.input_tokens <= 0,
+            usage,
+            entry.usage_estimated or bool(note) or usage.input_tokens <= 0,
             entry.provider_cache,
             entry.response_id,
             entry.sent_at,
@@ -254,6 +259,7 @@ def _fold(charges: list[Charge], record: Record) -> bool:
 
 def charge_usd(usage: Usage, price: ModelPrice) -> tuple[float, float]:
     """``(billed, uncached)`` USD of one response: as billed, and without any caching."""
+    usage = checked_usage(usage)[0]  # figures of a log written before they were checked
     long_writes = min(usage.cache_write_long_tokens, usage.cache_write_tokens)
     short_writes = usage.cache_write_tokens - long_writes
     fresh = max(0, usage.input_tokens - usage.cached_input_tokens - usage.cache_write_tokens)
@@ -413,7 +419,10 @@ def cost_lines(summary: CostSummary) -> list[str]:
     for row in models:
         lines.append(f"  {row.model}: {row.requests} requests, {_usd(row.total_usd)}")
     if summary.no_price:
-        lines.append(f"no price for {', '.join(summary.no_price)}: set Config(prices=...)")
+        lines.append(
+            f"no price for {', '.join(summary.no_price)}: give one in Config(prices=...)"
+            ' or a [prices."PROVIDER:MODEL"] table of config.toml'
+        )
     return lines
 
 

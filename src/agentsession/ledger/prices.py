@@ -1,10 +1,17 @@
 """Model prices: USD per million tokens, shipped per model with the page and date they come from.
 
-A price is looked up by the model string given to ``get_model`` (``"anthropic:claude-opus-4-8"``)
-or by the bare model name (``"claude-opus-4-8"``); a dated or suffixed variant
-(``"claude-opus-4-8-20261001"``, ``"gpt-4.1-2025-04-14"``) finds the entry of its base name.
-``Config(prices=...)`` entries win over the shipped table. A model without an entry has no
-price: costs are ``None`` and say so, never a guess.
+A price belongs to a provider and a model. The shipped table holds each first-party vendor's
+list prices, keyed by bare model name; it prices a model string of that vendor
+(``"anthropic:claude-opus-4-8"``, ``"openai:gpt-4.1"``, ``"openai-chat:…"``,
+``"openai-responses:…"``) or a bare name (``"claude-opus-4-8"``), and a dated or suffixed
+variant (``"claude-opus-4-8-20261001"``, ``"gpt-4.1-2025-04-14"``) finds the entry of its base
+name. A model reached any other way — ``openai-compatible:…``, a provider of the command
+line's configuration file (``"local:gpt-4.1"``), any other prefix — has no list price, whatever
+its name: a local server's ``gpt-4.1`` is not OpenAI's. Given prices (``Config(prices=...)``,
+the command line's ``[prices."PROVIDER:MODEL"]`` tables) win over the shipped table: a key
+``"PROVIDER:MODEL"`` prices that provider's model (``"openai-compatible:MODEL"`` a local
+server's), a bare key that name at any provider. A model without an entry has no price: costs
+are ``None`` and say so, never a guess.
 """
 
 from __future__ import annotations
@@ -76,25 +83,56 @@ PRICES: Mapping[str, ModelPrice] = {
 _SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest)$")
 
 
-def _bare(model: str) -> str:
-    """``"openai:gpt-4.1"`` → ``"gpt-4.1"``; ``"openai-compatible:http://h/v1#m"`` → ``"m"``."""
-    if "#" in model:
-        return model.rsplit("#", 1)[1]
-    return model.split(":", 1)[1] if ":" in model else model
+_VENDOR_OF_PREFIX = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "gemini": "google",
+}
+"""The first-party prefixes and whose list prices they are billed at."""
+
+_VENDOR_OF_SOURCE = {_ANTHROPIC: "anthropic", _OPENAI: "openai"}
+
+
+def _split(model: str) -> tuple[str, str]:
+    """A model string's provider prefix (``""``: none) and its bare model name.
+
+    ``"openai:gpt-4.1"`` → ``("openai", "gpt-4.1")``; ``"gpt-4.1"`` → ``("", "gpt-4.1")``;
+    ``"openai-compatible:http://h/v1#m"`` → ``("openai-compatible", "m")``.
+    """
+    provider, sep, rest = model.partition(":")
+    if not sep:
+        return "", model
+    return provider, rest.rsplit("#", 1)[1] if "#" in rest else rest
+
+
+def _variants(key: str) -> tuple[str, str]:
+    return key, _SUFFIX.sub("", key)
 
 
 def price_for(model: str, prices: Mapping[str, ModelPrice] | None = None) -> ModelPrice | None:
     """The price of ``model`` (a ``get_model`` string or a bare name); ``None``: no price.
 
-    ``prices`` (``Config.prices``) is consulted first, by the whole string, then by the bare
-    name; then the shipped table by the bare name, its date or ``-latest`` suffix removed.
+    ``prices`` (``Config.prices``) is consulted first: by the whole string, by
+    ``PROVIDER:MODEL``, then by the bare name (the caller's own table: a bare key is the
+    caller's word for that name at any provider); then the shipped table by the bare name, for
+    a model of the vendor whose list it is. Each key is also tried with its date or
+    ``-latest`` suffix removed.
     """
     given = prices or {}
-    bare = _bare(model)
-    for table, keys in ((given, (model, bare)), (PRICES, (bare,))):
-        for key in keys:
-            for name in (key, _SUFFIX.sub("", key)):
-                found = table.get(name)
-                if found is not None:
-                    return found
+    provider, bare = _split(model)
+    vendor = _VENDOR_OF_PREFIX.get(provider, "") if provider else ""
+    keys = [model, f"{provider}:{bare}", bare] if provider else [model]
+    for key in keys:
+        for name in _variants(key):
+            found = given.get(name)
+            if found is not None:
+                return found
+    if provider and not vendor:
+        return None  # another server's model of the same name is not the vendor's
+    for name in _variants(bare):
+        found = PRICES.get(name)
+        if found is not None and (not vendor or _VENDOR_OF_SOURCE.get(found.source) == vendor):
+            return found
     return None

@@ -81,7 +81,9 @@ class AssistantEntry:
     to compare against it); ``provider_cache`` the provider's own cache diagnosis of the request
     this answers (``""``: none asked or given; ``"hit"``; or its miss reason, e.g.
     ``"messages_changed"``), kept beside the local diagnosis of the dispatch record before it.
-    ``usage_estimated``: the figures are the model's guess, not the provider's count.
+    ``usage_estimated``: the figures are the model's guess, not the provider's count, or the
+    provider's figures had to be corrected (``usage_note`` says why: negative, not an integer,
+    beyond range, parts above the whole).
     ``sent_at`` is when the request was sent by the runtime's clock (cache lifetimes are
     judged by it; ``timestamp`` is the wall clock's).
     """
@@ -97,6 +99,7 @@ class AssistantEntry:
     provider_cache: str = ""
     usage_estimated: bool = False
     sent_at: str = ""
+    usage_note: str = ""
     kind: Literal["assistant"] = "assistant"
 
 
@@ -171,6 +174,7 @@ class ContextEpoch:
     summary_seq: int | None = None
     timestamp: str = ""
     tools: tuple[str, ...] | None = None
+    provider: str = ""
     kind: Literal["epoch"] = "epoch"
 
 
@@ -267,16 +271,24 @@ class SideCall:
     usage: Usage = field(default_factory=Usage)
     usage_estimated: bool = False
     timestamp: str = ""
+    usage_note: str = ""
     kind: Literal["side_call"] = "side_call"
 
 
 @dataclass(frozen=True, slots=True)
 class ModelSwitched:
-    """The session's model changed; a new epoch follows."""
+    """The session's model changed; a new epoch follows.
+
+    A model is its provider and its name: ``provider`` and ``previous_provider`` (the profiles'
+    ``provider``; ``""`` in logs written before they were recorded) tell apart two providers'
+    models of the same name.
+    """
 
     model: str
     previous: str
     timestamp: str = ""
+    provider: str = ""
+    previous_provider: str = ""
     kind: Literal["model_switched"] = "model_switched"
 
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
+from ..log.usage_check import token_sum
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, replay, require_event_stream, usage_count
 from ._errors import sdk_error
@@ -58,15 +59,16 @@ def _replay_data(content: list[Any], fmt: str) -> dict[str, Any]:
 
 
 def _usage(u: Any) -> Usage:
-    cache_read = usage_count(getattr(u, "cache_read_input_tokens", 0))
-    cache_write = usage_count(getattr(u, "cache_creation_input_tokens", 0))
+    # Figures go on as reported: ``ModelDone`` checks them and names what it had to correct.
+    cache_read = getattr(u, "cache_read_input_tokens", 0)
+    cache_write = getattr(u, "cache_creation_input_tokens", 0)
     split = getattr(u, "cache_creation", None)
     return Usage(
-        input_tokens=usage_count(u.input_tokens) + cache_read + cache_write,
-        output_tokens=usage_count(u.output_tokens),
+        input_tokens=token_sum(u.input_tokens, cache_read, cache_write),
+        output_tokens=u.output_tokens,
         cached_input_tokens=cache_read,
         cache_write_tokens=cache_write,
-        cache_write_long_tokens=usage_count(getattr(split, "ephemeral_1h_input_tokens", 0)),
+        cache_write_long_tokens=getattr(split, "ephemeral_1h_input_tokens", 0),
     )
 
 

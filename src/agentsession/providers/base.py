@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import AgentSessionError, ProviderError
+from ..log.usage_check import checked_usage
 from ..request import AssistantMessage, Request, ToolCall, Usage
 
 __all__ = [
@@ -141,10 +142,19 @@ class ModelDone:
     """Calls (by index in ``message.tool_calls``) whose arguments did not arrive as one JSON
     object, each with why (``"not valid JSON"``, ``"not a JSON object"``); their ``arguments``
     are empty and they never run."""
+    usage_note: str = ""
+    """Why the reported usage had to be corrected (``""``: it was taken as reported). Every
+    figure is checked here, whoever built the event: a corrected usage is an estimate."""
 
     def __post_init__(self) -> None:
         if self.stop_reason == "end_turn" and self.message.tool_calls:
             object.__setattr__(self, "stop_reason", "tool_calls")
+        usage, note = checked_usage(self.usage)
+        if usage is not self.usage:
+            object.__setattr__(self, "usage", usage)
+        if note:
+            joined = f"{self.usage_note}; {note}" if self.usage_note else note
+            object.__setattr__(self, "usage_note", joined)
 
 
 ModelEvent: TypeAlias = ModelTextDelta | ModelToolCall | ModelDone

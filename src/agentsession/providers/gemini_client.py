@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
+from ..log.usage_check import token_sum
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
-from ._client import SDKModel, replay, require_event_stream, usage_count
+from ._client import SDKModel, replay, require_event_stream
 from ._errors import status_error, transport_error
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
@@ -93,10 +94,9 @@ def _usage(meta: Any) -> Usage:
     if meta is None:
         return Usage()
     return Usage(
-        input_tokens=usage_count(meta.prompt_token_count),
-        output_tokens=usage_count(meta.candidates_token_count)
-        + usage_count(meta.thoughts_token_count),
-        cached_input_tokens=usage_count(meta.cached_content_token_count),
+        input_tokens=meta.prompt_token_count,
+        output_tokens=token_sum(meta.candidates_token_count, meta.thoughts_token_count),
+        cached_input_tokens=meta.cached_content_token_count,
     )
 
 

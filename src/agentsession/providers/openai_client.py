@@ -142,10 +142,10 @@ def _chat_usage(usage: Any) -> Usage:
         return Usage()
     details = getattr(usage, "prompt_tokens_details", None)
     return Usage(
-        input_tokens=usage_count(usage.prompt_tokens),
-        output_tokens=usage_count(usage.completion_tokens),
-        cached_input_tokens=usage_count(getattr(details, "cached_tokens", 0)),
-        cache_write_tokens=usage_count(getattr(details, "cache_write_tokens", 0)),
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_input_tokens=getattr(details, "cached_tokens", 0),
+        cache_write_tokens=getattr(details, "cache_write_tokens", 0),
     )
 
 
@@ -234,10 +234,10 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
     if response.usage is not None:
         details = response.usage.input_tokens_details
         usage = Usage(
-            input_tokens=usage_count(response.usage.input_tokens),
-            output_tokens=usage_count(response.usage.output_tokens),
-            cached_input_tokens=usage_count(getattr(details, "cached_tokens", 0)),
-            cache_write_tokens=usage_count(getattr(details, "cache_write_tokens", 0)),
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            cached_input_tokens=getattr(details, "cached_tokens", 0),
+            cache_write_tokens=getattr(details, "cache_write_tokens", 0),
         )
     data = {fmt: {"reasoning": reasoning}} if reasoning else {}
     message = AssistantMessage(

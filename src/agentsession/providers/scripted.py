@@ -196,6 +196,10 @@ def _demo_reply(request: Request) -> Reply:
         return f"(scripted demo model) `{last.name}` returned **{text_of(last.content)}**."
     users = [m for m in request.messages if isinstance(m, UserMessage)]
     text = text_of(users[-1].content) if users else ""
+    if not any(tool.name == "count_words" for tool in request.tools):
+        # Switched to mid-session (``/model scripted:demo``): the session's tools are not the
+        # demo's, and a call of a tool the request does not offer is only ever refused.
+        return f"(scripted demo model) {len(text.split())} words, counted without a tool."
     return [ToolCall("count_words", {"text": text})]
 
 

@@ -93,13 +93,14 @@ def _session_paths() -> dict[str, Any]:
             "parameters": [_ID],
             "get": _op("A session, its waiting approvals", {"200": _json(_SESSION)}),
             "patch": _op(
-                "Rename",
+                "Rename, or change the permission preset (idle only: 409 during a turn;"
+                " the next request tells the model)",
                 {"200": _json(_SESSION)},
                 requestBody=_body(
                     {
                         "type": "object",
-                        "required": ["title"],
-                        "properties": {"title": {"type": "string"}},
+                        "minProperties": 1,
+                        "properties": {"title": {"type": "string"}, "preset": {"type": "string"}},
                     }
                 ),
             ),
@@ -136,7 +137,10 @@ def _turn_paths() -> dict[str, Any]:
                     {
                         "type": "object",
                         "required": ["text"],
-                        "properties": {"text": {"type": "string"}},
+                        "properties": {
+                            "text": {"type": "string"},
+                            "skills": {"type": "array", "items": {"type": "string"}},
+                        },
                     }
                 ),
             ),

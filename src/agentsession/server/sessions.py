@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import UsageError
+from ..errors import SessionBusyError, UsageError
 from ..log import LogEntry
 from ..store.base import SessionInfo
 from ..store.session_file import render_session_file
@@ -107,15 +107,25 @@ async def get_session(request: Request) -> Response:
     return JSONResponse(found)
 
 
-async def rename_session(request: Request) -> Response:
+async def update_session(request: Request) -> Response:
+    """``PATCH``: a new ``title``, a new permission ``preset`` (idle only: 409 during a turn)."""
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    title = text_field(await state.json(request), "title")
-    assert title is not None
+    body = await state.json(request)
+    title = text_field(body, "title", required=False)
+    preset = text_field(body, "preset", required=False)
+    if title is None and preset is None:
+        raise UsageError("the request body needs a string field 'title' or 'preset'")
+    if preset is not None and session_id in state.turns.running:
+        raise SessionBusyError(f"session {session_id} is running a turn")
     session = await state.runtime.open_session(session_id)
     try:
-        await session.rename(title)
+        if preset is not None:
+            # As the library records it: a permission_changed entry, told at the next request.
+            session.set_permission_preset(preset)
+        if title is not None:
+            await session.rename(title)
     finally:
         await session.close()
     return JSONResponse(info_json(await state.runtime.store.get_session(session_id)))
@@ -212,7 +222,7 @@ def session_routes() -> list[Route]:
         Route("/sessions", create_session, methods=["POST"]),
         Route("/sessions/import", import_session, methods=["POST"]),
         Route("/sessions/{id}", get_session, methods=["GET"]),
-        Route("/sessions/{id}", rename_session, methods=["PATCH"]),
+        Route("/sessions/{id}", update_session, methods=["PATCH"]),
         Route("/sessions/{id}", delete_session, methods=["DELETE"]),
         Route("/sessions/{id}/fork", fork_session, methods=["POST"]),
         Route("/sessions/{id}/export", export_session, methods=["GET"]),

@@ -43,11 +43,15 @@ async def prompt(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    text = text_field(await state.json(request), "text")
+    body = await state.json(request)
+    text = text_field(body, "text")
     assert text is not None
     if not text.strip():
         raise UsageError("the prompt text is empty")
-    run = await state.turns.start(session_id, lambda session: session.stream(text))
+    skills = body.get("skills", [])
+    if not isinstance(skills, list) or not all(isinstance(name, str) for name in skills):
+        raise UsageError("'skills' must be a list of skill names")
+    run = await state.turns.start(session_id, lambda session: session.stream(text, skills=skills))
     return _stream(run)
 
 

@@ -23,7 +23,11 @@ from ..log import RuntimeContextSnapshot
 from ..request import ContentPart, TextPart, text_of
 from .skill import SkillText
 
+PYTHON_LOCATION = "python:"
+"""The location prefix of a skill written in Python (``python:pdf``): no file, no folder."""
+
 __all__ = [
+    "PYTHON_LOCATION",
     "escape_attribute",
     "mentioned_skills",
     "neutralize",
@@ -86,18 +90,24 @@ def select_skills(
     return tuple(chosen)
 
 
-def render_skill_block(read: SkillText) -> str:
-    """One ``<skill name="…" location="…">`` block holding what was read, as data."""
+def render_skill_block(read: SkillText, *, python_location: bool = False) -> str:
+    """One ``<skill name="…" location="…">`` block holding what was read, as data.
+
+    A skill written in Python has no file; with ``python_location`` (an explicit selection)
+    its location reads ``python:<name>``, so every selected block says where it came from.
+    A loaded skill's component keeps the form it always had (changing it would resend it).
+    """
+    location = read.location or (f"{PYTHON_LOCATION}{read.name}" if python_location else "")
     attributes = f'name="{escape_attribute(read.name)}"'
-    if read.location:
-        attributes += f' location="{escape_attribute(read.location)}"'
+    if location:
+        attributes += f' location="{escape_attribute(location)}"'
     body = neutralize(read.text.strip("\n"))
     return f"<skill {attributes}>\n{body}\n</skill>" if body else f"<skill {attributes}>\n</skill>"
 
 
 def render_skill_blocks(reads: Iterable[SkillText]) -> str:
     """The blocks of one selection, in order, separated by a blank line (``""`` for none)."""
-    return "\n\n".join(render_skill_block(read) for read in reads)
+    return "\n\n".join(render_skill_block(read, python_location=True) for read in reads)
 
 
 def prepend_skill_blocks(

@@ -68,12 +68,24 @@ def assert_prefix_stable(model: RecordsRequests) -> None:
     """Each request the model received starts with the one before it, unless it is a new epoch.
 
     A request that keeps its predecessor's tools, system part and messages as a prefix can be
-    served from the provider's prompt cache; a new epoch (a different system part) may change
-    them. ``AssertionError`` names the first request that breaks the prefix without one.
+    served from the provider's prompt cache. A new epoch may change them, whatever started it
+    (``ContextEpoch.reason``): a new system part (start, compaction, model switch, a manual or
+    location epoch), a changed tool list (``"tools"``: within an epoch the tools stay put), or a
+    window advance (``"window"``), seen as the first message coming from later in the log than
+    before (``Request.sources``). ``AssertionError`` names the first request that breaks the
+    prefix without one.
     """
     for number, (before, after) in enumerate(pairwise(model.requests), 1):
-        if after.system != before.system:
-            continue  # a new epoch: a fresh baseline, the cache starts over
-        same = after.tools == before.tools
+        if after.system != before.system or after.tools != before.tools:
+            continue  # a new epoch: a fresh baseline or tool list, the cache starts over
+        if _window_moved(before, after):
+            continue  # a window advance starts a new epoch too
         kept = tuple(after.messages[: len(before.messages)]) == tuple(before.messages)
-        assert same and kept, f"request {number} does not extend request {number - 1}"
+        assert kept, f"request {number} does not extend request {number - 1}"
+
+
+def _window_moved(before: Request, after: Request) -> bool:
+    """Whether ``after``'s view starts later in the log than ``before``'s did."""
+    first_before = min(before.sources[0], default=None) if before.sources else None
+    first_after = min(after.sources[0], default=None) if after.sources else None
+    return first_before is not None and first_after is not None and first_after > first_before
