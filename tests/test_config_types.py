@@ -42,6 +42,8 @@ _WRONG: dict[str, Any] = {
     "provider_cache_diagnostics": "true",
     "prices": [],
     "title_timeout": "10",
+    "compaction": 1,
+    "cost_alert_usd": "5",
 }
 
 

@@ -77,7 +77,7 @@ async def test_library_and_server_read_an_old_log_with_absurd_usage(tmp_path: Pa
     assert preview.input_usd is not None and preview.input_usd >= 0
     app = ags.server.create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         for route in ("cost", "report", "context", "request", "request?step=2"):
             answer = await client.get(f"/sessions/{sid}/{route}")
             assert answer.status_code == 200, (route, answer.text)
