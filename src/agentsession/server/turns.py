@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
@@ -21,7 +20,7 @@ from ..events import Event, StepCommitted, TurnFinished, TurnStream
 from ..log import ContextEpoch, Record
 from ..runtime import Runtime
 from ..session import Session
-from .notify import Notifier
+from .notify import Notifier, Wakeup
 from .wire import entry_json, error_body, event_json, sse_frame
 
 __all__ = ["TurnObserver", "TurnRun", "Turns"]
@@ -38,50 +37,49 @@ class TurnObserver(Protocol):
 
 
 class TurnRun:
-    """The frames of one running turn, kept for its listeners until it is over."""
+    """The frames of one running turn, kept for its listeners until it is over.
+
+    Listeners wait on a ``Wakeup`` (no lock): a listener whose client leaves is cancelled at
+    any point and must never leave anything held that the turn needs to add its next frame.
+    """
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.frames: list[bytes] = []
         self.done = False
         self.early_error: BaseException | None = None
-        self._changed = asyncio.Condition()
+        self._changed = Wakeup()
         self._started = asyncio.Event()
 
     async def add(self, frame: bytes) -> None:
         """Keep a frame and wake the listeners."""
-        async with self._changed:
-            self.frames.append(frame)
-            self._changed.notify_all()
+        self.frames.append(frame)
+        self._changed.fire()
         self._started.set()
 
     async def finish(self) -> None:
         """The turn is over: listeners end after the last frame."""
-        async with self._changed:
-            self.done = True
-            self._changed.notify_all()
+        self.done = True
+        self._changed.fire()
         self._started.set()
 
     async def started(self) -> None:
         """Wait for the first frame (or an error before any)."""
         await self._started.wait()
 
-    def _ready(self, index: int) -> bool:
-        return self.done or index < len(self.frames)
-
     async def listen(self) -> AsyncIterator[bytes]:
         """Every frame from the first, then each as it comes, until the turn is over."""
         index = 0
         while True:
-            async with self._changed:
-                await self._changed.wait_for(functools.partial(self._ready, index))
-                fresh = self.frames[index:]
-                over = self.done
+            over = self.done
+            fresh = self.frames[index:]
             index += len(fresh)
             for frame in fresh:
                 yield frame
             if over and index >= len(self.frames):
                 return
+            if not fresh and not self.done:
+                await self._changed.wait()
 
 
 StreamOf = Callable[[Session], TurnStream]
