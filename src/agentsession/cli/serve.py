@@ -1,27 +1,35 @@
 """``agentsession serve``: the HTTP server over the command line's database and model.
 
 ``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T]
-[--otlp-endpoint URL]``. Without ``--token`` the server answers anyone who reaches it, so it
-refuses to listen anywhere but on a loopback address. The server and its traces come with the
-``server`` and ``otel`` extras; nothing here imports them until ``serve`` runs.
+[--workspaces DIR] [--preset NAME] [--otlp-endpoint URL]``. Without ``--token`` the server
+answers anyone who reaches it, so it refuses to listen anywhere but on a loopback address.
+Sessions never work in the folder ``serve`` was started in: with ``--workspaces`` each gets a
+folder of its own under DIR, and without it no built-in file or command tool is offered.
+``--preset`` is new sessions' permission preset (``read-only`` unless given). The server and
+its traces come with the ``server`` and ``otel`` extras; nothing here imports them until
+``serve`` runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import signal
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from ..store.base import Store
     from .invocation import Invocation
 
-__all__ = ["add_serve_command", "serve", "worker_app"]
+__all__ = ["add_serve_command", "serve", "server_runtime", "worker_app"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds running turns and open streams get to finish when the server stops.
@@ -52,6 +60,20 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         help="server processes sharing the port, each with its own runtime (default: 1)",
     )
     add(
+        "--workspaces",
+        metavar="DIR",
+        help="give each session a folder of its own under DIR (per owner, then per session) and"
+        " the built-in file and command tools confined to it; without it sessions get no file"
+        " or command tools",
+    )
+    add(
+        "--preset",
+        default="read-only",
+        metavar="NAME",
+        help="permission preset of new sessions: read-only (default), workspace-write or"
+        " full-access",
+    )
+    add(
         "--otlp-endpoint",
         metavar="URL",
         help="send OpenTelemetry traces over OTLP/HTTP to this collector (e.g."
@@ -68,6 +90,40 @@ def _check_bind(host: str, tokens: list[str]) -> None:
             " every session; give --token TOKEN (clients send 'Authorization: Bearer TOKEN'),"
             " or listen on 127.0.0.1"
         )
+
+
+def server_runtime(inv: Invocation, store: Store, workspaces: str | None, preset: str) -> Runtime:
+    """The runtime of a server: its tools only with workspaces, and the server's preset."""
+    from ..permissions import preset_table
+    from ..runtime import Runtime
+    from ..tools.builtin import builtin_tools
+
+    model, tools = inv.model("", ready=True)
+    config = dataclasses.replace(inv.config(), permission_preset=preset)
+    if preset not in preset_table(config):
+        known = ", ".join(preset_table(config))
+        raise UsageError(f"unknown permission preset {preset!r}; known presets: {known}")
+    if workspaces is None:
+        builtin = {t.name for t in builtin_tools()}
+        tools = [t for t in tools if t.name not in builtin]
+    # The server's own folder is nobody's business (a workspace is reached through the tools).
+    config = dataclasses.replace(
+        config, environment=tuple(e for e in config.environment if e != "cwd")
+    )
+    return Runtime(store=store, model=model, tools=tools, config=config, project_dir=Path.cwd())
+
+
+def _workspaces(given: str | None) -> str | None:
+    if given is None:
+        return None
+    root = Path(given).resolve()
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"--workspaces {given}: cannot create the folder ({exc.strerror})"
+        ) from None
+    return str(root)
 
 
 def _graceful(uvicorn: Any, config: Any, app: Any) -> Any:
@@ -108,7 +164,7 @@ def worker_app() -> Any:
     conf = json.loads(os.environ[_WORKER_ENV])
     args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
     inv = Invocation(args, QuietOutput())
-    runtime = inv.new_runtime(inv.store("write"), None)
+    runtime = server_runtime(inv, inv.store("write"), conf["workspaces"], conf["preset"])
     tracing = None
     if conf["otlp"]:
         from ..server.telemetry import otlp_tracing
@@ -126,6 +182,7 @@ def worker_app() -> Any:
         shutdown_grace=_GRACE,
         observer=tracing.observer if tracing is not None else None,
         on_shutdown=closing,
+        workspaces=conf["workspaces"],
     )
 
 
@@ -145,6 +202,8 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "model": args.model,
             "tokens": list(Tokens.of(args.token).hashes),
             "otlp": args.otlp_endpoint,
+            "workspaces": args.workspaces,
+            "preset": args.preset,
         }
     )
     inv.output.note(f"serving on http://{args.host}:{args.port} with {args.workers} workers")
@@ -167,6 +226,7 @@ async def serve(inv: Invocation) -> int:
     _check_bind(args.host, args.token)
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
+    args.workspaces = _workspaces(args.workspaces)
     try:
         import uvicorn
 
@@ -178,7 +238,7 @@ async def serve(inv: Invocation) -> int:
     if args.workers > 1:
         return await _serve_workers(inv, uvicorn)
     store = inv.store("create")
-    runtime = inv.new_runtime(store, None)
+    runtime = server_runtime(inv, store, args.workspaces, args.preset)
     tracing = None
     try:
         if args.otlp_endpoint:
@@ -190,6 +250,7 @@ async def serve(inv: Invocation) -> int:
             tokens=args.token,
             shutdown_grace=_GRACE,
             observer=tracing.observer if tracing is not None else None,
+            workspaces=args.workspaces,
         )
         # Open event streams never end by themselves: after the grace period uvicorn closes
         # them, and running turns get the same time to finish before they are cancelled.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -31,6 +32,7 @@ from .turn_routes import lease_details, turn_routes
 from .turns import ObserverOf, Turns
 from .ui_page import PAGE
 from .wire import error_body, status_of
+from .workspaces import Workspaces
 
 __all__ = ["create_app"]
 
@@ -46,6 +48,7 @@ def create_app(
     shutdown_grace: float = 10.0,
     observer: ObserverOf | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    workspaces: str | Path | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
@@ -53,15 +56,21 @@ def create_app(
     owner and sees only its own sessions. ``max_body`` caps request bodies (413 beyond).
     ``observer`` sees every turn (``agentsession.server.telemetry.otel_observer`` makes spans).
     ``on_shutdown`` runs last when the app shuts down (closing a runtime the app owns).
+    ``workspaces``: a folder under which each session works in a folder of its own (per owner,
+    then per session); without it sessions work in ``runtime.project_dir`` — give such a
+    runtime no file or command tools (``agentsession serve`` does not).
     """
     notifier = Notifier(runtime.store)
+    owners = Owners(runtime.store)
+    places = Workspaces(workspaces, runtime, owners)
     state = ServerState(
         runtime=runtime,
         notifier=notifier,
-        turns=Turns(runtime, notifier, observer),
+        turns=Turns(runtime, notifier, observer, places.open),
         tokens=Tokens.of(tokens),
-        owners=Owners(runtime.store),
+        owners=owners,
         max_body=max_body,
+        workspaces=places,
     )
 
     @contextlib.asynccontextmanager

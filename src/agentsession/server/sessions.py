@@ -18,6 +18,7 @@ from ..store.base import SessionInfo
 from ..store.session_file import render_session_file
 from .state import ServerState, text_field
 from .wire import plain
+from .workspaces import check_name
 
 __all__ = ["info_json", "session_routes"]
 
@@ -76,7 +77,8 @@ async def create_session(request: Request) -> Response:
     owner = state.caller(request)
     body = await state.json(request)
     title = text_field(body, "title", required=False)
-    session = await state.runtime.create_session()
+    name = body.get("workspace")
+    session = await state.workspaces.create(owner, None if name is None else check_name(name))
     try:
         if owner is not None:
             await state.owners.set(session.id, owner)
@@ -85,19 +87,23 @@ async def create_session(request: Request) -> Response:
     finally:
         await session.close()
     info = await state.runtime.store.get_session(session.id)
-    return JSONResponse(info_json(info), status_code=201)
+    found = info_json(info)
+    found["workspace"] = state.workspaces.name_of(info.project_dir)
+    return JSONResponse(found, status_code=201)
 
 
 async def get_session(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
-        found = info_json(await state.runtime.store.get_session(session_id))
+        info = await state.runtime.store.get_session(session_id)
+        found = info_json(info)
         found["running_here"] = session_id in state.turns.running
         found["waiting_approvals"] = [plain(a) for a in session.pending_approvals()]
         found["permission_preset"] = session.permission_preset
+        found["workspace"] = state.workspaces.name_of(info.project_dir)
     finally:
         await session.close()
     return JSONResponse(found)
@@ -109,7 +115,7 @@ async def rename_session(request: Request) -> Response:
     await state.allowed(request, session_id)
     title = text_field(await state.json(request), "title")
     assert title is not None
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
         await session.rename(title)
     finally:
@@ -133,7 +139,7 @@ async def fork_session(request: Request) -> Response:
     at = (await state.json(request)).get("at")
     if at is not None and (not isinstance(at, int) or isinstance(at, bool) or at < 0):
         raise UsageError("'at' must be a log seq (a whole number, 0 or more)")
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
         fork = await session.fork(at)
     finally:

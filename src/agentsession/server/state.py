@@ -18,6 +18,7 @@ from .auth import Tokens
 from .notify import Notifier
 from .owners import Owners
 from .turns import Turns
+from .workspaces import Workspaces
 
 __all__ = ["BodyTooLargeError", "Decision", "NotAuthorizedError", "ServerState"]
 
@@ -50,6 +51,7 @@ class ServerState:
     tokens: Tokens
     owners: Owners
     max_body: int
+    workspaces: Workspaces
     #: Approvals answered here and not yet used by a resume, per session.
     decisions: dict[str, dict[str, Decision]] = field(default_factory=dict)
 

@@ -75,7 +75,7 @@ async def waiting(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     pending = session.pending_approvals()
     await session.close()
     answered = state.decisions.get(session_id, {})
@@ -102,7 +102,7 @@ async def answer(request: Request) -> Response:
     await state.allowed(request, session_id)
     body = await state.json(request)
     decision = _decision({**body, "call_id": request.path_params["call_id"]})
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     waiting_ids = [a.call_id for a in session.pending_approvals()]
     await session.close()
     if decision.call_id not in waiting_ids:

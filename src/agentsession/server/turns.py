@@ -83,6 +83,8 @@ class TurnRun:
 
 
 StreamOf = Callable[[Session], TurnStream]
+Opener = Callable[[str], Awaitable[Session]]
+"""Opens a session where its tools work (its workspace)."""
 Prepare = Callable[[Session], Awaitable[None]]
 ObserverOf = Callable[[Session, int | None], TurnObserver]
 """Makes the observer of one turn: given its session and the context epoch it starts in."""
@@ -92,9 +94,14 @@ class Turns:
     """The turns this process runs, one per session at a time."""
 
     def __init__(
-        self, runtime: Runtime, notifier: Notifier, observer: ObserverOf | None = None
+        self,
+        runtime: Runtime,
+        notifier: Notifier,
+        observer: ObserverOf | None = None,
+        opener: Opener | None = None,
     ) -> None:
         self._runtime = runtime
+        self._open: Opener = opener or runtime.open_session
         self._notifier = notifier
         self._observer = observer
         self.running: dict[str, TurnRun] = {}
@@ -107,7 +114,7 @@ class Turns:
         """Open the session and start a turn; errors before its first event are raised here."""
         if session_id in self.running:
             raise SessionBusyError(f"session {session_id} is running a turn")
-        session = await self._runtime.open_session(session_id)
+        session = await self._open(session_id)
         try:
             if prepare is not None:
                 await prepare(session)
