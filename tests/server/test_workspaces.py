@@ -9,17 +9,13 @@ them, confined to its folder, under the server's preset (``read-only`` unless ``
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from .harness import TIMEOUT, Frame, Server, frames
+from .harness import Frame, Server, frames, serve_cli
 
 ALICE = "alice-token-0123456789"
 BOB = "bob-token-0123456789ab"
@@ -115,37 +111,12 @@ def test_a_named_workspace_is_shared_by_its_owners_sessions_only(
         assert refused.status_code == 400, bad
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def _serve(tmp_path: Path, *options: str) -> Iterator[httpx.Client]:
     """``agentsession serve`` on a model that is never called (a preview needs no provider)."""
-    port = _free_port()
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test-never-used"}
-    command = [sys.executable, "-m", "agentsession", "--db", str(tmp_path / "c.db")]
-    command += ["--model", "openai:gpt-4.1", "serve", "--port", str(port), *options]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
-    )
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=TIMEOUT)
-    try:
-        for _ in range(1200):
-            try:
-                client.get("/openapi.json")
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.communicate()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(0.1)
-        yield client
-    finally:
-        client.close()
-        process.terminate()
-        process.communicate(timeout=120)
+    argv = ("--db", str(tmp_path / "c.db"), "--model", "openai:gpt-4.1", "serve", *options)
+    with serve_cli(tmp_path, *argv, env={"OPENAI_API_KEY": "sk-test-never-used"}) as served:
+        yield served.client
 
 
 def _offered(client: httpx.Client) -> tuple[set[str], str]:

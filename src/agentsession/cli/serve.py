@@ -34,6 +34,9 @@ __all__ = ["add_serve_command", "serve", "server_runtime", "worker_app"]
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds running turns and open streams get to finish when the server stops.
 _GRACE = 10
+_LEVELS = ("debug", "info", "warning", "error")
+#: Seconds ``serve`` waits for the store to answer before it gives up starting.
+_STARTUP_CHECK = 8.0
 #: How ``--workers`` passes its configuration to the worker processes.
 _WORKER_ENV = "AGENTSESSION_SERVE_WORKER"
 
@@ -72,6 +75,13 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         metavar="NAME",
         help="permission preset of new sessions: read-only (default), workspace-write or"
         " full-access",
+    )
+    add(
+        "--log-level",
+        default="info",
+        choices=_LEVELS,
+        help="info (default) writes one JSON line per request to standard output (the access"
+        " log); warning and error leave it out; debug adds the libraries' own messages",
     )
     add(
         "--otlp-endpoint",
@@ -126,6 +136,37 @@ def _workspaces(given: str | None) -> str | None:
     return str(root)
 
 
+def _logging(level_name: str) -> None:
+    """The access log to standard output as bare JSON lines; ``level_name`` for the rest too."""
+    import logging
+    import sys
+
+    from ..server.access_log import ACCESS_LOGGER
+
+    level = getattr(logging, level_name.upper())
+    access = logging.getLogger(ACCESS_LOGGER)
+    for old in [h for h in access.handlers if getattr(h, "agentsession_access", False)]:
+        access.removeHandler(old)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.agentsession_access = True  # type: ignore[attr-defined]
+    access.addHandler(handler)
+    access.setLevel(level)
+    access.propagate = False
+    # Other loggers' info lines (a driver's, an HTTP client's) stay out of the way below debug.
+    logging.getLogger().setLevel(level if level_name == "debug" else max(level, logging.WARNING))
+
+
+async def _check_store(store: Store) -> None:
+    """Refuse to start on a store that cannot serve (unreachable, its schema to upgrade)."""
+    from ..errors import StoreError
+    from ..server.health import check_store
+
+    problem = await check_store(store, _STARTUP_CHECK)
+    if problem is not None:
+        raise StoreError(f"cannot serve: {problem}")
+
+
 def _graceful(uvicorn: Any, config: Any, app: Any) -> Any:
     """A uvicorn server that stops on SIGINT/SIGTERM and then returns (never re-raises them).
 
@@ -162,6 +203,7 @@ def worker_app() -> Any:
     from .output import QuietOutput
 
     conf = json.loads(os.environ[_WORKER_ENV])
+    _logging(conf["log_level"])
     args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
     inv = Invocation(args, QuietOutput())
     runtime = server_runtime(inv, inv.store("write"), conf["workspaces"], conf["preset"])
@@ -193,7 +235,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
     args = inv.args
     store = inv.store("create")
     try:
-        await store.list_sessions()  # the database exists before N processes open it at once
+        await _check_store(store)  # the database exists before N processes open it at once
     finally:
         await store.close()
     os.environ[_WORKER_ENV] = json.dumps(
@@ -204,6 +246,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "otlp": args.otlp_endpoint,
             "workspaces": args.workspaces,
             "preset": args.preset,
+            "log_level": args.log_level,
         }
     )
     inv.output.note(f"serving on http://{args.host}:{args.port} with {args.workers} workers")
@@ -227,6 +270,7 @@ async def serve(inv: Invocation) -> int:
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
     args.workspaces = _workspaces(args.workspaces)
+    _logging(args.log_level)
     try:
         import uvicorn
 
@@ -241,6 +285,7 @@ async def serve(inv: Invocation) -> int:
     runtime = server_runtime(inv, store, args.workspaces, args.preset)
     tracing = None
     try:
+        await _check_store(store)
         if args.otlp_endpoint:
             from ..server.telemetry import otlp_tracing
 

@@ -21,7 +21,9 @@ from starlette.routing import Route
 from ..engine.leases import live_lease
 from ..errors import AgentSessionError, ConflictError
 from ..runtime import Runtime
+from .access_log import AccessLog
 from .auth import Tokens
+from .health import health_routes
 from .inspect_routes import inspect_routes
 from .notify import Notifier
 from .openapi import openapi_document
@@ -108,6 +110,7 @@ def create_app(
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        *health_routes(),
         *session_routes(),
         *turn_routes(),
         *inspect_routes(),
@@ -117,5 +120,6 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={AgentSessionError: failed, Exception: failed},
     )
+    app.add_middleware(AccessLog, owner_of=state.tokens.owner)
     app.state.server = state
     return app
