@@ -23,13 +23,14 @@ from ..errors import AgentSessionError, ConflictError
 from ..runtime import Runtime
 from .access_log import AccessLog
 from .auth import Tokens
+from .cancels import Cancels
 from .health import health_routes
 from .inspect_routes import inspect_routes
 from .notify import Notifier
 from .openapi import openapi_document
 from .owners import Owners
 from .sessions import session_routes
-from .state import BodyTooLargeError, NotAuthorizedError, ServerState
+from .state import BodyTooLargeError, NotAuthorizedError, NoTurnError, ServerState
 from .turn_routes import lease_details, turn_routes
 from .turns import ObserverOf, Turns
 from .ui_page import PAGE
@@ -68,7 +69,7 @@ def create_app(
     state = ServerState(
         runtime=runtime,
         notifier=notifier,
-        turns=Turns(runtime, notifier, observer, places.open),
+        turns=Turns(runtime, notifier, observer, places.open, Cancels(runtime.store)),
         tokens=Tokens.of(tokens),
         owners=owners,
         max_body=max_body,
@@ -94,6 +95,8 @@ def create_app(
             status = 401
         elif isinstance(exc, BodyTooLargeError):
             status = 413
+        elif isinstance(exc, NoTurnError):
+            status = 409
         elif isinstance(exc, ConflictError) and "id" in request.path_params:
             with contextlib.suppress(Exception):
                 lease = await live_lease(runtime.store, request.path_params["id"])

@@ -28,6 +28,8 @@ _log = logging.getLogger(__name__)
 
 #: The PostgreSQL channel that carries "session X has new entries" between processes.
 CHANNEL = "agentsession_log"
+#: The channel of cancel requests (``cancels``): heard here, handled by the turns.
+CANCEL_CHANNEL = "agentsession_cancel"
 
 
 class Wakeup:
@@ -81,6 +83,8 @@ class Notifier:
         self.stopping = False
         #: Set once this process listens to the others (PostgreSQL).
         self.listening = asyncio.Event()
+        #: Fired when another process asks for a turn to be cancelled (PostgreSQL).
+        self.cancel_news = Wakeup()
 
     async def start(self) -> None:
         """Begin listening to other processes (PostgreSQL only)."""
@@ -141,8 +145,11 @@ class Notifier:
         """Forward PostgreSQL notifications to local readers; reconnect when the link drops."""
         while True:
             try:
-                async for session_id in _notifications(dsn, self.listening):
-                    self._wake(session_id)
+                async for channel, session_id in _notifications(dsn, self.listening):
+                    if channel == CANCEL_CHANNEL:
+                        self.cancel_news.fire()
+                    else:
+                        self._wake(session_id)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -150,11 +157,12 @@ class Notifier:
             await asyncio.sleep(self.poll_interval)
 
 
-async def _notifications(dsn: str, listening: asyncio.Event) -> AsyncIterator[str]:
+async def _notifications(dsn: str, listening: asyncio.Event) -> AsyncIterator[tuple[str, str]]:
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CHANNEL}")
+        await conn.execute(f"LISTEN {CANCEL_CHANNEL}")
         listening.set()
         async for note in conn.notifies():
-            yield note.payload
+            yield note.channel, note.payload

@@ -20,7 +20,7 @@ from .owners import Owners
 from .turns import Turns
 from .workspaces import Workspaces
 
-__all__ = ["BodyTooLargeError", "Decision", "NotAuthorizedError", "ServerState"]
+__all__ = ["BodyTooLargeError", "Decision", "NoTurnError", "NotAuthorizedError", "ServerState"]
 
 
 class NotAuthorizedError(UsageError):
@@ -29,6 +29,10 @@ class NotAuthorizedError(UsageError):
 
 class BodyTooLargeError(UsageError):
     """The request body is larger than the server accepts."""
+
+
+class NoTurnError(UsageError):
+    """There is no running turn to act on (409)."""
 
 
 @dataclass(frozen=True)

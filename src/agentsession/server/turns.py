@@ -20,6 +20,7 @@ from ..events import Event, StepCommitted, TurnFinished, TurnStream
 from ..log import ContextEpoch, Record
 from ..runtime import Runtime
 from ..session import Session
+from .cancels import Cancels
 from .notify import Notifier, Wakeup
 from .wire import entry_json, error_body, event_json, sse_frame
 
@@ -99,14 +100,18 @@ class Turns:
         notifier: Notifier,
         observer: ObserverOf | None = None,
         opener: Opener | None = None,
+        cancels: Cancels | None = None,
     ) -> None:
         self._runtime = runtime
         self._open: Opener = opener or runtime.open_session
         self._notifier = notifier
         self._observer = observer
+        self.cancels = cancels
         self.running: dict[str, TurnRun] = {}
         self._sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._starts: dict[str, int] = {}  # each running turn's first seq
+        self._watch: asyncio.Task[None] | None = None
 
     async def start(
         self, session_id: str, stream_of: StreamOf, prepare: Prepare | None = None
@@ -125,6 +130,7 @@ class Turns:
         run = TurnRun(session_id)
         self.running[session_id] = run
         self._sessions[session_id] = session
+        await self._watch_cancels(session_id, start_seq)
         task = asyncio.create_task(self._drive(session, stream_of, run, start_seq))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -137,6 +143,28 @@ class Turns:
         """Cancel the turn this process runs for the session; ``False`` when it runs none."""
         session = self._sessions.get(session_id)
         return session.cancel() if session is not None else False
+
+    async def _watch_cancels(self, session_id: str, start_seq: int) -> None:
+        """Honour cancel requests other processes record for this turn (``cancels``)."""
+        if self.cancels is None:
+            return
+        self._starts[session_id] = start_seq
+        with contextlib.suppress(Exception):
+            await self.cancels.clear(session_id, before=start_seq)  # for an earlier turn
+        if self._watch is None or self._watch.done():
+            self._watch = asyncio.create_task(self._watching(self.cancels))
+
+    async def _watching(self, cancels: Cancels) -> None:
+        while self._starts:
+            await self._notifier.cancel_news.wait(cancels.poll)
+            try:
+                due = await cancels.due(dict(self._starts))
+            except Exception:  # the store is away: look again at the next interval
+                continue
+            for session_id in due:
+                if self.cancel(session_id):
+                    with contextlib.suppress(Exception):
+                        await cancels.clear(session_id)
 
     async def close(self, grace: float) -> None:
         """Let running turns finish for ``grace`` seconds, then cancel the rest (recorded)."""
@@ -218,4 +246,5 @@ class Turns:
                 await session.close()
             self.running.pop(run.session_id, None)
             self._sessions.pop(run.session_id, None)
+            self._starts.pop(run.session_id, None)
             await run.finish()
