@@ -72,7 +72,7 @@ class ServerState:
         """The caller, after checking it may see ``session_id`` (unknown to others: 404)."""
         owner = self.caller(request)
         if owner is not None and await self.owners.get(session_id) != owner:
-            raise SessionNotFoundError(f"no session {session_id!r}")
+            raise SessionNotFoundError(session_id)
         return owner
 
     async def body(self, request: Request) -> bytes:

@@ -15,11 +15,13 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
-from ..errors import SessionBusyError
-from ..events import Event, StepCommitted, TurnFinished, TurnStream
-from ..log import ContextEpoch, Record
+from ..engine.recovery import step_state
+from ..errors import SessionBusyError, StoreError
+from ..events import Event, PromptResult, StepCommitted, TurnFinished, TurnStream
+from ..log import AssistantEntry, ContextEpoch, Record
 from ..runtime import Runtime
 from ..session import Session
+from ..store.base import Store
 from .cancels import Cancels
 from .notify import Notifier, Wakeup
 from .wire import entry_json, error_body, event_json, sse_frame
@@ -191,22 +193,17 @@ class Turns:
             epoch = await self._runtime.store.last(run.session_id, ["epoch"])
             number = epoch.entry.epoch if epoch and isinstance(epoch.entry, ContextEpoch) else None
             observer = self._observer(session, number)
-        emitted = start_seq
-        finished: TurnFinished | None = None
+        pump = _Pump(self, run, observer, start_seq)
         error: BaseException | None = None
         try:
-            async for event in stream_of(session):
-                records: list[Record] = []
-                if isinstance(event, StepCommitted):
-                    records = await self._entries(run, emitted, event.last_seq + 1)
-                    emitted = max(emitted, event.last_seq + 1)
-                    await self._notifier.published(run.session_id)
-                if observer is not None:
-                    observer.on_event(event, records)
-                if isinstance(event, TurnFinished):
-                    finished = event
-                elif not isinstance(event, StepCommitted):
-                    await run.add(sse_frame(event.kind, event_json(event)))
+            stream = stream_of(session)
+            while not await pump.drain(stream):
+                # The store refused a write and it is written now (the store is back): run the
+                # turn on, as a client could not — unless that write was the turn's end.
+                pump.finished = await _ended(self._runtime.store, session.id)
+                if pump.finished is not None:
+                    break
+                stream = session.stream_retry()
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None:
@@ -215,7 +212,7 @@ class Turns:
         except Exception as exc:
             error = exc
         finally:
-            await self._settle(session, run, emitted, finished, error)
+            await self._settle(session, run, pump.emitted, pump.finished, error)
             if observer is not None:
                 observer.on_end(error)
 
@@ -227,7 +224,12 @@ class Turns:
         finished: TurnFinished | None,
         error: BaseException | None,
     ) -> None:
-        """Send what the log holds beyond the last frame, the outcome; release the lease."""
+        """Send what the log holds beyond the last frame; release the lease; the outcome.
+
+        The lease goes before the outcome's frame, so a client that sends its next prompt the
+        moment it reads ``turn_finished`` finds the session free, on any process.
+        """
+        outcome: bytes | None = None
         try:
             if error is not None and not run.frames:
                 run.early_error = error
@@ -236,15 +238,94 @@ class Turns:
                     if await self._entries(run, emitted, None):
                         await self._notifier.published(run.session_id)
                 if finished is not None:
-                    await run.add(sse_frame("turn_finished", event_json(finished)))
+                    outcome = sse_frame("turn_finished", event_json(finished))
                 elif isinstance(error, asyncio.CancelledError):
-                    await run.add(sse_frame("turn_cancelled", {"kind": "turn_cancelled"}))
+                    outcome = sse_frame("turn_cancelled", {"kind": "turn_cancelled"})
                 elif error is not None:
-                    await run.add(sse_frame("error", error_body(error)))
+                    outcome = sse_frame("error", error_body(error))
         finally:
             with contextlib.suppress(Exception):
                 await session.close()
             self.running.pop(run.session_id, None)
             self._sessions.pop(run.session_id, None)
             self._starts.pop(run.session_id, None)
+            if outcome is not None:
+                await run.add(outcome)
             await run.finish()
+
+
+#: Seconds between the server's own attempts to write entries the store refused.
+_FLUSH_WAITS = (0.5, 1.0, 2.0, 4.0)
+
+
+class _Pump:
+    """Moves one turn's events to its frames; writes refused entries itself, then says so."""
+
+    def __init__(
+        self, turns: Turns, run: TurnRun, observer: TurnObserver | None, start_seq: int
+    ) -> None:
+        self._turns = turns
+        self._run = run
+        self._observer = observer
+        self.emitted = start_seq
+        self.finished: TurnFinished | None = None
+
+    async def drain(self, stream: TurnStream) -> bool:
+        """Send the stream's events on; ``False`` when refused entries were written since.
+
+        A ``StoreError`` with nothing waiting in memory, or whose entries stay refused through
+        every attempt, is raised.
+        """
+        session = self._turns._sessions[self._run.session_id]
+        try:
+            async for event in stream:
+                await self._one(event)
+        except StoreError:
+            if await _flushed(session):
+                return False
+            raise
+        return True
+
+    async def _one(self, event: Event) -> None:
+        run, turns = self._run, self._turns
+        records: list[Record] = []
+        if isinstance(event, StepCommitted):
+            records = await turns._entries(run, self.emitted, event.last_seq + 1)
+            self.emitted = max(self.emitted, event.last_seq + 1)
+            await turns._notifier.published(run.session_id)
+        if self._observer is not None:
+            self._observer.on_event(event, records)
+        if isinstance(event, TurnFinished):
+            self.finished = event
+        elif not isinstance(event, StepCommitted):
+            await run.add(sse_frame(event.kind, event_json(event)))
+
+
+async def _flushed(session: Session) -> bool:
+    """Write what the store refused, trying a few times; whether the store takes writes again.
+
+    With nothing kept in memory (a refused admission stores nothing) the step can simply be
+    tried again once the store answers.
+    """
+    for wait in _FLUSH_WAITS:
+        await asyncio.sleep(wait)
+        try:
+            if session.unflushed_entries:
+                await session.flush()
+            else:
+                await session.refresh()
+        except StoreError:
+            continue
+        return True
+    return False
+
+
+async def _ended(store: Store, session_id: str) -> TurnFinished | None:
+    """The turn's end when the log's last step finished it (its answer was the refused write)."""
+    last = await store.last(session_id, ["dispatch"])
+    tail = await store.read(session_id, last.seq) if last is not None else []
+    if not tail or not step_state(tail).finished:
+        return None
+    answers = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)]
+    text = answers[-1].content if answers else ""
+    return TurnFinished(PromptResult(text=text, steps=1, session_id=session_id))
