@@ -37,6 +37,8 @@ def replay(client: httpx.Client, session_id: str, after: int, count: int) -> lis
     with client.stream("GET", f"/sessions/{session_id}/events", headers=headers) as response:
         assert response.status_code == 200
         for frame in frames(response.iter_lines()):
+            if frame.id is None:
+                continue  # a turn's end (turn_finished): not an entry
             found.append(frame)
             if len(found) == count:
                 break

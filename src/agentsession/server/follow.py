@@ -19,10 +19,11 @@ from collections.abc import AsyncIterator
 from ..engine.leases import live_lease
 from ..engine.recovery import closing_entries
 from ..errors import StoreError
-from ..log import now
+from ..events import PromptResult, TurnFinished
+from ..log import AssistantEntry, now
 from ..store.base import Store
 from .notify import Notifier
-from .wire import entry_json, error_body, sse_frame
+from .wire import entry_json, error_body, event_json, sse_frame
 
 __all__ = ["follow_log"]
 
@@ -49,6 +50,12 @@ async def follow_log(
         yield sse_frame("error", error_body(exc))
 
 
+def _finished(session_id: str, answer: AssistantEntry) -> dict[str, object]:
+    """The turn's end as a follower sees it: the answer's text (steps and usage: the prompt's)."""
+    result = PromptResult(text=answer.content, steps=0, session_id=session_id)
+    return event_json(TurnFinished(result))
+
+
 async def abandoned_step(store: Store, session_id: str) -> int | None:
     """The seq of a dispatched step nobody will finish (its process is gone), else ``None``."""
     last = await store.last(session_id, ["dispatch"])
@@ -71,6 +78,8 @@ async def _follow(
         records = await store.read(session_id, next_seq, next_seq + _PAGE)
         for record in records:
             yield sse_frame("entry", entry_json(record), record.seq)
+            if isinstance(record.entry, AssistantEntry) and not record.entry.tool_calls:
+                yield sse_frame("turn_finished", _finished(session_id, record.entry))
         if records:
             next_seq = records[-1].seq + 1
             quiet_since = time.monotonic()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .event_schemas import EVENT_TYPES, event_schemas
+
 __all__ = ["openapi_document"]
 
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
@@ -20,9 +22,16 @@ def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 
 def _sse(description: str) -> dict[str, Any]:
+    """An event stream: each event's data is one of the ``Event.<type>`` schemas."""
+    events = [{"$ref": f"#/components/schemas/Event.{name}"} for name in EVENT_TYPES]
     return {
         "description": description,
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {
+            "text/event-stream": {
+                "schema": {"type": "string"},
+                "x-event-data": {"oneOf": events},
+            }
+        },
     }
 
 
@@ -239,6 +248,7 @@ def openapi_document() -> dict[str, Any]:
                         }
                     },
                 },
+                **{f"Event.{name}": schema for name, schema in event_schemas().items()},
                 "Session": {
                     "type": "object",
                     "required": ["id"],

@@ -28,6 +28,7 @@ from ..errors import (
 from ..events import Event
 from ..log import Record
 from ..log.stored import dump_entry
+from .event_schemas import SCHEMA_VERSION
 from .health import store_problem
 
 __all__ = [
@@ -66,9 +67,14 @@ def event_json(event: Event) -> dict[str, Any]:
     return found
 
 
-def sse_frame(event: str, data: object, event_id: int | None = None) -> bytes:
-    """One Server-Sent Events frame; ``event_id`` (a log seq) only for entries from the log."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+def sse_frame(event: str, data: dict[str, Any], event_id: int | None = None) -> bytes:
+    """One Server-Sent Events frame; ``event_id`` (a log seq) only for entries from the log.
+
+    The data is the event's public form: ``type`` (the event's name) and ``schema_version``
+    first, then its own fields (``event_schemas``).
+    """
+    public = {"type": event, "schema_version": SCHEMA_VERSION, **data}
+    text = json.dumps(public, ensure_ascii=False, separators=(",", ":"))
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {text}\n\n".encode()
 
