@@ -73,3 +73,13 @@ def test_every_event_validates_against_the_schema_of_its_type(server: Server) ->
         seen.add(frame.event)
     expected = {"entry", "text_delta", "tool_call_started", "tool_result", "approval_needed"}
     assert seen >= expected | {"turn_finished", "turn_cancelled", "error", "context_admitted"}
+
+
+def test_docs_is_an_html_reference_of_every_route_and_event(server: Server) -> None:
+    page = server.client.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "<script" not in page.text and "http://" not in page.text.replace("http://test", "")
+    for name in EVENT_TYPES:
+        assert f"Event.{name}" in page.text
+    for path in ("/sessions/{id}/prompt", "/sessions/{id}/events", "/readyz"):
+        assert path in page.text

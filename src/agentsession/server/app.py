@@ -24,6 +24,7 @@ from ..runtime import Runtime
 from .access_log import AccessLog
 from .auth import Tokens
 from .cancels import Cancels
+from .docs_page import docs_page
 from .health import health_routes
 from .inspect_routes import inspect_routes
 from .notify import Notifier
@@ -110,9 +111,13 @@ def create_app(
     async def index(request: Request) -> Response:
         return HTMLResponse(PAGE)
 
+    async def docs(request: Request) -> Response:
+        return HTMLResponse(docs_page())
+
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
         *health_routes(),
         *session_routes(),
         *turn_routes(),

@@ -82,7 +82,14 @@ def _session_paths() -> dict[str, Any]:
                 "Create a session",
                 {"201": _json(_SESSION, "created")},
                 requestBody=_body(
-                    {"type": "object", "properties": {"title": {"type": "string"}}}, False
+                    {
+                        "type": "object",
+                        "properties": {
+                            "title": {"type": "string"},
+                            "workspace": {"type": "string", "description": "a named workspace"},
+                        },
+                    },
+                    False,
                 ),
             ),
         },
@@ -194,7 +201,13 @@ def _turn_paths() -> dict[str, Any]:
         },
         "/sessions/{id}/cancel": {
             "parameters": [_ID],
-            "post": _op("Cancel the running turn (recorded as cancelled)", {"200": _json(_OBJECT)}),
+            "post": _op(
+                "Cancel the running turn wherever it runs (recorded as cancelled); 409: none",
+                {
+                    "200": _json(_OBJECT, "cancelled here"),
+                    "202": _json(_OBJECT, "the process running it was asked to cancel it"),
+                },
+            ),
         },
         "/sessions/{id}/context": {
             "parameters": [_ID],
@@ -222,6 +235,32 @@ def _turn_paths() -> dict[str, Any]:
                 {"200": _json(_OBJECT)},
             ),
         },
+    }
+
+
+def _health_paths() -> dict[str, Any]:
+    status = {
+        "type": "object",
+        "required": ["status"],
+        "properties": {"status": {"type": "string"}},
+    }
+    not_ready = {
+        "type": "object",
+        "required": ["status", "reason"],
+        "properties": {"status": {"const": "not_ready"}, "reason": {"type": "string"}},
+    }
+    page = {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}
+    return {
+        "/healthz": {
+            "get": {"summary": "The process answers", "responses": {"200": _json(status)}}
+        },
+        "/readyz": {
+            "get": {
+                "summary": "The store answers and its schema is current",
+                "responses": {"200": _json(status), "503": _json(not_ready, "not ready")},
+            }
+        },
+        "/docs": {"get": {"summary": "This reference as an HTML page", "responses": {"200": page}}},
     }
 
 
@@ -265,5 +304,5 @@ def openapi_document() -> dict[str, Any]:
             },
         },
         "security": [{"bearer": []}, {}],
-        "paths": {**_session_paths(), **_turn_paths()},
+        "paths": {**_session_paths(), **_turn_paths(), **_health_paths()},
     }
