@@ -80,6 +80,7 @@ class Presence:
         conn = await psycopg.AsyncConnection.connect(
             self._dsn,
             autocommit=True,
+            connect_timeout=10,  # an address that never answers must not hold a lease up
             keepalives=1,
             keepalives_idle=5,
             keepalives_interval=2,
