@@ -5,6 +5,7 @@ told so."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import agentsession as ags
 from agentsession.providers.scripted import Reply
 from agentsession.server.wire import public_message
 
-from ..store.wrappers import FaultyStore
+from ..store.wrappers import DelegatingStore, FaultyStore
 from .harness import Server, frames
 
 
@@ -140,3 +141,32 @@ def test_a_follower_of_a_turn_whose_process_died_is_told(tmp_path: Path) -> None
     finally:
         first.stop()  # collects the killed process and its pipes
         second.stop()
+
+
+class ReadsFailing(DelegatingStore):
+    """Reads fail once ``broken`` is set, as when the database goes away mid-stream."""
+
+    broken = False
+
+    async def _before(self, method: str) -> None:
+        await super()._before(method)
+        if self.broken and method == "read":
+            raise ags.StoreError("SQLite store (/srv/secret/path.db): disk I/O error")
+
+
+async def test_a_store_error_ends_events_with_an_error_event(tmp_path: Path) -> None:
+    store = ReadsFailing(ags.SQLiteStore(tmp_path / "db.sqlite"))
+    runtime = ags.Runtime(
+        store=store, model=ags.ScriptedModel(_reply), tools=[count_words], project_dir=tmp_path
+    )
+    app = ags.server.create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        sid = (await client.post("/sessions", json={})).json()["id"]
+        assert (await client.post(f"/sessions/{sid}/prompt", json={"text": "x"})).status_code == 200
+        store.broken = True
+        events = await asyncio.wait_for(client.get(f"/sessions/{sid}/events?after=-1"), 120)
+    got = list(frames(iter(events.text.splitlines())))
+    assert got[-1].event == "error" and got[-1].data["error"]["type"] == "StoreError"
+    assert "/srv" not in events.text
+    await runtime.close()
