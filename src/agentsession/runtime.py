@@ -9,9 +9,10 @@ registering a component affects the next request of every session.
 
 from __future__ import annotations
 
+import functools
 import uuid
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
@@ -236,43 +237,69 @@ class Runtime:
 
     # -- sessions -----------------------------------------------------------------------------
 
-    async def create_session(self) -> Session:
-        """A new, empty session in the store."""
+    async def create_session(self, *, project_dir: str | PathLike[str] | None = None) -> Session:
+        """A new, empty session in the store.
+
+        Args:
+            project_dir: The folder of this session alone (its tools, instruction files and
+                permissions are confined to it; it is recorded in the session's row) instead
+                of the runtime's — a server gives each session a workspace this way.
+        """
+        folder = self._folder(project_dir)
         stamp = now()
         info = SessionInfo(
             id=uuid.uuid4().hex,
             created_at=stamp,
             updated_at=stamp,
-            project_dir=str(self.project_dir),
+            project_dir=str(folder),
         )
         model = self.model
         await self.store.create_session(info)
         writer = LogWriter(self.store, info.id, 0, [], [])
-        parts = build_parts(self._deps, info.id, self.project_dir, (), self._sources)
-        return self._track(
-            Session(Opened(self._deps, info, model, writer, parts, opener=self.open_session))
-        )
+        parts = build_parts(self._deps, info.id, folder, (), self._sources)
+        opener = self._opener(project_dir)
+        return self._track(Session(Opened(self._deps, info, model, writer, parts, opener=opener)))
 
-    async def open_session(self, session_id: str, *, model: Model | None = None) -> Session:
+    def _folder(self, project_dir: str | PathLike[str] | None) -> Path:
+        return Path(project_dir).resolve() if project_dir is not None else self.project_dir
+
+    def _opener(
+        self, project_dir: str | PathLike[str] | None
+    ) -> Callable[[str], Awaitable[Session]]:
+        """How a session reopens itself (a fork, a refresh): in the same folder."""
+        if project_dir is None:
+            return self.open_session
+        return functools.partial(self.open_session, project_dir=project_dir)
+
+    async def open_session(
+        self,
+        session_id: str,
+        *,
+        model: Model | None = None,
+        project_dir: str | PathLike[str] | None = None,
+    ) -> Session:
         """A stored session (``SessionNotFoundError`` when there is none), in any process.
 
         The session talks to ``model``, else to the runtime's model. When that differs from the
         model the log names last, the next request records the switch (a ``model_switched``
         entry) and starts a new epoch for it, so the log always names the model requests go to.
+        ``project_dir`` as for ``create_session``.
 
         Args:
             session_id: The session's id, as ``create_session`` or ``list_sessions`` gave it.
             model: The model this session talks to; ``None`` takes the runtime's model.
+            project_dir: The folder the session works in; ``None`` takes the runtime's.
 
         Raises:
             SessionNotFoundError: The store has no such session.
             CorruptEntryError: A stored entry the session needs does not decode.
         """
+        folder = self._folder(project_dir)
         info = await self.store.get_session(session_id)
         state = [r.entry for r in await self.store.read(session_id, kinds=STATE_KINDS)]
         writer = LogWriter(self.store, info.id, info.next_seq, *await _history(self.store, info))
         await prime_ledger(self.store, info.id, writer.ledger)
-        parts = build_parts(self._deps, info.id, self.project_dir, state, self._sources)
+        parts = build_parts(self._deps, info.id, folder, state, self._sources)
         # A step a dead process left unfinished is recorded at the next write (opening never
         # writes); meanwhile the transcript already shows its calls as interrupted — unless a
         # live process holds the session's lease: then the step is running, not dead.
@@ -286,9 +313,8 @@ class Runtime:
             # Recorded with the next admission, not now: opening a session to read it never
             # writes. The next request starts a new epoch for the chosen model either way.
             switch = ModelSwitched(chosen.name, named, now(), chosen.profile.provider, provider)
-        session = Session(
-            Opened(self._deps, info, chosen, writer, parts, switch, opener=self.open_session)
-        )
+        opener = self._opener(project_dir)
+        session = Session(Opened(self._deps, info, chosen, writer, parts, switch, opener=opener))
         return self._track(session)
 
     def _track(self, session: Session) -> Session:

@@ -2,12 +2,14 @@
 
     python app_main.py DB GATES [--postgres] [--token T ...] [--open-token T ...]
         [--allowed-host NAME ...] [--max-body N] [--head-timeout SECONDS] [--max-connections N]
+        [--workspaces DIR]
 
 DB is a SQLite file, or with ``--postgres`` a PostgreSQL DSN; GATES a folder. The model is
 scripted by the prompt: ``approve …`` calls a tool the preset asks about, ``wait NAME`` calls a
 tool that finishes when the file GATES/NAME exists (so a test decides when a turn moves on,
 without sleeping), ``fail`` fails the provider call once, anything else calls ``count_words``
-and answers with the count.
+and answers with the count. With ``--workspaces`` the built-in file tools come too (preset
+workspace-write): ``write PATH TEXT`` writes a file, ``read PATH`` reads one.
 Prints ``PORT <n>`` once listening on an ephemeral loopback port.
 """
 
@@ -77,6 +79,11 @@ def reply(request: ags.Request) -> Reply:
         return [ags.ToolCall("deploy", {"target": rest or "prod"})]
     if word == "wait":
         return [ags.ToolCall("wait_gate", {"name": rest})]
+    if word == "write":
+        path, _, content = rest.partition(" ")
+        return [ags.ToolCall("write_file", {"path": path, "content": content})]
+    if word == "read":
+        return [ags.ToolCall("read_file", {"path": rest})]
     if word == "fail" and text not in _failed:
         _failed.add(text)
         return ags.ProviderError("the provider failed (scripted)")
@@ -95,6 +102,7 @@ async def main() -> None:
     parser.add_argument("--max-connections", type=int, default=None)
     parser.add_argument("--max-body", type=int, default=64 * 1024)
     parser.add_argument("--postgres", action="store_true", help="DB is a PostgreSQL DSN")
+    parser.add_argument("--workspaces", default=None)
     args = parser.parse_args()
     GATES = Path(args.gates)
     if args.postgres:
@@ -104,9 +112,11 @@ async def main() -> None:
     runtime = ags.Runtime(
         store=store,
         model=ags.ScriptedModel(reply, name="scripted:test"),
-        tools=[count_words, deploy, wait_gate],
+        tools=[count_words, deploy, wait_gate, *(ags.builtin_tools() if args.workspaces else [])],
         project_dir=Path(args.gates),
-        config=ags.Config(retry_base_delay=0, provider_retries=0),
+        config=ags.Config(
+            retry_base_delay=0, provider_retries=0, permission_preset="workspace-write"
+        ),
     )
     app = ags.server.create_app(
         runtime,
@@ -114,6 +124,7 @@ async def main() -> None:
         open_tokens=args.open_token,
         allowed_hosts=args.allowed_host,
         max_body=args.max_body,
+        workspaces=args.workspaces,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -115,3 +115,56 @@ def printed_url(process: subprocess.Popen[str]) -> tuple[str, str]:
         if found:
             return found.group(1), found.group(2)
     raise AssertionError(f"serve printed no URL with a token: {process.communicate()}")
+
+
+def free_port() -> int:
+    """A loopback port free right now (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Served:
+    """``agentsession serve`` running: its client, then (once stopped) what it wrote."""
+
+    client: httpx.Client
+    stdout: str = ""
+    stderr: str = ""
+
+
+@contextlib.contextmanager
+def serve_cli(cwd: Path, *argv: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """Run ``agentsession ARGV… serve --port P`` (ARGV ends with ``serve`` and its options)."""
+    port = free_port()
+    command = [sys.executable, "-m", "agentsession", *argv, "--port", str(port)]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+    headers = {}
+    if "--token" not in argv and "--no-auth" not in argv:
+        # Without a token given, serve makes one for the run and prints it first.
+        headers = {"Authorization": f"Bearer {printed_url(process)[1]}"}
+    base = f"http://127.0.0.1:{port}"
+    served = Served(httpx.Client(base_url=base, timeout=TIMEOUT, headers=headers))
+    try:
+        for _ in range(1200):
+            try:
+                served.client.get("/healthz")
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(0.1)
+        yield served
+    finally:
+        served.client.close()
+        process.terminate()
+        served.stdout, served.stderr = process.communicate(timeout=120)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.server.notify import Notifier
+from agentsession.server.turns import TurnRun
 
 
 async def test_a_reader_is_woken_by_news_from_this_process(tmp_path: Path) -> None:
@@ -45,3 +49,100 @@ async def test_news_travels_between_processes_over_listen_notify(pg_dsn: str) ->
         await writer.close()
         await writer_store.close()
         await reader_store.close()
+
+
+# Operations of a random schedule: start a waiter; cancel one (by index), maybe again after a
+# few loop rounds (a stream torn down twice); publish; let the loop run a few rounds.
+_OP = st.one_of(
+    st.just(("spawn", 0, 0)),
+    st.tuples(st.just("cancel"), st.integers(0, 7), st.integers(-1, 3)),
+    st.just(("publish", 0, 0)),
+    st.tuples(st.just("tick"), st.integers(1, 3), st.just(0)),
+)
+Op = tuple[str, int, int]
+
+
+async def _ticks(count: int) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
+def _cancel(tasks: list[asyncio.Task[Any]], index: int) -> asyncio.Task[Any] | None:
+    if not tasks:
+        return None
+    task = tasks[index % len(tasks)]
+    task.cancel()
+    return task
+
+
+async def _run_schedule(notifier: Notifier, ops: list[Op]) -> None:
+    waiters: list[asyncio.Task[Any]] = []
+    for op, arg, again in ops:
+        if op == "spawn":
+            seen = notifier.generation("s")
+            waiters.append(asyncio.create_task(notifier.wait("s", seen)))
+        elif op == "cancel":
+            task = _cancel(waiters, arg)  # a client leaving
+            if task is not None and again >= 0:
+                await _ticks(again)
+                task.cancel()
+        elif op == "publish":
+            await asyncio.wait_for(notifier.published("s"), 60)  # every publish returns
+        else:
+            await _ticks(arg)
+    await asyncio.wait_for(notifier.published("s"), 60)
+    # Whatever happened, every waiter ends (woken, timed out or cancelled) ...
+    await asyncio.wait_for(asyncio.gather(*waiters, return_exceptions=True), 60)
+    # ... and a later waiter is still woken by news alone.
+    notifier.poll_interval = 600
+    later = asyncio.create_task(notifier.wait("s", notifier.generation("s")))
+    await asyncio.sleep(0)
+    await asyncio.wait_for(notifier.published("s"), 60)
+    await asyncio.wait_for(later, 60)
+
+
+@given(ops=st.lists(_OP, max_size=40), poll=st.sampled_from([0.0, 600.0]))
+@settings(max_examples=300)
+def test_waiters_cancelled_at_random_never_wedge_the_notifier(ops: list[Op], poll: float) -> None:
+    store = ags.MemoryStore()
+    notifier = Notifier(store)
+    notifier.poll_interval = poll
+    asyncio.run(_run_schedule(notifier, ops))
+
+
+async def _run_listeners(ops: list[Op]) -> None:
+    run = TurnRun("s")
+    listeners: list[asyncio.Task[Any]] = []
+
+    async def listen() -> list[bytes]:
+        return [frame async for frame in run.listen()]
+
+    added = 0
+    for op, arg, again in ops:
+        if op == "spawn":
+            listeners.append(asyncio.create_task(listen()))
+        elif op == "cancel":
+            task = _cancel(listeners, arg)
+            if task is not None and again >= 0:
+                await _ticks(again)
+                task.cancel()
+        elif op == "publish":
+            await asyncio.wait_for(run.add(b"%d" % added), 60)
+            added += 1
+        else:
+            await _ticks(arg)
+    later = asyncio.create_task(listen())
+    await asyncio.wait_for(run.finish(), 60)
+    expected = [b"%d" % n for n in range(added)]
+    assert await asyncio.wait_for(later, 60) == expected
+    for task, got in zip(
+        listeners, await asyncio.gather(*listeners, return_exceptions=True), strict=True
+    ):
+        if not task.cancelled():
+            assert got == expected  # a listener left alone saw every frame once, in order
+
+
+@given(ops=st.lists(_OP, max_size=40))
+@settings(max_examples=300)
+def test_listeners_of_a_turn_cancelled_at_random_never_hold_it_up(ops: list[Op]) -> None:
+    asyncio.run(_run_listeners(ops))

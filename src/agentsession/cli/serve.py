@@ -1,38 +1,48 @@
 """``agentsession serve``: the HTTP server over the command line's database and model.
 
 ``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T]
-[--allowed-host NAME] [--no-auth] [--otlp-endpoint URL]``. Without ``--token`` the server makes a
-random token for the run and prints the URL that carries it (``http://HOST:PORT/?token=…``); the
-web UI opened from it keeps the token. ``--no-auth`` serves without any token, on a loopback
-address only, and says what that allows. Without a token given, the server listens on loopback
-only. Whatever the tokens, the server answers requests for loopback names and the
-``--allowed-host`` names only, from no page but its own (``server.guard``). The server and its
-traces come with the ``server`` and ``otel`` extras; nothing here imports them until ``serve``
-runs.
+[--allowed-host NAME] [--no-auth] [--workspaces DIR] [--preset NAME] [--otlp-endpoint URL]``.
+Without ``--token`` the server makes a random token for the run and prints the URL that carries
+it (``http://HOST:PORT/?token=…``); the web UI opened from it keeps the token. ``--no-auth``
+serves without any token, on a loopback address only, and says what that allows. Without a
+token given, the server listens on loopback only. Whatever the tokens, the server answers
+requests for loopback names and the ``--allowed-host`` names only, from no page but its own
+(``server.guard``). Sessions never work in the folder ``serve`` was started in: with
+``--workspaces`` each gets a folder of its own under DIR, and without it no built-in file or
+command tool is offered. ``--preset`` is new sessions' permission preset (``read-only`` unless
+given). The server and its traces come with the ``server`` and ``otel`` extras; nothing here
+imports them until ``serve`` runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from ..store.base import Store
     from .invocation import Invocation
 
-__all__ = ["add_serve_command", "serve", "worker_app"]
+__all__ = ["add_serve_command", "serve", "server_runtime", "worker_app"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds running turns and open streams get to finish when the server stops.
 _GRACE = 10
+_LEVELS = ("debug", "info", "warning", "error")
+#: Seconds ``serve`` waits for the store to answer before it gives up starting.
+_STARTUP_CHECK = 8.0
 #: How ``--workers`` passes its configuration to the worker processes.
 _WORKER_ENV = "AGENTSESSION_SERVE_WORKER"
 
@@ -72,6 +82,27 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         default=1,
         metavar="N",
         help="server processes sharing the port, each with its own runtime (default: 1)",
+    )
+    add(
+        "--workspaces",
+        metavar="DIR",
+        help="give each session a folder of its own under DIR (per owner, then per session) and"
+        " the built-in file and command tools confined to it; without it sessions get no file"
+        " or command tools",
+    )
+    add(
+        "--preset",
+        default="read-only",
+        metavar="NAME",
+        help="permission preset of new sessions: read-only (default), workspace-write or"
+        " full-access",
+    )
+    add(
+        "--log-level",
+        default="info",
+        choices=_LEVELS,
+        help="info (default) writes one JSON line per request to standard output (the access"
+        " log); warning and error leave it out; debug adds the libraries' own messages",
     )
     add(
         "--otlp-endpoint",
@@ -136,6 +167,71 @@ def _run_token(inv: Invocation) -> str | None:
     return token
 
 
+def server_runtime(inv: Invocation, store: Store, workspaces: str | None, preset: str) -> Runtime:
+    """The runtime of a server: its tools only with workspaces, and the server's preset."""
+    from ..permissions import preset_table
+    from ..runtime import Runtime
+    from ..tools.builtin import builtin_tools
+
+    model, tools = inv.model("", ready=True)
+    config = dataclasses.replace(inv.config(), permission_preset=preset)
+    if preset not in preset_table(config):
+        known = ", ".join(preset_table(config))
+        raise UsageError(f"unknown permission preset {preset!r}; known presets: {known}")
+    if workspaces is None:
+        builtin = {t.name for t in builtin_tools()}
+        tools = [t for t in tools if t.name not in builtin]
+    # The server's own folder is nobody's business (a workspace is reached through the tools).
+    config = dataclasses.replace(
+        config, environment=tuple(e for e in config.environment if e != "cwd")
+    )
+    return Runtime(store=store, model=model, tools=tools, config=config, project_dir=Path.cwd())
+
+
+def _workspaces(given: str | None) -> str | None:
+    if given is None:
+        return None
+    root = Path(given).resolve()
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"--workspaces {given}: cannot create the folder ({exc.strerror})"
+        ) from None
+    return str(root)
+
+
+def _logging(level_name: str) -> None:
+    """The access log to standard output as bare JSON lines; ``level_name`` for the rest too."""
+    import logging
+    import sys
+
+    from ..server.access_log import ACCESS_LOGGER
+
+    level = getattr(logging, level_name.upper())
+    access = logging.getLogger(ACCESS_LOGGER)
+    for old in [h for h in access.handlers if getattr(h, "agentsession_access", False)]:
+        access.removeHandler(old)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.agentsession_access = True  # type: ignore[attr-defined]
+    access.addHandler(handler)
+    access.setLevel(level)
+    access.propagate = False
+    # Other loggers' info lines (a driver's, an HTTP client's) stay out of the way below debug.
+    logging.getLogger().setLevel(level if level_name == "debug" else max(level, logging.WARNING))
+
+
+async def _check_store(store: Store) -> None:
+    """Refuse to start on a store that cannot serve (unreachable, its schema to upgrade)."""
+    from ..errors import StoreError
+    from ..server.health import check_store
+
+    problem = await check_store(store, _STARTUP_CHECK)
+    if problem is not None:
+        raise StoreError(f"cannot serve: {problem}")
+
+
 def _graceful(uvicorn: Any, config: Any, app: Any) -> Any:
     """A uvicorn server that stops on SIGINT/SIGTERM and then returns (never re-raises them).
 
@@ -172,9 +268,10 @@ def worker_app() -> Any:
     from .output import QuietOutput
 
     conf = json.loads(os.environ[_WORKER_ENV])
+    _logging(conf["log_level"])
     args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
     inv = Invocation(args, QuietOutput())
-    runtime = inv.new_runtime(inv.store("write"), None)
+    runtime = server_runtime(inv, inv.store("write"), conf["workspaces"], conf["preset"])
     tracing = None
     if conf["otlp"]:
         from ..server.telemetry import otlp_tracing
@@ -194,6 +291,7 @@ def worker_app() -> Any:
         shutdown_grace=_GRACE,
         observer=tracing.observer if tracing is not None else None,
         on_shutdown=closing,
+        workspaces=conf["workspaces"],
     )
 
 
@@ -205,7 +303,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any, run_token: str | None) -
     args = inv.args
     store = inv.store("create")
     try:
-        await store.list_sessions()  # the database exists before N processes open it at once
+        await _check_store(store)  # the database exists before N processes open it at once
     finally:
         await store.close()
     os.environ[_WORKER_ENV] = json.dumps(
@@ -216,6 +314,9 @@ async def _serve_workers(inv: Invocation, uvicorn: Any, run_token: str | None) -
             "open_tokens": list(Tokens.of([run_token] if run_token else []).hashes),
             "allowed_hosts": _allowed_hosts(args),
             "otlp": args.otlp_endpoint,
+            "workspaces": args.workspaces,
+            "preset": args.preset,
+            "log_level": args.log_level,
         }
     )
     inv.output.note(f"serving on {_url(args.host, args.port)} with {args.workers} workers")
@@ -240,6 +341,8 @@ async def serve(inv: Invocation) -> int:
     _check_bind(args.host, args.token, args.no_auth)
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
+    args.workspaces = _workspaces(args.workspaces)
+    _logging(args.log_level)
     try:
         import uvicorn
 
@@ -253,9 +356,10 @@ async def serve(inv: Invocation) -> int:
     if args.workers > 1:
         return await _serve_workers(inv, uvicorn, run_token)
     store = inv.store("create")
-    runtime = inv.new_runtime(store, None)
+    runtime = server_runtime(inv, store, args.workspaces, args.preset)
     tracing = None
     try:
+        await _check_store(store)
         if args.otlp_endpoint:
             from ..server.telemetry import otlp_tracing
 
@@ -267,6 +371,7 @@ async def serve(inv: Invocation) -> int:
             allowed_hosts=_allowed_hosts(args),
             shutdown_grace=_GRACE,
             observer=tracing.observer if tracing is not None else None,
+            workspaces=args.workspaces,
         )
         # Open event streams never end by themselves: after the grace period uvicorn closes
         # them, and running turns get the same time to finish before they are cancelled.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -21,18 +22,23 @@ from starlette.routing import Route
 from ..engine.leases import live_lease
 from ..errors import AgentSessionError, ConflictError
 from ..runtime import Runtime
+from .access_log import AccessLog
 from .auth import Tokens
+from .cancels import Cancels
+from .docs_page import docs_page
 from .guard import Guard
+from .health import health_routes
 from .inspect_routes import inspect_routes
 from .notify import Notifier
 from .openapi import openapi_document
 from .owners import Owners
 from .sessions import session_routes
-from .state import BodyTooLargeError, NotAuthorizedError, ServerState
+from .state import BodyTooLargeError, NotAuthorizedError, NoTurnError, ServerState
 from .turn_routes import lease_details, turn_routes
 from .turns import ObserverOf, Turns
 from .ui_page import PAGE, PAGE_POLICY
 from .wire import error_body, status_of
+from .workspaces import Workspaces
 
 __all__ = ["create_app"]
 
@@ -50,6 +56,7 @@ def create_app(
     shutdown_grace: float = 10.0,
     observer: ObserverOf | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    workspaces: str | Path | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
@@ -61,15 +68,21 @@ def create_app(
     bodies (413 beyond).
     ``observer`` sees every turn (``agentsession.server.telemetry.otel_observer`` makes spans).
     ``on_shutdown`` runs last when the app shuts down (closing a runtime the app owns).
+    ``workspaces``: a folder under which each session works in a folder of its own (per owner,
+    then per session); without it sessions work in ``runtime.project_dir`` — give such a
+    runtime no file or command tools (``agentsession serve`` does not).
     """
     notifier = Notifier(runtime.store)
+    owners = Owners(runtime.store)
+    places = Workspaces(workspaces, runtime, owners)
     state = ServerState(
         runtime=runtime,
         notifier=notifier,
-        turns=Turns(runtime, notifier, observer),
+        turns=Turns(runtime, notifier, observer, places.open, Cancels(runtime.store)),
         tokens=Tokens.of(tokens, open_tokens),
-        owners=Owners(runtime.store),
+        owners=owners,
         max_body=max_body,
+        workspaces=places,
     )
 
     @contextlib.asynccontextmanager
@@ -91,6 +104,8 @@ def create_app(
             status = 401
         elif isinstance(exc, BodyTooLargeError):
             status = 413
+        elif isinstance(exc, NoTurnError):
+            status = 409
         elif isinstance(exc, ConflictError) and "id" in request.path_params:
             with contextlib.suppress(Exception):
                 lease = await live_lease(runtime.store, request.path_params["id"])
@@ -104,9 +119,14 @@ def create_app(
     async def index(request: Request) -> Response:
         return HTMLResponse(PAGE, headers={"Content-Security-Policy": PAGE_POLICY})
 
+    async def docs(request: Request) -> Response:
+        return HTMLResponse(docs_page())
+
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
+        *health_routes(),
         *session_routes(),
         *turn_routes(),
         *inspect_routes(),
@@ -117,5 +137,6 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={AgentSessionError: failed, Exception: failed},
     )
+    app.add_middleware(AccessLog, owner_of=state.tokens.owner)
     app.state.server = state
     return app

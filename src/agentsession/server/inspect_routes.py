@@ -37,7 +37,7 @@ async def _inspection(request: Request) -> Inspection:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
         return await session.inspect()
     finally:
@@ -100,7 +100,7 @@ async def cost(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
         summary = session.cost()
     finally:

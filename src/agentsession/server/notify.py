@@ -5,6 +5,11 @@ waits for news or a polling interval, whichever comes first, and then reads the 
 the log is the truth, news only wakes readers early. Between processes PostgreSQL carries the
 news (``LISTEN``/``NOTIFY`` on one channel, the session id as payload); on SQLite readers poll
 the file, which is local and cheap to ask.
+
+No lock guards the waiting: a waiter is a future of its own, woken by a plain call. A follower
+whose client leaves is cancelled at any await, and a lock held across such a cancellation (an
+``asyncio.Condition`` under ``wait_for`` on Python 3.11) could stay held for good, so that the
+next publish — and every later step of every turn of the process — waited forever.
 """
 
 from __future__ import annotations
@@ -17,12 +22,48 @@ from typing import Any
 
 from ..store.base import Store
 
-__all__ = ["CHANNEL", "Notifier"]
+__all__ = ["CHANNEL", "Notifier", "Wakeup"]
 
 _log = logging.getLogger(__name__)
 
 #: The PostgreSQL channel that carries "session X has new entries" between processes.
 CHANNEL = "agentsession_log"
+#: The channel of cancel requests (``cancels``): heard here, handled by the turns.
+CANCEL_CHANNEL = "agentsession_cancel"
+
+
+class Wakeup:
+    """A broadcast without a lock: ``wait()`` returns at the next ``fire()`` or its timeout.
+
+    Firing never awaits, so it cannot be held up by a waiter; a cancelled waiter only takes its
+    own future away.
+    """
+
+    def __init__(self) -> None:
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    @property
+    def waiting(self) -> int:
+        """How many waiters are waiting right now."""
+        return len(self._waiters)
+
+    def fire(self) -> None:
+        """Wake every current waiter."""
+        waiters, self._waiters = self._waiters, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait(self, within: float | None = None) -> None:
+        """Return at the next ``fire()`` or after ``within`` seconds, whichever comes first."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            # ``asyncio.wait`` never cancels the future it watches, and it holds no lock.
+            await asyncio.wait((waiter,), timeout=within)
+        finally:
+            self._waiters.discard(waiter)
+            waiter.cancel()
 
 
 class Notifier:
@@ -31,7 +72,7 @@ class Notifier:
     def __init__(self, store: Store) -> None:
         self._dsn: str | None = getattr(store, "dsn", None)
         self._generation: dict[str, int] = {}
-        self._changed = asyncio.Condition()
+        self._wakeups: dict[str, Wakeup] = {}
         self._listener: asyncio.Task[None] | None = None
         self._sender: Any = None
         self._sending = asyncio.Lock()
@@ -42,6 +83,8 @@ class Notifier:
         self.stopping = False
         #: Set once this process listens to the others (PostgreSQL).
         self.listening = asyncio.Event()
+        #: Fired when another process asks for a turn to be cancelled (PostgreSQL).
+        self.cancel_news = Wakeup()
 
     async def start(self) -> None:
         """Begin listening to other processes (PostgreSQL only)."""
@@ -62,7 +105,7 @@ class Notifier:
 
     async def published(self, session_id: str) -> None:
         """Entries of ``session_id`` were committed here: wake readers here and elsewhere."""
-        await self._wake(session_id)
+        self._wake(session_id)
         if self._dsn:
             try:
                 await self._notify(self._dsn, session_id)
@@ -75,17 +118,20 @@ class Notifier:
 
     async def wait(self, session_id: str, seen: int) -> None:
         """Return when news newer than ``seen`` arrived or the polling interval passed."""
-        async with self._changed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: self.generation(session_id) != seen),
-                    self.poll_interval,
-                )
+        if self.generation(session_id) != seen:
+            return
+        wakeup = self._wakeups.setdefault(session_id, Wakeup())
+        try:
+            await wakeup.wait(self.poll_interval)
+        finally:
+            if not wakeup.waiting and self._wakeups.get(session_id) is wakeup:
+                del self._wakeups[session_id]
 
-    async def _wake(self, session_id: str) -> None:
-        async with self._changed:
-            self._generation[session_id] = self.generation(session_id) + 1
-            self._changed.notify_all()
+    def _wake(self, session_id: str) -> None:
+        self._generation[session_id] = self.generation(session_id) + 1
+        wakeup = self._wakeups.pop(session_id, None)
+        if wakeup is not None:
+            wakeup.fire()
 
     async def _notify(self, dsn: str, session_id: str) -> None:
         import psycopg
@@ -99,8 +145,11 @@ class Notifier:
         """Forward PostgreSQL notifications to local readers; reconnect when the link drops."""
         while True:
             try:
-                async for session_id in _notifications(dsn, self.listening):
-                    await self._wake(session_id)
+                async for channel, session_id in _notifications(dsn, self.listening):
+                    if channel == CANCEL_CHANNEL:
+                        self.cancel_news.fire()
+                    else:
+                        self._wake(session_id)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -108,11 +157,12 @@ class Notifier:
             await asyncio.sleep(self.poll_interval)
 
 
-async def _notifications(dsn: str, listening: asyncio.Event) -> AsyncIterator[str]:
+async def _notifications(dsn: str, listening: asyncio.Event) -> AsyncIterator[tuple[str, str]]:
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CHANNEL}")
+        await conn.execute(f"LISTEN {CANCEL_CHANNEL}")
         listening.set()
         async for note in conn.notifies():
-            yield note.payload
+            yield note.channel, note.payload

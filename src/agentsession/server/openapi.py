@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .event_schemas import EVENT_TYPES, event_schemas
+
 __all__ = ["openapi_document"]
 
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
@@ -20,9 +22,16 @@ def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 
 def _sse(description: str) -> dict[str, Any]:
+    """An event stream: each event's data is one of the ``Event.<type>`` schemas."""
+    events = [{"$ref": f"#/components/schemas/Event.{name}"} for name in EVENT_TYPES]
     return {
         "description": description,
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {
+            "text/event-stream": {
+                "schema": {"type": "string"},
+                "x-event-data": {"oneOf": events},
+            }
+        },
     }
 
 
@@ -75,7 +84,14 @@ def _session_paths() -> dict[str, Any]:
                 "Create a session",
                 {"201": _json(_SESSION, "created")},
                 requestBody=_body(
-                    {"type": "object", "properties": {"title": {"type": "string"}}}, False
+                    {
+                        "type": "object",
+                        "properties": {
+                            "title": {"type": "string"},
+                            "workspace": {"type": "string", "description": "a named workspace"},
+                        },
+                    },
+                    False,
                 ),
             ),
         },
@@ -191,7 +207,13 @@ def _turn_paths() -> dict[str, Any]:
         },
         "/sessions/{id}/cancel": {
             "parameters": [_ID],
-            "post": _op("Cancel the running turn (recorded as cancelled)", {"200": _json(_OBJECT)}),
+            "post": _op(
+                "Cancel the running turn wherever it runs (recorded as cancelled); 409: none",
+                {
+                    "200": _json(_OBJECT, "cancelled here"),
+                    "202": _json(_OBJECT, "the process running it was asked to cancel it"),
+                },
+            ),
         },
         "/sessions/{id}/context": {
             "parameters": [_ID],
@@ -222,6 +244,32 @@ def _turn_paths() -> dict[str, Any]:
     }
 
 
+def _health_paths() -> dict[str, Any]:
+    status = {
+        "type": "object",
+        "required": ["status"],
+        "properties": {"status": {"type": "string"}},
+    }
+    not_ready = {
+        "type": "object",
+        "required": ["status", "reason"],
+        "properties": {"status": {"const": "not_ready"}, "reason": {"type": "string"}},
+    }
+    page = {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}
+    return {
+        "/healthz": {
+            "get": {"summary": "The process answers", "responses": {"200": _json(status)}}
+        },
+        "/readyz": {
+            "get": {
+                "summary": "The store answers and its schema is current",
+                "responses": {"200": _json(status), "503": _json(not_ready, "not ready")},
+            }
+        },
+        "/docs": {"get": {"summary": "This reference as an HTML page", "responses": {"200": page}}},
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of every route."""
     return {
@@ -245,6 +293,7 @@ def openapi_document() -> dict[str, Any]:
                         }
                     },
                 },
+                **{f"Event.{name}": schema for name, schema in event_schemas().items()},
                 "Session": {
                     "type": "object",
                     "required": ["id"],
@@ -261,5 +310,5 @@ def openapi_document() -> dict[str, Any]:
             },
         },
         "security": [{"bearer": []}, {}],
-        "paths": {**_session_paths(), **_turn_paths()},
+        "paths": {**_session_paths(), **_turn_paths(), **_health_paths()},
     }

@@ -22,6 +22,7 @@ from ..store.base import SessionInfo
 from ..store.session_file import render_session_file
 from .state import ServerState, text_field
 from .wire import plain
+from .workspaces import check_name
 
 __all__ = ["info_json", "session_routes"]
 
@@ -80,7 +81,8 @@ async def create_session(request: Request) -> Response:
     owner = state.caller(request)
     body = await state.json(request)
     title = text_field(body, "title", required=False)
-    session = await state.runtime.create_session()
+    name = body.get("workspace")
+    session = await state.workspaces.create(owner, None if name is None else check_name(name))
     try:
         if owner is not None:
             await state.owners.set(session.id, owner)
@@ -89,19 +91,23 @@ async def create_session(request: Request) -> Response:
     finally:
         await session.close()
     info = await state.runtime.store.get_session(session.id)
-    return JSONResponse(info_json(info), status_code=201)
+    found = info_json(info)
+    found["workspace"] = state.workspaces.name_of(info.project_dir)
+    return JSONResponse(found, status_code=201)
 
 
 async def get_session(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
-        found = info_json(await state.runtime.store.get_session(session_id))
+        info = await state.runtime.store.get_session(session_id)
+        found = info_json(info)
         found["running_here"] = session_id in state.turns.running
         found["waiting_approvals"] = [plain(a) for a in session.pending_approvals()]
         found["permission_preset"] = session.permission_preset
+        found["workspace"] = state.workspaces.name_of(info.project_dir)
     finally:
         await session.close()
     return JSONResponse(found)
@@ -119,7 +125,7 @@ async def update_session(request: Request) -> Response:
         raise UsageError("the request body needs a string field 'title' or 'preset'")
     if preset is not None and session_id in state.turns.running:
         raise SessionBusyError(f"session {session_id} is running a turn")
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
         if preset is not None:
             # As the library records it: a permission_changed entry, told at the next request.
@@ -147,7 +153,7 @@ async def fork_session(request: Request) -> Response:
     at = (await state.json(request)).get("at")
     if at is not None and (not isinstance(at, int) or isinstance(at, bool) or at < 0):
         raise UsageError("'at' must be a log seq (a whole number, 0 or more)")
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     try:
         fork = await session.fork(at)
     finally:

@@ -18,8 +18,9 @@ from .auth import Tokens
 from .notify import Notifier
 from .owners import Owners
 from .turns import Turns
+from .workspaces import Workspaces
 
-__all__ = ["BodyTooLargeError", "Decision", "NotAuthorizedError", "ServerState"]
+__all__ = ["BodyTooLargeError", "Decision", "NoTurnError", "NotAuthorizedError", "ServerState"]
 
 
 class NotAuthorizedError(UsageError):
@@ -28,6 +29,10 @@ class NotAuthorizedError(UsageError):
 
 class BodyTooLargeError(UsageError):
     """The request body is larger than the server accepts."""
+
+
+class NoTurnError(UsageError):
+    """There is no running turn to act on (409)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class ServerState:
     tokens: Tokens
     owners: Owners
     max_body: int
+    workspaces: Workspaces
     #: Approvals answered here and not yet used by a resume, per session.
     decisions: dict[str, dict[str, Decision]] = field(default_factory=dict)
 
@@ -68,7 +74,7 @@ class ServerState:
         """The caller, after checking it may see ``session_id`` (unknown to others: 404)."""
         owner = self.caller(request)
         if owner is not None and await self.owners.get(session_id) != owner:
-            raise SessionNotFoundError(f"no session {session_id!r}")
+            raise SessionNotFoundError(session_id)
         return owner
 
     async def body(self, request: Request) -> bytes:

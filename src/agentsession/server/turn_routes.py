@@ -18,10 +18,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..engine.leases import live_lease, new_owner
-from ..errors import ConflictError, UsageError
+from ..errors import UsageError
 from ..session import Session
 from .follow import follow_log
-from .state import Decision, ServerState, text_field
+from .state import Decision, NoTurnError, ServerState, text_field
 from .turns import TurnRun
 from .wire import plain
 
@@ -79,7 +79,7 @@ async def waiting(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     pending = session.pending_approvals()
     await session.close()
     answered = state.decisions.get(session_id, {})
@@ -106,7 +106,7 @@ async def answer(request: Request) -> Response:
     await state.allowed(request, session_id)
     body = await state.json(request)
     decision = _decision({**body, "call_id": request.path_params["call_id"]})
-    session = await state.runtime.open_session(session_id)
+    session = await state.workspaces.open(session_id)
     waiting_ids = [a.call_id for a in session.pending_approvals()]
     await session.close()
     if decision.call_id not in waiting_ids:
@@ -145,20 +145,23 @@ async def resume(request: Request) -> Response:
 
 
 async def cancel(request: Request) -> Response:
+    """Cancel the session's turn wherever it runs: here at once, elsewhere through the store.
+
+    200 when this process ran the turn, 202 when another one does (it stops the turn as soon as
+    it sees the request: at once on PostgreSQL, within a fraction of a second on SQLite), 409
+    when no turn is running. The answer never says which process.
+    """
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
     if state.turns.cancel(session_id):
         return JSONResponse({"cancelled": True})
     lease = await live_lease(state.runtime.store, session_id)
-    if lease is not None and lease.owner != new_owner():
-        raise ConflictError(
-            f"session {session_id} is being driven by another process ({lease.owner});"
-            " cancel it there",
-            session_id=session_id,
-            holder=lease.owner,
-        )
-    return JSONResponse({"cancelled": False})
+    if lease is None or lease.owner == new_owner() or state.turns.cancels is None:
+        raise NoTurnError(f"session {session_id} is not running a turn")
+    info = await state.runtime.store.get_session(session_id)
+    await state.turns.cancels.request(session_id, info.next_seq)
+    return JSONResponse({"cancelled": True, "requested": True}, status_code=202)
 
 
 def lease_details(lease_expires_at: float | None) -> dict[str, Any]:

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
-from ..errors import SessionBusyError
-from ..events import Event, StepCommitted, TurnFinished, TurnStream
-from ..log import ContextEpoch, Record
+from ..engine.recovery import step_state
+from ..errors import SessionBusyError, StoreError
+from ..events import Event, PromptResult, StepCommitted, TurnFinished, TurnStream
+from ..log import AssistantEntry, ContextEpoch, Record
 from ..runtime import Runtime
 from ..session import Session
-from .notify import Notifier
+from ..store.base import Store
+from .cancels import Cancels
+from .notify import Notifier, Wakeup
 from .wire import entry_json, error_body, event_json, sse_frame
 
 __all__ = ["TurnObserver", "TurnRun", "Turns"]
@@ -38,53 +40,54 @@ class TurnObserver(Protocol):
 
 
 class TurnRun:
-    """The frames of one running turn, kept for its listeners until it is over."""
+    """The frames of one running turn, kept for its listeners until it is over.
+
+    Listeners wait on a ``Wakeup`` (no lock): a listener whose client leaves is cancelled at
+    any point and must never leave anything held that the turn needs to add its next frame.
+    """
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.frames: list[bytes] = []
         self.done = False
         self.early_error: BaseException | None = None
-        self._changed = asyncio.Condition()
+        self._changed = Wakeup()
         self._started = asyncio.Event()
 
     async def add(self, frame: bytes) -> None:
         """Keep a frame and wake the listeners."""
-        async with self._changed:
-            self.frames.append(frame)
-            self._changed.notify_all()
+        self.frames.append(frame)
+        self._changed.fire()
         self._started.set()
 
     async def finish(self) -> None:
         """The turn is over: listeners end after the last frame."""
-        async with self._changed:
-            self.done = True
-            self._changed.notify_all()
+        self.done = True
+        self._changed.fire()
         self._started.set()
 
     async def started(self) -> None:
         """Wait for the first frame (or an error before any)."""
         await self._started.wait()
 
-    def _ready(self, index: int) -> bool:
-        return self.done or index < len(self.frames)
-
     async def listen(self) -> AsyncIterator[bytes]:
         """Every frame from the first, then each as it comes, until the turn is over."""
         index = 0
         while True:
-            async with self._changed:
-                await self._changed.wait_for(functools.partial(self._ready, index))
-                fresh = self.frames[index:]
-                over = self.done
+            over = self.done
+            fresh = self.frames[index:]
             index += len(fresh)
             for frame in fresh:
                 yield frame
             if over and index >= len(self.frames):
                 return
+            if not fresh and not self.done:
+                await self._changed.wait()
 
 
 StreamOf = Callable[[Session], TurnStream]
+Opener = Callable[[str], Awaitable[Session]]
+"""Opens a session where its tools work (its workspace)."""
 Prepare = Callable[[Session], Awaitable[None]]
 ObserverOf = Callable[[Session, int | None], TurnObserver]
 """Makes the observer of one turn: given its session and the context epoch it starts in."""
@@ -94,14 +97,23 @@ class Turns:
     """The turns this process runs, one per session at a time."""
 
     def __init__(
-        self, runtime: Runtime, notifier: Notifier, observer: ObserverOf | None = None
+        self,
+        runtime: Runtime,
+        notifier: Notifier,
+        observer: ObserverOf | None = None,
+        opener: Opener | None = None,
+        cancels: Cancels | None = None,
     ) -> None:
         self._runtime = runtime
+        self._open: Opener = opener or runtime.open_session
         self._notifier = notifier
         self._observer = observer
+        self.cancels = cancels
         self.running: dict[str, TurnRun] = {}
         self._sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._starts: dict[str, int] = {}  # each running turn's first seq
+        self._watch: asyncio.Task[None] | None = None
 
     async def start(
         self, session_id: str, stream_of: StreamOf, prepare: Prepare | None = None
@@ -109,7 +121,7 @@ class Turns:
         """Open the session and start a turn; errors before its first event are raised here."""
         if session_id in self.running:
             raise SessionBusyError(f"session {session_id} is running a turn")
-        session = await self._runtime.open_session(session_id)
+        session = await self._open(session_id)
         try:
             if prepare is not None:
                 await prepare(session)
@@ -120,6 +132,7 @@ class Turns:
         run = TurnRun(session_id)
         self.running[session_id] = run
         self._sessions[session_id] = session
+        await self._watch_cancels(session_id, start_seq)
         task = asyncio.create_task(self._drive(session, stream_of, run, start_seq))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -132,6 +145,28 @@ class Turns:
         """Cancel the turn this process runs for the session; ``False`` when it runs none."""
         session = self._sessions.get(session_id)
         return session.cancel() if session is not None else False
+
+    async def _watch_cancels(self, session_id: str, start_seq: int) -> None:
+        """Honour cancel requests other processes record for this turn (``cancels``)."""
+        if self.cancels is None:
+            return
+        self._starts[session_id] = start_seq
+        with contextlib.suppress(Exception):
+            await self.cancels.clear(session_id, before=start_seq)  # for an earlier turn
+        if self._watch is None or self._watch.done():
+            self._watch = asyncio.create_task(self._watching(self.cancels))
+
+    async def _watching(self, cancels: Cancels) -> None:
+        while self._starts:
+            await self._notifier.cancel_news.wait(cancels.poll)
+            try:
+                due = await cancels.due(dict(self._starts))
+            except Exception:  # the store is away: look again at the next interval
+                continue
+            for session_id in due:
+                if self.cancel(session_id):
+                    with contextlib.suppress(Exception):
+                        await cancels.clear(session_id)
 
     async def close(self, grace: float) -> None:
         """Let running turns finish for ``grace`` seconds, then cancel the rest (recorded)."""
@@ -158,22 +193,17 @@ class Turns:
             epoch = await self._runtime.store.last(run.session_id, ["epoch"])
             number = epoch.entry.epoch if epoch and isinstance(epoch.entry, ContextEpoch) else None
             observer = self._observer(session, number)
-        emitted = start_seq
-        finished: TurnFinished | None = None
+        pump = _Pump(self, run, observer, start_seq)
         error: BaseException | None = None
         try:
-            async for event in stream_of(session):
-                records: list[Record] = []
-                if isinstance(event, StepCommitted):
-                    records = await self._entries(run, emitted, event.last_seq + 1)
-                    emitted = max(emitted, event.last_seq + 1)
-                    await self._notifier.published(run.session_id)
-                if observer is not None:
-                    observer.on_event(event, records)
-                if isinstance(event, TurnFinished):
-                    finished = event
-                elif not isinstance(event, StepCommitted):
-                    await run.add(sse_frame(event.kind, event_json(event)))
+            stream = stream_of(session)
+            while not await pump.drain(stream):
+                # The store refused a write and it is written now (the store is back): run the
+                # turn on, as a client could not — unless that write was the turn's end.
+                pump.finished = await _ended(self._runtime.store, session.id)
+                if pump.finished is not None:
+                    break
+                stream = session.stream_retry()
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None:
@@ -182,7 +212,7 @@ class Turns:
         except Exception as exc:
             error = exc
         finally:
-            await self._settle(session, run, emitted, finished, error)
+            await self._settle(session, run, pump.emitted, pump.finished, error)
             if observer is not None:
                 observer.on_end(error)
 
@@ -194,7 +224,12 @@ class Turns:
         finished: TurnFinished | None,
         error: BaseException | None,
     ) -> None:
-        """Send what the log holds beyond the last frame, the outcome; release the lease."""
+        """Send what the log holds beyond the last frame; release the lease; the outcome.
+
+        The lease goes before the outcome's frame, so a client that sends its next prompt the
+        moment it reads ``turn_finished`` finds the session free, on any process.
+        """
+        outcome: bytes | None = None
         try:
             if error is not None and not run.frames:
                 run.early_error = error
@@ -203,14 +238,94 @@ class Turns:
                     if await self._entries(run, emitted, None):
                         await self._notifier.published(run.session_id)
                 if finished is not None:
-                    await run.add(sse_frame("turn_finished", event_json(finished)))
+                    outcome = sse_frame("turn_finished", event_json(finished))
                 elif isinstance(error, asyncio.CancelledError):
-                    await run.add(sse_frame("turn_cancelled", {"kind": "turn_cancelled"}))
+                    outcome = sse_frame("turn_cancelled", {"kind": "turn_cancelled"})
                 elif error is not None:
-                    await run.add(sse_frame("error", error_body(error)))
+                    outcome = sse_frame("error", error_body(error))
         finally:
             with contextlib.suppress(Exception):
                 await session.close()
             self.running.pop(run.session_id, None)
             self._sessions.pop(run.session_id, None)
+            self._starts.pop(run.session_id, None)
+            if outcome is not None:
+                await run.add(outcome)
             await run.finish()
+
+
+#: Seconds between the server's own attempts to write entries the store refused.
+_FLUSH_WAITS = (0.5, 1.0, 2.0, 4.0)
+
+
+class _Pump:
+    """Moves one turn's events to its frames; writes refused entries itself, then says so."""
+
+    def __init__(
+        self, turns: Turns, run: TurnRun, observer: TurnObserver | None, start_seq: int
+    ) -> None:
+        self._turns = turns
+        self._run = run
+        self._observer = observer
+        self.emitted = start_seq
+        self.finished: TurnFinished | None = None
+
+    async def drain(self, stream: TurnStream) -> bool:
+        """Send the stream's events on; ``False`` when refused entries were written since.
+
+        A ``StoreError`` with nothing waiting in memory, or whose entries stay refused through
+        every attempt, is raised.
+        """
+        session = self._turns._sessions[self._run.session_id]
+        try:
+            async for event in stream:
+                await self._one(event)
+        except StoreError:
+            if await _flushed(session):
+                return False
+            raise
+        return True
+
+    async def _one(self, event: Event) -> None:
+        run, turns = self._run, self._turns
+        records: list[Record] = []
+        if isinstance(event, StepCommitted):
+            records = await turns._entries(run, self.emitted, event.last_seq + 1)
+            self.emitted = max(self.emitted, event.last_seq + 1)
+            await turns._notifier.published(run.session_id)
+        if self._observer is not None:
+            self._observer.on_event(event, records)
+        if isinstance(event, TurnFinished):
+            self.finished = event
+        elif not isinstance(event, StepCommitted):
+            await run.add(sse_frame(event.kind, event_json(event)))
+
+
+async def _flushed(session: Session) -> bool:
+    """Write what the store refused, trying a few times; whether the store takes writes again.
+
+    With nothing kept in memory (a refused admission stores nothing) the step can simply be
+    tried again once the store answers.
+    """
+    for wait in _FLUSH_WAITS:
+        await asyncio.sleep(wait)
+        try:
+            if session.unflushed_entries:
+                await session.flush()
+            else:
+                await session.refresh()
+        except StoreError:
+            continue
+        return True
+    return False
+
+
+async def _ended(store: Store, session_id: str) -> TurnFinished | None:
+    """The turn's end when the log's last step finished it (its answer was the refused write)."""
+    last = await store.last(session_id, ["dispatch"])
+    tail = await store.read(session_id, last.seq) if last is not None else []
+    if not tail or not step_state(tail).finished:
+        return None
+    answers = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)]
+    text = answers[-1].content if answers else ""
+    return TurnFinished(PromptResult(text=text, steps=1, session_id=session_id))

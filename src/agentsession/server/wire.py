@@ -19,6 +19,7 @@ from ..errors import (
     ContextOverflowError,
     ProviderError,
     SessionBusyError,
+    SessionFileError,
     SessionNotFoundError,
     StoreError,
     TransientProviderError,
@@ -27,6 +28,8 @@ from ..errors import (
 from ..events import Event
 from ..log import Record
 from ..log.stored import dump_entry
+from .event_schemas import SCHEMA_VERSION
+from .health import store_problem
 
 __all__ = [
     "entry_json",
@@ -64,9 +67,14 @@ def event_json(event: Event) -> dict[str, Any]:
     return found
 
 
-def sse_frame(event: str, data: object, event_id: int | None = None) -> bytes:
-    """One Server-Sent Events frame; ``event_id`` (a log seq) only for entries from the log."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+def sse_frame(event: str, data: dict[str, Any], event_id: int | None = None) -> bytes:
+    """One Server-Sent Events frame; ``event_id`` (a log seq) only for entries from the log.
+
+    The data is the event's public form: ``type`` (the event's name) and ``schema_version``
+    first, then its own fields (``event_schemas``).
+    """
+    public = {"type": event, "schema_version": SCHEMA_VERSION, **data}
+    text = json.dumps(public, ensure_ascii=False, separators=(",", ":"))
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {text}\n\n".encode()
 
@@ -95,10 +103,29 @@ def status_of(exc: BaseException) -> int:
             return 500
 
 
+def public_message(exc: BaseException) -> str:
+    """What a client is told of a failure: never a connection detail, file path or process.
+
+    A store's failure names its database (host, port, user) or file, and carries the driver's
+    own words; a lease conflict names the holder's host and pid. Clients get the cause in
+    plain words instead; the server's own log keeps the rest.
+    """
+    if isinstance(exc, SessionFileError):
+        return (
+            f"line {exc.line}: {exc.args[0].split(': ', 1)[-1]}" if exc.line else str(exc.args[0])
+        )
+    if isinstance(exc, StoreError):
+        return f"the session store failed: {store_problem(exc)}; try again later"
+    if isinstance(exc, ConflictError) and "lease held" in str(exc):
+        return "the session is being driven by another process; try again when it is done"
+    if isinstance(exc, AgentSessionError):
+        return str(exc)
+    return f"internal error ({type(exc).__name__})"
+
+
 def error_body(exc: BaseException, **extra: object) -> dict[str, Any]:
     """The JSON body of a failure: its class name, message and whether a retry may help."""
-    known = isinstance(exc, AgentSessionError)
-    message = str(exc) if known else f"internal error ({type(exc).__name__})"
+    message = public_message(exc)
     error: dict[str, Any] = {
         "type": type(exc).__name__,
         "message": message,

@@ -21,6 +21,7 @@ import psycopg
 from ..errors import SessionNotFoundError, StoreError
 from ..log import Record
 from ._postgres import LAST_ENTRY, check_version, migrate, range_query
+from ._postgres_presence import ALIVE, presence_void
 from ._postgres_snapshot import Miss, Snapshot, take
 from ._sql import LEASE_OF, SELECT_SESSION, SELECT_TEXTS, SESSION_EXISTS, postgres
 from .base import (
@@ -47,14 +48,16 @@ _CLOCK = "extract(epoch from clock_timestamp())::double precision"
 
 _SELECT_SESSION = postgres(SELECT_SESSION)
 #: The session's unexpired lease by the server's clock (``LEASE_OF``).
-LEASE_NOW = postgres(LEASE_OF).replace("%s", _CLOCK, 1)
-#: Take the lease when free, expired or already the owner's (parameters: session, owner, ttl).
+LEASE_NOW = postgres(LEASE_OF).replace("%s", f"{_CLOCK} AND {ALIVE}", 1)
+#: Take the lease when free, expired, already the owner's, or its owner is gone (no presence
+#: lock: ``_postgres_presence``) (parameters: session, owner, ttl).
 TAKE_LEASE = (
     "INSERT INTO leases (session_id, owner, expires_at)"
     f" VALUES (%s, %s, {_CLOCK} + %s)"
     " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
     " expires_at = excluded.expires_at"
     f" WHERE leases.owner = excluded.owner OR leases.expires_at <= {_CLOCK}"
+    f" OR {presence_void('leases.owner')}"
 )
 #: Extend the owner's lease (parameters: ttl, session, owner).
 RENEW_LEASE = f"UPDATE leases SET expires_at = {_CLOCK} + %s WHERE session_id = %s AND owner = %s"

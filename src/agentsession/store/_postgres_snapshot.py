@@ -29,6 +29,7 @@ from typing import Any
 import psycopg
 
 from ..log import Record
+from ._postgres_presence import ALIVE
 from ._sql import LEASE_OF, SELECT_SESSION, postgres
 from .base import decode_row, refs_of
 
@@ -44,7 +45,7 @@ FRESH_FOR = 1.0
 
 _CLOCK = "extract(epoch from clock_timestamp())::double precision"
 _VERSION = "SELECT coalesce(max(version), 0) FROM schema_migrations"
-_LEASE = postgres(LEASE_OF).replace("%s", _CLOCK, 1)
+_LEASE = postgres(LEASE_OF).replace("%s", f"{_CLOCK} AND {ALIVE}", 1)
 #: Per kind the session holds: its kept count and its newest entry (one index descent each).
 _NEWEST = (
     "SELECT c.kind, c.entries, e.seq, e.version, e.data FROM kind_counts c"

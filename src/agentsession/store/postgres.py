@@ -15,7 +15,8 @@
 - ``last()`` is one statement (one snapshot): a descent of the kind index per wanted kind; the
   baseline texts an epoch refers to (kept once per session in ``texts``) are read after it;
 - leases are rows whose expiry is judged by the server's clock (``clock_timestamp()``), so
-  workers on machines with skewed clocks still agree;
+  workers on machines with skewed clocks still agree, and a dead holder's lease is void at once
+  (``_postgres_presence``);
 - every driver failure is a ``StoreError`` naming the server (never its password), chained
   with ``from``. A connection lost during ``COMMIT`` leaves it unknown whether the transaction
   committed: the caller re-reads the log (``get_session``) before writing again.
@@ -27,7 +28,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from types import TracebackType
 from typing import Any
 
 from ..errors import SessionNotFoundError, StoreError
@@ -84,6 +84,7 @@ try:
         range_query,
     )
     from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader
+    from ._postgres_presence import Presence
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
@@ -130,6 +131,7 @@ class PostgresStore(ViewRead):
         # Reads now on a connection of their own, a reopen's snapshot (``store.fast``).
         reads = (self._read_now, self._count_now, self._last_now, self._read_view)
         self.fast_paths = FastPaths(*reads, count_held=self._count_held)
+        self._presence = Presence(dsn, read_only)
 
     def __repr__(self) -> str:
         return f"PostgresStore(<{self._name}>{', read_only=True' if self.read_only else ''})"
@@ -388,6 +390,7 @@ class PostgresStore(ViewRead):
         check_lease(owner, ttl)
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
+        await self._presence.ensure(owner)  # its leases now die with its process
         async with self._connection(f"take the lease of session {session_id!r}") as conn:
             try:
                 cursor = await conn.execute(TAKE_LEASE, (session_id, owner, float(ttl)))
@@ -402,6 +405,7 @@ class PostgresStore(ViewRead):
         check_lease(owner, ttl)
         if not storable(session_id):
             return False
+        await self._presence.ensure(owner)  # its leases now die with its process
         async with self._connection(f"renew the lease of session {session_id!r}") as conn:
             cursor = await conn.execute(RENEW_LEASE, (float(ttl), session_id, owner))
             return cursor.rowcount == 1
@@ -436,16 +440,12 @@ class PostgresStore(ViewRead):
             self._closed = True
             pool, self._pool = self._pool, None
         self._now.close()
+        await self._presence.close()
         if pool is not None:
             await pool.close()
 
     async def __aenter__(self) -> PostgresStore:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()

@@ -1,0 +1,143 @@
+"""Workspaces: each session works in a folder of its own, never in the server's folder.
+
+Two owners (two tokens) on one server each get their own workspace; a session of one never
+reads or writes the other's files, by a relative or an absolute path. ``agentsession serve``
+without ``--workspaces`` offers no built-in file or command tool; with it, every session gets
+them, confined to its folder, under the server's preset (``read-only`` unless ``--preset``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .harness import Frame, Server, frames, serve_cli
+
+ALICE = "alice-token-0123456789"
+BOB = "bob-token-0123456789ab"
+BUILTIN = {"read_file", "write_file", "list_files", "run_command"}
+
+
+def _as(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _turn(server: Server, token: str, sid: str, text: str) -> list[Frame]:
+    response = server.client.post(
+        f"/sessions/{sid}/prompt", json={"text": text}, headers=_as(token)
+    )
+    assert response.status_code == 200, response.text
+    return list(frames(iter(response.text.splitlines())))
+
+
+def _results(got: list[Frame]) -> list[str]:
+    """The tool results the turn committed, as their stored text."""
+    found = []
+    for frame in got:
+        if frame.id is not None and frame.data.get("kind") == "tool_result":
+            found.append(str(frame.data["entry"]["content"]))
+    return found
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    root = tmp_path / "workspaces"
+    server = Server(
+        str(tmp_path / "db.sqlite"),
+        tmp_path,
+        "--token",
+        ALICE,
+        "--token",
+        BOB,
+        "--workspaces",
+        str(root),
+    )
+    yield server, root
+    server.stop()
+
+
+def test_two_owners_each_work_in_their_own_workspace(places: tuple[Server, Path]) -> None:
+    server, root = places
+    alice = server.client.post("/sessions", json={}, headers=_as(ALICE)).json()["id"]
+    bob = server.client.post("/sessions", json={}, headers=_as(BOB)).json()["id"]
+    wrote = _results(_turn(server, ALICE, alice, "write notes.txt alpha-secret"))
+    assert len(wrote) == 1 and "error" not in wrote[0].lower()
+    # The file landed in Alice's own folder: under the root, per owner, then per session.
+    written = [p for p in root.rglob("notes.txt")]
+    assert len(written) == 1 and written[0].read_text() == "alpha-secret"
+    assert written[0].parent.name == alice and written[0].parent.parent.parent == root
+    # Bob's session has its own folder: the same relative name is not there ...
+    missing = _results(_turn(server, BOB, bob, "read notes.txt"))
+    assert len(missing) == 1 and "alpha-secret" not in missing[0]
+    # ... and neither a relative climb nor Alice's absolute path reaches her file.
+    climbed = _results(
+        _turn(server, BOB, bob, f"read ../../{written[0].parent.parent.name}/{alice}/notes.txt")
+    )
+    absolute = _results(_turn(server, BOB, bob, f"read {written[0]}"))
+    assert climbed and absolute
+    for result in (*climbed, *absolute):
+        assert "alpha-secret" not in result and "Permission denied" in result
+    overwrite = _results(_turn(server, BOB, bob, f"write {written[0]} bob-was-here"))
+    assert overwrite and written[0].read_text() == "alpha-secret"
+    # Bob writes in his own folder, which Alice's session never sees.
+    _turn(server, BOB, bob, "write notes.txt beta")
+    assert sorted(p.read_text() for p in root.rglob("notes.txt")) == ["alpha-secret", "beta"]
+    again = _results(_turn(server, ALICE, alice, "read notes.txt"))
+    assert len(again) == 1 and "alpha-secret" in again[0] and "beta" not in again[0]
+    # Every process opens a session in the same folder: the recorded one, shown by name only.
+    shown = server.client.get(f"/sessions/{alice}", headers=_as(ALICE)).json()
+    assert shown["workspace"] is None and str(root) not in str(shown)
+
+
+def test_a_named_workspace_is_shared_by_its_owners_sessions_only(
+    places: tuple[Server, Path],
+) -> None:
+    server, _ = places
+    first = server.client.post("/sessions", json={"workspace": "site"}, headers=_as(ALICE))
+    assert first.status_code == 201 and first.json()["workspace"] == "site"
+    second = server.client.post("/sessions", json={"workspace": "site"}, headers=_as(ALICE))
+    theirs = server.client.post("/sessions", json={"workspace": "site"}, headers=_as(BOB))
+    _turn(server, ALICE, first.json()["id"], "write index.html hello")
+    shared = _results(_turn(server, ALICE, second.json()["id"], "read index.html"))
+    assert len(shared) == 1 and "hello" in shared[0]
+    other = _results(_turn(server, BOB, theirs.json()["id"], "read index.html"))
+    assert len(other) == 1 and "hello" not in other[0]
+    for bad in ("../x", ".hidden", "a/b", "", "0123456789abcdef0123456789abcdef", 7):
+        refused = server.client.post("/sessions", json={"workspace": bad}, headers=_as(ALICE))
+        assert refused.status_code == 400, bad
+
+
+@contextlib.contextmanager
+def _serve(tmp_path: Path, *options: str) -> Iterator[httpx.Client]:
+    """``agentsession serve`` on a model that is never called (a preview needs no provider)."""
+    argv = ("--db", str(tmp_path / "c.db"), "--model", "openai:gpt-4.1", "serve", *options)
+    with serve_cli(tmp_path, *argv, env={"OPENAI_API_KEY": "sk-test-never-used"}) as served:
+        yield served.client
+
+
+def _offered(client: httpx.Client) -> tuple[set[str], str]:
+    sid = client.post("/sessions", json={}).json()["id"]
+    context = client.get(f"/sessions/{sid}/context").json()["context"]
+    tools = {tool["name"] for tool in context["request"]["tools"]}
+    preset = client.get(f"/sessions/{sid}").json()["permission_preset"]
+    return tools, preset
+
+
+def test_serve_without_workspaces_offers_no_file_or_command_tool(tmp_path: Path) -> None:
+    (tmp_path / "server-file.txt").write_text("the server's own")
+    with _serve(tmp_path) as client:
+        tools, preset = _offered(client)
+    assert not tools & BUILTIN
+    assert preset == "read-only"
+
+
+def test_serve_with_workspaces_offers_the_tools_under_its_preset(tmp_path: Path) -> None:
+    with _serve(tmp_path, "--workspaces", "spaces", "--preset", "workspace-write") as client:
+        tools, preset = _offered(client)
+    assert tools >= BUILTIN
+    assert preset == "workspace-write"
+    assert (tmp_path / "spaces" / "local").is_dir()

@@ -1,0 +1,107 @@
+"""A dead holder's lease is void at once, not after its TTL: a real process killed with SIGKILL.
+
+The holder is a real subprocess that takes a session's lease (a TTL of ten minutes) and then
+waits; it is killed with SIGKILL, so nothing is released or flushed. On PostgreSQL the holder's
+presence lock dies with its connection; on SQLite the holder is a process of this machine that
+no longer exists. Either way another owner takes the lease well before the TTL could have run
+out — which is what the test asserts, without measuring time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession.engine.leases import LeaseKeeper
+from agentsession.errors import ConflictError
+
+_TTL = 600.0  # far longer than the test's own bounds: only a void lease can be taken
+
+_HOLDER = textwrap.dedent(
+    """
+    import asyncio, sys
+    import agentsession as ags
+    from agentsession.engine.leases import LeaseKeeper
+
+    async def main(kind, where, session_id):
+        store = ags.PostgresStore(where) if kind == "postgres" else ags.SQLiteStore(where)
+        await LeaseKeeper(store, session_id, ttl=600.0).hold()
+        print("HELD", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main(*sys.argv[1:]))
+    """
+)
+
+
+def _store(kind: str, where: str) -> ags.Store:
+    return ags.PostgresStore(where) if kind == "postgres" else ags.SQLiteStore(where)
+
+
+async def _take_after_kill(kind: str, where: str) -> None:
+    store = _store(kind, where)
+    runtime = ags.Runtime(store=store, model=ags.ScriptedModel([]))
+    session = await runtime.create_session()
+    await session.close()
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _HOLDER, kind, where, session.id, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None
+        line = await asyncio.wait_for(holder.stdout.readline(), 120)
+        assert line.strip() == b"HELD"
+        taker = LeaseKeeper(store, session.id, ttl=_TTL, owner="taker")
+        with pytest.raises(ConflictError):
+            await taker.hold()  # the holder is alive: its lease holds
+        lease = await store.lease_of(session.id)
+        assert lease is not None and lease.owner.endswith(f":{holder.pid}")
+    finally:
+        holder.kill()  # SIGKILL: the holder releases nothing
+        await asyncio.wait_for(holder.wait(), 120)
+    # The server notices the closed connection on its own schedule: ask until it has, within a
+    # bound far below the lease's TTL (nothing here depends on how fast the machine is).
+    for _ in range(1200):
+        try:
+            await taker.hold()
+            break
+        except ConflictError:
+            await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the dead holder's lease was never void")
+    lease = await store.lease_of(session.id)
+    assert lease is not None and lease.owner == "taker"
+    await taker.release()
+    await runtime.close()
+
+
+async def test_a_killed_holders_lease_is_taken_at_once_on_sqlite(tmp_path: Path) -> None:
+    await _take_after_kill("sqlite", str(tmp_path / "db.sqlite"))
+
+
+@pytest.mark.postgres
+async def test_a_killed_holders_lease_is_taken_at_once_on_postgres(pg_dsn: str) -> None:
+    await _take_after_kill("postgres", pg_dsn)
+
+
+@pytest.mark.postgres
+async def test_a_live_holder_keeps_its_lease_and_a_closed_store_lets_go(pg_dsn: str) -> None:
+    """Presence is per owner: a live owner's lease holds; closing its store voids it."""
+    first, second = ags.PostgresStore(pg_dsn), ags.PostgresStore(pg_dsn)
+    runtime = ags.Runtime(store=first, model=ags.ScriptedModel([]))
+    session = await runtime.create_session()
+    await session.close()
+    assert await first.acquire_lease(session.id, "one", _TTL)
+    assert not await second.acquire_lease(session.id, "two", _TTL)
+    found = await second.lease_of(session.id)
+    assert found is not None and found.owner == "one"
+    await runtime.close()  # closes ``first``: its owners' presence ends with it
+    assert await second.acquire_lease(session.id, "two", _TTL)
+    found = await second.lease_of(session.id)
+    assert found is not None and found.owner == "two"
+    await second.close()
