@@ -86,7 +86,9 @@ def test_cost_command_server_and_library_agree_on_config_file_prices(
         app = ags.server.create_app(runtime)
         transport = httpx.ASGITransport(app=app)
         try:
-            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://localhost"
+            ) as client:
                 answer = await client.get(f"/sessions/{sid}/cost")
                 assert answer.status_code == 200, answer.text
                 body: dict[str, object] = answer.json()

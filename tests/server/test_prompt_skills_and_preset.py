@@ -27,7 +27,7 @@ async def test_the_prompt_route_honours_a_skill_selection(tmp_path: Path) -> Non
     )
     app = ags.server.create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
         body = {"text": "summarise a.pdf", "skills": ["pdf"]}
         answer = await client.post(f"/sessions/{sid}/prompt", json=body)
@@ -74,7 +74,7 @@ async def test_patch_changes_the_preset_while_idle_and_refuses_during_a_turn(
     )
     app = ags.server.create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
         turn = asyncio.create_task(client.post(f"/sessions/{sid}/prompt", json={"text": "a"}))
         await model.entered.wait()

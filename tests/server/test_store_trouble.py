@@ -48,7 +48,7 @@ async def test_a_refused_write_is_written_again_by_the_server(tmp_path: Path, re
     )
     app = ags.server.create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
         answer = await client.post(f"/sessions/{sid}/prompt", json={"text": "count"})
     got = list(frames(iter(answer.text.splitlines())))
@@ -161,7 +161,7 @@ async def test_a_store_error_ends_events_with_an_error_event(tmp_path: Path) -> 
     )
     app = ags.server.create_app(runtime)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
         assert (await client.post(f"/sessions/{sid}/prompt", json={"text": "x"})).status_code == 200
         store.broken = True

@@ -295,7 +295,7 @@ def worker_app() -> Any:
     )
 
 
-async def _serve_workers(inv: Invocation, uvicorn: Any, run_token: str | None) -> int:
+async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
     """``--workers N``: uvicorn's supervisor runs N processes, each serving ``worker_app``."""
     from ..server.auth import Tokens
     from ..server.limits import MAX_CONNECTIONS
@@ -306,6 +306,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any, run_token: str | None) -
         await _check_store(store)  # the database exists before N processes open it at once
     finally:
         await store.close()
+    run_token = _run_token(inv)
     os.environ[_WORKER_ENV] = json.dumps(
         {
             "db": inv.location,
@@ -352,14 +353,15 @@ async def serve(inv: Invocation) -> int:
         raise UsageError(
             f"the server needs the 'server' extra (pip install 'agentsession[server]'): {exc}"
         ) from None
-    run_token = _run_token(inv)
     if args.workers > 1:
-        return await _serve_workers(inv, uvicorn, run_token)
+        return await _serve_workers(inv, uvicorn)
     store = inv.store("create")
     runtime = server_runtime(inv, store, args.workspaces, args.preset)
     tracing = None
     try:
         await _check_store(store)
+        # Only a server that will start prints the URL to open (with its token).
+        run_token = _run_token(inv)
         if args.otlp_endpoint:
             from ..server.telemetry import otlp_tracing
 
