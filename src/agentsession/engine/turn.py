@@ -38,6 +38,7 @@ from ..events import (
     ToolResultEvent,
     TurnFinished,
 )
+from ..hygiene import repaired
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -171,13 +172,16 @@ class Turn:
     ) -> AsyncIterator[Event | StepOutcome]:
         """The rest of a step once the model answered: commit the answer, then run its calls."""
         usage = _add(usage, done.usage)
+        # Text is made valid where it is committed: a lone surrogate stored would fail every
+        # later request (and every display) at encoding.
+        done, replaced = repaired(done)
         # Unique against this epoch's calls and every call an approval was asked for in the
         # session: an earlier answer must never decide a later call that reused its id.
         message = unique_call_ids(done.message, await self._used_ids(done.message))
         refused = refused_calls(done, message)
         if refused:
             message = replace(message, tool_calls=tuple(_emptied(message, refused)))
-        for event in await self._respond(step, request, done, message, refused):
+        for event in await self._respond(step, request, done, message, refused, replaced):
             yield event
         if self.writer.pending:
             # Write-ahead: the calls wait until the response is durable (flush, then retry).
@@ -280,6 +284,7 @@ class Turn:
         done: ModelDone,
         message: AssistantMessage,
         refused: dict[str, str],
+        replaced: int = 0,
     ) -> list[Event]:
         """Commit the response (no tool runs unless it is durable); its events.
 
@@ -303,6 +308,7 @@ class Turn:
             provider_cache=done.provider_cache,
             usage_estimated=not self.model.profile.reports_usage,
             sent_at=_iso(self.writer.ledger.last_noted()),
+            replaced_surrogates=replaced,
         )
         saved = await self.writer.commit([entry, *results])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0:

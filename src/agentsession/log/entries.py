@@ -83,7 +83,9 @@ class AssistantEntry:
     ``"messages_changed"``), kept beside the local diagnosis of the dispatch record before it.
     ``usage_estimated``: the figures are the model's guess, not the provider's count.
     ``sent_at`` is when the request was sent by the runtime's clock (cache lifetimes are
-    judged by it; ``timestamp`` is the wall clock's).
+    judged by it; ``timestamp`` is the wall clock's). ``replaced_surrogates``: how many lone
+    UTF-16 surrogates the reply's text, tool names and arguments held on arrival, each stored
+    as U+FFFD (text that cannot be encoded would fail every later request).
     """
 
     content: str = ""
@@ -97,6 +99,7 @@ class AssistantEntry:
     provider_cache: str = ""
     usage_estimated: bool = False
     sent_at: str = ""
+    replaced_surrogates: int = 0
     kind: Literal["assistant"] = "assistant"
 
 
