@@ -50,11 +50,12 @@ from ..log import (
 )
 from ..providers.base import Model, ModelDone, provider_failure
 from ..providers.cache_controls import CacheControls
-from ..providers.cache_policy import cache_lifetime, choose_ttl
+from ..providers.cache_policy import cache_lifetime
 from ..request import AssistantMessage, Message, Request, ToolCall, Usage, digest, new_call_id
 from .admission import Admitter
 from .deps import SessionDeps
-from .model_call import call_model, session_cache_key
+from .model_call import call_model
+from .next_controls import cache_controls
 from .parts import SessionParts
 from .steps import STEP_OUTCOMES, StepContinue, StepFinished, StepHeld, StepOutcome, StepPaused
 from .writer import LogWriter
@@ -102,6 +103,7 @@ class Turn:
     session_id: str
     last_dispatch: Dispatch | None
     _held: bool = field(default=False, init=False)
+    _asked: CacheControls | None = field(default=None, init=False)  # the last call's controls
 
     @property
     def held(self) -> bool:
@@ -261,21 +263,10 @@ class Turn:
         config, ledger, clock = self.deps.config, self.writer.ledger, self.deps.clock
         if clock is not None:
             ledger.note(clock())
-        answered = ledger.last_answered()
-        previous = answered.response_id if answered is not None else ledger.stored_response_id
-        if answered is None and previous is None:
-            found = await self.deps.store.last(self.session_id, ["assistant"])
-            entry = found.entry if found is not None else None
-            previous = entry.response_id if isinstance(entry, AssistantEntry) else ""
-            ledger.stored_response_id = previous
-        ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio())
-        ledger.ttl_seconds = cache_lifetime(self.model.profile, ttl)
-        return CacheControls(
-            key=session_cache_key(self.session_id),
-            ttl=ttl,
-            diagnose=config.provider_cache_diagnostics,
-            compare_with=previous or None,
-        )
+        controls = await cache_controls(config, ledger, self.deps.store, self.session_id)
+        ledger.ttl_seconds = cache_lifetime(self.model.profile, controls.ttl)
+        self._asked = controls
+        return controls
 
     async def _respond(
         self,
@@ -309,6 +300,8 @@ class Turn:
             usage_estimated=not self.model.profile.reports_usage,
             sent_at=_iso(self.writer.ledger.last_noted()),
             replaced_surrogates=replaced,
+            cache_ttl=self._asked.ttl if self._asked is not None else "",
+            cache_diagnose=self._asked is not None and self._asked.diagnose,
         )
         saved = await self.writer.commit([entry, *results])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0:

@@ -50,8 +50,9 @@ def _assistant_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _assistant_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
-    # Version 3 may record lone surrogates replaced on arrival; a version 2 response was stored
-    # as it came (one holding a surrogate is repaired where it leaves: lowering, display).
+    # Version 3 may record lone surrogates replaced on arrival and the cache controls asked
+    # for; a version 2 response was stored as it came (one holding a surrogate is repaired
+    # where it leaves: lowering, display) and its controls are not known.
     return payload
 
 

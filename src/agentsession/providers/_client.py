@@ -31,9 +31,9 @@ from .base import (
     ModelToolCall,
     provider_failure,
 )
-from .cache_controls import CacheControls, apply_cache_controls
+from .cache_controls import CacheControls
 from .lower import lower
-from .validate import validate
+from .wire import controlled
 
 __all__ = [
     "NO_KEY",
@@ -235,10 +235,8 @@ class SDKModel(ABC):
         return None
 
     def _controlled(self, request: Request, controls: CacheControls) -> dict[str, Any]:
-        fmt, profile = self.wire_format, self._profile
-        body = apply_cache_controls(self.lower(request), fmt, profile, controls, request)
-        validate(body, fmt, profile)
-        return body
+        # The one function the request display uses too (``wire.sent_body``).
+        return controlled(request, self.wire_format, self._profile, self.model, controls)
 
     def _client(self) -> Any:
         if self._sdk is None:

@@ -1,0 +1,96 @@
+"""The request display is the body the SDK sent, cache fields included, on every wire format.
+
+Sessions run through the real SDKs against a loopback server that records each HTTP body. The
+body ``agentsession request ID --step N`` prints, the server's ``/request?step=N`` answers and
+``session.preview_body()`` gave before the call are each compared with the recorded body, for
+the default settings, a ``prompt_cache_key``, the one-hour lifetime and explicit breakpoints.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from provider_fakes import LocalServer, Reply
+from test_cut_tool_calls import text_reply
+from tests.cli_inprocess import run_cli
+from vendor_replies import KEYS
+
+import agentsession as ags
+
+# (format, variant) -> (model string, Config fields)
+CASES: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
+    ("openai-chat", "default"): ("openai-compatible:", {}),
+    ("openai-chat", "prompt_cache_key"): ("openai-chat:gpt-4.1", {}),
+    ("openai-chat", "1h"): ("openai-chat:gpt-4.1", {"cache_ttl": "1h"}),
+    ("openai-chat", "breakpoints"): ("openai-chat:gpt-5.6", {}),
+    ("openai-responses", "default"): ("openai:gpt-4.1", {"provider_cache_diagnostics": False}),
+    ("openai-responses", "prompt_cache_key"): ("openai:gpt-4.1", {}),
+    ("openai-responses", "1h"): ("openai:gpt-4.1", {"cache_ttl": "1h"}),
+    ("openai-responses", "breakpoints"): ("openai:gpt-5.6", {}),
+    ("anthropic", "default"): ("anthropic:claude-opus-4-8", {}),
+    ("anthropic", "prompt_cache_key"): ("anthropic:claude-opus-4-8", {"cache_ttl": "5m"}),
+    ("anthropic", "1h"): ("anthropic:claude-opus-4-8", {"cache_ttl": "1h"}),
+    ("anthropic", "breakpoints"): (
+        "anthropic:claude-opus-4-8",
+        {"provider_cache_diagnostics": False},
+    ),
+    ("gemini", "default"): ("gemini:gemini-2.5-pro", {}),
+    ("gemini", "prompt_cache_key"): ("gemini:gemini-2.5-pro", {}),
+    ("gemini", "1h"): ("gemini:gemini-2.5-pro", {"cache_ttl": "1h"}),
+    ("gemini", "breakpoints"): ("gemini:gemini-2.5-pro", {"provider_cache_diagnostics": False}),
+}
+
+
+@pytest.fixture(autouse=True)
+def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in KEYS:
+        monkeypatch.setenv(name, "test-key")
+
+
+def _model(spec: str, server: LocalServer) -> Any:
+    if spec == "openai-compatible:":
+        return ags.get_model(f"openai-compatible:{server.url}/v1#local-model")
+    base = server.url + "/v1" if spec.startswith("openai") else server.url
+    return ags.get_model(spec, base_url=base)
+
+
+@pytest.mark.parametrize(("fmt", "variant"), sorted(CASES))
+async def test_the_request_display_is_the_body_the_sdk_sent(
+    fmt: str, variant: str, server: LocalServer, tmp_path: Path
+) -> None:
+    spec, config = CASES[(fmt, variant)]
+    model = _model(spec, server)
+    db = tmp_path / "s.db"
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(db),
+        model=model,
+        instructions="You are careful.",
+        config=ags.Config(titles=False, retry_base_delay=0, **config),
+    )
+    try:
+        session = await runtime.create_session()
+        server.reply(Reply(sse=text_reply(fmt, "one")))
+        await session.prompt("first")
+        previewed = await session.preview_body("second")
+        server.reply(Reply(sse=text_reply(fmt, "two")))
+        await session.prompt("second")
+    finally:
+        await model.aclose()
+        await runtime.close()
+    sent = [captured.json for captured in server.requests]
+    assert len(sent) == 2
+    assert previewed == sent[1]
+    if variant == "prompt_cache_key" and fmt.startswith("openai"):
+        assert sent[1]["prompt_cache_key"].startswith("ags-")
+    if variant == "1h" and fmt == "anthropic":
+        assert '"ttl": "1h"' in json.dumps(sent[1])
+    env = {name: "test-key" for name in KEYS}
+    for step, body in enumerate(sent, start=1):
+        shown = run_cli(
+            tmp_path, "--db", str(db), "--json", "request", session.id, "--step", str(step), env=env
+        )
+        assert shown.code == 0, shown.err
+        assert json.loads(shown.out)["body"] == body, f"step {step}"
