@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from provider_fakes import LocalServer, Reply
 from test_cut_tool_calls import text_reply
@@ -19,6 +20,8 @@ from tests.cli_inprocess import run_cli
 from vendor_replies import KEYS
 
 import agentsession as ags
+from agentsession.inspection._report_data import report_data
+from agentsession.server import create_app
 
 # (format, variant) -> (model string, Config fields)
 CASES: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
@@ -87,6 +90,7 @@ async def test_the_request_display_is_the_body_the_sdk_sent(
         assert sent[1]["prompt_cache_key"].startswith("ags-")
     if variant == "1h" and fmt == "anthropic":
         assert '"ttl": "1h"' in json.dumps(sent[1])
+    await _server_shows(spec, server, db, session.id, fmt, sent, config)
     env = {name: "test-key" for name in KEYS}
     for step, body in enumerate(sent, start=1):
         shown = run_cli(
@@ -94,3 +98,62 @@ async def test_the_request_display_is_the_body_the_sdk_sent(
         )
         assert shown.code == 0, shown.err
         assert json.loads(shown.out)["body"] == body, f"step {step}"
+
+
+WIRE = {"anthropic": "anthropic-messages"}
+
+
+async def _server_shows(
+    spec: str,
+    server: LocalServer,
+    db: Path,
+    session_id: str,
+    fmt: str,
+    sent: list[dict[str, Any]],
+    config: dict[str, Any],
+) -> None:
+    """The server's ``/request?step=N`` in the model's format answers each body as sent."""
+    model = _model(spec, server)
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(db),
+        model=model,
+        instructions="You are careful.",
+        config=ags.Config(titles=False, **config),
+    )
+    app = create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+            for step, body in enumerate(sent, start=1):
+                params = {"step": str(step), "format": WIRE.get(fmt, fmt)}
+                answer = await client.get(f"/sessions/{session_id}/request", params=params)
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["request"] == body, f"server, step {step}"
+    finally:
+        await model.aclose()
+        await runtime.close()
+
+
+async def test_the_report_names_the_cache_fields_each_call_carried(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    model = _model("anthropic:claude-opus-4-8", server)
+    runtime = ags.Runtime(
+        store=ags.MemoryStore(),
+        model=model,
+        instructions="You are careful.",
+        config=ags.Config(titles=False, cache_ttl="1h"),
+    )
+    try:
+        session = await runtime.create_session()
+        for text in ("one", "two"):
+            server.reply(Reply(sse=text_reply("anthropic", text)))
+            await session.prompt(text)
+        data = report_data(await session.inspect())
+    finally:
+        await model.aclose()
+        await runtime.close()
+    first, second = (json.loads(data["strings"][row[17]]) for row in data["requests"])
+    assert first["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert first["diagnostics"] == {"previous_message_id": None}
+    assert second["diagnostics"] == {"previous_message_id": "msg_2"}

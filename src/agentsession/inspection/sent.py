@@ -11,15 +11,22 @@ missing (it failed) or was stored before controls were recorded shows what ``Con
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
-from typing import Literal
+from dataclasses import replace
+from typing import Any, Literal
 
 from ..config import Config
 from ..log import AssistantEntry, Record
-from ..providers.cache_controls import CacheControls, cache_key_for
+from ..providers.base import ModelProfile
+from ..providers.cache_controls import CacheControls, apply_cache_controls, cache_key_for
 from ..providers.cache_policy import choose_ttl
+from ..providers.lower import lower
+from ..providers.profiles import profile_for
+from ..request import Request, ToolSpec, UserMessage
 
-__all__ = ["next_controls", "sent_controls"]
+__all__ = ["cache_fields", "next_controls", "sent_controls"]
 
 
 def _controls(
@@ -69,3 +76,66 @@ def next_controls(session_id: str, records: Sequence[Record], config: Config) ->
         "",
     )
     return _controls(session_id, config, previous, None)
+
+
+_PREVIOUS = "\x00previous-response"  # stands for the compared response id in a memoised probe
+
+
+def cache_fields(model_name: str, controls: CacheControls | None) -> str:
+    """What the SDK call of ``model_name`` carried for the cache beyond the neutral request.
+
+    As JSON text (``""``: nothing, or a model whose profile is not known from its name): the
+    fields the cache controls add, with their values, and where breakpoints and lifetimes were
+    marked. Found by applying ``controls`` to a small probe request with the model's profile,
+    so it follows ``apply_cache_controls`` rather than repeating it.
+    """
+    if controls is None:
+        return ""
+    previous = controls.compare_with
+    probe = replace(controls, compare_with=_PREVIOUS if previous is not None else None)
+    text = _probe_fields(model_name, probe)
+    return text.replace(json.dumps(_PREVIOUS), json.dumps(previous)) if text else text
+
+
+@functools.lru_cache(maxsize=64)
+def _probe_fields(model_name: str, controls: CacheControls) -> str:
+    found = _profile(model_name)
+    if found is None:
+        return ""
+    fmt, profile = found
+    request = Request(
+        (("core.agent", "a"), ("core.date", "b")), (UserMessage("u"),), (_PROBE_TOOL,)
+    )
+    plain = lower(request, fmt, profile=profile)
+    sent = apply_cache_controls(plain, fmt, profile, controls, request)
+    fields: dict[str, Any] = {k: v for k, v in sent.items() if k not in plain}
+    marked = json.dumps(sent)
+    if '"ttl": "1h"' in marked:
+        fields["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    if "prompt_cache_breakpoint" in marked:
+        fields["prompt_cache_breakpoint"] = {"mode": "explicit"}
+    if "instructions" in plain and "instructions" not in sent:
+        fields["instructions"] = "sent as a leading developer input message instead"
+    return json.dumps(fields, indent=2, ensure_ascii=False) if fields else ""
+
+
+_PROBE_TOOL = ToolSpec("t", "t", {"type": "object", "properties": {}})
+
+
+def _profile(model_name: str) -> tuple[str, ModelProfile] | None:
+    """The wire format and profile a model string names, without making a client."""
+    prefix, _, model = model_name.partition(":")
+    match prefix:
+        case "anthropic":
+            profile = profile_for("anthropic", model)
+        case "gemini":
+            profile = profile_for("gemini", model)
+        case "openai-compatible":
+            profile = profile_for("openai-compatible", model.rpartition("#")[2])
+        case "openai-chat":
+            profile = profile_for("openai", model, wire_format="openai-chat")
+        case "openai":
+            profile = profile_for("openai", model, wire_format="openai-responses")
+        case _:
+            return None
+    return profile.wire_format, profile
