@@ -70,12 +70,13 @@ def sent_controls(
 
 
 def next_controls(session_id: str, records: Sequence[Record], config: Config) -> CacheControls:
-    """The cache controls of the next request (gaps measured by a live session aside)."""
-    previous = next(
-        (r.entry.response_id for r in reversed(records) if isinstance(r.entry, AssistantEntry)),
-        "",
-    )
-    return _controls(session_id, config, previous, None)
+    """The cache controls of the next request, as the newest response recorded them.
+
+    The lifetime and diagnosis the session asked for last are the best account of what it asks
+    next from outside the process that runs it (a live session's measured gaps aside).
+    """
+    last = next((r.entry for r in reversed(records) if isinstance(r.entry, AssistantEntry)), None)
+    return _controls(session_id, config, last.response_id if last is not None else "", last)
 
 
 _PREVIOUS = "\x00previous-response"  # stands for the compared response id in a memoised probe
