@@ -384,3 +384,11 @@ def test_lowering_repairs_a_request_holding_a_lone_surrogate() -> None:
         body = ags.lower(request, fmt)
         text = json.dumps(body, ensure_ascii=False)
         assert not has_surrogates(text) and text.count("\ufffd") == 2
+
+
+def test_a_server_event_holding_a_lone_surrogate_is_sent_escaped() -> None:
+    from agentsession.server.wire import sse_frame
+
+    frame = sse_frame("entry", {"content": "answer " + HIGH + " one"}, 4)
+    data = frame.decode("utf-8").split("data: ", 1)[1]
+    assert json.loads(data) == {"content": "answer " + HIGH + " one"}  # lossless

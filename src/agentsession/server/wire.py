@@ -25,6 +25,7 @@ from ..errors import (
     UsageError,
 )
 from ..events import Event
+from ..hygiene import has_surrogates
 from ..log import Record
 from ..log.stored import dump_entry
 
@@ -67,6 +68,8 @@ def event_json(event: Event) -> dict[str, Any]:
 def sse_frame(event: str, data: object, event_id: int | None = None) -> bytes:
     """One Server-Sent Events frame; ``event_id`` (a log seq) only for entries from the log."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if has_surrogates(text):  # a log written before replies were repaired: escaped, lossless
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {text}\n\n".encode()
 
