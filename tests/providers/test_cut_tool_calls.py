@@ -473,3 +473,42 @@ def test_cut_json_never_runs_whatever_the_stop_reason(
             assert isinstance(outcome[-1], ags.TurnFinished)
             refused = results(entries)
             assert refused and all(r.is_error and "not run" in r.content for r in refused)
+
+
+ABNORMAL = {
+    "openai-chat": ["length", "content_filter", "mystery"],
+    "openai-responses": ["max_output_tokens", "content_filter", "mystery"],
+    "anthropic": ["refusal", "pause_turn", "max_tokens", "mystery"],
+}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "stop"), [(fmt, stop) for fmt, stops in ABNORMAL.items() for stop in stops]
+)
+async def test_no_argument_text_in_a_reply_that_did_not_end_normally_never_runs(
+    fmt: str, stop: str, server: LocalServer
+) -> None:
+    # Nothing of the JSON arrived: a call without arguments only when the reply ended normally.
+    probe, _, entries = await run_turn(
+        fmt,
+        server,
+        ags.MemoryStore(),
+        [Reply(sse=cut_with_stop(fmt, 0, stop)), Reply(sse=text_reply(fmt, "done"))],
+    )
+    assert probe.runs == []
+    assert all(r.is_error and "not run" in r.content for r in results(entries))
+    assert results(entries)
+
+
+async def test_an_anthropic_tool_block_that_never_closed_never_runs(server: LocalServer) -> None:
+    events = anthropic_call(ARGS_JSON, "tool_use")
+    unclosed = [e for e in events if "content_block_stop" not in e]
+    probe, _, entries = await run_turn(
+        "anthropic",
+        server,
+        ags.MemoryStore(),
+        [Reply(sse=unclosed), Reply(sse=text_reply("anthropic", "done"))],
+    )
+    assert probe.runs == []
+    (stored,) = results(entries)
+    assert "never closed" in stored.content

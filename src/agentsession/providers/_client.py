@@ -73,14 +73,16 @@ def require_event_stream(headers: Mapping[str, str], vendor: str) -> None:
         )
 
 
-def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+def parse_arguments(raw: str | None, *, ended: bool = True) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments from the JSON string a provider sent, and what was wrong with them.
 
     Arguments that are not one JSON object come back empty with the reason; such a call must
-    never run (a fragment the output limit cut parses as something else entirely).
+    never run (a fragment the output limit cut parses as something else entirely). No text at
+    all is a call without arguments (some servers send ``""`` for a tool without parameters)
+    only in a reply that ``ended`` normally; in any other it is missing.
     """
     if not raw:
-        return {}, None
+        return {}, None if ended else "missing (the reply did not end normally)"
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:

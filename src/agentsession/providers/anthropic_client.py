@@ -38,6 +38,10 @@ _STOP: dict[str, ReplyStopReason] = {
 }
 
 
+# Stop reasons after which a tool_use block's input is as the model meant it.
+_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
@@ -137,6 +141,7 @@ class _Assembly:
         self.message: Any = None
         self.blocks: dict[int, Any] = {}
         self.inputs: dict[int, list[str]] = {}
+        self.closed: set[int] = set()  # blocks whose content_block_stop arrived
         self.stopped = False
 
     def add(self, event: Any) -> str:
@@ -150,6 +155,8 @@ class _Assembly:
             self.blocks[event.index] = event.content_block
         elif kind == "content_block_delta":
             return self._delta(self.blocks.get(event.index), event.index, event.delta)
+        elif kind == "content_block_stop":
+            self.closed.add(event.index)
         elif kind == "message_delta":
             self._ended(event)
         elif kind == "message_stop":
@@ -187,13 +194,18 @@ class _Assembly:
         """The assembled message as a ``ModelDone``, each tool input parsed from its text."""
         message = self.message
         message.content = [self.blocks[i] for i in sorted(self.blocks)]
+        ended = message.stop_reason in _ENDED
         problems: dict[int, str] = {}
-        for index, pieces in self.inputs.items():
-            block = self.blocks[index]
+        for index, block in self.blocks.items():
             if block.type != "tool_use":
                 continue
-            arguments, problem = parse_arguments("".join(pieces))
-            block.input = arguments
+            text = "".join(self.inputs.get(index, ()))
+            if index not in self.closed:
+                problem: str | None = "cut before the end (its block never closed)"
+            elif not text and ended:
+                continue  # no input text: the object the block started with
+            else:
+                block.input, problem = parse_arguments(text, ended=ended)
             if problem is not None:
                 problems[id(block)] = problem
         return _done(message, fmt, problems)

@@ -151,8 +151,9 @@ class _ChatReply:
     def done(self, provider: str) -> ModelDone:
         calls: list[ToolCall] = []
         unusable: list[tuple[int, str]] = []
+        ended = self.finish in ("tool_calls", "function_call", "stop")
         for index, (_, c) in enumerate(sorted(self.calls.items())):
-            arguments, problem = parse_arguments(c["args"])
+            arguments, problem = parse_arguments(c["args"], ended=ended)
             if problem is not None:
                 unusable.append((index, problem))
             calls.append(ToolCall(c["name"], arguments, id=c["id"] or new_call_id()))
@@ -256,7 +257,9 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
                         text.append(part.refusal)
                         stop = "refusal"
             case "function_call":
-                args, problem = parse_arguments(item.arguments)
+                args, problem = parse_arguments(
+                    item.arguments, ended=response.status == "completed"
+                )
                 if problem is not None:
                     unusable.append((len(calls), problem))
                 calls.append(ToolCall(item.name, args, id=item.call_id or new_call_id()))
