@@ -157,3 +157,29 @@ async def test_the_report_names_the_cache_fields_each_call_carried(
     assert first["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert first["diagnostics"] == {"previous_message_id": None}
     assert second["diagnostics"] == {"previous_message_id": "msg_2"}
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+async def test_a_call_without_streaming_is_shown_without_streaming_flags(
+    fmt: str, server: LocalServer, tmp_path: Path
+) -> None:
+    spec, _ = CASES[(fmt, "prompt_cache_key")]
+    base = server.url + "/v1" if spec.startswith("openai") else server.url
+    model = ags.get_model(spec, base_url=base, streaming=False)
+    db = tmp_path / "s.db"
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(db),
+        model=model,
+        config=ags.Config(titles=False, provider_retries=0),
+    )
+    try:
+        session = await runtime.create_session()
+        previewed = await session.preview_body("first")
+        server.reply(Reply(400, {"error": {"message": "refused", "type": "invalid"}}))
+        with pytest.raises(ags.ProviderError):
+            await session.prompt("first")  # the body was sent all the same
+    finally:
+        await model.aclose()
+        await runtime.close()
+    sent = server.requests[0].json
+    assert previewed == sent and "stream" not in sent
