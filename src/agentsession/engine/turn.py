@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, TypeAlias, assert_never
 
+from .._memo import conforms
 from ..boundary import Admission
 from ..errors import ContextOverflowError, MaxStepsExceededError, StoreError
 from ..events import (
@@ -48,7 +49,7 @@ from ..log import (
     ToolResultEntry,
     now,
 )
-from ..providers.base import Model, ModelDone, provider_failure
+from ..providers.base import CacheControlled, Model, ModelDone, provider_failure
 from ..providers.cache_controls import CacheControls
 from ..providers.cache_policy import cache_lifetime
 from ..request import AssistantMessage, Message, Request, ToolCall, Usage, digest, new_call_id
@@ -265,7 +266,8 @@ class Turn:
             ledger.note(clock())
         controls = await cache_controls(config, ledger, self.deps.store, self.session_id)
         ledger.ttl_seconds = cache_lifetime(self.model.profile, controls.ttl)
-        self._asked = controls
+        # Recorded on the response only where the model sends them (``CacheControlled``).
+        self._asked = controls if conforms(self.model, CacheControlled) else None
         return controls
 
     async def _respond(
