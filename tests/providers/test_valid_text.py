@@ -392,3 +392,28 @@ def test_a_server_event_holding_a_lone_surrogate_is_sent_escaped() -> None:
     frame = sse_frame("entry", {"content": "answer " + HIGH + " one"}, 4)
     data = frame.decode("utf-8").split("data: ", 1)[1]
     assert json.loads(data) == {"content": "answer " + HIGH + " one"}  # lossless
+
+
+class _Reasoner:
+    """A model whose reply carries replay data holding a lone surrogate."""
+
+    name = "reasoner"
+    profile = ags.providers.ModelProfile()
+
+    async def stream(self, request: Request) -> Any:
+        data = {"anthropic-messages": {"content": [{"type": "thinking", "thinking": HIGH}]}}
+        message = AssistantMessage("fine" + LOW, provider="anthropic", provider_data=data)
+        yield ags.providers.ModelDone(message)
+
+
+async def test_replay_data_holding_a_lone_surrogate_is_dropped_not_altered() -> None:
+    runtime = ags.Runtime(
+        store=ags.MemoryStore(), model=_Reasoner(), config=ags.Config(titles=False)
+    )
+    try:
+        session = await runtime.create_session()
+        assert (await session.prompt("hi")).text == "fine\ufffd"
+        (entry,) = [r.entry for r in await session.log() if isinstance(r.entry, AssistantEntry)]
+        assert entry.provider_data == {} and entry.replaced_surrogates == 2
+    finally:
+        await runtime.close()

@@ -177,7 +177,12 @@ class Turn:
         usage = _add(usage, done.usage)
         # Text is made valid where it is committed: a lone surrogate stored would fail every
         # later request (and every display) at encoding.
-        done, replaced = repaired(done)
+        fixed, replaced = repaired(done)
+        if fixed.message.provider_data is not done.message.provider_data:
+            # Signed reasoning cannot be repaired (a changed block fails its signature): it is
+            # not replayed, as if another provider had written it.
+            fixed = replace(fixed, message=replace(fixed.message, provider_data={}))
+        done = fixed
         # Unique against this epoch's calls and every call an approval was asked for in the
         # session: an earlier answer must never decide a later call that reused its id.
         message = unique_call_ids(done.message, await self._used_ids(done.message))
