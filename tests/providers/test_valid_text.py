@@ -417,3 +417,32 @@ async def test_replay_data_holding_a_lone_surrogate_is_dropped_not_altered() -> 
         assert entry.provider_data == {} and entry.replaced_surrogates == 2
     finally:
         await runtime.close()
+
+
+async def test_a_failed_step_over_an_old_log_holding_a_surrogate_retries(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.db"
+    config = ags.Config(titles=False, provider_retries=0)
+    model = model_for("openai-chat", server)
+    runtime = ags.Runtime(store=ags.SQLiteStore(db), model=model, config=config)
+    session = await runtime.create_session()
+    server.reply(Reply(sse=text_reply("openai-chat", "answer one")))
+    await session.prompt("first")
+    await model.aclose()
+    await runtime.close()
+    _plant_surrogates(db)
+
+    model = model_for("openai-chat", server)
+    runtime = ags.Runtime(store=ags.SQLiteStore(db), model=model, config=config)
+    try:
+        session = await runtime.open_session(session.id)
+        server.reply(Reply(500, {"error": {"message": "busy"}}))
+        with pytest.raises(ags.ProviderError):
+            await session.prompt("second")
+        server.reply(Reply(sse=text_reply("openai-chat", "answer two")))
+        assert (await session.retry()).text == "answer two"  # the same request, proved
+        assert server.requests[-1].raw == server.requests[-2].raw
+    finally:
+        await model.aclose()
+        await runtime.close()
