@@ -39,7 +39,6 @@ from ..events import (
     ToolResultEvent,
     TurnFinished,
 )
-from ..hygiene import repaired
 from ..log import (
     ApprovalRequested,
     AssistantEntry,
@@ -49,7 +48,7 @@ from ..log import (
     ToolResultEntry,
     now,
 )
-from ..providers.base import CacheControlled, Model, ModelDone, provider_failure
+from ..providers.base import CacheControlled, Model, ModelDone, provider_failure, valid_reply
 from ..providers.cache_controls import CacheControls
 from ..providers.cache_policy import cache_lifetime
 from ..request import AssistantMessage, Message, Request, ToolCall, Usage, digest, new_call_id
@@ -177,12 +176,7 @@ class Turn:
         usage = _add(usage, done.usage)
         # Text is made valid where it is committed: a lone surrogate stored would fail every
         # later request (and every display) at encoding.
-        fixed, replaced = repaired(done)
-        if fixed.message.provider_data is not done.message.provider_data:
-            # Signed reasoning cannot be repaired (a changed block fails its signature): it is
-            # not replayed, as if another provider had written it.
-            fixed = replace(fixed, message=replace(fixed.message, provider_data={}))
-        done = fixed
+        done, replaced = valid_reply(done)
         # Unique against this epoch's calls and every call an approval was asked for in the
         # session: an earlier answer must never decide a later call that reused its id.
         message = unique_call_ids(done.message, await self._used_ids(done.message))
