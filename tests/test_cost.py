@@ -254,7 +254,7 @@ def test_response_entries_are_version_2_and_version_1_still_loads() -> None:
         sent_at="2026-01-01T09:00:00+00:00",
     )
     kind, version, data = dump_entry(entry)
-    assert (kind, version) == ("assistant", 2)
+    assert (kind, version) == ("assistant", 3)
     assert load_entry(kind, version, data) == entry
     old = '{"content": "hi", "model": "m", "usage": {"input_tokens": 7}, "kind": "assistant"}'
     loaded = load_entry("assistant", 1, old)

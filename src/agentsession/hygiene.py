@@ -6,7 +6,9 @@ U+FFFD, joining well-formed surrogate pairs into the character they stand for; `
 keeps the head and the tail of an over-long text with a marker saying how much was cut, because the
 end of a command's output (the error, the summary) matters as much as its start. ``clean_text``
 applies both and appends a short note when characters were replaced. NUL characters are valid
-Unicode and are kept.
+Unicode and are kept. ``repaired`` does the replacement over every string of a value (a reply, a
+request: its text, tool names, argument keys and values), and ``SurrogateJoiner`` over a stream of
+text pieces, joining a pair a proxy split between two pieces.
 
 Text leaving for a terminal passes ``visible``: a session id, a title, a model string, a tool
 result or a reply may hold escape sequences (an imported file, a hostile server or a
@@ -17,16 +19,20 @@ that it was there and the terminal obeys none.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any, TypeVar, cast
 
 from .errors import UsageError
 from .request import ContentPart, ImagePart, TextPart
 
 __all__ = [
+    "SurrogateJoiner",
     "clean_text",
     "has_surrogates",
     "prompt_content",
+    "repaired",
     "replace_surrogates",
     "truncate_middle",
     "visible",
@@ -36,6 +42,7 @@ __all__ = [
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+T = TypeVar("T")
 
 
 def has_surrogates(text: str) -> bool:
@@ -57,6 +64,77 @@ def replace_surrogates(text: str) -> tuple[str, int]:
     # each unpaired surrogate into U+FFFD.
     cleaned = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return cleaned, cleaned.count(REPLACEMENT) - before
+
+
+def repaired(value: T) -> tuple[T, int]:
+    """``value`` with lone surrogates replaced in every string it holds, and how many were.
+
+    Walks strings, dict keys and values, lists, tuples and dataclass fields; a part without
+    any comes back as the same object, so a clean value keeps its identity (and its memos).
+    """
+    fixed, count = _repaired(value)
+    return cast(T, fixed), count
+
+
+def _repaired(value: Any) -> tuple[Any, int]:
+    # An unchanged part is returned as the same object: a joined pair changes a string
+    # without counting as a lone half.
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, dict):
+        items = [(_repaired(k), _repaired(v)) for k, v in value.items()]
+        if all(
+            k[0] is key and v[0] is val
+            for (k, v), (key, val) in zip(items, value.items(), strict=True)
+        ):
+            return value, 0
+        return {k[0]: v[0] for k, v in items}, sum(k[1] + v[1] for k, v in items)
+    if isinstance(value, list | tuple):
+        parts = [_repaired(v) for v in value]
+        if all(fixed is v for (fixed, _), v in zip(parts, value, strict=True)):
+            return value, 0
+        fixed_items = [v for v, _ in parts]
+        count = sum(n for _, n in parts)
+        return (fixed_items if isinstance(value, list) else tuple(fixed_items)), count
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes: dict[str, Any] = {}
+        total = 0
+        for item in dataclasses.fields(value):
+            if item.init:
+                old = getattr(value, item.name)
+                fixed_field, count = _repaired(old)
+                if fixed_field is not old:
+                    changes[item.name] = fixed_field
+                    total += count
+        return (dataclasses.replace(value, **changes), total) if changes else (value, 0)
+    return value, 0
+
+
+class SurrogateJoiner:
+    """Text pieces made valid as they stream, a pair split between two pieces joined.
+
+    A high surrogate ending one piece waits for the next, which may start with its low half (a
+    proxy cut the text by UTF-16 units). The pieces ``feed`` and ``finish`` return, joined,
+    equal ``replace_surrogates`` of the whole text.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """What of ``piece`` (after anything held) can be shown now, made valid."""
+        text = self._held + piece
+        self._held = ""
+        if not has_surrogates(text):
+            return text
+        if "\ud800" <= text[-1] <= "\udbff":
+            text, self._held = text[:-1], text[-1]
+        return replace_surrogates(text)[0]
+
+    def finish(self) -> str:
+        """What is left at the end: a high half no piece completed, as U+FFFD."""
+        held, self._held = self._held, ""
+        return REPLACEMENT if held else ""
 
 
 def truncate_middle(text: str, limit: int | None) -> tuple[str, int]:
@@ -166,7 +244,7 @@ _BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
 _CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 _LINE_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\u2028\u2029]")
 # JSON escapes C0 itself; these it would write raw.
-_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}\u2028\u2029]")
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI}\u2028\u2029\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -175,18 +253,23 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def visible(text: str) -> str:
-    """``text`` with every control character except newline and tab shown as its escape."""
-    return _CONTROL.sub(_escape, text)
+    """``text`` with every control character except newline and tab shown as its escape.
+
+    A lone surrogate (a log written before replies were repaired on arrival) becomes U+FFFD:
+    it cannot be written to a UTF-8 terminal at all.
+    """
+    return _CONTROL.sub(_escape, replace_surrogates(text)[0])
 
 
 def visible_json(text: str) -> str:
     """JSON text with the control characters ``json.dumps`` leaves raw written as escapes.
 
-    The result is still valid JSON that decodes to the same value.
+    The result is still valid JSON that decodes to the same value; a lone surrogate is written
+    as its escape too, so the text encodes as UTF-8.
     """
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def visible_line(text: str) -> str:
     """Like ``visible``, for a one-line field (an id, a title): newlines and tabs shown too."""
-    return _LINE_CONTROL.sub(_escape, text)
+    return _LINE_CONTROL.sub(_escape, replace_surrogates(text)[0])

@@ -21,7 +21,7 @@ import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ._deprecated import DeprecatedSessionNames
 from ._memo import conforms
@@ -31,6 +31,7 @@ from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
 from .engine.leases import LeaseKeeper
+from .engine.next_controls import cache_controls, preview_body
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
 from .engine.titles import Naming, clean_title
@@ -296,6 +297,19 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         await self._guard.settle_dropped()  # a stream left early records how it ended first
         admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
         return admission.request
+
+    async def preview_body(
+        self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """The JSON body of the request ``prompt(text, skills=skills)`` would send first.
+
+        As the model's SDK sends it: cache key, lifetime, diagnostics and breakpoints included
+        (the neutral form for a model without a wire format). Nothing is admitted.
+        """
+        request = await self.preview_request(text, skills=skills)
+        deps = self._deps
+        controls = await cache_controls(deps.config, self._writer.ledger, deps.store, self.id)
+        return preview_body(request, self.model, controls)
 
     async def inspect(self) -> Inspection:
         """The session as its log tells it; nothing is admitted or written.

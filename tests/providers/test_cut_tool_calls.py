@@ -394,3 +394,121 @@ def _whole_call(fmt: str) -> list[str]:
             return anthropic_call(ARGS_JSON, "tool_use")
         case _:
             return gemini_call(ARGS, "STOP")
+
+
+# --- the property: cut JSON never runs, whatever the stop reason says --------------------------
+
+STOPS: dict[str, list[str]] = {
+    "openai-chat": ["tool_calls", "stop", "length", "content_filter", "function_call", "mystery"],
+    "openai-responses": ["completed", "max_output_tokens", "content_filter", "mystery"],
+    "anthropic": [
+        "tool_use",
+        "end_turn",
+        "refusal",
+        "pause_turn",
+        "max_tokens",
+        "stop_sequence",
+        "model_context_window_exceeded",
+        "mystery",
+    ],
+    "gemini": ["STOP", "MAX_TOKENS", "SAFETY", "OTHER", "MYSTERY"],
+}
+
+
+def responses_stopped(arguments: str, stop: str) -> list[str]:
+    """``responses_call`` ending ``completed``, or ``incomplete`` for the reason ``stop``."""
+    events = responses_call(arguments, cut=stop != "completed")
+    if stop in ("completed", "max_output_tokens"):
+        return events
+    last = json.loads(events[-1].split("data: ", 1)[1])
+    last["response"]["incomplete_details"] = {"reason": stop}
+    return [*events[:-1], sse(last, last["type"])]
+
+
+def cut_with_stop(fmt: str, offset: int, stop: str) -> list[str]:
+    """The probe call's JSON cut after ``offset`` bytes, the reply ended with ``stop``."""
+    partial = ARGS_JSON[:offset]
+    match fmt:
+        case "openai-chat":
+            return chat_call(partial, stop)
+        case "openai-responses":
+            return responses_stopped(partial, stop)
+        case "anthropic":
+            return anthropic_call(partial, stop)
+        case _:
+            # Gemini sends arguments as an object inside the chunk's JSON: that JSON is cut
+            chunk = gemini_call(ARGS, stop)[0].removesuffix("\r\n\r\n")
+            cut = len("data: ") + offset % (len(chunk) - len("data: "))
+            return [chunk[:cut] + "\r\n\r\n"]
+
+
+@settings(
+    max_examples=24,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(fmt=st.sampled_from(FORMATS), offset=st.integers(min_value=1), data=st.data())
+@example(fmt="anthropic", offset=ARGS_JSON.index("1500") + 3, data=None)  # count 150
+@example(fmt="anthropic", offset=ARGS_JSON.index("3, 4"), data=None)  # a list cut short
+def test_cut_json_never_runs_whatever_the_stop_reason(
+    fmt: str, offset: int, data: st.DataObject | None
+) -> None:
+    offset = 1 + (offset - 1) % (len(ARGS_JSON) - 1)  # from the first byte to all but the last
+    stops = STOPS[fmt]
+    chosen = stops if data is None else [data.draw(st.sampled_from(stops), label="stop")]
+    for stop in chosen:
+
+        async def main(stop: str = stop) -> tuple[Probe, list[ags.Event] | Exception, list[Any]]:
+            for server in serve():
+                replies = [
+                    Reply(sse=cut_with_stop(fmt, offset, stop)),
+                    Reply(sse=text_reply(fmt, "done")),
+                ]
+                return await run_turn(fmt, server, ags.MemoryStore(), replies)
+            raise AssertionError("unreachable")
+
+        probe, outcome, entries = asyncio.run(main())
+        assert probe.runs == [], (stop, offset)
+        if isinstance(outcome, list):
+            assert isinstance(outcome[-1], ags.TurnFinished)
+            refused = results(entries)
+            assert refused and all(r.is_error and "not run" in r.content for r in refused)
+
+
+ABNORMAL = {
+    "openai-chat": ["length", "content_filter", "mystery"],
+    "openai-responses": ["max_output_tokens", "content_filter", "mystery"],
+    "anthropic": ["refusal", "pause_turn", "max_tokens", "mystery"],
+}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "stop"), [(fmt, stop) for fmt, stops in ABNORMAL.items() for stop in stops]
+)
+async def test_no_argument_text_in_a_reply_that_did_not_end_normally_never_runs(
+    fmt: str, stop: str, server: LocalServer
+) -> None:
+    # Nothing of the JSON arrived: a call without arguments only when the reply ended normally.
+    probe, _, entries = await run_turn(
+        fmt,
+        server,
+        ags.MemoryStore(),
+        [Reply(sse=cut_with_stop(fmt, 0, stop)), Reply(sse=text_reply(fmt, "done"))],
+    )
+    assert probe.runs == []
+    assert all(r.is_error and "not run" in r.content for r in results(entries))
+    assert results(entries)
+
+
+async def test_an_anthropic_tool_block_that_never_closed_never_runs(server: LocalServer) -> None:
+    events = anthropic_call(ARGS_JSON, "tool_use")
+    unclosed = [e for e in events if "content_block_stop" not in e]
+    probe, _, entries = await run_turn(
+        "anthropic",
+        server,
+        ags.MemoryStore(),
+        [Reply(sse=unclosed), Reply(sse=text_reply("anthropic", "done"))],
+    )
+    assert probe.runs == []
+    (stored,) = results(entries)
+    assert "never closed" in stored.content

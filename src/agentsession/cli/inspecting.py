@@ -29,7 +29,9 @@ from ..inspection.report import IndexEntry, render_index, render_report
 from ..inspection.views import Inspection, past_context
 from ..providers import lower
 from ..providers.base import Model, ModelProfile
+from ..providers.cache_controls import CacheControls
 from ..providers.profiles import FORMATS, default_profile
+from ..providers.wire import sent_body
 from ..request import Request
 from ..runtime import Runtime
 from ..session import Session
@@ -134,11 +136,13 @@ async def request(inv: Invocation) -> int:
                     f"request {step} cannot be rebuilt byte for byte here: {found.mismatch}"
                 )
             neutral, model_name = found.request, found.model
+            controls = inspection.controls.get(found.seq)
         elif inspection.next_request is None:
             raise UsageError(f"cannot preview the next request: {inspection.next_error}")
         else:
             neutral, model_name = inspection.next_request.request, session.model.name
-        chosen, body = _wire(inv, neutral, inv.args.format, model_name)
+            controls = inspection.next_controls
+        chosen, body = _wire(inv, neutral, inv.args.format, model_name, controls)
         if isinstance(inv.output, JsonOutput):  # one object per line, like every --json output
             inv.output.emit("request", format=chosen, step=step, body=body)
         else:
@@ -149,9 +153,17 @@ async def request(inv: Invocation) -> int:
 
 
 def _wire(
-    inv: Invocation, request: Request, fmt: str | None, model_name: str
+    inv: Invocation,
+    request: Request,
+    fmt: str | None,
+    model_name: str,
+    controls: CacheControls | None,
 ) -> tuple[str, object]:
-    """The wire format chosen and ``request`` in it (``neutral``: the package's own form)."""
+    """The wire format chosen and ``request`` in it (``neutral``: the package's own form).
+
+    In the model's own format the body is the one its SDK sent: cache controls and streaming
+    flags included (``providers.wire``); in another format, the plain lowering.
+    """
     profile: ModelProfile | None = None
     model: Model | None = None
     try:
@@ -170,7 +182,11 @@ def _wire(
     if profile is None or profile.wire_format != chosen:
         return chosen, lower(request, chosen, profile=default_profile(chosen))
     name = getattr(model, "model", None) or model_name.partition(":")[2].rpartition("#")[2]
-    return chosen, lower(request, chosen, profile=profile, model=name)
+    streaming = bool(getattr(model, "streaming", True))
+    body = sent_body(
+        request, chosen, profile=profile, model=name, controls=controls, streaming=streaming
+    )
+    return chosen, body
 
 
 async def report(inv: Invocation) -> int:

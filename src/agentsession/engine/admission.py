@@ -42,7 +42,7 @@ from ..errors import (
     StoreError,
     UsageError,
 )
-from ..hygiene import prompt_content
+from ..hygiene import prompt_content, replace_surrogates
 from ..log import (
     ContextEpoch,
     Dispatch,
@@ -248,7 +248,8 @@ class Admitter:
             timestamp=now(),
             usage_note=done.usage_note,
         )
-        text = done.message.content.strip()
+        # A summary is a reply committed too: valid Unicode, or every later request would fail.
+        text = replace_surrogates(done.message.content)[0].strip()
         if not text:
             with contextlib.suppress(StoreError):
                 await self.writer.append([call])

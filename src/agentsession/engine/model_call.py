@@ -19,6 +19,7 @@ from typing import cast
 from .._memo import conforms
 from ..errors import ProviderError, TransientProviderError
 from ..events import ProviderRetry, TextDelta
+from ..hygiene import SurrogateJoiner
 from ..providers.base import CacheControlled, Model, ModelDone, ModelTextDelta, ModelToolCall
 from ..providers.cache_controls import CacheControls, cache_key_for
 from ..request import Request
@@ -58,6 +59,7 @@ async def call_model(
     while True:
         done = False
         streamed = 0
+        joiner = SurrogateJoiner()  # the deltas shown join as the committed text does
         if controls is not None and conforms(model, CacheControlled):
             events = cast(CacheControlled, model).stream_with(request, controls)
         else:
@@ -66,9 +68,14 @@ async def call_model(
             async for event in events:
                 if isinstance(event, ModelTextDelta):
                     streamed += len(event.text)
-                    yield TextDelta(event.text)
+                    shown = joiner.feed(event.text)
+                    if shown:
+                        yield TextDelta(shown)
                 elif isinstance(event, ModelDone):
                     done = True
+                    rest = joiner.finish()
+                    if rest:
+                        yield TextDelta(rest)
                     yield event
                 elif not isinstance(event, ModelToolCall):  # pragma: no cover - protocol
                     raise ProviderError(f"model {model.name} sent an unknown event {event!r}")

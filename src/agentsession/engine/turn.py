@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, TypeAlias, assert_never
 
+from .._memo import conforms
 from ..boundary import Admission
 from ..errors import ContextOverflowError, MaxStepsExceededError, StoreError
 from ..events import (
@@ -47,13 +48,14 @@ from ..log import (
     ToolResultEntry,
     now,
 )
-from ..providers.base import Model, ModelDone, provider_failure
+from ..providers.base import CacheControlled, Model, ModelDone, provider_failure, valid_reply
 from ..providers.cache_controls import CacheControls
-from ..providers.cache_policy import cache_lifetime, choose_ttl
+from ..providers.cache_policy import cache_lifetime
 from ..request import AssistantMessage, Message, Request, ToolCall, Usage, digest, new_call_id
 from .admission import Admitter
 from .deps import SessionDeps
-from .model_call import call_model, session_cache_key
+from .model_call import call_model
+from .next_controls import cache_controls
 from .parts import SessionParts
 from .steps import STEP_OUTCOMES, StepContinue, StepFinished, StepHeld, StepOutcome, StepPaused
 from .writer import LogWriter
@@ -101,6 +103,7 @@ class Turn:
     session_id: str
     last_dispatch: Dispatch | None
     _held: bool = field(default=False, init=False)
+    _asked: CacheControls | None = field(default=None, init=False)  # the last call's controls
 
     @property
     def held(self) -> bool:
@@ -171,13 +174,16 @@ class Turn:
     ) -> AsyncIterator[Event | StepOutcome]:
         """The rest of a step once the model answered: commit the answer, then run its calls."""
         usage = _add(usage, done.usage)
+        # Text is made valid where it is committed: a lone surrogate stored would fail every
+        # later request (and every display) at encoding.
+        done, replaced = valid_reply(done)
         # Unique against this epoch's calls and every call an approval was asked for in the
         # session: an earlier answer must never decide a later call that reused its id.
         message = unique_call_ids(done.message, await self._used_ids(done.message))
         refused = refused_calls(done, message)
         if refused:
             message = replace(message, tool_calls=tuple(_emptied(message, refused)))
-        for event in await self._respond(step, request, done, message, refused):
+        for event in await self._respond(step, request, done, message, refused, replaced):
             yield event
         if self.writer.pending:
             # Write-ahead: the calls wait until the response is durable (flush, then retry).
@@ -257,21 +263,11 @@ class Turn:
         config, ledger, clock = self.deps.config, self.writer.ledger, self.deps.clock
         if clock is not None:
             ledger.note(clock())
-        answered = ledger.last_answered()
-        previous = answered.response_id if answered is not None else ledger.stored_response_id
-        if answered is None and previous is None:
-            found = await self.deps.store.last(self.session_id, ["assistant"])
-            entry = found.entry if found is not None else None
-            previous = entry.response_id if isinstance(entry, AssistantEntry) else ""
-            ledger.stored_response_id = previous
-        ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio())
-        ledger.ttl_seconds = cache_lifetime(self.model.profile, ttl)
-        return CacheControls(
-            key=session_cache_key(self.session_id),
-            ttl=ttl,
-            diagnose=config.provider_cache_diagnostics,
-            compare_with=previous or None,
-        )
+        controls = await cache_controls(config, ledger, self.deps.store, self.session_id)
+        ledger.ttl_seconds = cache_lifetime(self.model.profile, controls.ttl)
+        # Recorded on the response only where the model sends them (``CacheControlled``).
+        self._asked = controls if conforms(self.model, CacheControlled) else None
+        return controls
 
     async def _respond(
         self,
@@ -280,6 +276,7 @@ class Turn:
         done: ModelDone,
         message: AssistantMessage,
         refused: dict[str, str],
+        replaced: int = 0,
     ) -> list[Event]:
         """Commit the response (no tool runs unless it is durable); its events.
 
@@ -304,6 +301,9 @@ class Turn:
             usage_estimated=not self.model.profile.reports_usage or bool(done.usage_note),
             sent_at=_iso(self.writer.ledger.last_noted()),
             usage_note=done.usage_note,
+            replaced_surrogates=replaced,
+            cache_ttl=self._asked.ttl if self._asked is not None else "",
+            cache_diagnose=self._asked is not None and self._asked.diagnose,
         )
         saved = await self.writer.commit([entry, *results])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0 and not done.usage_note:

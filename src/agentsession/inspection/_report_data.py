@@ -26,6 +26,7 @@ from ..codec import canonical_json, encode
 from ..hygiene import visible, visible_json, visible_line
 from ._measure import leading_same as _leading_same
 from .describe import EPOCH_REASONS, preview
+from .sent import cache_fields
 from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
 __all__ = ["VERSION", "embed", "report_data"]
@@ -169,7 +170,7 @@ def report_data(ins: Inspection) -> dict[str, Any]:
     values = _Values()
     return {
         "version": VERSION,
-        "requests": _requests(ins.requests, strings, values),
+        "requests": _requests(ins, strings, values),
         "epochs": [_epoch(e, strings) for e in ins.epochs],
         "turns": _turns(ins.timeline, ins.turns, strings),
         "categories": {i.kind: i.category for i in ins.timeline},
@@ -178,10 +179,12 @@ def report_data(ins: Inspection) -> dict[str, Any]:
     }
 
 
-def _requests(
-    requests: Sequence[RequestInfo], strings: _Strings, values: _Values
-) -> list[list[Any]]:
-    """One row per request: its figures, then its body as references into ``json``."""
+def _requests(ins: Inspection, strings: _Strings, values: _Values) -> list[list[Any]]:
+    """One row per request: its figures, then its body as references into ``json``.
+
+    Last, the cache fields its SDK call carried beyond that neutral body (``""``: none).
+    """
+    requests: Sequence[RequestInfo] = ins.requests
     rows: list[list[Any]] = []
     lines, why = _Shown(strings, visible_line), _Shown(strings, visible)
     before: tuple[object, ...] = ()
@@ -215,6 +218,7 @@ def _requests(
                 tools,
                 [kept, *messages[kept:]],
                 r.seq,
+                strings[visible_json(cache_fields(r.model, ins.controls.get(r.seq)))],
             ]
         )
     return rows

@@ -85,6 +85,11 @@ SCRIPT = r"""
         "request " + details.dataset.request + " as sent (neutral form: what" +
         " `agentsession request --step N --format neutral` prints)"),
         el("pre", "sent-body", body(Number(details.dataset.request)))));
+      var fields = S(D.requests[Number(details.dataset.request) - 1][17]);
+      if (fields) {
+        add(cell, el("p", "meta", "its SDK call also carried these cache fields (the whole" +
+          " wire body: `agentsession request --step N`)"), el("pre", "sent-body", fields));
+      }
       row.parentNode.insertBefore(shown, row.nextSibling);
     }
     shown.hidden = !details.open;

@@ -13,7 +13,7 @@ or calls a model.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..boundary import Admission
 from ..budget import (
@@ -43,12 +43,14 @@ from ..log import (
 )
 from ..log.usage_check import checked_usage
 from ..providers.base import Model
+from ..providers.cache_controls import CacheControls
 from ..request import Request, ToolSpec, text_of
 from ..store.base import SessionInfo
 from ._measure import cacheable, measure_in_order
 from .annotate import ContextView, Part, context_view
 from .describe import Category, category_of, describe, preview
 from .rebuild import Rebuilt, rebuild_all
+from .sent import next_controls, sent_controls
 
 __all__ = [
     "Category",
@@ -180,6 +182,9 @@ class Inspection:
     checkpoints: tuple[SystemPromptCheckpoint, ...] = ()
     runtime_contexts: tuple[RuntimeContextSnapshot, ...] = ()
     cost: CostSummary | None = None  # what the session cost (ledger.summarize)
+    # the cache controls each request went out with (by dispatch seq), and the next one's
+    controls: Mapping[int, CacheControls] = field(default_factory=dict)
+    next_controls: CacheControls | None = None
 
 
 def inspect_log(
@@ -248,6 +253,8 @@ def inspect_log(
         next_request=next_request,
         next_error=next_error,
         cost=summarize(charges_of(records), config.prices),
+        controls=sent_controls(info.id, records, config),
+        next_controls=next_controls(info.id, records, config),
     )
 
 

@@ -85,7 +85,12 @@ class AssistantEntry:
     provider's figures had to be corrected (``usage_note`` says why: negative, not an integer,
     beyond range, parts above the whole).
     ``sent_at`` is when the request was sent by the runtime's clock (cache lifetimes are
-    judged by it; ``timestamp`` is the wall clock's).
+    judged by it; ``timestamp`` is the wall clock's). ``replaced_surrogates``: how many lone
+    UTF-16 surrogates the reply's text, tool names and arguments held on arrival, each stored
+    as U+FFFD (text that cannot be encoded would fail every later request). ``cache_ttl`` and
+    ``cache_diagnose``: the cache lifetime the request asked for (``"5m"``, ``"1h"``) and whether
+    it asked for the provider's cache diagnosis, so the request can be shown as it was sent
+    (``""``: not recorded, a response stored before they were).
     """
 
     content: str = ""
@@ -100,6 +105,9 @@ class AssistantEntry:
     usage_estimated: bool = False
     sent_at: str = ""
     usage_note: str = ""
+    replaced_surrogates: int = 0
+    cache_ttl: str = ""
+    cache_diagnose: bool = False
     kind: Literal["assistant"] = "assistant"
 
 

@@ -111,7 +111,7 @@ VERSIONS: dict[str, int] = {
     **dict.fromkeys(_TYPES, 1),
     "epoch": 4,
     "dispatch": 3,
-    "assistant": 2,
+    "assistant": 3,
 }
 
 

@@ -49,6 +49,13 @@ def _assistant_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _assistant_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 3 may record lone surrogates replaced on arrival and the cache controls asked
+    # for; a version 2 response was stored as it came (one holding a surrogate is repaired
+    # where it leaves: lowering, display) and its controls are not known.
+    return payload
+
+
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
 UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
@@ -57,4 +64,5 @@ UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("dispatch", 1): _dispatch_v1_to_v2,
     ("dispatch", 2): _dispatch_v2_to_v3,
     ("assistant", 1): _assistant_v1_to_v2,
+    ("assistant", 2): _assistant_v2_to_v3,
 }

@@ -31,9 +31,9 @@ from .base import (
     ModelToolCall,
     provider_failure,
 )
-from .cache_controls import CacheControls, apply_cache_controls
+from .cache_controls import CacheControls
 from .lower import lower
-from .validate import validate
+from .wire import controlled
 
 __all__ = [
     "NO_KEY",
@@ -80,14 +80,16 @@ def require_event_stream(headers: Mapping[str, str], vendor: str) -> None:
         )
 
 
-def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+def parse_arguments(raw: str | None, *, ended: bool = True) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments from the JSON string a provider sent, and what was wrong with them.
 
     Arguments that are not one JSON object come back empty with the reason; such a call must
-    never run (a fragment the output limit cut parses as something else entirely).
+    never run (a fragment the output limit cut parses as something else entirely). No text at
+    all is a call without arguments (some servers send ``""`` for a tool without parameters)
+    only in a reply that ``ended`` normally; in any other it is missing.
     """
     if not raw:
-        return {}, None
+        return {}, None if ended else "missing (the reply did not end normally)"
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -242,10 +244,8 @@ class SDKModel(ABC):
         return None
 
     def _controlled(self, request: Request, controls: CacheControls) -> dict[str, Any]:
-        fmt, profile = self.wire_format, self._profile
-        body = apply_cache_controls(self.lower(request), fmt, profile, controls, request)
-        validate(body, fmt, profile)
-        return body
+        # The one function the request display uses too (``wire.sent_body``).
+        return controlled(request, self.wire_format, self._profile, self.model, controls)
 
     def _client(self) -> Any:
         if self._sdk is None:

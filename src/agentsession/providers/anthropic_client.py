@@ -1,10 +1,13 @@
 """Anthropic client over the official ``anthropic`` SDK (Messages API).
 
 A body carrying ``tool_addition`` / ``tool_removal`` blocks goes through the SDK's beta
-namespace with the beta named in the body; everything else through the stable one. Streaming
-uses the SDK's accumulating stream, and both paths convert the final message with one function.
-A stream is whole only when ``message_stop`` arrived. Usage counts all input: uncached, read
-from cache and written to cache.
+namespace with the beta named in the body; everything else through the stable one. A stream's
+raw events are folded into the final message here (``_Assembly``), and both paths convert the
+final message with one function. A tool call's input is the ``input_json`` text it streamed,
+parsed strictly: the SDK's own accumulation fills in a cut fragment (``{"days": 15`` becomes
+15 days) and fails on text that is not valid Unicode, so it is not used. A stream is whole
+only when ``message_stop`` arrived. Usage counts all input: uncached, read from cache and
+written to cache.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ProviderError
 from ..log.usage_check import token_sum
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
-from ._client import SDKModel, replay, require_event_stream, usage_count
+from ._client import SDKModel, parse_arguments, replay, require_event_stream, usage_count
 from ._errors import sdk_error
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
@@ -34,6 +37,10 @@ _STOP: dict[str, ReplyStopReason] = {
     "model_context_window_exceeded": "max_tokens",
     "refusal": "refusal",
 }
+
+
+# Stop reasons after which a tool_use block's input is as the model meant it.
+_ENDED = frozenset({"tool_use", "end_turn", "stop_sequence"})
 
 
 def map_anthropic_error(exc: Exception, source: str = "anthropic") -> ProviderError | None:
@@ -87,7 +94,12 @@ def _diagnosis(message: Any) -> str:
     return str(getattr(reason, "type", "") or "unavailable")
 
 
-def _done(message: Any, fmt: str) -> ModelDone:
+def _done(message: Any, fmt: str, problems: dict[int, str] | None = None) -> ModelDone:
+    """The final message as a ``ModelDone``.
+
+    ``problems``: why a block's input is unusable (by the block's ``id()``), found where its
+    streamed text was parsed.
+    """
     text: list[str] = []
     calls: list[ToolCall] = []
     unusable: list[tuple[int, str]] = []
@@ -96,8 +108,11 @@ def _done(message: Any, fmt: str) -> ModelDone:
             text.append(block.text)
         elif block.type == "tool_use":
             arguments = block.input
-            if not isinstance(arguments, dict):
-                unusable.append((len(calls), "not a JSON object"))
+            problem = (problems or {}).get(id(block))
+            if problem is None and not isinstance(arguments, dict):
+                problem = "not a JSON object"
+            if problem is not None:
+                unusable.append((len(calls), problem))
                 arguments = {}
             calls.append(ToolCall(block.name, dict(arguments), id=block.id or new_call_id()))
     data = _replay_data(list(message.content), fmt)
@@ -114,6 +129,84 @@ def _done(message: Any, fmt: str) -> ModelDone:
         provider_cache=_diagnosis(message),
         unusable_calls=tuple(unusable),
     )
+
+
+class _Assembly:
+    """A stream's raw events folded into the final message; tool input parsed strictly here."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.message: Any = None
+        self.blocks: dict[int, Any] = {}
+        self.inputs: dict[int, list[str]] = {}
+        self.closed: set[int] = set()  # blocks whose content_block_stop arrived
+        self.stopped = False
+
+    def add(self, event: Any) -> str:
+        """Fold ``event`` in; returns the reply text it carried."""
+        kind = event.type
+        if kind == "message_start":
+            self.message = event.message
+        elif self.message is None:
+            raise ProviderError(f"{self.source}: malformed stream: {kind} before message_start")
+        elif kind == "content_block_start":
+            self.blocks[event.index] = event.content_block
+        elif kind == "content_block_delta":
+            return self._delta(self.blocks.get(event.index), event.index, event.delta)
+        elif kind == "content_block_stop":
+            self.closed.add(event.index)
+        elif kind == "message_delta":
+            self._ended(event)
+        elif kind == "message_stop":
+            self.stopped = True
+        return ""
+
+    def _delta(self, block: Any, index: int, delta: Any) -> str:
+        if block is None:
+            raise ProviderError(f"{self.source}: malformed stream: a delta for no content block")
+        match delta.type, block.type:
+            case "text_delta", "text":
+                block.text += delta.text
+                return str(delta.text)
+            case "input_json_delta", _:
+                self.inputs.setdefault(index, []).append(delta.partial_json)
+            case "thinking_delta", "thinking":
+                block.thinking += delta.thinking
+            case "signature_delta", "thinking":
+                block.signature = delta.signature
+            case _:
+                pass  # citations are not replayed; other deltas are not requested
+        return ""
+
+    def _ended(self, event: Any) -> None:
+        message, usage = self.message, event.usage
+        message.stop_reason = event.delta.stop_reason
+        message.usage.output_tokens = usage.output_tokens
+        # Totals on message_delta overwrite; one left out keeps message_start's value.
+        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            value = getattr(usage, name, None)
+            if value is not None:
+                setattr(message.usage, name, value)
+
+    def final(self, fmt: str) -> ModelDone:
+        """The assembled message as a ``ModelDone``, each tool input parsed from its text."""
+        message = self.message
+        message.content = [self.blocks[i] for i in sorted(self.blocks)]
+        ended = message.stop_reason in _ENDED
+        problems: dict[int, str] = {}
+        for index, block in self.blocks.items():
+            if block.type != "tool_use":
+                continue
+            text = "".join(self.inputs.get(index, ()))
+            if index not in self.closed:
+                problem: str | None = "cut before the end (its block never closed)"
+            elif not text and ended:
+                continue  # no input text: the object the block started with
+            else:
+                block.input, problem = parse_arguments(text, ended=ended)
+            if problem is not None:
+                problems[id(block)] = problem
+        return _done(message, fmt, problems)
 
 
 class AnthropicModel(SDKModel):
@@ -152,18 +245,17 @@ class AnthropicModel(SDKModel):
             for event in replay(_done(final, self.wire_format)):
                 yield event
             return
-        stopped = False
-        async with api.stream(**body) as stream:
-            require_event_stream(stream.response.headers, source)
+        assembly = _Assembly(source)
+        stream = await api.create(**body, stream=True)
+        require_event_stream(stream.response.headers, source)
+        async with stream:
             async for event in stream:
-                if event.type == "text":
-                    yield ModelTextDelta(event.text)
-                elif event.type == "message_stop":
-                    stopped = True
-            if not stopped:
-                raise ProviderError(
-                    f"{source}: the stream ended before message_stop; the reply is incomplete"
-                )
-            final = await stream.get_final_message()
-        for item in replay(_done(final, self.wire_format), text=False):
+                text = assembly.add(event)
+                if text:
+                    yield ModelTextDelta(text)
+        if not assembly.stopped:
+            raise ProviderError(
+                f"{source}: the stream ended before message_stop; the reply is incomplete"
+            )
+        for item in replay(assembly.final(self.wire_format), text=False):
             yield item

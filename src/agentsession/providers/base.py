@@ -15,10 +15,11 @@ A model that can check its own readiness (credentials, SDK) without a network ca
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import AgentSessionError, ProviderError
+from ..hygiene import repaired
 from ..log.usage_check import checked_usage
 from ..request import AssistantMessage, Request, ToolCall, Usage
 
@@ -36,6 +37,7 @@ __all__ = [
     "ReplyStopReason",
     "complete",
     "provider_failure",
+    "valid_reply",
 ]
 
 ReplyStopReason: TypeAlias = Literal[
@@ -158,6 +160,20 @@ class ModelDone:
 
 
 ModelEvent: TypeAlias = ModelTextDelta | ModelToolCall | ModelDone
+
+
+def valid_reply(done: ModelDone) -> tuple[ModelDone, int]:
+    """``done`` as it may be committed, and how many lone surrogates it held.
+
+    Every string (text, tool names, argument keys and values, ids) has its lone surrogates
+    replaced by U+FFFD, a split pair joined. Replay data that held one is dropped instead:
+    signed reasoning cannot be repaired (a changed block fails its signature), so it is not
+    replayed, as if another provider had written it.
+    """
+    fixed, replaced = repaired(done)
+    if fixed.message.provider_data is not done.message.provider_data:
+        fixed = replace(fixed, message=replace(fixed.message, provider_data={}))
+    return fixed, replaced
 
 
 @runtime_checkable

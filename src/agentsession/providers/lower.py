@@ -4,15 +4,20 @@ Lowering is pure: the same request, format, profile and model give the same dict
 once serialised, so the provider's prompt cache sees a stable prefix. ``Request.sources`` never
 reaches the output. Tool-call ids are mapped to the format's id rules (``call_ids``). Every body
 passes the neutral pairing check and the format's validator (id rules included); a breach raises
-``RequestValidationError`` at the neutral message position.
+``RequestValidationError`` at the neutral message position. Text that cannot be encoded (a lone
+surrogate in a log written before replies were repaired on arrival) leaves as U+FFFD: the log is
+never rewritten, and the request it holds still goes out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from ..codec import canonical_json
 from ..errors import RequestValidationError
+from ..hygiene import has_surrogates, repaired
 from ..request import Request
 from ._lowering import Lowered, WireViolation, check_history
 from .anthropic_messages import lower_anthropic
@@ -24,7 +29,7 @@ from .openai_responses import lower_openai_responses
 from .profiles import default_profile
 from .validate import VALIDATORS
 
-__all__ = ["LOWERINGS", "lower", "lower_traced"]
+__all__ = ["LOWERINGS", "encodable", "lower", "lower_traced"]
 
 LOWERINGS: dict[str, Callable[[Request, ModelProfile, str | None], Lowered]] = {
     "openai-chat": lower_openai_chat,
@@ -47,7 +52,7 @@ def lower_traced(
     check_history(request, fmt)
     # ids are mapped to the format's rules here, never in the log: another provider's ids
     # (``functions.add:0``, 100 characters) must not refuse every later request
-    lowered = LOWERINGS[fmt](map_call_ids(request, fmt), effective, model)
+    lowered = LOWERINGS[fmt](map_call_ids(encodable(request), fmt), effective, model)
     try:
         VALIDATORS[fmt](lowered.body, effective)
     except WireViolation as exc:
@@ -62,6 +67,29 @@ def lower_traced(
             position=origin if origin >= 0 else None,
         ) from exc
     return lowered
+
+
+def encodable(request: Request) -> Request:
+    """``request`` with every lone surrogate as U+FFFD (the same object when it holds none).
+
+    The memoised canonical text of each part (the digest's) is scanned, so a clean request
+    costs one check per message.
+    """
+    messages = request.messages
+    dirty = [i for i, m in enumerate(messages) if has_surrogates(canonical_json(m))]
+    system_dirty = has_surrogates(canonical_json(request.system))
+    tools_dirty = has_surrogates(canonical_json(request.tools))
+    if not dirty and not system_dirty and not tools_dirty:
+        return request
+    fixed = list(messages)
+    for index in dirty:
+        fixed[index] = repaired(fixed[index])[0]
+    return replace(
+        request,
+        messages=tuple(fixed),
+        system=repaired(request.system)[0],
+        tools=repaired(request.tools)[0],
+    )
 
 
 def lower(

@@ -5,8 +5,12 @@ base URL. A stream is assembled into the same ``ModelDone`` a complete response 
 the assistant message does not depend on streaming. A Chat stream is whole only when a choice
 carried its ``finish_reason`` (the SDK consumes ``[DONE]`` itself); a Responses stream only
 when ``response.completed`` (or ``response.incomplete``, with its reason) arrived. A tool call
-without an id gets a fresh one. The SDK's own retries are off: the session retries transient
-failures with the same admitted request.
+without an id gets a fresh one. Chat stream pieces of tool calls are placed by their ``index``;
+a server that sends none (Gemini's OpenAI endpoint is reported to) has them placed by call id
+and order, and a stream that mixes both forms is refused. A Responses stream's text deltas
+must add up to the final response's text (each made valid Unicode first): the deltas are what
+the user saw, the final response is what is stored. The SDK's own retries are off: the session
+retries transient failures with the same admitted request.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
+from ..hygiene import replace_surrogates
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, parse_arguments, replay, require_event_stream, usage_count
 from ._errors import sdk_error, status_error
@@ -69,14 +74,16 @@ class _OpenAIBase(SDKModel):
 class _ChatReply:
     """One Chat Completions reply, fed by a complete message or by stream chunks."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, source: str = "openai") -> None:
         self.model = model
+        self.source = source
         self.text: list[str] = []
         self.refused = False
         self.calls: dict[int, dict[str, str]] = {}
         self.usage = Usage()
         self.finish: str | None = None
         self.id = ""
+        self.indexed: bool | None = None  # whether the stream's tool-call pieces carry index
 
     def add_message(self, message: Any) -> None:
         self.text.append(message.content or "")
@@ -105,7 +112,7 @@ class _ChatReply:
             if delta.content:
                 pieces.append(delta.content)
             for piece in delta.tool_calls or []:
-                slot = self.calls.setdefault(piece.index, {"id": "", "name": "", "args": ""})
+                slot = self._slot(piece)
                 slot["id"] = piece.id or slot["id"]
                 if piece.function is not None:
                     slot["name"] += piece.function.name or ""
@@ -113,11 +120,36 @@ class _ChatReply:
         self.text += pieces
         return pieces
 
+    def _slot(self, piece: Any) -> dict[str, str]:
+        """The call a stream piece continues or starts: by ``index``, else by id and order."""
+        index = getattr(piece, "index", None)
+        indexed = isinstance(index, int)
+        if self.indexed is None:
+            self.indexed = indexed
+        elif self.indexed != indexed:
+            raise ProviderError(
+                f"{self.source}: malformed stream: tool-call pieces with and without an index"
+                " in one reply"
+            )
+        if isinstance(index, int):
+            return self.calls.setdefault(index, {"id": "", "name": "", "args": ""})
+        call_id = getattr(piece, "id", None) or ""
+        for slot in self.calls.values():
+            if call_id and slot["id"] == call_id:
+                return slot
+        last = self.calls.get(len(self.calls) - 1)
+        function = getattr(piece, "function", None)
+        named = bool(getattr(function, "name", None))
+        if last is not None and not call_id and not (named and last["name"] and last["args"]):
+            return last  # a piece without id continues the last call, unless it starts one
+        return self.calls.setdefault(len(self.calls), {"id": "", "name": "", "args": ""})
+
     def done(self, provider: str) -> ModelDone:
         calls: list[ToolCall] = []
         unusable: list[tuple[int, str]] = []
+        ended = self.finish in ("tool_calls", "function_call", "stop")
         for index, (_, c) in enumerate(sorted(self.calls.items())):
-            arguments, problem = parse_arguments(c["args"])
+            arguments, problem = parse_arguments(c["args"], ended=ended)
             if problem is not None:
                 unusable.append((index, problem))
             calls.append(ToolCall(c["name"], arguments, id=c["id"] or new_call_id()))
@@ -158,7 +190,7 @@ class OpenAIChatModel(_OpenAIBase):
         from openai.types.chat import ChatCompletion
 
         source, provider = self._source, self._profile.provider
-        reply = _ChatReply(self.model)
+        reply = _ChatReply(self.model, source)
         if not self.streaming:
             completion = await sdk.chat.completions.create(**body)
             if not isinstance(completion, ChatCompletion) or not completion.choices:
@@ -221,7 +253,9 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
                         text.append(part.refusal)
                         stop = "refusal"
             case "function_call":
-                args, problem = parse_arguments(item.arguments)
+                args, problem = parse_arguments(
+                    item.arguments, ended=response.status == "completed"
+                )
                 if problem is not None:
                     unusable.append((len(calls), problem))
                 calls.append(ToolCall(item.name, args, id=item.call_id or new_call_id()))
@@ -292,9 +326,11 @@ class OpenAIResponsesModel(_OpenAIBase):
         stream = await sdk.responses.create(**body, stream=True)
         require_event_stream(stream.response.headers, source)
         final: Response | None = None
+        streamed: list[str] = []
         async for event in stream:
             match event.type:
                 case "response.output_text.delta" | "response.refusal.delta":
+                    streamed.append(event.delta)
                     yield ModelTextDelta(event.delta)
                 case "response.completed" | "response.incomplete" | "response.failed":
                     final = event.response
@@ -307,5 +343,24 @@ class OpenAIResponsesModel(_OpenAIBase):
             raise ProviderError(
                 f"{source}: the stream ended before response.completed; the reply is incomplete"
             )
-        for item in replay(_responses_done(final, self.wire_format, source), text=False):
+        done = _responses_done(final, self.wire_format, source)
+        _check_streamed(streamed, done.message.content, source)
+        for item in replay(done, text=not streamed):
             yield item
+
+
+def _check_streamed(streamed: list[str], final: str, source: str) -> None:
+    """Refuse a stream whose text deltas are not the final response's text.
+
+    A stream without deltas (a server that sends only the final response) is accepted: its
+    text then reaches the caller once, from the final response. Both sides are compared as
+    valid Unicode, so a pair a proxy split between two deltas matches its character.
+    """
+    if not streamed:
+        return
+    shown = replace_surrogates("".join(streamed))[0]
+    if shown != replace_surrogates(final)[0]:
+        raise ProviderError(
+            f"{source}: the streamed text ({len(shown)} characters) is not the final"
+            f" response's text ({len(final)} characters); the reply is inconsistent"
+        )

@@ -23,6 +23,9 @@ from ..inspection.report import REPORT_POLICY, render_report
 from ..inspection.views import Inspection
 from ..ledger import cost_fields
 from ..providers import lower
+from ..providers.cache_controls import CacheControls
+from ..providers.wire import sent_body
+from ..request import Request as RequestValue
 from .state import ServerState
 
 __all__ = ["inspect_routes"]
@@ -69,17 +72,49 @@ async def request_body(request: Request) -> Response:
             raise UsageError(
                 f"there is no dispatched request {step}: the session has {len(inspection.requests)}"
             )
-        neutral = inspection.requests[step - 1].request
+        found = inspection.requests[step - 1]
+        neutral, model_name = found.request, found.model
+        controls = inspection.controls.get(found.seq)
     elif inspection.next_request is None:
         raise UsageError(f"cannot preview the next request: {inspection.next_error}")
     else:
-        neutral = inspection.next_request.request
+        neutral, model_name, controls = (
+            inspection.next_request.request,
+            inspection.model,
+            inspection.next_controls,
+        )
     fmt = request.query_params.get("format", "neutral")
     if fmt == "neutral":
         body: Any = {k: v for k, v in encode(neutral).items() if k != "sources"}
     else:
-        body = lower(neutral, fmt)
+        body = _sent(_state(request), neutral, fmt, model_name, controls)
     return JSONResponse({"session_id": inspection.session_id, "format": fmt, "request": body})
+
+
+def _sent(
+    state: ServerState,
+    neutral: RequestValue,
+    fmt: str,
+    model_name: str,
+    controls: CacheControls | None,
+) -> dict[str, Any]:
+    """``neutral`` in ``fmt`` as the runtime's model sent it, or the format's plain lowering.
+
+    As sent (cache controls, streaming flags) when the request was that model's and ``fmt`` is
+    its format.
+    """
+    model = state.runtime.model
+    profile = model.profile
+    if model.name != model_name or profile.wire_format != fmt:
+        return lower(neutral, fmt)
+    return sent_body(
+        neutral,
+        fmt,
+        profile=profile,
+        model=getattr(model, "model", None),
+        controls=controls,
+        streaming=bool(getattr(model, "streaming", True)),
+    )
 
 
 def _version() -> str:

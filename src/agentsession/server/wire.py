@@ -26,6 +26,7 @@ from ..errors import (
     UsageError,
 )
 from ..events import Event
+from ..hygiene import has_surrogates
 from ..log import Record
 from ..log.stored import dump_entry
 from .event_schemas import SCHEMA_VERSION
@@ -75,6 +76,8 @@ def sse_frame(event: str, data: dict[str, Any], event_id: int | None = None) -> 
     """
     public = {"type": event, "schema_version": SCHEMA_VERSION, **data}
     text = json.dumps(public, ensure_ascii=False, separators=(",", ":"))
+    if has_surrogates(text):  # a log written before replies were repaired: escaped, lossless
+        text = json.dumps(public, ensure_ascii=True, separators=(",", ":"))
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {text}\n\n".encode()
 
