@@ -128,7 +128,8 @@ class Charge:
     provider_cache: str = ""
     response_id: str = ""
     sent_at: str = ""  # by the runtime's clock, when known
-    purpose: Literal["turn", "title", "compaction"] = "turn"
+    purpose: Literal["turn", "title", "compaction", "keep_warm"] = "turn"
+    reason: str = ""  # a side call's, when it says why it was made
     kind: Literal["charge"] = "charge"
 
 
@@ -226,6 +227,7 @@ def _fold(charges: list[Charge], record: Record) -> bool:
                 usage=entry.usage,
                 estimated=estimated,
                 purpose=entry.purpose,
+                reason=entry.reason,
             )
         )
     elif isinstance(entry, AssistantEntry):
