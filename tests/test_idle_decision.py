@@ -88,4 +88,3 @@ def test_short_gaps_keep_warm_and_overnight_gaps_compact_a_large_session() -> No
     assert decide_idle(large, SONNET).action == "compacted"
     small = replace(large, compacted_tokens=None)
     assert decide_idle(small, SONNET).action == "let_expire"
-

@@ -240,7 +240,9 @@ class Config:
         ):
             raise UsageError(f"Config.cost_alert_usd must be None or > 0 USD, got {alert!r}")
         if self.idle_policy not in ("auto", "off"):
-            raise UsageError(f"Config.idle_policy must be 'auto' or 'off', got {self.idle_policy!r}")
+            raise UsageError(
+                f"Config.idle_policy must be 'auto' or 'off', got {self.idle_policy!r}"
+            )
         if self.cache_ttl not in ("auto", "5m", "1h"):
             raise UsageError(
                 f"Config.cache_ttl must be 'auto', '5m' or '1h', got {self.cache_ttl!r}"

@@ -367,7 +367,9 @@ class Runtime:
             ``"compacted"``, ``"let_expire"`` or ``"nothing"``) and why.
         """
         if self.config.idle_policy == "off":
-            return {s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in self._sessions}
+            return {
+                s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in self._sessions
+            }
         return {s.id: await s._tend_idle() for s in list(self._sessions)}
 
     async def list_sessions(self) -> list[SessionInfo]:

@@ -229,7 +229,12 @@ class Admitter:
         return plan_compaction(projected, self.deps.config.keep_user_turns)
 
     async def compact(
-        self, samples: Samples, model: Model, *, plan: CompactionPlan | None = None, reason: str = ""
+        self,
+        samples: Samples,
+        model: Model,
+        *,
+        plan: CompactionPlan | None = None,
+        reason: str = "",
     ) -> bool:
         """Summarise the history before the kept turns and commit the summary with its epoch.
 

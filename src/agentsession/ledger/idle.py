@@ -32,10 +32,10 @@ from typing import Literal
 from .prices import ModelPrice
 
 __all__ = [
+    "MIN_IDLE_GAPS",
     "IdleAction",
     "IdleDecision",
     "IdleSituation",
-    "MIN_IDLE_GAPS",
     "decide_idle",
 ]
 

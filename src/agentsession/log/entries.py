@@ -258,9 +258,10 @@ class SideCall:
 
     ``purpose`` says which: ``"title"`` (naming the session), ``"compaction"`` (writing a
     summary) or ``"keep_warm"`` (refreshing the provider's cache while the session is idle);
-    ``reason`` says why a call the session did not need for a turn was made (the idle decision). These requests are no turn's and never enter the model view, but they are billed
-    like any other: the cost ledger counts them. ``usage_estimated``: the figures are the
-    model's guess, not the provider's count.
+    ``reason`` says why a call no turn needed was made (the idle decision). These requests are
+    no turn's and never enter the model view, but they are billed like any other: the cost
+    ledger counts them. ``usage_estimated``: the figures are the model's guess, not the
+    provider's count.
     """
 
     purpose: Literal["title", "compaction", "keep_warm"]
