@@ -25,6 +25,7 @@ def situations(draw: st.DrawFn) -> IdleSituation:
     prefix = draw(st.integers(1_000, 900_000))
     compacted = draw(st.none() | st.integers(500, prefix))
     return IdleSituation(
+        compact_floor=draw(st.integers(0, 400_000)),
         idle_seconds=draw(st.floats(0.0, 7200.0)),
         warm_seconds=warm,
         lifetime=lifetime,
@@ -84,7 +85,15 @@ def test_short_gaps_keep_warm_and_overnight_gaps_compact_a_large_session() -> No
     busy = IdleSituation(280.0, 20.0, 300.0, 150_000, gaps=(30, 20, 10, 400, 400, 400))
     assert decide_idle(busy, SONNET).action == "kept_warm"
     night = (30.0, 40.0, 3000.0, 40_000.0, 50_000.0)
-    large = IdleSituation(280.0, 20.0, 300.0, 150_000, gaps=night, compacted_tokens=30_000)
+    large = IdleSituation(280.0, 20.0, 300.0, 250_000, gaps=night, compacted_tokens=30_000)
     assert decide_idle(large, SONNET).action == "compacted"
-    small = replace(large, compacted_tokens=None)
-    assert decide_idle(small, SONNET).action == "let_expire"
+    assert decide_idle(replace(large, compacted_tokens=None), SONNET).action == "let_expire"
+    # below the floor the history is worth more than the write it saves
+    assert decide_idle(replace(large, compact_floor=300_000), SONNET).action == "let_expire"
+
+
+@given(situations(), prices)
+def test_a_prefix_below_the_floor_is_never_compacted(s: IdleSituation, p: ModelPrice) -> None:
+    below = replace(s, compact_floor=s.prefix_tokens + 1)
+    assert "compacted" not in option_costs(below, p)
+    assert decide_idle(below, p).action != "compacted"

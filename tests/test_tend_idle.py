@@ -97,7 +97,8 @@ async def test_a_large_session_with_overnight_gaps_is_compacted_while_warm(
     tmp_path: Path,
 ) -> None:
     clock = Clock()
-    bulk = "word " * 8_000  # a coding agent's file read: ~10K tokens a prompt
+    # file reads of ~25K tokens a prompt: past half the 200K budget, the floor of compaction
+    bulk = "word " * 20_000
     async with runtime_for(tmp_path, clock) as runtime:
         session = await runtime.create_session()
         await prompts(session, clock, [40_000, 40_000, 40_000, 40_000], bulk)

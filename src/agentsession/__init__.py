@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         PluginScope,
         Rendered,
     )
+    from .engine.idle import IdleOutcome
     from .errors import (
         AgentSessionError,
         BudgetExceededError,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         TimelineItem,
         TurnInfo,
     )
-    from .engine.idle import IdleOutcome
     from .ledger import CacheMiss, CostEstimate, CostSummary, ModelCost
     from .ledger.prices import ModelPrice
     from .log import (

@@ -20,7 +20,7 @@ from typing import Literal
 
 from ..errors import AgentSessionError
 from ..ledger import LONGEST_TTL, Charge, charge_usd
-from ..ledger.idle import IdleAction, IdleSituation, decide_idle
+from ..ledger.idle import COMPACT_FLOOR, IdleAction, IdleSituation, decide_idle
 from ..ledger.prices import price_for
 from ..log import SideCall, now
 from ..providers.base import Model
@@ -177,7 +177,12 @@ async def tend(
         return IdleOutcome(session_id, "nothing", "no request answered yet")
     price = price_for(model.name, deps.config.prices)
     compacted = await _compacted_tokens(deps, admitter, situation.prefix_tokens)
-    decision = decide_idle(replace(situation, compacted_tokens=compacted), price)
+    # A session at half its budget compacts soon anyway: compacting it while warm only moves
+    # that forward, so the floor is at most half the budget.
+    half = deps.budget.budget(model.profile.context_window) // 2
+    floor = min(COMPACT_FLOOR, half)
+    situation = replace(situation, compacted_tokens=compacted, compact_floor=floor)
+    decision = decide_idle(situation, price)
     outcome = IdleOutcome(session_id, decision.action, decision.reason, decision.costs)
     if decision.action in ("nothing", "let_expire"):
         return outcome

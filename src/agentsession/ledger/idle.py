@@ -32,6 +32,7 @@ from typing import Literal
 from .prices import ModelPrice
 
 __all__ = [
+    "COMPACT_FLOOR",
     "MIN_IDLE_GAPS",
     "IdleAction",
     "IdleDecision",
@@ -43,6 +44,11 @@ IdleAction = Literal["kept_warm", "compacted", "let_expire", "nothing"]
 
 MIN_IDLE_GAPS = 3
 """Fewer gaps than this measured: no evidence of when the next request comes; nothing is done."""
+
+COMPACT_FLOOR = 200_000
+"""Tokens: below this prefix compaction is not weighed. The history a summary drops is worth
+more than the cache's dollars until the session is large enough that a compaction is near
+anyway; ``Runtime.tend_idle`` lowers it to half the session's token budget where that is less."""
 
 _MAX_STEPS = 400  # keep-warm lifetimes looked ahead; beyond, only expiring or compacting remain
 
@@ -58,7 +64,7 @@ class IdleSituation:
     ``compacted_tokens``: the prefix after a compaction (``None``: nothing to compact);
     ``summary_tokens``: the summary's expected length; ``warm_tokens``: what a keep-warm request
     adds and gets back; ``horizon``: the share of the lifetime before its end where a decision
-    is made.
+    is made; ``compact_floor``: compaction is weighed only for a prefix at least this large.
     """
 
     idle_seconds: float
@@ -71,6 +77,7 @@ class IdleSituation:
     summary_tokens: int = 1500
     warm_tokens: int = 16
     horizon: float = 0.1
+    compact_floor: int = COMPACT_FLOOR
     kind: Literal["idle_situation"] = "idle_situation"
 
 
@@ -119,7 +126,8 @@ def _reason(action: str, costs: Mapping[str, float]) -> str:
 def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float]:
     """The expected USD of each option now: ``let_expire``, ``kept_warm`` and ``compacted``.
 
-    ``compacted`` is left out when there is nothing to compact.
+    ``compacted`` is left out when there is nothing to compact or the prefix is below
+    ``compact_floor``.
 
     Args:
         situation: What the session knows now.
@@ -132,7 +140,8 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     survivors = sorted(g for g in s.gaps if g > s.idle_seconds)
     step = max(s.lifetime - s.warm_seconds, 1.0)
     compact = math.inf
-    if s.compacted_tokens is not None:
+    compactable = s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor
+    if compactable and s.compacted_tokens is not None:
         compact = tokens * read + s.summary_tokens / 1e6 * price.output
         compact += s.compacted_tokens / 1e6 * write
     # Backwards over the decision points t_k = idle + k·step, each with ``warm_seconds`` left.
@@ -155,6 +164,6 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
         keep_now = warm_call + within * tokens * read + (1 - within) * later
         later = min(let_now, keep_now, compact)
     costs = {"let_expire": let_now, "kept_warm": keep_now}
-    if s.compacted_tokens is not None:
+    if compactable:
         costs["compacted"] = compact
     return costs
