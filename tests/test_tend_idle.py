@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
+from agentsession.inspection.report import render_report
+from agentsession.ledger import cost_lines
 from agentsession.log import SideCall
 
 PRICE = ags.ModelPrice(input=3.0, cached_input=0.3, cache_write=3.75, output=15.0)
@@ -82,6 +84,13 @@ async def test_short_gaps_keep_the_cache_warm_with_a_billed_call(tmp_path: Path)
         assert after.total_usd is not None and before.total_usd is not None
         assert outcome.side_call_usd is not None and outcome.side_call_usd > 0
         assert after.total_usd == pytest.approx(before.total_usd + outcome.side_call_usd)
+        # cost() lists the call with its reason, and so do ``cost``'s lines and the report
+        (listed,) = after.idle_calls
+        assert (listed.purpose, listed.reason) == ("keep_warm", outcome.reason)
+        assert listed.usd == pytest.approx(outcome.side_call_usd)
+        assert any(line.startswith("idle calls 1 (keep_warm)") for line in cost_lines(after))
+        page = render_report(await session.inspect(), generated="now", version="test")
+        assert "id='idle-calls'" in page and "keep_warm: kept_warm expected" in page
         # the refresh restarted the lifetime: nothing to decide right after it
         assert (await runtime.tend_idle())[session.id].action == "nothing"
         # the next turn reads the cache it kept warm, and the call stays in the log when reopened

@@ -27,6 +27,7 @@ from typing import Literal
 
 from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall
 from ..request import Usage
+from .idle import IdleCall
 from .misses import CacheMiss, cache_misses
 from .prices import ModelPrice, price_for
 
@@ -40,6 +41,7 @@ __all__ = [
     "CostEstimate",
     "CostSummary",
     "GapCounts",
+    "IdleCall",
     "Ledger",
     "ModelCost",
     "charge_usd",
@@ -330,7 +332,7 @@ class CostSummary:
     names them; ``by_model`` still has the priced ones). ``estimated`` counts requests whose
     usage is a guess or missing; ``unexplained_misses`` the cache shortfalls nothing explains.
     ``misses`` lists every provider-reported cache miss with its cause and cost
-    (``ledger.misses``).
+    (``ledger.misses``); ``idle_calls`` every call the idle decision made, with its reason.
     """
 
     total_usd: float | None
@@ -342,6 +344,7 @@ class CostSummary:
     requests: int = 0
     no_price: tuple[str, ...] = ()
     misses: tuple[CacheMiss, ...] = ()
+    idle_calls: tuple[IdleCall, ...] = ()
     kind: Literal["cost_summary"] = "cost_summary"
 
     @property
@@ -356,12 +359,15 @@ def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = N
     """The cost summary of ``charges`` with ``prices`` (``Config.prices``) over the shipped ones."""
     rows: dict[str, ModelCost] = {}
     estimated = 0
+    idle: list[IdleCall] = []
     for charge in charges:
         usage = charge.usage or Usage()
         estimated += charge.usage is None or charge.estimated
         row = rows.get(charge.model) or ModelCost(charge.model)
         price = price_for(charge.model, prices)
         billed, uncached = charge_usd(usage, price) if price is not None else (None, None)
+        if charge.reason:
+            idle.append(IdleCall(charge.seq, charge.purpose, charge.reason, billed))
         rows[charge.model] = replace(
             row,
             requests=row.requests + 1,
@@ -385,6 +391,7 @@ def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = N
         requests=len(charges),
         no_price=no_price,
         misses=cache_misses(charges, prices, slack=SHORTFALL_SLACK, ttl=SHORTEST_TTL),
+        idle_calls=tuple(idle),
     )
 
 
@@ -412,6 +419,11 @@ def cost_lines(summary: CostSummary) -> list[str]:
     ]
     if summary.misses:
         lines.append(_misses_line(summary.misses))
+    if summary.idle_calls:
+        usd = [c.usd for c in summary.idle_calls]
+        total = None if None in usd else sum(u or 0.0 for u in usd)
+        kinds = ", ".join(sorted({c.purpose for c in summary.idle_calls}))
+        lines.append(f"idle calls {len(usd)} ({kinds}) cost {_usd(total)}")
     for row in models:
         lines.append(f"  {row.model}: {row.requests} requests, {_usd(row.total_usd)}")
     if summary.no_price:
@@ -446,6 +458,10 @@ def cost_fields(summary: CostSummary) -> dict[str, object]:
         "misses": [
             {"seq": m.seq, "cause": m.cause, "usd": m.usd, "tokens": m.tokens, "model": m.model}
             for m in summary.misses
+        ],
+        "idle_calls": [
+            {"seq": c.seq, "purpose": c.purpose, "reason": c.reason, "usd": c.usd}
+            for c in summary.idle_calls
         ],
         "by_model": {
             name: {

@@ -35,6 +35,7 @@ __all__ = [
     "COMPACT_FLOOR",
     "MIN_IDLE_GAPS",
     "IdleAction",
+    "IdleCall",
     "IdleDecision",
     "IdleSituation",
     "decide_idle",
@@ -51,6 +52,21 @@ more than the cache's dollars until the session is large enough that a compactio
 anyway; ``Runtime.tend_idle`` lowers it to half the session's token budget where that is less."""
 
 _MAX_STEPS = 400  # keep-warm lifetimes looked ahead; beyond, only expiring or compacting remain
+
+
+@dataclass(frozen=True)
+class IdleCall:
+    """A model call the idle decision made (``Runtime.tend_idle``), as ``session.cost()`` lists it.
+
+    ``purpose``: ``"keep_warm"`` or ``"compaction"``; ``reason``: the decision's, with the
+    expected cost of each option; ``usd``: what it cost (``None``: the model has no price).
+    """
+
+    seq: int
+    purpose: str
+    reason: str
+    usd: float | None
+    kind: Literal["idle_call"] = "idle_call"
 
 
 @dataclass(frozen=True)
