@@ -223,3 +223,26 @@ async def test_a_running_session_is_left_alone(tmp_path: Path) -> None:
         release.set()
         assert (await asyncio.wait_for(turn, 60)).text == "done"
         assert await side_calls(session) == []
+
+
+async def test_a_session_another_runtime_drives_is_left_alone(tmp_path: Path) -> None:
+    clock = Clock()
+    async with runtime_for(tmp_path, clock) as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400, 400])
+        await session.close()  # its lease is free: another process may take the session
+        async with runtime_for(tmp_path, clock) as other:
+            elsewhere = await other.open_session(session.id)
+            await elsewhere.prompt("driven from another process")  # holds the lease now
+            clock.wait(280)
+            model = runtime.model
+            assert isinstance(model, ags.ScriptedModel)
+            sent = len(model.requests)
+            outcome = (await runtime.tend_idle())[session.id]
+            assert outcome.action == "nothing"
+            assert len(model.requests) == sent
+            # never a call made from a stale view (it would be billed, then refused)
+            assert outcome.reason in ("the session changed elsewhere",) or (
+                outcome.reason.startswith("kept_warm not done") and "lease" in outcome.reason
+            ), outcome.reason
+            assert await side_calls(elsewhere) == []

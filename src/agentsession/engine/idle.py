@@ -188,6 +188,10 @@ async def tend(
         return outcome
     try:
         async with guard.exclusive():
+            if (await deps.store.get_session(session_id)).next_seq != writer.next_seq:
+                # Another process wrote meanwhile: this view is stale, and a call made from it
+                # would be billed and then refused by the store.
+                return IdleOutcome(session_id, "nothing", "the session changed elsewhere")
             if decision.action == "kept_warm":
                 call: SideCall | None = await keep_warm(
                     deps, writer, model, admitter.rebuild, decision.reason
