@@ -98,7 +98,8 @@ async def test_short_gaps_keep_the_cache_warm_with_a_billed_call(tmp_path: Path)
         await session.prompt("back")
     async with runtime_for(tmp_path, clock) as again:
         reopened = await again.open_session(session.id)
-        assert [c.purpose for c in await side_calls(reopened)] == ["keep_warm"]
+        (stored,) = await side_calls(reopened)
+        assert (stored.purpose, stored.reason) == ("keep_warm", outcome.reason)
         assert reopened.cost().requests == after.requests + 1
 
 
