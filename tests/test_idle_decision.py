@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -97,3 +98,18 @@ def test_a_prefix_below_the_floor_is_never_compacted(s: IdleSituation, p: ModelP
     below = replace(s, compact_floor=s.prefix_tokens + 1)
     assert "compacted" not in option_costs(below, p)
     assert decide_idle(below, p).action != "compacted"
+
+
+@given(situations(), prices)
+def test_keeping_warm_before_every_likely_request_costs_one_refresh_and_a_read(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # every gap longer than the idle time ends within the lifetime a refresh now gives
+    step = s.lifetime - s.warm_seconds
+    soon = s.idle_seconds + step / 2
+    gaps = (*(g if g <= s.idle_seconds else soon for g in s.gaps), soon)
+    near = replace(s, gaps=gaps)
+    tokens = s.prefix_tokens / 1e6
+    write = p.write_long if s.long_lifetime else p.write
+    refresh = tokens * p.cached_input + s.warm_tokens / 1e6 * (write + p.output)
+    assert option_costs(near, p)["kept_warm"] == pytest.approx(refresh + tokens * p.cached_input)
