@@ -30,7 +30,7 @@ Policies on the same trace, per gap between two requests:
 Reported per shape: dollars per session of each, ``auto`` over the cheapest fixed rule and over
 the oracle, and the mean history messages each keeps at a request.
 
-Usage: ``python benchmarks/idle_day.py [--seed 7] [--sessions 20]``; writes
+Usage: ``python benchmarks/idle_day.py [--seed 7] [--sessions 20] [--floor 200000]``; writes
 ``benchmarks/results/idle_day.json``.
 """
 
@@ -55,7 +55,9 @@ BASE = 20_000  # application prompt and tool declarations
 SUMMARY = 1_500  # summary tokens out
 WARM_TOKENS = 16  # what a keep-warm request adds and gets back
 OUTPUT = 400  # output tokens of a request
-FLOOR = COMPACT_FLOOR  # auto and the oracle compact no smaller prefix than compact54 does
+# The smallest prefix auto and the oracle compact (``--floor``; default the package's, which is
+# compact54's 200K).
+SETTINGS = {"floor": COMPACT_FLOOR}
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
             gaps=tuple(seen),
             long_lifetime=shape.long,
             compacted_tokens=compacted_tokens(state) if state.messages > 4 else None,
-            compact_floor=FLOOR,
+            compact_floor=SETTINGS["floor"],
             summary_tokens=SUMMARY,
             warm_tokens=WARM_TOKENS,
         )
@@ -224,7 +226,7 @@ def oracle(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]
 
 
 def _compact_at_90(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
-    if gap > shape.lifetime and state.messages > 4 and state.cached >= FLOOR:
+    if gap > shape.lifetime and state.messages > 4 and state.cached >= SETTINGS["floor"]:
         compact(shape, state, bill, state.warm_until - 0.1 * shape.lifetime)
 
 
@@ -263,7 +265,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--window", type=int, default=600_000)
+    parser.add_argument("--floor", type=int, default=COMPACT_FLOOR)
     args = parser.parse_args()
+    SETTINGS["floor"] = args.floor
     rng = random.Random(args.seed)
     days = [day(rng) for _ in range(args.sessions)]
     gaps = [s.gap for d in days for s in d[1:]]
@@ -274,7 +278,11 @@ def main() -> None:
         f"{args.sessions} sessions, {len(gaps) + args.sessions} requests; gaps: "
         f"{under_minute:.0%} under a minute, {long} of 10-90 min, {overnight} overnight"
     )
-    figures: dict[str, object] = {"seed": args.seed, "sessions": args.sessions}
+    figures: dict[str, object] = {
+        "seed": args.seed,
+        "sessions": args.sessions,
+        "floor": args.floor,
+    }
     for shape in SHAPES:
         bills = {name: run(shape, days, p, args.window) for name, p in POLICIES.items()}
         per = {name: b.usd / args.sessions for name, b in bills.items()}
