@@ -82,6 +82,8 @@ bench: $(BENCH_STAMP)
 	$(BENCH)/window_step.py
 	$(BENCH)/provider_cache.py
 	$(BENCH)/compaction_cache.py
+	$(BENCH)/idle_day.py
+	$(BENCH)/idle_sdk.py
 	$(BENCH)/profile_turn.py
 	$(BENCH)/report_size.py --entries 10000 | tee benchmarks/results/report_size.txt
 	@if [ -f benchmarks/crash_soak.py ]; then $(BENCH)/crash_soak.py; fi

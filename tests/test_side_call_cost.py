@@ -3,7 +3,8 @@
 Each becomes a ``SideCall`` record with the provider-reported usage; the ledger charges it with
 its purpose, so ``session.cost()`` (and everything built on it) counts it, while the comparison
 of each turn's request with the one before (unexplained misses) leaves it out. The stored form
-of ``side_call`` is version 1; ``tests/fixtures/log_side_call_v1.jsonl`` is frozen.
+of ``side_call`` is version 2 (a ``reason``, the ``keep_warm`` purpose); version 1, in
+``tests/fixtures/log_side_call_v1.jsonl``, is frozen and keeps loading.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.ledger import charges_of, summarize
-from agentsession.log import AssistantEntry, Dispatch, Record, SideCall, load_entry
+from agentsession.log import AssistantEntry, Dispatch, Record, SideCall, dump_entry, load_entry
 from agentsession.request import Usage
 
 FIXTURE = Path(__file__).parent / "fixtures" / "log_side_call_v1.jsonl"
@@ -141,3 +142,15 @@ def test_stored_side_calls_of_version_1_keep_loading() -> None:
     assert [(r["kind"], r["version"]) for r in rows] == [("side_call", 1)] * 3
     loaded = [load_entry(r["kind"], r["version"], json.dumps(r["data"])) for r in rows]
     assert loaded == EXPECTED
+
+
+def test_side_calls_are_version_2_with_their_reason() -> None:
+    call = SideCall(
+        "keep_warm", "m", Usage(5000, 3, 4990), timestamp=T, reason="kept_warm: cheaper"
+    )
+    kind, version, data = dump_entry(call)
+    assert (kind, version) == ("side_call", 2)
+    assert load_entry(kind, version, data) == call
+    # a newer form than this package writes is refused by name, never misread
+    with pytest.raises(ags.CorruptEntryError, match="newer than this agentsession reads"):
+        load_entry(kind, 3, data)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         PluginScope,
         Rendered,
     )
+    from .engine.idle import IdleOutcome
     from .errors import (
         AgentSessionError,
         BudgetExceededError,
@@ -175,6 +176,7 @@ _LAZY: dict[str, str] = {
         "inspection.views",
     ),
     **dict.fromkeys(("CacheMiss", "CostEstimate", "CostSummary", "ModelCost"), "ledger"),
+    "IdleOutcome": "engine.idle",
     "ModelPrice": "ledger.prices",
     **dict.fromkeys(
         (
@@ -269,6 +271,7 @@ __all__ = [
     "Decision",
     "EpochInfo",
     "Event",
+    "IdleOutcome",
     "ImagePart",
     "ImportReport",
     "Inspection",

@@ -109,6 +109,11 @@ class Config:
     ``cost_alert_usd``: when a session's total cost (``session.cost().total_usd``) crosses this
     many USD, ``session.stream()`` yields a ``CostAlert`` after the response that crossed it.
 
+    ``idle_policy``: what ``Runtime.tend_idle()`` does for a session whose provider cache is
+    about to expire: ``"off"`` (the default) nothing; ``"auto"`` the cheapest of keeping the
+    cache warm, compacting while it is warm and letting it expire, by the session's gaps, size
+    and prices (``ledger.idle``). Each model call it makes is a billed side call.
+
     ``title_timeout`` bounds the model call that names a session, in seconds (``None`` or ``0``:
     no limit); it runs after the turn's result is delivered, and the first words of the first
     prompt stand in when it fails, times out or the session closes first.
@@ -145,6 +150,7 @@ class Config:
     title_timeout: float | None = 10.0
     compaction: str = "local"
     cost_alert_usd: float | None = None
+    idle_policy: str = "off"
 
     @property
     def window_keep_messages(self) -> int | None:
@@ -237,6 +243,10 @@ class Config:
             isinstance(alert, bool) or not isinstance(alert, int | float) or not alert > 0
         ):
             raise UsageError(f"Config.cost_alert_usd must be None or > 0 USD, got {alert!r}")
+        if self.idle_policy not in ("auto", "off"):
+            raise UsageError(
+                f"Config.idle_policy must be 'auto' or 'off', got {self.idle_policy!r}"
+            )
         if self.cache_ttl not in ("auto", "5m", "1h"):
             raise UsageError(
                 f"Config.cache_ttl must be 'auto', '5m' or '1h', got {self.cache_ttl!r}"

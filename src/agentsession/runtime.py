@@ -31,6 +31,7 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .engine.costs import prime_ledger
 from .engine.deps import SessionDeps
+from .engine.idle import IdleOutcome
 from .engine.leases import delete_undriven, live_lease
 from .engine.parts import build_parts
 from .engine.recovery import closing_entries
@@ -377,6 +378,25 @@ class Runtime:
         if isinstance(entry, ModelSwitched | ContextEpoch):
             return entry.model, entry.provider
         return "", ""
+
+    async def tend_idle(self) -> dict[str, IdleOutcome]:
+        """One idle decision for each session this runtime handed out, by the runtime's clock.
+
+        With ``Config(idle_policy="auto")``, a session whose provider cache is about to expire
+        before its likely next request is kept warm, compacted or let expire, whichever the
+        prices make cheapest (``ledger.idle``); a call made is a billed side call with the
+        reason. A running session, one waiting on approvals and one another process leases
+        are left alone. Call it on a timer shorter than a tenth of the cache lifetime.
+
+        Returns:
+            Per session id: what was done (``IdleOutcome.action``: ``"kept_warm"``,
+            ``"compacted"``, ``"let_expire"`` or ``"nothing"``) and why.
+        """
+        if self.config.idle_policy == "off":
+            return {
+                s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in self._sessions
+            }
+        return {s.id: await s._tend_idle() for s in list(self._sessions)}
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first."""

@@ -30,6 +30,8 @@ from .engine.approvals import SessionApprovals
 from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
+from .engine.idle import IdleOutcome
+from .engine.idle import tend as tend_idle_session
 from .engine.leases import LeaseKeeper
 from .engine.next_controls import cache_controls, preview_body
 from .engine.parts import SessionParts
@@ -383,6 +385,12 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
                 await self._writer.append([switch])
                 self._admitter.epoch_reason = "model_switch"
             self._model = model
+
+    async def _tend_idle(self) -> IdleOutcome:
+        """One idle decision for this session, acted on (``Runtime.tend_idle``)."""
+        await self._guard.settle_dropped()
+        args = (self._deps, self._admitter, self._guard, self._model, self._charges)
+        return await tend_idle_session(self.id, *args)
 
     # -- management ---------------------------------------------------------------------------
 

@@ -218,6 +218,10 @@ class Admitter:
         """The last admission was committed: a requested new epoch has started."""
         self.epoch_reason = None
 
+    async def compaction_plan(self) -> CompactionPlan | None:
+        """What a compaction now would summarise (``None``: nothing)."""
+        return self._plan(await self.writer.epoch_view())
+
     def _plan(self, view: EpochView) -> CompactionPlan | None:
         if view.epoch is None:
             return None
@@ -225,7 +229,12 @@ class Admitter:
         return plan_compaction(projected, self.deps.config.keep_user_turns)
 
     async def compact(
-        self, samples: Samples, model: Model, *, plan: CompactionPlan | None = None
+        self,
+        samples: Samples,
+        model: Model,
+        *,
+        plan: CompactionPlan | None = None,
+        reason: str = "",
     ) -> bool:
         """Summarise the history before the kept turns and commit the summary with its epoch.
 
@@ -247,6 +256,7 @@ class Admitter:
             usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
             timestamp=now(),
             usage_note=done.usage_note,
+            reason=reason,
         )
         # A summary is a reply committed too: valid Unicode, or every later request would fail.
         text = replace_surrogates(done.message.content)[0].strip()

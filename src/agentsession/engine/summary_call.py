@@ -23,7 +23,7 @@ from .deps import SessionDeps
 from .model_call import call_model, session_cache_key
 from .writer import LogWriter
 
-__all__ = ["shares_cache", "summarise"]
+__all__ = ["cached_call", "shares_cache", "summarise"]
 
 Rebuild = Callable[[Model], Awaitable[Request]]
 
@@ -43,7 +43,7 @@ async def summarise(
     summarizer = deps.summarizer or model
     request = await _cached_request(deps, plan, model, summarizer, rebuild)
     if request is not None:
-        return await _cached_call(deps, writer, summarizer, request)
+        return await cached_call(deps, writer, summarizer, request)
     budget = deps.budget.budget(summarizer.profile.context_window)
     # ``complete`` already translates the summariser's failure (``raise … from``).
     return await complete(summarizer, summary_request(plan.head, deps.budget.counter, budget))
@@ -71,7 +71,7 @@ async def _cached_request(
     return request
 
 
-async def _cached_call(
+async def cached_call(
     deps: SessionDeps, writer: LogWriter, model: Model, request: Request
 ) -> ModelDone:
     """``model``'s answer to ``request`` with the session's cache key and lifetime.

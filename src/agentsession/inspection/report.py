@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from html import escape
 
 from ..hygiene import visible, visible_line
-from ..ledger import CacheMiss
+from ..ledger import CacheMiss, IdleCall
 from ._report_assets import STYLE
 from ._report_data import embed, report_data
 from ._report_script import SCRIPT
@@ -170,7 +170,17 @@ def _cost_stats(ins: Inspection) -> list[tuple[str, str, str]]:
         ("saved by caching", "cost-saved", _usd(cost.saved_usd)),
         ("unexplained cache misses", "unexplained-misses", f"{cost.unexplained_misses:,}"),
         ("cache misses", "cache-misses", _misses(cost.misses)),
+        ("idle calls", "idle-calls", _idle_calls(cost.idle_calls)),
     ]
+
+
+def _idle_calls(calls: Sequence[IdleCall]) -> str:
+    """``N · $X``, each call's reason in the title (``Runtime.tend_idle``'s calls)."""
+    if not calls:
+        return "0"
+    total = None if any(c.usd is None for c in calls) else sum(c.usd or 0 for c in calls)
+    reasons = escape("\n".join(f"#{c.seq} {c.purpose}: {c.reason}" for c in calls), quote=True)
+    return f"<span title='{reasons}'>{len(calls):,} · {_usd(total)}</span>"
 
 
 def _misses(misses: Sequence[CacheMiss]) -> str:

@@ -28,6 +28,7 @@ from typing import Literal
 from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall
 from ..log.usage_check import checked_usage
 from ..request import Usage
+from .idle import IdleCall
 from .misses import CacheMiss, cache_misses
 from .prices import ModelPrice, price_for
 
@@ -41,6 +42,7 @@ __all__ = [
     "CostEstimate",
     "CostSummary",
     "GapCounts",
+    "IdleCall",
     "Ledger",
     "ModelCost",
     "charge_usd",
@@ -129,7 +131,8 @@ class Charge:
     provider_cache: str = ""
     response_id: str = ""
     sent_at: str = ""  # by the runtime's clock, when known
-    purpose: Literal["turn", "title", "compaction"] = "turn"
+    purpose: Literal["turn", "title", "compaction", "keep_warm"] = "turn"
+    reason: str = ""  # a side call's, when it says why it was made
     kind: Literal["charge"] = "charge"
 
 
@@ -230,6 +233,7 @@ def _fold(charges: list[Charge], record: Record) -> bool:
                 usage=usage,
                 estimated=estimated,
                 purpose=entry.purpose,
+                reason=entry.reason,
             )
         )
     elif isinstance(entry, AssistantEntry):
@@ -334,7 +338,7 @@ class CostSummary:
     names them; ``by_model`` still has the priced ones). ``estimated`` counts requests whose
     usage is a guess or missing; ``unexplained_misses`` the cache shortfalls nothing explains.
     ``misses`` lists every provider-reported cache miss with its cause and cost
-    (``ledger.misses``).
+    (``ledger.misses``); ``idle_calls`` every call the idle decision made, with its reason.
     """
 
     total_usd: float | None
@@ -346,6 +350,7 @@ class CostSummary:
     requests: int = 0
     no_price: tuple[str, ...] = ()
     misses: tuple[CacheMiss, ...] = ()
+    idle_calls: tuple[IdleCall, ...] = ()
     kind: Literal["cost_summary"] = "cost_summary"
 
     @property
@@ -360,12 +365,15 @@ def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = N
     """The cost summary of ``charges`` with ``prices`` (``Config.prices``) over the shipped ones."""
     rows: dict[str, ModelCost] = {}
     estimated = 0
+    idle: list[IdleCall] = []
     for charge in charges:
         usage = charge.usage or Usage()
         estimated += charge.usage is None or charge.estimated
         row = rows.get(charge.model) or ModelCost(charge.model)
         price = price_for(charge.model, prices)
         billed, uncached = charge_usd(usage, price) if price is not None else (None, None)
+        if charge.reason:
+            idle.append(IdleCall(charge.seq, charge.purpose, charge.reason, billed))
         rows[charge.model] = replace(
             row,
             requests=row.requests + 1,
@@ -389,6 +397,7 @@ def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = N
         requests=len(charges),
         no_price=no_price,
         misses=cache_misses(charges, prices, slack=SHORTFALL_SLACK, ttl=SHORTEST_TTL),
+        idle_calls=tuple(idle),
     )
 
 
@@ -416,6 +425,11 @@ def cost_lines(summary: CostSummary) -> list[str]:
     ]
     if summary.misses:
         lines.append(_misses_line(summary.misses))
+    if summary.idle_calls:
+        usd = [c.usd for c in summary.idle_calls]
+        total = None if None in usd else sum(u or 0.0 for u in usd)
+        kinds = ", ".join(sorted({c.purpose for c in summary.idle_calls}))
+        lines.append(f"idle calls {len(usd)} ({kinds}) cost {_usd(total)}")
     for row in models:
         lines.append(f"  {row.model}: {row.requests} requests, {_usd(row.total_usd)}")
     if summary.no_price:
@@ -453,6 +467,10 @@ def cost_fields(summary: CostSummary) -> dict[str, object]:
         "misses": [
             {"seq": m.seq, "cause": m.cause, "usd": m.usd, "tokens": m.tokens, "model": m.model}
             for m in summary.misses
+        ],
+        "idle_calls": [
+            {"seq": c.seq, "purpose": c.purpose, "reason": c.reason, "usd": c.usd}
+            for c in summary.idle_calls
         ],
         "by_model": {
             name: {

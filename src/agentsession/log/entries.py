@@ -268,18 +268,21 @@ class Summary:
 class SideCall:
     """A model call beside the conversation, with the usage the provider reported for it.
 
-    ``purpose`` says which: ``"title"`` (naming the session) or ``"compaction"`` (writing a
-    summary). These requests are no turn's and never enter the model view, but they are billed
-    like any other: the cost ledger counts them. ``usage_estimated``: the figures are the
-    model's guess, not the provider's count.
+    ``purpose`` says which: ``"title"`` (naming the session), ``"compaction"`` (writing a
+    summary) or ``"keep_warm"`` (refreshing the provider's cache while the session is idle);
+    ``reason`` says why a call no turn needed was made (the idle decision). These requests are
+    no turn's and never enter the model view, but they are billed like any other: the cost
+    ledger counts them. ``usage_estimated``: the figures are the model's guess, not the
+    provider's count.
     """
 
-    purpose: Literal["title", "compaction"]
+    purpose: Literal["title", "compaction", "keep_warm"]
     model: str
     usage: Usage = field(default_factory=Usage)
     usage_estimated: bool = False
     timestamp: str = ""
     usage_note: str = ""
+    reason: str = ""
     kind: Literal["side_call"] = "side_call"
 
 

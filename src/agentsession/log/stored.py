@@ -112,6 +112,7 @@ VERSIONS: dict[str, int] = {
     "epoch": 4,
     "dispatch": 3,
     "assistant": 3,
+    "side_call": 2,
 }
 
 

@@ -56,6 +56,12 @@ def _assistant_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _side_call_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 may say why the call was made (``reason``) and has the purpose ``keep_warm``;
+    # a version 1 call was a title or a summary, made for no recorded reason.
+    return payload
+
+
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
 UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
@@ -65,4 +71,5 @@ UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("dispatch", 2): _dispatch_v2_to_v3,
     ("assistant", 1): _assistant_v1_to_v2,
     ("assistant", 2): _assistant_v2_to_v3,
+    ("side_call", 1): _side_call_v1_to_v2,
 }

@@ -1,0 +1,316 @@
+"""A day of idle time: ``idle_policy="auto"`` beside three fixed rules and an oracle, in dollars.
+
+Twenty coding-agent sessions over one day (fixed seed): each prompt is a burst of requests a few
+seconds apart (the tool loop), prompts are minutes apart, some sessions pause for 10–90 minutes
+and a few overnight — a heavy-tailed mixture of gaps. Each request sends the whole prefix (an
+application prompt and tools of ~20K tokens, then the history) and adds a tool result of a few
+thousand tokens; a session past ``--window`` tokens compacts whatever the policy (the same for
+all of them).
+
+Dollars come from the cost model the ledger bills with (``ledger.charge_usd``'s rule: a request
+reads the cached prefix at ``cached_input``, writes the rest at ``cache_write`` — or
+``cache_write_long`` with the 1-hour lifetime — and pays ``output``), with the shipped prices
+(``ledger/prices.py``) and the cache lifetimes of the profiles (``providers/profiles.py``). The
+requests are *not* sent through the SDKs to the simulator: this run computes the trace's bill
+from the same pricing rule instead (a day of 20 sessions through the SDKs takes too long for
+one figure); the keep-warm and compaction calls are priced like the package sends them (the
+live request read from the cache plus a one-word question; the live request plus the summary
+instruction, then the smaller prefix written by the next request).
+
+Policies on the same trace, per gap between two requests:
+
+- ``never``: do nothing; the cache expires after its lifetime;
+- ``compact54``: compact after 54 idle minutes when the prefix is above 200K tokens;
+- ``warm90``: keep warm at 90% of the lifetime, again and again until the next request;
+- ``auto``: ``ledger.idle.decide_idle`` at 90% of the lifetime with the gaps measured so far in
+  the session (what ``Runtime.tend_idle`` does on a timer);
+- ``oracle``: per gap, the cheapest of never / keep warm throughout / compact at 90% of the
+  lifetime, told the gap in advance (a limit, not a policy).
+
+Reported per shape: dollars per session of each, ``auto`` over the cheapest fixed rule and over
+the oracle, and the mean history messages each keeps at a request.
+
+Usage: ``python benchmarks/idle_day.py [--seed 7] [--sessions 20] [--floor 200000]``; writes
+``benchmarks/results/idle_day.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import save
+
+from agentsession.ledger.idle import COMPACT_FLOOR, IdleSituation, decide_idle
+from agentsession.ledger.prices import PRICES, ModelPrice
+
+BASE = 20_000  # application prompt and tool declarations
+SUMMARY = 1_500  # summary tokens out
+WARM_TOKENS = 16  # what a keep-warm request adds and gets back
+OUTPUT = 400  # output tokens of a request
+# The smallest prefix auto and the oracle compact (``--floor``; default the package's, which is
+# compact54's 200K).
+SETTINGS = {"floor": COMPACT_FLOOR}
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    price: ModelPrice
+    lifetime: float
+    long: bool = False
+
+
+SHAPES = (
+    Shape("anthropic 5m", PRICES["claude-sonnet-4-6"], 300.0),
+    Shape("anthropic 1h", PRICES["claude-sonnet-4-6"], 3600.0, long=True),
+    Shape("openai", PRICES["gpt-5.6-terra"], 600.0),
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One request: seconds since the one before, tokens it adds, messages it adds."""
+
+    gap: float
+    added: int
+
+
+def gap_after_prompt(rng: random.Random) -> float:
+    """The pause before the next prompt: heavy-tailed."""
+    roll = rng.random()
+    if roll < 0.55:
+        return rng.uniform(20, 60)
+    if roll < 0.85:
+        return rng.uniform(60, 600)
+    if roll < 0.97:
+        return rng.uniform(600, 5400)
+    return rng.uniform(8 * 3600, 14 * 3600)  # overnight
+
+
+def day(rng: random.Random) -> list[Step]:
+    """One session's requests: prompts of a few tool-loop requests, pauses between prompts."""
+    steps: list[Step] = []
+    prompts = rng.randint(15, 40)
+    for n in range(prompts):
+        pause = 0.0 if n == 0 else gap_after_prompt(rng)
+        for k in range(rng.randint(1, 6)):
+            gap = pause if k == 0 else rng.uniform(2, 40)
+            steps.append(Step(gap, int(rng.lognormvariate(math.log(2500), 0.8))))
+    return steps
+
+
+@dataclass
+class Bill:
+    usd: float = 0.0
+    kept: list[int] = field(default_factory=list)  # history messages at each request
+    actions: dict[str, int] = field(default_factory=dict)
+
+    def count(self, action: str) -> None:
+        self.actions[action] = self.actions.get(action, 0) + 1
+
+
+@dataclass
+class State:
+    prefix: int = BASE  # tokens the next request sends before its new part
+    messages: int = 0
+    cached: int = 0  # tokens the provider holds warm
+    warm_until: float = -1.0
+
+
+Gap = Callable[[Shape, State, Bill, float, list[float]], None]
+"""Acts during one gap: (shape, state, bill, the gap's length, gaps so far)."""
+
+
+def _write(shape: Shape) -> float:
+    return shape.price.write_long if shape.long else shape.price.write
+
+
+def request(shape: Shape, state: State, bill: Bill, now: float, added: int) -> None:
+    p = shape.price
+    read = state.cached if now <= state.warm_until else 0
+    written = state.prefix + added - read
+    bill.usd += (read * p.cached_input + written * _write(shape) + OUTPUT * p.output) / 1e6
+    state.prefix += added + OUTPUT
+    state.messages += 2
+    state.cached, state.warm_until = state.prefix - OUTPUT, now + shape.lifetime
+    bill.kept.append(state.messages)
+
+
+def keep_warm(shape: Shape, state: State, bill: Bill, at: float) -> None:
+    p = shape.price
+    bill.usd += (state.cached * p.cached_input + WARM_TOKENS * (_write(shape) + p.output)) / 1e6
+    state.warm_until = at + shape.lifetime
+    bill.count("kept_warm")
+
+
+def compact(shape: Shape, state: State, bill: Bill, at: float) -> None:
+    p = shape.price
+    warm = at <= state.warm_until
+    read = state.cached if warm else 0
+    sent = state.prefix + 200
+    cost = read * p.cached_input + (sent - read) * _write(shape) + SUMMARY * p.output
+    bill.usd += cost / 1e6
+    kept = min(state.prefix - BASE, 6_000)  # the kept last turn
+    state.prefix, state.messages = BASE + SUMMARY + kept, 3
+    state.cached, state.warm_until = 0, -1.0  # the new prefix is written by the next request
+    bill.count("compacted")
+
+
+def compacted_tokens(state: State) -> int:
+    return BASE + SUMMARY + min(state.prefix - BASE, 6_000)
+
+
+def never(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
+    return None
+
+
+def compact54(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
+    if gap > 54 * 60 and state.prefix > 200_000:
+        compact(shape, state, bill, state.warm_until - shape.lifetime + 54 * 60)
+
+
+def warm90(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
+    start = state.warm_until - shape.lifetime
+    at = start + 0.9 * shape.lifetime
+    while at < start + gap:
+        keep_warm(shape, state, bill, at)
+        at += 0.9 * shape.lifetime
+
+
+def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
+    start = state.warm_until - shape.lifetime
+    at = start + 0.9 * shape.lifetime
+    while at < start + gap:
+        situation = IdleSituation(
+            idle_seconds=at - start,
+            warm_seconds=state.warm_until - at,
+            lifetime=shape.lifetime,
+            prefix_tokens=state.cached,
+            gaps=tuple(seen),
+            long_lifetime=shape.long,
+            compacted_tokens=compacted_tokens(state) if state.messages > 4 else None,
+            compact_floor=SETTINGS["floor"],
+            summary_tokens=SUMMARY,
+            warm_tokens=WARM_TOKENS,
+        )
+        action = decide_idle(situation, shape.price).action
+        if action == "kept_warm":
+            keep_warm(shape, state, bill, at)
+            at += 0.9 * shape.lifetime
+            continue
+        if action == "compacted":
+            compact(shape, state, bill, at)
+        return
+
+
+def oracle(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
+    """The cheapest per gap, told the gap: priced on copies, then done on the real state."""
+    start = state.warm_until - shape.lifetime
+    options: dict[str, tuple[float, State, Bill]] = {}
+    for name, act in (("never", never), ("warm", warm90), ("compact", _compact_at_90)):
+        trial, spent = _copy(state), Bill()
+        act(shape, trial, spent, gap, seen)
+        request(shape, trial, spent, start + gap, 0)  # the next request's prefix
+        options[name] = (spent.usd, trial, spent)
+    best = min(options, key=lambda n: options[n][0])
+    _, _, spent = options[best]
+    {"never": never, "warm": warm90, "compact": _compact_at_90}[best](shape, state, bill, gap, seen)
+
+
+def _compact_at_90(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
+    if gap > shape.lifetime and state.messages > 4 and state.cached >= SETTINGS["floor"]:
+        compact(shape, state, bill, state.warm_until - 0.1 * shape.lifetime)
+
+
+def _copy(state: State) -> State:
+    return State(state.prefix, state.messages, state.cached, state.warm_until)
+
+
+POLICIES: dict[str, Gap] = {
+    "never": never,
+    "compact54": compact54,
+    "warm90": warm90,
+    "auto": auto,
+    "oracle": oracle,
+}
+
+
+def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
+    bill = Bill()
+    for steps in days:
+        state, now, seen = State(), 0.0, []
+        for n, step in enumerate(steps):
+            if n:
+                policy(shape, state, bill, step.gap, seen)
+                seen.append(step.gap)
+            now += step.gap
+            if state.prefix > window:  # the context is full: every policy compacts alike
+                compact(shape, state, bill, now)
+                bill.count("compacted")
+                bill.actions["compacted"] -= 1
+            request(shape, state, bill, now, step.added)
+    return bill
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--window", type=int, default=600_000)
+    parser.add_argument("--floor", type=int, default=COMPACT_FLOOR)
+    args = parser.parse_args()
+    SETTINGS["floor"] = args.floor
+    rng = random.Random(args.seed)
+    days = [day(rng) for _ in range(args.sessions)]
+    gaps = [s.gap for d in days for s in d[1:]]
+    under_minute = sum(g < 60 for g in gaps) / len(gaps)
+    long = sum(600 <= g <= 5400 for g in gaps)
+    overnight = sum(g > 8 * 3600 for g in gaps)
+    print(
+        f"{args.sessions} sessions, {len(gaps) + args.sessions} requests; gaps: "
+        f"{under_minute:.0%} under a minute, {long} of 10-90 min, {overnight} overnight"
+    )
+    figures: dict[str, object] = {
+        "seed": args.seed,
+        "sessions": args.sessions,
+        "floor": args.floor,
+    }
+    for shape in SHAPES:
+        bills = {name: run(shape, days, p, args.window) for name, p in POLICIES.items()}
+        per = {name: b.usd / args.sessions for name, b in bills.items()}
+        fixed = min(("never", "compact54", "warm90"), key=lambda n: per[n])
+        kept = {name: sum(b.kept) / len(b.kept) for name, b in bills.items()}
+        row = {
+            "usd_per_session": per,
+            "cheapest_fixed": fixed,
+            "auto_over_fixed": per["auto"] / per[fixed],
+            "auto_over_oracle": per["auto"] / per["oracle"],
+            "oracle_over_fixed": per["oracle"] / per[fixed],
+            "mean_messages": kept,
+            "actions": {name: b.actions for name, b in bills.items()},
+        }
+        figures[shape.name] = row
+        print(f"\n{shape.name}:")
+        for name in POLICIES:
+            print(
+                f"  {name:10s} ${per[name]:8.3f}/session  {kept[name]:6.1f} messages"
+                f"  {bills[name].actions}"
+            )
+        print(
+            f"  auto / cheapest fixed ({fixed}) = {row['auto_over_fixed']:.3f};"
+            f" auto / oracle = {row['auto_over_oracle']:.3f};"
+            f" oracle / cheapest fixed = {row['oracle_over_fixed']:.3f}"
+        )
+    save("idle_day", figures, command=" ".join(["python benchmarks/idle_day.py", *sys.argv[1:]]))
+
+
+if __name__ == "__main__":
+    main()

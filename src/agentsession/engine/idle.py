@@ -1,0 +1,224 @@
+"""Tending an idle session: what the idle decision sees of it, and the keep-warm call.
+
+``situation_of`` reads the session's charges (the gaps between its requests by the runtime's
+clock, the prefix its last request sent) and the cache lifetime its last request asked for;
+``keep_warm`` makes the smallest request that refreshes the provider's cache: the conversation's
+request exactly as last admitted (read from the cache) with a one-word question appended, sent
+with the session's cache key and lifetime. It is a ``SideCall`` with purpose ``"keep_warm"``
+and the decision's reason, billed like any other call. The session (``Session._tend_idle``)
+holds the session exclusively around both, so a running or approval-waiting session, or one
+another process leases, is never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from itertools import pairwise
+from typing import Literal
+
+from ..errors import AgentSessionError
+from ..ledger import LONGEST_TTL, Charge, charge_usd
+from ..ledger.idle import COMPACT_FLOOR, IdleAction, IdleSituation, decide_idle
+from ..ledger.prices import price_for
+from ..log import SideCall, now
+from ..providers.base import Model
+from ..request import Request, UserMessage, text_of
+from .admission import Admitter
+from .deps import SessionDeps
+from .guard import Guard
+from .summary_call import cached_call
+from .writer import LogWriter
+
+__all__ = ["KEEP_WARM_QUESTION", "IdleOutcome", "keep_warm", "situation_of", "tend"]
+
+KEEP_WARM_QUESTION = "(A pause while the user is away. Reply with the single word: ok)"
+"""Appended to the live request so the refresh costs a few tokens out, whatever the provider."""
+
+
+@dataclass(frozen=True)
+class IdleOutcome:
+    """What ``Runtime.tend_idle()`` did for one session.
+
+    ``action``: ``"kept_warm"``, ``"compacted"``, ``"let_expire"`` or ``"nothing"``; ``reason``
+    why; ``costs`` the expected USD of each option weighed; ``side_call_usd`` what the call it
+    made cost (``None``: no call, or no price).
+    """
+
+    session_id: str
+    action: IdleAction
+    reason: str
+    costs: Mapping[str, float] = field(default_factory=dict)
+    side_call_usd: float | None = None
+    kind: Literal["idle_outcome"] = "idle_outcome"
+
+
+def _moment(charge: Charge) -> datetime | None:
+    try:
+        return datetime.fromisoformat(charge.sent_at or charge.timestamp)
+    except ValueError:
+        return None
+
+
+def situation_of(
+    charges: Sequence[Charge],
+    *,
+    clock_now: datetime,
+    last_touch: datetime | None,
+    lifetime: float,
+    compacted_tokens: int | None,
+) -> IdleSituation | None:
+    """What the idle decision knows of a session; ``None`` when no request was answered.
+
+    Args:
+        charges: The session's charges, oldest first.
+        clock_now: Now, by the runtime's clock.
+        last_touch: When the cache was last read or written (a keep-warm call included), if
+            known; else the last request's time.
+        lifetime: The cache lifetime the last request asked for, in seconds.
+        compacted_tokens: The prefix after a compaction (``None``: nothing to compact).
+    """
+    turns = [c for c in charges if c.purpose == "turn" and c.usage is not None]
+    if not turns:
+        return None
+    moments = [m for m in (_moment(c) for c in turns) if m is not None]
+    if not moments:
+        return None
+    last = moments[-1]
+    touched = max(last, last_touch) if last_touch is not None else last
+    usage = turns[-1].usage
+    assert usage is not None
+    return IdleSituation(
+        idle_seconds=(clock_now - last).total_seconds(),
+        warm_seconds=lifetime - (clock_now - touched).total_seconds(),
+        lifetime=lifetime,
+        prefix_tokens=usage.input_tokens,
+        gaps=tuple((b - a).total_seconds() for a, b in pairwise(moments)),
+        long_lifetime=lifetime >= LONGEST_TTL,
+        compacted_tokens=compacted_tokens,
+    )
+
+
+async def keep_warm(
+    deps: SessionDeps,
+    writer: LogWriter,
+    model: Model,
+    rebuild: Callable[[Model], Awaitable[Request]],
+    reason: str,
+) -> SideCall:
+    """Refresh the provider's cache of the session's prefix; the billed call, committed.
+
+    Args:
+        deps: The session's dependencies (config, clock).
+        writer: The session's log writer (its ledger notes the refresh).
+        model: The session's model.
+        rebuild: Rebuilds the request as last admitted.
+        reason: Why, recorded with the call.
+
+    Raises:
+        UsageError: The last request cannot be rebuilt.
+        ProviderError: The provider failed (nothing is recorded).
+    """
+    live = await rebuild(model)
+    request = Request(
+        system=live.system,
+        messages=(*live.messages, UserMessage(KEEP_WARM_QUESTION)),
+        tools=live.tools,
+        sources=(*live.sources, ()),
+    )
+    done = await cached_call(deps, writer, model, request)
+    if deps.clock is not None:
+        writer.ledger.note(deps.clock())  # the cache's lifetime starts again now
+    call = SideCall(
+        "keep_warm",
+        done.model or model.name,
+        done.usage,
+        usage_estimated=not model.profile.reports_usage,
+        timestamp=now(),
+        reason=reason,
+    )
+    await writer.append([call])
+    return call
+
+
+async def tend(
+    session_id: str,
+    deps: SessionDeps,
+    admitter: Admitter,
+    guard: Guard,
+    model: Model | None,
+    charges: Callable[[], list[Charge]],
+) -> IdleOutcome:
+    """One idle decision for one session, acted on; never for a busy or waiting session.
+
+    Args:
+        session_id: The session's id.
+        deps: The session's dependencies (config, clock, prices).
+        admitter: The session's admitter (compaction, the request as last admitted).
+        guard: The session's guard: held exclusively while a call is made.
+        model: The session's model (``None``: nothing is done).
+        charges: The session's charges, oldest first.
+    """
+    writer = guard.writer
+    busy = guard.busy or bool(writer.pending) or guard.gate.paused_reason()
+    if model is None or busy:
+        why = "no model" if model is None else "the session is running or waiting on approval"
+        return IdleOutcome(session_id, "nothing", why)
+    clock = deps.clock or (lambda: datetime.now().astimezone())
+    situation = situation_of(
+        charges(),
+        clock_now=clock(),
+        last_touch=writer.ledger.last_noted(),
+        lifetime=writer.ledger.ttl_seconds,
+        compacted_tokens=None,
+    )
+    if situation is None:
+        return IdleOutcome(session_id, "nothing", "no request answered yet")
+    price = price_for(model.name, deps.config.prices)
+    compacted = await _compacted_tokens(deps, admitter, situation.prefix_tokens)
+    # A session at half its budget compacts soon anyway: compacting it while warm only moves
+    # that forward, so the floor is at most half the budget.
+    half = deps.budget.budget(model.profile.context_window) // 2
+    floor = min(COMPACT_FLOOR, half)
+    situation = replace(situation, compacted_tokens=compacted, compact_floor=floor)
+    decision = decide_idle(situation, price)
+    outcome = IdleOutcome(session_id, decision.action, decision.reason, decision.costs)
+    if decision.action in ("nothing", "let_expire"):
+        return outcome
+    try:
+        async with guard.exclusive():
+            if (await deps.store.get_session(session_id)).next_seq != writer.next_seq:
+                # Another process wrote meanwhile: this view is stale, and a call made from it
+                # would be billed and then refused by the store.
+                return IdleOutcome(session_id, "nothing", "the session changed elsewhere")
+            if decision.action == "kept_warm":
+                call: SideCall | None = await keep_warm(
+                    deps, writer, model, admitter.rebuild, decision.reason
+                )
+            else:
+                done = await admitter.compact(
+                    await admitter.sample(), model, reason=decision.reason
+                )
+                call = _last_side_call(charges()) if done else None
+    except AgentSessionError as exc:  # busy meanwhile, leased elsewhere, the provider failed
+        return IdleOutcome(session_id, "nothing", f"{decision.action} not done: {exc}")
+    usd = charge_usd(call.usage, price)[0] if call is not None and price is not None else None
+    return replace(outcome, side_call_usd=usd)
+
+
+def _last_side_call(charges: list[Charge]) -> SideCall | None:
+    found = next((c for c in reversed(charges) if c.purpose == "compaction"), None)
+    if found is None or found.usage is None:
+        return None
+    return SideCall("compaction", found.model, found.usage, reason=found.reason)
+
+
+async def _compacted_tokens(deps: SessionDeps, admitter: Admitter, prefix: int) -> int | None:
+    """The prefix a compaction now would leave: the kept part and the summary's length."""
+    plan = await admitter.compaction_plan()
+    if plan is None:
+        return None
+    counter = deps.budget.counter
+    head = sum(counter.count(text_of(v.message.content)) for v in plan.head)
+    return max(0, prefix - head) + IdleSituation.summary_tokens

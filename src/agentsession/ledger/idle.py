@@ -1,0 +1,185 @@
+"""The idle decision: keep a session's cache warm, compact it while warm, or let it expire.
+
+A pure function of what the session already knows: the gaps measured between its requests, how
+long it has been idle, how long its cached prefix stays warm, the prefix's size and the model's
+prices. It answers only near the end of the cache's lifetime (within ``horizon`` of it); before,
+there is nothing to decide, and after, nothing is left to save.
+
+The model, in USD, of the session's next request plus whatever is done meanwhile. The next gap
+is drawn from the session's own gaps that are longer than the idle time so far (the gaps are
+the evidence; a fixed distribution would be a guess). With ``P`` the prefix, ``r`` the cached
+read price, ``w`` the write price of the lifetime in use:
+
+- **let it expire**: a request before the expiry reads ``P·r``, a later one writes ``P·w``;
+- **keep it warm**: one small request that reads ``P·r`` now and restarts the lifetime, then
+  the same choice again one lifetime later (solved backwards over the gaps measured);
+- **compact now**: the cache-reading summary call (``P·r`` in, the summary out), after which the
+  next request writes the smaller prefix. Later requests reading the smaller prefix would save
+  more; that saving is left out, so the model never argues for compaction on hope.
+
+The choice is the cheapest under this model; a tie goes to doing nothing (no call is made). No
+price, no measured gaps or no prefix: nothing is done, and ``reason`` says why.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .prices import ModelPrice
+
+__all__ = [
+    "COMPACT_FLOOR",
+    "MIN_IDLE_GAPS",
+    "IdleAction",
+    "IdleCall",
+    "IdleDecision",
+    "IdleSituation",
+    "decide_idle",
+]
+
+IdleAction = Literal["kept_warm", "compacted", "let_expire", "nothing"]
+
+MIN_IDLE_GAPS = 3
+"""Fewer gaps than this measured: no evidence of when the next request comes; nothing is done."""
+
+COMPACT_FLOOR = 200_000
+"""Tokens: below this prefix compaction is not weighed. The history a summary drops is worth
+more than the cache's dollars until the session is large enough that a compaction is near
+anyway; ``Runtime.tend_idle`` lowers it to half the session's token budget where that is less."""
+
+_MAX_STEPS = 400  # keep-warm lifetimes looked ahead; beyond, only expiring or compacting remain
+
+
+@dataclass(frozen=True)
+class IdleCall:
+    """A model call the idle decision made (``Runtime.tend_idle``), as ``session.cost()`` lists it.
+
+    ``purpose``: ``"keep_warm"`` or ``"compaction"``; ``reason``: the decision's, with the
+    expected cost of each option; ``usd``: what it cost (``None``: the model has no price).
+    """
+
+    seq: int
+    purpose: str
+    reason: str
+    usd: float | None
+    kind: Literal["idle_call"] = "idle_call"
+
+
+@dataclass(frozen=True)
+class IdleSituation:
+    """What the idle decision knows of one session, all by the runtime's clock.
+
+    ``idle_seconds``: since the session's last request; ``warm_seconds``: how long its cached
+    prefix stays warm from now (``<= 0``: already expired); ``lifetime``: the cache lifetime in
+    use, ``long_lifetime`` whether it is the long one (its writes cost ``cache_write_long``);
+    ``prefix_tokens``: the cached prefix; ``gaps``: seconds between the session's requests;
+    ``compacted_tokens``: the prefix after a compaction (``None``: nothing to compact);
+    ``summary_tokens``: the summary's expected length; ``warm_tokens``: what a keep-warm request
+    adds and gets back; ``horizon``: the share of the lifetime before its end where a decision
+    is made; ``compact_floor``: compaction is weighed only for a prefix at least this large.
+    """
+
+    idle_seconds: float
+    warm_seconds: float
+    lifetime: float
+    prefix_tokens: int
+    gaps: Sequence[float] = ()
+    long_lifetime: bool = False
+    compacted_tokens: int | None = None
+    summary_tokens: int = 1500
+    warm_tokens: int = 16
+    horizon: float = 0.1
+    compact_floor: int = COMPACT_FLOOR
+    kind: Literal["idle_situation"] = "idle_situation"
+
+
+@dataclass(frozen=True)
+class IdleDecision:
+    """The action chosen, why, and the expected USD of each option weighed (empty: none was)."""
+
+    action: IdleAction
+    reason: str
+    costs: Mapping[str, float] = field(default_factory=dict)
+    kind: Literal["idle_decision"] = "idle_decision"
+
+
+def decide_idle(situation: IdleSituation, price: ModelPrice | None) -> IdleDecision:
+    """The cheapest of keeping warm, compacting and letting expire, or ``nothing`` to decide.
+
+    Args:
+        situation: What the session knows now (see ``IdleSituation``).
+        price: The model's price; ``None`` (no price known) decides nothing.
+    """
+    s = situation
+    if price is None:
+        return IdleDecision("nothing", "no price known for the model")
+    if s.prefix_tokens <= 0 or s.lifetime <= 0:
+        return IdleDecision("nothing", "no cached prefix")
+    if s.warm_seconds <= 0:
+        return IdleDecision("nothing", "the cache has already expired")
+    if s.warm_seconds > s.horizon * s.lifetime:
+        return IdleDecision("nothing", f"the cache stays warm for {s.warm_seconds:.0f} s more")
+    if len(s.gaps) < MIN_IDLE_GAPS:
+        return IdleDecision("nothing", f"fewer than {MIN_IDLE_GAPS} gaps measured")
+    costs = option_costs(s, price)
+    action = min(costs, key=lambda name: (costs[name], _PREFERENCE[name]))
+    chosen: IdleAction = action  # type: ignore[assignment]
+    return IdleDecision(chosen, _reason(chosen, costs), costs)
+
+
+_PREFERENCE = {"let_expire": 0, "kept_warm": 1, "compacted": 2}
+
+
+def _reason(action: str, costs: Mapping[str, float]) -> str:
+    others = ", ".join(f"{k} ${v:.4f}" for k, v in costs.items() if k != action)
+    return f"{action} expected ${costs[action]:.4f} (beside {others})"
+
+
+def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float]:
+    """The expected USD of each option now: ``let_expire``, ``kept_warm`` and ``compacted``.
+
+    ``compacted`` is left out when there is nothing to compact or the prefix is below
+    ``compact_floor``.
+
+    Args:
+        situation: What the session knows now.
+        price: The model's price.
+    """
+    s = situation
+    tokens = s.prefix_tokens / 1e6
+    read, write = price.cached_input, price.write_long if s.long_lifetime else price.write
+    warm_call = tokens * read + s.warm_tokens / 1e6 * (write + price.output)
+    survivors = sorted(g for g in s.gaps if g > s.idle_seconds)
+    step = max(s.lifetime - s.warm_seconds, 1.0)
+    compact = math.inf
+    compactable = s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor
+    if compactable and s.compacted_tokens is not None:
+        compact = tokens * read + s.summary_tokens / 1e6 * price.output
+        compact += s.compacted_tokens / 1e6 * write
+    # Backwards over the decision points t_k = idle + k·step, each with ``warm_seconds`` left.
+    last = survivors[-1] if survivors else s.idle_seconds
+    steps = min(_MAX_STEPS, max(0, math.ceil((last - s.idle_seconds) / step)))
+    later = min(tokens * write, compact)  # beyond the horizon: nobody keeps a cache warm forever
+    let_now = keep_now = tokens * write
+    for k in range(steps, -1, -1):
+        at = s.idle_seconds + k * step
+        alive = len(survivors) - bisect_right(survivors, at)
+        if not alive:
+            # Idle longer than any gap measured: the request is not expected within a lifetime.
+            let_now = tokens * write
+            keep_now = warm_call + later
+            later = min(let_now, compact)
+            continue
+        hit = (bisect_right(survivors, at + s.warm_seconds) - bisect_right(survivors, at)) / alive
+        let_now = hit * tokens * read + (1 - hit) * tokens * write
+        within = (bisect_right(survivors, at + step) - bisect_right(survivors, at)) / alive
+        keep_now = warm_call + within * tokens * read + (1 - within) * later
+        later = min(let_now, keep_now, compact)
+    costs = {"let_expire": let_now, "kept_warm": keep_now}
+    if compactable:
+        costs["compacted"] = compact
+    return costs

@@ -1,0 +1,115 @@
+"""The idle decision is a pure function: properties of its choice under its own cost model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentsession.ledger.idle import IdleSituation, decide_idle, option_costs
+from agentsession.ledger.prices import PRICES, ModelPrice
+
+SONNET = PRICES["claude-sonnet-4-6"]
+GPT = PRICES["gpt-5.6-terra"]
+
+gaps = st.lists(st.floats(1.0, 86_400.0), min_size=3, max_size=40)
+lifetimes = st.sampled_from([300.0, 1800.0, 3600.0])
+
+
+@st.composite
+def situations(draw: st.DrawFn) -> IdleSituation:
+    lifetime = draw(lifetimes)
+    warm = draw(st.floats(1.0, lifetime * 0.1))
+    prefix = draw(st.integers(1_000, 900_000))
+    compacted = draw(st.none() | st.integers(500, prefix))
+    return IdleSituation(
+        compact_floor=draw(st.integers(0, 400_000)),
+        idle_seconds=draw(st.floats(0.0, 7200.0)),
+        warm_seconds=warm,
+        lifetime=lifetime,
+        prefix_tokens=prefix,
+        gaps=tuple(draw(gaps)),
+        long_lifetime=lifetime == 3600.0,
+        compacted_tokens=compacted,
+    )
+
+
+prices = st.sampled_from([SONNET, GPT, PRICES["claude-haiku-4-5"], PRICES["gpt-5"]])
+
+
+@given(situations(), prices)
+def test_the_choice_is_never_dearer_than_an_alternative(s: IdleSituation, p: ModelPrice) -> None:
+    decision = decide_idle(s, p)
+    assert decision.action in ("kept_warm", "compacted", "let_expire")
+    chosen = decision.costs[decision.action]
+    assert all(chosen <= other for other in decision.costs.values())
+    assert all(math.isfinite(v) and v >= 0 for v in decision.costs.values())
+
+
+@given(situations(), prices)
+def test_letting_expire_costs_between_a_read_and_a_write(s: IdleSituation, p: ModelPrice) -> None:
+    tokens = s.prefix_tokens / 1e6
+    write = p.write_long if s.long_lifetime else p.write
+    let = option_costs(s, p)["let_expire"]
+    assert tokens * p.cached_input - 1e-12 <= let <= tokens * write + 1e-12
+
+
+@given(situations())
+def test_with_no_price_known_it_does_nothing(s: IdleSituation) -> None:
+    decision = decide_idle(s, None)
+    assert decision.action == "nothing" and decision.costs == {}
+
+
+@given(situations(), prices)
+def test_idle_longer_than_every_gap_never_keeps_warm(s: IdleSituation, p: ModelPrice) -> None:
+    longest = max(s.gaps)
+    s = replace(s, idle_seconds=longest + 1.0)
+    assert decide_idle(s, p).action != "kept_warm"
+
+
+@given(situations(), prices)
+def test_nothing_is_decided_while_the_cache_is_far_from_expiry(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    early = replace(s, warm_seconds=s.lifetime * 0.5)
+    late = replace(s, warm_seconds=-1.0)
+    few = replace(s, gaps=s.gaps[:2])
+    assert decide_idle(early, p).action == "nothing"
+    assert decide_idle(late, p).action == "nothing"
+    assert decide_idle(few, p).action == "nothing"
+
+
+def test_short_gaps_keep_warm_and_overnight_gaps_compact_a_large_session() -> None:
+    busy = IdleSituation(280.0, 20.0, 300.0, 150_000, gaps=(30, 20, 10, 400, 400, 400))
+    assert decide_idle(busy, SONNET).action == "kept_warm"
+    night = (30.0, 40.0, 3000.0, 40_000.0, 50_000.0)
+    large = IdleSituation(280.0, 20.0, 300.0, 250_000, gaps=night, compacted_tokens=30_000)
+    assert decide_idle(large, SONNET).action == "compacted"
+    assert decide_idle(replace(large, compacted_tokens=None), SONNET).action == "let_expire"
+    # below the floor the history is worth more than the write it saves
+    assert decide_idle(replace(large, compact_floor=300_000), SONNET).action == "let_expire"
+
+
+@given(situations(), prices)
+def test_a_prefix_below_the_floor_is_never_compacted(s: IdleSituation, p: ModelPrice) -> None:
+    below = replace(s, compact_floor=s.prefix_tokens + 1)
+    assert "compacted" not in option_costs(below, p)
+    assert decide_idle(below, p).action != "compacted"
+
+
+@given(situations(), prices)
+def test_keeping_warm_before_every_likely_request_costs_one_refresh_and_a_read(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # every gap longer than the idle time ends within the lifetime a refresh now gives
+    step = s.lifetime - s.warm_seconds
+    soon = s.idle_seconds + step / 2
+    gaps = (*(g if g <= s.idle_seconds else soon for g in s.gaps), soon)
+    near = replace(s, gaps=gaps)
+    tokens = s.prefix_tokens / 1e6
+    write = p.write_long if s.long_lifetime else p.write
+    refresh = tokens * p.cached_input + s.warm_tokens / 1e6 * (write + p.output)
+    assert option_costs(near, p)["kept_warm"] == pytest.approx(refresh + tokens * p.cached_input)

@@ -1,0 +1,249 @@
+"""``Runtime.tend_idle()``: one idle decision per session, by the runtime's clock, acted on.
+
+Real SQLite stores, the scripted model with reported usage and a price, and a clock the test
+moves. A session whose cache is about to expire before its likely next request is kept warm
+(short gaps measured), compacted (a large session whose gaps are overnight) or let expire; a
+session that runs or waits on an approval is left alone; ``idle_policy="off"`` does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession.inspection.report import render_report
+from agentsession.ledger import cost_lines
+from agentsession.log import SideCall
+
+PRICE = ags.ModelPrice(input=3.0, cached_input=0.3, cache_write=3.75, output=15.0)
+REPORTING = ags.ModelProfile(provider="test", reports_usage=True)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 12, 1, 9, 0).astimezone()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def wait(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def answer(request: ags.Request) -> str:
+    return f"answer {len(request.messages)}"
+
+
+def runtime_for(tmp_path: Path, clock: Clock, policy: str = "auto", **kw: object) -> ags.Runtime:
+    model = ags.ScriptedModel(answer, name="test-model", profile=REPORTING)
+    config = ags.Config(
+        titles=False, keep_user_turns=1, prices={"test-model": PRICE}, idle_policy=policy
+    )
+    return ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "s.db"),
+        model=model,
+        project_dir=tmp_path,
+        clock=clock,
+        config=config,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def prompts(session: ags.Session, clock: Clock, gaps: list[float], text: str = "") -> None:
+    await session.prompt(f"first {text}")
+    for n, gap in enumerate(gaps):
+        clock.wait(gap)
+        await session.prompt(f"prompt {n} {text}")
+
+
+async def side_calls(session: ags.Session) -> list[SideCall]:
+    return [r.entry for r in await session.log() if isinstance(r.entry, SideCall)]
+
+
+async def test_short_gaps_keep_the_cache_warm_with_a_billed_call(tmp_path: Path) -> None:
+    clock = Clock()
+    async with runtime_for(tmp_path, clock) as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400, 400])
+        before = session.cost()
+        clock.wait(200)
+        assert (await runtime.tend_idle())[session.id].action == "nothing"  # warm for 100 s more
+        clock.wait(80)  # 20 s of the 5-minute lifetime left
+        outcome = (await runtime.tend_idle())[session.id]
+        assert outcome.action == "kept_warm"
+        assert "kept_warm expected" in outcome.reason
+        assert outcome.costs["kept_warm"] < outcome.costs["let_expire"]
+        (call,) = await side_calls(session)
+        assert call.purpose == "keep_warm" and call.reason == outcome.reason
+        after = session.cost()
+        assert after.requests == before.requests + 1
+        assert after.total_usd is not None and before.total_usd is not None
+        assert outcome.side_call_usd is not None and outcome.side_call_usd > 0
+        assert after.total_usd == pytest.approx(before.total_usd + outcome.side_call_usd)
+        # cost() lists the call with its reason, and so do ``cost``'s lines and the report
+        (listed,) = after.idle_calls
+        assert (listed.purpose, listed.reason) == ("keep_warm", outcome.reason)
+        assert listed.usd == pytest.approx(outcome.side_call_usd)
+        assert any(line.startswith("idle calls 1 (keep_warm)") for line in cost_lines(after))
+        page = render_report(await session.inspect(), generated="now", version="test")
+        assert "id='idle-calls'" in page and "keep_warm: kept_warm expected" in page
+        # the refresh restarted the lifetime: nothing to decide right after it
+        assert (await runtime.tend_idle())[session.id].action == "nothing"
+        # the next turn reads the cache it kept warm, and the call stays in the log when reopened
+        clock.wait(60)
+        await session.prompt("back")
+    async with runtime_for(tmp_path, clock) as again:
+        reopened = await again.open_session(session.id)
+        (stored,) = await side_calls(reopened)
+        assert (stored.purpose, stored.reason) == ("keep_warm", outcome.reason)
+        assert reopened.cost().requests == after.requests + 1
+
+
+async def test_a_large_session_with_overnight_gaps_is_compacted_while_warm(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    # file reads of ~25K tokens a prompt: past half the 200K budget, the floor of compaction
+    bulk = "word " * 20_000
+    async with runtime_for(tmp_path, clock) as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [40_000, 40_000, 40_000, 40_000], bulk)
+        clock.wait(285)
+        outcome = (await runtime.tend_idle())[session.id]
+        assert outcome.action == "compacted", outcome.reason
+        assert outcome.costs["compacted"] < outcome.costs["let_expire"]
+        (call,) = await side_calls(session)
+        assert call.purpose == "compaction" and call.reason == outcome.reason
+        kinds = [r.entry.kind for r in await session.log()]
+        assert "summary" in kinds
+
+
+async def test_a_small_session_with_long_gaps_lets_the_cache_expire(tmp_path: Path) -> None:
+    clock = Clock()
+    async with runtime_for(tmp_path, clock) as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [40_000, 40_000, 40_000])
+        clock.wait(290)
+        outcome = (await runtime.tend_idle())[session.id]
+        assert outcome.action == "let_expire"
+        assert outcome.side_call_usd is None
+        assert await side_calls(session) == []
+
+
+async def test_off_does_nothing(tmp_path: Path) -> None:
+    clock = Clock()
+    async with runtime_for(tmp_path, clock, policy="off") as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400, 400])
+        clock.wait(280)
+        outcome = (await runtime.tend_idle())[session.id]
+        assert (outcome.action, outcome.reason) == ("nothing", "idle_policy is off")
+        assert await side_calls(session) == []
+
+
+def test_an_unknown_policy_is_refused() -> None:
+    with pytest.raises(ags.UsageError, match="idle_policy"):
+        ags.Config(idle_policy="sometimes")
+
+
+async def test_no_price_known_does_nothing(tmp_path: Path) -> None:
+    clock = Clock()
+    model = ags.ScriptedModel(answer, name="unpriced-model", profile=REPORTING)
+    config = ags.Config(titles=False, idle_policy="auto")
+    store = ags.SQLiteStore(tmp_path / "s.db")
+    runtime = ags.Runtime(
+        store=store, model=model, project_dir=tmp_path, clock=clock, config=config
+    )
+    async with runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400, 400])
+        clock.wait(280)
+        outcome = (await runtime.tend_idle())[session.id]
+        assert outcome.action == "nothing" and "no price" in outcome.reason
+
+
+async def test_a_session_waiting_on_approval_is_left_alone(tmp_path: Path) -> None:
+    clock = Clock()
+    command = ags.ToolCall("run_command", {"command": "echo one"})
+    replies: list[object] = ["a", "b", "c", "d", [command], "done"]
+    model = ags.ScriptedModel(replies, name="test-model", profile=REPORTING)  # type: ignore[arg-type]
+    config = ags.Config(titles=False, prices={"test-model": PRICE}, idle_policy="auto")
+    store = ags.SQLiteStore(tmp_path / "s.db")
+    runtime = ags.Runtime(
+        store=store,
+        model=model,
+        project_dir=tmp_path,
+        clock=clock,
+        config=config,
+        tools=ags.builtin_tools(),
+    )
+    async with runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400])
+        clock.wait(400)
+        result = await session.prompt("run it")
+        assert result.stop_reason == "approval_required"
+        clock.wait(280)
+        outcome = (await runtime.tend_idle())[session.id]
+        assert outcome.action == "nothing" and "approval" in outcome.reason
+        assert await side_calls(session) == []
+
+
+async def test_a_running_session_is_left_alone(tmp_path: Path) -> None:
+    clock = Clock()
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    @ags.tool
+    async def slow() -> str:
+        """Wait until released."""
+        started.set()
+        await release.wait()
+        return "released"
+
+    replies: list[object] = ["a", "b", "c", "d", [ags.ToolCall("slow", {})], "done"]
+    model = ags.ScriptedModel(replies, name="test-model", profile=REPORTING)  # type: ignore[arg-type]
+    config = ags.Config(titles=False, prices={"test-model": PRICE}, idle_policy="auto")
+    store = ags.SQLiteStore(tmp_path / "s.db")
+    runtime = ags.Runtime(
+        store=store, model=model, project_dir=tmp_path, clock=clock, config=config, tools=[slow]
+    )
+    async with runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400])
+        clock.wait(400)
+        turn = asyncio.create_task(session.prompt("go slow"))
+        await asyncio.wait_for(started.wait(), 60)
+        clock.wait(280)
+        outcome = (await runtime.tend_idle())[session.id]
+        assert outcome.action == "nothing" and "running" in outcome.reason
+        release.set()
+        assert (await asyncio.wait_for(turn, 60)).text == "done"
+        assert await side_calls(session) == []
+
+
+async def test_a_session_another_runtime_drives_is_left_alone(tmp_path: Path) -> None:
+    clock = Clock()
+    async with runtime_for(tmp_path, clock) as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400, 400])
+        await session.close()  # its lease is free: another process may take the session
+        async with runtime_for(tmp_path, clock) as other:
+            elsewhere = await other.open_session(session.id)
+            await elsewhere.prompt("driven from another process")  # holds the lease now
+            clock.wait(280)
+            model = runtime.model
+            assert isinstance(model, ags.ScriptedModel)
+            sent = len(model.requests)
+            outcome = (await runtime.tend_idle())[session.id]
+            assert outcome.action == "nothing"
+            assert len(model.requests) == sent
+            # never a call made from a stale view (it would be billed, then refused)
+            assert outcome.reason in ("the session changed elsewhere",) or (
+                outcome.reason.startswith("kept_warm not done") and "lease" in outcome.reason
+            ), outcome.reason
+            assert await side_calls(elsewhere) == []
