@@ -44,6 +44,7 @@ _WRONG: dict[str, Any] = {
     "title_timeout": "10",
     "compaction": 1,
     "cost_alert_usd": "5",
+    "idle_policy": True,
 }
 
 

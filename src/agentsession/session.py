@@ -307,6 +307,15 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
 
         As the model's SDK sends it: cache key, lifetime, diagnostics and breakpoints included
         (the neutral form for a model without a wire format). Nothing is admitted.
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
+
+        Raises:
+            UsageError: The text is not valid Unicode or names an unknown skill.
+            BudgetExceededError: The request would not fit the context budget.
+            ContextLoadError: A context component's loader failed.
         """
         request = await self.preview_request(text, skills=skills)
         deps = self._deps
