@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -117,7 +118,10 @@ def listener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 async def test_a_sandboxed_command_reaches_no_host_socket(
     make_runtime: Make, project: Path, listener: Listener
 ) -> None:
-    ran = await run_approved(make_runtime, project, CONNECT.format(address=listener.address))
+    ran = await run_approved(
+        make_runtime, project, CONNECT.format(address=listener.address) + "; echo command-ran"
+    )
+    assert "command-ran" in ran.text  # the sandbox itself started
     assert "connected" not in ran.text
     assert listener.got == []
 
@@ -184,3 +188,38 @@ def test_a_socket_in_a_readable_skill_folder_is_masked_too(tmp_path: Path) -> No
     assert "readable" in done.stdout  # the folder itself is there
     assert "connected" not in done.stdout
     assert served.got == []
+
+
+@needs_bwrap
+def test_a_socket_bound_through_a_symlink_to_a_masked_folder_leaves_commands_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PostgreSQL on Debian binds /var/run/postgresql/.s.PGSQL.5432, and /var/run is a symlink to
+    # /run: /proc/net/unix names the socket by the path it was bound at. Masking that path under
+    # the tmpfs over /run made bwrap fail before the command ran (every command, any command).
+    # Here the masked folder is $XDG_RUNTIME_DIR, reached through an absolute symlink beside it
+    # (outside /tmp, which the sandbox replaces).
+    for top in in_folder(f"/var/tmp/agentsession-linked-{uuid.uuid4().hex[:12]}", "x"):
+        base = Path(top).parent
+        real = base / "runtime-dir"
+        (real / "postgresql").mkdir(parents=True)
+        linked = base / "linked"
+        linked.symlink_to(real)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(real))
+        served = Listener(str(linked / "postgresql" / ".s.PGSQL.5432"))
+        argv = sandboxed_argv(
+            probe().prefix,
+            ["sh", "-c", CONNECT.format(address=served.address) + "; echo command-ran"],
+            project=make_project(tmp_path),
+            readable=[],
+            network=False,
+            environ=reduced_environment(os.environ),
+        )
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        finally:
+            served.close()
+            shutil.rmtree(base)
+        assert "command-ran" in done.stdout, done.stderr
+        assert "connected" not in done.stdout
+        assert served.got == []

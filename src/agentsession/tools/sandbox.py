@@ -187,7 +187,11 @@ def _socket_masks(project: Path, hidden: Sequence[str], shown: Sequence[str]) ->
     ``hidden`` are the folders under an empty tmpfs, ``shown`` the folders bound back into them.
     """
     argv: list[str] = []
-    for path in listening_sockets():
+    for bound in listening_sockets():
+        # The path a socket was bound at may run through a symlink (/var/run is /run): judged and
+        # masked where it really is, or a mask inside a tmpfs'd folder would stop bwrap itself.
+        folder, name = os.path.split(bound)
+        path = os.path.join(os.path.realpath(folder), name)
         if _within(path, [str(project)]) or (_within(path, hidden) and not _within(path, shown)):
             continue
         try:
