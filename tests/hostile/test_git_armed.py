@@ -121,6 +121,49 @@ async def test_the_embedded_repository_attack(
     assert marker.exists() is approve
 
 
+def linked_repository(marker: Path) -> dict[str, str]:
+    """A git directory without ``config``, ``objects`` or ``refs`` of its own: ``tools/HEAD`` and
+    ``tools/commondir`` naming ``shared/``, whose config (no ``HEAD`` there) runs ``marker``.
+
+    Git takes ``objects/``, ``refs/`` and the config from the folder ``commondir`` names, as in a
+    linked worktree's git directory; ``git branch`` in ``tools/`` on a terminal then runs the
+    pager of ``shared/config``, and with a work tree its ``core.fsmonitor``.
+    """
+    run = f'"touch {marker}; false"'
+    return {
+        "shared/config": f"[core]\n\tpager = {run}\n\tfsmonitor = {run}\n",
+        "shared/objects/.keep": "",
+        "shared/refs/.keep": "",
+        "tools/HEAD": "ref: refs/heads/main\n",
+        "tools/commondir": "../shared\n",
+    }
+
+
+@pytest.mark.parametrize("last", ["tools/HEAD", "tools/commondir"])
+def test_a_git_directory_completed_by_commondir_asks(project: Path, last: str) -> None:
+    files = linked_repository(project / "marker")
+    for path in [p for p in files if p != last]:
+        decided = decide(WORKSPACE_WRITE, write_file, {"path": path, "content": ""}, project)
+        assert decided.kind == "allow"  # shared/ has no HEAD: not a git directory itself
+        target = project / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(files[path])
+    decision = decide(WORKSPACE_WRITE, write_file, {"path": last, "content": ""}, project)
+    assert decision.kind == "ask"
+    assert "tools/ is protected: it is a git directory" in decision.reason
+
+
+@needs_git
+@pytest.mark.parametrize("approve", [False, True], ids=["holds", "control-approved"])
+async def test_the_linked_git_directory_attack(
+    make_runtime: Make, project: Path, tmp_path: Path, approve: bool
+) -> None:
+    marker = tmp_path / f"fsmonitor-ran-{uuid.uuid4().hex}"
+    await write_all(make_runtime, project, linked_repository(marker), approve)
+    git(project / "tools", f"--work-tree={project}", "status")
+    assert marker.exists() is approve
+
+
 def hooked(project: Path, hooks_path: str, hook: str) -> Path:
     """A repository whose ``core.hooksPath`` is ``hooks_path`` with an executable ``hook``."""
     shutil.rmtree(project / ".git")

@@ -10,8 +10,8 @@ file tools check again when they write, beneath the project by descriptors, so a
 the gate is refused too.
 
 Git is recognised by content, not by the name ``.git`` alone: any folder in the project that holds
-(or would hold, after the write) ``HEAD`` beside ``config``, ``objects`` or ``refs`` is a git
-directory — an embedded bare repository with ``core.fsmonitor`` runs code at the next
+(or would hold, after the write) ``HEAD`` beside ``config``, ``objects``, ``refs`` or ``commondir``
+is a git directory — an embedded bare repository with ``core.fsmonitor`` runs code at the next
 ``git status`` there. The folder the project's repository names in ``core.hooksPath``
 (``.githooks/``, husky's ``.husky/_`` and its ``.husky/``) holds hooks git runs. Names are compared
 as a case-insensitive file system and HFS+ compare them: Unicode NFC, case folded, with the
@@ -46,7 +46,9 @@ _WHY = {
 _IGNORED = dict.fromkeys(
     [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]
 )
-_GIT_PARTS = ("head", "config", "objects", "refs")
+# ``commondir`` names the folder holding the rest, as a linked worktree's git directory does:
+# ``HEAD`` beside it is a git directory whose config is elsewhere.
+_GIT_PARTS = ("head", "config", "objects", "refs", "commondir")
 
 
 def comparable(name: str) -> str:
