@@ -306,3 +306,33 @@ async def test_git_commit_in_the_sandbox_needs_the_protected_paths_writable(
     assert ".git" in question and ".githooks" in question
     assert "committed" in ran.text
     assert "sandboxed" in git(project, "log", "--oneline").stdout
+
+
+REPLACE_HOOKS = (
+    "mv tools moved; mkdir -p tools/hooks && printf '#!/bin/sh\\ntouch {marker}\\n' >"
+    " tools/hooks/pre-commit && chmod +x tools/hooks/pre-commit && echo replaced"
+)
+
+
+@needs_git
+@pytest.mark.parametrize(
+    "preset", [pytest.param("workspace-write", marks=needs_bwrap), "full-access"]
+)
+async def test_a_nested_hooks_folder_cannot_be_replaced_by_moving_its_parent(
+    make_runtime: Make, project: Path, tmp_path: Path, preset: str
+) -> None:
+    # The read-only mount over tools/hooks moved along with tools/ when tools/ was renamed, and
+    # a fresh, writable tools/hooks took its place: the next git commit ran its hook.
+    hooked(project, "tools/hooks", "tools/hooks/pre-commit")
+    marker = tmp_path / f"hook-ran-{uuid.uuid4().hex}"
+    ran = await run_approved(make_runtime, project, REPLACE_HOOKS.format(marker=marker), preset)
+    (project / "a.txt").write_text("a")
+    git(project, "add", "a.txt")
+    git(project, "commit", "-qm", "after")
+    if preset == "full-access":  # the control: unsandboxed, the same command arms the hook
+        assert "replaced" in ran.text
+        assert marker.exists()
+    else:
+        assert "replaced" not in ran.text
+        assert not marker.exists()
+        assert (project / "tools" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"

@@ -221,9 +221,21 @@ def _mounts(
         argv += _socket_masks(project, hidden, [str(f) for f in readable])
     if project != Path("/"):
         argv += ["--bind", str(project), str(project)]
+    pinned: list[Path] = []
     for path in read_only:  # .git/, .mcp.json, .agentsession/ inside the project
+        # Each folder between the project and a deeper one (a hooks folder tools/hooks) is bound
+        # onto itself, still writable: a mount point cannot be renamed, so `mv tools moved;
+        # mkdir -p tools/hooks` cannot put a writable folder where the read-only one was.
+        for folder in reversed(path.parents):
+            if project in folder.parents and folder not in pinned and not _under(folder, read_only):
+                pinned.append(folder)
+                argv += ["--bind-try", str(folder), str(folder)]
         argv += ["--ro-bind-try", str(path), str(path)]
     return argv
+
+
+def _under(path: Path, folders: Sequence[Path]) -> bool:
+    return any(path == f or f in path.parents for f in folders)
 
 
 def sandboxed_argv(
