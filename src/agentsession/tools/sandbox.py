@@ -128,10 +128,16 @@ def resolve_sandbox(setting: str) -> SandboxMode:
     if found.works:
         return "bwrap"
     if setting == "bwrap":
+        missing = shutil.which("bwrap") is None
+        fix = (
+            "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+            if missing
+            else "Allow user namespaces here (the sysctls user.max_user_namespaces,"
+            " kernel.unprivileged_userns_clone; a container's seccomp or AppArmor profile)"
+        )
         raise UsageError(
-            f"Config(sandbox='bwrap'): {found.problem}. Install bubblewrap (Debian/Ubuntu: "
-            "apt-get install bubblewrap), or use sandbox='auto' to run commands unsandboxed "
-            "where it cannot work"
+            f"Config(sandbox='bwrap'): {found.problem.rstrip('.')}. {fix}, or use"
+            " sandbox='auto' to run commands unsandboxed, each after an approval saying so"
         )
     _fell_back(found.problem)
     return "none"
