@@ -223,3 +223,49 @@ def test_a_socket_bound_through_a_symlink_to_a_masked_folder_leaves_commands_run
         assert "command-ran" in done.stdout, done.stderr
         assert "connected" not in done.stdout
         assert served.got == []
+
+
+RELATIVE_LISTENER = """
+import os, socket, sys
+os.chdir(sys.argv[1])
+server = socket.socket(socket.AF_UNIX)
+server.bind("app.sock")  # /proc/net/unix names it 'app.sock', not by its full path
+server.listen()
+print("listening", flush=True)
+connection, _ = server.accept()
+print("got", connection.recv(100), flush=True)
+"""
+
+
+def relative_listener(folder: str) -> subprocess.Popen[str]:
+    """A process listening on ``app.sock`` in ``folder``, bound by that relative name."""
+    return subprocess.Popen(
+        ["python3", "-c", RELATIVE_LISTENER, folder], stdout=subprocess.PIPE, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    "preset", [pytest.param("workspace-write", marks=needs_bwrap), "full-access"]
+)
+async def test_a_socket_bound_by_a_relative_path_is_masked_too(
+    make_runtime: Make, project: Path, preset: str
+) -> None:
+    for path in in_folder(f"/var/tmp/agentsession-relative-{uuid.uuid4().hex[:12]}", "app.sock"):
+        listener = relative_listener(os.path.dirname(path))
+        try:
+            assert listener.stdout is not None
+            assert listener.stdout.readline() == "listening\n"
+            ran = await run_approved(
+                make_runtime,
+                project,
+                CONNECT.format(address=path) + "; echo command-ran",
+                preset,
+            )
+        finally:
+            listener.kill()
+            got = listener.communicate(timeout=30)[0]
+        assert "command-ran" in ran.text
+        if preset == "full-access":  # the control: the same command reaches it
+            assert "connected" in ran.text and "secret" in got
+        else:
+            assert "connected" not in ran.text and "secret" not in got

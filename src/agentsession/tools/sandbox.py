@@ -173,17 +173,54 @@ def _within(path: str, folders: Sequence[str]) -> bool:
 
 
 def listening_sockets() -> list[str]:
-    """Absolute paths of the unix sockets bound in this network namespace (``/proc/net/unix``)."""
+    """Absolute paths of the unix sockets bound in this network namespace (``/proc/net/unix``).
+
+    A socket bound by a relative name is found in the folder of the process that holds it.
+    """
     try:
         with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
             rows = table.read().splitlines()[1:]
     except OSError:
         return []
     found: list[str] = []
+    relative: dict[str, str] = {}  # socket inode: the name it was bound by, relative to a folder
     for row in rows:
         fields = row.split(None, 7)
-        if len(fields) == 8 and fields[7].startswith("/") and fields[7] not in found:
+        if len(fields) != 8 or fields[7].startswith("@"):
+            continue
+        if not fields[7].startswith("/"):
+            relative[fields[6]] = fields[7]
+        elif fields[7] not in found:
             found.append(fields[7])
+    for path in _relative_sockets(relative):
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def _relative_sockets(names: Mapping[str, str]) -> list[str]:
+    """Where sockets bound by a relative name are: in the folder of the process holding each.
+
+    ``/proc/net/unix`` names them as bound (``app.sock``); the process holding the socket
+    (``/proc/PID/fd``) is found by its inode and its current folder taken, which is where the
+    name was bound unless the process has moved since.
+    """
+    found: list[str] = []
+    if not names:
+        return found
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone, or not ours to read
+            continue
+        for link in links:
+            if link.startswith("socket:[") and link[8:-1] in names:
+                found.append(os.path.join(cwd, names[link[8:-1]]))
     return found
 
 
