@@ -279,6 +279,8 @@ def test_no_auth_is_for_loopback_only(tmp_path: Path, options: list[str]) -> Non
     )
     assert done.returncode != 0 and not (tmp_path / "x.db").exists()
     assert "refusing" in done.stderr or "contradict" in done.stderr
+    if "0.0.0.0" in options:  # the error names the option the user gave
+        assert "with --no-auth" in done.stderr
 
 
 def _half_sent(url: str) -> socket.socket:
