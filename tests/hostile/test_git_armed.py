@@ -336,3 +336,41 @@ async def test_a_nested_hooks_folder_cannot_be_replaced_by_moving_its_parent(
         assert "replaced" not in ran.text
         assert not marker.exists()
         assert (project / "tools" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+
+
+def including(project: Path) -> None:
+    """A repository whose config includes a file of the work tree, as some projects set up."""
+    shutil.rmtree(project / ".git")
+    git(project, "init", "-q")
+    git(project, "config", "include.path", "../.gitconfig.project")
+
+
+@needs_git
+@pytest.mark.parametrize("approve", [False, True], ids=["holds", "control-approved"])
+async def test_a_config_file_the_repository_includes_is_protected(
+    make_runtime: Make, project: Path, tmp_path: Path, approve: bool
+) -> None:
+    # Before, `.gitconfig.project` was an ordinary file: written unasked with core.fsmonitor, the
+    # next git status ran it.
+    including(project)
+    decision = decide(WORKSPACE_WRITE, write_file, {"path": ".gitconfig.project"}, project)
+    assert decision.kind == "ask" and "include" in decision.reason
+    marker = tmp_path / f"fsmonitor-ran-{uuid.uuid4().hex}"
+    armed = f'[core]\n\tfsmonitor = "touch {marker}; false"\n'
+    await write_all(make_runtime, project, {".gitconfig.project": armed}, approve)
+    git(project, "status")
+    assert marker.exists() is approve
+
+
+@needs_git
+@needs_bwrap
+async def test_a_config_file_the_repository_includes_is_read_only_in_the_sandbox(
+    make_runtime: Make, project: Path
+) -> None:
+    including(project)
+    (project / ".gitconfig.project").write_text("[user]\n\tname = t\n")
+    ran = await run_approved(
+        make_runtime, project, "echo '[core] fsmonitor = x' >> .gitconfig.project; echo done"
+    )
+    assert "Read-only file system" in ran.text
+    assert (project / ".gitconfig.project").read_text() == "[user]\n\tname = t\n"
