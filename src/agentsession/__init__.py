@@ -5,8 +5,10 @@ that context changes, nothing admitted is lost or sent twice, and every request 
 exactly. Everything public is importable from here; see ``__all__``.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here or in ``__main__``: that statement imports the
+# module ``__future__``, which ``python -m agentsession`` would find in the current folder before
+# ``__main__`` starts again without it on the path. Annotations that need a name only type
+# checkers import are quoted.
 import importlib
 
 # Not ``typing.TYPE_CHECKING``: importing ``typing`` alone costs more than the rest of this module.
@@ -229,7 +231,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name == "server":  # the HTTP server (the "server" extra) loads with its first use
         return importlib.import_module(".server", __name__)
     module = _LAZY.get(name)

@@ -9,9 +9,7 @@ dropped before the command line is imported. The ``agentsession`` console script
 entry at all and is the recommended way to run it.
 """
 
-from __future__ import annotations
-
-import os
+import os  # no ``from __future__``: see ``agentsession/__init__.py``
 import sys
 
 

@@ -309,8 +309,8 @@ def _decide(
         if guarded:
             why = "; ".join(guarded.values())
             reason = (
-                f"Approval needed for a protected path: {tool.name} would change {why}. A change "
-                "there needs the user's approval of this call, under every preset."
+                f"Approval needed for a protected path: {tool.name} would change it — {why}. "
+                "A change there needs the user's approval of this call, under every preset."
             )
             return Decision("ask", reason, preset.name, tool.name, needs, outside, tuple(guarded))
     if level == "allow" and tool.destructive and preset.asks:

@@ -121,6 +121,49 @@ async def test_the_embedded_repository_attack(
     assert marker.exists() is approve
 
 
+def linked_repository(marker: Path) -> dict[str, str]:
+    """A git directory without ``config``, ``objects`` or ``refs`` of its own: ``tools/HEAD`` and
+    ``tools/commondir`` naming ``shared/``, whose config (no ``HEAD`` there) runs ``marker``.
+
+    Git takes ``objects/``, ``refs/`` and the config from the folder ``commondir`` names, as in a
+    linked worktree's git directory; ``git branch`` in ``tools/`` on a terminal then runs the
+    pager of ``shared/config``, and with a work tree its ``core.fsmonitor``.
+    """
+    run = f'"touch {marker}; false"'
+    return {
+        "shared/config": f"[core]\n\tpager = {run}\n\tfsmonitor = {run}\n",
+        "shared/objects/.keep": "",
+        "shared/refs/.keep": "",
+        "tools/HEAD": "ref: refs/heads/main\n",
+        "tools/commondir": "../shared\n",
+    }
+
+
+@pytest.mark.parametrize("last", ["tools/HEAD", "tools/commondir"])
+def test_a_git_directory_completed_by_commondir_asks(project: Path, last: str) -> None:
+    files = linked_repository(project / "marker")
+    for path in [p for p in files if p != last]:
+        decided = decide(WORKSPACE_WRITE, write_file, {"path": path, "content": ""}, project)
+        assert decided.kind == "allow"  # shared/ has no HEAD: not a git directory itself
+        target = project / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(files[path])
+    decision = decide(WORKSPACE_WRITE, write_file, {"path": last, "content": ""}, project)
+    assert decision.kind == "ask"
+    assert "tools/ is protected: it is a git directory" in decision.reason
+
+
+@needs_git
+@pytest.mark.parametrize("approve", [False, True], ids=["holds", "control-approved"])
+async def test_the_linked_git_directory_attack(
+    make_runtime: Make, project: Path, tmp_path: Path, approve: bool
+) -> None:
+    marker = tmp_path / f"fsmonitor-ran-{uuid.uuid4().hex}"
+    await write_all(make_runtime, project, linked_repository(marker), approve)
+    git(project / "tools", f"--work-tree={project}", "status")
+    assert marker.exists() is approve
+
+
 def hooked(project: Path, hooks_path: str, hook: str) -> Path:
     """A repository whose ``core.hooksPath`` is ``hooks_path`` with an executable ``hook``."""
     shutil.rmtree(project / ".git")
@@ -263,3 +306,71 @@ async def test_git_commit_in_the_sandbox_needs_the_protected_paths_writable(
     assert ".git" in question and ".githooks" in question
     assert "committed" in ran.text
     assert "sandboxed" in git(project, "log", "--oneline").stdout
+
+
+REPLACE_HOOKS = (
+    "mv tools moved; mkdir -p tools/hooks && printf '#!/bin/sh\\ntouch {marker}\\n' >"
+    " tools/hooks/pre-commit && chmod +x tools/hooks/pre-commit && echo replaced"
+)
+
+
+@needs_git
+@pytest.mark.parametrize(
+    "preset", [pytest.param("workspace-write", marks=needs_bwrap), "full-access"]
+)
+async def test_a_nested_hooks_folder_cannot_be_replaced_by_moving_its_parent(
+    make_runtime: Make, project: Path, tmp_path: Path, preset: str
+) -> None:
+    # The read-only mount over tools/hooks moved along with tools/ when tools/ was renamed, and
+    # a fresh, writable tools/hooks took its place: the next git commit ran its hook.
+    hooked(project, "tools/hooks", "tools/hooks/pre-commit")
+    marker = tmp_path / f"hook-ran-{uuid.uuid4().hex}"
+    ran = await run_approved(make_runtime, project, REPLACE_HOOKS.format(marker=marker), preset)
+    (project / "a.txt").write_text("a")
+    git(project, "add", "a.txt")
+    git(project, "commit", "-qm", "after")
+    if preset == "full-access":  # the control: unsandboxed, the same command arms the hook
+        assert "replaced" in ran.text
+        assert marker.exists()
+    else:
+        assert "replaced" not in ran.text
+        assert not marker.exists()
+        assert (project / "tools" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+
+
+def including(project: Path) -> None:
+    """A repository whose config includes a file of the work tree, as some projects set up."""
+    shutil.rmtree(project / ".git")
+    git(project, "init", "-q")
+    git(project, "config", "include.path", "../.gitconfig.project")
+
+
+@needs_git
+@pytest.mark.parametrize("approve", [False, True], ids=["holds", "control-approved"])
+async def test_a_config_file_the_repository_includes_is_protected(
+    make_runtime: Make, project: Path, tmp_path: Path, approve: bool
+) -> None:
+    # Before, `.gitconfig.project` was an ordinary file: written unasked with core.fsmonitor, the
+    # next git status ran it.
+    including(project)
+    decision = decide(WORKSPACE_WRITE, write_file, {"path": ".gitconfig.project"}, project)
+    assert decision.kind == "ask" and "include" in decision.reason
+    marker = tmp_path / f"fsmonitor-ran-{uuid.uuid4().hex}"
+    armed = f'[core]\n\tfsmonitor = "touch {marker}; false"\n'
+    await write_all(make_runtime, project, {".gitconfig.project": armed}, approve)
+    git(project, "status")
+    assert marker.exists() is approve
+
+
+@needs_git
+@needs_bwrap
+async def test_a_config_file_the_repository_includes_is_read_only_in_the_sandbox(
+    make_runtime: Make, project: Path
+) -> None:
+    including(project)
+    (project / ".gitconfig.project").write_text("[user]\n\tname = t\n")
+    ran = await run_approved(
+        make_runtime, project, "echo '[core] fsmonitor = x' >> .gitconfig.project; echo done"
+    )
+    assert "Read-only file system" in ran.text
+    assert (project / ".gitconfig.project").read_text() == "[user]\n\tname = t\n"

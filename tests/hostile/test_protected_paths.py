@@ -55,6 +55,14 @@ def test_a_write_to_a_protected_path_asks_under_every_preset_that_writes(
     assert decision.protected == (str(project / path),)
 
 
+def test_the_question_reads_as_a_sentence(project: Path) -> None:
+    decision = decide(WORKSPACE_WRITE, write_file, {"path": ".mcp.json", "content": "x"}, project)
+    assert decision.reason.startswith(
+        "Approval needed for a protected path: write_file would change it — .mcp.json is"
+        " protected: it can start programs"
+    )
+
+
 @pytest.mark.parametrize("path", PROTECTED)
 def test_read_only_still_denies_and_reading_a_protected_file_needs_nothing(
     project: Path, path: str

@@ -86,3 +86,29 @@ def test_import_agentsession_loads_only_the_standard_library(tmp_path: Path) -> 
     first, second = done.stdout.splitlines()
     assert json.loads(first) == []
     assert second == "agentsession.runtime Config True"
+
+
+def test_nothing_the_package_imports_before_starting_again_comes_from_the_folder(
+    tmp_path: Path,
+) -> None:
+    # ``from __future__ import annotations`` in ``agentsession/__init__.py`` imported the module
+    # ``__future__`` from the folder first on the path, before ``__main__`` could start again:
+    # a ``__future__.py`` the model wrote ran. Every standard module Python has not loaded by
+    # then is shadowed here; ``runpy`` and what it loads are Python's own (documented).
+    folder = tmp_path / "project"
+    folder.mkdir()
+    marker = tmp_path / "SHADOW-RAN"
+    python_s_own = (  # what Python has loaded when ``-m`` hands over: its start and runpy
+        "import sys; import runpy; print(' '.join(sys.modules))"
+    )
+    preloaded = set(run(folder, "-P", "-c", python_s_own).stdout.split())
+    assert "runpy" in preloaded
+    shadows = ["__future__", "typing", "enum", "json", "argparse", "asyncio", "platformdirs"]
+    for name in shadows:
+        if name not in preloaded:
+            (folder / f"{name}.py").write_text(
+                f"open({str(marker)!r}, 'a').write({name!r} + ' ')\n"
+            )
+    done = run(folder, "-m", "agentsession", "--version")
+    assert not marker.exists(), marker.read_text()
+    assert done.returncode == 0, done.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -117,7 +118,10 @@ def listener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 async def test_a_sandboxed_command_reaches_no_host_socket(
     make_runtime: Make, project: Path, listener: Listener
 ) -> None:
-    ran = await run_approved(make_runtime, project, CONNECT.format(address=listener.address))
+    ran = await run_approved(
+        make_runtime, project, CONNECT.format(address=listener.address) + "; echo command-ran"
+    )
+    assert "command-ran" in ran.text  # the sandbox itself started
     assert "connected" not in ran.text
     assert listener.got == []
 
@@ -184,3 +188,84 @@ def test_a_socket_in_a_readable_skill_folder_is_masked_too(tmp_path: Path) -> No
     assert "readable" in done.stdout  # the folder itself is there
     assert "connected" not in done.stdout
     assert served.got == []
+
+
+@needs_bwrap
+def test_a_socket_bound_through_a_symlink_to_a_masked_folder_leaves_commands_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PostgreSQL on Debian binds /var/run/postgresql/.s.PGSQL.5432, and /var/run is a symlink to
+    # /run: /proc/net/unix names the socket by the path it was bound at. Masking that path under
+    # the tmpfs over /run made bwrap fail before the command ran (every command, any command).
+    # Here the masked folder is $XDG_RUNTIME_DIR, reached through an absolute symlink beside it
+    # (outside /tmp, which the sandbox replaces).
+    for top in in_folder(f"/var/tmp/agentsession-linked-{uuid.uuid4().hex[:12]}", "x"):
+        base = Path(top).parent
+        real = base / "runtime-dir"
+        (real / "postgresql").mkdir(parents=True)
+        linked = base / "linked"
+        linked.symlink_to(real)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(real))
+        served = Listener(str(linked / "postgresql" / ".s.PGSQL.5432"))
+        argv = sandboxed_argv(
+            probe().prefix,
+            ["sh", "-c", CONNECT.format(address=served.address) + "; echo command-ran"],
+            project=make_project(tmp_path),
+            readable=[],
+            network=False,
+            environ=reduced_environment(os.environ),
+        )
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        finally:
+            served.close()
+            shutil.rmtree(base)
+        assert "command-ran" in done.stdout, done.stderr
+        assert "connected" not in done.stdout
+        assert served.got == []
+
+
+RELATIVE_LISTENER = """
+import os, socket, sys
+os.chdir(sys.argv[1])
+server = socket.socket(socket.AF_UNIX)
+server.bind("app.sock")  # /proc/net/unix names it 'app.sock', not by its full path
+server.listen()
+print("listening", flush=True)
+connection, _ = server.accept()
+print("got", connection.recv(100), flush=True)
+"""
+
+
+def relative_listener(folder: str) -> subprocess.Popen[str]:
+    """A process listening on ``app.sock`` in ``folder``, bound by that relative name."""
+    return subprocess.Popen(
+        ["python3", "-c", RELATIVE_LISTENER, folder], stdout=subprocess.PIPE, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    "preset", [pytest.param("workspace-write", marks=needs_bwrap), "full-access"]
+)
+async def test_a_socket_bound_by_a_relative_path_is_masked_too(
+    make_runtime: Make, project: Path, preset: str
+) -> None:
+    for path in in_folder(f"/var/tmp/agentsession-relative-{uuid.uuid4().hex[:12]}", "app.sock"):
+        listener = relative_listener(os.path.dirname(path))
+        try:
+            assert listener.stdout is not None
+            assert listener.stdout.readline() == "listening\n"
+            ran = await run_approved(
+                make_runtime,
+                project,
+                CONNECT.format(address=path) + "; echo command-ran",
+                preset,
+            )
+        finally:
+            listener.kill()
+            got = listener.communicate(timeout=30)[0]
+        assert "command-ran" in ran.text
+        if preset == "full-access":  # the control: the same command reaches it
+            assert "connected" in ran.text and "secret" in got
+        else:
+            assert "connected" not in ran.text and "secret" not in got

@@ -279,6 +279,8 @@ def test_no_auth_is_for_loopback_only(tmp_path: Path, options: list[str]) -> Non
     )
     assert done.returncode != 0 and not (tmp_path / "x.db").exists()
     assert "refusing" in done.stderr or "contradict" in done.stderr
+    if "0.0.0.0" in options:  # the error names the option the user gave
+        assert "with --no-auth" in done.stderr
 
 
 def _half_sent(url: str) -> socket.socket:
@@ -355,3 +357,12 @@ def test_serve_serves_the_address_it_listens_on_but_not_a_wildcard() -> None:
     guard = Guard(app=None, allowed_hosts=named("2001:db8::1"))  # type: ignore[arg-type]
     assert host_allowed("[2001:db8::1]:8000", guard.allowed)
     assert not host_allowed("[2001:db8::2]:8000", guard.allowed)
+
+
+def test_an_allowed_host_given_with_its_port_is_served() -> None:
+    # `--allowed-host box.lan:8000` named nothing the Host check could ever match: every request
+    # by that name was refused 403 saying only the --allowed-host names are served.
+    guard = Guard(app=None, allowed_hosts=["box.lan:8000", "[2001:db8::1]:8000"])  # type: ignore[arg-type]
+    assert host_allowed("box.lan:8000", guard.allowed)
+    assert host_allowed("[2001:db8::1]:8000", guard.allowed)
+    assert not host_allowed("evil.example:8000", guard.allowed)

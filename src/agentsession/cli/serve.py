@@ -117,6 +117,11 @@ def _check_bind(host: str, tokens: list[str], no_auth: bool = False) -> None:
 
     if no_auth and tokens:
         raise UsageError("--no-auth and --token contradict each other: give one of them")
+    if no_auth and not is_loopback(host):
+        raise UsageError(
+            f"refusing to listen on {host} with --no-auth: it serves without a token on a"
+            " loopback address only (127.0.0.1, ::1); give --token TOKEN to serve others"
+        )
     if not tokens and not is_loopback(host):
         raise UsageError(
             f"refusing to listen on {host} without --token: anyone who reaches it could drive"

@@ -112,7 +112,8 @@ class Guard:
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = ()) -> None:
         self.app = app
-        self.allowed = frozenset(h.strip().lower().strip("[]").rstrip(".") for h in allowed_hosts)
+        # A name given with its port (``box.lan:8000``) is the name: ports are not compared.
+        self.allowed = frozenset(_split_host(h)[0].strip("[]").rstrip(".") for h in allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse the request (JSON error, nothing run) or pass it on with the framing headers."""

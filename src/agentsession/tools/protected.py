@@ -10,8 +10,8 @@ file tools check again when they write, beneath the project by descriptors, so a
 the gate is refused too.
 
 Git is recognised by content, not by the name ``.git`` alone: any folder in the project that holds
-(or would hold, after the write) ``HEAD`` beside ``config``, ``objects`` or ``refs`` is a git
-directory — an embedded bare repository with ``core.fsmonitor`` runs code at the next
+(or would hold, after the write) ``HEAD`` beside ``config``, ``objects``, ``refs`` or ``commondir``
+is a git directory — an embedded bare repository with ``core.fsmonitor`` runs code at the next
 ``git status`` there. The folder the project's repository names in ``core.hooksPath``
 (``.githooks/``, husky's ``.husky/_`` and its ``.husky/``) holds hooks git runs. Names are compared
 as a case-insensitive file system and HFS+ compare them: Unicode NFC, case folded, with the
@@ -30,6 +30,7 @@ __all__ = [
     "PROTECTED_NAMES",
     "comparable",
     "hooks_folders",
+    "included_configs",
     "protected_reason",
     "sandbox_read_only",
     "user_folders",
@@ -46,7 +47,9 @@ _WHY = {
 _IGNORED = dict.fromkeys(
     [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]
 )
-_GIT_PARTS = ("head", "config", "objects", "refs")
+# ``commondir`` names the folder holding the rest, as a linked worktree's git directory does:
+# ``HEAD`` beside it is a git directory whose config is elsewhere.
+_GIT_PARTS = ("head", "config", "objects", "refs", "commondir")
 
 
 def comparable(name: str) -> str:
@@ -140,24 +143,59 @@ def _config_hooks_path(config: Path) -> str | None:
     return found
 
 
-def hooks_folders(project_dir: Path) -> tuple[Path, ...]:
-    """The folders the project's repository names in ``core.hooksPath`` (resolved)."""
+def _config_includes(config: Path) -> list[Path]:
+    """The files one git config file includes (``include.path``, ``includeIf``), resolved."""
+    try:
+        lines = config.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    section, found = "", []
+    for raw in lines:
+        line = raw.strip()
+        if line.startswith("["):
+            section = line[1 : line.find("]")].strip().casefold() if "]" in line else ""
+            continue
+        key, sep, value = line.partition("=")
+        included = section == "include" or section.startswith("includeif")
+        if sep and included and key.strip().casefold() == "path":
+            value = os.path.expanduser(value.split("#")[0].split(";")[0].strip().strip('"'))
+            found.append(Path(os.path.realpath(config.parent / value)))  # relative to the file
+    return found
+
+
+def _repository_configs(project_dir: Path) -> tuple[Path, list[Path]] | None:
+    """The top of the project's repository and its config files (shared first), if any."""
     top = project_dir
     while True:
         dotgit = top / ".git"
         if os.path.lexists(dotgit):
             break
         if top.parent == top:
-            return ()
+            return None
         top = top.parent
     gitdir = _read_gitdir(dotgit)
     if gitdir is None:
-        return ()
+        return None
     configs = [gitdir / "config"]
     common = gitdir / "commondir"
     if common.is_file():
         shared = common.read_text(encoding="utf-8", errors="replace").strip()
         configs.insert(0, (gitdir / shared / "config").resolve())
+    return top, configs
+
+
+def included_configs(project_dir: Path) -> tuple[Path, ...]:
+    """Files the project's repository config includes: git obeys them as its own config."""
+    found = _repository_configs(project_dir)
+    return () if found is None else tuple(p for c in found[1] for p in _config_includes(c))
+
+
+def hooks_folders(project_dir: Path) -> tuple[Path, ...]:
+    """The folders the project's repository names in ``core.hooksPath`` (resolved)."""
+    repository = _repository_configs(project_dir)
+    if repository is None:
+        return ()
+    top, configs = repository
     found: list[Path] = []
     for config in configs:
         value = _config_hooks_path(config)
@@ -193,6 +231,11 @@ def protected_reason(target: Path, project_dir: Path) -> str | None:
                 f"{target.relative_to(project_dir)} is protected: it is in {hooks}, the "
                 "repository's hooks folder (core.hooksPath), whose programs git runs"
             )
+    if target in included_configs(project_dir):
+        return (
+            f"{target.relative_to(project_dir)} is protected: the repository's git config "
+            "includes it (include.path), and git obeys its config"
+        )
     return None
 
 
@@ -213,4 +256,5 @@ def sandbox_read_only(project_dir: Path) -> list[Path]:
     if gitdir is not None and gitdir not in found:
         found.append(gitdir)
     found += [h for h in hooks_folders(project_dir) if h.is_dir() and h not in found]
+    found += [c for c in included_configs(project_dir) if c.is_file() and c not in found]
     return found

@@ -128,10 +128,16 @@ def resolve_sandbox(setting: str) -> SandboxMode:
     if found.works:
         return "bwrap"
     if setting == "bwrap":
+        missing = shutil.which("bwrap") is None
+        fix = (
+            "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+            if missing
+            else "Allow user namespaces here (the sysctls user.max_user_namespaces,"
+            " kernel.unprivileged_userns_clone; a container's seccomp or AppArmor profile)"
+        )
         raise UsageError(
-            f"Config(sandbox='bwrap'): {found.problem}. Install bubblewrap (Debian/Ubuntu: "
-            "apt-get install bubblewrap), or use sandbox='auto' to run commands unsandboxed "
-            "where it cannot work"
+            f"Config(sandbox='bwrap'): {found.problem.rstrip('.')}. {fix}, or use"
+            " sandbox='auto' to run commands unsandboxed, each after an approval saying so"
         )
     _fell_back(found.problem)
     return "none"
@@ -167,17 +173,54 @@ def _within(path: str, folders: Sequence[str]) -> bool:
 
 
 def listening_sockets() -> list[str]:
-    """Absolute paths of the unix sockets bound in this network namespace (``/proc/net/unix``)."""
+    """Absolute paths of the unix sockets bound in this network namespace (``/proc/net/unix``).
+
+    A socket bound by a relative name is found in the folder of the process that holds it.
+    """
     try:
         with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
             rows = table.read().splitlines()[1:]
     except OSError:
         return []
     found: list[str] = []
+    relative: dict[str, str] = {}  # socket inode: the name it was bound by, relative to a folder
     for row in rows:
         fields = row.split(None, 7)
-        if len(fields) == 8 and fields[7].startswith("/") and fields[7] not in found:
+        if len(fields) != 8 or fields[7].startswith("@"):
+            continue
+        if not fields[7].startswith("/"):
+            relative[fields[6]] = fields[7]
+        elif fields[7] not in found:
             found.append(fields[7])
+    for path in _relative_sockets(relative):
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def _relative_sockets(names: Mapping[str, str]) -> list[str]:
+    """Where sockets bound by a relative name are: in the folder of the process holding each.
+
+    ``/proc/net/unix`` names them as bound (``app.sock``); the process holding the socket
+    (``/proc/PID/fd``) is found by its inode and its current folder taken, which is where the
+    name was bound unless the process has moved since.
+    """
+    found: list[str] = []
+    if not names:
+        return found
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone, or not ours to read
+            continue
+        for link in links:
+            if link.startswith("socket:[") and link[8:-1] in names:
+                found.append(os.path.join(cwd, names[link[8:-1]]))
     return found
 
 
@@ -187,7 +230,11 @@ def _socket_masks(project: Path, hidden: Sequence[str], shown: Sequence[str]) ->
     ``hidden`` are the folders under an empty tmpfs, ``shown`` the folders bound back into them.
     """
     argv: list[str] = []
-    for path in listening_sockets():
+    for bound in listening_sockets():
+        # The path a socket was bound at may run through a symlink (/var/run is /run): judged and
+        # masked where it really is, or a mask inside a tmpfs'd folder would stop bwrap itself.
+        folder, name = os.path.split(bound)
+        path = os.path.join(os.path.realpath(folder), name)
         if _within(path, [str(project)]) or (_within(path, hidden) and not _within(path, shown)):
             continue
         try:
@@ -217,9 +264,21 @@ def _mounts(
         argv += _socket_masks(project, hidden, [str(f) for f in readable])
     if project != Path("/"):
         argv += ["--bind", str(project), str(project)]
+    pinned: list[Path] = []
     for path in read_only:  # .git/, .mcp.json, .agentsession/ inside the project
+        # Each folder between the project and a deeper one (a hooks folder tools/hooks) is bound
+        # onto itself, still writable: a mount point cannot be renamed, so `mv tools moved;
+        # mkdir -p tools/hooks` cannot put a writable folder where the read-only one was.
+        for folder in reversed(path.parents):
+            if project in folder.parents and folder not in pinned and not _under(folder, read_only):
+                pinned.append(folder)
+                argv += ["--bind-try", str(folder), str(folder)]
         argv += ["--ro-bind-try", str(path), str(path)]
     return argv
+
+
+def _under(path: Path, folders: Sequence[Path]) -> bool:
+    return any(path == f or f in path.parents for f in folders)
 
 
 def sandboxed_argv(
