@@ -16,8 +16,9 @@ elsewhere the change starts the next epoch, exactly as for a skill's tools. A ca
 tool the request did not offer is refused by the toolbox with ``Unknown tool: <name>``, like any
 tool that is not rendered (spec 003); a found tool is permission-checked like any other.
 
-Matching is plain and deterministic: the query's words against each deferred tool's name (split
-at ``_``, ``-`` and ``.``) and description; a word of the name weighs more, the whole name most.
+Matching is plain and deterministic: a query that names tools exactly finds those; otherwise its
+words against each deferred tool's name (split at ``_``, ``-`` and ``.``) and description, a word
+of the name weighing three of the description; at most ``MAX_FOUND`` per search.
 """
 
 from __future__ import annotations
@@ -164,16 +165,19 @@ def _words(text: str) -> list[str]:
 
 
 def _matches(query: str, tools: Sequence[Tool]) -> list[str]:
-    """The names of ``tools`` that match ``query``, best first (ties keep declaration order)."""
+    """The names of ``tools`` that match ``query``, best first (ties keep declaration order).
+
+    A query that names tools exactly finds those alone, in the order named.
+    """
+    named = [n for n in dict.fromkeys(query.replace(",", " ").split()) if n]
+    exact = {t.name for t in tools}
+    chosen = [n for n in named if n in exact]
+    if chosen:
+        return chosen
     terms = set(_words(query))
-    named = set(query.lower().split())
     scored: list[tuple[int, int, str]] = []
     for index, tool in enumerate(tools):
-        name_words = set(_words(tool.name))
-        text_words = set(_words(tool.description))
-        score = 3 * len(terms & name_words) + len(terms & text_words)
-        if tool.name.lower() in named:
-            score += 100
+        score = 3 * len(terms & set(_words(tool.name))) + len(terms & set(_words(tool.description)))
         if score:
             scored.append((-score, index, tool.name))
     return [name for _, _, name in sorted(scored)]
