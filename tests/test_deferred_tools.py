@@ -107,7 +107,13 @@ async def test_a_tool_found_in_a_step_is_callable_in_the_next_not_the_same(
 async def test_an_evicted_tool_is_unknown_and_the_eviction_is_recorded(
     make_runtime: Make,
 ) -> None:
-    script = [search("alpha"), search("bravo"), search("charlie"), call("alpha_gadget"), "done"]
+    script: list[str | list[ags.ToolCall]] = [
+        search("alpha"),
+        search("bravo"),
+        search("charlie"),
+        call("alpha_gadget"),
+        "done",
+    ]
     model = ags.ScriptedModel(script, profile=NATIVE)
     runtime = make_runtime(model=model, tools=_tools(*WORDS), config=_config(max_loaded_tools=2))
     session = await runtime.create_session()
@@ -124,7 +130,13 @@ async def test_an_evicted_tool_is_unknown_and_the_eviction_is_recorded(
 async def test_in_place_announcement_keeps_the_tool_list_and_announces_once(
     make_runtime: Make,
 ) -> None:
-    script = [search("alpha"), search("alpha"), call("alpha_gadget"), search("bravo"), "done"]
+    script: list[str | list[ags.ToolCall]] = [
+        search("alpha"),
+        search("alpha"),
+        call("alpha_gadget"),
+        search("bravo"),
+        "done",
+    ]
     model = ags.ScriptedModel(script, profile=NATIVE)
     runtime = make_runtime(model=model, tools=[plain, *_tools(*WORDS)])
     session = await runtime.create_session()
