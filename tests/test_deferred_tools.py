@@ -12,6 +12,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.log import ToolLoaded, ToolUnloaded
+from agentsession.mcp.config import parse_mcp_config
 from agentsession.request import standing_tools
 
 from .conftest import MakeRuntime
@@ -219,3 +220,16 @@ def test_an_mcp_server_defers_as_declared() -> None:
     assert not auto.defers(20) and auto.defers(21)
     with pytest.raises(ags.UsageError, match="defer_tools"):
         ags.MCPServer.stdio("bad", "server", defer_tools="sometimes")  # type: ignore[arg-type]
+
+
+def test_an_mcp_json_file_may_defer_a_servers_tools() -> None:
+    document = {
+        "mcpServers": {
+            "big": {"command": "server", "deferTools": "auto"},
+            "small": {"url": "https://example.test/mcp"},
+        }
+    }
+    big, small = parse_mcp_config(document, "a file", {})
+    assert big.defer_tools == "auto" and small.defer_tools is False
+    with pytest.raises(ags.UsageError, match="defer_tools"):
+        parse_mcp_config({"mcpServers": {"x": {"command": "s", "deferTools": 1}}}, "f", {})

@@ -331,7 +331,7 @@ _KEYS = {
     "stdio": {"type", "command", "args", "env", "cwd"},
     "http": {"type", "url", "headers"},
 }
-_OURS = {"resources", "effect", "timeout", "startupTimeout"}
+_OURS = {"resources", "effect", "timeout", "startupTimeout", "deferTools"}
 
 
 def _server(name: str, entry: Any) -> MCPServer:
@@ -353,6 +353,7 @@ def _server(name: str, entry: Any) -> MCPServer:
         "effect": entry.get("effect"),
         "timeout": entry.get("timeout"),
         "startup_timeout": entry.get("startupTimeout", 30.0),
+        "defer_tools": entry.get("deferTools", False),
     }
     if kind == "http":
         return MCPServer.http(name, entry.get("url", ""), entry.get("headers"), **extra)
