@@ -151,6 +151,23 @@ async def test_in_place_announcement_keeps_the_tool_list_and_announces_once(
     assert _results(model.requests[3])[-1] == "alpha ran"
 
 
+async def test_on_the_anthropic_wire_a_found_tool_is_a_tool_addition(make_runtime: Make) -> None:
+    model = ags.ScriptedModel([search("alpha"), "done"], profile=NATIVE)
+    runtime = make_runtime(model=model, tools=[plain, *_tools(*WORDS)])
+    session = await runtime.create_session()
+    await session.prompt("go")
+    body = ags.lower(model.requests[1], "anthropic-messages", profile=NATIVE)
+    assert [t["name"] for t in body["tools"]] == ["plain", "search_tools"]
+    added = [
+        block["tool"]["definition"]["name"]
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_addition"
+    ]
+    assert added == ["alpha_gadget"]
+
+
 async def test_without_in_place_changes_a_load_starts_the_next_epoch(make_runtime: Make) -> None:
     model = ags.ScriptedModel([search("alpha"), call("alpha_gadget"), "done"], profile=RESPONSES)
     runtime = make_runtime(model=model, tools=_tools(*WORDS))
