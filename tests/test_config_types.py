@@ -45,6 +45,7 @@ _WRONG: dict[str, Any] = {
     "compaction": 1,
     "cost_alert_usd": "5",
     "idle_policy": True,
+    "max_loaded_tools": "16",
 }
 
 

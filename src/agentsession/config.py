@@ -117,9 +117,13 @@ class Config:
     ``title_timeout`` bounds the model call that names a session, in seconds (``None`` or ``0``:
     no limit); it runs after the turn's result is delivered, and the first words of the first
     prompt stand in when it fails, times out or the session closes first.
+
+    ``max_loaded_tools`` is how many deferred tools ``search_tools`` keeps loaded at once (the
+    least recently found leave first; see ``engine.deferred``).
     """
 
     max_loaded_skills: int = 3
+    max_loaded_tools: int = 16
     max_transcript_messages: int = 60
     window_step: int | None = None
     window_keep: float = 0.65
@@ -170,6 +174,7 @@ class Config:
         _check_types(self)
         positive = {
             "max_loaded_skills": self.max_loaded_skills,
+            "max_loaded_tools": self.max_loaded_tools,
             "max_transcript_messages": self.max_transcript_messages,
             "context_window": self.context_window,
             "max_steps": self.max_steps,

@@ -32,7 +32,9 @@ from agentsession.log import (
     SkillUnloaded,
     Summary,
     SystemPromptCheckpoint,
+    ToolLoaded,
     ToolResultEntry,
+    ToolUnloaded,
     UserEntry,
 )
 from agentsession.request import ImagePart, TextPart, ToolCall, Usage
@@ -176,6 +178,8 @@ ENTRY_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         SkillUnloaded, name=_text, revision=_text, call_id=_text, timestamp=_text
     ),
     "skill_activated": st.builds(SkillActivated, name=_text, call_id=_text, timestamp=_text),
+    "tool_loaded": st.builds(ToolLoaded, name=_text, call_id=_text, timestamp=_text),
+    "tool_unloaded": st.builds(ToolUnloaded, name=_text, call_id=_text, timestamp=_text),
     "skill_store": st.builds(
         SkillStoreWrite,
         skill=_text,

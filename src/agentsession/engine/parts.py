@@ -28,6 +28,7 @@ from ..sources import ContextSource, SourceFactory
 from ..tools.command import run_command
 from ..tools.context import ToolContext
 from ..tools.sandbox import resolve_sandbox
+from .deferred import DeferredTools
 from .deps import SessionDeps
 from .gate import PermissionGate
 from .toolbox import CallObserver, Toolbox
@@ -218,5 +219,6 @@ def build_parts(
         sources=sources,
         observers=(tracker, *observers),
         sandbox=sandbox,
+        deferred=DeferredTools(deps.config, entries),
     )
     return SessionParts(deps, gate, toolbox, tracker, sources)

@@ -11,6 +11,8 @@ asks about pauses the turn with an ``ApprovalRequested`` entry. An allowed call 
 read into log entries, committed together with its result. A source that is a ``FolderSource``
 (loaded skills) names folders outside the project its calls may read; the ``ToolContext`` also
 says whether ``run_command`` runs in the sandbox, which mirrors the preset (``sandbox``).
+Deferred tools (``engine.deferred``) are offered only once ``search_tools`` loaded them; that
+proxy is answered here, before the gate, since it only changes which tools are offered.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..sources import Ran, ToolSource
 from ..tools import Tool, ToolOutcome
 from ..tools.context import ToolContext
 from ..tools.sandbox import SandboxMode
+from .deferred import SEARCH_TOOL, SEARCH_TOOLS, DeferredTools
 from .gate import PermissionGate
 
 __all__ = ["CallObserver", "CallResult", "FolderSource", "Paused", "Toolbox"]
@@ -80,6 +83,7 @@ class Toolbox:
         sources: Sequence[ToolSource] = (),
         observers: Sequence[CallObserver] = (),
         sandbox: SandboxMode = "none",
+        deferred: DeferredTools | None = None,
     ) -> None:
         self._tools = tuple(tools)
         self._gate = gate
@@ -89,11 +93,20 @@ class Toolbox:
         self._sources = tuple(sources)
         self._observers = tuple(observers)
         self._sandbox: SandboxMode = sandbox
+        self._deferred = deferred
         # The application's tools never change: their owners are mapped once.
         self._own: dict[str, tuple[Tool, ToolSource | None]] = {t.name: (t, None) for t in tools}
 
     def offered(self) -> list[Tool]:
-        """Every tool on offer now: the application's first, then each source's, names unique."""
+        """Every tool on offer now: the application's first, then each source's, names unique.
+
+        Deferred tools are left out until found: ``search_tools`` stands in for them, followed
+        by the loaded ones (``DeferredTools.arrange``).
+        """
+        tools = self._every()
+        return tools if self._deferred is None else self._deferred.arrange(tools)
+
+    def _every(self) -> list[Tool]:
         tools = list(self._tools)
         names = {t.name for t in tools}
         for source in self._sources:
@@ -109,12 +122,17 @@ class Toolbox:
         for source in self._sources:
             specs.update({s.name: s for s in source.known()})
         specs.update({t.name: t.spec for t in self._tools})
+        if self._deferred is not None:
+            specs.setdefault(SEARCH_TOOLS, SEARCH_TOOL.spec)
         return specs
 
     async def run(self, call: ToolCall, offered: Collection[str]) -> CallResult:
         """Run ``call`` if the request offered its tool and the gate lets it through."""
         owners = self._owners()
         found = owners.get(call.name)
+        deferred = self._deferred
+        if deferred is not None and found is None and call.name == SEARCH_TOOLS in offered:
+            return deferred.search(call, self._every())  # it only loads tools: nothing to check
         if found is None or call.name not in offered:
             return Ran(ToolOutcome(f"Unknown tool: {call.name}", True))
         tool, source = found

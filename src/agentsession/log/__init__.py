@@ -43,6 +43,8 @@ from .state import (
     SkillLoaded,
     SkillStoreWrite,
     SkillUnloaded,
+    ToolLoaded,
+    ToolUnloaded,
 )
 from .stored import (
     TRANSCRIPT_KINDS,
@@ -86,7 +88,9 @@ __all__ = [
     "SkillUnloaded",
     "Summary",
     "SystemPromptCheckpoint",
+    "ToolLoaded",
     "ToolResultEntry",
+    "ToolUnloaded",
     "UserEntry",
     "dump_entry",
     "dump_row",

@@ -36,7 +36,15 @@ _ADMITTED = frozenset(
 _IN_ADMISSION = (_ADMITTED - {"user"}) | {"dispatch"}
 #: Entries a tool result commits with: what the call changed.
 _TOOL_SIDE = frozenset(
-    {"skill_loaded", "skill_unloaded", "skill_activated", "skill_store", "instructions_found"}
+    {
+        "skill_loaded",
+        "skill_unloaded",
+        "skill_activated",
+        "skill_store",
+        "tool_loaded",
+        "tool_unloaded",
+        "instructions_found",
+    }
 )
 
 

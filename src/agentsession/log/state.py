@@ -20,6 +20,8 @@ __all__ = [
     "SkillLoaded",
     "SkillStoreWrite",
     "SkillUnloaded",
+    "ToolLoaded",
+    "ToolUnloaded",
 ]
 
 
@@ -79,6 +81,26 @@ class SkillStoreWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolLoaded:
+    """``search_tools`` found a deferred tool: it joins the request (or becomes most recent)."""
+
+    name: str
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["tool_loaded"] = "tool_loaded"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUnloaded:
+    """A deferred tool left the loaded tools (pushed out by newer finds): ``Unknown tool``."""
+
+    name: str
+    call_id: str = ""
+    timestamp: str = ""
+    kind: Literal["tool_unloaded"] = "tool_unloaded"
+
+
+@dataclass(frozen=True, slots=True)
 class InstructionsFound:
     """Nested instruction files a tool's read discovered; they join the System Context."""
 
@@ -133,6 +155,8 @@ STATE_KINDS: tuple[str, ...] = (
     "skill_unloaded",
     "skill_activated",
     "skill_store",
+    "tool_loaded",
+    "tool_unloaded",
     "instructions_found",
     "approval_requested",
     "approval_decided",

@@ -53,6 +53,8 @@ from .state import (
     SkillLoaded,
     SkillStoreWrite,
     SkillUnloaded,
+    ToolLoaded,
+    ToolUnloaded,
 )
 from .texts import refs_in, resolved, shared
 from .upgrades import UPGRADES as _UPGRADES
@@ -92,6 +94,8 @@ LogEntry: TypeAlias = (
     | SkillUnloaded
     | SkillActivated
     | SkillStoreWrite
+    | ToolLoaded
+    | ToolUnloaded
     | InstructionsFound
     | ApprovalRequested
     | ApprovalDecided

@@ -31,8 +31,10 @@ from typing import Any, Literal, get_args
 
 from ..errors import UsageError
 from ..tools import Effect
+from ._fields import check_mapping, check_resources, check_strings
 
 __all__ = [
+    "AUTO_DEFER",
     "PROJECT_FILE",
     "MCPServer",
     "load_mcp_config",
@@ -46,6 +48,9 @@ __all__ = [
 
 PROJECT_FILE = ".mcp.json"
 MAX_TOOL_NAME = 64
+#: ``defer_tools="auto"`` defers a server's tools when it lists more than this many: about where
+#: their declarations (a few hundred tokens each) outweigh a search step and the loaded few.
+AUTO_DEFER = 20
 _EFFECTS: tuple[str, ...] = get_args(Effect)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9_-]+")
@@ -83,7 +88,9 @@ class MCPServer:
     ``timeout`` bounds one tool call in seconds (``None``: ``Config.tool_timeout``; ``0``: no
     limit); ``startup_timeout`` bounds connecting; ``backoff`` is the first wait before a
     server that failed is started again (doubling up to a minute). ``max_tools`` caps the tools
-    offered from this server (the rest are left out with one warning). ``from_project`` marks a
+    offered from this server (the rest are left out with one warning). ``defer_tools`` keeps the
+    server's tools out of requests until ``search_tools`` finds them (uncapped then); ``"auto"``
+    does so when it lists more than ``AUTO_DEFER`` tools. ``from_project`` marks a
     server a project's ``.mcp.json`` declared: its ``effect`` can only make a tool stricter.
     """
 
@@ -101,6 +108,7 @@ class MCPServer:
     startup_timeout: float = 30.0
     backoff: float = 1.0
     max_tools: int = 128
+    defer_tools: bool | Literal["auto"] = False
     from_project: bool = False
     kind: Literal["mcp_server"] = "mcp_server"
 
@@ -116,11 +124,11 @@ class MCPServer:
                 raise UsageError(f"{where}: url must start with http:// or https://")
         else:
             raise UsageError(f"{where}: transport must be 'stdio' or 'http'")
-        object.__setattr__(self, "args", _strings(self.args, f"{where}: args"))
+        object.__setattr__(self, "args", check_strings(self.args, f"{where}: args"))
         if self.env is not None:
-            object.__setattr__(self, "env", _mapping(self.env, f"{where}: env"))
-        object.__setattr__(self, "headers", _mapping(self.headers, f"{where}: headers"))
-        object.__setattr__(self, "resources", _resources(self.resources, where))
+            object.__setattr__(self, "env", check_mapping(self.env, f"{where}: env"))
+        object.__setattr__(self, "headers", check_mapping(self.headers, f"{where}: headers"))
+        object.__setattr__(self, "resources", check_resources(self.resources, where, resource_key))
         if self.effect is not None and self.effect not in _EFFECTS:
             raise UsageError(f"{where}: effect must be one of {_EFFECTS}, got {self.effect!r}")
         for label in ("timeout", "startup_timeout", "backoff"):
@@ -133,6 +141,16 @@ class MCPServer:
         tools = self.max_tools
         if isinstance(tools, bool) or not isinstance(tools, int) or tools < 1:
             raise UsageError(f"{where}: max_tools must be a positive whole number, got {tools!r}")
+        if not (isinstance(self.defer_tools, bool) or self.defer_tools == "auto"):
+            raise UsageError(f"{where}: defer_tools must be True, False or 'auto'")
+
+    def defers(self, count: int) -> bool:
+        """Whether this server's tools are deferred when it lists ``count`` of them.
+
+        Args:
+            count: How many tools the server lists.
+        """
+        return self.defer_tools is True or (self.defer_tools == "auto" and count > AUTO_DEFER)
 
     @classmethod
     def stdio(
@@ -149,6 +167,7 @@ class MCPServer:
         startup_timeout: float = 30.0,
         backoff: float = 1.0,
         max_tools: int = 128,
+        defer_tools: bool | Literal["auto"] = False,
     ) -> MCPServer:
         """A server run as ``command args...``; ``env`` is added to the usual safe variables.
 
@@ -164,7 +183,9 @@ class MCPServer:
             timeout: Seconds a tool call may take.
             startup_timeout: Seconds the server may take to start.
             backoff: Seconds before the first restart of a server that went down (it grows).
-            max_tools: How many tools the server may offer.
+            max_tools: How many tools the server may offer (not capped when deferred).
+            defer_tools: Keep its tools out of requests until ``search_tools`` finds them;
+                ``"auto"`` when it lists more than ``AUTO_DEFER``.
 
         Raises:
             UsageError: A field is not of its type (``args`` not a list of strings, …).
@@ -184,6 +205,7 @@ class MCPServer:
             startup_timeout=startup_timeout,
             backoff=backoff,
             max_tools=max_tools,
+            defer_tools=defer_tools,
         )
 
     @classmethod
@@ -199,6 +221,7 @@ class MCPServer:
         startup_timeout: float = 30.0,
         backoff: float = 1.0,
         max_tools: int = 128,
+        defer_tools: bool | Literal["auto"] = False,
     ) -> MCPServer:
         """A server at ``url`` over streamable HTTP; ``headers`` go with every request.
 
@@ -212,7 +235,9 @@ class MCPServer:
             timeout: Seconds a tool call may take.
             startup_timeout: Seconds the connection may take.
             backoff: Seconds before the first reconnection of a server that went down (it grows).
-            max_tools: How many tools the server may offer.
+            max_tools: How many tools the server may offer (not capped when deferred).
+            defer_tools: Keep its tools out of requests until ``search_tools`` finds them;
+                ``"auto"`` when it lists more than ``AUTO_DEFER``.
 
         Raises:
             UsageError: A field is not of its type.
@@ -228,6 +253,7 @@ class MCPServer:
             startup_timeout=startup_timeout,
             backoff=backoff,
             max_tools=max_tools,
+            defer_tools=defer_tools,
         )
 
     @property
@@ -248,42 +274,6 @@ def _named(resources: Sequence[str] | Mapping[str, str]) -> tuple[tuple[str, str
     if isinstance(resources, Mapping):
         return tuple((str(k), v) for k, v in resources.items())
     return tuple((uri, uri) for uri in resources)
-
-
-def _resources(value: Any, where: str) -> tuple[tuple[str, str], ...]:
-    pairs = tuple(value)
-    keys: set[str] = set()
-    for pair in pairs:
-        if not (
-            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
-        ):
-            raise UsageError(f"{where}: resources must pair names with URIs, got {pair!r}")
-        name, uri = pair
-        if not uri or not name:
-            raise UsageError(f"{where}: a resource needs a name and a URI, got {pair!r}")
-        key = resource_key("s", name)
-        if key in keys:
-            raise UsageError(f"{where}: two resources are named like {name!r}")
-        keys.add(key)
-    return pairs
-
-
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise UsageError(f"{where} must be a list of strings")
-    items = tuple(value)
-    if not all(isinstance(v, str) for v in items):
-        raise UsageError(f"{where} must be a list of strings")
-    return items
-
-
-def _mapping(value: Any, where: str) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        raise UsageError(f"{where} must map names to strings")
-    items = dict(value)
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in items.items()):
-        raise UsageError(f"{where} must map names to strings")
-    return items
 
 
 # -- .mcp.json -------------------------------------------------------------------------------
@@ -341,7 +331,7 @@ _KEYS = {
     "stdio": {"type", "command", "args", "env", "cwd"},
     "http": {"type", "url", "headers"},
 }
-_OURS = {"resources", "effect", "timeout", "startupTimeout"}
+_OURS = {"resources", "effect", "timeout", "startupTimeout", "deferTools"}
 
 
 def _server(name: str, entry: Any) -> MCPServer:
@@ -363,6 +353,7 @@ def _server(name: str, entry: Any) -> MCPServer:
         "effect": entry.get("effect"),
         "timeout": entry.get("timeout"),
         "startup_timeout": entry.get("startupTimeout", 30.0),
+        "defer_tools": entry.get("deferTools", False),
     }
     if kind == "http":
         return MCPServer.http(name, entry.get("url", ""), entry.get("headers"), **extra)

@@ -327,7 +327,9 @@ class ServerConnection:
         Past ``MCPServer.max_tools`` the rest are left out (one warning per connection), so a
         server offering thousands of tools cannot make every request too large to send.
         """
-        cap = self.server.max_tools
+        # Deferred tools are not in requests: a large server is what deferring is for.
+        defer = self.server.defers(len(listed))
+        cap = len(listed) if defer else self.server.max_tools
         if len(listed) > cap:
             if not self._capped:
                 self._capped = True
@@ -349,7 +351,7 @@ class ServerConnection:
                 self._problem(f"tools {clash} all become {name}; none of them is offered")
                 continue
             try:
-                tool = declared_tool(self.server, group[0], name)
+                tool = declared_tool(self.server, group[0], name, defer=defer)
             except UsageError as exc:
                 self._problem(f"tool {group[0].name!r} is not offered: {exc}")
                 continue

@@ -54,8 +54,11 @@ def effect_of(server: MCPServer, listed: ListedTool) -> tuple[Effect, bool]:
     return server.effect, destructive and server.effect != "read"
 
 
-def declared_tool(server: MCPServer, listed: ListedTool, name: str) -> Tool:
-    """The ``Tool`` the session offers for ``listed`` under ``name`` (``UsageError`` if unfit)."""
+def declared_tool(server: MCPServer, listed: ListedTool, name: str, *, defer: bool = False) -> Tool:
+    """The ``Tool`` the session offers for ``listed`` under ``name`` (``UsageError`` if unfit).
+
+    ``defer``: it is offered only once ``search_tools`` found it.
+    """
     schema = _schema(listed.input_schema)
     effect, destructive = effect_of(server, listed)
     description = listed.description or listed.title or listed.name
@@ -71,6 +74,7 @@ def declared_tool(server: MCPServer, listed: ListedTool, name: str) -> Tool:
         effect=effect,
         destructive=destructive,
         timeout=server.timeout,
+        defer=defer,
     )
 
 

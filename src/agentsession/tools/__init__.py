@@ -34,6 +34,7 @@ from ..errors import UsageError
 from ..hygiene import clean_text
 from ..request import ToolSpec
 from ._daemon import run_on_daemon_thread
+from ._docstring import parse_docstring as _parse_docstring
 from .context import ToolContext
 
 __all__ = ["Effect", "Tool", "ToolContext", "ToolOutcome", "tool"]
@@ -66,7 +67,8 @@ class Tool:
     under presets that ask for anything, even inside the project. ``timeout`` (seconds) and
     ``max_result_chars`` override ``Config.tool_timeout`` and ``Config.max_tool_result_chars``
     for this tool; ``0`` disables either. ``context_param`` is the parameter that receives the
-    ``ToolContext``, if the function has one.
+    ``ToolContext``, if the function has one. A ``defer`` tool stays out of requests until
+    ``search_tools`` finds it (see ``engine.deferred``).
     """
 
     name: str
@@ -79,6 +81,7 @@ class Tool:
     timeout: float | None = None
     max_result_chars: int | None = None
     context_param: str | None = None
+    defer: bool = False
 
     def __post_init__(self) -> None:
         if self.effect not in _EFFECTS:
@@ -243,6 +246,7 @@ def tool(
     destructive: bool = False,
     timeout: float | None = None,
     max_result_chars: int | None = None,
+    defer: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -257,6 +261,7 @@ def tool(
     destructive: bool = False,
     timeout: float | None = None,
     max_result_chars: int | None = None,
+    defer: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a tool: ``@tool`` or ``@tool(effect="write", paths=["path"])``.
 
@@ -274,6 +279,7 @@ def tool(
             disables it).
         max_result_chars: The bound on the result text (default:
             ``Config.max_tool_result_chars``; ``0`` disables it).
+        defer: Keep the tool out of requests until the model finds it with ``search_tools``.
 
     Raises:
         UsageError: The effect or the name is invalid, ``paths`` names no text argument, a
@@ -299,36 +305,10 @@ def tool(
             timeout=timeout,
             max_result_chars=max_result_chars,
             context_param=context_param,
+            defer=bool(defer),
         )
 
     return wrap(fn) if fn is not None else wrap
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a docstring into its description and the ``Args:`` entries."""
-    lines = doc.splitlines()
-    summary: list[str] = []
-    args: dict[str, str] = {}
-    current: str | None = None
-    in_args = False
-    for line in lines:
-        stripped = line.strip()
-        if stripped.lower() in ("args:", "arguments:", "parameters:"):
-            in_args = True
-            continue
-        if in_args:
-            if stripped.endswith(":") and " " not in stripped:  # next section (Returns:, …)
-                in_args = False
-                continue
-            match = re.match(r"^(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
-            if match and line.startswith((" ", "\t")) and len(line) - len(line.lstrip()) <= 4:
-                current = match.group(1)
-                args[current] = match.group(2)
-            elif current and stripped:
-                args[current] = f"{args[current]} {stripped}".strip()
-            continue
-        summary.append(line)
-    return "\n".join(summary).strip(), args
 
 
 def _schema_for(
