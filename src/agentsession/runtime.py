@@ -17,9 +17,16 @@ from datetime import datetime
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
 
-from .budget import BudgetPolicy, TokenCounter, counter_for_encoding, default_counter
+from ._wiring import (
+    SupportsAclose,
+    _another,
+    _checked_tools,
+    _counter_for,
+    _history,
+    _named_model,
+)
+from .budget import BudgetPolicy, TokenCounter
 from .config import Config
 from .context.builtins import (
     AgentInstructions,
@@ -39,15 +46,7 @@ from .engine.skill_source import skill_source_factory
 from .engine.titles import Titler
 from .engine.writer import LogWriter
 from .errors import StoreError, UsageError
-from .log import (
-    STATE_KINDS,
-    TRANSCRIPT_KINDS,
-    ContextEpoch,
-    ModelSwitched,
-    Record,
-    SystemPromptCheckpoint,
-    now,
-)
+from .log import STATE_KINDS, ModelSwitched, Record, now
 from .mcp import MCPServer, MCPServers, merge_servers, project_servers
 from .permissions import preset_table
 from .projection import transcript_from
@@ -57,24 +56,13 @@ from .skills import Skill, SkillDiagnostic, SkillSet
 from .skills.library import SkillLibrary
 from .sources import SourceFactory
 from .store.base import SessionInfo, Store
-from .store.fast import fast_paths
 from .store.search import SearchHit, search_store
 from .sync import run_sync
 from .tools import Tool
 from .tools.sandbox import resolve_sandbox
-from .transcript import Transcript
 from .trust import ProjectConfig, check_project_config
 
 __all__ = ["Runtime", "SupportsAclose"]
-
-
-@runtime_checkable
-class SupportsAclose(Protocol):
-    """A model holding a client with connections to close (the SDK models)."""
-
-    async def aclose(self) -> None:
-        """Close the client and its connections."""
-        ...
 
 
 class Runtime:
@@ -308,7 +296,7 @@ class Runtime:
             closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
             writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
         chosen = model or self._model
-        named, provider = await self._named_model(session_id)
+        named, provider = await _named_model(self.store, session_id)
         switch = None
         if chosen is not None and named and _another(chosen, named, provider):
             # Recorded with the next admission, not now: opening a session to read it never
@@ -370,14 +358,6 @@ class Runtime:
             max_line_bytes=self.config.max_import_line_bytes,
         )
         return await self.open_session(session_id)
-
-    async def _named_model(self, session_id: str) -> tuple[str, str]:
-        """The model the log says the session talked to last, and its provider ("": unknown)."""
-        latest = await self.store.last(session_id, ["model_switched", "epoch"])
-        entry = latest.entry if latest is not None else None
-        if isinstance(entry, ModelSwitched | ContextEpoch):
-            return entry.model, entry.provider
-        return "", ""
 
     async def tend_idle(self) -> dict[str, IdleOutcome]:
         """One idle decision for each session this runtime handed out, by the runtime's clock.
@@ -479,70 +459,3 @@ class Runtime:
     def close_sync(self) -> None:
         """``close()`` for plain scripts."""
         run_sync(self.close())
-
-
-async def _history(
-    store: Store, info: SessionInfo
-) -> tuple[Transcript, Callable[[], list[SystemPromptCheckpoint]] | list[SystemPromptCheckpoint]]:
-    """The session's transcript and checkpoints: read when asked for, where the store can.
-
-    A store that reads synchronously pages the transcript in on demand and reads the
-    checkpoints at their first use, so opening reads neither; another store gives both now.
-    """
-    end = info.next_seq
-    fast = fast_paths(store)
-    reader = fast.reads()
-    if reader is not None:
-        read_now, count_now = reader
-
-        def page(start: int, stop: int) -> list[Record]:
-            return read_now(info.id, start, stop, TRANSCRIPT_KINDS)
-
-        def checkpoints() -> list[SystemPromptCheckpoint]:
-            found = read_now(info.id, 0, end, ["system_prompt_checkpoint"])
-            return [r.entry for r in found if isinstance(r.entry, SystemPromptCheckpoint)]
-
-        # A count the store already holds (a reopen's snapshot) is taken now: counting later
-        # would start a worker thread for an answer that needs no I/O.
-        held = fast.count_held
-        transcript = Transcript(
-            stored=info.message_count,
-            end_seq=end,
-            reader=page,
-            users=lambda: count_now(info.id, ["user"], end),
-            counted=None if held is None else held(info.id, ["user"], end),
-        )
-        return transcript, checkpoints
-    kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
-    records = await store.read(info.id, 0, end, kinds=kinds)
-    stored = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
-    return Transcript.of(transcript_from(records)), stored
-
-
-def _checked_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:
-    checked: list[Tool] = []
-    for item in tools:
-        if not isinstance(item, Tool):
-            raise UsageError(f"tools must be decorated with @ags.tool; got {type(item).__name__}")
-        if any(t.name == item.name for t in checked):
-            raise UsageError(f"two tools are named {item.name!r}")
-        checked.append(item)
-    return tuple(checked)
-
-
-def _counter_for(model: Model | None) -> TokenCounter:
-    """Exact offline counting where the model's tokenizer ships; else a calibrated estimate."""
-    if model is None:
-        return default_counter()
-    return counter_for_encoding(model.profile.tokenizer, fallback=default_counter())
-
-
-def _another(chosen: Model, named: str, provider: str) -> bool:
-    """Whether ``chosen`` is another model than the one logged.
-
-    Another name, or the same name at another provider (an older log names no provider: there
-    the name decides).
-    """
-    if chosen.name != named:
-        return True
-    return bool(provider) and chosen.profile.provider != provider

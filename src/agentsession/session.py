@@ -9,19 +9,17 @@ step only when the rebuilt request is the one that was dispatched; otherwise it 
 No storage logic lives here: the ``LogWriter`` knows what is durable and pending, ``recovery``
 how an unfinished step is closed, ``SessionParts`` the gate, tools and context sources. The
 preset and the answers to waiting calls are mixed in from ``engine/approvals``, money from
-``engine/costs``.
+``engine/costs``, the views, previews and ``inspect()`` from ``engine/views``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import copy
 import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from ._deprecated import DeprecatedSessionNames
 from ._memo import conforms
@@ -33,11 +31,11 @@ from .engine.guard import Guard
 from .engine.idle import IdleOutcome
 from .engine.idle import tend as tend_idle_session
 from .engine.leases import LeaseKeeper
-from .engine.next_controls import cache_controls, preview_body
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
 from .engine.titles import Naming, clean_title
 from .engine.turn import Start, Turn
+from .engine.views import SessionViews
 from .engine.writer import LogWriter
 from .errors import AgentSessionError, SessionBusyError, UsageError
 from .events import (
@@ -52,19 +50,13 @@ from .hygiene import prompt_content
 from .log import (
     LogEntry,
     ModelSwitched,
-    Record,
-    RuntimeContextSnapshot,
-    SystemPromptCheckpoint,
     UserEntry,
     now,
 )
 from .providers.base import Model, Preparable
-from .request import ContentPart, Message, Request, ToolCall
+from .request import ContentPart, ToolCall
 from .store.base import SessionInfo
 from .sync import run_sync
-
-if TYPE_CHECKING:
-    from .inspection.views import Inspection
 
 __all__ = ["Opened", "Session"]
 
@@ -84,7 +76,7 @@ class Opened(NamedTuple):
     opener: Callable[[str], Awaitable[Session]] | None = None
 
 
-class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
+class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprovals):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(self, opened: Opened, /) -> None:
@@ -105,82 +97,6 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
         self._naming = Naming(deps.titler, deps.store, deps.config, info.id, self._title_now)
         if switch is not None:
             self._admitter.epoch_reason = "model_switch"
-
-    # -- public views -------------------------------------------------------------------------
-
-    @property
-    def id(self) -> str:
-        """The session id."""
-        return self._info.id
-
-    @property
-    def title(self) -> str | None:
-        """The title named after the first turn, or ``None``."""
-        return self._info.title
-
-    @property
-    def model(self) -> Model:
-        """The model this session currently talks to.
-
-        Raises:
-            UsageError: The session has no model (give the Runtime one, or ``open_session``).
-        """
-        if self._model is None:
-            raise UsageError(
-                f"session {self.id} has no model: give the Runtime a model, or pass"
-                " open_session(id, model=...)"
-            )
-        return self._model
-
-    @property
-    def messages(self) -> Sequence[Message]:
-        """The user transcript (user, assistant, tool messages): a read-only, lazy snapshot.
-
-        Stored messages are read a page at a time when first asked for; ``len()`` reads nothing.
-        """
-        return self._writer.transcript.view()
-
-    async def transcript(self, *, limit: int = 50, before: int | None = None) -> list[Message]:
-        """Up to ``limit`` messages before index ``before`` of ``messages`` (default: the end).
-
-        Args:
-            limit: How many messages at most.
-            before: The index in ``messages`` to stop before; ``None`` pages from the end.
-        """
-        return await asyncio.to_thread(self._writer.transcript.page, limit, before)
-
-    @property
-    def busy(self) -> bool:
-        """Whether a turn is running (one whose stream was left is over for its caller)."""
-        return self._guard.busy
-
-    @property
-    def unflushed_entries(self) -> int:
-        """How many entries the store refused and ``flush()`` has yet to write."""
-        return len(self._writer.pending)
-
-    def system_prompt_checkpoints(self) -> list[SystemPromptCheckpoint]:
-        """The system-context record of each dispatched request that changed it (copies)."""
-        return copy.deepcopy(self._writer.checkpoints)
-
-    def runtime_contexts(self) -> list[RuntimeContextSnapshot]:
-        """Explicit skill selections saved with user turns (copies): committed, then pending."""
-        turns = self._writer.transcript.user_turns()
-        found = self._parts.runtime_contexts(turns, pending=self._guard.busy)
-        found.extend(e for e in self._writer.pending if isinstance(e, RuntimeContextSnapshot))
-        return copy.deepcopy(found)
-
-    async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
-        """Raw log records in ``[start, end)`` (for inspection and export).
-
-        Args:
-            start: The first seq to read.
-            end: The seq to stop before; ``None`` reads to the end of the log.
-
-        Raises:
-            StoreError: The store failed or holds an entry that does not decode.
-        """
-        return await self._deps.store.read(self.id, start, end)
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -282,67 +198,10 @@ class Session(DeprecatedSessionNames, SessionCosts, SessionApprovals):
             async for event in self._run(self._metadata(), start, point.calls):
                 yield event
 
-    async def preview_request(
-        self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
-    ) -> Request:
-        """The neutral request ``prompt(text, skills=skills)`` would send; nothing is admitted.
-
-        Args:
-            text: The user's message: a string, or content parts (text and images).
-            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
-
-        Raises:
-            UsageError: The text is not valid Unicode or names an unknown skill.
-            BudgetExceededError: The request would not fit the context budget.
-            ContextLoadError: A context component's loader failed.
-        """
-        await self._guard.settle_dropped()  # a stream left early records how it ended first
-        admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
-        return admission.request
-
-    async def preview_body(
-        self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
-    ) -> dict[str, Any]:
-        """The JSON body of the request ``prompt(text, skills=skills)`` would send first.
-
-        As the model's SDK sends it: cache key, lifetime, diagnostics and breakpoints included
-        (the neutral form for a model without a wire format). Nothing is admitted.
-
-        Args:
-            text: The user's message: a string, or content parts (text and images).
-            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
-
-        Raises:
-            UsageError: The text is not valid Unicode or names an unknown skill.
-            BudgetExceededError: The request would not fit the context budget.
-            ContextLoadError: A context component's loader failed.
-        """
-        request = await self.preview_request(text, skills=skills)
-        deps = self._deps
-        controls = await cache_controls(deps.config, self._writer.ledger, deps.store, self.id)
-        return preview_body(request, self.model, controls)
-
-    async def inspect(self) -> Inspection:
-        """The session as its log tells it; nothing is admitted or written.
-
-        Timeline, turns, epochs, every dispatched request rebuilt, and the next request
-        previewed and annotated (``Inspection.next_request``).
-        """
-        from .inspection.views import inspect_log  # the inspection views load with their first use
-
-        upcoming = await self._admitter.upcoming(self._metadata(), self._model)
-        found = inspect_log(
-            await self._deps.store.get_session(self.id),
-            await self.log(),
-            specs=self._parts.toolbox.specs(),
-            tools=[t.name for t in self._deps.tools],
-            config=self._deps.config,
-            budget=self._deps.budget,
-            model=self._model,
-            upcoming=upcoming,
-        )
-        marks = tuple(self.system_prompt_checkpoints()), tuple(self.runtime_contexts())
-        return replace(found, checkpoints=marks[0], runtime_contexts=marks[1])
+    @property
+    def unflushed_entries(self) -> int:
+        """How many entries the store refused and ``flush()`` has yet to write."""
+        return len(self._writer.pending)
 
     async def flush(self) -> int:
         """Write the entries a refused commit kept in memory; return how many were written.

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import SessionNotFoundError, StoreError
 from ..log import LogEntry, Record, now
+from ._postgres_leases import LeaseOps
 from ._postgres_view import ViewRead
 from ._sql import (
     COPY_ENTRIES,
@@ -52,13 +53,10 @@ from ._sql import (
     postgres as sql_postgres,
 )
 from .base import (
-    DEFAULT_LEASE_TTL,
     Batch,
-    Lease,
     SessionInfo,
     check_fork,
     check_info,
-    check_lease,
     conflict,
     decode_row,
     encode_batch,
@@ -83,7 +81,7 @@ try:
         new_pool,
         range_query,
     )
-    from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader
+    from ._postgres_now import NowReader
     from ._postgres_presence import Presence
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
@@ -93,7 +91,7 @@ else:
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(ViewRead):
+class PostgresStore(LeaseOps, ViewRead):
     """Sessions in PostgreSQL for many workers (the ``postgres`` extra); methods as ``Store``'s.
 
     Args:
@@ -380,57 +378,6 @@ class PostgresStore(ViewRead):
             texts = await kept_texts(conn, session_id, [row])
         seq, kind, version, data = row
         return decode_row(session_id, seq, kind, version, data, texts)
-
-    # -- leases ----------------------------------------------------------------------------
-
-    async def acquire_lease(
-        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
-    ) -> bool:
-        """Take the lease when free, expired or already ``owner``'s (see ``Store``)."""
-        check_lease(owner, ttl)
-        if not storable(session_id):
-            raise SessionNotFoundError(session_id)
-        await self._presence.ensure(owner)  # its leases now die with its process
-        async with self._connection(f"take the lease of session {session_id!r}") as conn:
-            try:
-                cursor = await conn.execute(TAKE_LEASE, (session_id, owner, float(ttl)))
-            except pg_errors.ForeignKeyViolation as exc:
-                raise SessionNotFoundError(session_id) from exc
-            return cursor.rowcount == 1
-
-    async def renew_lease(
-        self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
-    ) -> bool:
-        """Extend ``owner``'s lease; ``False`` if another owner took it or there is none."""
-        check_lease(owner, ttl)
-        if not storable(session_id):
-            return False
-        await self._presence.ensure(owner)  # its leases now die with its process
-        async with self._connection(f"renew the lease of session {session_id!r}") as conn:
-            cursor = await conn.execute(RENEW_LEASE, (float(ttl), session_id, owner))
-            return cursor.rowcount == 1
-
-    async def release_lease(self, session_id: str, owner: str) -> bool:
-        """Give ``owner``'s lease up; ``False`` if it was not theirs."""
-        if not storable(session_id) or not storable(owner):
-            return False
-        async with self._connection(f"release the lease of session {session_id!r}") as conn:
-            cursor = await conn.execute(
-                "DELETE FROM leases WHERE session_id = %s AND owner = %s", (session_id, owner)
-            )
-            return cursor.rowcount == 1
-
-    async def lease_of(self, session_id: str) -> Lease | None:
-        """The unexpired lease of the session, or ``None``."""
-        if not storable(session_id):
-            raise SessionNotFoundError(session_id)
-        if await self._cold():
-            return self._now.lease(session_id)
-        async with self._connection(f"read the lease of session {session_id!r}") as conn:
-            row = await self._one(conn, LEASE_NOW, (session_id,))
-        if row is None:
-            raise SessionNotFoundError(session_id)
-        return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))
 
     # -- lifetime --------------------------------------------------------------------------
 

@@ -1,0 +1,108 @@
+"""The runtime's helpers: its arguments checked, a stored session's history and model read.
+
+Kept out of ``runtime`` so that module stays the wiring itself: the tools checked and the token
+counter a model fits when a ``Runtime`` is built; a stored session's transcript, checkpoints and
+last logged model when it is opened; ``SupportsAclose``, the models whose clients it closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol, runtime_checkable
+
+from .budget import TokenCounter, counter_for_encoding, default_counter
+from .errors import UsageError
+from .log import TRANSCRIPT_KINDS, ContextEpoch, ModelSwitched, Record, SystemPromptCheckpoint
+from .projection import transcript_from
+from .providers.base import Model
+from .store.base import SessionInfo, Store
+from .store.fast import fast_paths
+from .tools import Tool
+from .transcript import Transcript
+
+__all__ = ["SupportsAclose"]
+
+
+@runtime_checkable
+class SupportsAclose(Protocol):
+    """A model holding a client with connections to close (the SDK models)."""
+
+    async def aclose(self) -> None:
+        """Close the client and its connections."""
+        ...
+
+
+async def _history(
+    store: Store, info: SessionInfo
+) -> tuple[Transcript, Callable[[], list[SystemPromptCheckpoint]] | list[SystemPromptCheckpoint]]:
+    """The session's transcript and checkpoints: read when asked for, where the store can.
+
+    A store that reads synchronously pages the transcript in on demand and reads the
+    checkpoints at their first use, so opening reads neither; another store gives both now.
+    """
+    end = info.next_seq
+    fast = fast_paths(store)
+    reader = fast.reads()
+    if reader is not None:
+        read_now, count_now = reader
+
+        def page(start: int, stop: int) -> list[Record]:
+            return read_now(info.id, start, stop, TRANSCRIPT_KINDS)
+
+        def checkpoints() -> list[SystemPromptCheckpoint]:
+            found = read_now(info.id, 0, end, ["system_prompt_checkpoint"])
+            return [r.entry for r in found if isinstance(r.entry, SystemPromptCheckpoint)]
+
+        # A count the store already holds (a reopen's snapshot) is taken now: counting later
+        # would start a worker thread for an answer that needs no I/O.
+        held = fast.count_held
+        transcript = Transcript(
+            stored=info.message_count,
+            end_seq=end,
+            reader=page,
+            users=lambda: count_now(info.id, ["user"], end),
+            counted=None if held is None else held(info.id, ["user"], end),
+        )
+        return transcript, checkpoints
+    kinds = [*TRANSCRIPT_KINDS, "system_prompt_checkpoint"]
+    records = await store.read(info.id, 0, end, kinds=kinds)
+    stored = [r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint)]
+    return Transcript.of(transcript_from(records)), stored
+
+
+def _checked_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:
+    checked: list[Tool] = []
+    for item in tools:
+        if not isinstance(item, Tool):
+            raise UsageError(f"tools must be decorated with @ags.tool; got {type(item).__name__}")
+        if any(t.name == item.name for t in checked):
+            raise UsageError(f"two tools are named {item.name!r}")
+        checked.append(item)
+    return tuple(checked)
+
+
+def _counter_for(model: Model | None) -> TokenCounter:
+    """Exact offline counting where the model's tokenizer ships; else a calibrated estimate."""
+    if model is None:
+        return default_counter()
+    return counter_for_encoding(model.profile.tokenizer, fallback=default_counter())
+
+
+def _another(chosen: Model, named: str, provider: str) -> bool:
+    """Whether ``chosen`` is another model than the one logged.
+
+    Another name, or the same name at another provider (an older log names no provider: there
+    the name decides).
+    """
+    if chosen.name != named:
+        return True
+    return bool(provider) and chosen.profile.provider != provider
+
+
+async def _named_model(store: Store, session_id: str) -> tuple[str, str]:
+    """The model the log says the session talked to last, and its provider ("": unknown)."""
+    latest = await store.last(session_id, ["model_switched", "epoch"])
+    entry = latest.entry if latest is not None else None
+    if isinstance(entry, ModelSwitched | ContextEpoch):
+        return entry.model, entry.provider
+    return "", ""

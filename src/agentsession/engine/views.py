@@ -1,0 +1,182 @@
+"""What a session shows without writing: its views, the next request previewed, the inspection.
+
+``SessionViews`` is a part of ``Session`` (mixed in, like ``SessionCosts`` and
+``SessionApprovals``) so the session module stays about turns. Nothing here admits or writes:
+the id, title, model and transcript, the raw log, the system-context records, the request the
+next prompt would send (neutral and as its wire body) and ``inspect()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from ..log import LogEntry, Record, RuntimeContextSnapshot, SystemPromptCheckpoint
+from ..providers.base import Model
+from ..request import ContentPart, Message, Request
+from ..store.base import SessionInfo
+from .admission import Admitter
+from .deps import SessionDeps
+from .guard import Guard
+from .next_controls import cache_controls, preview_body
+from .parts import SessionParts
+from .writer import LogWriter
+
+if TYPE_CHECKING:
+    from ..inspection.views import Inspection
+
+__all__ = ["SessionViews"]
+
+
+class SessionViews:
+    """The views, previews and inspection of a ``Session``."""
+
+    _deps: SessionDeps
+    _info: SessionInfo
+    _model: Model | None
+    _writer: LogWriter
+    _parts: SessionParts
+    _admitter: Admitter
+    _guard: Guard
+
+    if TYPE_CHECKING:
+
+        def _metadata(self) -> list[LogEntry]:
+            """Changes recorded while idle that the next admission commits (``Session``)."""
+
+    # -- public views -------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._info.id
+
+    @property
+    def title(self) -> str | None:
+        """The title named after the first turn, or ``None``."""
+        return self._info.title
+
+    @property
+    def model(self) -> Model:
+        """The model this session currently talks to.
+
+        Raises:
+            UsageError: The session has no model (give the Runtime one, or ``open_session``).
+        """
+        if self._model is None:
+            raise UsageError(
+                f"session {self.id} has no model: give the Runtime a model, or pass"
+                " open_session(id, model=...)"
+            )
+        return self._model
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The user transcript (user, assistant, tool messages): a read-only, lazy snapshot.
+
+        Stored messages are read a page at a time when first asked for; ``len()`` reads nothing.
+        """
+        return self._writer.transcript.view()
+
+    async def transcript(self, *, limit: int = 50, before: int | None = None) -> list[Message]:
+        """Up to ``limit`` messages before index ``before`` of ``messages`` (default: the end).
+
+        Args:
+            limit: How many messages at most.
+            before: The index in ``messages`` to stop before; ``None`` pages from the end.
+        """
+        return await asyncio.to_thread(self._writer.transcript.page, limit, before)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a turn is running (one whose stream was left is over for its caller)."""
+        return self._guard.busy
+
+    def system_prompt_checkpoints(self) -> list[SystemPromptCheckpoint]:
+        """The system-context record of each dispatched request that changed it (copies)."""
+        return copy.deepcopy(self._writer.checkpoints)
+
+    def runtime_contexts(self) -> list[RuntimeContextSnapshot]:
+        """Explicit skill selections saved with user turns (copies): committed, then pending."""
+        turns = self._writer.transcript.user_turns()
+        found = self._parts.runtime_contexts(turns, pending=self._guard.busy)
+        found.extend(e for e in self._writer.pending if isinstance(e, RuntimeContextSnapshot))
+        return copy.deepcopy(found)
+
+    async def log(self, start: int = 0, end: int | None = None) -> list[Record]:
+        """Raw log records in ``[start, end)`` (for inspection and export).
+
+        Args:
+            start: The first seq to read.
+            end: The seq to stop before; ``None`` reads to the end of the log.
+
+        Raises:
+            StoreError: The store failed or holds an entry that does not decode.
+        """
+        return await self._deps.store.read(self.id, start, end)
+
+    async def preview_request(
+        self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
+    ) -> Request:
+        """The neutral request ``prompt(text, skills=skills)`` would send; nothing is admitted.
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
+
+        Raises:
+            UsageError: The text is not valid Unicode or names an unknown skill.
+            BudgetExceededError: The request would not fit the context budget.
+            ContextLoadError: A context component's loader failed.
+        """
+        await self._guard.settle_dropped()  # a stream left early records how it ended first
+        admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
+        return admission.request
+
+    async def preview_body(
+        self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """The JSON body of the request ``prompt(text, skills=skills)`` would send first.
+
+        As the model's SDK sends it: cache key, lifetime, diagnostics and breakpoints included
+        (the neutral form for a model without a wire format). Nothing is admitted.
+
+        Args:
+            text: The user's message: a string, or content parts (text and images).
+            skills: Skills to select for this turn, by name (as ``$name`` in the text does).
+
+        Raises:
+            UsageError: The text is not valid Unicode or names an unknown skill.
+            BudgetExceededError: The request would not fit the context budget.
+            ContextLoadError: A context component's loader failed.
+        """
+        request = await self.preview_request(text, skills=skills)
+        deps = self._deps
+        controls = await cache_controls(deps.config, self._writer.ledger, deps.store, self.id)
+        return preview_body(request, self.model, controls)
+
+    async def inspect(self) -> Inspection:
+        """The session as its log tells it; nothing is admitted or written.
+
+        Timeline, turns, epochs, every dispatched request rebuilt, and the next request
+        previewed and annotated (``Inspection.next_request``).
+        """
+        from ..inspection.views import inspect_log  # the inspection views load with their first use
+
+        upcoming = await self._admitter.upcoming(self._metadata(), self._model)
+        found = inspect_log(
+            await self._deps.store.get_session(self.id),
+            await self.log(),
+            specs=self._parts.toolbox.specs(),
+            tools=[t.name for t in self._deps.tools],
+            config=self._deps.config,
+            budget=self._deps.budget,
+            model=self._model,
+            upcoming=upcoming,
+        )
+        marks = tuple(self.system_prompt_checkpoints()), tuple(self.runtime_contexts())
+        return replace(found, checkpoints=marks[0], runtime_contexts=marks[1])
