@@ -4,7 +4,11 @@
    median of ``--repeat`` runs), and which provider SDKs are in ``sys.modules`` after the import
    and after a ``Runtime`` is made with the scripted model: none may be, until a model that needs
    one is made (checked with ``ags.get_model("openai:…")`` last).
-2. Reopen + next request: a session of ``--items`` transcript items (a million by default,
+2. The command line's quick answers: CPU time (user + system) per run of
+   ``agentsession --version`` and ``--help``, beside ``--version`` answered by the parser as it
+   was before the console script answered it itself, and beside ``python -c pass``;
+   ``--runs`` rounds, the commands interleaved (``--cli-only``: this alone).
+3. Reopen + next request: a session of ``--items`` transcript items (a million by default,
    written straight into the store in transactions of 20,000 entries, see
    ``_systems.grow_agentsession``: about a minute and a half) is opened by a fresh process, which
    then builds the next request (``preview_request``: everything a prompt reads before the
@@ -22,6 +26,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -133,6 +138,29 @@ def import_time(repeat: int) -> dict[str, Any]:
     }
 
 
+def cli_cpu(runs: int) -> dict[str, float]:
+    """CPU milliseconds per run (user + system of the child) of each quick answer, interleaved."""
+    script = str(Path(sys.executable).with_name("agentsession"))
+    parser = "import re, sys; from agentsession.cli.app import main; main()"
+    commands = {
+        "version": [script, "--version"],
+        "version_through_parser": [sys.executable, "-c", parser, "--version"],
+        "help": [script, "--help"],
+        "python_alone": [sys.executable, "-c", "pass"],
+    }
+    spent = dict.fromkeys(commands, 0.0)
+    for round_ in range(runs + 1):  # the first round warms the bytecode cache, uncounted
+        for name, command in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if round_:
+                spent[name] += (after.ru_utime - before.ru_utime) + (
+                    after.ru_stime - before.ru_stime
+                )
+    return {f"{name}_cpu_ms": round(total / runs * 1000, 1) for name, total in spent.items()}
+
+
 async def build(path: Path, items: int) -> str:
     """A session of about ``items`` transcript items (four per turn) in ``path``."""
     system = AgentSession()
@@ -151,8 +179,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=20, help="rounds of the command line")
+    parser.add_argument("--cli-only", action="store_true", help="the command line alone")
     args = parser.parse_args()
-    figures: dict[str, Any] = {"import": import_time(args.repeat)}
+    if args.cli_only:
+        print(json.dumps(cli_cpu(args.runs), indent=1))
+        return
+    figures: dict[str, Any] = {"import": import_time(args.repeat), "cli": cli_cpu(args.runs)}
     check = subprocess.run(
         [sys.executable, "-c", SDK_CHECK % (SDKS,)], capture_output=True, text=True, check=True
     )

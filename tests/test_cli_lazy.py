@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import agentsession as ags
 from agentsession.cli.app import build_parser, main
 from agentsession.cli.commandtable import IMPLEMENTATIONS, implementation
 from agentsession.cli.examples import examples
@@ -86,6 +87,12 @@ def loaded_by(cwd: Path, *argv: str) -> list[str]:
         " for w in watched))\n"
         "sys.stdout.write('\\n' + json.dumps(found) + '\\n')\n"
     )
+    loaded: list[str] = json.loads(run_python(cwd, script).splitlines()[-1])
+    return loaded
+
+
+def run_python(cwd: Path, script: str) -> str:
+    """Run ``script`` in a new Python process in ``cwd``; what it wrote on stdout."""
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=cwd,
@@ -95,8 +102,7 @@ def loaded_by(cwd: Path, *argv: str) -> list[str]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
-    return loaded
+    return done.stdout
 
 
 def test_help_and_version_load_no_command(tmp_path: Path) -> None:
@@ -115,3 +121,54 @@ def test_a_report_loads_no_display_and_no_other_command(tmp_path: Path) -> None:
     assert session_id in target.read_text(encoding="utf-8")
     # The commands that show a session on a terminal still load their display.
     assert "agentsession.cli.commands" in loaded_by(tmp_path, "--db", str(db), "sessions")
+
+
+def added_by(cwd: Path, *argv: str) -> tuple[int, str, list[str]]:
+    """Run the console script's ``main`` with ARGV in a new process: exit code, output, modules.
+
+    The modules are those ``main`` (and importing it) added to ``sys.modules``, so what the
+    interpreter's start-up loaded (site hooks of the environment) is not counted.
+    """
+    script = (
+        "import json, sys\n"
+        "before = set(sys.modules)\n"
+        "from agentsession.cli import main\n"
+        f"sys.argv = ['agentsession', *{list(argv)!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "    code = 0\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "sys.stdout.write('\\n' + json.dumps([code, sorted(set(sys.modules) - before)]) + '\\n')\n"
+    )
+    shown, _, last = run_python(cwd, script).rstrip("\n").rpartition("\n")
+    code, added = json.loads(last)
+    return code, shown, added
+
+
+def test_version_loads_only_the_standard_library_and_the_package_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, shown, added = added_by(tmp_path, "--version")
+    assert code == 0
+    # What the parser's own ``--version`` prints, character for character.
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["--version"])
+    assert exited.value.code == 0
+    assert shown == capsys.readouterr().out == f"agentsession {ags.__version__}\n"
+    outside = {m.split(".")[0] for m in added} - set(sys.stdlib_module_names)
+    assert outside == {"agentsession"}
+    assert {m for m in added if m.startswith("agentsession")} == {
+        "agentsession",
+        "agentsession.cli",
+    }
+    # None of the heavy standard modules the commands need either.
+    assert not {"asyncio", "argparse", "typing", "logging"} & set(added)
+
+
+def test_help_loads_the_parser_and_none_of_the_work(tmp_path: Path) -> None:
+    code, shown, added = added_by(tmp_path, "--help")
+    assert code == 0
+    assert shown.startswith("usage: agentsession ")
+    assert not {"asyncio", "logging", "agentsession.request", "agentsession.hygiene"} & set(added)
+    assert not [m for m in added if m.startswith(("agentsession.store", "agentsession.codec"))]

@@ -13,8 +13,6 @@ for bad arguments, 130 for an interrupt.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import os
 import sys
 import traceback
@@ -22,7 +20,6 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..errors import AgentSessionError, SessionBusyError, UsageError
-from ..hygiene import visible, visible_line
 from .examples import examples
 from .portable import add_portable_commands
 from .serve import add_serve_command
@@ -354,44 +351,14 @@ async def _main(args: argparse.Namespace, held: list[object]) -> int:
 def _fail(args: argparse.Namespace, message: str, exc: BaseException | None = None) -> None:
     # One line, whatever the message (a driver's error may span several).
     message = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    from ..hygiene import visible_line  # not for ``--help``: it imports the neutral request
+
     message = visible_line(message)  # it may quote an id, a title or a server's words
     if getattr(args, "json", False):
         from .output import JsonOutput, error_fields
 
         JsonOutput().emit("error", message=message, **error_fields(exc))
     print(f"error: {message}", file=sys.stderr)
-
-
-class _OneLine(logging.Formatter):
-    """A log record as one ``warning: …`` line: a library's traceback is for ``--debug``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        said = visible_line(" ".join(record.getMessage().split()))
-        return f"{record.levelname.lower()}: {said}"
-
-
-class _Full(logging.Formatter):
-    """A log record in full (``--debug``), its control characters made visible all the same."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return visible(super().format(record))
-
-
-def _log_to_stderr(debug: bool) -> None:
-    """Send warnings to standard error, one line each (in full with ``--debug``).
-
-    They come from the package and from the libraries it drives (the MCP SDK logs a server's
-    broken answer with a traceback).
-    """
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Full() if debug else _OneLine())
-    root = logging.getLogger()
-    # One handler of ours, however often ``main`` runs in one process (tests call it).
-    for old in [h for h in root.handlers if getattr(h, "agentsession_cli", False)]:
-        root.removeHandler(old)
-    handler.agentsession_cli = True  # type: ignore[attr-defined]
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -411,8 +378,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     Exit codes: 0 success, 1 failure, 2 bad arguments, 130 interrupted.
     """
-    args = _arguments(argv)
-    _log_to_stderr(args.debug)
+    args = _arguments(argv)  # ``--help`` ends here: it needs none of what follows
+    import asyncio
+
+    from .logs import log_to_stderr
+
+    log_to_stderr(args.debug)
     held: list[object] = []
 
     def said(exc: BaseException) -> str:

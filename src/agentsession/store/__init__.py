@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import DEFAULT_LEASE_TTL, Lease, SessionInfo, Store
 from .memory import MemoryStore
+from .protocol import DEFAULT_LEASE_TTL, Lease, SessionInfo, Store
 from .sqlite import SQLiteStore
 
 if TYPE_CHECKING:

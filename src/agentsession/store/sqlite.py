@@ -50,25 +50,18 @@ from ._sqlite import (
     default_path,
     insert_session,
     keep_texts,
-    kept_texts,
-    newest_seq,
     open_database,
-    range_queries,
-    reading,
     writing,
 )
+from ._sqlite_now import NowReads
 from ._sqlite_read import ViewRead
 from ._sqlite_sql import (
     COPY_ENTRIES,
-    COUNT_KIND,
     COUNT_MESSAGES,
     DELETE_SESSION,
-    ENTRY_AT,
     INSERT_ENTRY,
     KEY_AND_SESSION,
-    KIND_TOTAL,
     LAST_MODEL_ROWS,
-    coded,
     entry_rows,
     named,
 )
@@ -81,10 +74,8 @@ from .base import (
     check_fork,
     check_info,
     check_lease,
-    decode_row,
     encode_batch,
     info_from_row,
-    kinds_list,
     newest_model,
     storable,
 )
@@ -95,7 +86,7 @@ __all__ = ["SQLiteStore", "default_path"]
 T = TypeVar("T")
 
 
-class SQLiteStore(ViewRead):
+class SQLiteStore(NowReads, ViewRead):
     """Sessions in one SQLite file; its methods are the ``Store`` protocol's, documented there.
 
     The file and its directory are created when missing and the schema is migrated at
@@ -295,79 +286,9 @@ class SQLiteStore(ViewRead):
             raise SessionNotFoundError(session_id)
         return await self._worker.run(self._read_now, session_id, start, end, kinds)
 
-    def _read_now(
-        self,
-        session_id: str,
-        start: int = 0,
-        end: int | None = None,
-        kinds: Sequence[str] | None = None,
-    ) -> list[Record]:
-        """``read``, synchronously (see ``ReadsNow``): one call from any thread, under the lock.
-
-        The statements are ``range_queries``'; kept texts the rows refer to are read with them.
-        """
-        queries = range_queries(session_id, start, end, kinds_list(kinds))
-
-        def op(conn: sqlite3.Connection) -> list[Record]:
-            with reading(conn):
-                rows = named(r for query, params in queries for r in conn.execute(query, params))
-                if not rows:
-                    self._require_session(conn, session_id)
-                texts = kept_texts(conn, session_id, rows)
-            if len(queries) > 1:
-                rows.sort(key=lambda row: int(row[0]))
-            return [
-                decode_row(session_id, seq, kind, v, data, texts) for seq, kind, v, data in rows
-            ]
-
-        return self._call(f"read session {session_id!r}", op)
-
-    def _count_now(self, session_id: str, kinds: Sequence[str], end: int) -> int:
-        """How many entries of ``kinds`` lie before ``end``: kept totals, or index counts."""
-        wanted = coded(kinds_list(kinds) or [])
-
-        def op(conn: sqlite3.Connection) -> int:
-            with reading(conn):
-                totals = [conn.execute(KIND_TOTAL, (k, session_id)).fetchone() for k in wanted]
-                if wanted and totals[0] is None:
-                    raise SessionNotFoundError(session_id)
-                if wanted and end >= totals[0][0]:
-                    return sum(int(entries or 0) for _, entries in totals)
-                self._require_session(conn, session_id)
-                return sum(
-                    int(conn.execute(COUNT_KIND, (session_id, kind, end)).fetchone()[0])
-                    for kind in wanted
-                )
-
-        return self._call(f"count entries of session {session_id!r}", op)
-
     async def last(self, session_id: str, kinds: Sequence[str]) -> Record | None:
         """The newest entry of one of ``kinds``, or ``None``; one index descent per kind."""
         return await self._worker.run(self._last_now, session_id, kinds)
-
-    def _last_now(self, session_id: str, kinds: Sequence[str]) -> Record | None:
-        """``last``, synchronously (see ``FindsNow``): one call from any thread, under the lock."""
-        if not storable(session_id):
-            raise SessionNotFoundError(session_id)
-        wanted = coded(kinds_list(kinds) or [])
-
-        def op(conn: sqlite3.Connection) -> Record | None:
-            with reading(conn):
-                best = newest_seq(conn, session_id, wanted)
-                if best is None:
-                    self._require_session(conn, session_id)
-                    return None
-                row = next(iter(named(conn.execute(ENTRY_AT, (session_id, best)))), None)
-                texts = kept_texts(conn, session_id, [row] if row is not None else [])
-            if row is None:  # the kind index names a row the table does not hold
-                raise StoreError(
-                    f"session store {self.path}: the index of session {session_id!r} names"
-                    f" entry {best}, which is missing (a damaged index)"
-                )
-            seq, kind, version, data = row
-            return decode_row(session_id, seq, kind, version, data, texts)
-
-        return self._call(f"read session {session_id!r}", op)
 
     # -- leases ----------------------------------------------------------------------------
 
