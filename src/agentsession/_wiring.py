@@ -2,15 +2,18 @@
 
 Kept out of ``runtime`` so that module stays the wiring itself: the tools checked and the token
 counter a model fits when a ``Runtime`` is built; a stored session's transcript, checkpoints and
-last logged model when it is opened; ``SupportsAclose``, the models whose clients it closes.
+last logged model when it is opened; a session file imported as data; ``SupportsAclose``, the
+models whose clients it closes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from os import PathLike
 from typing import Protocol, runtime_checkable
 
 from .budget import TokenCounter, counter_for_encoding, default_counter
+from .config import Config
 from .errors import UsageError
 from .log import TRANSCRIPT_KINDS, ContextEpoch, ModelSwitched, Record, SystemPromptCheckpoint
 from .projection import transcript_from
@@ -20,7 +23,7 @@ from .store.fast import fast_paths
 from .tools import Tool
 from .transcript import Transcript
 
-__all__ = ["SupportsAclose"]
+__all__ = ["SupportsAclose", "close_clients", "import_file"]
 
 
 @runtime_checkable
@@ -30,6 +33,32 @@ class SupportsAclose(Protocol):
     async def aclose(self) -> None:
         """Close the client and its connections."""
         ...
+
+
+async def close_clients(models: Iterable[object]) -> None:
+    """Close the client of each model that holds one, once (a model named twice is one client)."""
+    closing: list[SupportsAclose] = []
+    for model in models:
+        if isinstance(model, SupportsAclose) and all(m is not model for m in closing):
+            closing.append(model)
+    for client in closing:
+        await client.aclose()
+
+
+async def import_file(
+    store: Store, path: str | PathLike[str], new_id: str | None, config: Config
+) -> str:
+    """A session file stored whole as a new session, admitted as data (``engine/imports``)."""
+    # Imported here: only importing a session file needs the file format and its checks.
+    from .engine.imports import admit_import
+    from .store.session_file import SessionFile, import_session
+
+    def admit(parsed: SessionFile) -> SessionFile:
+        return admit_import(parsed, config.permission_preset, path=str(path))
+
+    return await import_session(
+        store, path, new_id=new_id, admit=admit, max_line_bytes=config.max_import_line_bytes
+    )
 
 
 async def _history(

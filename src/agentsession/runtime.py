@@ -25,6 +25,8 @@ from ._wiring import (
     _counter_for,
     _history,
     _named_model,
+    close_clients,
+    import_file,
 )
 from .budget import BudgetPolicy, TokenCounter
 from .config import Config
@@ -343,21 +345,7 @@ class Runtime:
                 imported).
             ConflictError: A session with the id exists.
         """
-        # Imported here: only importing a session file needs the file format and its checks.
-        from .engine.imports import admit_import
-        from .store.session_file import SessionFile, import_session
-
-        def admit(parsed: SessionFile) -> SessionFile:
-            return admit_import(parsed, self.config.permission_preset, path=str(path))
-
-        session_id = await import_session(
-            self.store,
-            path,
-            new_id=new_id,
-            admit=admit,
-            max_line_bytes=self.config.max_import_line_bytes,
-        )
-        return await self.open_session(session_id)
+        return await self.open_session(await import_file(self.store, path, new_id, self.config))
 
     async def tend_idle(self) -> dict[str, IdleOutcome]:
         """One idle decision for each session this runtime handed out, by the runtime's clock.
@@ -432,12 +420,7 @@ class Runtime:
             try:
                 await self.store.close()
             finally:
-                closing: list[SupportsAclose] = []
-                for model in (self._model, self._title_model, self._deps.summarizer):
-                    if isinstance(model, SupportsAclose) and all(m is not model for m in closing):
-                        closing.append(model)
-                for client in closing:
-                    await client.aclose()
+                await close_clients((self._model, self._title_model, self._deps.summarizer))
         if lost:
             # Never silently: a lost tool result belongs to a call that ran.
             raise StoreError(

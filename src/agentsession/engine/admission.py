@@ -59,7 +59,7 @@ from ..projection import project
 from ..providers.base import Model
 from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
-from .epoch_view import EpochView
+from .epoch_view import EpochView, standing_reason
 from .parts import SessionParts
 from .summary_call import summarise
 from .writer import LogWriter
@@ -384,7 +384,7 @@ class Admitter:
             model=model.name,
             step=step,
             message_count=len(self.writer.transcript) + len(users),
-            epoch_reason=self.epoch_reason or _switched(view.epoch, model) or _imported(view),
+            epoch_reason=self.epoch_reason or standing_reason(view, model),
             timestamp=now(),
             epoch_dispatched=view.dispatched,
             provider=profile.provider,
@@ -425,30 +425,3 @@ def _message_index(label: str) -> int | None:
 
 def _mids(records: Sequence[Record]) -> list[MidConversationSystemMessage]:
     return [r.entry for r in records if isinstance(r.entry, MidConversationSystemMessage)]
-
-
-def _imported(view: EpochView) -> EpochReason | None:
-    """``"import"`` until the first request after an import: its epoch holds nothing of the file.
-
-    The new epoch starts from the import epoch's empty state, so the baseline is the importing
-    runtime's own rendering and no section of the file's context is carried over.
-    """
-    epoch = view.epoch
-    if epoch is not None and epoch.reason == "import" and not view.dispatched:
-        return "import"
-    return None
-
-
-def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:
-    """``"model_switch"`` when the epoch was rendered for another model than the current one.
-
-    This covers a session reopened in a process configured with a different model.
-    """
-    if epoch is None or not epoch.model:
-        return None
-    if epoch.model != model.name:
-        return "model_switch"
-    # The same name at another provider is another model (an epoch of an older log names none).
-    if epoch.provider and epoch.provider != model.profile.provider:
-        return "model_switch"
-    return None

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..log import ContextEpoch, Dispatch, Record
+from ..log import ContextEpoch, Dispatch, EpochReason, Record
 from ..projection import VIEW_KINDS
+from ..providers.base import Model
 from ..store.base import ViewRows
 from ..store.fast import LastNow, ReadNow
 
@@ -22,6 +23,7 @@ __all__ = [
     "EpochView",
     "epoch_of",
     "record_view_start",
+    "standing_reason",
     "view_rows_now",
     "view_start",
 ]
@@ -106,3 +108,39 @@ def view_start(epoch: ContextEpoch, seq: int) -> int:
     if epoch.summary_seq is not None:
         start = min(start, epoch.summary_seq)
     return start
+
+
+def standing_reason(view: EpochView, model: Model) -> EpochReason | None:
+    """Why the next request starts a new epoch, as the log alone tells it (``None``: it need not).
+
+    The epoch was rendered for another model than ``model`` (a switch, or a session reopened in a
+    process configured with another one), or it is an import's empty epoch no request used yet.
+    """
+    return _switched(view.epoch, model) or _imported(view)
+
+
+def _imported(view: EpochView) -> EpochReason | None:
+    """``"import"`` until the first request after an import: its epoch holds nothing of the file.
+
+    The new epoch starts from the import epoch's empty state, so the baseline is the importing
+    runtime's own rendering and no section of the file's context is carried over.
+    """
+    epoch = view.epoch
+    if epoch is not None and epoch.reason == "import" and not view.dispatched:
+        return "import"
+    return None
+
+
+def _switched(epoch: ContextEpoch | None, model: Model) -> EpochReason | None:
+    """``"model_switch"`` when the epoch was rendered for another model than the current one.
+
+    This covers a session reopened in a process configured with a different model.
+    """
+    if epoch is None or not epoch.model:
+        return None
+    if epoch.model != model.name:
+        return "model_switch"
+    # The same name at another provider is another model (an epoch of an older log names none).
+    if epoch.provider and epoch.provider != model.profile.provider:
+        return "model_switch"
+    return None
