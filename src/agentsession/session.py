@@ -95,6 +95,8 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         self._opener = opener
         self._switch = switch
         self._naming = Naming(deps.titler, deps.store, deps.config, info.id, self._title_now)
+        if model is not None:
+            self._naming.follow(model)
         if switch is not None:
             self._admitter.epoch_reason = "model_switch"
 
@@ -253,6 +255,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
                 await self._writer.append([switch])
                 self._admitter.epoch_reason = "model_switch"
             self._model = model
+            self._naming.follow(model)
 
     async def _tend_idle(self) -> IdleOutcome:
         """One idle decision for this session, acted on (``Runtime.tend_idle``)."""

@@ -123,7 +123,7 @@ async def _server_shows(
     app = create_app(runtime)
     transport = httpx.ASGITransport(app=app)
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             for step, body in enumerate(sent, start=1):
                 params = {"step": str(step), "format": WIRE.get(fmt, fmt)}
                 answer = await client.get(f"/sessions/{session_id}/request", params=params)

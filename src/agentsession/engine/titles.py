@@ -61,9 +61,19 @@ class Titler:
     """
 
     def __init__(self, title_model: Model | None, session_model: Model | None = None) -> None:
+        self._chosen = title_model is not None
         if title_model is None and session_model is not None:
             title_model = session_model if session_model.profile.writes_titles else None
         self._model = title_model
+
+    def following(self, model: Model) -> Titler:
+        """The titler of a session that talks to ``model`` now.
+
+        An application's title model stays; otherwise ``model`` names the session if it writes
+        titles, and a session switched to one that writes none is never named by the model it
+        left (no call the user did not choose, nor a bill for one).
+        """
+        return self if self._chosen else Titler(None, model)
 
     def uses_model(self, use_model: bool = True) -> bool:
         """Whether ``title()`` would ask a model (else it takes the first words, at once)."""
@@ -131,6 +141,10 @@ class Naming:
         self._title_now = title_now
         self._task: asyncio.Task[None] | None = None
         self.pending: list[SideCall] = []  # title calls made, not yet in the log
+
+    def follow(self, model: Model) -> None:
+        """Name the session as a session talking to ``model`` is named (``Titler.following``)."""
+        self._titler = self._titler.following(model)
 
     async def after_turn(self, transcript: Sequence[Message]) -> None:
         """Name an untitled session: from the first words now, or by a model in the background."""
