@@ -4,8 +4,9 @@ The CLI picks its model by name only, so the tests script one the way a user poi
 a local model: ``--model openai-compatible:http://127.0.0.1:PORT/v1#scripted``. This server
 speaks the streamed Chat Completions protocol. Each request that offers tools takes the next
 scripted reply — a text, or a list of ``(tool name, arguments)`` calls; a request that offers
-none (a session title, a compaction summary) gets a fixed text and takes nothing from the
-script. Every request body is recorded, so a test reads what the model was sent.
+none (a session title, a plain-text compaction summary) or asks for a summary at its end (a
+cache-reading compaction) gets a fixed text and takes nothing from the script. Every request
+body is recorded, so a test reads what the model was sent.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class ScriptedServer:
     def next_reply(self, body: dict[str, Any]) -> Reply | None:
         with self._lock:
             self.requests.append(body)
-            if not body.get("tools"):
+            if not body.get("tools") or _asks_for_a_summary(body):
                 return UNSCRIPTED
             return self.script.pop(0) if self.script else None
 
@@ -63,6 +64,14 @@ class ScriptedServer:
         with self._lock:
             self._calls += 1
             return f"call_{self._calls}"
+
+
+def _asks_for_a_summary(body: dict[str, Any]) -> bool:
+    """A cache-reading compaction request: the live request, the summary instruction last."""
+    messages = body.get("messages") or [{}]
+    content = messages[-1].get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    return "The conversation is being" in text and "compacted" in text
 
 
 def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any = None) -> bytes:
