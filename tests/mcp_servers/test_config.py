@@ -239,7 +239,7 @@ def test_the_cli_reports_a_malformed_project_file_in_one_line(tmp_path: Path) ->
         timeout=120,
         check=False,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # a usage error (the project file), found after parsing
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert errors == [
         f"error: {tmp_path / '.mcp.json'}: not valid JSON (line 1, column 22: Expecting value)"

@@ -106,7 +106,7 @@ async def test_latest_takes_the_newest_session_of_this_folder(tmp_path: Path) ->
     missing = on(
         tmp_path, "import", "--latest", "claude-code", env={"CLAUDE_CONFIG_DIR": str(home)}
     )
-    assert missing.code == 1 and "keeps no session" in missing.err
+    assert missing.code == 2 and "keeps no session" in missing.err
 
 
 def test_import_c_continues_the_imported_session(tmp_path: Path) -> None:
