@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         PluginScope,
         Rendered,
     )
-    from .engine.idle import IdleOutcome
     from .errors import (
         AgentSessionError,
         BudgetExceededError,
@@ -71,6 +70,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         TurnInfo,
     )
     from .ledger import CacheMiss, CostEstimate, CostSummary, ModelCost
+    from .ledger.idle import IdleOutcome
     from .ledger.prices import ModelPrice
     from .log import (
         ContextEpoch,
@@ -178,7 +178,7 @@ _LAZY: dict[str, str] = {
         "inspection.views",
     ),
     **dict.fromkeys(("CacheMiss", "CostEstimate", "CostSummary", "ModelCost"), "ledger"),
-    "IdleOutcome": "engine.idle",
+    "IdleOutcome": "ledger.idle",
     "ModelPrice": "ledger.prices",
     **dict.fromkeys(
         (

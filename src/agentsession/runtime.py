@@ -40,7 +40,6 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .engine.costs import prime_ledger
 from .engine.deps import SessionDeps
-from .engine.idle import IdleOutcome
 from .engine.leases import delete_undriven, live_lease
 from .engine.parts import build_parts
 from .engine.recovery import closing_entries
@@ -48,6 +47,7 @@ from .engine.skill_source import skill_source_factory
 from .engine.titles import Titler
 from .engine.writer import LogWriter
 from .errors import StoreError, UsageError
+from .ledger.idle import IdleOutcome
 from .log import STATE_KINDS, ModelSwitched, Record, now
 from .mcp import MCPServer, MCPServers, merge_servers, project_servers
 from .permissions import preset_table

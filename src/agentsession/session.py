@@ -28,7 +28,6 @@ from .engine.approvals import SessionApprovals
 from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
-from .engine.idle import IdleOutcome
 from .engine.idle import tend as tend_idle_session
 from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
@@ -47,6 +46,7 @@ from .events import (
     drain,
 )
 from .hygiene import prompt_content
+from .ledger.idle import IdleOutcome
 from .log import (
     LogEntry,
     ModelSwitched,

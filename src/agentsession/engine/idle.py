@@ -12,15 +12,14 @@ another process leases, is never touched.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from itertools import pairwise
-from typing import Literal
 
 from ..errors import AgentSessionError
 from ..ledger import LONGEST_TTL, Charge, charge_usd
-from ..ledger.idle import COMPACT_FLOOR, IdleAction, IdleSituation, decide_idle
+from ..ledger.idle import COMPACT_FLOOR, IdleOutcome, IdleSituation, decide_idle
 from ..ledger.prices import price_for
 from ..log import SideCall, now
 from ..providers.base import Model
@@ -35,23 +34,6 @@ __all__ = ["KEEP_WARM_QUESTION", "IdleOutcome", "keep_warm", "situation_of", "te
 
 KEEP_WARM_QUESTION = "(A pause while the user is away. Reply with the single word: ok)"
 """Appended to the live request so the refresh costs a few tokens out, whatever the provider."""
-
-
-@dataclass(frozen=True)
-class IdleOutcome:
-    """What ``Runtime.tend_idle()`` did for one session.
-
-    ``action``: ``"kept_warm"``, ``"compacted"``, ``"let_expire"`` or ``"nothing"``; ``reason``
-    why; ``costs`` the expected USD of each option weighed; ``side_call_usd`` what the call it
-    made cost (``None``: no call, or no price).
-    """
-
-    session_id: str
-    action: IdleAction
-    reason: str
-    costs: Mapping[str, float] = field(default_factory=dict)
-    side_call_usd: float | None = None
-    kind: Literal["idle_outcome"] = "idle_outcome"
 
 
 def _moment(charge: Charge) -> datetime | None:

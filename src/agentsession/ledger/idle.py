@@ -37,6 +37,7 @@ __all__ = [
     "IdleAction",
     "IdleCall",
     "IdleDecision",
+    "IdleOutcome",
     "IdleSituation",
     "decide_idle",
 ]
@@ -183,3 +184,20 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     if compactable:
         costs["compacted"] = compact
     return costs
+
+
+@dataclass(frozen=True)
+class IdleOutcome:
+    """What ``Runtime.tend_idle()`` did for one session.
+
+    ``action``: ``"kept_warm"``, ``"compacted"``, ``"let_expire"`` or ``"nothing"``; ``reason``
+    why; ``costs`` the expected USD of each option weighed; ``side_call_usd`` what the call it
+    made cost (``None``: no call, or no price).
+    """
+
+    session_id: str
+    action: IdleAction
+    reason: str
+    costs: Mapping[str, float] = field(default_factory=dict)
+    side_call_usd: float | None = None
+    kind: Literal["idle_outcome"] = "idle_outcome"
