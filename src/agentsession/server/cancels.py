@@ -12,14 +12,9 @@ requests older than a turn are dropped when that turn starts.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import sqlite3
-from pathlib import Path
-from typing import Any
-
 from ..store.base import Store
 from .notify import CANCEL_CHANNEL
+from .side_table import SideTable
 
 __all__ = ["POLL", "Cancels"]
 
@@ -40,11 +35,9 @@ class Cancels:
     """The cancel requests of one database (in memory for a store of neither kind)."""
 
     def __init__(self, store: Store) -> None:
-        self._dsn: str | None = getattr(store, "dsn", None)
-        path = getattr(store, "path", None)
-        self._path: Path | None = Path(path) if path is not None and not self._dsn else None
+        table = SideTable(store, _CREATE)
+        self._sql, self._dsn = table.sql, table.dsn
         self._memory: dict[str, int] = {}
-        self._ready = False
         #: Seconds between looks; PostgreSQL's notifications make its looks a safety net only.
         self.poll = 1.0 if self._dsn else POLL
 
@@ -81,35 +74,3 @@ class Cancels:
             )
         if done is None and (before is None or self._memory.get(session_id, before) < before):
             self._memory.pop(session_id, None)
-
-    async def _sql(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
-        """Run one statement; ``None`` when requests live in memory."""
-        if self._dsn:
-            return await self._postgres(self._dsn, query.replace("?", "%s"), params)
-        if self._path is not None:
-            return await asyncio.to_thread(_sqlite, self._path, query, params)
-        return None
-
-    async def _postgres(
-        self, dsn: str, query: str, params: tuple[Any, ...]
-    ) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-            if not self._ready:
-                # Two processes creating the table at once: one wins, the other finds it.
-                with contextlib.suppress(psycopg.errors.UniqueViolation):
-                    await conn.execute(_CREATE)
-                self._ready = True
-            cursor = await conn.execute(query, params)
-            return list(await cursor.fetchall()) if cursor.description else []
-
-
-def _sqlite(path: Path, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path, timeout=30)
-    try:
-        with conn:
-            conn.execute(_CREATE)
-            return list(conn.execute(query, params).fetchall())
-    finally:
-        conn.close()

@@ -8,13 +8,8 @@ agrees; a store of neither kind keeps owners in memory.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import sqlite3
-from pathlib import Path
-from typing import Any
-
 from ..store.base import Store
+from .side_table import SideTable
 
 __all__ = ["Owners"]
 
@@ -28,12 +23,8 @@ class Owners:
     """Owner per session id, in the store's database."""
 
     def __init__(self, store: Store) -> None:
-        self._dsn: str | None = getattr(store, "dsn", None)
-        path = getattr(store, "path", None)
-        self._path: Path | None = Path(path) if path is not None and not self._dsn else None
+        self._sql = SideTable(store, _CREATE).sql
         self._memory: dict[str, str] = {}
-        self._ready = False
-        self._lock = asyncio.Lock()
 
     async def get(self, session_id: str) -> str | None:
         """The session's owner, or ``None`` when it has none."""
@@ -70,37 +61,3 @@ class Owners:
         )
         if done is None:
             self._memory.pop(session_id, None)
-
-    async def _sql(self, query: str, params: tuple[str, ...]) -> list[tuple[Any, ...]] | None:
-        """Run one statement; ``None`` when owners live in memory."""
-        if self._dsn:
-            return await self._postgres(self._dsn, query.replace("?", "%s"), params)
-        if self._path is not None:
-            path = self._path
-            return await asyncio.to_thread(_sqlite, path, query, params)
-        return None
-
-    async def _postgres(
-        self, dsn: str, query: str, params: tuple[str, ...]
-    ) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-            if not self._ready:
-                async with self._lock:
-                    # Two processes creating the table at once: one wins, the other finds it.
-                    with contextlib.suppress(psycopg.errors.UniqueViolation):
-                        await conn.execute(_CREATE)
-                    self._ready = True
-            cursor = await conn.execute(query, params)
-            return list(await cursor.fetchall()) if cursor.description else []
-
-
-def _sqlite(path: Path, query: str, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path, timeout=30)
-    try:
-        with conn:
-            conn.execute(_CREATE)
-            return list(conn.execute(query, params).fetchall())
-    finally:
-        conn.close()

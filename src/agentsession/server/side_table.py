@@ -1,0 +1,66 @@
+"""A small table of the server's own in the store's database: owners, cancel requests.
+
+Apart from the store's schema: the store knows nothing of HTTP owners or cancels, and a database
+used without the server never gets the table. On SQLite it lives in the same file, on PostgreSQL
+in the same database, so every server process agrees; for a store of neither kind ``sql``
+answers ``None`` and the caller keeps its rows in memory. Each statement opens a connection of
+its own: the server's statements here are few beside the store's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..store.base import Store
+
+__all__ = ["SideTable"]
+
+Rows = list[tuple[Any, ...]]
+
+
+class SideTable:
+    """One table of the server's, made by ``create`` (``CREATE TABLE IF NOT EXISTS …``)."""
+
+    def __init__(self, store: Store, create: str) -> None:
+        #: The PostgreSQL database's address, ``None`` for any other store.
+        self.dsn: str | None = getattr(store, "dsn", None)
+        path = getattr(store, "path", None)
+        self._path: Path | None = Path(path) if path is not None and not self.dsn else None
+        self._create = create
+        self._ready = False
+        self._lock = asyncio.Lock()
+
+    async def sql(self, query: str, params: tuple[Any, ...]) -> Rows | None:
+        """Run one statement (``?`` placeholders); ``None`` when rows live in memory."""
+        if self.dsn:
+            return await self._postgres(self.dsn, query.replace("?", "%s"), params)
+        if self._path is not None:
+            return await asyncio.to_thread(_sqlite, self._path, self._create, query, params)
+        return None
+
+    async def _postgres(self, dsn: str, query: str, params: tuple[Any, ...]) -> Rows:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            if not self._ready:
+                async with self._lock:
+                    # Two processes creating the table at once: one wins, the other finds it.
+                    with contextlib.suppress(psycopg.errors.UniqueViolation):
+                        await conn.execute(self._create)
+                    self._ready = True
+            cursor = await conn.execute(query, params)
+            return list(await cursor.fetchall()) if cursor.description else []
+
+
+def _sqlite(path: Path, create: str, query: str, params: tuple[Any, ...]) -> Rows:
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        with conn:
+            conn.execute(create)
+            return list(conn.execute(query, params).fetchall())
+    finally:
+        conn.close()
