@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import agentsession as ags
@@ -97,6 +97,8 @@ async def _check(steps: list[Step], limit: int, folder: Path) -> None:
     ),
     st.integers(min_value=1, max_value=4),
 )
+# A tool evicted and found again goes to the end of the request, after a reopen too.
+@example([("search", "ant"), ("search", "bee"), ("search", "cat"), ("search", "ant")], 2)
 def test_a_call_succeeds_iff_its_tool_is_loaded(steps: list[Step], limit: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(_check(steps, limit, Path(folder)))

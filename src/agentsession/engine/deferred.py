@@ -82,8 +82,10 @@ class DeferredTools:
             elif isinstance(entry, ToolUnloaded):
                 events.append(SkillEvent("unloaded", entry.name))
         self._lru = LoadedSkills.replay(events, self._limit)
-        for event in events:
-            if event.action == "loaded" and event.name not in self._order:
+        for event in events:  # as ``search`` placed them: an unloaded tool leaves its place
+            if event.action == "unloaded" and event.name in self._order:
+                self._order.remove(event.name)
+            elif event.action == "loaded" and event.name not in self._order:
                 self._order.append(event.name)
         self._order = [name for name in self._order if name in self._lru]
 
