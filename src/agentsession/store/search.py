@@ -299,10 +299,12 @@ async def _postgres_drain(conn: Any) -> None:
         except psycopg.Error:
             continue
         if moved >= VACUUM_AFTER:
-            # The queue's deleted rows would be scanned by every search until autovacuum
-            # comes (up to a minute): 85-290 ms a query after a million (benchmarks/README).
+            # Until autovacuum comes (up to a minute), every search would scan the queue's
+            # deleted rows and plan without the index's statistics: 85-290 ms a query after
+            # a million instead of 7-35 (benchmarks/README.md).
             with contextlib.suppress(psycopg.Error):
                 await conn.execute("VACUUM search_queue")
+                await conn.execute("ANALYZE entry_texts")
         return
 
 
