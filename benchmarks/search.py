@@ -13,14 +13,23 @@ with a long tail, so some words are everywhere and some in a handful of entries)
   CPU time (all threads) per append, with the search triggers and with them dropped, alternated
   run by run on two copies of the same file.
 
-Usage: ``python benchmarks/search.py [--sessions 10000 --entries 100]``; writes
-``benchmarks/results/search.json``.
+With ``--postgres`` the same runs against the PostgreSQL server named by ``--dsn`` (default
+the ``AGENTSESSION_TEST_PG_DSN`` environment variable, as ``.ci/with-postgres`` sets it), in a
+fresh database: sessions are created ``--concurrency`` at a time; the index's share is the
+search tables' ``pg_total_relation_size`` against every table of the store's; the append is
+timed in wall time (the trigger runs in the server, which the client's CPU does not see), with
+the search trigger enabled and disabled (``ALTER TABLE … DISABLE TRIGGER``), alternated run by
+run on the same database.
+
+Usage: ``python benchmarks/search.py [--sessions 10000 --entries 100] [--postgres]``; writes
+``benchmarks/results/search.json`` (``search_postgres.json`` with ``--postgres``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import shutil
 import sqlite3
@@ -70,15 +79,17 @@ def session_entries(rng: random.Random, count: int, index: int) -> list[LogEntry
     return entries[:count]
 
 
-async def build(path: Path, sessions: int, entries: int) -> float:
+async def build(store: ags.Store, sessions: int, entries: int, concurrency: int = 1) -> float:
     rng = random.Random(7)
-    store = ags.SQLiteStore(path)
     started = time.perf_counter()
     try:
-        for i in range(sessions):
-            stamp = f"2026-01-01T00:00:{i % 60:02d}.{i:06d}+00:00"
-            info = SessionInfo(f"s{i:06d}", stamp, stamp, f"session {i}")
-            await store.create_session(info, session_entries(rng, entries, i))
+        for first in range(0, sessions, concurrency):
+            made = []
+            for i in range(first, min(first + concurrency, sessions)):
+                stamp = f"2026-01-01T00:00:{i % 60:02d}.{i:06d}+00:00"
+                info = SessionInfo(f"s{i:06d}", stamp, stamp, f"session {i}")
+                made.append(store.create_session(info, session_entries(rng, entries, i)))
+            await asyncio.gather(*made)
     finally:
         await store.close()
     return time.perf_counter() - started
@@ -95,8 +106,7 @@ def index_share(path: Path) -> dict[str, Any]:
     return {"file_bytes": total, "index_bytes": search, "index_share": search / total}
 
 
-async def queries(path: Path, runs: int) -> dict[str, Any]:
-    store = ags.SQLiteStore(path)
+async def queries(store: ags.Store, runs: int) -> dict[str, Any]:
     runtime = ags.Runtime(store=store)
     results: dict[str, Any] = {}
     try:
@@ -127,21 +137,104 @@ def drop_triggers(path: Path) -> None:
     db.close()
 
 
-async def append_cpu(path: Path, turns: int) -> float:
-    """CPU seconds (all threads) per append of one turn to an existing session."""
-    store = ags.SQLiteStore(path)
+async def append_cpu(store: ags.Store, turns: int, *, wall: bool = False) -> float:
+    """CPU seconds (all threads; with ``wall``, wall seconds) per append of one turn."""
+    clock = time.perf_counter if wall else time.process_time
     try:
         info = await store.get_session("s000001")
         seq = info.next_seq
         rng = random.Random(11)
-        started = time.process_time()
+        started = clock()
         for _ in range(turns):
             batch = session_entries(rng, 4, 1)
             await store.append("s000001", seq, batch)
             seq += len(batch)
-        return (time.process_time() - started) / turns
+        return (clock() - started) / turns
     finally:
         await store.close()
+
+
+async def postgres_sql(dsn: str, statement: str, *, commit: bool = True) -> list[Any]:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=commit) as conn:
+        cursor = await conn.execute(statement)
+        return await cursor.fetchall() if cursor.description else []
+
+
+async def postgres_share(dsn: str) -> dict[str, Any]:
+    rows = await postgres_sql(
+        dsn,
+        """SELECT relname, pg_total_relation_size(oid) FROM pg_class
+           WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace""",
+    )
+    sizes = {str(name): int(size) for name, size in rows}
+    total = sum(sizes.values())
+    search = sum(v for k, v in sizes.items() if k in ("entry_texts", "search_queue"))
+    return {"tables_bytes": total, "index_bytes": search, "index_share": search / total}
+
+
+async def postgres_main(args: argparse.Namespace) -> dict[str, Any]:
+    base = args.dsn or os.environ.get("AGENTSESSION_TEST_PG_DSN")
+    if not base:
+        raise SystemExit("--postgres needs --dsn or AGENTSESSION_TEST_PG_DSN")
+    name = f"search_bench_{os.getpid()}"
+    await postgres_sql(base, f"CREATE DATABASE {name}")
+    dsn = (
+        base.replace("/postgres?", f"/{name}?") if "/postgres?" in base else f"{base} dbname={name}"
+    )
+    try:
+        figures: dict[str, Any] = {
+            "backend": "postgres",
+            "sessions": args.sessions,
+            "entries": args.sessions * args.entries,
+        }
+        pool = max(2, args.concurrency)
+        figures["build_s"] = await build(
+            ags.PostgresStore(dsn, pool_size=pool), args.sessions, args.entries, args.concurrency
+        )
+        print("built", figures, flush=True)
+        await postgres_sql(dsn, "VACUUM ANALYZE")
+        store = ags.PostgresStore(dsn)
+        figures["queries"] = await queries(store, args.queries)
+        # The first search's drain left the queue's million rows dead until a vacuum: the
+        # queries again once (auto)vacuum has run, and where their time goes.
+        await postgres_sql(dsn, "VACUUM ANALYZE")
+        figures["queries_vacuumed"] = await queries(ags.PostgresStore(dsn), args.queries)
+        figures["plans"] = {
+            name: [
+                str(row[0])
+                for row in await postgres_sql(
+                    dsn,
+                    "EXPLAIN (ANALYZE, COSTS OFF) SELECT session_id, seq FROM entry_texts"
+                    f" WHERE doc @@ plainto_tsquery('simple', '{text}') LIMIT 2001",
+                )
+            ]
+            for name, text in (("common", "w1"), ("rare", RARE[0]))
+        }
+        started = time.perf_counter()
+        for _ in range(20):
+            await postgres_sql(dsn, "SELECT 1")
+        figures["connect_and_select_1_ms"] = (time.perf_counter() - started) / 20 * 1000
+        figures["disk"] = await postgres_share(dsn)
+        print("searched", figures, flush=True)
+        with_index, without = [], []
+        for _ in range(args.rounds):
+            await postgres_sql(dsn, "ALTER TABLE entries ENABLE TRIGGER entries_searched")
+            with_index.append(await append_cpu(ags.PostgresStore(dsn), args.appends, wall=True))
+            await postgres_sql(dsn, "ALTER TABLE entries DISABLE TRIGGER entries_searched")
+            without.append(await append_cpu(ags.PostgresStore(dsn), args.appends, wall=True))
+        await postgres_sql(dsn, "ALTER TABLE entries ENABLE TRIGGER entries_searched")
+        figures["append_wall_ms"] = {
+            "with_index": min(with_index) * 1000,
+            "without": min(without) * 1000,
+            "ratio": min(with_index) / min(without),
+            "with_index_runs": [t * 1000 for t in with_index],
+            "without_runs": [t * 1000 for t in without],
+        }
+        return figures
+    finally:
+        await postgres_sql(base, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 async def main() -> None:
@@ -151,23 +244,31 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--appends", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite")
+    parser.add_argument("--dsn", help="the PostgreSQL server (default: $AGENTSESSION_TEST_PG_DSN)")
+    parser.add_argument("--concurrency", type=int, default=4, help="PostgreSQL: sessions at once")
     args = parser.parse_args()
+    if args.postgres:
+        figures = await postgres_main(args)
+        print(figures)
+        save("search_postgres", figures, command=" ".join(sys.argv))
+        return
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "search.db")
         figures: dict[str, Any] = {
             "sessions": args.sessions,
             "entries": args.sessions * args.entries,
         }
-        figures["build_s"] = await build(path, args.sessions, args.entries)
-        figures["queries"] = await queries(path, args.queries)
+        figures["build_s"] = await build(ags.SQLiteStore(path), args.sessions, args.entries)
+        figures["queries"] = await queries(ags.SQLiteStore(path), args.queries)
         figures["disk"] = index_share(path)
         plain = Path(folder, "plain.db")
         shutil.copy(path, plain)
         drop_triggers(plain)
         with_index, without = [], []
         for _ in range(args.rounds):
-            with_index.append(await append_cpu(path, args.appends))
-            without.append(await append_cpu(plain, args.appends))
+            with_index.append(await append_cpu(ags.SQLiteStore(path), args.appends))
+            without.append(await append_cpu(ags.SQLiteStore(plain), args.appends))
         figures["append_cpu_ms"] = {
             "with_index": min(with_index) * 1000,
             "without": min(without) * 1000,

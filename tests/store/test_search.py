@@ -235,6 +235,33 @@ async def test_postgres_queues_appends_and_a_search_moves_them(pg_dsn: str) -> N
         await store.close()
 
 
+@pytest.mark.postgres
+async def test_postgres_vacuums_the_queue_and_analyzes_after_a_large_drain(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    size = "SELECT pg_relation_size('search_queue')"
+    tuples = "SELECT reltuples::int FROM pg_class WHERE oid = 'entry_texts'::regclass"
+    store = PostgresStore(pg_dsn)
+    try:
+        await fill(store)
+        runtime = ags.Runtime(store=store)
+        await runtime.search("kettle")  # 6 moved: under the bar, the deleted rows stay
+        assert pg.run(pg_dsn, size)[0][0] > 0
+        assert pg.run(pg_dsn, tuples) == [(-1,)]  # never analyzed
+        monkeypatch.setattr("agentsession.store.search.VACUUM_AFTER", 2)
+        await store.append(
+            "older",
+            (await store.get_session("older")).next_seq,
+            [UserEntry("a kettle again"), UserEntry("and again")],
+        )
+        assert len(await runtime.search("again")) == 2  # 2 moved: vacuumed, pages given back
+        assert pg.run(pg_dsn, size) == [(0,)]
+        assert pg.run(pg_dsn, tuples) == [(8,)]  # and the index's statistics taken
+        assert pg.run(pg_dsn, "SELECT count(*) FROM search_queue") == [(0,)]
+    finally:
+        await store.close()
+
+
 async def test_many_matches_are_read_session_by_session_in_the_same_order(
     backend: str, tmp_path: Path, dsn: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

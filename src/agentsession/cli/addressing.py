@@ -4,18 +4,30 @@ Wherever a command takes a session id it takes a unique prefix of one too (8 cha
 plenty); an ambiguous prefix is refused with the candidates listed. ``-c`` continues the newest
 session *of the current folder* (the folder a session was created in is stored with it), so a
 session's tools never run in another folder by accident. ``--resume`` without an id lists the
-sessions of this folder first, then the others, and reads the choice from the terminal.
+sessions of this folder first, then the others, each with its title, age, date and last line;
+the arrow keys move the choice, typing filters the list (every word typed must appear in the
+row: id, title, folder or last line, in any case), Enter takes the chosen one and Escape or
+Ctrl-C gives up.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..errors import SessionNotFoundError, UsageError
 from ..store.base import SessionInfo, Store
 
-__all__ = ["age", "find_session", "newest_here", "pick_session", "same_folder"]
+__all__ = [
+    "age",
+    "choose_session",
+    "find_session",
+    "matching",
+    "newest_here",
+    "pick_session",
+    "same_folder",
+]
 
 _LISTED = 8
 
@@ -79,6 +91,111 @@ def age(stamp: str, now: datetime | None = None) -> str:
     return f"{seconds}s"
 
 
+def _row(info: SessionInfo, folder: Path, last_lines: dict[str, str]) -> str:
+    title = info.title or "(untitled)"
+    where = "here" if same_folder(info, folder) else (info.project_dir or "?")
+    date = info.updated_at[:16].replace("T", " ")
+    last = " ".join(last_lines.get(info.id, "").split())[:60]
+    return f"{info.id[:8]}  {age(info.updated_at):>4}  {date}  {title[:40]}  [{where}]  {last}"
+
+
+def matching(rows: list[tuple[SessionInfo, str]], typed: str) -> list[tuple[SessionInfo, str]]:
+    """The rows holding every word of ``typed`` (any case; the full id counts), in order."""
+    words = typed.lower().split()
+    return [
+        (info, row)
+        for info, row in rows
+        if all(w in row.lower() or info.id.lower().startswith(w) for w in words)
+    ]
+
+
+#: The most rows the picker shows at once (it scrolls to keep the choice in view).
+_SHOWN = 15
+
+
+async def choose_session(
+    rows: list[tuple[SessionInfo, str]], *, input: Any = None, output: Any = None
+) -> SessionInfo | None:
+    """Let the terminal's user choose among ``rows`` (session, its line): arrows, filter, Enter.
+
+    ``None`` when they give up (Escape, Ctrl-C, Ctrl-D). ``input``/``output``: prompt_toolkit's,
+    for tests.
+    """
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.buffer import Buffer
+    from prompt_toolkit.formatted_text import StyleAndTextTuples
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.layout import HSplit, Layout, VSplit, Window
+    from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+
+    state = {"at": 0}
+    typed = Buffer(multiline=False)
+
+    def shown() -> list[tuple[SessionInfo, str]]:
+        return matching(rows, typed.text)
+
+    def moved(_: Buffer) -> None:
+        state["at"] = 0
+
+    typed.on_text_changed += moved
+
+    def lines() -> StyleAndTextTuples:
+        found = shown()
+        if not found:
+            return [("", "   no session matches\n")]
+        at = min(state["at"], len(found) - 1)
+        first = max(0, min(at - _SHOWN // 2, len(found) - _SHOWN))
+        out: StyleAndTextTuples = []
+        for n in range(first, min(first + _SHOWN, len(found))):
+            mark, style = ("›", "reverse") if n == at else (" ", "")
+            out.append((style, f" {mark} {found[n][1]}\n"))
+        out.append(("", f"   {len(found)} of {len(rows)} · ↑↓ choose · type to filter · Enter\n"))
+        return out
+
+    keys = KeyBindings()
+
+    @keys.add("up")
+    def _up(event: KeyPressEvent) -> None:
+        state["at"] = max(0, min(state["at"], len(shown()) - 1) - 1)
+
+    @keys.add("down")
+    def _down(event: KeyPressEvent) -> None:
+        state["at"] = max(0, min(state["at"] + 1, len(shown()) - 1))
+
+    @keys.add("enter")
+    def _take(event: KeyPressEvent) -> None:
+        found = shown()
+        if found:
+            event.app.exit(result=found[min(state["at"], len(found) - 1)][0])
+
+    @keys.add("escape", eager=True)
+    @keys.add("c-c")
+    @keys.add("c-d")
+    def _quit(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    layout = Layout(
+        HSplit(
+            [
+                VSplit(
+                    [
+                        Window(
+                            FormattedTextControl("resume which? filter › "),
+                            dont_extend_width=True,
+                        ),
+                        Window(BufferControl(typed), height=1),
+                    ]
+                ),
+                Window(FormattedTextControl(lines), dont_extend_height=True),
+            ]
+        )
+    )
+    app: Application[SessionInfo | None] = Application(
+        layout=layout, key_bindings=keys, input=input, output=output, erase_when_done=True
+    )
+    return await app.run_async()
+
+
 async def pick_session(store: Store, folder: Path, last_lines: dict[str, str]) -> SessionInfo:
     """Ask on the terminal which session to resume; this folder's sessions come first.
 
@@ -89,24 +206,7 @@ async def pick_session(store: Store, folder: Path, last_lines: dict[str, str]) -
         raise UsageError("no session to resume: none is stored yet")
     ordered = [i for i in sessions if same_folder(i, folder)]
     ordered += [i for i in sessions if not same_folder(i, folder)]
-    ordered = ordered[:20]
-    from prompt_toolkit import PromptSession
-
-    for n, info in enumerate(ordered, 1):
-        title = info.title or "(untitled)"
-        where = "here" if same_folder(info, folder) else (info.project_dir or "?")
-        last = " ".join(last_lines.get(info.id, "").split())[:60]
-        print(f"{n:>3}  {info.id[:8]}  {age(info.updated_at):>4}  {title[:40]}  [{where}]  {last}")
-    prompt: PromptSession[str] = PromptSession()
-    while True:
-        try:
-            typed = (await prompt.prompt_async("resume which? (number or id) › ")).strip()
-        except EOFError:
-            raise KeyboardInterrupt from None
-        if typed.isdigit() and 1 <= int(typed) <= len(ordered):
-            return ordered[int(typed) - 1]
-        if typed:
-            try:
-                return await find_session(store, typed)
-            except (UsageError, SessionNotFoundError) as exc:
-                print(f"  {exc}")
+    chosen = await choose_session([(info, _row(info, folder, last_lines)) for info in ordered])
+    if chosen is None:
+        raise KeyboardInterrupt
+    return chosen
