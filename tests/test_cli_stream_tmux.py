@@ -98,8 +98,9 @@ def test_resume_without_an_id_opens_a_picker_and_resumes(
     first.wait_for("[exit 0]")
     picker = open_terminal(terminal, tmp_path, db, server, "chat", "--resume")
     screen = picker.wait_for("resume which?")
-    assert "the picked one" in screen or "Answer one." in screen
-    picker.keys("1", "Enter")
+    # One row: the session, under the title its model gave it; Enter picks the row chosen.
+    assert "1 of 1" in screen and "A short summary" in screen
+    picker.keys("Enter")
     picker.wait_for("you ›")
     picker.keys("and again", "Enter")
     picker.wait_for("Answer two.")
