@@ -73,6 +73,47 @@ async def test_truncated_last_line_and_unknown_records_are_reported(tmp_path: Pa
     assert kinds == [UserEntry, AssistantEntry]
 
 
+async def test_attachment_records_link_the_prompt_to_its_answer(tmp_path: Path) -> None:
+    # Claude Code 2.1 writes the prompt, then attachment records (agent and skill listings)
+    # whose parent is the prompt, then the answer whose parent is the last attachment: the
+    # prompt must stay on the live branch through them.
+    def attachment(uid: str, parent: str) -> dict[str, Any]:
+        listing = {"type": "skill_listing", "content": "- a skill"}
+        return {"type": "attachment", "uuid": uid, "parentUuid": parent, "attachment": listing}
+
+    result = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "hello"}]
+    path = jsonl(
+        tmp_path / "c.jsonl",
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": "s"},
+        claude("u1", None, "user", "write hello into note.txt"),
+        attachment("t1", "u1"),
+        attachment("t2", "t1"),
+        claude(
+            "a1",
+            "t2",
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "Bash",
+                    "input": {"command": "echo hello"},
+                }
+            ],
+        ),
+        claude("u2", "a1", "user", result),
+        claude("a2", "u2", "assistant", [{"type": "text", "text": "The note says hello."}]),
+        {"type": "last-prompt", "lastPrompt": "write hello into note.txt", "sessionId": "s"},
+    )
+    store = ags.MemoryStore()
+    report = await ags.import_session(store, path)
+    assert (report.messages, report.tool_calls, report.tool_results) == (3, 1, 1)
+    assert report.skipped.get("record off the live branch", 0) == 0
+    assert report.skipped["attachment record"] == 2
+    found = await entries_of(store, report.session_id)
+    assert isinstance(found[0], UserEntry) and found[0].content == "write hello into note.txt"
+
+
 async def test_wrong_types_are_read_as_defaults_never_raised(tmp_path: Path) -> None:
     path = jsonl(
         tmp_path / "c.jsonl",

@@ -2,7 +2,9 @@
 
 Records form a tree through ``parentUuid``; a rewind leaves siblings, and the live conversation
 is the chain from the newest record back to the root, crossing a compaction boundary through its
-``logicalParentUuid``. Records off that chain are skipped (counted). One model response is
+``logicalParentUuid``; every record with a ``uuid`` is a node of that tree (an ``attachment``
+between a prompt and its answer links them), though only messages become turns. Records off
+that chain are skipped (counted). One model response is
 written as several ``assistant`` lines sharing ``message.id``: they are merged back into one
 reply. ``tool_use`` blocks become tool calls; the ``tool_result`` blocks of later user lines are
 their results, linked by the source's ids. Signed ``thinking`` blocks travel as Anthropic replay
@@ -44,9 +46,11 @@ def _chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return []
     chain: list[dict[str, Any]] = []
     seen: set[str] = set()
-    # A sub-agent's records may sit in the session's own file: the live leaf is the main line's.
-    main = [r for r in records if r.get("isSidechain") is not True]
-    current: dict[str, Any] | None = (main or records)[-1]
+    # A sub-agent's records may sit in the session's own file: the live leaf is the main line's
+    # newest message (a record of another kind after it is no turn of the conversation).
+    messages = [r for r in records if r.get("type") in _MESSAGE_TYPES] or records
+    main = [r for r in messages if r.get("isSidechain") is not True]
+    current: dict[str, Any] | None = (main or messages)[-1]
     while current is not None:
         uid = as_str(current.get("uuid"))
         if uid in seen:  # a cycle in a forged file: stop, keep what was walked
@@ -57,6 +61,11 @@ def _chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         current = by_id.get(parent)
     chain.reverse()
     return chain
+
+
+def _label(kind: Any) -> str:
+    """How a record that is no turn is counted among the skipped."""
+    return f"{kind} record" if isinstance(kind, str) else "record without a type"
 
 
 def _content(blocks: Any) -> str | tuple[ContentPart, ...]:
@@ -198,20 +207,29 @@ def read_claude_code(path: Path, draft: Draft, max_line_bytes: int) -> None:
             draft.skip(f"unreadable line ({line.problem})")
             continue
         kind = line.value.get("type")
-        if kind in _MESSAGE_TYPES and as_str(line.value.get("uuid")):
+        if as_str(line.value.get("uuid")):
+            # Every record with an id is a node of the tree (attachments and progress records
+            # sit between a prompt and its answer), whether or not it becomes a turn.
             records.append(line.value)
         elif kind == "summary":
             title = as_str(line.value.get("summary")) or title
             draft.skip("summary record (a title)")
         else:
-            draft.skip(f"{kind} record" if isinstance(kind, str) else "record without a type")
+            draft.skip(_label(kind))
     chain = _chain(records)
-    draft.skip("record off the live branch", len(records) - len(chain))
-    first = chain[0] if chain else {}
+    walked = {id(r) for r in chain}
+    for record in records:
+        if id(record) not in walked:
+            kind = record.get("type")
+            draft.skip("record off the live branch" if kind in _MESSAGE_TYPES else f"{kind} record")
+    first = next((r for r in chain if r.get("type") in _MESSAGE_TYPES), {})
     draft.source_id = as_str(first.get("sessionId"))
     draft.project_dir = as_str(first.get("cwd")) or None
     draft.title = title or None
     reader = _Reader(draft)
     for record in chain:
-        reader.record(record)
+        if record.get("type") in _MESSAGE_TYPES:
+            reader.record(record)
+        else:
+            draft.skip(_label(record.get("type")))
     reader.finish()
