@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..boundary import (
@@ -50,6 +50,7 @@ from ..log import (
     LogEntry,
     MidConversationSystemMessage,
     Omitted,
+    ProviderCompaction,
     Record,
     SideCall,
     UserEntry,
@@ -61,7 +62,7 @@ from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .epoch_view import EpochView, standing_reason
 from .parts import SessionParts
-from .summary_call import summarise
+from .summary_call import provider_compact, summarise
 from .writer import LogWriter
 
 __all__ = ["Admitter", "Samples"]
@@ -247,19 +248,32 @@ class Admitter:
             return False
         summarizer = self.deps.summarizer or model
         # The failure leaves translated (``raise … from``), as one of the package's errors.
-        done = await summarise(self.deps, self.writer, plan, model, self.rebuild)
-        # The summary request is billed like any other: the ledger counts it (a ``SideCall``).
-        call = SideCall(
-            "compaction",
-            summarizer.name,  # as its dispatches are named: one model, one row of the costs
-            done.usage,
-            usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
-            timestamp=now(),
-            usage_note=done.usage_note,
-            reason=reason,
+        served = await provider_compact(
+            self.deps, self.writer, plan, model, self.rebuild, warm=not self._cold()
         )
-        # A summary is a reply committed too: valid Unicode, or every later request would fail.
-        text = replace_surrogates(done.message.content)[0].strip()
+        block: ProviderCompaction | None = None
+        if served is not None:
+            # The provider's block stands for the whole history: the new epoch keeps no turn.
+            plan = replace(plan, cut_seq=self.writer.next_seq)
+            block = ProviderCompaction(served.format, served.block)
+            call = SideCall("compaction", model.name, served.usage, timestamp=now(), reason=reason)
+            # Kept as sent (the block replays byte for byte); the view's text is only shown.
+            text = replace_surrogates(served.text)[0].strip()
+        else:
+            done = await summarise(self.deps, self.writer, plan, model, self.rebuild)
+            # The summary request is billed like any other: the ledger counts it (a
+            # ``SideCall``), named as the summariser's dispatches are: one row of the costs.
+            call = SideCall(
+                "compaction",
+                summarizer.name,
+                done.usage,
+                usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
+                timestamp=now(),
+                usage_note=done.usage_note,
+                reason=reason,
+            )
+            # A summary is a reply committed too: valid Unicode, or every later request fails.
+            text = replace_surrogates(done.message.content)[0].strip()
         if not text:
             with contextlib.suppress(StoreError):
                 await self.writer.append([call])
@@ -277,6 +291,7 @@ class Admitter:
             timestamp=now(),
             # Like every epoch, the compaction's names the tools its requests declare.
             tools=tuple(t.spec.name for t in self.parts.toolbox.offered()),
+            block=block,
         )
         # After the epoch, so the summary stays at ``summary_seq``.
         await self.writer.append([*entries, call])

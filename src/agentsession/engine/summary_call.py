@@ -13,9 +13,24 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ..budget import total_tokens
-from ..compaction import CompactionPlan, cached_summary_request, summary_request
+from ..compaction import (
+    CompactionPlan,
+    cached_summary_request,
+    provider_compaction_request,
+    provider_is_cheaper,
+    render_history,
+    summary_request,
+)
 from ..errors import UsageError
-from ..providers.base import Model, ModelDone, complete, provider_failure
+from ..ledger.prices import price_for
+from ..providers.base import (
+    CompactionDone,
+    CompactsConversation,
+    Model,
+    ModelDone,
+    complete,
+    provider_failure,
+)
 from ..providers.cache_controls import CacheControls
 from ..providers.cache_policy import choose_ttl
 from ..request import Request
@@ -23,7 +38,7 @@ from .deps import SessionDeps
 from .model_call import call_model, session_cache_key
 from .writer import LogWriter
 
-__all__ = ["cached_call", "shares_cache", "summarise"]
+__all__ = ["cached_call", "provider_compact", "shares_cache", "summarise"]
 
 Rebuild = Callable[[Model], Awaitable[Request]]
 
@@ -71,6 +86,65 @@ async def _cached_request(
     return request
 
 
+async def provider_compact(
+    deps: SessionDeps,
+    writer: LogWriter,
+    plan: CompactionPlan,
+    model: Model,
+    rebuild: Rebuild,
+    *,
+    warm: bool = True,
+) -> CompactionDone | None:
+    """The provider's own compaction where the configuration chooses it; ``None``: local.
+
+    ``"provider"`` uses it wherever the model offers it; ``"auto"`` where it is also expected
+    to cost no more than the local summary by the ledger's prices (``warm``: the conversation's
+    cache is live). The request is the live one, whole, sent with the session's cache key and
+    lifetime: the block covers the whole history. A failure raises (translated), leaving the
+    log untouched.
+    """
+    mode = deps.config.compaction
+    offered = model.profile.provider_compaction and isinstance(model, CompactsConversation)
+    if mode == "local" or not offered:
+        return None
+    try:
+        live = await rebuild(model)
+    except UsageError:
+        return None
+    request = provider_compaction_request(live)
+    if request is None:
+        return None
+    if mode == "auto" and not _provider_cheaper(deps, plan, model, request, warm):
+        return None
+    assert isinstance(model, CompactsConversation)
+    return await model.compact_with(request, _controls(deps, writer))
+
+
+def _provider_cheaper(
+    deps: SessionDeps, plan: CompactionPlan, model: Model, request: Request, warm: bool
+) -> bool:
+    summarizer = deps.summarizer or model
+    if shares_cache(summarizer, model):
+        return True  # the same prices, and the provider is sent less: the live prefix alone
+    counter, prices = deps.budget.counter, deps.config.prices
+    return provider_is_cheaper(
+        prefix_tokens=total_tokens(request, counter),
+        warm=warm,
+        provider_price=price_for(model.name, prices),
+        local_tokens=counter.count(render_history(plan.head)),
+        local_price=price_for(summarizer.name, prices),
+    )
+
+
+def _controls(deps: SessionDeps, writer: LogWriter) -> CacheControls:
+    """The cache key and lifetime the conversation's calls ask for."""
+    config, ledger = deps.config, writer.ledger
+    return CacheControls(
+        key=session_cache_key(writer.session_id),
+        ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
+    )
+
+
 async def cached_call(
     deps: SessionDeps, writer: LogWriter, model: Model, request: Request
 ) -> ModelDone:
@@ -79,11 +153,7 @@ async def cached_call(
     The same key and lifetime the conversation's calls ask for, so the provider routes the
     call to the cache they wrote; failures leave translated, like ``complete``'s.
     """
-    config, ledger = deps.config, writer.ledger
-    controls = CacheControls(
-        key=session_cache_key(writer.session_id),
-        ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
-    )
+    config, controls = deps.config, _controls(deps, writer)
     done: ModelDone | None = None
     try:
         async for event in call_model(
