@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 
 import agentsession as ags
+from agentsession.inspection.report import render_report
 from agentsession.log import ContextEpoch, SideCall, Summary
+
+from .cli_inprocess import cli_here
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -142,6 +145,16 @@ async def test_block_is_stored_shown_billed_and_replayed_byte_for_byte(
         inspection = await session.inspect()
         titles = [i.title for i in inspection.timeline if i.kind == "summary"]
         assert len(titles) == 1 and titles[0].startswith("provider compaction · anthropic")
+        report = render_report(inspection, generated="now", version="test")
+        assert "provider compaction · anthropic-messages" in report
+        session_id = session.id
+    shown = cli_here(tmp_path, "show", session_id, "--db", str(tmp_path / "s.db"))
+    assert shown.code == 0, shown.err
+    lines = shown.out.splitlines()
+    mark = next(i for i, line in enumerate(lines) if "provider compaction" in line)
+    # after the third turn's answer, before the fourth prompt
+    assert lines[mark + 1] == "user: check record 4"
+    assert any("check record 3" in line for line in lines[:mark])
 
 
 async def test_a_changed_block_is_refused_by_the_provider(world: World, tmp_path: Path) -> None:
@@ -232,3 +245,20 @@ async def test_auto_picks_by_price(world: World, tmp_path: Path) -> None:
         (summary,) = [r.entry for r in await session.log() if isinstance(r.entry, Summary)]
         assert summary.block is None and summary.text == "## Goal\nCheap."
         assert len(cheap.requests) == 1 and len(world.sim.compactions.issued) == issued
+
+
+async def test_a_background_provider_compaction_is_adopted(world: World, tmp_path: Path) -> None:
+    runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path)
+    async with runtime:
+        session = await runtime.create_session()
+        await world.turns(session, "check record 1", "check record 2")
+        assert await session.prepare_compaction(min_tokens=0) is True
+        assert not [r for r in await session.log() if isinstance(r.entry, Summary)]
+        replayed = world.sim.compactions.replayed
+        await world.turns(session, "check record 3")
+        (summary,) = [r.entry for r in await session.log() if isinstance(r.entry, Summary)]
+        assert summary.block is not None
+        assert world.sim.compactions.replayed > replayed
+        (call,) = [r.entry for r in await session.log() if isinstance(r.entry, SideCall)]
+        assert call.reason == "background"
+        assert call.usage.cached_input_tokens / call.usage.input_tokens >= 0.9

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from ..boundary import (
@@ -42,7 +42,7 @@ from ..errors import (
     StoreError,
     UsageError,
 )
-from ..hygiene import prompt_content, replace_surrogates
+from ..hygiene import prompt_content
 from ..log import (
     ContextEpoch,
     Dispatch,
@@ -50,9 +50,7 @@ from ..log import (
     LogEntry,
     MidConversationSystemMessage,
     Omitted,
-    ProviderCompaction,
     Record,
-    SideCall,
     UserEntry,
     now,
 )
@@ -62,7 +60,7 @@ from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .epoch_view import EpochView, standing_reason
 from .parts import SessionParts
-from .summary_call import provider_compact, summarise
+from .summary_call import Prepared, Written, write_summary
 from .writer import LogWriter
 
 __all__ = ["Admitter", "Samples"]
@@ -87,6 +85,7 @@ class Admitter:
     writer: LogWriter
     parts: SessionParts
     epoch_reason: EpochReason | None = None
+    prepared: Prepared | None = None  # a background summary waiting for the next boundary
 
     async def sample(self) -> Samples:
         """Sample every component once: one sample serves the whole boundary."""
@@ -129,6 +128,7 @@ class Admitter:
         # The components sampled are the ones the boundary reads (listed once, not twice).
         components = self.parts.components()
         samples = {c.key: await c.sample() for c in components}
+        await self.adopt(samples, model)  # a background summary, if the log is as it was
         view = await self.writer.epoch_view()
         admission = self._checked(view, promoted, samples, model, step, components)
         if isinstance(admission, Rejection):
@@ -246,41 +246,37 @@ class Admitter:
         plan = plan or self._plan(view)
         if plan is None or view.epoch is None:
             return False
-        summarizer = self.deps.summarizer or model
         # The failure leaves translated (``raise … from``), as one of the package's errors.
-        served = await provider_compact(
-            self.deps, self.writer, plan, model, self.rebuild, warm=not self._cold()
+        written = await write_summary(
+            self.deps, self.writer, plan, model, self.rebuild, warm=not self.cold(), reason=reason
         )
-        block: ProviderCompaction | None = None
-        if served is not None:
-            # The provider's block stands for the whole history: the new epoch keeps no turn.
-            plan = replace(plan, cut_seq=self.writer.next_seq)
-            block = ProviderCompaction(served.format, served.block)
-            call = SideCall("compaction", model.name, served.usage, timestamp=now(), reason=reason)
-            # Kept as sent (the block replays byte for byte); the view's text is only shown.
-            text = replace_surrogates(served.text)[0].strip()
-        else:
-            done = await summarise(self.deps, self.writer, plan, model, self.rebuild)
-            # The summary request is billed like any other: the ledger counts it (a
-            # ``SideCall``), named as the summariser's dispatches are: one row of the costs.
-            call = SideCall(
-                "compaction",
-                summarizer.name,
-                done.usage,
-                usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
-                timestamp=now(),
-                usage_note=done.usage_note,
-                reason=reason,
-            )
-            # A summary is a reply committed too: valid Unicode, or every later request fails.
-            text = replace_surrogates(done.message.content)[0].strip()
-        if not text:
+        if not written.text:
             with contextlib.suppress(StoreError):
-                await self.writer.append([call])
+                await self.writer.append([written.call])
             raise ProviderError("the summariser returned an empty summary")
+        await self._commit(view, written, samples, model, (written.call,))
+        return True
+
+    async def adopt(self, samples: Samples, model: Model) -> bool:
+        """Commit the prepared summary with its epoch if nothing was logged since it was made."""
+        prepared, self.prepared = self.prepared, None
+        if prepared is None or not prepared.current(self.writer.next_seq, model.name):
+            return False
+        await self._commit(await self.writer.epoch_view(), prepared.written, samples, model, ())
+        return True
+
+    async def _commit(
+        self,
+        view: EpochView,
+        written: Written,
+        samples: Samples,
+        model: Model,
+        extra: tuple[LogEntry, ...],
+    ) -> None:
+        assert view.epoch is not None  # a plan was made from it
         entries = compaction_entries(
-            plan,
-            text,
+            written.plan,
+            written.text,
             epoch=view.epoch,
             state=effective_state(view.epoch, _mids(view.records)),
             components=self.parts.components(),
@@ -291,14 +287,13 @@ class Admitter:
             timestamp=now(),
             # Like every epoch, the compaction's names the tools its requests declare.
             tools=tuple(t.spec.name for t in self.parts.toolbox.offered()),
-            block=block,
+            block=written.block,
         )
         # After the epoch, so the summary stays at ``summary_seq``.
-        await self.writer.append([*entries, call])
+        await self.writer.append([*entries, *extra])
         self.epoch_reason = None
-        return True
 
-    def _cold(self) -> bool:
+    def cold(self) -> bool:
         """Whether the provider's cache has expired since the last request (runtime clock)."""
         clock, ledger = self.deps.clock, self.writer.ledger
         last = ledger.last_noted()
@@ -406,7 +401,7 @@ class Admitter:
             tool_specs=toolbox.specs(),
             native_tool_changes=profile.native_tool_changes,
             removal_texts=self.parts.removals,
-            cold=self._cold(),
+            cold=self.cold(),
         )
 
         measured: Request | None = None  # the request preflight saw, once it got that far

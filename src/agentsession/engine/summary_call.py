@@ -11,6 +11,7 @@ fits the budget beside the instruction, or that cannot be rebuilt (a tool it dec
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 
 from ..budget import total_tokens
 from ..compaction import (
@@ -22,7 +23,9 @@ from ..compaction import (
     summary_request,
 )
 from ..errors import UsageError
+from ..hygiene import replace_surrogates
 from ..ledger.prices import price_for
+from ..log import ProviderCompaction, SideCall, now
 from ..providers.base import (
     CompactionDone,
     CompactsConversation,
@@ -38,7 +41,15 @@ from .deps import SessionDeps
 from .model_call import call_model, session_cache_key
 from .writer import LogWriter
 
-__all__ = ["cached_call", "provider_compact", "shares_cache", "summarise"]
+__all__ = [
+    "Prepared",
+    "Written",
+    "cached_call",
+    "provider_compact",
+    "shares_cache",
+    "summarise",
+    "write_summary",
+]
 
 Rebuild = Callable[[Model], Awaitable[Request]]
 
@@ -49,6 +60,71 @@ def shares_cache(summarizer: Model, model: Model) -> bool:
         return True
     same_name = summarizer.name == model.name
     return same_name and summarizer.profile.provider == model.profile.provider
+
+
+@dataclass(frozen=True)
+class Written:
+    """A compaction's summary as written, before it is committed, and its billed call.
+
+    ``block``: the provider's compaction block (``plan.cut_seq`` then past the whole
+    history); ``text`` is empty when the summariser wrote nothing.
+    """
+
+    plan: CompactionPlan
+    text: str
+    block: ProviderCompaction | None
+    call: SideCall
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A summary written in the background, waiting for the next prompt's boundary."""
+
+    written: Written
+    seq: int  # the log's next seq once its call was billed: adopted only while unchanged
+    model: str
+
+    def current(self, next_seq: int, model: str) -> bool:
+        """Whether the summary still fits the log: nothing logged since, the same model."""
+        return next_seq == self.seq and model == self.model
+
+
+async def write_summary(
+    deps: SessionDeps,
+    writer: LogWriter,
+    plan: CompactionPlan,
+    model: Model,
+    rebuild: Rebuild,
+    *,
+    warm: bool,
+    reason: str,
+) -> Written:
+    """The summary of ``plan`` — the provider's compaction where chosen, else the summariser's.
+
+    Its call is billed like any other (a ``SideCall``, named as the caller's dispatches are:
+    one row of the costs); the failure leaves translated, with nothing written.
+    """
+    served = await provider_compact(deps, writer, plan, model, rebuild, warm=warm)
+    if served is not None:
+        # The provider's block stands for the whole history: the new epoch keeps no turn.
+        whole = replace(plan, cut_seq=writer.next_seq)
+        call = SideCall("compaction", model.name, served.usage, timestamp=now(), reason=reason)
+        # Kept as sent (the block replays byte for byte); the text is what other formats see.
+        text = replace_surrogates(served.text)[0].strip()
+        return Written(whole, text, ProviderCompaction(served.format, served.block), call)
+    summarizer = deps.summarizer or model
+    done = await summarise(deps, writer, plan, model, rebuild)
+    call = SideCall(
+        "compaction",
+        summarizer.name,
+        done.usage,
+        usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
+        timestamp=now(),
+        usage_note=done.usage_note,
+        reason=reason,
+    )
+    # A summary is a reply committed too: valid Unicode, or every later request would fail.
+    return Written(plan, replace_surrogates(done.message.content)[0].strip(), None, call)
 
 
 async def summarise(
