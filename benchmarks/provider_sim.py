@@ -26,6 +26,10 @@ every request. It is a model of the documentation, not of the services:
   comparison_response_id`` gives ``prompt_cache_diagnostics`` (``cache_hit``, ``cache_miss``
   with a reason, or ``comparison_response_not_found``).
 
+Anthropic's server-side compaction (a request with ``compaction``) is answered by
+``sim_compaction``: one signed block, usage in a ``compaction`` iteration; a later request whose
+block differs from the one issued is refused with a 400.
+
 The model's replies come from ``policy(shape, last_user_text, last_is_tool) -> Reply``; the
 clock is a callable, so a benchmark can share its runtime's clock with the simulated cache.
 The token-counting endpoints (Anthropic ``/v1/messages/count_tokens``, Responses
