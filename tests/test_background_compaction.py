@@ -170,3 +170,24 @@ async def _check_reopened(db: Path, session_id: str, project: Path) -> None:
         assert not _entries(await session.log(), Summary)
     finally:
         await runtime.close()
+
+
+async def test_the_runtime_prepares_each_idle_session(make_runtime: Make) -> None:
+    """``runtime.prepare_compactions()``: the application's timer, over its open sessions."""
+    small = ags.ModelProfile(context_window=2_000, max_output_tokens=100)
+    model = ags.ScriptedModel(["a1", "a2", "a3", SUMMARY, "a4"], profile=small)
+    runtime = make_runtime(
+        model=model,
+        config=ags.Config(
+            keep_user_turns=1, titles=False, compact_threshold=0.05, auto_compact=False
+        ),
+    )
+    grown = await runtime.create_session()
+    for text in ("one", "two", "three"):
+        await grown.prompt(text)
+    fresh = await runtime.create_session()  # nothing to summarise yet
+    assert await runtime.prepare_compactions() == {grown.id: True, fresh.id: False}
+    await grown.prompt("four")
+    assert [e.text for e in _entries(await grown.log(), Summary) if isinstance(e, Summary)] == [
+        SUMMARY
+    ]
