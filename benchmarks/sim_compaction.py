@@ -2,9 +2,9 @@
 
 A request with the ``compaction`` parameter (``{"type": "summarize"}``, beta
 ``compact-2026-09-04``) is a compaction request: the answer holds one ``compaction`` block
-alone (``stop_reason`` ``"compaction"``) — a summary text, an opaque ``encrypted_content`` and a
-``signature`` over both — and its usage sits in one ``compaction`` entry of
-``usage.iterations``, not in the top-level figures (as the SDK's ``BetaIterationsUsage``
+alone (``stop_reason`` ``"compaction"``) — a summary text (``null`` when told to fail), an
+opaque ``encrypted_content`` and a ``signature`` over both — and its usage sits in one
+``compaction`` entry of ``usage.iterations``, not in the top-level figures (as the SDK's ``BetaIterationsUsage``
 documents). Its input is accounted against the prompt cache like any request's.
 
 Every later request may send the block back; the simulator drops everything before the last
@@ -32,6 +32,7 @@ class Compactions:
     def __init__(self) -> None:
         self.issued: dict[str, dict[str, Any]] = {}
         self.replayed = 0  # requests that sent an issued block back
+        self.fail_next = False  # the next compaction fails: a block with null content
 
     def block(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """A new compaction block summarising ``messages``."""
@@ -49,6 +50,9 @@ class Compactions:
             "encrypted_content": "enc_" + opaque,
             "signature": signature,
         }
+        if self.fail_next:
+            self.fail_next = False
+            found["content"] = None
         self.issued[signature] = copy.deepcopy(found)
         return found
 

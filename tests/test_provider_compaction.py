@@ -262,3 +262,21 @@ async def test_a_background_provider_compaction_is_adopted(world: World, tmp_pat
         (call,) = [r.entry for r in await session.log() if isinstance(r.entry, SideCall)]
         assert call.reason == "background"
         assert call.usage.cached_input_tokens / call.usage.input_tokens >= 0.9
+
+
+async def test_a_failed_provider_compaction_is_billed_and_stores_nothing(
+    world: World, tmp_path: Path
+) -> None:
+    runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path)
+    async with runtime:
+        session = await runtime.create_session()
+        await world.turns(session, "check record 1", "check record 2")
+        world.sim.compactions.fail_next = True  # the server's block comes with null content
+        with pytest.raises(ags.ProviderError, match="empty summary"):
+            await session.compact()
+        log = await session.log()
+        assert not [r for r in log if isinstance(r.entry, Summary)]
+        (call,) = [r.entry for r in log if isinstance(r.entry, SideCall)]
+        assert call.purpose == "compaction" and call.usage.input_tokens > 0
+        assert session.cost().total_usd == pytest.approx(world.sim.bills["anthropic"].usd, rel=0.01)
+        await world.turns(session, "check record 3")  # the old epoch goes on

@@ -265,7 +265,8 @@ class AnthropicModel(SDKModel):
 
         The request goes with the session's cache controls, so its prefix is read from the
         cache the conversation wrote; the answer holds only the compaction block, kept as the
-        raw JSON the server sent.
+        raw JSON the server sent. A block without content (the server's failed compaction)
+        gives an empty ``text``.
         """
         body = self._controlled(request, controls)
         body["betas"] = [*body.get("betas", ()), COMPACTION_BETA]
@@ -277,11 +278,16 @@ class AnthropicModel(SDKModel):
         except Exception as exc:
             raise self._failure(exc) from exc
         blocks = [b for b in sent.get("content") or () if b.get("type") == "compaction"]
-        text = blocks[0].get("content") if len(blocks) == 1 else None
-        if not isinstance(text, str) or not text.strip():
-            raise ProviderError(f"{self._source}: the compaction returned no summary")
+        block = blocks[0] if len(blocks) == 1 else {}
+        text = block.get("content")
+        # A failed compaction (no content) is billed all the same: the caller records the
+        # usage and reports the empty summary.
         return CompactionDone(
-            self.wire_format, blocks[0], text, _usage(message.usage), str(message.model or "")
+            self.wire_format,
+            block,
+            text if isinstance(text, str) else "",
+            _usage(message.usage),
+            str(message.model or ""),
         )
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:

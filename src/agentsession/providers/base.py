@@ -200,8 +200,9 @@ class CompactionDone:
     """A provider's own compaction of a conversation.
 
     ``block`` is the compaction block's JSON object exactly as the provider returned it, to be
-    sent back unchanged in ``format``; ``text`` is the summary it holds; ``usage`` is what the
-    compaction was billed (every iteration counted once).
+    sent back unchanged in ``format``; ``text`` is the summary it holds (``""``: the compaction
+    failed, and nothing is to be stored but the bill); ``usage`` is what the compaction was
+    billed (every iteration counted once).
     """
 
     format: str
@@ -219,7 +220,7 @@ class CompactsConversation(Protocol):
         """The provider's compaction of ``request`` (sent with ``controls``, cache controls).
 
         Raises:
-            ProviderError: The call failed, or the provider returned no usable block.
+            ProviderError: The call failed.
         """
         ...
 
