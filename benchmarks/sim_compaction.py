@@ -5,7 +5,8 @@ A request with the ``compaction`` parameter (``{"type": "summarize"}``, beta
 alone (``stop_reason`` ``"compaction"``) — a summary text (``null`` when told to fail), an
 opaque ``encrypted_content`` and a ``signature`` over both — and its usage sits in one
 ``compaction`` entry of ``usage.iterations``, not in the top-level figures (as the SDK's
-``BetaIterationsUsage`` documents). Its input is accounted against the prompt cache like any request's.
+``BetaIterationsUsage`` documents). Its input is accounted against the prompt cache like any
+request's.
 
 Every later request may send the block back; the simulator drops everything before the last
 compaction block it finds in ``messages`` (as the API does) and refuses, with a 400, a block it
