@@ -58,6 +58,9 @@ async def test_prepared_summary_is_adopted_as_one_epoch_at_the_next_prompt(
     ]
     assert not _entries(log, Summary)
     assert len(_entries(log, ContextEpoch)) == epochs_before
+    # The preview shows the request the prompt will send: the prepared summary adopted.
+    preview = await session.preview_request("four")
+    assert str(preview.messages[0].content).endswith(SUMMARY)
     await session.prompt("four")
     log = await session.log()
     (summary,) = _entries(log, Summary)
@@ -69,6 +72,7 @@ async def test_prepared_summary_is_adopted_as_one_epoch_at_the_next_prompt(
     request = scripted(runtime).requests[-1]
     assert str(request.messages[0].content).endswith(SUMMARY)
     assert [m.content for m in request.messages[1:]] == ["three", "a3", "four"]
+    assert request.messages == preview.messages and request.system == preview.system
     assert len(_entries(log, SideCall)) == 1  # adopting made no call
 
 

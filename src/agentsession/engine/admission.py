@@ -51,6 +51,7 @@ from ..log import (
     MidConversationSystemMessage,
     Omitted,
     Record,
+    Summary,
     UserEntry,
     now,
 )
@@ -94,7 +95,7 @@ class Admitter:
     async def preview(self, promoted: Sequence[LogEntry], model: Model) -> Admission:
         """The admission ``promoted`` would lead to; nothing is admitted or compacted."""
         samples = await self.sample()
-        return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1)
+        return self._admission(await self._next_view(samples, model), promoted, samples, model, 1)
 
     async def preview_prompt(
         self,
@@ -254,7 +255,9 @@ class Admitter:
             with contextlib.suppress(StoreError):
                 await self.writer.append([written.call])
             raise ProviderError("the summariser returned an empty summary")
-        await self._commit(view, written, samples, model, (written.call,))
+        # After the epoch, so the summary stays at ``summary_seq``.
+        await self.writer.append([*self._entries(view, written, samples, model), written.call])
+        self.epoch_reason = None
         return True
 
     async def adopt(self, samples: Samples, model: Model) -> bool:
@@ -262,19 +265,16 @@ class Admitter:
         prepared, self.prepared = self.prepared, None
         if prepared is None or not prepared.current(self.writer.next_seq, model.name):
             return False
-        await self._commit(await self.writer.epoch_view(), prepared.written, samples, model, ())
+        view = await self.writer.epoch_view()
+        await self.writer.append(list(self._entries(view, prepared.written, samples, model)))
+        self.epoch_reason = None
         return True
 
-    async def _commit(
-        self,
-        view: EpochView,
-        written: Written,
-        samples: Samples,
-        model: Model,
-        extra: tuple[LogEntry, ...],
-    ) -> None:
+    def _entries(
+        self, view: EpochView, written: Written, samples: Samples, model: Model
+    ) -> tuple[Summary, ContextEpoch]:
         assert view.epoch is not None  # a plan was made from it
-        entries = compaction_entries(
+        return compaction_entries(
             written.plan,
             written.text,
             epoch=view.epoch,
@@ -289,9 +289,15 @@ class Admitter:
             tools=tuple(t.spec.name for t in self.parts.toolbox.offered()),
             block=written.block,
         )
-        # After the epoch, so the summary stays at ``summary_seq``.
-        await self.writer.append([*entries, *extra])
-        self.epoch_reason = None
+
+    async def _next_view(self, samples: Samples, model: Model) -> EpochView:
+        """The view the next prompt reads: with the prepared summary, where it will be adopted."""
+        view, prepared, seq = await self.writer.epoch_view(), self.prepared, self.writer.next_seq
+        if prepared is None or view.epoch is None or not prepared.current(seq, model.name):
+            return view
+        summary, epoch = self._entries(view, prepared.written, samples, model)
+        kept = [r for r in view.records if r.seq >= prepared.written.plan.cut_seq]
+        return EpochView(epoch, [*kept, Record(seq, summary), Record(seq + 1, epoch)], False)
 
     def cold(self) -> bool:
         """Whether the provider's cache has expired since the last request (runtime clock)."""
