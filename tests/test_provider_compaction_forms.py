@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.boundary import build_request, window_of
@@ -155,3 +157,25 @@ def test_auto_price_test() -> None:
     assert not cheaper(False, dear)
     # No price is no evidence against the provider.
     assert cheaper(False, None)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(block=st.dictionaries(st.text(max_size=12), _JSON, max_size=6))
+def test_any_block_is_stored_and_read_back_as_sent(block: dict[str, object]) -> None:
+    """Whatever the server's block holds, the stored form gives back the same JSON text."""
+    entry = Summary(
+        "text", 3, "", ProviderCompaction("anthropic-messages", {"type": "compaction", **block})
+    )
+    kind, version, text = dump_entry(entry)
+    loaded = load_entry(kind, version, text)
+    assert isinstance(loaded, Summary) and loaded.block is not None
+    sent = json.dumps(entry.block.block if entry.block else None)
+    assert json.dumps(loaded.block.block) == sent
