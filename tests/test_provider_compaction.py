@@ -145,6 +145,11 @@ async def test_block_is_stored_shown_billed_and_replayed_byte_for_byte(
         inspection = await session.inspect()
         titles = [i.title for i in inspection.timeline if i.kind == "summary"]
         assert len(titles) == 1 and titles[0].startswith("provider compaction · anthropic")
+        # Every request, the one opening with the block included, is rebuilt from the log
+        # with the digest it was sent with.
+        assert inspection.requests and all(r.exact for r in inspection.requests)
+        after = inspection.requests[-1].request.messages[0]
+        assert isinstance(after, ags.AssistantMessage) and after.provider_data
         report = render_report(inspection, generated="now", version="test")
         assert "provider compaction · anthropic-messages" in report
         session_id = session.id
