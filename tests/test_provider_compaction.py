@@ -188,10 +188,16 @@ async def test_round_trip_through_the_session_file(world: World, tmp_path: Path)
         session_id = session.id
     exported = tmp_path / "s.jsonl"
     store = ags.SQLiteStore(tmp_path / "a.db")
+    from agentsession.portability.readable import export_readable
     from agentsession.store.session_file import export_session
 
     await export_session(store, session_id, exported)
+    readable = tmp_path / "s.md"
+    await export_readable(store, session_id, readable, "markdown")
     await store.close()
+    shown = readable.read_text()
+    assert "Summary of the earlier conversation (written by the provider)" in shown
+    assert "summarised by the provider" in shown and "enc_" not in shown
     header, *rest = exported.read_text().splitlines()
     assert json.loads(header)["entry_versions"]["summary"] == 2
     (stored,) = [json.loads(line) for line in rest if '"provider_compaction"' in line]
