@@ -67,6 +67,7 @@ class World:
         compaction: str = "provider",
         summarizer: ags.Model | None = None,
         prices: dict[str, ags.ModelPrice] | None = None,
+        **config: Any,
     ) -> ags.Runtime:
         model = ags.get_model("anthropic:claude-opus-4-8", base_url=self.url, api_key="sim")
         return ags.Runtime(
@@ -78,7 +79,11 @@ class World:
             tools=[lookup],
             clock=lambda: self.now,
             config=ags.Config(
-                compaction=compaction, titles=False, keep_user_turns=1, prices=prices or {}
+                compaction=compaction,
+                titles=False,
+                keep_user_turns=1,
+                prices=prices or {},
+                **config,
             ),
         )
 
@@ -291,3 +296,30 @@ async def test_a_failed_provider_compaction_is_billed_and_stores_nothing(
         assert call.purpose == "compaction" and call.usage.input_tokens > 0
         assert session.cost().total_usd == pytest.approx(world.sim.bills["anthropic"].usd, rel=0.01)
         await world.turns(session, "check record 3")  # the old epoch goes on
+
+
+async def test_automatic_compaction_before_a_prompt_uses_the_provider(
+    world: World, tmp_path: Path
+) -> None:
+    """A prompt that would cross ``compact_threshold`` compacts first — by the provider, as the
+    history ends with a finished turn — and its request opens with the block, then the prompt.
+    """
+    runtime = world.runtime(
+        ags.SQLiteStore(tmp_path / "s.db"),
+        tmp_path,
+        context_window=60_000,
+        reserve_output_tokens=0,
+        compact_threshold=0.5,
+    )
+    async with runtime:
+        session = await runtime.create_session()
+        await world.turns(session, "check record 1", "check record 2", "check record 3")
+        assert not [r for r in await session.log() if isinstance(r.entry, Summary)]
+        long_prompt = "please read all of this. " * 4_000 + "then check record 4"
+        await world.turns(session, long_prompt)
+        log = await session.log()
+        (summary,) = [r.entry for r in log if isinstance(r.entry, Summary)]
+        assert summary.block is not None
+        body = await session.preview_body("next")
+        assert body["messages"][0]["content"][0]["type"] == "compaction"
+        assert long_prompt in json.dumps(body["messages"])
