@@ -41,7 +41,7 @@ from provider_sim import Reply, Simulator, running
 import agentsession as ags
 from agentsession.ledger import charge_usd
 from agentsession.ledger.prices import price_for
-from agentsession.log import SideCall
+from agentsession.log import SideCall, Summary
 from agentsession.providers.base import ModelEvent
 
 
@@ -79,9 +79,20 @@ class Renamed:
 
 
 async def drive(
-    shape: str, turns: int, url: str, clock: dict[str, datetime], *, plain: bool
+    shape: str,
+    turns: int,
+    url: str,
+    clock: dict[str, datetime],
+    *,
+    plain: bool,
+    provider: bool = False,
+    sim: Simulator | None = None,
 ) -> dict[str, Any]:
-    """One session of ``turns`` turns, then one compaction; the summary call's figures."""
+    """One session of ``turns`` turns, then one compaction; the summary call's figures.
+
+    ``provider``: ``Config(compaction="provider")`` — the provider compacts (Anthropic's
+    compaction block); one more turn then sends the block back.
+    """
     spec = SHAPES[shape]
     base = url if shape == "anthropic" else f"{url}/v1"
     model = ags.get_model(spec, base_url=base, api_key="sim")
@@ -95,7 +106,11 @@ async def drive(
             instructions=APP_PROMPT,
             tools=[*ags.builtin_tools(), lookup],
             clock=lambda: clock["now"],
-            config=ags.Config(max_transcript_messages=60, titles=False),
+            config=ags.Config(
+                max_transcript_messages=60,
+                titles=False,
+                compaction="provider" if provider else "local",
+            ),
         )
         async with runtime:
             session = await runtime.create_session()
@@ -104,14 +119,24 @@ async def drive(
                 await session.prompt(f"turn {turn}: please check record {turn}")
             clock["now"] += timedelta(seconds=20)
             assert await session.compact()
+            replayed = sim.compactions.replayed if sim is not None else 0
+            if provider:
+                clock["now"] += timedelta(seconds=20)
+                await session.prompt("after the compaction: check record 1")
             log = await session.log()
     (call,) = [r.entry for r in log if isinstance(r.entry, SideCall)]
+    form = "plain text" if plain else "extends the live request"
+    if provider:
+        (summary,) = [r.entry for r in log if isinstance(r.entry, Summary)]
+        assert summary.block is not None, "the provider did not compact"
+        form = "provider compaction"
     usage = call.usage
     price = price_for(call.model)
     billed, uncached = charge_usd(usage, price) if price is not None else (None, None)
     return {
         "model": spec,
-        "form": "plain text" if plain else "extends the live request",
+        "form": form,
+        "block_replayed": sim is not None and sim.compactions.replayed > replayed,
         "input_tokens": usage.input_tokens,
         "cached_input_tokens": usage.cached_input_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
@@ -131,6 +156,10 @@ async def run_all(turns: int, shapes: list[str]) -> dict[str, Any]:
                 "cached": await drive(shape, turns, url, clock, plain=False),
                 "plain": await drive(shape, turns, url, clock, plain=True),
             }
+            if shape == "anthropic":
+                out[shape]["provider"] = await drive(
+                    shape, turns, url, clock, plain=False, provider=True, sim=sim
+                )
     return out
 
 

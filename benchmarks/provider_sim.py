@@ -26,6 +26,10 @@ every request. It is a model of the documentation, not of the services:
   comparison_response_id`` gives ``prompt_cache_diagnostics`` (``cache_hit``, ``cache_miss``
   with a reason, or ``comparison_response_not_found``).
 
+Anthropic's server-side compaction (a request with ``compaction``) is answered by
+``sim_compaction``: one signed block, usage in a ``compaction`` iteration; a later request whose
+block differs from the one issued is refused with a 400.
+
 The model's replies come from ``policy(shape, last_user_text, last_is_tool) -> Reply``; the
 clock is a callable, so a benchmark can share its runtime's clock with the simulated cache.
 The token-counting endpoints (Anthropic ``/v1/messages/count_tokens``, Responses
@@ -56,6 +60,7 @@ from provider_shapes import (
     responses_answer,
 )
 from provider_streams import anthropic_stream, chat_stream, encode, responses_stream
+from sim_compaction import Compactions, SimulatedRefusal, compaction_answer
 
 from agentsession.budget import exact_counter
 
@@ -218,6 +223,7 @@ class Simulator:
         self.details: list[tuple[int, int, int, int]] = []  # (input, read, written 5m, 1h)
         self.count = 0
         self.streamed = 0  # requests answered as event streams
+        self.compactions = Compactions()  # Anthropic's compaction blocks issued
         self.lock = threading.Lock()
 
     def bill(
@@ -249,14 +255,21 @@ class Simulator:
     # -- Anthropic ---------------------------------------------------------------------------
 
     def anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
+        body = self.compactions.effective(body)  # refuses a compaction block not as issued
         blocks, firsts = _anthropic_blocks(body)
         marks = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
         candidates = [j for i in marks for j in range(max(0, i - LOOKBACK), i + 1)]
         read, w5, w1 = account(self.cache, "anthropic", blocks, candidates, marks)
         total = _cumulative(blocks)[-1]
+        message_id = self.next_id("msg")
+        if body.get("compaction"):
+            block = self.compactions.block(body["messages"])
+            out = _tokens(block)
+            self.bill("anthropic", body["model"], total, read, w5, w1, out)
+            usage = _anthropic_usage(total, read, w5, w1, out)
+            return compaction_answer(message_id, body["model"], block, usage, out)
         said = [m for m in body["messages"] if m.get("role") != "system"]
         reply = self.policy("anthropic", _last_text(said), _tool_turn(said[-1]))
-        message_id = self.next_id("msg")
         content: list[dict[str, Any]] = []
         if reply.tool:
             content.append(
@@ -279,16 +292,7 @@ class Simulator:
             "content": content,
             "stop_reason": "tool_use" if reply.tool else "end_turn",
             "stop_sequence": None,
-            "usage": {
-                "input_tokens": total - read - w5 - w1,
-                "output_tokens": out,
-                "cache_read_input_tokens": read,
-                "cache_creation_input_tokens": w5 + w1,
-                "cache_creation": {
-                    "ephemeral_5m_input_tokens": w5,
-                    "ephemeral_1h_input_tokens": w1,
-                },
-            },
+            "usage": _anthropic_usage(total, read, w5, w1, out),
         }
         if "diagnostics" in body:
             print_ = {
@@ -342,6 +346,16 @@ class Simulator:
                 self.fingerprints.get(compare), fingerprint
             )
         return answer
+
+
+def _anthropic_usage(total: int, read: int, w5: int, w1: int, out: int) -> dict[str, Any]:
+    return {
+        "input_tokens": total - read - w5 - w1,
+        "output_tokens": out,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": w5 + w1,
+        "cache_creation": {"ephemeral_5m_input_tokens": w5, "ephemeral_1h_input_tokens": w1},
+    }
 
 
 def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[Block], list[int]]:
@@ -427,6 +441,23 @@ def _streamed(path: str, body: dict[str, Any], answer: dict[str, Any]) -> bytes:
     return encode(responses_stream(answer))
 
 
+def _answer(sim: Simulator, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The simulator's answer to one POST (``None``: no such route)."""
+    with sim.lock:
+        if path.endswith("/messages/count_tokens"):
+            return {"input_tokens": count_tokens("anthropic", sim.compactions.effective(body))}
+        if path.endswith("/responses/input_tokens"):
+            tokens = count_tokens("openai-responses", body)
+            return {"object": "response.input_tokens", "input_tokens": tokens}
+        if path.endswith("/messages"):
+            return sim.anthropic(body)
+        if path.endswith("/chat/completions"):
+            return sim.openai("openai-chat", body)
+        if path.endswith("/responses"):
+            return sim.openai("openai-responses", body)
+    return None
+
+
 def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -436,22 +467,22 @@ def _handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
             path = self.path.split("?", 1)[0]  # the SDKs' beta routes add ``?beta=true``
-            with sim.lock:
-                if path.endswith("/messages/count_tokens"):
-                    answer = {"input_tokens": count_tokens("anthropic", body)}
-                elif path.endswith("/responses/input_tokens"):
-                    tokens = count_tokens("openai-responses", body)
-                    answer = {"object": "response.input_tokens", "input_tokens": tokens}
-                elif path.endswith("/messages"):
-                    answer = sim.anthropic(body)
-                elif path.endswith("/chat/completions"):
-                    answer = sim.openai("openai-chat", body)
-                elif path.endswith("/responses"):
-                    answer = sim.openai("openai-responses", body)
-                else:
-                    self.send_response(404)
-                    self.end_headers()
-                    return
+            try:
+                answer = _answer(sim, path, body)
+            except SimulatedRefusal as exc:
+                error = {"type": "error", "error": {"type": "invalid_request_error"}}
+                error["error"]["message"] = str(exc)
+                data = json.dumps(error).encode()
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            if answer is None:
+                self.send_response(404)
+                self.end_headers()
+                return
             kind = "application/json"
             if body.get("stream"):
                 data, kind = _streamed(path, body, answer), "text/event-stream"

@@ -14,16 +14,17 @@ from typing import Protocol, runtime_checkable
 
 from .budget import TokenCounter, counter_for_encoding, default_counter
 from .config import Config
-from .errors import UsageError
+from .errors import AgentSessionError, UsageError
 from .log import TRANSCRIPT_KINDS, ContextEpoch, ModelSwitched, Record, SystemPromptCheckpoint
 from .projection import transcript_from
 from .providers.base import Model
+from .session import Session
 from .store.base import SessionInfo, Store
 from .store.fast import fast_paths
 from .tools import Tool
 from .transcript import Transcript
 
-__all__ = ["SupportsAclose", "close_clients", "import_file"]
+__all__ = ["SupportsAclose", "close_clients", "import_file", "prepared_if_idle"]
 
 
 @runtime_checkable
@@ -135,3 +136,11 @@ async def _named_model(store: Store, session_id: str) -> tuple[str, str]:
     if isinstance(entry, ModelSwitched | ContextEpoch):
         return entry.model, entry.provider
     return "", ""
+
+
+async def prepared_if_idle(session: Session) -> bool:
+    """``session.prepare_compaction()``; ``False`` for a session busy, leased or failing."""
+    try:
+        return await session.prepare_compaction()
+    except AgentSessionError:  # a turn runs, approvals wait, another process leases it
+        return False

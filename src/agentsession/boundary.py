@@ -45,7 +45,7 @@ from .log import (
     Record,
     SystemPromptCheckpoint,
 )
-from .projection import Projection, ViewMessage, projection_of
+from .projection import Projection, ViewMessage, elsewhere, projection_of
 from .request import AssistantMessage, Request, SystemMessage, ToolSpec, UserMessage, digest
 from .window import Window, select_window, whole_window, with_elision_note
 
@@ -189,8 +189,8 @@ def build_request(
         for i, message in enumerate(messages):
             # Another provider's opaque data (a reasoning signature) cannot be read here.
             opaque = isinstance(message, AssistantMessage) and bool(message.provider_data)
-            if opaque and message.provider != provider:
-                messages[i] = replace(message, provider_data={})
+            if opaque and message.provider != provider:  # a compaction block: its text
+                messages[i] = elsewhere(message, summary=kept[i].summary)
     sources = tuple(map(_SEQS, kept))
     return Request(baseline, tuple(messages), _as_before(tuple(tools)), sources)
 

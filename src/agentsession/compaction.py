@@ -12,6 +12,11 @@ turns the summary text into the two values the session commits in one transactio
 ``Summary`` and the new epoch, whose baseline is rendered from the boundary's samples (components
 are re-sampled, never summarised). A crash during compaction leaves the old epoch untouched.
 Earlier history and mid-conversation messages stay in the log, out of the model view.
+
+Where the provider compacts itself (``Config(compaction="provider"|"auto")``), it is sent the
+live request whole (``provider_compaction_request``): its block replaces the whole history,
+kept turns included, and is stored on the ``Summary``; ``provider_is_cheaper`` is the price
+test ``"auto"`` makes.
 """
 
 from __future__ import annotations
@@ -21,15 +26,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .budget import TokenCounter
+from .config import ModelPrice
 from .context.component import ContextComponent, LoadResult
 from .context.engine import ComponentState, fresh_baseline
-from .log import ContextEpoch, Summary
+from .ledger import charge_usd
+from .log import ContextEpoch, ProviderCompaction, Summary
 from .projection import ViewMessage
 from .request import (
     AssistantMessage,
     Request,
     SystemMessage,
     ToolResultMessage,
+    Usage,
     UserMessage,
     text_of,
 )
@@ -41,6 +49,8 @@ __all__ = [
     "cached_summary_request",
     "compaction_entries",
     "plan_compaction",
+    "provider_compaction_request",
+    "provider_is_cheaper",
     "summary_request",
 ]
 
@@ -156,14 +166,11 @@ def cached_summary_request(live: Request, plan: CompactionPlan) -> Request | Non
     the last user message. ``None`` when ``live``'s window holds nothing before the kept tail
     (the window moved past it) or does not reach the tail's first message.
     """
-    start = next(
-        (i for i, seqs in enumerate(live.sources) if seqs and min(seqs) >= plan.cut_seq), None
-    )
-    if not start:
+    start = _tail_start(live, plan)
+    if start is None:
         return None
     first = live.messages[start]
-    if not isinstance(first, UserMessage):
-        return None
+    assert isinstance(first, UserMessage)  # ``_tail_start`` holds it
     quoted = " ".join(text_of(first.content).split())
     if len(quoted) > _QUOTE_CHARS:
         quoted = quoted[:_QUOTE_CHARS] + "…"
@@ -174,6 +181,57 @@ def cached_summary_request(live: Request, plan: CompactionPlan) -> Request | Non
         tools=live.tools,
         sources=(*live.sources, ()),
     )
+
+
+def _tail_start(live: Request, plan: CompactionPlan) -> int | None:
+    """Where ``live``'s messages reach the kept tail (``None``: nothing before it, or no tail)."""
+    start = next(
+        (i for i, seqs in enumerate(live.sources) if seqs and min(seqs) >= plan.cut_seq), None
+    )
+    if not start or not isinstance(live.messages[start], UserMessage):
+        return None
+    return start
+
+
+def provider_compaction_request(live: Request) -> Request | None:
+    """The request a provider compacts: ``live`` itself, when it ends a finished turn.
+
+    The provider summarises the whole conversation it is sent, kept turns included, and a
+    later request sends its block in place of all of it; ``live`` is the request the
+    conversation's cache holds, so it is read from the cache. ``None`` (compact locally) when
+    ``live`` does not end with a final answer: after a compaction in the middle of a turn the
+    model would be asked to go on from the block alone.
+    """
+    if not live.messages:
+        return None
+    last = live.messages[-1]
+    if not isinstance(last, AssistantMessage) or last.tool_calls:
+        return None
+    return live
+
+
+def provider_is_cheaper(
+    *,
+    prefix_tokens: int,
+    warm: bool,
+    provider_price: ModelPrice | None,
+    local_tokens: int,
+    local_price: ModelPrice | None,
+    output_tokens: int = 2_000,
+) -> bool:
+    """Whether the provider's compaction is expected to cost no more than the local summary.
+
+    The provider reads ``prefix_tokens`` (from the cache when ``warm``); the local summary
+    sends ``local_tokens`` to its summariser uncached (a summariser of another model cannot
+    read this cache). Both write about ``output_tokens``. A missing price is no evidence
+    against the provider: it is chosen.
+    """
+    if provider_price is None or local_price is None:
+        return True
+    cached = prefix_tokens if warm else 0
+    ours = Usage(prefix_tokens, output_tokens, cached_input_tokens=cached)
+    theirs = Usage(local_tokens, output_tokens)
+    return charge_usd(ours, provider_price)[0] <= charge_usd(theirs, local_price)[0]
 
 
 def compaction_entries(
@@ -189,11 +247,13 @@ def compaction_entries(
     timestamp: str,
     tools: tuple[str, ...] | None = None,
     provider: str = "",
+    block: ProviderCompaction | None = None,
 ) -> tuple[Summary, ContextEpoch]:
     """The summary entry and the epoch it opens, to be committed together at ``summary_seq``.
 
     ``state`` is the effective System Context of the old epoch: a component unavailable in
-    ``samples`` keeps what the model was last told in the new baseline.
+    ``samples`` keeps what the model was last told in the new baseline. ``block``: the
+    provider's compaction block, when the provider wrote the summary.
     """
     baseline, checkpoint, removed = fresh_baseline(state, components, samples)
     opened = ContextEpoch(
@@ -209,4 +269,4 @@ def compaction_entries(
         tools=tools,
         provider=provider,
     )
-    return Summary(summary, plan.cut_seq, timestamp), opened
+    return Summary(summary, plan.cut_seq, timestamp, block), opened

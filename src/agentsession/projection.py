@@ -51,9 +51,11 @@ __all__ = [
     "VIEW_KINDS",
     "Projection",
     "ViewMessage",
+    "elsewhere",
     "placeholder",
     "project",
     "projection_of",
+    "summary_message",
     "summary_text",
     "to_message",
     "transcript_from",
@@ -86,6 +88,39 @@ class ViewMessage:
 def summary_text(summary: Summary) -> str:
     """How a compaction summary reads in the model view."""
     return SUMMARY_PREFIX + summary.text
+
+
+def summary_message(summary: Summary) -> Message:
+    """The message a compaction summary opens its epoch with.
+
+    A local summary is a user message. A provider's compaction block is an assistant message
+    whose replay data, in the block's format, is the block exactly as returned — the form the
+    provider reads back; any other format gets the assistant's text, the summary as text (the
+    same path signed reasoning takes, see ``boundary.build_request``).
+    """
+    block = summary.block
+    if block is None:
+        return UserMessage(summary_text(summary))
+    return AssistantMessage(
+        content=summary_text(summary),
+        provider=_VENDOR.get(block.format, block.format),
+        provider_data={block.format: {"content": [block.block]}},
+    )
+
+
+def elsewhere(message: AssistantMessage, *, summary: bool) -> Message:
+    """``message`` for another provider than the one whose replay data it holds.
+
+    The data is dropped; a provider's compaction block (a ``summary`` opening) becomes the
+    user message a local summary is, which every format accepts first.
+    """
+    if summary:
+        return UserMessage(message.content)
+    return replace(message, provider_data={})
+
+
+#: The provider name an assistant message carries for each wire format's replay data.
+_VENDOR = {"anthropic-messages": "anthropic", "openai-responses": "openai"}
 
 
 _MESSAGES: IdentityMemo[Message] = IdentityMemo()
@@ -124,7 +159,7 @@ def _message_of(record: Record) -> Message | None:
         case MidConversationSystemMessage():
             return SystemMessage(entry.text, entry.tools_added, entry.tools_removed)
         case Summary():
-            return UserMessage(summary_text(entry))
+            return summary_message(entry)
         case _:
             return None
 
@@ -247,9 +282,7 @@ def _extended(
         entry = record.entry
         if isinstance(entry, Summary):
             if record.seq == epoch.summary_seq:
-                opening.append(
-                    ViewMessage(UserMessage(summary_text(entry)), (record.seq,), summary=True)
-                )
+                opening.append(ViewMessage(summary_message(entry), (record.seq,), summary=True))
         elif (
             entry.kind in _MESSAGE_KINDS  # dispatch records and checkpoints: no match to try
             and record.seq >= epoch.history_start
@@ -265,7 +298,8 @@ def _extended(
                 opaque += isinstance(message, AssistantMessage) and bool(message.provider_data)
         ends.append((len(opening), len(body), systems, opaque))
     _PROJECTED.put(epoch, _Projected(records, ends, opening, body, messages, sources))
-    # An opening is a summary: a user message, neither a system message nor opaque.
+    # An opening is a summary: never a system message; opaque when it is a provider's block.
+    opaque += sum(bool(getattr(v.message, "provider_data", None)) for v in opening)
     return Projection(
         opening + body,
         [v.message for v in opening] + messages,
@@ -287,9 +321,7 @@ def _project(records: list[Record], epoch: ContextEpoch | None) -> list[ViewMess
         entry = record.entry
         if isinstance(entry, Summary):
             if record.seq == summary_seq:
-                opening.append(
-                    ViewMessage(UserMessage(summary_text(entry)), (record.seq,), summary=True)
-                )
+                opening.append(ViewMessage(summary_message(entry), (record.seq,), summary=True))
             continue
         if record.seq < start:
             continue

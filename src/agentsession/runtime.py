@@ -27,6 +27,7 @@ from ._wiring import (
     _named_model,
     close_clients,
     import_file,
+    prepared_if_idle,
 )
 from .budget import BudgetPolicy, TokenCounter
 from .config import Config
@@ -365,6 +366,10 @@ class Runtime:
                 s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in self._sessions
             }
         return {s.id: await s._tend_idle() for s in list(self._sessions)}
+
+    async def prepare_compactions(self) -> dict[str, bool]:
+        """``prepare_compaction()`` for each session handed out (busy ones: ``False``)."""
+        return {s.id: await prepared_if_idle(s) for s in list(self._sessions)}
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every stored session, most recently updated first."""

@@ -25,6 +25,7 @@ from ._deprecated import DeprecatedSessionNames
 from ._memo import conforms
 from .engine.admission import Admitter
 from .engine.approvals import SessionApprovals
+from .engine.background import prepare_summary
 from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
@@ -228,6 +229,16 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         async with self._guard.exclusive():
             await self._recover()
             return await self._admitter.compact(await self._admitter.sample(), self.model)
+
+    async def prepare_compaction(self, *, min_tokens: int | None = None) -> bool:
+        """Write a summary now, while idle; the next prompt adopts it if nothing changed since.
+
+        Only past ``min_tokens`` in the live request (default: 80% of where a prompt compacts
+        by itself). The call is billed at once (a ``side_call``, reason ``"background"``).
+        """
+        return await prepare_summary(
+            self._deps, self._guard, self._admitter, self.model, min_tokens
+        )
 
     async def switch_model(self, model: Model) -> None:
         """Talk to ``model`` from the next request on; that request starts a new epoch.

@@ -30,7 +30,16 @@ from ..session import Session
 from ..store.base import Store
 from .output import Output, short
 
-__all__ = ["COMMAND_NAMES", "HELP", "MARKS", "EpochWatch", "banner", "outcome_marks", "recap"]
+__all__ = [
+    "COMMAND_NAMES",
+    "HELP",
+    "MARKS",
+    "EpochWatch",
+    "banner",
+    "compaction_marks",
+    "outcome_marks",
+    "recap",
+]
 
 HELP = (
     "Type a prompt and press Enter (Esc Enter or a paste for several lines). Ctrl-C cancels a "
@@ -81,6 +90,23 @@ def outcome_marks(messages: Sequence[Message], outcomes: Sequence[str]) -> dict[
         last_of_turn = index + 1 == len(messages) or isinstance(messages[index + 1], UserMessage)
         if last_of_turn and 0 <= turn < len(outcomes) and outcomes[turn] in MARKS:
             marks[index] = MARKS[outcomes[turn]]
+    return marks
+
+
+def compaction_marks(messages: Sequence[Message], compacted: dict[int, str]) -> dict[int, str]:
+    """Where a compaction is shown: after the last message of the turn it followed.
+
+    ``compacted`` maps a turn number (1 for the first user turn, as the inspection's timeline
+    counts) to the compaction's line (``provider compaction · …`` or ``compaction summary · …``).
+    """
+    marks: dict[int, str] = {}
+    turn = 0
+    for index, message in enumerate(messages):
+        if isinstance(message, UserMessage):
+            turn += 1
+        last_of_turn = index + 1 == len(messages) or isinstance(messages[index + 1], UserMessage)
+        if last_of_turn and turn in compacted:
+            marks[index] = f"⇢ {compacted[turn]}"
     return marks
 
 

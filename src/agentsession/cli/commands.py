@@ -26,7 +26,7 @@ from ..store.base import Store
 from .addressing import newest_here, same_folder
 from .approvals import APPROVE_ALL, DENY_ALL, Approver, TerminalAsker
 from .chat import Chat, Driver
-from .chatview import outcome_marks
+from .chatview import compaction_marks, outcome_marks
 from .console import JsonOutput, QuietOutput, RichOutput, print_transcript
 from .invocation import (
     Invocation,
@@ -261,10 +261,14 @@ async def show(inv: Invocation) -> int:
         _, session = await inv.open(store, inv.args.id, read_only=True)
         messages = list(session.messages)
         try:
-            outcomes = [turn.outcome for turn in (await session.inspect()).turns]
+            inspection = await session.inspect()
+            outcomes = [turn.outcome for turn in inspection.turns]
+            compacted = {i.turn: i.title for i in inspection.timeline if i.kind == "summary"}
         except AgentSessionError:  # the transcript is shown all the same, unmarked
-            outcomes = []
+            outcomes, compacted = [], {}
         marks = outcome_marks(messages, outcomes)
+        for index, line in compaction_marks(messages, compacted).items():
+            marks[index] = f"{marks[index]}\n{line}" if index in marks else line
         if isinstance(inv.output, JsonOutput):
             inv.output.emit("session", id=session.id, title=session.title)
             for index, message in enumerate(messages):

@@ -42,7 +42,7 @@ from ..errors import (
     StoreError,
     UsageError,
 )
-from ..hygiene import prompt_content, replace_surrogates
+from ..hygiene import prompt_content
 from ..log import (
     ContextEpoch,
     Dispatch,
@@ -51,7 +51,7 @@ from ..log import (
     MidConversationSystemMessage,
     Omitted,
     Record,
-    SideCall,
+    Summary,
     UserEntry,
     now,
 )
@@ -61,7 +61,7 @@ from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .epoch_view import EpochView, standing_reason
 from .parts import SessionParts
-from .summary_call import summarise
+from .summary_call import Prepared, Written, write_summary
 from .writer import LogWriter
 
 __all__ = ["Admitter", "Samples"]
@@ -86,6 +86,7 @@ class Admitter:
     writer: LogWriter
     parts: SessionParts
     epoch_reason: EpochReason | None = None
+    prepared: Prepared | None = None  # a background summary waiting for the next boundary
 
     async def sample(self) -> Samples:
         """Sample every component once: one sample serves the whole boundary."""
@@ -94,7 +95,7 @@ class Admitter:
     async def preview(self, promoted: Sequence[LogEntry], model: Model) -> Admission:
         """The admission ``promoted`` would lead to; nothing is admitted or compacted."""
         samples = await self.sample()
-        return self._admission(await self.writer.epoch_view(), promoted, samples, model, 1)
+        return self._admission(await self._next_view(samples, model), promoted, samples, model, 1)
 
     async def preview_prompt(
         self,
@@ -128,6 +129,7 @@ class Admitter:
         # The components sampled are the ones the boundary reads (listed once, not twice).
         components = self.parts.components()
         samples = {c.key: await c.sample() for c in components}
+        await self.adopt(samples, model)  # a background summary, if the log is as it was
         view = await self.writer.epoch_view()
         admission = self._checked(view, promoted, samples, model, step, components)
         if isinstance(admission, Rejection):
@@ -245,28 +247,36 @@ class Admitter:
         plan = plan or self._plan(view)
         if plan is None or view.epoch is None:
             return False
-        summarizer = self.deps.summarizer or model
         # The failure leaves translated (``raise … from``), as one of the package's errors.
-        done = await summarise(self.deps, self.writer, plan, model, self.rebuild)
-        # The summary request is billed like any other: the ledger counts it (a ``SideCall``).
-        call = SideCall(
-            "compaction",
-            summarizer.name,  # as its dispatches are named: one model, one row of the costs
-            done.usage,
-            usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
-            timestamp=now(),
-            usage_note=done.usage_note,
-            reason=reason,
+        written = await write_summary(
+            self.deps, self.writer, plan, model, self.rebuild, warm=not self.cold(), reason=reason
         )
-        # A summary is a reply committed too: valid Unicode, or every later request would fail.
-        text = replace_surrogates(done.message.content)[0].strip()
-        if not text:
+        if not written.text:
             with contextlib.suppress(StoreError):
-                await self.writer.append([call])
+                await self.writer.append([written.call])
             raise ProviderError("the summariser returned an empty summary")
-        entries = compaction_entries(
-            plan,
-            text,
+        # After the epoch, so the summary stays at ``summary_seq``.
+        await self.writer.append([*self._entries(view, written, samples, model), written.call])
+        self.epoch_reason = None
+        return True
+
+    async def adopt(self, samples: Samples, model: Model) -> bool:
+        """Commit the prepared summary with its epoch if nothing was logged since it was made."""
+        prepared, self.prepared = self.prepared, None
+        if prepared is None or not prepared.current(self.writer.next_seq, model.name):
+            return False
+        view = await self.writer.epoch_view()
+        await self.writer.append(list(self._entries(view, prepared.written, samples, model)))
+        self.epoch_reason = None
+        return True
+
+    def _entries(
+        self, view: EpochView, written: Written, samples: Samples, model: Model
+    ) -> tuple[Summary, ContextEpoch]:
+        assert view.epoch is not None  # a plan was made from it
+        return compaction_entries(
+            written.plan,
+            written.text,
             epoch=view.epoch,
             state=effective_state(view.epoch, _mids(view.records)),
             components=self.parts.components(),
@@ -277,13 +287,19 @@ class Admitter:
             timestamp=now(),
             # Like every epoch, the compaction's names the tools its requests declare.
             tools=tuple(t.spec.name for t in self.parts.toolbox.offered()),
+            block=written.block,
         )
-        # After the epoch, so the summary stays at ``summary_seq``.
-        await self.writer.append([*entries, call])
-        self.epoch_reason = None
-        return True
 
-    def _cold(self) -> bool:
+    async def _next_view(self, samples: Samples, model: Model) -> EpochView:
+        """The view the next prompt reads: with the prepared summary, where it will be adopted."""
+        view, prepared, seq = await self.writer.epoch_view(), self.prepared, self.writer.next_seq
+        if prepared is None or view.epoch is None or not prepared.current(seq, model.name):
+            return view
+        summary, epoch = self._entries(view, prepared.written, samples, model)
+        kept = [r for r in view.records if r.seq >= prepared.written.plan.cut_seq]
+        return EpochView(epoch, [*kept, Record(seq, summary), Record(seq + 1, epoch)], False)
+
+    def cold(self) -> bool:
         """Whether the provider's cache has expired since the last request (runtime clock)."""
         clock, ledger = self.deps.clock, self.writer.ledger
         last = ledger.last_noted()
@@ -391,7 +407,7 @@ class Admitter:
             tool_specs=toolbox.specs(),
             native_tool_changes=profile.native_tool_changes,
             removal_texts=self.parts.removals,
-            cold=self._cold(),
+            cold=self.cold(),
         )
 
         measured: Request | None = None  # the request preflight saw, once it got that far

@@ -11,11 +11,29 @@ fits the budget beside the instruction, or that cannot be rebuilt (a tool it dec
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 
 from ..budget import total_tokens
-from ..compaction import CompactionPlan, cached_summary_request, summary_request
+from ..compaction import (
+    CompactionPlan,
+    cached_summary_request,
+    provider_compaction_request,
+    provider_is_cheaper,
+    render_history,
+    summary_request,
+)
 from ..errors import UsageError
-from ..providers.base import Model, ModelDone, complete, provider_failure
+from ..hygiene import replace_surrogates
+from ..ledger.prices import price_for
+from ..log import ProviderCompaction, SideCall, now
+from ..providers.base import (
+    CompactionDone,
+    CompactsConversation,
+    Model,
+    ModelDone,
+    complete,
+    provider_failure,
+)
 from ..providers.cache_controls import CacheControls
 from ..providers.cache_policy import choose_ttl
 from ..request import Request
@@ -23,7 +41,15 @@ from .deps import SessionDeps
 from .model_call import call_model, session_cache_key
 from .writer import LogWriter
 
-__all__ = ["cached_call", "shares_cache", "summarise"]
+__all__ = [
+    "Prepared",
+    "Written",
+    "cached_call",
+    "provider_compact",
+    "shares_cache",
+    "summarise",
+    "write_summary",
+]
 
 Rebuild = Callable[[Model], Awaitable[Request]]
 
@@ -34,6 +60,71 @@ def shares_cache(summarizer: Model, model: Model) -> bool:
         return True
     same_name = summarizer.name == model.name
     return same_name and summarizer.profile.provider == model.profile.provider
+
+
+@dataclass(frozen=True)
+class Written:
+    """A compaction's summary as written, before it is committed, and its billed call.
+
+    ``block``: the provider's compaction block (``plan.cut_seq`` then past the whole
+    history); ``text`` is empty when the summariser wrote nothing.
+    """
+
+    plan: CompactionPlan
+    text: str
+    block: ProviderCompaction | None
+    call: SideCall
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A summary written in the background, waiting for the next prompt's boundary."""
+
+    written: Written
+    seq: int  # the log's next seq once its call was billed: adopted only while unchanged
+    model: str
+
+    def current(self, next_seq: int, model: str) -> bool:
+        """Whether the summary still fits the log: nothing logged since, the same model."""
+        return next_seq == self.seq and model == self.model
+
+
+async def write_summary(
+    deps: SessionDeps,
+    writer: LogWriter,
+    plan: CompactionPlan,
+    model: Model,
+    rebuild: Rebuild,
+    *,
+    warm: bool,
+    reason: str,
+) -> Written:
+    """The summary of ``plan`` — the provider's compaction where chosen, else the summariser's.
+
+    Its call is billed like any other (a ``SideCall``, named as the caller's dispatches are:
+    one row of the costs); the failure leaves translated, with nothing written.
+    """
+    served = await provider_compact(deps, writer, plan, model, rebuild, warm=warm)
+    if served is not None:
+        # The provider's block stands for the whole history: the new epoch keeps no turn.
+        whole = replace(plan, cut_seq=writer.next_seq)
+        call = SideCall("compaction", model.name, served.usage, timestamp=now(), reason=reason)
+        # Kept as sent (the block replays byte for byte); the text is what other formats see.
+        text = replace_surrogates(served.text)[0].strip()
+        return Written(whole, text, ProviderCompaction(served.format, served.block), call)
+    summarizer = deps.summarizer or model
+    done = await summarise(deps, writer, plan, model, rebuild)
+    call = SideCall(
+        "compaction",
+        summarizer.name,
+        done.usage,
+        usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
+        timestamp=now(),
+        usage_note=done.usage_note,
+        reason=reason,
+    )
+    # A summary is a reply committed too: valid Unicode, or every later request would fail.
+    return Written(plan, replace_surrogates(done.message.content)[0].strip(), None, call)
 
 
 async def summarise(
@@ -71,6 +162,65 @@ async def _cached_request(
     return request
 
 
+async def provider_compact(
+    deps: SessionDeps,
+    writer: LogWriter,
+    plan: CompactionPlan,
+    model: Model,
+    rebuild: Rebuild,
+    *,
+    warm: bool = True,
+) -> CompactionDone | None:
+    """The provider's own compaction where the configuration chooses it; ``None``: local.
+
+    ``"provider"`` uses it wherever the model offers it; ``"auto"`` where it is also expected
+    to cost no more than the local summary by the ledger's prices (``warm``: the conversation's
+    cache is live). The request is the live one, whole, sent with the session's cache key and
+    lifetime: the block covers the whole history. A failure raises (translated), leaving the
+    log untouched.
+    """
+    mode = deps.config.compaction
+    offered = model.profile.provider_compaction and isinstance(model, CompactsConversation)
+    if mode == "local" or not offered:
+        return None
+    try:
+        live = await rebuild(model)
+    except UsageError:
+        return None
+    request = provider_compaction_request(live)
+    if request is None:
+        return None
+    if mode == "auto" and not _provider_cheaper(deps, plan, model, request, warm):
+        return None
+    assert isinstance(model, CompactsConversation)
+    return await model.compact_with(request, _controls(deps, writer))
+
+
+def _provider_cheaper(
+    deps: SessionDeps, plan: CompactionPlan, model: Model, request: Request, warm: bool
+) -> bool:
+    summarizer = deps.summarizer or model
+    if shares_cache(summarizer, model):
+        return True  # the same prices, and the provider is sent less: the live prefix alone
+    counter, prices = deps.budget.counter, deps.config.prices
+    return provider_is_cheaper(
+        prefix_tokens=total_tokens(request, counter),
+        warm=warm,
+        provider_price=price_for(model.name, prices),
+        local_tokens=counter.count(render_history(plan.head)),
+        local_price=price_for(summarizer.name, prices),
+    )
+
+
+def _controls(deps: SessionDeps, writer: LogWriter) -> CacheControls:
+    """The cache key and lifetime the conversation's calls ask for."""
+    config, ledger = deps.config, writer.ledger
+    return CacheControls(
+        key=session_cache_key(writer.session_id),
+        ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
+    )
+
+
 async def cached_call(
     deps: SessionDeps, writer: LogWriter, model: Model, request: Request
 ) -> ModelDone:
@@ -79,11 +229,7 @@ async def cached_call(
     The same key and lifetime the conversation's calls ask for, so the provider routes the
     call to the cache they wrote; failures leave translated, like ``complete``'s.
     """
-    config, ledger = deps.config, writer.ledger
-    controls = CacheControls(
-        key=session_cache_key(writer.session_id),
-        ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
-    )
+    config, controls = deps.config, _controls(deps, writer)
     done: ModelDone | None = None
     try:
         async for event in call_model(

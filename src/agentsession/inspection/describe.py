@@ -159,6 +159,9 @@ def _interrupted(entry: Interrupted) -> tuple[str, str]:
 
 
 def _summary(entry: Summary) -> tuple[str, str]:
+    if entry.block is not None:  # the provider's own block: replayed as returned
+        title = f"provider compaction · {entry.block.format} · covers seq < {entry.covers_until}"
+        return title, entry.text
     return f"compaction summary · covers seq < {entry.covers_until}", entry.text
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "MidConversationSystemMessage",
     "ModelSwitched",
     "Omitted",
+    "ProviderCompaction",
     "ProviderFailed",
     "RuntimeContextSnapshot",
     "SideCall",
@@ -255,12 +256,32 @@ class Interrupted:
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderCompaction:
+    """A provider's own compaction block, kept as the provider returned it.
+
+    ``format`` is the wire format that wrote it (``"anthropic-messages"``); ``block`` is the
+    block's JSON object exactly as it came (summary text, signature, opaque content), sent back
+    unchanged on every later request in that format. Another format cannot read it: it gets the
+    summary text instead.
+    """
+
+    format: str
+    block: dict[str, Any]
+    kind: Literal["provider_compaction"] = "provider_compaction"
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
-    """A compaction summary; it opens the epoch that follows it."""
+    """A compaction summary; it opens the epoch that follows it.
+
+    ``block`` (version 2): the provider's compaction block when the provider compacted
+    (``Config(compaction="provider")``); ``text`` is then the summary text the block holds.
+    """
 
     text: str
     covers_until: int
     timestamp: str = ""
+    block: ProviderCompaction | None = None
     kind: Literal["summary"] = "summary"
 
 

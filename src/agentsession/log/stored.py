@@ -117,6 +117,7 @@ VERSIONS: dict[str, int] = {
     "dispatch": 3,
     "assistant": 3,
     "side_call": 2,
+    "summary": 2,
 }
 
 

@@ -62,6 +62,11 @@ def _side_call_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _summary_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 may hold the provider's compaction block; a version 1 summary was written here.
+    return {**payload, "block": None}
+
+
 #: Upgrades of stored payloads: (kind, version) -> function returning the version + 1 payload.
 UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("epoch", 1): _epoch_v1_to_v2,
@@ -72,4 +77,5 @@ UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("assistant", 1): _assistant_v1_to_v2,
     ("assistant", 2): _assistant_v2_to_v3,
     ("side_call", 1): _side_call_v1_to_v2,
+    ("summary", 1): _summary_v1_to_v2,
 }

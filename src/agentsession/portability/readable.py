@@ -99,7 +99,7 @@ def _markdown_entry(entry: LogEntry, names: dict[str, str]) -> list[str]:
             said = "error" if entry.is_error else "result"
             return [f"Tool {said} of `{name}`:\n\n{_fence(trimmed(_text(entry.content)), 'text')}"]
         case Summary():
-            return [_heading("Summary of the earlier conversation", entry.timestamp), entry.text]
+            return [_heading(_summary_title(entry), entry.timestamp), entry.text]
         case _:
             return []
 
@@ -159,7 +159,7 @@ def _html_entry(entry: LogEntry, names: dict[str, str]) -> str:
             return _block("tool", "", entry.timestamp, f"{body}<pre>{text}</pre></details>")
         case Summary():
             body = f'<div class="text">{esc(entry.text)}</div>'
-            return _block("summary", "Summary of the earlier conversation", entry.timestamp, body)
+            return _block("summary", _summary_title(entry), entry.timestamp, body)
         case _:
             return ""
 
@@ -206,3 +206,8 @@ async def export_readable(
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc}") from exc
     return len(entries)
+
+
+def _summary_title(entry: Summary) -> str:
+    by = " (written by the provider)" if entry.block is not None else ""
+    return f"Summary of the earlier conversation{by}"

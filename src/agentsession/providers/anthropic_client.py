@@ -17,15 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..log.usage_check import token_sum
-from ..request import AssistantMessage, ToolCall, Usage, new_call_id
+from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id
 from ._client import SDKModel, parse_arguments, replay, require_event_stream, usage_count
 from ._errors import sdk_error
-from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
+from .base import CompactionDone, ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
+from .cache_controls import CacheControls
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-__all__ = ["AnthropicModel", "map_anthropic_error"]
+__all__ = ["COMPACTION_BETA", "AnthropicModel", "map_anthropic_error"]
+
+COMPACTION_BETA = "compact-2026-09-04"
+"""The beta that names the ``compaction`` parameter (on-demand compaction)."""
 
 _REPLAYED = ("thinking", "redacted_thinking")
 _STOP: dict[str, ReplyStopReason] = {
@@ -67,15 +71,36 @@ def _replay_data(content: list[Any], fmt: str) -> dict[str, Any]:
 
 def _usage(u: Any) -> Usage:
     # Figures go on as reported: ``ModelDone`` checks them and names what it had to correct.
-    cache_read = getattr(u, "cache_read_input_tokens", 0)
-    cache_write = getattr(u, "cache_creation_input_tokens", 0)
+    # A compaction's iterations are billed but left out of the top-level figures (the SDK's
+    # ``BetaIterationsUsage``): each is added here, so the bill counts it once.
+    found = _one_usage(u)
+    for item in getattr(u, "iterations", None) or ():
+        if getattr(item, "type", "") == "compaction":
+            more = _one_usage(item)
+            found = Usage(*(a + b for a, b in zip(_figures(found), _figures(more), strict=True)))
+    return found
+
+
+def _figures(u: Usage) -> tuple[int, int, int, int, int]:
+    return (
+        u.input_tokens,
+        u.output_tokens,
+        u.cached_input_tokens,
+        u.cache_write_tokens,
+        u.cache_write_long_tokens,
+    )
+
+
+def _one_usage(u: Any) -> Usage:
+    cache_read = getattr(u, "cache_read_input_tokens", 0) or 0
+    cache_write = getattr(u, "cache_creation_input_tokens", 0) or 0
     split = getattr(u, "cache_creation", None)
     return Usage(
         input_tokens=token_sum(u.input_tokens, cache_read, cache_write),
         output_tokens=u.output_tokens,
         cached_input_tokens=cache_read,
         cache_write_tokens=cache_write,
-        cache_write_long_tokens=getattr(split, "ephemeral_1h_input_tokens", 0),
+        cache_write_long_tokens=getattr(split, "ephemeral_1h_input_tokens", 0) or 0,
     )
 
 
@@ -234,6 +259,36 @@ class AnthropicModel(SDKModel):
         api = sdk.beta.messages if "betas" in body else sdk.messages
         result = await api.count_tokens(**args)
         return usage_count(result.input_tokens)
+
+    async def compact_with(self, request: Request, controls: CacheControls) -> CompactionDone:
+        """Anthropic's on-demand compaction of ``request`` (the ``compaction`` parameter).
+
+        The request goes with the session's cache controls, so its prefix is read from the
+        cache the conversation wrote; the answer holds only the compaction block, kept as the
+        raw JSON the server sent. A block without content (the server's failed compaction)
+        gives an empty ``text``.
+        """
+        body = self._controlled(request, controls)
+        body["betas"] = [*body.get("betas", ()), COMPACTION_BETA]
+        body["compaction"] = {"type": "summarize"}
+        try:
+            raw = await self._client().beta.messages.with_raw_response.create(**body)
+            message = await raw.parse()
+            sent = await raw.json()
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        blocks = [b for b in sent.get("content") or () if b.get("type") == "compaction"]
+        block = blocks[0] if len(blocks) == 1 else {}
+        text = block.get("content")
+        # A failed compaction (no content) is billed all the same: the caller records the
+        # usage and reports the empty summary.
+        return CompactionDone(
+            self.wire_format,
+            block,
+            text if isinstance(text, str) else "",
+            _usage(message.usage),
+            str(message.model or ""),
+        )
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         source = self._source

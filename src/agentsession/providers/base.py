@@ -107,6 +107,7 @@ class ModelProfile:
     cache_ttl: bool = False
     cache_diagnostics: bool = False
     cache_lifetime: float = 300.0
+    provider_compaction: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,36 @@ class CacheControlled(Protocol):
 
     def stream_with(self, request: Request, controls: Any) -> AsyncIterator[ModelEvent]:
         """``stream(request)`` with ``controls`` (a ``CacheControls``) added to the body."""
+        ...
+
+
+@dataclass(frozen=True)
+class CompactionDone:
+    """A provider's own compaction of a conversation.
+
+    ``block`` is the compaction block's JSON object exactly as the provider returned it, to be
+    sent back unchanged in ``format``; ``text`` is the summary it holds (``""``: the compaction
+    failed, and nothing is to be stored but the bill); ``usage`` is what the compaction was
+    billed (every iteration counted once).
+    """
+
+    format: str
+    block: dict[str, Any]
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+@runtime_checkable
+class CompactsConversation(Protocol):
+    """A model whose provider compacts a conversation itself (``profile.provider_compaction``)."""
+
+    async def compact_with(self, request: Request, controls: Any) -> CompactionDone:
+        """The provider's compaction of ``request`` (sent with ``controls``, cache controls).
+
+        Raises:
+            ProviderError: The call failed.
+        """
         ...
 
 

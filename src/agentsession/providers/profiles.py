@@ -165,8 +165,12 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                     max_output_tokens=16_384,
                     cache_ttl=True,
                     cache_diagnostics=True,
+                    provider_compaction=True,
                 )
-            return replace(base, cache_ttl=True, cache_diagnostics=True)
+            compacts = bool(re.match(r"claude-(opus|sonnet)-4-[67]", model.lower()))
+            return replace(
+                base, cache_ttl=True, cache_diagnostics=True, provider_compaction=compacts
+            )
         case "openai":
             fmt = wire_format or "openai-responses"
             base = default_profile(fmt)

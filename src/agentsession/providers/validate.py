@@ -132,7 +132,9 @@ def validate_anthropic(body: dict[str, Any], profile: ModelProfile | None = None
             continue
         if role not in ("user", "assistant"):
             reject(fmt, f"unknown role {role!r}", i)
-        if last_turn is None and role != "user":
+        # A compaction block the provider returned opens what follows it, as an assistant turn.
+        opens = role == "assistant" and blocks[:1] and blocks[0].get("type") == "compaction"
+        if last_turn is None and role != "user" and not opens:
             reject(fmt, "the first message must be a user turn", i)
         if role == last_turn:
             reject(fmt, f"two {role} turns in a row", i)

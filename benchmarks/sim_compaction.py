@@ -1,0 +1,111 @@
+"""Anthropic's server-side compaction, as the provider simulator answers it.
+
+A request with the ``compaction`` parameter (``{"type": "summarize"}``, beta
+``compact-2026-09-04``) is a compaction request: the answer holds one ``compaction`` block
+alone (``stop_reason`` ``"compaction"``) — a summary text (``null`` when told to fail), an
+opaque ``encrypted_content`` and a ``signature`` over both — and its usage sits in one
+``compaction`` entry of ``usage.iterations``, not in the top-level figures (as the SDK's
+``BetaIterationsUsage`` documents). Its input is accounted against the prompt cache like any
+request's.
+
+Every later request may send the block back; the simulator drops everything before the last
+compaction block it finds in ``messages`` (as the API does) and refuses, with a 400, a block it
+did not issue or one changed in any field: replay must be byte for byte.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+__all__ = ["Compactions", "SimulatedRefusal"]
+
+
+class SimulatedRefusal(ValueError):
+    """A request the simulated provider refuses (answered with HTTP 400)."""
+
+
+class Compactions:
+    """The compaction blocks the simulator issued, by signature."""
+
+    def __init__(self) -> None:
+        self.issued: dict[str, dict[str, Any]] = {}
+        self.replayed = 0  # requests that sent an issued block back
+        self.fail_next = False  # the next compaction fails: a block with null content
+
+    def block(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """A new compaction block summarising ``messages``."""
+        said = [m for m in messages if m.get("role") != "system"]
+        text = (
+            "## Goal\nContinue the work.\n## Facts and decisions\n"
+            f"{len(said)} messages summarised by the provider.\n"
+            "## Open items and next steps\nAnswer the next prompt."
+        )
+        opaque = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        signature = "sig_" + hashlib.sha256((text + opaque).encode()).hexdigest()[:32]
+        found = {
+            "type": "compaction",
+            "content": text,
+            "encrypted_content": "enc_" + opaque,
+            "signature": signature,
+        }
+        if self.fail_next:
+            self.fail_next = False
+            found["content"] = None
+        self.issued[signature] = copy.deepcopy(found)
+        return found
+
+    def effective(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as the provider reads it: from the last compaction block on.
+
+        Raises ``SimulatedRefusal`` for a block not issued here exactly as it is sent.
+        """
+        messages = body.get("messages", [])
+        at: tuple[int, int] | None = None
+        for i, message in enumerate(messages):
+            content = message.get("content")
+            for k, block in enumerate(content if isinstance(content, list) else ()):
+                if isinstance(block, dict) and block.get("type") == "compaction":
+                    self._check(block)
+                    at = (i, k)
+        if at is None:
+            return body
+        self.replayed += 1
+        i, k = at
+        first = {**messages[i], "content": messages[i]["content"][k:]}
+        return {**body, "messages": [first, *messages[i + 1 :]]}
+
+    def _check(self, block: dict[str, Any]) -> None:
+        sent = {key: value for key, value in block.items() if key != "cache_control"}
+        issued = self.issued.get(str(sent.get("signature")))
+        if issued is None or json.dumps(issued) != json.dumps(sent):
+            raise SimulatedRefusal("compaction block: not as issued (signature mismatch)")
+
+
+def compaction_answer(
+    message_id: str,
+    model: str,
+    block: dict[str, Any],
+    usage: dict[str, Any],
+    out: int,
+) -> dict[str, Any]:
+    """The Messages answer to a compaction request: the block alone, usage per iteration."""
+    iteration = {**usage, "type": "compaction", "output_tokens": out}
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [block],
+        "stop_reason": "compaction",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "iterations": [iteration],
+        },
+    }
