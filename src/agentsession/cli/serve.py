@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from ..providers.base import Model
     from ..runtime import Runtime
     from ..store.base import Store
     from .invocation import Invocation
@@ -193,6 +194,21 @@ def server_runtime(inv: Invocation, store: Store, workspaces: str | None, preset
     return Runtime(store=store, model=model, tools=tools, config=config, project_dir=Path.cwd())
 
 
+def model_resolver(inv: Invocation) -> Callable[[str], Model]:
+    """How the server turns a client's model name into a model: as ``--model`` would.
+
+    Aliases, ``NAME:MODEL`` of a configured provider and any model string the package knows;
+    a model that cannot be called here (no key, no SDK) is refused before a session uses it.
+    """
+
+    def resolve(spec: str) -> Model:
+        model = inv.resolve(spec)
+        inv.choice.ready(model)
+        return model
+
+    return resolve
+
+
 def _workspaces(given: str | None) -> str | None:
     if given is None:
         return None
@@ -297,6 +313,7 @@ def worker_app() -> Any:
         observer=tracing.observer if tracing is not None else None,
         on_shutdown=closing,
         workspaces=conf["workspaces"],
+        models=model_resolver(inv),
     )
 
 
@@ -379,6 +396,7 @@ async def serve(inv: Invocation) -> int:
             shutdown_grace=_GRACE,
             observer=tracing.observer if tracing is not None else None,
             workspaces=args.workspaces,
+            models=model_resolver(inv),
         )
         # Open event streams never end by themselves: after the grace period uvicorn closes
         # them, and running turns get the same time to finish before they are cancelled.

@@ -88,6 +88,16 @@ def _session_paths() -> dict[str, Any]:
                         "type": "object",
                         "properties": {
                             "title": {"type": "string"},
+                            "model": {
+                                "type": "string",
+                                "description": "a model the server's configuration offers",
+                            },
+                            "preset": {"type": "string", "description": "a permission preset"},
+                            "skills": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "description": "skills a prompt that names none takes",
+                            },
                             "workspace": {"type": "string", "description": "a named workspace"},
                         },
                     },
@@ -109,14 +119,18 @@ def _session_paths() -> dict[str, Any]:
             "parameters": [_ID],
             "get": _op("A session, its waiting approvals", {"200": _json(_SESSION)}),
             "patch": _op(
-                "Rename, or change the permission preset (idle only: 409 during a turn;"
-                " the next request tells the model)",
+                "Rename, or change the model or the permission preset (idle only: 409 during"
+                " a turn; recorded in the log, the next request tells the model)",
                 {"200": _json(_SESSION)},
                 requestBody=_body(
                     {
                         "type": "object",
                         "minProperties": 1,
-                        "properties": {"title": {"type": "string"}, "preset": {"type": "string"}},
+                        "properties": {
+                            "title": {"type": "string"},
+                            "preset": {"type": "string"},
+                            "model": {"type": "string"},
+                        },
                     }
                 ),
             ),
@@ -305,6 +319,13 @@ def openapi_document() -> dict[str, Any]:
                         "entries": {"type": "integer"},
                         "message_count": {"type": "integer"},
                         "last_model": {"type": ["string", "null"]},
+                        "model": {"type": "string"},
+                        "preset": {"type": "string"},
+                        "permission_preset": {"type": "string"},
+                        "skills": {"type": "array", "items": {"type": "string"}},
+                        "workspace": {"type": ["string", "null"]},
+                        "running_here": {"type": "boolean"},
+                        "waiting_approvals": {"type": "array", "items": {"type": "object"}},
                     },
                 },
             },
