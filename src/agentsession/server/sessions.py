@@ -22,6 +22,7 @@ from ..errors import SessionBusyError, UsageError
 from ..log import LogEntry
 from ..store.base import SessionInfo
 from ..store.session_file import render_session_file
+from .listing import decode_cursor, session_page
 from .models import Settings
 from .state import ServerState, text_field
 from .wire import plain
@@ -60,23 +61,18 @@ def _int(request: Request, name: str, default: int) -> int:
 
 
 async def list_sessions(request: Request) -> Response:
+    """A page of sessions (``?limit=``, ``?cursor=`` from the page before): one page read."""
     state = _state(request)
     owner = state.caller(request)
     limit = min(max(_int(request, "limit", 50), 1), 500)
-    offset = _int(request, "offset", 0)
-    found = await state.runtime.list_sessions()
+    raw = request.query_params.get("cursor")
+    after = decode_cursor(raw) if raw else None
+    keep = None
     if owner is not None:
         mine = await state.owners.owned(owner)
-        found = [info for info in found if info.id in mine]
-    page = found[offset : offset + limit]
-    after = offset + limit
-    return JSONResponse(
-        {
-            "sessions": [info_json(info) for info in page],
-            "total": len(found),
-            "next_offset": after if after < len(found) else None,
-        }
-    )
+        keep = mine.__contains__
+    page, cursor = await session_page(state.runtime.store, limit, after, keep)
+    return JSONResponse({"sessions": [info_json(info) for info in page], "next_cursor": cursor})
 
 
 def _skills(state: ServerState, value: object) -> tuple[str, ...]:
