@@ -168,7 +168,10 @@ class SessionViews:
         from ..inspection.views import inspect_log  # the inspection views load with their first use
 
         upcoming = await self._admitter.upcoming(self._metadata(), self._model)
-        found = inspect_log(
+        # Rebuilding every request of a long log takes a while: on a worker thread, so an
+        # application's event loop (a server's other requests) goes on meanwhile.
+        found = await asyncio.to_thread(
+            inspect_log,
             await self._deps.store.get_session(self.id),
             await self.log(),
             specs=self._parts.toolbox.specs(),

@@ -86,6 +86,10 @@ class ServerModels:
             _log.warning("a session's model is no longer offered, using the default: %s", exc)
             return self._default
 
+    def named(self, model_name: str) -> Model | None:
+        """A model made here whose name (as the log records it) is ``model_name``."""
+        return next((m for m in self._made.values() if m.name == model_name), None)
+
     async def close(self) -> None:
         """Close the clients of the models made here (the default is the runtime's)."""
         await close_clients(m for m in self._made.values() if m is not self._default)

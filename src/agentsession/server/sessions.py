@@ -232,7 +232,7 @@ async def export_session(request: Request) -> Response:
         page = await store.read(session_id, start, min(start + _PAGE, info.next_seq))
         entries.extend(record.entry for record in page)
     return Response(
-        render_session_file(info, entries),
+        await asyncio.to_thread(render_session_file, info, entries),  # off the event loop
         media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'},
     )
