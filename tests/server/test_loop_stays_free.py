@@ -17,6 +17,7 @@ import agentsession as ags
 import agentsession.inspection.views as inspection_views
 import agentsession.server.inspect_routes as inspect_routes
 import agentsession.store.sqlite as sqlite_store
+from agentsession.store.base import info_from_row
 
 
 def _held(work: Callable[..., Any], release: threading.Event, entered: threading.Event) -> Any:
@@ -79,12 +80,11 @@ async def test_listing_reads_one_page_of_rows(
     for session in made:
         await session.close()
     rows = 0
-    decode = sqlite_store.info_from_row
 
     def counted(row: Any) -> Any:
         nonlocal rows
         rows += 1
-        return decode(row)
+        return info_from_row(row)
 
     monkeypatch.setattr(sqlite_store, "info_from_row", counted)
     transport = httpx.ASGITransport(app=app)
