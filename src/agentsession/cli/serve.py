@@ -99,6 +99,15 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         " full-access",
     )
     add(
+        "--db-connections",
+        type=int,
+        default=16,
+        metavar="N",
+        help="the most PostgreSQL connections one server process opens (default: 16; at least"
+        " 8): its store's pool, presence, LISTEN/NOTIFY and the server's own table. Processes"
+        " times N must stay below the database's max_connections",
+    )
+    add(
         "--log-level",
         default="info",
         choices=_LEVELS,
@@ -292,7 +301,10 @@ def worker_app() -> Any:
     _logging(conf["log_level"])
     args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
     inv = Invocation(args, QuietOutput())
-    runtime = server_runtime(inv, inv.store("write"), conf["workspaces"], conf["preset"])
+    from ..server.db_budget import pool_size_for
+
+    store = inv.store("write", pool_size=pool_size_for(conf["db_connections"]))
+    runtime = server_runtime(inv, store, conf["workspaces"], conf["preset"])
     tracing = None
     if conf["otlp"]:
         from ..server.telemetry import otlp_tracing
@@ -340,6 +352,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "workspaces": args.workspaces,
             "preset": args.preset,
             "log_level": args.log_level,
+            "db_connections": args.db_connections,
         }
     )
     inv.output.note(f"serving on {_url(args.host, args.port)} with {args.workers} workers")
@@ -370,14 +383,16 @@ async def serve(inv: Invocation) -> int:
         import uvicorn
 
         from ..server import create_app
+        from ..server.db_budget import pool_size_for
         from ..server.limits import MAX_CONNECTIONS, HeadDeadlineProtocol
     except ImportError as exc:
         raise UsageError(
             f"the server needs the 'server' extra (pip install 'agentsession[server]'): {exc}"
         ) from None
+    pool_size = pool_size_for(args.db_connections)
     if args.workers > 1:
         return await _serve_workers(inv, uvicorn)
-    store = inv.store("create")
+    store = inv.store("create", pool_size=pool_size)
     runtime = server_runtime(inv, store, args.workspaces, args.preset)
     tracing = None
     try:
