@@ -14,6 +14,8 @@ import agentsession as ags
 from agentsession.errors import UnknownModelError
 from agentsession.log import ModelSwitched
 
+from .harness import serve_cli
+
 PDF = ags.Skill(name="pdf", description="Read PDF files.", instructions="Read PDFs carefully.")
 
 
@@ -132,3 +134,27 @@ async def test_a_server_without_a_resolver_offers_its_own_model_only(tmp_path: P
     assert same.status_code == 201 and same.json()["model"] == "only"
     assert other.status_code == 400
     assert "offers only 'only'" in other.json()["error"]["message"]
+
+
+def test_serve_offers_the_models_of_its_configuration_file(tmp_path: Path) -> None:
+    """``serve`` resolves a client's model name as ``--model`` would: an alias of the
+    configuration file, a configured provider's ``NAME:MODEL``; anything else is a 400."""
+    folder = tmp_path / "config" / "agentsession"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text(
+        '[providers.local]\nformat = "openai-chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'api_key_env = "LOCAL_KEY"\n\n[aliases]\nfast = "local:tiny"\n'
+    )
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "LOCAL_KEY": "never-sent"}
+    argv = ("--db", str(tmp_path / "c.db"), "--model", "scripted:demo", "serve", "--no-auth")
+    with serve_cli(tmp_path, *argv, env=env) as served:
+        client = served.client
+        aliased = client.post("/sessions", json={"model": "fast"})
+        provider = client.post("/sessions", json={"model": "local:big"})
+        unknown = client.post("/sessions", json={"model": "nowhere:x"})
+        plain = client.post("/sessions", json={})
+    assert aliased.status_code == 201 and aliased.json()["model"] == "fast"
+    assert provider.status_code == 201 and provider.json()["model"] == "local:big"
+    assert unknown.status_code == 400
+    assert "nowhere:x" in unknown.json()["error"]["message"]
+    assert plain.status_code == 201 and plain.json()["model"] == "scripted:demo"
