@@ -199,7 +199,14 @@ def _turn_paths() -> dict[str, Any]:
             ],
             "get": _op(
                 "Replay the log after a seq, then follow it live (never ends by itself)",
-                {"200": _sse("log entries as event 'entry', each with its seq as the SSE id")},
+                {
+                    "200": _sse(
+                        "log entries as event 'entry', each with its seq as the SSE id;"
+                        " turn_finished after each turn's answer; while a turn runs on this"
+                        " process, its live events (no id) and turn_cancelled; turn_abandoned"
+                        " when the process running a step is gone; error when the store fails"
+                    )
+                },
             ),
         },
         "/sessions/{id}/approvals": {
