@@ -63,7 +63,6 @@ def _body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
     return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
-_OBJECT: dict[str, Any] = {"type": "object"}
 _DECISION = {
     "type": "object",
     "required": ["approved"],
