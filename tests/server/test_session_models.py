@@ -14,7 +14,7 @@ import agentsession as ags
 from agentsession.errors import UnknownModelError
 from agentsession.log import ModelSwitched
 
-from .harness import serve_cli
+from .harness import Server, frames, serve_cli
 
 PDF = ags.Skill(name="pdf", description="Read PDF files.", instructions="Read PDFs carefully.")
 
@@ -158,3 +158,29 @@ def test_serve_offers_the_models_of_its_configuration_file(tmp_path: Path) -> No
     assert unknown.status_code == 400
     assert "nowhere:x" in unknown.json()["error"]["message"]
     assert plain.status_code == 201 and plain.json()["model"] == "scripted:demo"
+
+
+def test_patch_is_refused_while_another_process_runs_a_turn(tmp_path: Path) -> None:
+    """Idle means idle on every process: a turn running on one makes a PATCH of the model or
+    the preset on another a 409, and the same PATCH succeeds once the turn is over."""
+    db = str(tmp_path / "shared.db")
+    first, second = Server(db, tmp_path), Server(db, tmp_path)
+    try:
+        sid = first.client.post("/sessions", json={}).json()["id"]
+        with first.client.stream("POST", f"/sessions/{sid}/prompt", json={"text": "wait g"}) as r:
+            lines = r.iter_lines()
+            for frame in frames(lines):
+                if frame.event == "tool_call_started":
+                    break
+            busy = second.client.patch(f"/sessions/{sid}", json={"preset": "read-only"})
+            (tmp_path / "g").touch()
+            assert [f.event for f in frames(lines)][-1] == "turn_finished"
+        for _ in range(1200):  # the lease goes before turn_finished; a bounded wait all the same
+            later = second.client.patch(f"/sessions/{sid}", json={"preset": "read-only"})
+            if later.status_code != 409:
+                break
+    finally:
+        first.stop()
+        second.stop()
+    assert busy.status_code == 409 and busy.json()["error"]["retryable"] is True
+    assert later.status_code == 200 and later.json()["preset"] == "read-only"
