@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from .openapi_check import check_event
+
 APP = Path(__file__).with_name("app_main.py")
 JSON = {"Content-Type": "application/json"}
 #: Generous bounds: the machine may be busy; nothing here measures time.
@@ -32,12 +34,15 @@ class Frame:
 
 
 def frames(lines: Iterator[str]) -> Iterator[Frame]:
-    """Parse SSE lines into frames (comments skipped)."""
+    """Parse SSE lines into frames (comments skipped), each validated against the OpenAPI
+    document's schema of its type."""
     event, data, ident = "message", "", None
     for line in lines:
         if line == "":
             if data:
-                yield Frame(event, json.loads(data), ident)
+                parsed = json.loads(data)
+                check_event(event, parsed)
+                yield Frame(event, parsed, ident)
             event, data, ident = "message", "", None
         elif line.startswith(":"):
             continue

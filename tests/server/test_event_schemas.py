@@ -71,6 +71,11 @@ def test_every_event_validates_against_the_schema_of_its_type(server: Server) ->
         assert isinstance(frame.data["schema_version"], int)
         jsonschema.validate(frame.data, schemas[f"Event.{frame.event}"])
         seen.add(frame.event)
+    # An entry travels in its public form: every field by name, never the stored, packed form.
+    dispatches = [f.data["entry"] for f in followed if f.data.get("kind") == "dispatch"]
+    assert dispatches and all("v" not in d and d["kind"] == "dispatch" for d in dispatches)
+    assert all(isinstance(d["model"], str) and d["step"] >= 1 for d in dispatches)
+    assert all("version" not in f.data for f in followed if f.event == "entry")
     expected = {"entry", "text_delta", "tool_call_started", "tool_result", "approval_needed"}
     assert seen >= expected | {"turn_finished", "turn_cancelled", "error", "context_admitted"}
 

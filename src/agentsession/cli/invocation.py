@@ -190,13 +190,19 @@ class Invocation:
         """The database file (only meaningful when the database is not PostgreSQL)."""
         return Path(self.location)
 
-    def store(self, access: Access) -> Store:
-        """The session store; reading never creates anything (a missing file: ``UsageError``)."""
+    def store(self, access: Access, *, pool_size: int | None = None) -> Store:
+        """The session store; reading never creates anything (a missing file: ``UsageError``).
+
+        ``pool_size``: the most pooled connections a PostgreSQL store opens (its default).
+        """
         if self.postgres:
             # Here, not at import: the PostgreSQL driver costs a command on SQLite ~0.15 s.
             from ..store.postgres import PostgresStore
 
-            return PostgresStore(self.location, read_only=access == "read")
+            read_only = access == "read"
+            if pool_size is not None:
+                return PostgresStore(self.location, read_only=read_only, pool_size=pool_size)
+            return PostgresStore(self.location, read_only=read_only)
         if access != "create" and not self.db.exists():
             raise UsageError(f"no session database at {self.db} (nothing has been stored there)")
         given = self.args.db or os.environ.get("AGENTSESSION_DB")

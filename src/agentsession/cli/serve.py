@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from ..providers.base import Model
     from ..runtime import Runtime
     from ..store.base import Store
     from .invocation import Invocation
@@ -96,6 +97,15 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         metavar="NAME",
         help="permission preset of new sessions: read-only (default), workspace-write or"
         " full-access",
+    )
+    add(
+        "--db-connections",
+        type=int,
+        default=16,
+        metavar="N",
+        help="the most PostgreSQL connections one server process opens (default: 16; at least"
+        " 8): its store's pool, presence, LISTEN/NOTIFY and the server's own table. Processes"
+        " times N must stay below the database's max_connections",
     )
     add(
         "--log-level",
@@ -193,6 +203,21 @@ def server_runtime(inv: Invocation, store: Store, workspaces: str | None, preset
     return Runtime(store=store, model=model, tools=tools, config=config, project_dir=Path.cwd())
 
 
+def model_resolver(inv: Invocation) -> Callable[[str], Model]:
+    """How the server turns a client's model name into a model: as ``--model`` would.
+
+    Aliases, ``NAME:MODEL`` of a configured provider and any model string the package knows;
+    a model that cannot be called here (no key, no SDK) is refused before a session uses it.
+    """
+
+    def resolve(spec: str) -> Model:
+        model = inv.resolve(spec)
+        inv.choice.ready(model)
+        return model
+
+    return resolve
+
+
 def _workspaces(given: str | None) -> str | None:
     if given is None:
         return None
@@ -276,7 +301,10 @@ def worker_app() -> Any:
     _logging(conf["log_level"])
     args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
     inv = Invocation(args, QuietOutput())
-    runtime = server_runtime(inv, inv.store("write"), conf["workspaces"], conf["preset"])
+    from ..server.db_budget import pool_size_for
+
+    store = inv.store("write", pool_size=pool_size_for(conf["db_connections"]))
+    runtime = server_runtime(inv, store, conf["workspaces"], conf["preset"])
     tracing = None
     if conf["otlp"]:
         from ..server.telemetry import otlp_tracing
@@ -297,6 +325,7 @@ def worker_app() -> Any:
         observer=tracing.observer if tracing is not None else None,
         on_shutdown=closing,
         workspaces=conf["workspaces"],
+        models=model_resolver(inv),
     )
 
 
@@ -323,6 +352,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "workspaces": args.workspaces,
             "preset": args.preset,
             "log_level": args.log_level,
+            "db_connections": args.db_connections,
         }
     )
     inv.output.note(f"serving on {_url(args.host, args.port)} with {args.workers} workers")
@@ -353,14 +383,16 @@ async def serve(inv: Invocation) -> int:
         import uvicorn
 
         from ..server import create_app
+        from ..server.db_budget import pool_size_for
         from ..server.limits import MAX_CONNECTIONS, HeadDeadlineProtocol
     except ImportError as exc:
         raise UsageError(
             f"the server needs the 'server' extra (pip install 'agentsession[server]'): {exc}"
         ) from None
+    pool_size = pool_size_for(args.db_connections)
     if args.workers > 1:
         return await _serve_workers(inv, uvicorn)
-    store = inv.store("create")
+    store = inv.store("create", pool_size=pool_size)
     runtime = server_runtime(inv, store, args.workspaces, args.preset)
     tracing = None
     try:
@@ -379,6 +411,7 @@ async def serve(inv: Invocation) -> int:
             shutdown_grace=_GRACE,
             observer=tracing.observer if tracing is not None else None,
             workspaces=args.workspaces,
+            models=model_resolver(inv),
         )
         # Open event streams never end by themselves: after the grace period uvicorn closes
         # them, and running turns get the same time to finish before they are cancelled.

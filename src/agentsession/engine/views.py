@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 __all__ = ["SessionViews"]
 
 
+#: Entries an inspection reads from the store at a time.
+_INSPECT_PAGE = 200
+
+
 class SessionViews:
     """The views, previews and inspection of a ``Session``."""
 
@@ -168,9 +172,17 @@ class SessionViews:
         from ..inspection.views import inspect_log  # the inspection views load with their first use
 
         upcoming = await self._admitter.upcoming(self._metadata(), self._model)
-        found = inspect_log(
-            await self._deps.store.get_session(self.id),
-            await self.log(),
+        info = await self._deps.store.get_session(self.id)
+        # The log a page at a time, so a store's other callers (a server's other sessions)
+        # get their turn between pages; then every request is rebuilt on a worker thread, so
+        # an application's event loop goes on meanwhile.
+        records: list[Record] = []
+        for start in range(0, info.next_seq, _INSPECT_PAGE):
+            records += await self.log(start, min(start + _INSPECT_PAGE, info.next_seq))
+        found = await asyncio.to_thread(
+            inspect_log,
+            info,
+            records,
             specs=self._parts.toolbox.specs(),
             tools=[t.name for t in self._deps.tools],
             config=self._deps.config,

@@ -29,6 +29,7 @@ from .docs_page import docs_page
 from .guard import Guard
 from .health import health_routes
 from .inspect_routes import inspect_routes
+from .models import ModelResolver, ServerModels
 from .notify import Notifier
 from .openapi import openapi_document
 from .owners import Owners
@@ -57,6 +58,7 @@ def create_app(
     observer: ObserverOf | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     workspaces: str | Path | None = None,
+    models: ModelResolver | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
@@ -71,10 +73,13 @@ def create_app(
     ``workspaces``: a folder under which each session works in a folder of its own (per owner,
     then per session); without it sessions work in ``runtime.project_dir`` — give such a
     runtime no file or command tools (``agentsession serve`` does not).
+    ``models`` resolves the model name a client gives a session (``POST``/``PATCH``
+    ``/sessions``) to a model ready to call; without it only ``runtime.model`` is offered.
     """
     notifier = Notifier(runtime.store)
     owners = Owners(runtime.store)
-    places = Workspaces(workspaces, runtime, owners)
+    offered = ServerModels(runtime.model, models)
+    places = Workspaces(workspaces, runtime, owners, offered)
     state = ServerState(
         runtime=runtime,
         notifier=notifier,
@@ -94,6 +99,7 @@ def create_app(
             notifier.stopping = True
             await state.turns.close(shutdown_grace)
             await notifier.close()
+            await offered.close()
             if on_shutdown is not None:
                 await on_shutdown()
 

@@ -3,16 +3,21 @@
 Every event's data is a JSON object whose ``type`` names the event (the SSE ``event:`` field
 says the same) and whose ``schema_version`` is the version of this public form
 (``SCHEMA_VERSION``): a client checks the version before it relies on a field. Live turn events
-carry their fields as ``session.stream()`` gives them (``kind`` too, for older clients); a log
-entry travels as ``entry`` with its ``seq``, ``kind``, stored ``version`` and the entry's
-fields. The schemas are made from the package's own event types, so they cannot drift from
-what is sent; ``GET /openapi.json`` holds them under ``components.schemas`` as ``Event.<type>``.
+carry their fields as ``session.stream()`` gives them (``kind`` too); a log entry travels as
+``entry`` with its ``seq`` and ``kind`` and the entry itself in its public form: every field of
+its dataclass by name (``codec.encode``), never the stored form a database or session file
+holds (which packs some kinds and leaves defaults out). The schemas are made from the package's
+own types (``json_schema``), so they cannot drift from what is sent; ``GET /openapi.json``
+holds them under ``components.schemas`` as ``Event.<type>``, and each entry kind as
+``Entry.<kind>``.
+
+Version 2: ``entry`` holds the public form of the entry (version 1 sent the stored form and
+its stored ``version``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
+import functools
 import typing
 from typing import Any
 
@@ -25,11 +30,13 @@ from ..events import (
     ToolResultEvent,
     TurnFinished,
 )
+from ..log import LogEntry
+from .json_schema import schema_of
 
-__all__ = ["EVENT_TYPES", "SCHEMA_VERSION", "event_schemas"]
+__all__ = ["EVENT_TYPES", "SCHEMA_VERSION", "entry_schemas", "event_schemas"]
 
 #: The version of the public event form; it grows when a field changes meaning or goes away.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _LIVE = (
     ApprovalNeeded,
@@ -40,32 +47,6 @@ _LIVE = (
     ToolResultEvent,
     TurnFinished,
 )
-
-
-def _of(annotation: Any) -> dict[str, Any]:
-    """A JSON Schema for a field's type (loose where the type is a nested value)."""
-    origin = typing.get_origin(annotation)
-    if annotation is str:
-        return {"type": "string"}
-    if annotation is bool:
-        return {"type": "boolean"}
-    if annotation is int:
-        return {"type": "integer"}
-    if annotation is float:
-        return {"type": "number"}
-    if origin in (tuple, list):
-        return {"type": "array"}
-    if origin is dict:
-        return {"type": "object"}
-    if origin is typing.Literal:
-        return {"enum": list(typing.get_args(annotation))}
-    if origin in (typing.Union, types.UnionType):
-        return {"anyOf": [_of(arg) for arg in typing.get_args(annotation)]}
-    if annotation is type(None):
-        return {"type": "null"}
-    if dataclasses.is_dataclass(annotation):
-        return {"type": "object"}
-    return {}
 
 
 def _envelope(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -80,11 +61,20 @@ def _envelope(name: str, properties: dict[str, Any], required: list[str]) -> dic
     }
 
 
+def _kind(schema: dict[str, Any]) -> str:
+    return str(schema["properties"]["kind"]["enum"][0])
+
+
 def _live(cls: type) -> tuple[str, dict[str, Any]]:
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: _of(hints[f.name]) for f in dataclasses.fields(cls)}
-    name = str(fields["kind"]["enum"][0])
-    return name, _envelope(name, fields, sorted(fields))
+    fields = schema_of(cls)
+    return _kind(fields), _envelope(_kind(fields), fields["properties"], fields["required"])
+
+
+@functools.cache
+def entry_schemas() -> dict[str, dict[str, Any]]:
+    """Entry kind → the JSON Schema of its public form (every log entry kind)."""
+    found = (schema_of(cls) for cls in typing.get_args(LogEntry))
+    return {_kind(schema): schema for schema in found}
 
 
 _ERROR = {
@@ -98,18 +88,19 @@ _ERROR = {
 }
 
 
+@functools.cache
 def event_schemas() -> dict[str, dict[str, Any]]:
     """Event type → the JSON Schema of its data."""
     found = dict(_live(cls) for cls in _LIVE)
+    kinds = entry_schemas()
     found["entry"] = _envelope(
         "entry",
         {
             "seq": {"type": "integer", "minimum": 0},
-            "kind": {"type": "string"},
-            "version": {"type": "integer"},
-            "entry": {"type": "object"},
+            "kind": {"enum": sorted(kinds)},
+            "entry": {"oneOf": [kinds[kind] for kind in sorted(kinds)]},
         },
-        ["seq", "kind", "version", "entry"],
+        ["seq", "kind", "entry"],
     )
     found["turn_cancelled"] = _envelope("turn_cancelled", {"kind": {"const": "turn_cancelled"}}, [])
     found["turn_abandoned"] = _envelope(

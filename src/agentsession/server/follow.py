@@ -1,26 +1,30 @@
 """Following a session's log: replay what follows a seq, then each entry as it is committed.
 
-The log is the only source: a reader that dropped and comes back with ``Last-Event-ID: N``
-reads from ``N + 1`` and so sees every entry exactly once, whichever process commits them. News
-(``Notifier``) only wakes the reader early; without news it reads again after the polling
-interval. A comment line goes out when nothing happened for a while, so a client that left is
-noticed and an idle proxy keeps the stream open. At those quiet moments the reader also asks
-whether a turn was left unfinished by a process that is gone (a dispatched step with no answer
-and no live lease): then a ``turn_abandoned`` event says so, once per step, instead of silence.
-A store that fails ends the stream with an ``error`` event (the client resumes with its last
-id).
+The log is the only source of entries: a reader that dropped and comes back with
+``Last-Event-ID: N`` reads from ``N + 1`` and so sees every entry exactly once, whichever process
+commits them. News (``Notifier``) wakes the reader; while news arrives by itself (PostgreSQL's
+``LISTEN``) an idle reader reads nothing until it comes, else it reads again after the polling
+interval. A turn this process runs also hands its live frames (text deltas, tool calls; no id)
+to its readers here, between the entries. Each turn's end is a ``turn_finished`` event after the
+answer's entry. A comment line goes out when nothing happened for a while, so a client that
+left is noticed and an idle proxy keeps the stream open. At those quiet moments, while the log
+shows a step under way, the reader also asks whether its process is gone (a dispatched step
+with no answer and no live lease): then a ``turn_abandoned`` event says so, once per step,
+instead of silence. A store that fails ends the stream with an ``error`` event (the client
+resumes with its last id).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from typing import Literal
 
 from ..engine.leases import live_lease
 from ..engine.recovery import closing_entries
 from ..errors import StoreError
 from ..events import PromptResult, TurnFinished
-from ..log import AssistantEntry, now
+from ..log import AssistantEntry, Dispatch, Record, ToolResultEntry, UserEntry, now
 from ..store.base import Store
 from .notify import Notifier
 from .wire import entry_json, error_body, event_json, sse_frame
@@ -58,38 +62,92 @@ def _finished(session_id: str, answer: AssistantEntry) -> dict[str, object]:
 
 async def abandoned_step(store: Store, session_id: str) -> int | None:
     """The seq of a dispatched step nobody will finish (its process is gone), else ``None``."""
+    state = await _step_state(store, session_id)
+    return state if isinstance(state, int) else None
+
+
+async def _step_state(store: Store, session_id: str) -> int | Literal["settled", "running"]:
+    """The last step: settled (answered, or waiting for an approval), running, or abandoned."""
     last = await store.last(session_id, ["dispatch"])
     if last is None:
-        return None
+        return "settled"
     tail = await store.read(session_id, last.seq)
     if not closing_entries(tail, now(), "process"):
-        return None  # answered, settled or waiting for an approval
-    return None if await live_lease(store, session_id) is not None else last.seq
+        return "settled"
+    return "running" if await live_lease(store, session_id) is not None else last.seq
+
+
+def _opens(record: Record) -> bool | None:
+    """Whether the log shows a step under way after ``record`` (``None``: it does not say)."""
+    entry = record.entry
+    if isinstance(entry, AssistantEntry):
+        return bool(entry.tool_calls)
+    if isinstance(entry, UserEntry | Dispatch | ToolResultEntry):
+        return True
+    return None
+
+
+class _Quiet:
+    """When the stream was last busy, and whether a quiet moment should ask for a dead turn."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+        self.open: bool = True  # unknown at first: asked once
+        self.told: int | None = None
+
+    def saw(self, records: list[Record]) -> None:
+        self.since = time.monotonic()
+        for record in records:
+            opens = _opens(record)
+            if opens is not None:
+                self.open = opens
+
+    def due(self) -> bool:
+        return time.monotonic() - self.since > _KEEPALIVE
+
+    async def check(self, store: Store, session_id: str) -> bytes | None:
+        """At a quiet moment: a ``turn_abandoned`` frame when the step's process is gone."""
+        self.since = time.monotonic()
+        if not self.open:
+            return None  # the last turn finished: nothing to ask the store
+        state = await _step_state(store, session_id)
+        self.open = state != "settled"
+        if isinstance(state, int) and state != self.told:
+            self.told = state
+            return sse_frame("turn_abandoned", _ABANDONED | {"dispatch_seq": state})
+        return None
 
 
 async def _follow(
     store: Store, notifier: Notifier, session_id: str, after: int
 ) -> AsyncIterator[bytes]:
     next_seq = after + 1
-    quiet_since = time.monotonic()
-    told: int | None = None
-    while not notifier.stopping:
-        seen = notifier.generation(session_id)
-        records = await store.read(session_id, next_seq, next_seq + _PAGE)
-        for record in records:
-            yield sse_frame("entry", entry_json(record), record.seq)
-            if isinstance(record.entry, AssistantEntry) and not record.entry.tool_calls:
-                yield sse_frame("turn_finished", _finished(session_id, record.entry))
-        if records:
-            next_seq = records[-1].seq + 1
-            quiet_since = time.monotonic()
-            if len(records) == _PAGE:
-                continue
-        elif time.monotonic() - quiet_since > _KEEPALIVE:
-            yield b": keepalive\n\n"
-            quiet_since = time.monotonic()
-            step = await abandoned_step(store, session_id)
-            if step is not None and step != told:
-                told = step
-                yield sse_frame("turn_abandoned", _ABANDONED | {"dispatch_seq": step})
-        await notifier.wait(session_id, seen)
+    quiet = _Quiet()
+    must_read = True
+    with notifier.subscribe(session_id) as live:
+        while not notifier.stopping:
+            seen = notifier.generation(session_id)
+            while live:  # a running step's deltas come before the entries it commits
+                yield live.pop(0)
+                quiet.since = time.monotonic()
+            records = await store.read(session_id, next_seq, next_seq + _PAGE) if must_read else []
+            for record in records:
+                yield sse_frame("entry", entry_json(record), record.seq)
+                if isinstance(record.entry, AssistantEntry) and not record.entry.tool_calls:
+                    yield sse_frame("turn_finished", _finished(session_id, record.entry))
+            if records:
+                next_seq = records[-1].seq + 1
+                quiet.saw(records)
+                if len(records) == _PAGE:
+                    continue
+            elif quiet.due():
+                yield b": keepalive\n\n"
+                frame = await quiet.check(store, session_id)
+                if frame is not None:
+                    yield frame
+            # With news arriving by itself, an idle reader waits for it alone (no reads).
+            within = _KEEPALIVE if notifier.news_arrive else None
+            woke = await notifier.wait(session_id, seen, within)
+            must_read = notifier.generation(session_id) != seen or not (
+                woke or notifier.news_arrive
+            )

@@ -4,10 +4,15 @@ They read the log only; nothing is admitted. ``request`` answers in the neutral 
 wire format (``?format=openai-chat`` …); ``?step=N`` rebuilds the N-th dispatched request.
 ``cost`` is ``session.cost()`` as JSON: USD from the provider-reported usage, ``null`` figures
 and the model in ``no_price`` where no price is known (never a guess).
+
+Nothing here holds the event loop for long: the inspection rebuilds a session's requests on a
+worker thread (``session.inspect``), and so are the view encoded, the report rendered and the
+cost summed, so one session of 100,000 entries never stalls the process's other requests.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed
@@ -60,7 +65,7 @@ async def context(request: Request) -> Response:
     inspection = await _inspection(request)
     if inspection.next_request is None:
         raise UsageError(f"cannot preview the next request: {inspection.next_error}")
-    view: dict[str, Any] = encode(inspection.next_request)
+    view: dict[str, Any] = await asyncio.to_thread(encode, inspection.next_request)
     return JSONResponse({"session_id": inspection.session_id, "context": view})
 
 
@@ -85,9 +90,11 @@ async def request_body(request: Request) -> Response:
         )
     fmt = request.query_params.get("format", "neutral")
     if fmt == "neutral":
-        body: Any = {k: v for k, v in encode(neutral).items() if k != "sources"}
+        encoded = await asyncio.to_thread(encode, neutral)
+        body: Any = {k: v for k, v in encoded.items() if k != "sources"}
     else:
-        body = _sent(_state(request), neutral, fmt, model_name, controls)
+        state = _state(request)
+        body = await asyncio.to_thread(_sent, state, neutral, fmt, model_name, controls)
     return JSONResponse({"session_id": inspection.session_id, "format": fmt, "request": body})
 
 
@@ -103,10 +110,10 @@ def _sent(
     As sent (cache controls, streaming flags) when the request was that model's and ``fmt`` is
     its format.
     """
-    model = state.runtime.model
-    profile = model.profile
-    if model.name != model_name or profile.wire_format != fmt:
+    model = state.workspaces.models.named(model_name)
+    if model is None or model.profile.wire_format != fmt:
         return lower(neutral, fmt)
+    profile = model.profile
     return sent_body(
         neutral,
         fmt,
@@ -127,7 +134,7 @@ def _version() -> str:
 async def report(request: Request) -> Response:
     inspection = await _inspection(request)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    page = render_report(inspection, generated=stamp, version=_version())
+    page = await asyncio.to_thread(render_report, inspection, generated=stamp, version=_version())
     return HTMLResponse(page, headers={"Content-Security-Policy": REPORT_POLICY})
 
 
@@ -137,7 +144,7 @@ async def cost(request: Request) -> Response:
     await state.allowed(request, session_id)
     session = await state.workspaces.open(session_id)
     try:
-        summary = session.cost()
+        summary = await asyncio.to_thread(session.cost)
     finally:
         await session.close()
     return JSONResponse({"session_id": session_id, **cost_fields(summary)})

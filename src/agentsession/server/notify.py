@@ -1,10 +1,16 @@
-"""News of new log entries: within this process, and between processes.
+"""News of new log entries: within this process, and between processes; live turn frames.
 
 A process that commits entries says so (``published``); a reader following a session's log
-waits for news or a polling interval, whichever comes first, and then reads the log itself —
-the log is the truth, news only wakes readers early. Between processes PostgreSQL carries the
-news (``LISTEN``/``NOTIFY`` on one channel, the session id as payload); on SQLite readers poll
-the file, which is local and cheap to ask.
+waits for news and then reads the log itself — the log is the truth, news only wakes readers.
+Between processes PostgreSQL carries the news (``LISTEN``/``NOTIFY`` on one channel, the session
+id as payload): while this process listens (``listening``), an idle reader waits for news alone
+and costs the database nothing; when the listening connection drops every reader is woken once
+it is back (news may have been missed) and readers poll meanwhile. On SQLite there is no channel
+between processes: readers poll the file, which is local and cheap to ask.
+
+A turn this process runs also hands its live frames (text deltas, tool calls: events that are
+not in the log) to the readers of its session here (``live``, ``subscribe``); they are not sent
+between processes (a follower on another process sees the turn's entries as they commit).
 
 No lock guards the waiting: a waiter is a future of its own, woken by a plain call. A follower
 whose client leaves is cancelled at any await, and a lock held across such a cancellation (an
@@ -17,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from ..store.base import Store
@@ -30,6 +36,9 @@ _log = logging.getLogger(__name__)
 CHANNEL = "agentsession_log"
 #: The channel of cancel requests (``cancels``): heard here, handled by the turns.
 CANCEL_CHANNEL = "agentsession_cancel"
+#: Live frames kept for a reader that has not read them yet; beyond, it misses deltas (the
+#: log still has every entry).
+_LIVE_BACKLOG = 10_000
 
 
 class Wakeup:
@@ -54,13 +63,14 @@ class Wakeup:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def wait(self, within: float | None = None) -> None:
-        """Return at the next ``fire()`` or after ``within`` seconds, whichever comes first."""
+    async def wait(self, within: float | None = None) -> bool:
+        """Return at the next ``fire()`` (``True``) or after ``within`` seconds (``False``)."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.add(waiter)
         try:
             # ``asyncio.wait`` never cancels the future it watches, and it holds no lock.
             await asyncio.wait((waiter,), timeout=within)
+            return waiter.done() and not waiter.cancelled()
         finally:
             self._waiters.discard(waiter)
             waiter.cancel()
@@ -85,6 +95,8 @@ class Notifier:
         self.listening = asyncio.Event()
         #: Fired when another process asks for a turn to be cancelled (PostgreSQL).
         self.cancel_news = Wakeup()
+        #: Each session's subscribers to live frames: a buffer per subscriber.
+        self._live: dict[str, list[list[bytes]]] = {}
 
     async def start(self) -> None:
         """Begin listening to other processes (PostgreSQL only)."""
@@ -116,22 +128,65 @@ class Notifier:
         """A number that grows each time news about ``session_id`` arrives."""
         return self._generation.get(session_id, 0)
 
-    async def wait(self, session_id: str, seen: int) -> None:
-        """Return when news newer than ``seen`` arrived or the polling interval passed."""
+    async def wait(self, session_id: str, seen: int, within: float | None = None) -> bool:
+        """Whether news newer than ``seen`` or a live frame woke the reader (``False``: timeout).
+
+        ``within``: seconds to wait at most (default: the polling interval).
+        """
         if self.generation(session_id) != seen:
-            return
+            return True
         wakeup = self._wakeups.setdefault(session_id, Wakeup())
         try:
-            await wakeup.wait(self.poll_interval)
+            return await wakeup.wait(self.poll_interval if within is None else within)
         finally:
             if not wakeup.waiting and self._wakeups.get(session_id) is wakeup:
                 del self._wakeups[session_id]
 
-    def _wake(self, session_id: str) -> None:
-        self._generation[session_id] = self.generation(session_id) + 1
+    @property
+    def news_arrive(self) -> bool:
+        """Whether every commit reaches the readers here as news (no polling needed).
+
+        True while this process listens to PostgreSQL's notifications.
+        """
+        return self.listening.is_set()
+
+    def live(self, session_id: str, frame: bytes) -> None:
+        """A live frame of a turn this process runs: handed to the session's subscribers."""
+        buffers = self._live.get(session_id)
+        if not buffers:
+            return
+        for buffer in buffers:
+            if len(buffer) < _LIVE_BACKLOG:  # a reader that does not keep up misses deltas
+                buffer.append(frame)
+        self._poke(session_id)
+
+    @contextlib.contextmanager
+    def subscribe(self, session_id: str) -> Iterator[list[bytes]]:
+        """A buffer that receives the session's live frames while the block runs."""
+        buffer: list[bytes] = []
+        self._live.setdefault(session_id, []).append(buffer)
+        try:
+            yield buffer
+        finally:
+            buffers = self._live.get(session_id, [])
+            if buffer in buffers:
+                buffers.remove(buffer)
+            if not buffers:
+                self._live.pop(session_id, None)
+
+    def _poke(self, session_id: str) -> None:
         wakeup = self._wakeups.pop(session_id, None)
         if wakeup is not None:
             wakeup.fire()
+
+    def _wake(self, session_id: str) -> None:
+        self._generation[session_id] = self.generation(session_id) + 1
+        self._poke(session_id)
+
+    def _wake_all(self) -> None:
+        """News may have been missed (the listening connection was away): wake every reader."""
+        for session_id in list(self._wakeups):
+            self._wake(session_id)
 
     async def _notify(self, dsn: str, session_id: str) -> None:
         import psycopg
@@ -145,7 +200,7 @@ class Notifier:
         """Forward PostgreSQL notifications to local readers; reconnect when the link drops."""
         while True:
             try:
-                async for channel, session_id in _notifications(dsn, self.listening):
+                async for channel, session_id in _notifications(dsn, self):
                     if channel == CANCEL_CHANNEL:
                         self.cancel_news.fire()
                     else:
@@ -154,15 +209,19 @@ class Notifier:
                 raise
             except Exception as exc:
                 _log.debug("LISTEN connection lost, reconnecting: %s", exc)
+            # Readers poll until the channel is back, then all look once (``_notifications``).
+            self.listening.clear()
+            self._wake_all()
             await asyncio.sleep(self.poll_interval)
 
 
-async def _notifications(dsn: str, listening: asyncio.Event) -> AsyncIterator[tuple[str, str]]:
+async def _notifications(dsn: str, notifier: Notifier) -> AsyncIterator[tuple[str, str]]:
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CHANNEL}")
         await conn.execute(f"LISTEN {CANCEL_CHANNEL}")
-        listening.set()
+        notifier.listening.set()
+        notifier._wake_all()  # what was committed before this point was not heard
         async for note in conn.notifies():
             yield note.channel, note.payload

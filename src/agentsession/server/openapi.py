@@ -1,20 +1,27 @@
-"""The OpenAPI document of the server (``GET /openapi.json``), written out by hand.
+"""The OpenAPI document of the server (``GET /openapi.json``).
 
-The routes are few and their bodies small; a hand-written document says exactly what the
-server promises (SSE ids are log seqs, errors have a stable ``type``) without a schema library.
+The paths are written out by hand, so the document says exactly what the server promises (SSE
+ids are log seqs, errors have a stable ``type``); the bodies' and events' schemas are made from
+the package's own types (``body_schemas``, ``event_schemas``). The tests check every response
+and every event they get against this document.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .event_schemas import EVENT_TYPES, event_schemas
+from .body_schemas import body_schemas
+from .event_schemas import EVENT_TYPES, entry_schemas, event_schemas
 
 __all__ = ["openapi_document"]
 
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _SESSION = {"$ref": "#/components/schemas/Session"}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
@@ -42,7 +49,12 @@ def _op(summary: str, responses: dict[str, Any], **more: Any) -> dict[str, Any]:
         "403": _json(_ERROR, "a host name the server does not serve, or another page's Origin"),
         "404": _json(_ERROR, "no such session (or not the caller's)"),
         "409": _json(_ERROR, "the session is busy or driven by another process"),
+        "413": _json(_ERROR, "the request body is too large"),
         "415": _json(_ERROR, "a state-changing request must say Content-Type: application/json"),
+        "422": _json(_ERROR, "over the session's budget or context window"),
+        "500": _json(_ERROR, "an internal error"),
+        "502": _json(_ERROR, "the model's provider failed"),
+        "503": _json(_ERROR, "the store or the provider is unavailable for now (retryable)"),
     }
     return {"summary": summary, "responses": {**responses, **errors}, **more}
 
@@ -51,7 +63,6 @@ def _body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
     return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
-_OBJECT: dict[str, Any] = {"type": "object"}
 _DECISION = {
     "type": "object",
     "required": ["approved"],
@@ -73,11 +84,15 @@ def _session_paths() -> dict[str, Any]:
     return {
         "/sessions": {
             "get": _op(
-                "List sessions, most recent first (paged)",
-                {"200": _json(_OBJECT)},
+                "List sessions, most recently updated first, one page at a time",
+                {"200": _json(_ref("SessionPage"))},
                 parameters=[
-                    {"name": "limit", "in": "query", "schema": {"type": "integer"}},
-                    {"name": "offset", "in": "query", "schema": {"type": "integer"}},
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 500},
+                    },
+                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
                 ],
             ),
             "post": _op(
@@ -88,6 +103,16 @@ def _session_paths() -> dict[str, Any]:
                         "type": "object",
                         "properties": {
                             "title": {"type": "string"},
+                            "model": {
+                                "type": "string",
+                                "description": "a model the server's configuration offers",
+                            },
+                            "preset": {"type": "string", "description": "a permission preset"},
+                            "skills": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "description": "skills a prompt that names none takes",
+                            },
                             "workspace": {"type": "string", "description": "a named workspace"},
                         },
                     },
@@ -109,14 +134,18 @@ def _session_paths() -> dict[str, Any]:
             "parameters": [_ID],
             "get": _op("A session, its waiting approvals", {"200": _json(_SESSION)}),
             "patch": _op(
-                "Rename, or change the permission preset (idle only: 409 during a turn;"
-                " the next request tells the model)",
+                "Rename, or change the model or the permission preset (idle only: 409 during"
+                " a turn; recorded in the log, the next request tells the model)",
                 {"200": _json(_SESSION)},
                 requestBody=_body(
                     {
                         "type": "object",
                         "minProperties": 1,
-                        "properties": {"title": {"type": "string"}, "preset": {"type": "string"}},
+                        "properties": {
+                            "title": {"type": "string"},
+                            "preset": {"type": "string"},
+                            "model": {"type": "string"},
+                        },
                     }
                 ),
             ),
@@ -169,12 +198,19 @@ def _turn_paths() -> dict[str, Any]:
             ],
             "get": _op(
                 "Replay the log after a seq, then follow it live (never ends by itself)",
-                {"200": _sse("log entries as event 'entry', each with its seq as the SSE id")},
+                {
+                    "200": _sse(
+                        "log entries as event 'entry', each with its seq as the SSE id;"
+                        " turn_finished after each turn's answer; while a turn runs on this"
+                        " process, its live events (no id) and turn_cancelled; turn_abandoned"
+                        " when the process running a step is gone; error when the store fails"
+                    )
+                },
             ),
         },
         "/sessions/{id}/approvals": {
             "parameters": [_ID],
-            "get": _op("Tool calls waiting for approval", {"200": _json(_OBJECT)}),
+            "get": _op("Tool calls waiting for approval", {"200": _json(_ref("Approvals"))}),
         },
         "/sessions/{id}/approvals/{call_id}": {
             "parameters": [
@@ -183,7 +219,7 @@ def _turn_paths() -> dict[str, Any]:
             ],
             "post": _op(
                 "Approve or deny one waiting call (kept until resume)",
-                {"200": _json(_OBJECT)},
+                {"200": _json(_ref("Answered"))},
                 requestBody=_body(_DECISION),
             ),
         },
@@ -210,14 +246,16 @@ def _turn_paths() -> dict[str, Any]:
             "post": _op(
                 "Cancel the running turn wherever it runs (recorded as cancelled); 409: none",
                 {
-                    "200": _json(_OBJECT, "cancelled here"),
-                    "202": _json(_OBJECT, "the process running it was asked to cancel it"),
+                    "200": _json(_ref("Cancelled"), "cancelled here"),
+                    "202": _json(
+                        _ref("Cancelled"), "the process running it was asked to cancel it"
+                    ),
                 },
             ),
         },
         "/sessions/{id}/context": {
             "parameters": [_ID],
-            "get": _op("The next request annotated", {"200": _json(_OBJECT)}),
+            "get": _op("The next request annotated", {"200": _json(_ref("Context"))}),
         },
         "/sessions/{id}/request": {
             "parameters": [
@@ -225,7 +263,10 @@ def _turn_paths() -> dict[str, Any]:
                 {"name": "format", "in": "query", "schema": {"type": "string"}},
                 {"name": "step", "in": "query", "schema": {"type": "integer"}},
             ],
-            "get": _op("The exact request, neutral or in a wire format", {"200": _json(_OBJECT)}),
+            "get": _op(
+                "The exact request, neutral or in a wire format",
+                {"200": _json(_ref("RequestBody"))},
+            ),
         },
         "/sessions/{id}/report": {
             "parameters": [_ID],
@@ -238,23 +279,14 @@ def _turn_paths() -> dict[str, Any]:
             "parameters": [_ID],
             "get": _op(
                 "What the session cost in USD, from the provider-reported usage",
-                {"200": _json(_OBJECT)},
+                {"200": _json(_ref("Cost"))},
             ),
         },
     }
 
 
 def _health_paths() -> dict[str, Any]:
-    status = {
-        "type": "object",
-        "required": ["status"],
-        "properties": {"status": {"type": "string"}},
-    }
-    not_ready = {
-        "type": "object",
-        "required": ["status", "reason"],
-        "properties": {"status": {"const": "not_ready"}, "reason": {"type": "string"}},
-    }
+    status, not_ready = _ref("Status"), _ref("NotReady")
     page = {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}
     return {
         "/healthz": {
@@ -267,6 +299,13 @@ def _health_paths() -> dict[str, Any]:
             }
         },
         "/docs": {"get": {"summary": "This reference as an HTML page", "responses": {"200": page}}},
+        "/": {"get": {"summary": "The web UI", "responses": {"200": page}}},
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "responses": {"200": _json({"type": "object", "required": ["openapi", "paths"]})},
+            }
+        },
     }
 
 
@@ -280,6 +319,7 @@ def openapi_document() -> dict[str, Any]:
             "schemas": {
                 "Error": {
                     "type": "object",
+                    "required": ["error"],
                     "properties": {
                         "error": {
                             "type": "object",
@@ -289,24 +329,14 @@ def openapi_document() -> dict[str, Any]:
                                 "message": {"type": "string"},
                                 "retryable": {"type": "boolean"},
                                 "lease_expires_at": {"type": "number"},
+                                "lease_seconds_left": {"type": "number"},
                             },
                         }
                     },
                 },
+                **body_schemas(),
                 **{f"Event.{name}": schema for name, schema in event_schemas().items()},
-                "Session": {
-                    "type": "object",
-                    "required": ["id"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "title": {"type": ["string", "null"]},
-                        "created_at": {"type": "string"},
-                        "updated_at": {"type": "string"},
-                        "entries": {"type": "integer"},
-                        "message_count": {"type": "integer"},
-                        "last_model": {"type": ["string", "null"]},
-                    },
-                },
+                **{f"Entry.{kind}": schema for kind, schema in entry_schemas().items()},
             },
         },
         "security": [{"bearer": []}, {}],

@@ -6,6 +6,7 @@ An import is stored under a new id unless the caller's token owns the id the fil
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
@@ -16,10 +17,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..engine.leases import live_lease
 from ..errors import SessionBusyError, UsageError
 from ..log import LogEntry
 from ..store.base import SessionInfo
 from ..store.session_file import render_session_file
+from .listing import decode_cursor, session_page
+from .models import Settings
 from .state import ServerState, text_field
 from .wire import plain
 from .workspaces import check_name
@@ -57,42 +61,75 @@ def _int(request: Request, name: str, default: int) -> int:
 
 
 async def list_sessions(request: Request) -> Response:
+    """A page of sessions (``?limit=``, ``?cursor=`` from the page before): one page read."""
     state = _state(request)
     owner = state.caller(request)
     limit = min(max(_int(request, "limit", 50), 1), 500)
-    offset = _int(request, "offset", 0)
-    found = await state.runtime.list_sessions()
+    raw = request.query_params.get("cursor")
+    after = decode_cursor(raw) if raw else None
+    keep = None
     if owner is not None:
         mine = await state.owners.owned(owner)
-        found = [info for info in found if info.id in mine]
-    page = found[offset : offset + limit]
-    after = offset + limit
-    return JSONResponse(
-        {
-            "sessions": [info_json(info) for info in page],
-            "total": len(found),
-            "next_offset": after if after < len(found) else None,
-        }
-    )
+        keep = mine.__contains__
+    page, cursor = await session_page(state.runtime.store, limit, after, keep)
+    return JSONResponse({"sessions": [info_json(info) for info in page], "next_cursor": cursor})
+
+
+def _skills(state: ServerState, value: object) -> tuple[str, ...]:
+    """A session's default skill selection as a client gave it (``UsageError`` when unknown)."""
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise UsageError("'skills' must be a list of skill names")
+    if not value:
+        return ()
+    offered = state.runtime.skill_set().names()
+    unknown = [name for name in value if name not in offered]
+    if unknown:
+        known = ", ".join(offered) or "none"
+        raise UsageError(f"unknown skill {unknown[0]!r}; this server's skills: {known}")
+    return tuple(dict.fromkeys(value))
+
+
+async def _described(state: ServerState, session_id: str) -> dict[str, Any]:
+    """A session's row with its settings: model, preset, skills, workspace."""
+    info = await state.runtime.store.get_session(session_id)
+    settings = await state.workspaces.settings.get(session_id)
+    found = info_json(info)
+    found["model"] = settings.model or state.workspaces.models.default_name
+    found["skills"] = list(settings.skills)
+    found["workspace"] = state.workspaces.name_of(info.project_dir)
+    return found
 
 
 async def create_session(request: Request) -> Response:
+    """``POST``: a new session (optional: title, model, preset, skills, workspace)."""
     state = _state(request)
     owner = state.caller(request)
     body = await state.json(request)
     title = text_field(body, "title", required=False)
+    model = text_field(body, "model", required=False)
+    preset = text_field(body, "preset", required=False)
+    skills = _skills(state, body.get("skills", []))
     name = body.get("workspace")
+    if model is not None:
+        state.workspaces.models.get(model)  # 400 before anything is stored
     session = await state.workspaces.create(owner, None if name is None else check_name(name))
     try:
         if owner is not None:
             await state.owners.set(session.id, owner)
+        if model is not None or skills:
+            await state.workspaces.settings.set(session.id, Settings(model, skills))
+        if preset is not None:
+            session.set_permission_preset(preset)
         if title:
             await session.rename(title)
-    finally:
+        found = await _described(state, session.id)
+        found["preset"] = session.permission_preset
+    except BaseException:
         await session.close()
-    info = await state.runtime.store.get_session(session.id)
-    found = info_json(info)
-    found["workspace"] = state.workspaces.name_of(info.project_dir)
+        with contextlib.suppress(Exception):
+            await state.runtime.delete_session(session.id)
+        raise
+    await session.close()
     return JSONResponse(found, status_code=201)
 
 
@@ -102,39 +139,56 @@ async def get_session(request: Request) -> Response:
     await state.allowed(request, session_id)
     session = await state.workspaces.open(session_id)
     try:
-        info = await state.runtime.store.get_session(session_id)
-        found = info_json(info)
+        found = await _described(state, session_id)
         found["running_here"] = session_id in state.turns.running
         found["waiting_approvals"] = [plain(a) for a in session.pending_approvals()]
-        found["permission_preset"] = session.permission_preset
-        found["workspace"] = state.workspaces.name_of(info.project_dir)
+        found["preset"] = session.permission_preset
+        found["permission_preset"] = session.permission_preset  # the name of earlier releases
     finally:
         await session.close()
     return JSONResponse(found)
 
 
 async def update_session(request: Request) -> Response:
-    """``PATCH``: a new ``title``, a new permission ``preset`` (idle only: 409 during a turn)."""
+    """``PATCH``: a new ``title``; a new ``model`` or permission ``preset`` (idle only: 409).
+
+    Both are recorded as the library records them: ``switch_model`` (a ``model_switched``
+    entry, a new epoch) and ``set_permission_preset`` (a ``permission_changed`` entry); the
+    next request tells the model.
+    """
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
     body = await state.json(request)
     title = text_field(body, "title", required=False)
     preset = text_field(body, "preset", required=False)
-    if title is None and preset is None:
-        raise UsageError("the request body needs a string field 'title' or 'preset'")
-    if preset is not None and session_id in state.turns.running:
+    name = text_field(body, "model", required=False)
+    if title is None and preset is None and name is None:
+        raise UsageError("the request body needs a string field 'title', 'preset' or 'model'")
+    model = state.workspaces.models.get(name) if name is not None else None
+    if (preset is not None or model is not None) and session_id in state.turns.running:
         raise SessionBusyError(f"session {session_id} is running a turn")
     session = await state.workspaces.open(session_id)
     try:
+        if (preset is not None or model is not None) and await live_lease(
+            state.runtime.store, session_id
+        ):
+            raise SessionBusyError(f"session {session_id} is running a turn")
         if preset is not None:
             # As the library records it: a permission_changed entry, told at the next request.
             session.set_permission_preset(preset)
+        if model is not None:
+            await session.switch_model(model)
+            settings = await state.workspaces.settings.get(session_id)
+            settings.model = name
+            await state.workspaces.settings.set(session_id, settings)
         if title is not None:
             await session.rename(title)
+        found = await _described(state, session_id)
+        found["preset"] = session.permission_preset
     finally:
         await session.close()
-    return JSONResponse(info_json(await state.runtime.store.get_session(session_id)))
+    return JSONResponse(found)
 
 
 async def delete_session(request: Request) -> Response:
@@ -143,6 +197,7 @@ async def delete_session(request: Request) -> Response:
     await state.allowed(request, session_id)
     await state.runtime.delete_session(session_id)
     await state.owners.forget(session_id)
+    await state.workspaces.settings.forget(session_id)
     return Response(status_code=204)
 
 
@@ -161,6 +216,8 @@ async def fork_session(request: Request) -> Response:
     await fork.close()
     if owner is not None:
         await state.owners.set(fork.id, owner)
+    # A fork talks to the model its session talked to, with the same default skills.
+    await state.workspaces.settings.set(fork.id, await state.workspaces.settings.get(session_id))
     return JSONResponse(info_json(await state.runtime.store.get_session(fork.id)), status_code=201)
 
 
@@ -175,7 +232,7 @@ async def export_session(request: Request) -> Response:
         page = await store.read(session_id, start, min(start + _PAGE, info.next_seq))
         entries.extend(record.entry for record in page)
     return Response(
-        render_session_file(info, entries),
+        await asyncio.to_thread(render_session_file, info, entries),  # off the event loop
         media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'},
     )

@@ -4,7 +4,8 @@ Apart from the store's schema: the store knows nothing of HTTP owners or cancels
 used without the server never gets the table. On SQLite it lives in the same file, on PostgreSQL
 in the same database, so every server process agrees; for a store of neither kind ``sql``
 answers ``None`` and the caller keeps its rows in memory. Each statement opens a connection of
-its own: the server's statements here are few beside the store's.
+its own: the server's statements here are few beside the store's; at most ``SIDE_CONNECTIONS``
+at once per process (its connection budget, ``db_budget``).
 """
 
 from __future__ import annotations
@@ -12,14 +13,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import weakref
 from pathlib import Path
 from typing import Any
 
 from ..store.base import Store
+from .db_budget import SIDE_CONNECTIONS
 
 __all__ = ["SideTable"]
 
 Rows = list[tuple[Any, ...]]
+
+#: Per event loop: the gate that bounds this process's connections for side tables.
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _gate() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    gate = _GATES.get(loop)
+    if gate is None:
+        gate = _GATES[loop] = asyncio.Semaphore(SIDE_CONNECTIONS)
+    return gate
 
 
 class SideTable:
@@ -45,7 +61,7 @@ class SideTable:
     async def _postgres(self, dsn: str, query: str, params: tuple[Any, ...]) -> Rows:
         import psycopg
 
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        async with _gate(), await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             if not self._ready:
                 async with self._lock:
                     # Two processes creating the table at once: one wins, the other finds it.

@@ -48,7 +48,9 @@ async def prompt(request: Request) -> Response:
     assert text is not None
     if not text.strip():
         raise UsageError("the prompt text is empty")
-    skills = body.get("skills", [])
+    skills = body.get("skills")
+    if skills is None:  # the session's default selection (``POST /sessions``)
+        skills = list((await state.workspaces.settings.get(session_id)).skills)
     if not isinstance(skills, list) or not all(isinstance(name, str) for name in skills):
         raise UsageError("'skills' must be a list of skill names")
     run = await state.turns.start(session_id, lambda session: session.stream(text, skills=skills))

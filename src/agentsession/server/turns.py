@@ -241,6 +241,7 @@ class Turns:
                     outcome = sse_frame("turn_finished", event_json(finished))
                 elif isinstance(error, asyncio.CancelledError):
                     outcome = sse_frame("turn_cancelled", {"kind": "turn_cancelled"})
+                    self._notifier.live(run.session_id, outcome)
                 elif error is not None:
                     outcome = sse_frame("error", error_body(error))
         finally:
@@ -298,7 +299,9 @@ class _Pump:
         if isinstance(event, TurnFinished):
             self.finished = event
         elif not isinstance(event, StepCommitted):
-            await run.add(sse_frame(event.kind, event_json(event)))
+            frame = sse_frame(event.kind, event_json(event))
+            await run.add(frame)
+            turns._notifier.live(run.session_id, frame)  # to this process's /events readers
 
 
 async def _flushed(session: Session) -> bool:

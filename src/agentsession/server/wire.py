@@ -1,9 +1,11 @@
 """What the server says on the wire: log entries and turn events as JSON, SSE frames, errors.
 
-A log entry travels as ``{"seq", "kind", "version", "entry"}`` where ``entry`` is its stored
-form (the same JSON a session file holds), so an entry is the same JSON on every stream of every
-process. Errors are ``{"error": {"type", "message", "retryable"}}``: ``type`` is the exception's
-class name, stable across releases.
+A log entry travels as ``{"seq", "kind", "entry"}`` where ``entry`` is its public form: every
+field of the entry's dataclass by name (``codec.encode``), not the stored form (which packs some
+kinds and leaves defaults out), so an entry is the same JSON on every stream of every process
+and its schema is its class's (``event_schemas``). Errors are
+``{"error": {"type", "message", "retryable"}}``: ``type`` is the exception's class name, stable
+across releases.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import dataclasses
 import json
 from typing import Any
 
+from ..codec import encode
 from ..errors import (
     AgentSessionError,
     BudgetExceededError,
@@ -28,7 +31,6 @@ from ..errors import (
 from ..events import Event
 from ..hygiene import has_surrogates
 from ..log import Record
-from ..log.stored import dump_entry
 from .event_schemas import SCHEMA_VERSION
 from .health import store_problem
 
@@ -44,9 +46,9 @@ __all__ = [
 
 
 def entry_json(record: Record) -> dict[str, Any]:
-    """A log record as the server sends it: its seq, kind, stored version and stored form."""
-    kind, version, data = dump_entry(record.entry)
-    return {"seq": record.seq, "kind": kind, "version": version, "entry": json.loads(data)}
+    """A log record as the server sends it: its seq, its kind and the entry's public form."""
+    entry: dict[str, Any] = encode(record.entry)
+    return {"seq": record.seq, "kind": record.entry.kind, "entry": entry}
 
 
 def plain(value: Any) -> Any:

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..runtime import Runtime
 from ..session import Session
+from .models import ServerModels, SessionSettings
 from .owners import Owners
 
 __all__ = ["Workspaces"]
@@ -56,10 +57,19 @@ def _make(folder: Path) -> Path:
 class Workspaces:
     """Where the sessions of one server work (``root`` ``None``: nowhere of their own)."""
 
-    def __init__(self, root: str | Path | None, runtime: Runtime, owners: Owners) -> None:
+    def __init__(
+        self,
+        root: str | Path | None,
+        runtime: Runtime,
+        owners: Owners,
+        models: ServerModels | None = None,
+        settings: SessionSettings | None = None,
+    ) -> None:
         self.root = Path(root).resolve() if root is not None else None
         self._runtime = runtime
         self._owners = owners
+        self.models = models or ServerModels(runtime.model)
+        self.settings = settings or SessionSettings(runtime.store)
 
     @property
     def enabled(self) -> bool:
@@ -88,14 +98,15 @@ class Workspaces:
         return await self.open(session.id, owner)
 
     async def open(self, session_id: str, owner: str | None = None) -> Session:
-        """Open a session in its workspace (``owner`` read from the store when not given)."""
+        """Open a session in its workspace with its model (``owner`` read when not given)."""
+        model = self.models.opened((await self.settings.get(session_id)).model)
         if self.root is None:
-            return await self._runtime.open_session(session_id)
+            return await self._runtime.open_session(session_id, model=model)
         if owner is None:
             owner = await self._owners.get(session_id)
         info = await self._runtime.store.get_session(session_id)
         folder = await asyncio.to_thread(self._folder, owner, session_id, info.project_dir)
-        return await self._runtime.open_session(session_id, project_dir=folder)
+        return await self._runtime.open_session(session_id, model=model, project_dir=folder)
 
     def _folder(self, owner: str | None, session_id: str, recorded: str | None) -> Path:
         area = self._area(owner)

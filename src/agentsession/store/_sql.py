@@ -23,6 +23,8 @@ __all__ = [
     "LAST_MODEL_ROWS",
     "LEASE_OF",
     "LIST_SESSIONS",
+    "LIST_SESSIONS_AFTER",
+    "LIST_SESSIONS_FIRST",
     "READ_ENTRIES",
     "READ_KIND",
     "SCAN_RANGE",
@@ -32,6 +34,7 @@ __all__ = [
     "SET_COUNTERS",
     "SET_TITLE",
     "UPDATE_AFTER_APPEND",
+    "page_params",
     "postgres",
     "session_row",
 ]
@@ -46,6 +49,27 @@ SELECT_SESSION = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
 LIST_SESSIONS = (
     f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, created_at DESC, session_id"
 )
+#: One page of ``LIST_SESSIONS``: the first, and the one after a row's
+#: ``(updated_at, created_at, session_id)`` (keyset paging: no row is read twice or skipped).
+LIST_SESSIONS_FIRST = (
+    f"SELECT {SESSION_COLUMNS} FROM sessions"
+    " ORDER BY updated_at DESC, created_at DESC, session_id LIMIT ?"
+)
+LIST_SESSIONS_AFTER = (
+    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE updated_at < ?"
+    " OR (updated_at = ? AND (created_at < ? OR (created_at = ? AND session_id > ?)))"
+    " ORDER BY updated_at DESC, created_at DESC, session_id LIMIT ?"
+)
+
+
+def page_params(limit: int, after: tuple[str, str, str] | None) -> tuple[object, ...]:
+    """The parameters of ``LIST_SESSIONS_FIRST`` or ``LIST_SESSIONS_AFTER``."""
+    if after is None:
+        return (limit,)
+    updated, created, session_id = after
+    return (updated, updated, created, created, session_id, limit)
+
+
 SESSION_EXISTS = "SELECT 1 FROM sessions WHERE session_id = ?"
 INSERT_SESSION = (
     "INSERT INTO sessions (session_id, created_at, updated_at, title, project_dir, next_seq,"

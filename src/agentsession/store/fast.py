@@ -14,7 +14,10 @@ public surface and may change between versions.
 - ``read_view``: the newest epoch, its view's records and the last dispatch in one call;
 - ``append_soon``: ``append``'s write handed over now, its outcome a future that settles even
   when nobody awaits it (the writer then needs no task and no shield per write);
-- ``count_held``: a count the store holds in memory already, or ``None`` (never blocks).
+- ``count_held``: a count the store holds in memory already, or ``None`` (never blocks);
+- ``list_page``: one page of ``list_sessions`` in the same order, after a row's key
+  ``(updated_at, created_at, id)``, reading that page's rows alone (a server lists thousands of
+  sessions a page at a time).
 
 Stores written against earlier versions declare ``fast_paths = frozenset({"read_now", …})``
 and offer the methods of those names on themselves; that declaration keeps working.
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from ..log import LogEntry, Record
-    from .base import Store, ViewRows
+    from .base import SessionInfo, Store, ViewRows
 
 __all__ = [
     "AppendSoon",
@@ -38,6 +41,7 @@ __all__ = [
     "FastPath",
     "FastPaths",
     "LastNow",
+    "ListPage",
     "ReadNow",
     "ReadView",
     "fast_paths",
@@ -60,7 +64,13 @@ AppendSoon: TypeAlias = "Callable[[str, int, Sequence[LogEntry]], asyncio.Future
 #: ``count_now``'s answer when the store holds it already (never blocks); ``None`` otherwise.
 CountHeld: TypeAlias = "Callable[[str, Sequence[str], int], int | None]"
 
-FastPath = Literal["read_now", "count_now", "last_now", "read_view", "append_soon", "count_held"]
+#: ``(limit, after)``: up to ``limit`` sessions in ``list_sessions``' order after the row whose
+#: ``(updated_at, created_at, id)`` is ``after`` (``None``: from the first).
+ListPage: TypeAlias = "Callable[[int, tuple[str, str, str] | None], Awaitable[list[SessionInfo]]]"
+
+FastPath = Literal[
+    "read_now", "count_now", "last_now", "read_view", "append_soon", "count_held", "list_page"
+]
 """The name of an optional fast path (a field of ``FastPaths``)."""
 
 
@@ -74,6 +84,7 @@ class FastPaths:
     read_view: ReadView | None = None
     append_soon: AppendSoon | None = None
     count_held: CountHeld | None = None
+    list_page: ListPage | None = None
 
     def reads(self) -> tuple[ReadNow, CountNow] | None:
         """``read_now`` and ``count_now`` when both are offered."""

@@ -42,11 +42,14 @@ from ._sql import (
     INSERT_SESSION,
     LAST_MODEL_ROWS,
     LIST_SESSIONS,
+    LIST_SESSIONS_AFTER,
+    LIST_SESSIONS_FIRST,
     SELECT_SESSION,
     SESSION_EXISTS,
     SET_COUNTERS,
     SET_TITLE,
     UPDATE_AFTER_APPEND,
+    page_params,
     session_row,
 )
 from ._sql import (
@@ -128,7 +131,7 @@ class PostgresStore(LeaseOps, ViewRead):
         self._now = NowReader(dsn, self._name, timeout, read_only)
         # Reads now on a connection of their own, a reopen's snapshot (``store.fast``).
         reads = (self._read_now, self._count_now, self._last_now, self._read_view)
-        self.fast_paths = FastPaths(*reads, count_held=self._count_held)
+        self.fast_paths = FastPaths(*reads, count_held=self._count_held, list_page=self._list_page)
         self._presence = Presence(dsn, read_only)
 
     def __repr__(self) -> str:
@@ -238,6 +241,13 @@ class PostgresStore(LeaseOps, ViewRead):
         """All sessions, most recently updated first (ties: newest created, then by id)."""
         async with self._connection("list sessions") as conn:
             rows = await (await conn.execute(LIST_SESSIONS)).fetchall()
+        return [info_from_row(row) for row in rows]
+
+    async def _list_page(self, limit: int, after: tuple[str, str, str] | None) -> list[SessionInfo]:
+        """One page of ``list_sessions`` (``store.fast``): that page's rows are all it reads."""
+        query = sql_postgres(LIST_SESSIONS_FIRST if after is None else LIST_SESSIONS_AFTER)
+        async with self._connection("list sessions") as conn:
+            rows = await (await conn.execute(query, page_params(limit, after))).fetchall()
         return [info_from_row(row) for row in rows]
 
     async def set_title(self, session_id: str, title: str) -> None:

@@ -39,10 +39,13 @@ from ._sql import (
     COPY_TEXTS,
     LEASE_OF,
     LIST_SESSIONS,
+    LIST_SESSIONS_AFTER,
+    LIST_SESSIONS_FIRST,
     SELECT_SESSION,
     SESSION_EXISTS,
     SET_COUNTERS,
     SET_TITLE,
+    page_params,
 )
 from ._sqlite import (
     TAKE_LEASE,
@@ -122,7 +125,7 @@ class SQLiteStore(NowReads, ViewRead):
         # overrides ``append`` (to watch writes) keeps every write going through it.
         soon = self._append_soon if type(self).append is SQLiteStore.append else None
         reads = (self._read_now, self._count_now, self._last_now, self._read_view)
-        self.fast_paths = FastPaths(*reads, append_soon=soon)
+        self.fast_paths = FastPaths(*reads, append_soon=soon, list_page=self._list_page)
 
     def _closed(self) -> StoreError:
         return StoreError(f"session store {self.path} is closed")
@@ -191,6 +194,15 @@ class SQLiteStore(NowReads, ViewRead):
 
         def op(conn: sqlite3.Connection) -> list[SessionInfo]:
             return [info_from_row(row) for row in conn.execute(LIST_SESSIONS)]
+
+        return await self._run("list sessions", op)
+
+    async def _list_page(self, limit: int, after: tuple[str, str, str] | None) -> list[SessionInfo]:
+        """One page of ``list_sessions`` (``store.fast``): that page's rows are all it reads."""
+        query = LIST_SESSIONS_FIRST if after is None else LIST_SESSIONS_AFTER
+
+        def op(conn: sqlite3.Connection) -> list[SessionInfo]:
+            return [info_from_row(row) for row in conn.execute(query, page_params(limit, after))]
 
         return await self._run("list sessions", op)
 
