@@ -116,7 +116,10 @@ class Counting(Simulator):
         return super().anthropic(body)
 
     def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
-        tools = body.get("tools", [])
+        tools = list(body.get("tools", []))
+        for item in body.get("input", []):
+            if isinstance(item, dict) and item.get("type") == "tool_search_output":
+                tools.extend(item["tools"])
         self.tool_tokens.setdefault(shape, []).append(sum(_openai_tokens(t) for t in tools))
         return super().openai(shape, body)
 

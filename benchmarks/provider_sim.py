@@ -25,6 +25,10 @@ every request. It is a model of the documentation, not of the services:
   at 1.25x input (``cache_write_tokens``). Responses' ``prompt_cache_options.
   comparison_response_id`` gives ``prompt_cache_diagnostics`` (``cache_hit``, ``cache_miss``
   with a reason, or ``comparison_response_not_found``).
+- **Tool search** (Responses, client execution as the tool search guide documents it): with a
+  ``tool_search`` tool of ``execution: "client"`` declared, the policy's ``search_tools`` call
+  is answered as a ``tool_search_call`` item; a ``tool_search_output`` in the input is an item
+  of the prefix like any other, the declarations it carries counted where it stands.
 
 The model's replies come from ``policy(shape, last_user_text, last_is_tool) -> Reply``; the
 clock is a callable, so a benchmark can share its runtime's clock with the simulated cache.
@@ -320,7 +324,8 @@ class Simulator:
         total = _cumulative(blocks)[-1]
         said = [i for i in items if i.get("role") not in ("system", "developer")]
         last = said[-1]
-        tool_turn = last.get("role") == "tool" or last.get("type") == "function_call_output"
+        answers = ("function_call_output", "tool_search_output")
+        tool_turn = last.get("role") == "tool" or last.get("type") in answers
         reply = self.policy(shape, _last_text(items), tool_turn)
         out_value: Any = reply.text if not reply.tool else [reply.tool, reply.arguments]
         out = _tokens(out_value)
@@ -329,6 +334,8 @@ class Simulator:
             return chat_answer(self.next_id("chatcmpl"), body["model"], reply, total, read, w5, out)
         response_id = self.next_id("resp")
         answer = responses_answer(response_id, body["model"], reply, total, read, w5, out)
+        if reply.tool and reply.tool == _client_search(body):
+            answer["output"] = [_search_call(response_id, reply.arguments)]
         fingerprint = {
             "model": body["model"],
             "key": route,
@@ -342,6 +349,31 @@ class Simulator:
                 self.fingerprints.get(compare), fingerprint
             )
         return answer
+
+
+def _client_search(body: dict[str, Any]) -> str | None:
+    """The tool name a client-executed ``tool_search`` stands for in the policy, if declared.
+
+    The guide's client tool search: the model asks with a ``tool_search_call`` (execution
+    ``client``, the arguments the declared parameters describe), the client answers with a
+    ``tool_search_output`` whose ``tools`` join the context where it stands. The policy names
+    the search the way the session's proxy is named, ``search_tools``.
+    """
+    for tool in body.get("tools", []):
+        if tool.get("type") == "tool_search" and tool.get("execution") == "client":
+            return "search_tools"
+    return None
+
+
+def _search_call(response_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "tool_search_call",
+        "id": f"tsc_{response_id}",
+        "call_id": f"call_{response_id}",
+        "execution": "client",
+        "arguments": arguments,
+        "status": "completed",
+    }
 
 
 def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[Block], list[int]]:

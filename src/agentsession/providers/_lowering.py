@@ -28,6 +28,7 @@ from ..request import (
 from .base import ModelProfile
 
 __all__ = [
+    "SEARCH_TOOL_NAME",
     "WRAP_TAG",
     "Lowered",
     "WireViolation",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 WRAP_TAG = "system-message"
+#: The session's tool-search proxy (``engine.deferred.SEARCH_TOOLS``): a format with its own
+#: tool search lowers this tool, its calls and its results to that search's items.
+SEARCH_TOOL_NAME = "search_tools"
 _TAG_RE = re.compile(rf"<(/?){WRAP_TAG}", re.IGNORECASE)
 
 

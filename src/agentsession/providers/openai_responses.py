@@ -7,6 +7,16 @@ same position for a profile without one. Tool calls and results are ``function_c
 ``function_call_output`` items paired by ``call_id``; reasoning items the model returned are
 replayed only to this format, and only when they carry encrypted content (without ``store``
 the server cannot look them up by id).
+
+With ``native_tool_search`` (models with tool search) the ``search_tools`` proxy is the API's
+own client-executed ``tool_search`` tool: the model's search is a ``tool_search_call`` (replayed
+as the model sent it), its result a ``tool_search_output`` carrying the declarations of the tools
+that search loaded (those the update message after it adds in place). The top-level ``tools``
+list keeps the epoch's first declarations, so a load appends to the end of the context and the
+cached prefix stays. A tool added in place without a search (a skill's) gets a client
+``tool_search_output`` of its own after a ``tool_search_call`` naming it. A tool that leaves has
+no removal item in this format: its declaration stays in the history, and the toolbox answers a
+call of it with ``Unknown tool``.
 """
 
 from __future__ import annotations
@@ -21,9 +31,13 @@ from ..request import (
     SystemMessage,
     TextPart,
     ToolResultMessage,
+    ToolSpec,
     UserMessage,
+    introduced_in_place,
+    standing_tools,
 )
 from ._lowering import (
+    SEARCH_TOOL_NAME,
     Lowered,
     dumps_arguments,
     native_system_ok,
@@ -60,12 +74,19 @@ def _parts(
     return parts
 
 
-def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+def _assistant_items(message: AssistantMessage, search: bool) -> list[dict[str, Any]]:
     replay = provider_items(message, FMT)
     items = [dict(item) for item in (replay or {}).get("reasoning", [])]
+    searches = {
+        str(item.get("call_id")): item for item in (replay or {}).get("tool_search_calls", [])
+    }
     if message.content:
         items.append({"type": "message", "role": "assistant", "content": message.content})
     for call in message.tool_calls:
+        if search and call.name == SEARCH_TOOL_NAME:
+            sent = searches.get(call.id)
+            items.append(dict(sent) if sent is not None else _search_call(call.id, call.arguments))
+            continue
         items.append(
             {
                 "type": "function_call",
@@ -90,23 +111,100 @@ def _result_item(message: ToolResultMessage, profile: ModelProfile, i: int) -> d
     return {"type": "function_call_output", "call_id": message.call_id, "output": output}
 
 
-def _tools(request: Request) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "name": spec.name,
+def _function(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "strict": False,
+    }
+
+
+def _tool(spec: ToolSpec, search: bool) -> dict[str, Any]:
+    if search and spec.name == SEARCH_TOOL_NAME:
+        return {
+            "type": "tool_search",
+            "execution": "client",
             "description": spec.description,
             "parameters": spec.parameters,
-            "strict": False,
         }
-        for spec in request.tools
-    ]
+    return _function(spec)
+
+
+def _search_call(call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "tool_search_call",
+        "call_id": call_id,
+        "execution": "client",
+        "arguments": arguments,
+        "status": "completed",
+    }
+
+
+def _search_output(call_id: str, loaded: list[ToolSpec]) -> dict[str, Any]:
+    return {
+        "type": "tool_search_output",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "tools": [_function(spec) for spec in loaded],
+    }
+
+
+class _Loads:
+    """Which tools each search result announces, and which additions are still to announce."""
+
+    def __init__(self, request: Request) -> None:
+        self.specs = {spec.name: spec for spec in request.tools}
+        self.inline = introduced_in_place(request)
+        self.by_result: dict[int, list[ToolSpec]] = {}
+        self.announced: set[int] = set()  # update messages whose additions a search carried
+        last_search: int | None = None
+        for i, message in enumerate(request.messages):
+            match message:
+                case ToolResultMessage():
+                    if message.name == SEARCH_TOOL_NAME:
+                        last_search = i
+                case SystemMessage():
+                    if last_search is not None and message.tools_added:
+                        self.by_result[last_search] = self.added(message)
+                        self.announced.add(i)
+                    last_search = None
+                case UserMessage() | AssistantMessage():
+                    last_search = None
+                case _:
+                    assert_never(message)
+
+    def unsearched(self, message: SystemMessage, i: int) -> list[dict[str, Any]]:
+        """A search call and output of the client's own for tools added without a search."""
+        specs = self.added(message)
+        if i in self.announced or not specs:
+            return []
+        call_id = f"load_{i}"
+        query = " ".join(spec.name for spec in specs)
+        return [_search_call(call_id, {"query": query}), _search_output(call_id, specs)]
+
+    def added(self, message: SystemMessage) -> list[ToolSpec]:
+        """The declarations ``message`` adds in place (not those of the top-level list)."""
+        names = [n for n in message.tools_added if n in self.inline and n in self.specs]
+        return [self.specs[name] for name in names]
+
+
+def _answer(
+    message: ToolResultMessage, profile: ModelProfile, i: int, loads: _Loads | None
+) -> dict[str, Any]:
+    if loads is not None and message.name == SEARCH_TOOL_NAME:
+        return _search_output(message.call_id, loads.by_result.get(i, []))
+    return _result_item(message, profile, i)
 
 
 def lower_openai_responses(request: Request, profile: ModelProfile, model: str | None) -> Lowered:
     """Lower ``request`` to a Responses API body (``responses.create`` arguments)."""
     items: list[dict[str, Any]] = []
     origins: list[int] = []
+    search = profile.native_tool_search
+    loads = _Loads(request) if search else None
 
     def add(item: dict[str, Any], origin: int) -> None:
         items.append(item)
@@ -119,11 +217,13 @@ def lower_openai_responses(request: Request, profile: ModelProfile, model: str |
                 wire = content if isinstance(content, str) else _parts(content, profile, i)
                 add({"type": "message", "role": "user", "content": wire}, i)
             case AssistantMessage():
-                for item in _assistant_items(message):
+                for item in _assistant_items(message, search):
                     add(item, i)
             case ToolResultMessage():
-                add(_result_item(message, profile, i), i)
+                add(_answer(message, profile, i, loads), i)
             case SystemMessage():
+                for item in loads.unsearched(message, i) if loads is not None else ():
+                    add(item, i)
                 if not message.content:
                     continue  # tool changes alone: the tools list already differs
                 if native_system_ok(request.messages, i, profile):
@@ -140,8 +240,9 @@ def lower_openai_responses(request: Request, profile: ModelProfile, model: str |
     if request.system_text:
         body["instructions"] = request.system_text
     body["input"] = items
-    if request.tools:
-        body["tools"] = _tools(request)
+    tools = standing_tools(request) if search else request.tools
+    if tools:
+        body["tools"] = [_tool(spec, search) for spec in tools]
     body["store"] = False
     if profile.reasoning:
         body["include"] = ["reasoning.encrypted_content"]

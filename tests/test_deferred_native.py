@@ -1,0 +1,223 @@
+"""Deferred tools through a provider's own tool search (issue 39): OpenAI Responses.
+
+On models with tool search the ``search_tools`` proxy lowers to the API's client-executed
+``tool_search`` tool: the model's search is a ``tool_search_call`` replayed as it came, its result
+a ``tool_search_output`` carrying the tools the search loaded, and the top-level tool list stays
+the same for the whole epoch. Spec 003's rules hold on this path too: a tool loaded in a step is
+callable in the next, an evicted one answers ``Unknown tool``, nothing is announced twice. The
+last test runs a session through the official SDK against the benchmarks' provider simulator.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import agentsession as ags
+from agentsession.errors import RequestValidationError
+from agentsession.log import ToolLoaded, ToolResultEntry, ToolUnloaded
+from agentsession.providers.profiles import openai_tool_search, profile_for
+from agentsession.providers.validate import validate_openai_responses
+
+from .conftest import MakeRuntime
+from .skills.sessions import call, tool_results
+
+SEARCHING = profile_for("openai", "gpt-5.6-terra")
+WORDS = ("alpha", "bravo", "charlie")
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _tools(*words: str) -> list[ags.Tool]:
+    def runner(word: str) -> Any:
+        def run(text: str = "") -> str:
+            return f"{word} ran {text}".strip()
+
+        return run
+
+    return [
+        ags.tool(name=f"{w}_gadget", description=f"Works the {w} gear.", defer=True)(runner(w))
+        for w in words
+    ]
+
+
+@ags.tool
+def plain() -> str:
+    """A tool that is always offered."""
+    return "plain ran"
+
+
+def _body(request: ags.Request) -> dict[str, Any]:
+    return ags.lower(request, "openai-responses", profile=SEARCHING)
+
+
+def _loaded_by_outputs(body: dict[str, Any]) -> list[str]:
+    return [
+        tool["name"]
+        for item in body["input"]
+        if item.get("type") == "tool_search_output"
+        for tool in item["tools"]
+    ]
+
+
+def test_tool_search_is_a_capability_of_recent_responses_models() -> None:
+    assert openai_tool_search("gpt-5.4") and openai_tool_search("gpt-6")
+    assert not openai_tool_search("gpt-5.3") and not openai_tool_search("gpt-4.1")
+    assert SEARCHING.native_tool_search and SEARCHING.native_tool_changes
+    chat = profile_for("openai", "gpt-5.6-terra", wire_format="openai-chat")
+    assert not chat.native_tool_search and not chat.native_tool_changes
+    assert not profile_for("openai", "gpt-5.2").native_tool_search
+
+
+async def test_a_search_is_a_tool_search_call_and_its_tools_come_in_its_output(
+    make_runtime: MakeRuntime,
+) -> None:
+    script: list[Any] = [call("search_tools", query="alpha"), call("alpha_gadget"), "done"]
+    model = ags.ScriptedModel(script, profile=SEARCHING)
+    runtime = make_runtime(model=model, tools=[plain, *_tools(*WORDS)])
+    session = await runtime.create_session()
+    await session.prompt("go")
+    bodies = [_body(r) for r in model.requests]
+    tool_lists = [body["tools"] for body in bodies]
+    assert all(tools == tool_lists[0] for tools in tool_lists)  # the prefix never changes
+    assert [t["type"] for t in tool_lists[0]] == ["function", "tool_search"]
+    assert tool_lists[0][1]["execution"] == "client"
+    assert tool_lists[0][1]["parameters"]["required"] == ["query"]
+    second = bodies[1]["input"]
+    kinds = [item.get("type") for item in second]
+    assert kinds[-2:] == ["tool_search_call", "tool_search_output"]
+    assert second[-2]["call_id"] == second[-1]["call_id"]
+    assert second[-2]["arguments"] == {"query": "alpha"}
+    assert [t["name"] for t in second[-1]["tools"]] == ["alpha_gadget"]
+    assert second[-1]["tools"][0]["parameters"]["type"] == "object"
+    # The call of the found tool, in the step after the search, ran.
+    assert str(tool_results(model.requests[2])[-1].content) == "alpha ran"
+    for body in bodies:
+        validate_openai_responses(body, SEARCHING)
+    log = [r.entry for r in await session.log()]
+    assert [e.name for e in log if isinstance(e, ToolLoaded)] == ["alpha_gadget"]
+
+
+async def test_on_the_native_path_an_evicted_tool_is_unknown_and_nothing_is_announced_twice(
+    make_runtime: MakeRuntime,
+) -> None:
+    script: list[Any] = [
+        call("search_tools", query="alpha"),
+        call("search_tools", query="alpha"),  # found again: no second announcement
+        call("search_tools", query="bravo"),
+        call("search_tools", query="charlie"),  # evicts alpha (two may be loaded)
+        call("alpha_gadget"),
+        call("search_tools", query="alpha"),  # found again after its eviction: announced anew
+        call("alpha_gadget"),
+        "done",
+    ]
+    model = ags.ScriptedModel(script, profile=SEARCHING)
+    config = ags.Config(retry_base_delay=0, max_loaded_tools=2)
+    runtime = make_runtime(model=model, tools=_tools(*WORDS), config=config)
+    session = await runtime.create_session()
+    await session.prompt("go")
+    results = [str(r.content) for r in tool_results(model.requests[-1])]
+    assert results[4] == "Unknown tool: alpha_gadget"
+    assert results[6] == "alpha ran"
+    last = _body(model.requests[-1])
+    again = ["alpha_gadget", "bravo_gadget", "charlie_gadget", "alpha_gadget"]
+    assert _loaded_by_outputs(last) == again
+    outputs = [i for i in last["input"] if i.get("type") == "tool_search_output"]
+    assert [len(o["tools"]) for o in outputs] == [1, 0, 1, 1, 1]
+    assert {tuple(str(t) for t in _body(r)["tools"]) for r in model.requests} == {
+        tuple(str(t) for t in last["tools"])
+    }
+    log = [r.entry for r in await session.log()]
+    assert [e.name for e in log if isinstance(e, ToolUnloaded)] == ["alpha_gadget", "bravo_gadget"]
+
+
+def test_a_tool_search_call_without_its_output_is_refused() -> None:
+    body = {
+        "input": [
+            {"type": "message", "role": "user", "content": "go"},
+            {
+                "type": "tool_search_call",
+                "call_id": "c1",
+                "execution": "client",
+                "arguments": {"query": "x"},
+                "status": "completed",
+            },
+            {"type": "message", "role": "user", "content": "again"},
+        ]
+    }
+    with pytest.raises(RequestValidationError, match="c1"):
+        validate_openai_responses(body, SEARCHING)
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def sim() -> ModuleType:
+    pytest.importorskip("openai")
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return _load("provider_sim")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+async def test_over_the_sdk_the_search_call_is_replayed_as_sent_and_its_tools_load(
+    sim: ModuleType, tmp_path: Path
+) -> None:
+    from datetime import datetime
+
+    reply = sim.Reply
+    steps = [
+        reply(tool="search_tools", arguments={"query": "bravo_gadget"}),
+        reply(tool="bravo_gadget", arguments={"text": "now"}),
+        reply(text="done"),
+    ]
+
+    def policy(shape: str, text: str, tool_turn: bool) -> Any:
+        return steps.pop(0) if steps else reply(text="ok")
+
+    bodies: list[dict[str, Any]] = []
+
+    class Recording(sim.Simulator):  # type: ignore[name-defined,misc]
+        def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
+            bodies.append(body)
+            answer: dict[str, Any] = super().openai(shape, body)
+            answers.append(answer)
+            return answer
+
+    answers: list[dict[str, Any]] = []
+    moment = datetime(2026, 3, 1, 9, 0).astimezone()
+    simulator = Recording(policy, {}, lambda: moment)
+    simulator.bill = lambda *args: None
+    with sim.running(simulator) as url:
+        model = ags.get_model("openai:gpt-5.6-terra", base_url=f"{url}/v1", api_key="sim")
+        runtime = ags.Runtime(
+            store=ags.SQLiteStore(tmp_path / "s.db"),
+            model=model,
+            project_dir=tmp_path,
+            tools=[plain, *_tools(*WORDS)],
+            config=ags.Config(titles=False),
+        )
+        async with runtime:
+            session = await runtime.create_session()
+            await session.prompt("go")
+            log = [r.entry for r in await session.log()]
+    sent = answers[0]["output"][0]
+    assert sent["type"] == "tool_search_call"
+    assert sent in bodies[1]["input"]  # the item as the provider sent it, id and all
+    assert bodies[2]["input"][: len(bodies[1]["input"])] == bodies[1]["input"]
+    assert [e.name for e in log if isinstance(e, ToolLoaded)] == ["bravo_gadget"]
+    ran = [e for e in log if isinstance(e, ToolResultEntry) and e.name == "bravo_gadget"]
+    assert [str(e.content) for e in ran] == ["bravo ran now"]
+    assert all(body["tools"] == bodies[0]["tools"] for body in bodies)
