@@ -221,3 +221,27 @@ async def test_over_the_sdk_the_search_call_is_replayed_as_sent_and_its_tools_lo
     ran = [e for e in log if isinstance(e, ToolResultEntry) and e.name == "bravo_gadget"]
     assert [str(e.content) for e in ran] == ["bravo ran now"]
     assert all(body["tools"] == bodies[0]["tools"] for body in bodies)
+
+
+async def test_inspection_shows_the_tools_found_loaded_and_evicted_per_request(
+    make_runtime: MakeRuntime,
+) -> None:
+    script: list[Any] = [
+        call("search_tools", query="alpha"),
+        call("search_tools", query="bravo"),
+        call("search_tools", query="charlie"),  # evicts alpha
+        "done",
+    ]
+    model = ags.ScriptedModel(script, profile=SEARCHING)
+    config = ags.Config(retry_base_delay=0, max_loaded_tools=2, titles=False)
+    runtime = make_runtime(model=model, tools=_tools(*WORDS), config=config)
+    session = await runtime.create_session()
+    await session.prompt("go")
+    requests = (await session.inspect()).requests
+    shown = [(r.tools_found, r.tools_loaded, r.tools_evicted) for r in requests]
+    assert shown == [
+        ((), (), ()),
+        (("alpha_gadget",), ("alpha_gadget",), ()),
+        (("bravo_gadget",), ("alpha_gadget", "bravo_gadget"), ()),
+        (("charlie_gadget",), ("bravo_gadget", "charlie_gadget"), ("alpha_gadget",)),
+    ]
