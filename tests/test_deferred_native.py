@@ -20,6 +20,7 @@ import pytest
 
 import agentsession as ags
 from agentsession.errors import RequestValidationError
+from agentsession.inspection.report import render_report
 from agentsession.log import ToolLoaded, ToolResultEntry, ToolUnloaded
 from agentsession.providers.profiles import openai_tool_search, profile_for
 from agentsession.providers.validate import validate_openai_responses
@@ -237,7 +238,8 @@ async def test_inspection_shows_the_tools_found_loaded_and_evicted_per_request(
     runtime = make_runtime(model=model, tools=_tools(*WORDS), config=config)
     session = await runtime.create_session()
     await session.prompt("go")
-    requests = (await session.inspect()).requests
+    inspection = await session.inspect()
+    requests = inspection.requests
     shown = [(r.tools_found, r.tools_loaded, r.tools_evicted) for r in requests]
     assert shown == [
         ((), (), ()),
@@ -245,3 +247,8 @@ async def test_inspection_shows_the_tools_found_loaded_and_evicted_per_request(
         (("bravo_gadget",), ("alpha_gadget", "bravo_gadget"), ()),
         (("charlie_gadget",), ("bravo_gadget", "charlie_gadget"), ("alpha_gadget",)),
     ]
+    page = render_report(inspection, generated="now", version="test")
+    assert "deferred tools" in page
+    assert (
+        "found charlie_gadget · evicted alpha_gadget · loaded bravo_gadget, charlie_gadget" in page
+    )
