@@ -214,7 +214,18 @@ async def test_over_the_sdk_the_search_call_is_replayed_as_sent_and_its_tools_lo
             session = await runtime.create_session()
             await session.prompt("go")
             log = [r.entry for r in await session.log()]
+        # Reopened from the stored log, the session sends the search call as it came.
+        again = ags.Runtime(
+            store=ags.SQLiteStore(tmp_path / "s.db"),
+            model=ags.get_model("openai:gpt-5.6-terra", base_url=f"{url}/v1", api_key="sim"),
+            project_dir=tmp_path,
+            tools=[plain, *_tools(*WORDS)],
+            config=ags.Config(titles=False),
+        )
+        async with again:
+            await (await again.open_session(session.id)).prompt("more")
     sent = answers[0]["output"][0]
+    assert sent in bodies[-1]["input"]
     assert sent["type"] == "tool_search_call"
     assert sent in bodies[1]["input"]  # the item as the provider sent it, id and all
     assert bodies[2]["input"][: len(bodies[1]["input"])] == bodies[1]["input"]
@@ -252,3 +263,24 @@ async def test_inspection_shows_the_tools_found_loaded_and_evicted_per_request(
     assert (
         "found charlie_gadget · evicted alpha_gadget · loaded bravo_gadget, charlie_gadget" in page
     )
+
+
+async def test_on_the_native_path_a_found_tool_is_permission_checked(
+    make_runtime: MakeRuntime,
+) -> None:
+    def write(text: str = "") -> str:
+        return "wrote"
+
+    writer = ags.tool(
+        name="write_gadget", description="Writes the gear.", effect="write", defer=True
+    )(write)
+    script: list[Any] = [call("search_tools", query="write_gadget"), call("write_gadget"), "done"]
+    model = ags.ScriptedModel(script, profile=SEARCHING)
+    config = ags.Config(retry_base_delay=0, permission_preset="read-only")
+    runtime = make_runtime(model=model, tools=[writer], config=config)
+    session = await runtime.create_session()
+    await session.prompt("go")
+    [result] = tool_results(model.requests[2])[-1:]
+    assert result.is_error and "read-only" in str(result.content)
+    body = _body(model.requests[2])
+    assert _loaded_by_outputs(body) == ["write_gadget"]
