@@ -24,6 +24,7 @@ from agentsession.inspection.report import render_report
 from agentsession.log import ToolLoaded, ToolResultEntry, ToolUnloaded
 from agentsession.providers.profiles import openai_tool_search, profile_for
 from agentsession.providers.validate import validate_openai_responses
+from agentsession.request import SystemMessage
 
 from .conftest import MakeRuntime
 from .skills.sessions import call, tool_results
@@ -284,3 +285,33 @@ async def test_on_the_native_path_a_found_tool_is_permission_checked(
     assert result.is_error and "read-only" in str(result.content)
     body = _body(model.requests[2])
     assert _loaded_by_outputs(body) == ["write_gadget"]
+
+
+def test_tools_added_without_a_search_come_in_an_additional_tools_item() -> None:
+    spec = ags.ToolSpec("skill_tool", "A skill's tool.", {"type": "object", "properties": {}})
+    request = ags.Request(
+        system=(("core.agent", "Be brief."),),
+        messages=(
+            ags.UserMessage("hi"),
+            ags.AssistantMessage("hello"),
+            ags.UserMessage("load the skill"),
+            SystemMessage("", tools_added=("skill_tool",)),
+        ),
+        tools=(spec,),
+    )
+    body = _body(request)
+    assert "tools" not in body  # defined where it joins, not at the top
+    assert body["input"][-1] == {
+        "type": "additional_tools",
+        "role": "developer",
+        "tools": [
+            {
+                "type": "function",
+                "name": "skill_tool",
+                "description": "A skill's tool.",
+                "parameters": {"type": "object", "properties": {}},
+                "strict": False,
+            }
+        ],
+    }
+    validate_openai_responses(body, SEARCHING)

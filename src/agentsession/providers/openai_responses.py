@@ -13,8 +13,8 @@ own client-executed ``tool_search`` tool: the model's search is a ``tool_search_
 as the model sent it), its result a ``tool_search_output`` carrying the declarations of the tools
 that search loaded (those the update message after it adds in place). The top-level ``tools``
 list keeps the epoch's first declarations, so a load appends to the end of the context and the
-cached prefix stays. A tool added in place without a search (a skill's) gets a client
-``tool_search_output`` of its own after a ``tool_search_call`` naming it. A tool that leaves has
+cached prefix stays. A tool added in place without a search (a skill's) comes in an
+``additional_tools`` item (role ``developer``) where it joins. A tool that leaves has
 no removal item in this format: its declaration stays in the history, and the toolbox answers a
 call of it with ``Unknown tool``.
 """
@@ -177,13 +177,12 @@ class _Loads:
                     assert_never(message)
 
     def unsearched(self, message: SystemMessage, i: int) -> list[dict[str, Any]]:
-        """A search call and output of the client's own for tools added without a search."""
+        """An ``additional_tools`` item for tools ``message`` adds without a search."""
         specs = self.added(message)
         if i in self.announced or not specs:
             return []
-        call_id = f"load_{i}"
-        query = " ".join(spec.name for spec in specs)
-        return [_search_call(call_id, {"query": query}), _search_output(call_id, specs)]
+        tools = [_function(spec) for spec in specs]
+        return [{"type": "additional_tools", "role": "developer", "tools": tools}]
 
     def added(self, message: SystemMessage) -> list[ToolSpec]:
         """The declarations ``message`` adds in place (not those of the top-level list)."""
