@@ -1,9 +1,10 @@
-"""Deferred tools through a provider's own tool search (issue 39): OpenAI Responses.
+"""Deferred tools through a provider's own tool search (issue 39).
 
-On models with tool search the ``search_tools`` proxy lowers to the API's client-executed
-``tool_search`` tool: the model's search is a ``tool_search_call`` replayed as it came, its result
-a ``tool_search_output`` carrying the tools the search loaded, and the top-level tool list stays
-the same for the whole epoch. Spec 003's rules hold on this path too: a tool loaded in a step is
+On OpenAI Responses models with tool search the ``search_tools`` proxy lowers to the API's
+client-executed ``tool_search`` tool: the model's search is a ``tool_search_call`` replayed as it
+came, its result a ``tool_search_output`` carrying the tools the search loaded, and the top-level
+tool list stays the same for the whole epoch. On Claude models the proxy's result references the
+tools it loaded (``tool_reference``), declared with ``defer_loading`` after the cached tools. Spec 003's rules hold on this path too: a tool loaded in a step is
 callable in the next, an evicted one answers ``Unknown tool``, nothing is announced twice. The
 last test runs a session through the official SDK against the benchmarks' provider simulator.
 """
@@ -23,7 +24,7 @@ from agentsession.errors import RequestValidationError
 from agentsession.inspection.report import render_report
 from agentsession.log import ToolLoaded, ToolResultEntry, ToolUnloaded
 from agentsession.providers.profiles import openai_tool_search, profile_for
-from agentsession.providers.validate import validate_openai_responses
+from agentsession.providers.validate import validate_anthropic, validate_openai_responses
 from agentsession.request import SystemMessage
 
 from .conftest import MakeRuntime
@@ -315,3 +316,47 @@ def test_tools_added_without_a_search_come_in_an_additional_tools_item() -> None
         ],
     }
     validate_openai_responses(body, SEARCHING)
+
+
+CLAUDE = profile_for("anthropic", "claude-opus-4-8")
+
+
+async def test_on_anthropic_a_search_result_references_the_tools_it_loaded(
+    make_runtime: MakeRuntime,
+) -> None:
+    script: list[Any] = [
+        call("search_tools", query="alpha"),
+        call("search_tools", query="bravo"),
+        call("search_tools", query="charlie"),  # evicts alpha (two may be loaded)
+        call("alpha_gadget"),
+        call("charlie_gadget"),
+        "done",
+    ]
+    model = ags.ScriptedModel(script, profile=CLAUDE)
+    config = ags.Config(retry_base_delay=0, max_loaded_tools=2)
+    runtime = make_runtime(model=model, tools=[plain, *_tools(*WORDS)], config=config)
+    session = await runtime.create_session()
+    await session.prompt("go")
+    assert CLAUDE.native_tool_search
+    bodies = [ags.lower(r, "anthropic-messages", profile=CLAUDE) for r in model.requests]
+    standing = [[t for t in b["tools"] if not t.get("defer_loading")] for b in bodies]
+    assert all(tools == standing[0] for tools in standing)  # the cached prefix's tools
+    assert [t["name"] for t in standing[0]] == ["plain", "search_tools"]
+    last = bodies[-1]
+    deferred = [t["name"] for t in last["tools"] if t.get("defer_loading")]
+    assert deferred == ["alpha_gadget", "bravo_gadget", "charlie_gadget"]
+    blocks = [b for m in last["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    references = [
+        [p["tool_name"] for p in b.get("content", []) if p.get("type") == "tool_reference"]
+        for b in blocks
+        if b.get("type") == "tool_result"
+    ]
+    assert references[:3] == [["alpha_gadget"], ["bravo_gadget"], ["charlie_gadget"]]
+    additions = [b for b in blocks if b.get("type") == "tool_addition"]
+    assert additions == []  # each found tool announced once: by its search's reference
+    removals = [b["tool"]["name"] for b in blocks if b.get("type") == "tool_removal"]
+    assert removals == ["alpha_gadget"]
+    results = [str(r.content) for r in tool_results(model.requests[-1])]
+    assert results[3:] == ["Unknown tool: alpha_gadget", "charlie ran"]
+    for body in bodies:
+        validate_anthropic(body, CLAUDE)

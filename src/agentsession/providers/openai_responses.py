@@ -33,12 +33,12 @@ from ..request import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
-    introduced_in_place,
     standing_tools,
 )
 from ._lowering import (
     SEARCH_TOOL_NAME,
     Lowered,
+    SearchLoads,
     dumps_arguments,
     native_system_ok,
     provider_items,
@@ -152,49 +152,27 @@ def _search_output(call_id: str, loaded: list[ToolSpec]) -> dict[str, Any]:
     }
 
 
-class _Loads:
-    """Which tools each search result announces, and which additions are still to announce."""
-
-    def __init__(self, request: Request) -> None:
-        self.specs = {spec.name: spec for spec in request.tools}
-        self.inline = introduced_in_place(request)
-        self.by_result: dict[int, list[ToolSpec]] = {}
-        self.announced: set[int] = set()  # update messages whose additions a search carried
-        last_search: int | None = None
-        for i, message in enumerate(request.messages):
-            match message:
-                case ToolResultMessage():
-                    if message.name == SEARCH_TOOL_NAME:
-                        last_search = i
-                case SystemMessage():
-                    if last_search is not None and message.tools_added:
-                        self.by_result[last_search] = self.added(message)
-                        self.announced.add(i)
-                    last_search = None
-                case UserMessage() | AssistantMessage():
-                    last_search = None
-                case _:
-                    assert_never(message)
-
-    def unsearched(self, message: SystemMessage, i: int) -> list[dict[str, Any]]:
-        """An ``additional_tools`` item for tools ``message`` adds without a search."""
-        specs = self.added(message)
-        if i in self.announced or not specs:
-            return []
-        tools = [_function(spec) for spec in specs]
-        return [{"type": "additional_tools", "role": "developer", "tools": tools}]
-
-    def added(self, message: SystemMessage) -> list[ToolSpec]:
-        """The declarations ``message`` adds in place (not those of the top-level list)."""
-        names = [n for n in message.tools_added if n in self.inline and n in self.specs]
-        return [self.specs[name] for name in names]
+def _unsearched(
+    loads: SearchLoads, specs: dict[str, ToolSpec], message: SystemMessage, i: int
+) -> list[dict[str, Any]]:
+    """An ``additional_tools`` item for the tools ``message`` adds without a search."""
+    names = [n for n in loads.added(message) if n in specs]
+    if i in loads.announced or not names:
+        return []
+    tools = [_function(specs[name]) for name in names]
+    return [{"type": "additional_tools", "role": "developer", "tools": tools}]
 
 
 def _answer(
-    message: ToolResultMessage, profile: ModelProfile, i: int, loads: _Loads | None
+    message: ToolResultMessage,
+    profile: ModelProfile,
+    i: int,
+    loads: SearchLoads | None,
+    specs: dict[str, ToolSpec],
 ) -> dict[str, Any]:
     if loads is not None and message.name == SEARCH_TOOL_NAME:
-        return _search_output(message.call_id, loads.by_result.get(i, []))
+        loaded = [specs[name] for name in loads.by_result.get(i, []) if name in specs]
+        return _search_output(message.call_id, loaded)
     return _result_item(message, profile, i)
 
 
@@ -203,7 +181,8 @@ def lower_openai_responses(request: Request, profile: ModelProfile, model: str |
     items: list[dict[str, Any]] = []
     origins: list[int] = []
     search = profile.native_tool_search
-    loads = _Loads(request) if search else None
+    loads = SearchLoads.of(request) if search else None
+    specs = {spec.name: spec for spec in request.tools}
 
     def add(item: dict[str, Any], origin: int) -> None:
         items.append(item)
@@ -219,9 +198,9 @@ def lower_openai_responses(request: Request, profile: ModelProfile, model: str |
                 for item in _assistant_items(message, search):
                     add(item, i)
             case ToolResultMessage():
-                add(_answer(message, profile, i, loads), i)
+                add(_answer(message, profile, i, loads, specs), i)
             case SystemMessage():
-                for item in loads.unsearched(message, i) if loads is not None else ():
+                for item in _unsearched(loads, specs, message, i) if loads is not None else ():
                     add(item, i)
                 if not message.content:
                     continue  # tool changes alone: the tools list already differs

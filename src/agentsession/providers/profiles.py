@@ -174,6 +174,7 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                     base,
                     system_placement="after_user",
                     native_tool_changes=True,
+                    native_tool_search=True,
                     context_window=1_000_000 if big else base.context_window,
                     max_output_tokens=16_384,
                     cache_ttl=True,
