@@ -4,9 +4,10 @@ On OpenAI Responses models with tool search the ``search_tools`` proxy lowers to
 client-executed ``tool_search`` tool: the model's search is a ``tool_search_call`` replayed as it
 came, its result a ``tool_search_output`` carrying the tools the search loaded, and the top-level
 tool list stays the same for the whole epoch. On Claude models the proxy's result references the
-tools it loaded (``tool_reference``), declared with ``defer_loading`` after the cached tools. Spec 003's rules hold on this path too: a tool loaded in a step is
-callable in the next, an evicted one answers ``Unknown tool``, nothing is announced twice. The
-last test runs a session through the official SDK against the benchmarks' provider simulator.
+tools it loaded (``tool_reference``), declared with ``defer_loading`` after the cached tools.
+Spec 003's rules hold on these paths too: a tool loaded in a step is callable in the next, an
+evicted one answers ``Unknown tool``, nothing is announced twice. One test runs a session
+through the official SDK against the benchmarks' provider simulator.
 """
 
 from __future__ import annotations
