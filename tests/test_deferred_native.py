@@ -12,6 +12,7 @@ through the official SDK against the benchmarks' provider simulator.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.errors import RequestValidationError
@@ -361,3 +364,83 @@ async def test_on_anthropic_a_search_result_references_the_tools_it_loaded(
     assert results[3:] == ["Unknown tool: alpha_gadget", "charlie ran"]
     for body in bodies:
         validate_anthropic(body, CLAUDE)
+
+
+Step = tuple[str, str]
+
+
+def _fresh_loads(steps: list[Step], limit: int) -> tuple[list[bool], int]:
+    """Whether each call finds its tool loaded, and how many searches loaded a tool anew."""
+    recency: list[str] = []
+    outcomes: list[bool] = []
+    fresh = 0
+    for action, word in steps:
+        if action == "call":
+            outcomes.append(word in recency)
+            continue
+        if word in recency:
+            recency.remove(word)
+        else:
+            fresh += 1
+        recency.append(word)
+        del recency[: max(0, len(recency) - limit)]
+    return outcomes, fresh
+
+
+def _announced(body: dict[str, Any], fmt: str) -> list[str]:
+    if fmt == "openai-responses":
+        return _loaded_by_outputs(body)
+    return [
+        part["tool_name"]
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+        for part in block.get("content", [])
+        if part.get("type") == "tool_reference"
+    ]
+
+
+async def _native_session(steps: list[Step], limit: int, profile: ags.ModelProfile) -> None:
+    fmt = profile.wire_format
+    replies: list[Any] = [
+        call("search_tools", query=f"{w}_gadget") if a == "search" else call(f"{w}_gadget")
+        for a, w in steps
+    ]
+    model = ags.ScriptedModel([*replies, "done"], profile=profile)
+    config = ags.Config(max_loaded_tools=limit, titles=False, retry_base_delay=0)
+    async with ags.Runtime(
+        store=ags.MemoryStore(), model=model, tools=_tools(*WORDS), config=config
+    ) as runtime:
+        await (await runtime.create_session()).prompt("go")
+    bodies = [ags.lower(r, fmt, profile=profile) for r in model.requests]
+    firsts = [[t for t in b.get("tools", []) if not t.get("defer_loading")] for b in bodies]
+    assert all(tools == firsts[0] for tools in firsts)  # the cached tools never change
+    outcomes, fresh = _fresh_loads(steps, limit)
+    assert len(_announced(bodies[-1], fmt)) == fresh  # each load announced once, where found
+    results = [
+        m
+        for m in model.requests[-1].messages
+        if isinstance(m, ags.ToolResultMessage) and m.name != "search_tools"
+    ]
+    calls = [w for a, w in steps if a == "call"]
+    for result, succeeds, word in zip(results, outcomes, calls, strict=True):
+        expected = "{0} ran" if succeeds else "Unknown tool: {0}_gadget"
+        assert result.content == expected.format(word) and result.is_error is not succeeds
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["search", "call"]), st.sampled_from(WORDS)),
+        min_size=1,
+        max_size=10,
+    ),
+    st.integers(min_value=1, max_value=3),
+    st.sampled_from(["openai", "anthropic"]),
+)
+def test_on_native_tool_search_a_call_succeeds_iff_loaded_and_each_load_is_announced_once(
+    steps: list[Step], limit: int, provider: str
+) -> None:
+    profile = SEARCHING if provider == "openai" else CLAUDE
+    asyncio.run(_native_session(steps, limit, profile))
