@@ -286,10 +286,10 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
             cached_input_tokens=getattr(details, "cached_tokens", 0),
             cache_write_tokens=getattr(details, "cache_write_tokens", 0),
         )
-    replay: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
+    kept: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
     if searches:
-        replay["tool_search_calls"] = searches
-    data = {fmt: replay} if replay else {}
+        kept["tool_search_calls"] = searches
+    data = {fmt: kept} if kept else {}
     message = AssistantMessage(
         content="".join(text), tool_calls=tuple(calls), provider="openai", provider_data=data
     )
