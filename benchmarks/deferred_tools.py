@@ -106,17 +106,26 @@ class Counting(Simulator):
         self.tool_tokens: dict[str, list[int]] = {}
 
     def anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
-        tools = list(body.get("tools", []))
+        deferred = {t["name"]: t for t in body.get("tools", []) if t.get("defer_loading")}
+        tools = [t for t in body.get("tools", []) if t["name"] not in deferred]
         for message in body["messages"]:
             content = message.get("content")
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") == "tool_addition":
                     tools.append(block["tool"])
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    parts = block.get("content") or []
+                    tools += [
+                        deferred[p["tool_name"]] for p in parts if p.get("type") == "tool_reference"
+                    ]
         self.tool_tokens.setdefault("anthropic", []).append(sum(_tokens(t) for t in tools))
         return super().anthropic(body)
 
     def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
-        tools = body.get("tools", [])
+        tools = list(body.get("tools", []))
+        for item in body.get("input", []):
+            if isinstance(item, dict) and item.get("type") == "tool_search_output":
+                tools.extend(item["tools"])
         self.tool_tokens.setdefault(shape, []).append(sum(_openai_tokens(t) for t in tools))
         return super().openai(shape, body)
 

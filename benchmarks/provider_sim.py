@@ -25,6 +25,13 @@ every request. It is a model of the documentation, not of the services:
   at 1.25x input (``cache_write_tokens``). Responses' ``prompt_cache_options.
   comparison_response_id`` gives ``prompt_cache_diagnostics`` (``cache_hit``, ``cache_miss``
   with a reason, or ``comparison_response_not_found``).
+- **Anthropic tool search** (the custom variant its tool search page documents): a tool
+  declared with ``defer_loading: true`` is not in the prefix; a ``tool_reference`` block in a
+  tool result is that tool's definition where it stands (hashed and counted there).
+- **Tool search** (Responses, client execution as the tool search guide documents it): with a
+  ``tool_search`` tool of ``execution: "client"`` declared, the policy's ``search_tools`` call
+  is answered as a ``tool_search_call`` item; a ``tool_search_output`` in the input is an item
+  of the prefix like any other, the declarations it carries counted where it stands.
 
 Anthropic's server-side compaction (a request with ``compaction``) is answered by
 ``sim_compaction``: one signed block, usage in a ``compaction`` iteration; a later request whose
@@ -297,7 +304,7 @@ class Simulator:
         if "diagnostics" in body:
             print_ = {
                 "model": body["model"],
-                "tools": _digest(body.get("tools", [])),
+                "tools": _digest([t for t in body.get("tools", []) if not t.get("defer_loading")]),
                 "system": _digest(body.get("system", [])),
                 "messages": [blocks[i].digest for i in firsts],
                 "tokens": total,
@@ -324,7 +331,8 @@ class Simulator:
         total = _cumulative(blocks)[-1]
         said = [i for i in items if i.get("role") not in ("system", "developer")]
         last = said[-1]
-        tool_turn = last.get("role") == "tool" or last.get("type") == "function_call_output"
+        answers = ("function_call_output", "tool_search_output")
+        tool_turn = last.get("role") == "tool" or last.get("type") in answers
         reply = self.policy(shape, _last_text(items), tool_turn)
         out_value: Any = reply.text if not reply.tool else [reply.tool, reply.arguments]
         out = _tokens(out_value)
@@ -333,6 +341,8 @@ class Simulator:
             return chat_answer(self.next_id("chatcmpl"), body["model"], reply, total, read, w5, out)
         response_id = self.next_id("resp")
         answer = responses_answer(response_id, body["model"], reply, total, read, w5, out)
+        if reply.tool and reply.tool == _client_search(body):
+            answer["output"] = [_search_call(response_id, reply.arguments)]
         fingerprint = {
             "model": body["model"],
             "key": route,
@@ -358,11 +368,63 @@ def _anthropic_usage(total: int, read: int, w5: int, w1: int, out: int) -> dict[
     }
 
 
-def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[Block], list[int]]:
-    """The prefix blocks of a Messages body, and where each message starts."""
-    parts: list[tuple[Any, str | None]] = []
+def _client_search(body: dict[str, Any]) -> str | None:
+    """The tool name a client-executed ``tool_search`` stands for in the policy, if declared.
+
+    The guide's client tool search: the model asks with a ``tool_search_call`` (execution
+    ``client``, the arguments the declared parameters describe), the client answers with a
+    ``tool_search_output`` whose ``tools`` join the context where it stands. The policy names
+    the search the way the session's proxy is named, ``search_tools``.
+    """
     for tool in body.get("tools", []):
-        parts.append((tool, _mark(tool)))
+        if tool.get("type") == "tool_search" and tool.get("execution") == "client":
+            return "search_tools"
+    return None
+
+
+def _search_call(response_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "tool_search_call",
+        "id": f"tsc_{response_id}",
+        "call_id": f"call_{response_id}",
+        "execution": "client",
+        "arguments": arguments,
+        "status": "completed",
+    }
+
+
+def _deferred(body: dict[str, Any]) -> dict[str, Any]:
+    """The body's tools declared with ``defer_loading``, by name."""
+    return {t["name"]: t for t in body.get("tools", []) if t.get("defer_loading")}
+
+
+def _referenced(block: Any, deferred: dict[str, Any]) -> Any:
+    """``block`` with each ``tool_reference`` in a tool result standing for its definition."""
+    if not (isinstance(block, dict) and block.get("type") == "tool_result"):
+        return block
+    content = block.get("content")
+    if not isinstance(content, list):
+        return block
+    expanded = [
+        {"type": "tool_reference", "definition": deferred.get(part.get("tool_name"), {})}
+        if isinstance(part, dict) and part.get("type") == "tool_reference"
+        else part
+        for part in content
+    ]
+    return block | {"content": expanded}
+
+
+def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[Block], list[int]]:
+    """The prefix blocks of a Messages body, and where each message starts.
+
+    A deferred tool (``defer_loading``) is not in the prefix; a ``tool_reference`` to it in a
+    tool result is its definition, there.
+    """
+    parts: list[tuple[Any, str | None]] = []
+    deferred = _deferred(body)
+    for tool in body.get("tools", []):
+        if tool.get("name") not in deferred:
+            parts.append((tool, _mark(tool)))
     system = body.get("system", [])
     for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
         parts.append((block, _mark(block)))
@@ -372,7 +434,8 @@ def _anthropic_blocks(body: dict[str, Any]) -> tuple[list[Block], list[int]]:
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
         firsts.append(len(parts))
         for k, block in enumerate(blocks):
-            value = {"role": message["role"], **block} if k == 0 else block
+            shown = _referenced(block, deferred)
+            value = {"role": message["role"], **shown} if k == 0 else shown
             parts.append((value, _mark(block)))
     return _chain(parts), firsts
 

@@ -99,6 +99,8 @@ def responses_stream(answer: dict[str, Any]) -> list[Event]:
                     logprobs=[],
                 )
                 add("response.content_part.done", **ids, content_index=k, part=part)
+        elif item["type"] == "tool_search_call":  # no argument deltas: added, then done
+            add("response.output_item.added", output_index=at, item=item)
         else:
             empty = item | {"status": "in_progress", "arguments": ""}
             add("response.output_item.added", output_index=at, item=empty)

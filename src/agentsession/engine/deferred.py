@@ -30,6 +30,7 @@ from typing import Any
 from ..config import Config
 from ..hygiene import clean_text
 from ..log import LogEntry, ToolLoaded, ToolUnloaded, now
+from ..providers._lowering import SEARCH_TOOL_NAME
 from ..request import ToolCall
 from ..skills import LoadedSkills, SkillEvent
 from ..sources import Ran
@@ -38,7 +39,7 @@ from ..tools import Tool, ToolOutcome, validate_arguments
 __all__ = ["MAX_FOUND", "SEARCH_TOOL", "SEARCH_TOOLS", "DeferredTools"]
 
 #: The proxy tool's name (binding).
-SEARCH_TOOLS = "search_tools"
+SEARCH_TOOLS = SEARCH_TOOL_NAME
 #: The most tools one search loads (never more than ``Config.max_loaded_tools``).
 MAX_FOUND = 5
 

@@ -182,7 +182,8 @@ def report_data(ins: Inspection) -> dict[str, Any]:
 def _requests(ins: Inspection, strings: _Strings, values: _Values) -> list[list[Any]]:
     """One row per request: its figures, then its body as references into ``json``.
 
-    Last, the cache fields its SDK call carried beyond that neutral body (``""``: none).
+    Then the cache fields its SDK call carried beyond that neutral body (``""``: none), and
+    last the deferred tools found, evicted and loaded for it (``""``: none).
     """
     requests: Sequence[RequestInfo] = ins.requests
     rows: list[list[Any]] = []
@@ -219,9 +220,22 @@ def _requests(ins: Inspection, strings: _Strings, values: _Values) -> list[list[
                 [kept, *messages[kept:]],
                 r.seq,
                 strings[visible_json(cache_fields(r.model, ins.controls.get(r.seq)))],
+                lines[_deferred_tools(r)],
             ]
         )
     return rows
+
+
+def _deferred_tools(r: RequestInfo) -> str:
+    """The deferred tools of request ``r`` in a line: found, then evicted, then loaded."""
+    parts = []
+    if r.tools_found:
+        parts.append("found " + ", ".join(r.tools_found))
+    if r.tools_evicted:
+        parts.append("evicted " + ", ".join(r.tools_evicted))
+    if r.tools_loaded:
+        parts.append("loaded " + ", ".join(r.tools_loaded))
+    return " · ".join(parts)
 
 
 def _epoch(e: EpochInfo, strings: _Strings) -> list[Any]:

@@ -179,7 +179,8 @@ SCRIPT = r"""
       el("td", "", num(r[4])), add(el("td"), barBox), el("td", "num", num(r[5])),
       el("td", "num", num(r[6])), el("td", "num", num(r[5] - r[6])), el("td", "num", num(r[7])),
       el("td", "num", num(r[8])), el("td", "diag diag-" + S(r[9]), S(r[9])),
-      el("td", "", S(r[10]) || "\u2013"), el("td", "num", S(r[11])),
+      el("td", "", S(r[10]) || "\u2013"), el("td", "", S(r[18]) || "\u2013"),
+      el("td", "num", S(r[11])),
       r[12] < 0 ? el("td", "", "exact") : add(el("td"), el("span", "warn", S(r[12]))),
       add(el("td"), sent)
     ];

@@ -15,7 +15,15 @@ from ..budget import TokenCounter
 from ..config import Config
 from ..ledger import charge_usd
 from ..ledger.prices import ModelPrice, price_for
-from ..log import AssistantEntry, CacheDiagnosis, Interrupted, ProviderFailed, Record
+from ..log import (
+    AssistantEntry,
+    CacheDiagnosis,
+    Interrupted,
+    ProviderFailed,
+    Record,
+    ToolLoaded,
+    ToolUnloaded,
+)
 from ..log.usage_check import checked_usage
 from ..request import Request
 from ._measure import cacheable, measure_in_order
@@ -33,6 +41,11 @@ class RequestInfo:
     ``reported_cached`` are the provider's figures from the response (``None``: no response).
     ``cache`` is the local diagnosis stored on the dispatch record; ``exact`` says whether the
     rebuild reproduced the dispatch record's digest (``mismatch`` says why not).
+
+    Deferred tools (``search_tools`` or a provider's own tool search): ``tools_found`` the
+    tools the searches answered since the request before found (again or anew),
+    ``tools_evicted`` those they unloaded to make room, ``tools_loaded`` every loaded deferred
+    tool this request offers, in load order.
     """
 
     number: int
@@ -53,6 +66,9 @@ class RequestInfo:
     cost_usd: float | None = None  # as billed, from the reported usage; None: no price
     provider_cache: str = ""  # the provider's own cache diagnosis ("": none given)
     failed: str = ""  # why the request got no response (a provider failure, an interruption)
+    tools_found: tuple[str, ...] = ()
+    tools_loaded: tuple[str, ...] = ()
+    tools_evicted: tuple[str, ...] = ()
 
     @property
     def new(self) -> int:
@@ -68,6 +84,7 @@ def _requests(
     config: Config,
 ) -> tuple[RequestInfo, ...]:
     answers, failures = _answers(records)
+    deferred = _deferred(records)
     out: list[RequestInfo] = []
     previous: Rebuilt | None = None
     measured = measure_in_order([item.request for item in rebuilt], counter)
@@ -103,6 +120,7 @@ def _requests(
                 cost_usd=billed,
                 provider_cache=answer.provider_cache if answer is not None else "",
                 failed=failures.get(item.seq, "") if answer is None else "",
+                **deferred.get(item.seq, {}),
             )
         )
         previous = item
@@ -126,3 +144,29 @@ def _answers(records: Sequence[Record]) -> tuple[dict[int, AssistantEntry], dict
             reason = entry.error if isinstance(entry, ProviderFailed) else entry.reason
             failures.setdefault(last, reason or entry.kind)
     return answers, failures
+
+
+def _deferred(records: Sequence[Record]) -> dict[int, dict[str, tuple[str, ...]]]:
+    """By the dispatch's seq: the deferred tools found, loaded and evicted for that request."""
+    out: dict[int, dict[str, tuple[str, ...]]] = {}
+    loaded: list[str] = []
+    found: list[str] = []
+    evicted: list[str] = []
+    for record in records:
+        entry = record.entry
+        if isinstance(entry, ToolLoaded):
+            found.append(entry.name)
+            if entry.name not in loaded:
+                loaded.append(entry.name)
+        elif isinstance(entry, ToolUnloaded):
+            evicted.append(entry.name)
+            if entry.name in loaded:
+                loaded.remove(entry.name)
+        elif entry.kind == "dispatch" and (loaded or found or evicted):
+            out[record.seq] = {
+                "tools_found": tuple(dict.fromkeys(found)),
+                "tools_loaded": tuple(loaded),
+                "tools_evicted": tuple(evicted),
+            }
+            found, evicted = [], []
+    return out

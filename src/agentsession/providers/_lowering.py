@@ -24,12 +24,15 @@ from ..request import (
     TextPart,
     ToolResultMessage,
     UserMessage,
+    introduced_in_place,
 )
 from .base import ModelProfile
 
 __all__ = [
+    "SEARCH_TOOL_NAME",
     "WRAP_TAG",
     "Lowered",
+    "SearchLoads",
     "WireViolation",
     "check_history",
     "dumps_arguments",
@@ -41,6 +44,9 @@ __all__ = [
 ]
 
 WRAP_TAG = "system-message"
+#: The session's tool-search proxy (``engine.deferred.SEARCH_TOOLS``): a format with its own
+#: tool search lowers this tool, its calls and its results to that search's items.
+SEARCH_TOOL_NAME = "search_tools"
 _TAG_RE = re.compile(rf"<(/?){WRAP_TAG}", re.IGNORECASE)
 
 
@@ -177,3 +183,46 @@ def text_parts(content: str | tuple[ContentPart, ...]) -> tuple[ContentPart, ...
     if isinstance(content, str):
         return (TextPart(content),) if content else ()
     return tuple(p for p in content if not (isinstance(p, TextPart) and not p.text))
+
+
+@dataclass
+class SearchLoads:
+    """Which tools each ``search_tools`` result of a request loaded, for a native tool search.
+
+    The tools a search loaded are those the update message right after its result adds in place
+    (first mentioned there, so not in the top-level list): ``by_result`` maps the result's
+    position to their names, ``announced`` maps the position of each update message whose
+    additions a search result carries to that result's (a second search in the same step gets
+    none).
+    """
+
+    by_result: dict[int, list[str]] = field(default_factory=dict)
+    announced: dict[int, int] = field(default_factory=dict)
+    inline: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, request: Request) -> SearchLoads:
+        loads = cls(inline=introduced_in_place(request))
+        last_search: int | None = None
+        for i, message in enumerate(request.messages):
+            if isinstance(message, ToolResultMessage):
+                if message.name == SEARCH_TOOL_NAME:
+                    last_search = i
+                continue
+            if (
+                isinstance(message, SystemMessage)
+                and message.tools_added
+                and last_search is not None
+            ):
+                loads.by_result[last_search] = loads.added(message)
+                loads.announced[i] = last_search
+            last_search = None
+        return loads
+
+    def added(self, message: SystemMessage) -> list[str]:
+        """The tools ``message`` adds in place (not those of the top-level list)."""
+        return [name for name in message.tools_added if name in self.inline]
+
+    def searched(self) -> set[str]:
+        """Every tool some search result of the request loaded."""
+        return {name for names in self.by_result.values() for name in names}

@@ -6,9 +6,12 @@ mid-conversation system message is a native ``role: "system"`` entry where the p
 position allow it (after a user turn, before an assistant turn or at the end) and otherwise an
 escaped text block in the user turn at the same position. With ``native_tool_changes`` the
 message also carries ``tool_addition`` / ``tool_removal`` blocks; a tool first added mid-epoch
-is defined inline there, so the top-level ``tools`` list stays byte-stable. Cache breakpoints
-sit on the last tool, the last baseline block and the newest user turn: content that the next
-request repeats unchanged.
+is defined inline there, so the top-level ``tools`` list stays byte-stable. With
+``native_tool_search`` a ``search_tools`` result ends with a ``tool_reference`` block per tool
+that search loaded (Anthropic's custom tool search), each declared at the end of ``tools`` with
+``defer_loading: true`` (not part of the cached prefix) and not added again by a block. Cache
+breakpoints sit on the last tool that is not deferred, the last baseline block and the newest
+user turn: content that the next request repeats unchanged.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from ..request import (
     introduced_in_place,
 )
 from ._lowering import (
+    SEARCH_TOOL_NAME,
     Lowered,
+    SearchLoads,
     native_system_ok,
     provider_items,
     reject,
@@ -85,6 +90,10 @@ class _Builder:
         self.defined: set[str] = set()
         self.pending_changes: list[dict[str, Any]] = []
         self.uses_tool_changes = False
+        # With tool search, a search's result references the tools it loaded (defined in the
+        # top-level list with ``defer_loading``), and its update message does not add them again.
+        self.loads = SearchLoads.of(request) if profile.native_tool_search else SearchLoads()
+        self.skip = {at: set(self.loads.by_result[r]) for at, r in self.loads.announced.items()}
 
     def user_turn(self, origin: int) -> list[dict[str, Any]]:
         if self.messages and self.messages[-1]["role"] == "user":
@@ -112,6 +121,11 @@ class _Builder:
             block["content"] = [_part(p, self.profile, i) for p in result_parts]
         if message.is_error:
             block["is_error"] = True
+        if message.name == SEARCH_TOOL_NAME and self.loads.by_result.get(i):
+            references = [
+                {"type": "tool_reference", "tool_name": name} for name in self.loads.by_result[i]
+            ]
+            block["content"] = [*block.get("content", []), *references]
         self.user_turn(i).append(block)
 
     def assistant(self, message: AssistantMessage, i: int) -> None:
@@ -146,7 +160,10 @@ class _Builder:
 
     def tool_blocks(self, message: SystemMessage, position: int) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
+        referenced = self.skip.get(position, set())
         for name in message.tools_added:
+            if name in referenced:
+                continue  # the search's result referenced it
             if name in self.inline and name not in self.defined:
                 if name not in self.specs:
                     reject(FMT, f"tools_added names {name!r}, which request.tools lacks", position)
@@ -206,6 +223,10 @@ def lower_anthropic(request: Request, profile: ModelProfile, model: str | None) 
     system: list[dict[str, Any]] = [{"type": "text", "text": t} for _, t in request.system if t]
     if profile.cache_markers:
         _mark_cache(tools, system, out.messages)
+    searched = out.loads.searched()
+    tools += [  # after the breakpoint: deferred tools are not part of the cached prefix
+        _tool(spec) | {"defer_loading": True} for spec in request.tools if spec.name in searched
+    ]
 
     body: dict[str, Any] = {}
     if model is not None:

@@ -66,6 +66,10 @@ class ModelProfile:
     ``"anywhere"``, ``"after_user"`` (only directly after user input or tool results) or
     ``"none"`` (wrap it into the user turn). ``native_tool_changes``: the provider can announce
     tools joining or leaving in place, so the ``tools`` list stays stable within an epoch.
+    ``native_tool_search``: the format has its own tool search, used in place of the
+    ``search_tools`` proxy's plain function (OpenAI Responses: a client-executed ``tool_search``
+    tool whose ``tool_search_output`` items carry the tools it loaded, at the end of the context;
+    Anthropic: ``tool_reference`` blocks in the proxy's result, the tools ``defer_loading``).
     ``system_role`` names the native role of a mid-conversation message where the format has a
     choice (OpenAI: ``"system"`` or ``"developer"``). ``max_output_tokens`` is sent where the
     format requires a cap (Anthropic). ``cache_markers``: place explicit prompt-cache
@@ -93,6 +97,7 @@ class ModelProfile:
     wire_format: str = "neutral"
     system_placement: Literal["anywhere", "after_user", "none"] = "anywhere"
     native_tool_changes: bool = False
+    native_tool_search: bool = False
     supports_images: bool = True
     context_window: int = 200_000
     system_role: Literal["system", "developer"] = "system"

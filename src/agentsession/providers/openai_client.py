@@ -23,6 +23,7 @@ from ..hygiene import replace_surrogates
 from ..request import AssistantMessage, ToolCall, Usage, new_call_id
 from ._client import SDKModel, parse_arguments, replay, require_event_stream, usage_count
 from ._errors import sdk_error, status_error
+from ._lowering import SEARCH_TOOL_NAME
 from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 
 if TYPE_CHECKING:
@@ -243,6 +244,7 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
     calls: list[ToolCall] = []
     unusable: list[tuple[int, str]] = []
     reasoning: list[dict[str, Any]] = []
+    searches: list[dict[str, Any]] = []
     for item in response.output:
         match item.type:
             case "message":
@@ -262,6 +264,17 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
             case "reasoning":
                 if getattr(item, "encrypted_content", None):
                     reasoning.append(item.model_dump(mode="json", exclude_none=True))
+            case "tool_search_call" if item.execution == "client":
+                # The session's own search, asked through the API's tool search: a call of the
+                # proxy, and the item as sent, to be replayed byte for byte.
+                call_id = item.call_id or new_call_id()
+                args = item.arguments if isinstance(item.arguments, dict) else {}
+                if not isinstance(item.arguments, dict):
+                    unusable.append((len(calls), "the tool search arguments are not an object"))
+                calls.append(ToolCall(SEARCH_TOOL_NAME, dict(args), id=call_id))
+                searches.append(
+                    item.model_dump(mode="json", exclude_none=True) | {"call_id": call_id}
+                )
             case _:
                 pass  # hosted tool items are not requested by this client
     usage = Usage()
@@ -273,7 +286,10 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
             cached_input_tokens=getattr(details, "cached_tokens", 0),
             cache_write_tokens=getattr(details, "cache_write_tokens", 0),
         )
-    data = {fmt: {"reasoning": reasoning}} if reasoning else {}
+    kept: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
+    if searches:
+        kept["tool_search_calls"] = searches
+    data = {fmt: kept} if kept else {}
     message = AssistantMessage(
         content="".join(text), tool_calls=tuple(calls), provider="openai", provider_data=data
     )

@@ -24,6 +24,7 @@ __all__ = [
     "default_profile",
     "openai_explicit_cache",
     "openai_tokenizer",
+    "openai_tool_search",
     "profile_for",
 ]
 
@@ -141,6 +142,18 @@ def openai_explicit_cache(model: str) -> bool:
     return major > 5 or (major == 5 and minor >= 6)
 
 
+def openai_tool_search(model: str) -> bool:
+    """Whether OpenAI model ``model`` has tool search on the Responses API: ``gpt-5.4`` and later.
+
+    The tool search guide names gpt-5.4 as the first model with ``tool_search``.
+    """
+    found = re.match(r"gpt-(\d+)(?:\.(\d+))?(?![\d.])", model.lower())
+    if found is None:
+        return False
+    major, minor = int(found.group(1)), int(found.group(2) or 0)
+    return major > 5 or (major == 5 and minor >= 4)
+
+
 def _openai_reasoning(model: str) -> bool:
     name = model.lower()
     return bool(re.match(r"(o\d|gpt-5)", name))
@@ -161,6 +174,7 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                     base,
                     system_placement="after_user",
                     native_tool_changes=True,
+                    native_tool_search=True,
                     context_window=1_000_000 if big else base.context_window,
                     max_output_tokens=16_384,
                     cache_ttl=True,
@@ -177,6 +191,9 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
             reasoning = _openai_reasoning(model)
             window = 1_047_576 if model.lower().startswith("gpt-4.1") else 400_000
             explicit = openai_explicit_cache(model)
+            # Tool search's output items announce loaded tools at the end of the context, so
+            # tool changes stay in place on those models (the tools list keeps the prefix).
+            search = fmt == "openai-responses" and openai_tool_search(model)
             return replace(
                 base,
                 system_role="developer",
@@ -189,6 +206,8 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                 # Explicit breakpoints live 30 minutes; otherwise the in-memory retention is
                 # documented as 5 to 10 minutes of inactivity: cold only past its upper end.
                 cache_lifetime=1800.0 if explicit else 600.0,
+                native_tool_search=search,
+                native_tool_changes=search,
             )
         case "openai-compatible":
             # Local servers (llama.cpp, vLLM, Ollama) speak Chat Completions; their chat

@@ -192,8 +192,14 @@ def validate_openai_chat(body: dict[str, Any], profile: ModelProfile | None = No
         reject(fmt, "the last tool calls have no tool messages", call_at)
 
 
+_SEARCH_ITEMS = {"tool_search_call": "function_call", "tool_search_output": "function_call_output"}
+
+
 def validate_openai_responses(body: dict[str, Any], profile: ModelProfile | None = None) -> None:
-    """Responses rules: every function_call answered once by a later function_call_output."""
+    """Responses rules: every function_call answered once by a later function_call_output.
+
+    A client ``tool_search_call`` is answered the same way, by a ``tool_search_output``.
+    """
     fmt = "openai-responses"
     items: list[dict[str, Any]] = body.get("input") or []
     if not items:
@@ -202,6 +208,7 @@ def validate_openai_responses(body: dict[str, Any], profile: ModelProfile | None
     answered: set[str] = set()
     for i, item in enumerate(items):
         kind = item.get("type", "message")
+        kind = _SEARCH_ITEMS.get(kind, kind)  # a client tool search pairs like a function call
         if kind in ("function_call", "function_call_output"):
             _check_ids(fmt, [item.get("call_id")], i)
         if kind == "function_call":
@@ -225,7 +232,7 @@ def validate_openai_responses(body: dict[str, Any], profile: ModelProfile | None
                     reject(fmt, "this model takes instructions only, no system messages", i)
             elif role not in ("user", "assistant"):
                 reject(fmt, f"unknown role {role!r}", i)
-        elif kind != "reasoning":
+        elif kind not in ("reasoning", "additional_tools"):
             reject(fmt, f"unknown input item type {kind!r}", i)
     if pending:
         call_id, at = next(iter(pending.items()))
