@@ -32,6 +32,7 @@ from .engine.idle import tend as tend_idle_session
 from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
+from .engine.steering import SessionInbox
 from .engine.titles import Naming, clean_title
 from .engine.turn import Start, Turn
 from .engine.views import SessionViews
@@ -76,7 +77,7 @@ class Opened(NamedTuple):
     opener: Callable[[str], Awaitable[Session]] | None = None
 
 
-class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprovals):
+class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprovals, SessionInbox):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(self, opened: Opened, /) -> None:
@@ -87,6 +88,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         self._writer = writer
         self._parts = parts
         self._admitter = Admitter(deps, writer, parts)
+        writer.observe(parts.inbox.took)
         self._held = False
         self._lease = LeaseKeeper(deps.store, info.id, deps.config.lease_ttl)
         self._guard = Guard(
@@ -323,6 +325,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         await self._guard.settled_not_running()
         fresh = await self._open(self.id)
         self._info, self._writer, self._parts = fresh._info, fresh._writer, fresh._parts
+        self._writer.observe(self._parts.inbox.took)
         self._admitter = Admitter(self._deps, self._writer, self._parts)
         self._guard.writer, self._guard.gate = self._writer, self._parts.gate
         self._held = False
@@ -357,6 +360,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
 
         Returns how many entries still could not be written (lost with this object; 0 normally).
         """
+        await self._stop_delivery()
         await self._guard.settle_dropped()
         await self._naming.close()
         await self._write_side_calls(presets=True)
@@ -404,6 +408,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         )
         self._held = False
         self._cost_alert(started=True)
+        finished = False
         try:
             async for event in turn.run(promoted, start, calls):
                 if isinstance(event, StepCommitted) and event.what == "admission":
@@ -412,6 +417,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
                 if isinstance(event, TurnFinished) and event.result.stop_reason != (
                     "approval_required"
                 ):
+                    finished = True
                     await self._naming.after_turn(self._writer.transcript)
                 yield event
                 if isinstance(event, StepCommitted) and event.what == "response":
@@ -420,6 +426,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
                         yield alert
         finally:
             self._held = turn.held
+            self._after_turn(finished)
 
     async def _recover(self, cause: Cause = "process") -> None:
         """Record truthfully a step that was dispatched but left unfinished."""

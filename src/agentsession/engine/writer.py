@@ -94,6 +94,10 @@ class LogWriter:
         self._dispatch_known = False
         self._inflight: asyncio.Future[list[Record]] | None = None
         self._unsure = False  # a write failed without an answer: it may have committed
+        # Writes of one session are serialised: a steer accepted from another task while a
+        # turn writes must take the seq after the turn's, never the same one.
+        self._lock = asyncio.Lock()
+        self._observers: list[Callable[[Sequence[Record]], None]] = []
         self.ledger = Ledger(next_seq)  # what each dispatched request cost (session.cost())
 
     @property
@@ -140,12 +144,21 @@ class LogWriter:
             self._checkpoints = self._read_checkpoints()
         return [*self._checkpoints, *self._new_checkpoints]
 
+    def observe(self, observer: Callable[[Sequence[Record]], None]) -> None:
+        """Have ``observer`` see every record this writer takes as durable, in order."""
+        self._observers.append(observer)
+
     async def append(self, entries: Sequence[LogEntry]) -> list[Record]:
         """Write ``entries`` in one transaction now, or raise (keeping nothing).
 
         Cancelling the caller does not cancel the write: it finishes in the background and the
         next ``resync`` takes its outcome, so a write that committed is never lost or repeated.
+        Writes from several tasks (a steer beside a running turn) run one after the other.
         """
+        async with self._lock:
+            return await self._append(entries)
+
+    async def _append(self, entries: Sequence[LogEntry]) -> list[Record]:
         if self._inflight is not None or self._unsure:
             await self.settle()
         try:
@@ -404,6 +417,8 @@ class LogWriter:
         if records:
             self._next_seq = records[-1].seq + 1
             self._transcript.committed()
+            for observer in self._observers:
+                observer(records)
         for record in records:
             self.ledger.take(record)
             if isinstance(record.entry, Dispatch):

@@ -32,6 +32,7 @@ from .entries import (
     UserEntry,
     now,
 )
+from .inbox import INBOX_KINDS, InputCancelled, InputDelivered, InputMode, InputQueued
 from .state import (
     STATE_KINDS,
     ApprovalDecided,
@@ -58,6 +59,7 @@ from .stored import (
 )
 
 __all__ = [
+    "INBOX_KINDS",
     "STATE_KINDS",
     "TRANSCRIPT_KINDS",
     "VERSIONS",
@@ -70,6 +72,10 @@ __all__ = [
     "ContextEpoch",
     "Dispatch",
     "EpochReason",
+    "InputCancelled",
+    "InputDelivered",
+    "InputMode",
+    "InputQueued",
     "InstructionsFound",
     "Interrupted",
     "LogEntry",

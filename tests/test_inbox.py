@@ -1,0 +1,237 @@
+"""The inbox: ``steer()``, ``queue()``, ``pending_input()`` and ``cancel_input()`` beside a turn.
+
+A tool that waits on an event holds the turn open while the test, in its own task, steers or
+queues; nothing waits on time. Each test checks what the model got (``ScriptedModel.requests``)
+and what the log holds; the stored form of the inbox entries is frozen in
+``tests/fixtures/log_inbox_v1.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+import agentsession as ags
+from agentsession.inspection.describe import describe
+from agentsession.log import (
+    InputCancelled,
+    InputDelivered,
+    InputQueued,
+    Record,
+    UserEntry,
+    dump_entry,
+    load_entry,
+)
+from agentsession.log.commits import commit_end
+
+from .conftest import MakeRuntime
+
+FIXTURE = Path(__file__).parent / "fixtures" / "log_inbox_v1.jsonl"
+
+
+class Hold:
+    """A tool call that waits until the test lets it go (and says when it started)."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def tool(self) -> ags.Tool:
+        hold = self
+
+        @ags.tool
+        async def work(step: str) -> str:
+            """Do one step of the work.
+
+            Args:
+                step: Which step.
+            """
+            hold.started.set()
+            await hold.go.wait()
+            return f"did {step}"
+
+        return work
+
+
+def texts(request: ags.Request) -> list[str]:
+    """Each message of a request as ``role:text``."""
+    out = []
+    for message in request.messages:
+        content = message.content
+        text = content if isinstance(content, str) else ""
+        if isinstance(message, ags.ToolResultMessage):
+            out.append(f"tool:{text}")
+        elif isinstance(message, ags.AssistantMessage):
+            calls = ",".join(c.name for c in message.tool_calls)
+            out.append(f"assistant:{text}{'[' + calls + ']' if calls else ''}")
+        else:
+            out.append(f"{message.role}:{text}")
+    return out
+
+
+def test_the_stored_form_of_version_1_keeps_loading() -> None:
+    lines = FIXTURE.read_text(encoding="utf-8").splitlines()
+    loaded = []
+    for line in lines:
+        row = json.loads(line)
+        entry = load_entry(row["kind"], row["version"], json.dumps(row["data"]))
+        loaded.append(entry)
+        kind, version, data = dump_entry(entry)
+        assert (kind, version) == (row["kind"], 1)
+        assert load_entry(kind, version, data) == entry
+    queued = [e for e in loaded if isinstance(e, InputQueued)]
+    assert [(q.mode, q.text) for q in queued] == [
+        ("steer", "use the staging bucket, not prod"),
+        ("queue", "then write the release notes"),
+        ("queue", "never mind"),
+    ]
+    delivered = [e for e in loaded if isinstance(e, InputDelivered)]
+    assert [d.mode for d in delivered] == ["steer", "queue"]  # "steer" is the default
+    assert [e.input_id for e in loaded if isinstance(e, InputCancelled)] == [queued[2].input_id]
+
+
+async def test_a_steer_from_another_task_lands_after_the_tool_result(
+    make_runtime: MakeRuntime,
+) -> None:
+    hold = Hold()
+    runtime = make_runtime(
+        [[ags.ToolCall("work", {"step": "one"})], "finished with the correction"],
+        tools=[hold.tool()],
+    )
+    session = await runtime.create_session()
+    turn = asyncio.create_task(session.prompt("start the work"))
+    await hold.started.wait()
+    accepted = await session.steer("use the staging bucket")  # no SessionBusyError
+    assert [(p.id, p.mode, p.state) for p in session.pending_input()] == [
+        (accepted.id, "steer", "pending")
+    ]
+    hold.go.set()
+    result = await turn
+    assert result.text == "finished with the correction"
+    assert session.pending_input() == []
+    second = runtime.scripted.requests[1]
+    assert texts(second) == [
+        "user:start the work",
+        "assistant:[work]",
+        "tool:did one",
+        "user:use the staging bucket",
+    ]
+    # The inspection rebuilds that request exactly, the steer where it was sent.
+    requests = (await session.inspect()).requests
+    assert requests[1].exact
+    assert texts(requests[1].request) == texts(second)
+    kinds = [r.entry.kind for r in await session.log()]
+    delivered = kinds.index("input_delivered")
+    assert kinds[delivered + 1] == "user"
+    assert kinds.index("input_queued") < kinds.index("tool_result") < delivered
+
+
+async def test_queued_inputs_run_as_their_own_prompts_in_order(make_runtime: MakeRuntime) -> None:
+    hold = Hold()
+    runtime = make_runtime(
+        [[ags.ToolCall("work", {"step": "one"})], "first done", "second done", "third done"],
+        tools=[hold.tool()],
+    )
+    session = await runtime.create_session()
+    turn = asyncio.create_task(session.prompt("first"))
+    await hold.started.wait()
+    await session.queue("second")
+    await session.queue("third")
+    hold.go.set()
+    assert (await turn).text == "first done"
+    results = await session.deliver_pending()  # waits for the delivery the turn's end started
+    assert results == [] or [r.text for r in results] == ["second done", "third done"]
+    assert session.pending_input() == []
+    users = [m.content for m in session.messages if isinstance(m, ags.UserMessage)]
+    assert users == ["first", "second", "third"]
+    last = runtime.scripted.requests[-1]
+    assert texts(last)[-1] == "user:third"
+
+
+async def test_a_cancelled_input_is_never_delivered(make_runtime: MakeRuntime) -> None:
+    hold = Hold()
+    runtime = make_runtime(
+        [[ags.ToolCall("work", {"step": "one"})], "first done", "kept done"],
+        tools=[hold.tool()],
+    )
+    session = await runtime.create_session()
+    turn = asyncio.create_task(session.prompt("first"))
+    await hold.started.wait()
+    dropped = await session.steer("forget this")
+    kept = await session.queue("kept")
+    assert await session.cancel_input(dropped.id)
+    assert not await session.cancel_input(dropped.id)  # already withdrawn
+    assert not await session.cancel_input("no-such-input")
+    assert [p.id for p in session.pending_input()] == [kept.id]
+    hold.go.set()
+    await turn
+    await session.deliver_pending()
+    assert not await session.cancel_input(kept.id)  # delivered
+    users = [m.content for m in session.messages if isinstance(m, ags.UserMessage)]
+    assert users == ["first", "kept"]
+    assert all("forget this" not in texts(r) for r in runtime.scripted.requests)
+
+
+async def test_a_steer_while_idle_starts_a_turn(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime(["hello back"])
+    session = await runtime.create_session()
+    await session.steer("hello")
+    await session.deliver_pending()
+    assert [m.content for m in session.messages] == ["hello", "hello back"]
+    assert session.pending_input() == []
+
+
+async def test_pending_input_survives_a_reopen_and_is_delivered_once(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(["answer to a", "answer to b"])
+    session = await runtime.create_session()
+    first = await session.steer("a", start_turn=False)
+    second = await session.queue("b", start_turn=False)
+    await session.close()
+    reopened = await runtime.open_session(session.id)
+    assert [p.id for p in reopened.pending_input()] == [first.id, second.id]
+    results = await reopened.deliver_pending()
+    assert [r.text for r in results] == ["answer to a", "answer to b"]
+    assert await reopened.deliver_pending() == []
+    again = await runtime.open_session(session.id)
+    assert again.pending_input() == []
+    users = [m.content for m in again.messages if isinstance(m, ags.UserMessage)]
+    assert users == ["a", "b"]
+
+
+async def test_bad_input_is_refused_before_anything_is_stored(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime([])
+    session = await runtime.create_session()
+    with pytest.raises(ags.UsageError):
+        await session.steer("   ")
+    with pytest.raises(ags.UsageError):
+        await session.queue("bad \ud800 text")
+    assert await session.log() == []
+
+
+def test_a_fork_never_splits_a_delivery_from_its_user_entry() -> None:
+    records = [
+        Record(0, UserEntry("go")),
+        Record(1, InputDelivered("i1")),
+        Record(2, UserEntry("steer")),
+        Record(3, InputDelivered("i2")),
+        Record(4, UserEntry("steer 2")),
+        Record(5, ags.SystemPromptCheckpoint(0, "t", {})),
+    ]
+    assert commit_end(records) == 5
+    assert commit_end(records[1:]) == 5
+    # A user entry after something that is no delivery starts a commit of its own.
+    lone = [Record(0, UserEntry("a")), Record(1, UserEntry("b"))]
+    assert commit_end(lone) == 0
+
+
+def test_inbox_entries_read_well_in_the_timeline() -> None:
+    title, text = describe(InputQueued("abcdef0123", "steer", "use staging"))
+    assert title.startswith("input steer · abcdef01")
+    assert text == "use staging"
+    assert describe(InputCancelled("abcdef0123"))[0] == "input cancelled · abcdef01"
+    assert "delivered" in describe(InputDelivered("abcdef0123"))[0]
