@@ -215,6 +215,23 @@ def _turn_paths() -> dict[str, Any]:
                 },
             ),
         },
+        "/sessions/{id}/input": {
+            "parameters": [_ID],
+            "post": _op(
+                "Steer the running turn or queue a prompt after it (idle: starts the turn)",
+                {"202": _json({"$ref": "#/components/schemas/InputAccepted"}, "accepted")},
+                requestBody=_body(
+                    {
+                        "type": "object",
+                        "required": ["text", "mode"],
+                        "properties": {
+                            "text": {"type": "string"},
+                            "mode": {"type": "string", "enum": ["steer", "queue"]},
+                        },
+                    }
+                ),
+            ),
+        },
         "/sessions/{id}/context": {
             "parameters": [_ID],
             "get": _op("The next request annotated", {"200": _json(_OBJECT)}),
@@ -294,6 +311,20 @@ def openapi_document() -> dict[str, Any]:
                     },
                 },
                 **{f"Event.{name}": schema for name, schema in event_schemas().items()},
+                "InputAccepted": {
+                    "type": "object",
+                    "required": ["id", "mode", "state", "turn"],
+                    "properties": {
+                        "id": {"type": "string", "description": "the input's id"},
+                        "mode": {"type": "string", "enum": ["steer", "queue"]},
+                        "state": {"type": "string", "enum": ["pending", "delivering"]},
+                        "turn": {
+                            "type": "string",
+                            "enum": ["running", "started"],
+                            "description": "joins the turn running here, or started one",
+                        },
+                    },
+                },
                 "Session": {
                     "type": "object",
                     "required": ["id"],

@@ -141,6 +141,10 @@ class Turns:
             raise run.early_error
         return run
 
+    def live(self, session_id: str) -> Session | None:
+        """The session object of the turn this process runs for the session, if any."""
+        return self._sessions.get(session_id)
+
     def cancel(self, session_id: str) -> bool:
         """Cancel the turn this process runs for the session; ``False`` when it runs none."""
         session = self._sessions.get(session_id)
@@ -224,12 +228,16 @@ class Turns:
         finished: TurnFinished | None,
         error: BaseException | None,
     ) -> None:
-        """Send what the log holds beyond the last frame; release the lease; the outcome.
+        """Release the lease; send what the log holds beyond the last frame; the outcome.
 
         The lease goes before the outcome's frame, so a client that sends its next prompt the
         moment it reads ``turn_finished`` finds the session free, on any process.
         """
         outcome: bytes | None = None
+        # Closing first lets inputs queued during the turn run (their turns follow it on the
+        # session object) and frees the lease; their entries then join this stream.
+        with contextlib.suppress(Exception):
+            await session.close()
         try:
             if error is not None and not run.frames:
                 run.early_error = error
