@@ -124,7 +124,9 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
             StoreError: The store refused a write.
         """
         async with self.stream(text, skills=skills) as events:
-            return await drain(events)
+            result = await drain(events)
+        self._after_turn(result)  # inputs queued meanwhile run next, in the background
+        return result
 
     def prompt_sync(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
@@ -179,7 +181,9 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         every waiting call is approved or denied.
         """
         async with self.stream_retry() as events:
-            return await drain(events)
+            result = await drain(events)
+        self._after_turn(result)
+        return result
 
     def stream_retry(self) -> TurnStream:
         """``retry()`` as a stream of events, used like ``stream()`` (``async with``)."""
@@ -408,7 +412,6 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         )
         self._held = False
         self._cost_alert(started=True)
-        finished = False
         try:
             async for event in turn.run(promoted, start, calls):
                 if isinstance(event, StepCommitted) and event.what == "admission":
@@ -417,7 +420,6 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
                 if isinstance(event, TurnFinished) and event.result.stop_reason != (
                     "approval_required"
                 ):
-                    finished = True
                     await self._naming.after_turn(self._writer.transcript)
                 yield event
                 if isinstance(event, StepCommitted) and event.what == "response":
@@ -426,7 +428,6 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
                         yield alert
         finally:
             self._held = turn.held
-            self._after_turn(finished)
 
     async def _recover(self, cause: Cause = "process") -> None:
         """Record truthfully a step that was dispatched but left unfinished."""

@@ -3,9 +3,10 @@
 ``SessionInbox`` is a part of ``Session`` (mixed in, like ``SessionApprovals``). Accepting an
 input is one durable ``InputQueued`` entry, written beside a running turn's writes (the writer
 serialises them), never refused because a turn runs. The running turn delivers steers at its
-next step boundary (``engine/turn``); when a turn ends with inputs left, or an input arrives
-while the session is idle, a delivery task runs them as turns of their own, one queued input per
-turn. The task waits for whatever operation runs, stops at the first turn that does not finish
+next step boundary (``engine/turn``); when ``prompt()`` or ``retry()`` ends with inputs left,
+or an input arrives while the session is idle, a delivery task runs them as turns of their own,
+one queued input per turn (a ``stream()`` consumer runs them with ``stream_pending()``, showing
+their events). The task waits for whatever operation runs, stops at the first turn that does not finish
 (a failure, a pause for approval: the inputs wait for the next operation), and its error is
 raised by the next ``deliver_pending()``. A reopened session (after a crash) finds its pending
 inputs in the log; ``deliver_pending()`` delivers them.
@@ -170,7 +171,11 @@ class SessionInbox:
         return results
 
     def stream_pending(self) -> TurnStream:
-        """One turn of the oldest pending input(s), as ``stream()`` runs a prompt."""
+        """One turn of the oldest pending input(s), as ``stream()`` runs a prompt.
+
+        A ``stream()`` consumer calls it after the turn while ``pending_input()`` holds inputs
+        (``prompt()`` runs them in the background instead). Ends without events when none wait.
+        """
         return TurnStream(self._deliver(), self._guard.watch)
 
     async def _deliver(self) -> AsyncGenerator[Event, None]:
@@ -208,9 +213,12 @@ class SessionInbox:
             self._start_delivery()
         return PendingInput(entry.input_id, mode, content, entry.timestamp)
 
-    def _after_turn(self, finished: bool) -> None:
-        """A turn ended: inputs left run next if it finished (not paused, not failed)."""
-        if finished and self._parts.inbox.has_deliverable():
+    def _after_turn(self, result: PromptResult) -> None:
+        """``prompt()``/``retry()`` ended: inputs left run next unless it paused for approval.
+
+        A ``stream()`` consumer runs them itself (``stream_pending()``), to show their events.
+        """
+        if result.stop_reason != "approval_required" and self._parts.inbox.has_deliverable():
             self._start_delivery()
 
     def _start_delivery(self) -> None:

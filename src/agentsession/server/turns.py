@@ -208,6 +208,11 @@ class Turns:
                 if pump.finished is not None:
                     break
                 stream = session.stream_retry()
+            # Inputs queued (or steered too late) during the turn run next, in this stream.
+            while _goes_on(pump.finished) and session.pending_input():
+                before = pump.finished
+                if not await pump.drain(session.stream_pending()) or pump.finished is before:
+                    break
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None:
@@ -228,16 +233,12 @@ class Turns:
         finished: TurnFinished | None,
         error: BaseException | None,
     ) -> None:
-        """Release the lease; send what the log holds beyond the last frame; the outcome.
+        """Send what the log holds beyond the last frame; release the lease; the outcome.
 
         The lease goes before the outcome's frame, so a client that sends its next prompt the
         moment it reads ``turn_finished`` finds the session free, on any process.
         """
         outcome: bytes | None = None
-        # Closing first lets inputs queued during the turn run (their turns follow it on the
-        # session object) and frees the lease; their entries then join this stream.
-        with contextlib.suppress(Exception):
-            await session.close()
         try:
             if error is not None and not run.frames:
                 run.early_error = error
@@ -307,6 +308,11 @@ class _Pump:
             self.finished = event
         elif not isinstance(event, StepCommitted):
             await run.add(sse_frame(event.kind, event_json(event)))
+
+
+def _goes_on(finished: TurnFinished | None) -> bool:
+    """Whether a turn ended so that the inputs waiting for its end may run now."""
+    return finished is not None and finished.result.stop_reason != "approval_required"
 
 
 async def _flushed(session: Session) -> bool:
