@@ -27,6 +27,7 @@ from agentsession.log import (
 )
 from agentsession.log.commits import commit_end
 
+from .cli_inprocess import cli_here
 from .conftest import MakeRuntime
 
 FIXTURE = Path(__file__).parent / "fixtures" / "log_inbox_v1.jsonl"
@@ -235,3 +236,43 @@ def test_inbox_entries_read_well_in_the_timeline() -> None:
     assert text == "use staging"
     assert describe(InputCancelled("abcdef0123"))[0] == "input cancelled · abcdef01"
     assert "delivered" in describe(InputDelivered("abcdef0123"))[0]
+
+
+async def test_show_lists_the_inputs_still_waiting(tmp_path: Path) -> None:
+    db = tmp_path / "show.db"
+    runtime = ags.Runtime(store=ags.SQLiteStore(db), model=ags.ScriptedModel([]))
+    async with runtime:
+        session = await runtime.create_session()
+        steer = await session.steer("use the staging bucket", start_turn=False)
+        queued = await session.queue("then the notes", start_turn=False)
+        dropped = await session.queue("never mind", start_turn=False)
+        assert await session.cancel_input(dropped.id)
+    shown = cli_here(tmp_path, "--db", str(db), "show", session.id)
+    assert shown.code == 0, shown.err
+    assert shown.out.splitlines()[-2:] == [
+        f"[waiting: steer {steer.id[:8]}, at the next step] use the staging bucket",
+        f"[waiting: queue {queued.id[:8]}, as the next prompt] then the notes",
+    ]
+    as_json = cli_here(tmp_path, "--db", str(db), "--json", "show", session.id)
+    rows = [json.loads(line) for line in as_json.out.splitlines()]
+    waiting = [r for r in rows if r.get("kind") == "pending_input"]
+    assert [(w["id"], w["mode"], w["state"]) for w in waiting] == [
+        (steer.id, "steer", "pending"),
+        (queued.id, "queue", "pending"),
+    ]
+
+
+def test_the_sync_facade_steers_and_queues(tmp_path: Path) -> None:
+    from agentsession.sync import run_sync
+
+    model = ags.ScriptedModel(["one", "two"])
+    runtime = ags.Runtime(store=ags.SQLiteStore(tmp_path / "sync.db"), model=model)
+    session = runtime.create_session_sync()
+    first = session.steer_sync("first")  # idle: a turn starts on the facade's loop
+    second = session.queue_sync("second")
+    assert first.mode == "steer" and second.mode == "queue"
+    run_sync(session.deliver_pending())
+    users = [m.content for m in session.messages if isinstance(m, ags.UserMessage)]
+    runtime.close_sync()
+    assert users == ["first", "second"]
+    assert [texts(r)[-1] for r in model.requests] == ["user:first", "user:second"]
