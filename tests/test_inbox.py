@@ -276,3 +276,19 @@ def test_the_sync_facade_steers_and_queues(tmp_path: Path) -> None:
     runtime.close_sync()
     assert users == ["first", "second"]
     assert [texts(r)[-1] for r in model.requests] == ["user:first", "user:second"]
+
+
+async def test_the_request_preview_shows_a_waiting_steer_where_prompt_sends_it(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(["answered"])
+    session = await runtime.create_session()
+    await session.steer("mind the staging bucket", start_turn=False)
+    preview = await session.preview_request("deploy it")
+    assert texts(preview) == ["user:deploy it", "user:mind the staging bucket"]
+    upcoming = (await session.inspect()).next_request
+    assert upcoming is not None and texts(upcoming.request) == ["user:mind the staging bucket"]
+    await session.prompt("deploy it")
+    sent = runtime.scripted.requests[0]
+    assert ags.request.digest(sent) == ags.request.digest(preview)
+    assert session.pending_input() == []

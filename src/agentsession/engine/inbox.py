@@ -97,6 +97,10 @@ class Inbox:
         """The entries that deliver every free pending steer (reserved until released)."""
         return self._reserve([e for e in self._free() if e.mode == "steer"])
 
+    def preview_steers(self) -> list[LogEntry]:
+        """What ``reserve_steers`` would deliver now, reserving nothing (a request preview)."""
+        return _delivering([e for e in self._free() if e.mode == "steer"])
+
     def reserve_next(self) -> list[LogEntry]:
         """What a turn the inbox starts opens with: the oldest free input (a steer: all steers)."""
         free = self._free()
@@ -116,10 +120,15 @@ class Inbox:
         return [e for i, e in self._pending.items() if i not in self._reserved]
 
     def _reserve(self, inputs: Sequence[InputQueued]) -> list[LogEntry]:
-        stamp = now()
-        entries: list[LogEntry] = []
-        for item in inputs:
-            self._reserved.add(item.input_id)
-            entries.append(InputDelivered(item.input_id, item.mode, stamp))
-            entries.append(UserEntry(item.text, timestamp=stamp))
-        return entries
+        self._reserved.update(item.input_id for item in inputs)
+        return _delivering(inputs)
+
+
+def _delivering(inputs: Sequence[InputQueued]) -> list[LogEntry]:
+    """The entries that deliver ``inputs``: each one's mark, then the user entry it becomes."""
+    stamp = now()
+    entries: list[LogEntry] = []
+    for item in inputs:
+        entries.append(InputDelivered(item.input_id, item.mode, stamp))
+        entries.append(UserEntry(item.text, timestamp=stamp))
+    return entries

@@ -1,15 +1,15 @@
 """Input while a turn runs: ``steer()``, ``queue()``, ``pending_input()``, ``cancel_input()``.
 
-``SessionInbox`` is a part of ``Session`` (mixed in, like ``SessionApprovals``). Accepting an
-input is one durable ``InputQueued`` entry, written beside a running turn's writes (the writer
-serialises them), never refused because a turn runs. The running turn delivers steers at its
-next step boundary (``engine/turn``); when ``prompt()`` or ``retry()`` ends with inputs left,
-or an input arrives while the session is idle, a delivery task runs them as turns of their own,
-one queued input per turn (a ``stream()`` consumer runs them with ``stream_pending()``, showing
-their events). The task waits for whatever operation runs, stops at the first turn that does not finish
-(a failure, a pause for approval: the inputs wait for the next operation), and its error is
-raised by the next ``deliver_pending()``. A reopened session (after a crash) finds its pending
-inputs in the log; ``deliver_pending()`` delivers them.
+``SessionInbox`` is a part of ``Session`` (mixed in, like ``SessionApprovals``). Accepting an input
+is one durable ``InputQueued`` entry, written beside a running turn's writes (the writer serialises
+them), never refused because a turn runs. The running turn delivers steers at its next step
+boundary (``engine/turn``); when ``prompt()`` or ``retry()`` ends with inputs left, or an input
+arrives while the session is idle, a delivery task runs them as turns of their own, one queued
+input per turn (a ``stream()`` consumer runs them with ``stream_pending()``, showing their events).
+The task waits for whatever operation runs, stops at the first turn that does not finish (a
+failure, a pause for approval: the inputs wait for the next operation), and its error is raised by
+the next ``deliver_pending()``. A reopened session (after a crash) finds its pending inputs in the
+log; ``deliver_pending()`` delivers them.
 """
 
 from __future__ import annotations

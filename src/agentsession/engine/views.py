@@ -134,7 +134,9 @@ class SessionViews:
             ContextLoadError: A context component's loader failed.
         """
         await self._guard.settle_dropped()  # a stream left early records how it ended first
-        admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
+        # Steers waiting join the prompt's admission after its own entries, as prompt() sends.
+        promoted = [*self._metadata(), *self._parts.inbox.preview_steers()]
+        admission = await self._admitter.preview_prompt(text, skills, promoted, self.model)
         return admission.request
 
     async def preview_body(
@@ -167,7 +169,8 @@ class SessionViews:
         """
         from ..inspection.views import inspect_log  # the inspection views load with their first use
 
-        upcoming = await self._admitter.upcoming(self._metadata(), self._model)
+        promoted = [*self._metadata(), *self._parts.inbox.preview_steers()]
+        upcoming = await self._admitter.upcoming(promoted, self._model)
         found = inspect_log(
             await self._deps.store.get_session(self.id),
             await self.log(),
