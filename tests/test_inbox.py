@@ -292,3 +292,27 @@ async def test_the_request_preview_shows_a_waiting_steer_where_prompt_sends_it(
     sent = runtime.scripted.requests[0]
     assert ags.request.digest(sent) == ags.request.digest(preview)
     assert session.pending_input() == []
+
+
+async def test_a_steered_turn_is_not_shown_as_unfinished(make_runtime: MakeRuntime) -> None:
+    from agentsession.cli.chatview import MARKS, outcome_marks, recap
+
+    hold = Hold()
+    runtime = make_runtime(
+        [[ags.ToolCall("work", {"step": "one"})], "done with both"], tools=[hold.tool()]
+    )
+    session = await runtime.create_session()
+    turn = asyncio.create_task(session.prompt("start"))
+    await hold.started.wait()
+    await session.steer("and mind the tests")
+    hold.go.set()
+    await turn
+    turns = (await session.inspect()).turns
+    assert [(t.text, t.outcome) for t in turns] == [
+        ("start", "steered"),
+        ("and mind the tests", "answered"),
+    ]
+    assert outcome_marks(list(session.messages), [t.outcome for t in turns]) == {}
+    lines = await recap(runtime.store, session.id)
+    assert not any(mark in line for line in lines for mark in MARKS.values())
+    assert "you › and mind the tests" in lines
