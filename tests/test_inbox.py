@@ -316,3 +316,33 @@ async def test_a_steered_turn_is_not_shown_as_unfinished(make_runtime: MakeRunti
     lines = await recap(runtime.store, session.id)
     assert not any(mark in line for line in lines for mark in MARKS.values())
     assert "you › and mind the tests" in lines
+
+
+@pytest.mark.postgres
+async def test_steer_queue_cancel_and_reopen_on_postgres(pg_dsn: str, tmp_path: Path) -> None:
+    hold = Hold()
+    model = ags.ScriptedModel(
+        [[ags.ToolCall("work", {"step": "one"})], "steered", "queued ran", "after reopen"]
+    )
+    runtime = ags.Runtime(
+        store=ags.PostgresStore(pg_dsn), model=model, tools=[hold.tool()], project_dir=tmp_path
+    )
+    async with runtime:
+        session = await runtime.create_session()
+        turn = asyncio.create_task(session.prompt("go"))
+        await hold.started.wait()
+        await session.steer("b")
+        await session.queue("c")
+        dropped = await session.queue("never")
+        assert await session.cancel_input(dropped.id)
+        hold.go.set()
+        await turn
+        await session.deliver_pending()
+        later = await session.queue("d", start_turn=False)
+        await session.close()
+        reopened = await runtime.open_session(session.id)
+        assert [p.id for p in reopened.pending_input()] == [later.id]
+        assert [r.text for r in await reopened.deliver_pending()] == ["after reopen"]
+        users = [m.content for m in reopened.messages if isinstance(m, ags.UserMessage)]
+    assert users == ["go", "b", "c", "d"]
+    assert texts(model.requests[1])[-2:] == ["tool:did one", "user:b"]
