@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -346,3 +347,103 @@ async def test_steer_queue_cancel_and_reopen_on_postgres(pg_dsn: str, tmp_path: 
         users = [m.content for m in reopened.messages if isinstance(m, ags.UserMessage)]
     assert users == ["go", "b", "c", "d"]
     assert texts(model.requests[1])[-2:] == ["tool:did one", "user:b"]
+
+
+async def test_a_second_session_object_adds_input_beside_the_driver(
+    make_runtime: MakeRuntime,
+) -> None:
+    hold = Hold()
+    runtime = make_runtime(
+        [[ags.ToolCall("work", {"step": "one"})], "steered", "queued ran"], tools=[hold.tool()]
+    )
+    driver = await runtime.create_session()
+    turn = asyncio.create_task(driver.prompt("go"))
+    await hold.started.wait()
+    other = await make_runtime([], tools=[hold.tool()]).open_session(driver.id)
+    # Session objects of one process share its lease: this one must not start a turn of its
+    # own beside the running one, so it only records (the driver takes the entries).
+    steer = await other.steer("from elsewhere", start_turn=False)
+    queued = await other.queue("after that", start_turn=False)
+    hold.go.set()
+    await turn
+    await driver.deliver_pending()
+    records = await driver.log()
+    delivered = [r.entry.input_id for r in records if isinstance(r.entry, InputDelivered)]
+    assert delivered == [steer.id, queued.id]
+    users = [m.content for m in driver.messages if isinstance(m, ags.UserMessage)]
+    assert users == ["go", "from elsewhere", "after that"]
+    assert texts(runtime.scripted.requests[1])[-2:] == ["tool:did one", "user:from elsewhere"]
+
+
+CHILD = """
+import asyncio, sys
+import agentsession as ags
+
+@ags.tool
+async def work(step: str) -> str:
+    '''Do one step.
+
+    Args:
+        step: Which step.
+    '''
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    return f"did {step}"
+
+async def main() -> None:
+    model = ags.ScriptedModel([[ags.ToolCall("work", {"step": "one"})], "steered", "queued"])
+    runtime = ags.Runtime(store=ags.SQLiteStore(sys.argv[1]), model=model, tools=[work],
+                          project_dir=sys.argv[3], config=ags.Config(titles=False))
+    session = await runtime.open_session(sys.argv[2])
+    await session.prompt("go")
+    await session.deliver_pending()
+    await runtime.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_another_process_adds_input_and_the_lease_holder_delivers_it(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "two.db"
+    async with ags.Runtime(store=ags.SQLiteStore(db), model=ags.ScriptedModel([])) as runtime:
+        session_id = (await runtime.create_session()).id
+    script = tmp_path / "child.py"
+    script.write_text(CHILD, encoding="utf-8")
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        str(db),
+        session_id,
+        str(tmp_path),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert await asyncio.wait_for(child.stdout.readline(), 120) == b"ready\n"
+        async with ags.Runtime(store=ags.SQLiteStore(db), model=ags.ScriptedModel([])) as here:
+            other = await here.open_session(session_id)
+            steer = await other.steer("from another process")
+            queued = await other.queue("and then this")
+            # Only the driver's inbox holds what was added beside it: nothing to cancel here.
+            assert not await other.cancel_input(queued.id)
+            assert other.pending_input() == []
+        child.stdin.write(b"go on\n")
+        await child.stdin.drain()
+        assert await asyncio.wait_for(child.wait(), 120) == 0
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    async with ags.Runtime(store=ags.SQLiteStore(db), model=ags.ScriptedModel([])) as runtime:
+        records = await (await runtime.open_session(session_id)).log()
+    kinds = [r.entry.kind for r in records]
+    delivered = [r.entry.input_id for r in records if isinstance(r.entry, InputDelivered)]
+    assert delivered == [steer.id, queued.id]
+    users = [r.entry.content for r in records if isinstance(r.entry, UserEntry)]
+    assert users == ["go", "from another process", "and then this"]
+    first = kinds.index("input_delivered")
+    assert kinds[first - 1] in ("tool_result", "input_queued")  # after the tool's result
+    assert kinds.index("tool_result") < first

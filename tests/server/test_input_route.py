@@ -91,3 +91,24 @@ async def test_input_steers_and_queues_a_running_turn_and_starts_one_when_idle(
     assert body["properties"]["mode"]["enum"] == ["steer", "queue"]
     accepted = schema["components"]["schemas"]["InputAccepted"]
     assert set(accepted["required"]) == {"id", "mode", "state", "turn"}
+
+
+async def test_input_for_a_session_another_process_drives_is_added_for_it(
+    tmp_path: Path,
+) -> None:
+    store = ags.SQLiteStore(tmp_path / "db.sqlite")
+    runtime = ags.Runtime(store=store, model=ags.ScriptedModel([]), project_dir=tmp_path)
+    app = ags.server.create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        sid = (await client.post("/sessions", json={})).json()["id"]
+        # Another machine's process holds the lease: it drives the session.
+        assert await store.acquire_lease(sid, "another-machine:4242", 600)
+        given = await client.post(f"/sessions/{sid}/input", json={"text": "hi", "mode": "queue"})
+    records = await store.read(sid)
+    await runtime.close()
+    assert given.status_code == 202, given.text
+    assert given.json()["turn"] == "elsewhere"
+    assert [(r.entry.kind, getattr(r.entry, "input_id", "")) for r in records] == [
+        ("input_queued", given.json()["id"])
+    ]

@@ -9,7 +9,9 @@ input per turn (a ``stream()`` consumer runs them with ``stream_pending()``, sho
 The task waits for whatever operation runs, stops at the first turn that does not finish (a
 failure, a pause for approval: the inputs wait for the next operation), and its error is raised by
 the next ``deliver_pending()``. A reopened session (after a crash) finds its pending inputs in the
-log; ``deliver_pending()`` delivers them.
+log; ``deliver_pending()`` delivers them. Where another process (or session object) drives the
+session, the input is appended at the log's end beside its writes; the driver's writer takes it at
+its next commit (``engine/writer``) and delivers it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import SessionBusyError, UsageError
+from ..errors import ConflictError, SessionBusyError, UsageError
 from ..events import Event, PromptResult, TurnFinished, TurnStream
 from ..hygiene import prompt_content
 from ..log import InputCancelled, InputMode, InputQueued, LogEntry, now
 from ..request import ToolCall
+from ..store.base import Store
 from ..sync import run_sync
+from .deps import SessionDeps
 from .guard import Guard
 from .inbox import PendingInput
 from .leases import LeaseKeeper
@@ -36,6 +40,27 @@ from .writer import LogWriter
 __all__ = ["SessionInbox"]
 
 
+#: How often an input written beside another process's writes is tried again when that
+#: process wrote first (each try reads the log's end anew; a turn writes a few times a step).
+_BESIDE_TRIES = 100
+
+
+async def _append_beside(store: Store, session_id: str, entry: InputQueued) -> None:
+    """Append ``entry`` at the log's end, which another writer is moving."""
+    for _ in range(_BESIDE_TRIES):
+        info = await store.get_session(session_id)
+        try:
+            await store.append(session_id, info.next_seq, [entry])
+        except ConflictError:
+            continue
+        return
+    raise ConflictError(
+        f"session {session_id} kept changing while input was added beside its driver;"
+        " nothing was accepted",
+        session_id=session_id,
+    )
+
+
 class SessionInbox:
     """The inbox operations of a ``Session``."""
 
@@ -43,6 +68,7 @@ class SessionInbox:
     _lease: LeaseKeeper
     _parts: SessionParts
     _writer: LogWriter
+    _deps: SessionDeps
     _delivery: asyncio.Task[None] | None = None
     _delivery_error: BaseException | None = None
 
@@ -77,7 +103,7 @@ class SessionInbox:
         Raises:
             UsageError: The text is empty or not valid Unicode.
             SessionBusyError: Entries the store refused wait for ``flush()``.
-            ConflictError: Another process drives the session.
+            ConflictError: The log kept changing under many tries (nothing was accepted).
             StoreError: The store refused the write (nothing was accepted).
         """
         return await self._accept("steer", text, start_turn)
@@ -95,7 +121,7 @@ class SessionInbox:
         Raises:
             UsageError: The text is empty or not valid Unicode.
             SessionBusyError: Entries the store refused wait for ``flush()``.
-            ConflictError: Another process drives the session.
+            ConflictError: The log kept changing under many tries (nothing was accepted).
             StoreError: The store refused the write (nothing was accepted).
         """
         return await self._accept("queue", text, start_turn)
@@ -123,11 +149,13 @@ class SessionInbox:
     async def cancel_input(self, input_id: str) -> bool:
         """Withdraw a pending input; ``False`` when it is delivered, being delivered, or unknown.
 
+        Input this object added beside another process's writes is that process's to cancel.
+
         Args:
             input_id: The ``PendingInput.id`` that ``steer()`` or ``queue()`` returned.
 
         Raises:
-            ConflictError: Another process drives the session.
+            ConflictError: Another process drives the session (it holds the lease).
             StoreError: The store refused the write (the input stays pending).
         """
         if not self._parts.inbox.cancellable(input_id):
@@ -205,13 +233,22 @@ class SessionInbox:
                 " call session.flush() first"
             )
         running = self._guard.busy
-        if not running:
-            await self._lease.hold()
         entry = InputQueued(uuid.uuid4().hex, mode, content, now())
-        await self._writer.append([entry])
-        if not running and start_turn and not self._parts.gate.paused_reason():
+        accepted = PendingInput(entry.input_id, mode, content, entry.timestamp)
+        if running:
+            await self._writer.append([entry])
+            return accepted
+        try:
+            await self._lease.hold()
+            await self._writer.append([entry])
+        except ConflictError:
+            # Another process (or session object) drives the session: add the input beside
+            # its writes; its writer takes it at its next commit and delivers it.
+            await _append_beside(self._deps.store, self.id, entry)
+            return accepted
+        if start_turn and not self._parts.gate.paused_reason():
             self._start_delivery()
-        return PendingInput(entry.input_id, mode, content, entry.timestamp)
+        return accepted
 
     def _after_turn(self, result: PromptResult) -> None:
         """``prompt()``/``retry()`` ended: inputs left run next unless it paused for approval.

@@ -15,11 +15,13 @@ worker-thread call: afterwards the view is kept in memory and extended with ever
 writer commits, so a step reads nothing back and each entry is decoded once.
 
 After a cancelled or failed write it cannot know whether the store committed (a connection lost
-during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views
-it reads the log's real end and takes whatever did commit, so the next append neither repeats
-nor conflicts. Pending entries found there, the same kinds and the same stored JSON at the seq
-they were meant for, were committed by the attempt whose answer was lost: they are taken as
-written, not written twice. Anything else there is another writer's: ``ConflictError``.
+during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views it
+reads the log's real end and takes whatever did commit, so the next append neither repeats nor
+conflicts. Pending entries found there, the same kinds and the same stored JSON at the seq they
+were meant for, were committed by the attempt whose answer was lost: they are taken as written, not
+written twice. Anything else there is another writer's: ``ConflictError``. Input another process
+accepted for the session (``input_queued``, the one entry a process that does not drive a session
+appends) makes the next append conflict: the writer takes it and writes after it.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ from .epoch_view import (
 )
 
 __all__ = ["LogWriter"]
+
+#: The only kind a process that does not drive a session may append to its log (see
+#: ``engine/steering``): the driver's writer takes it and writes after it.
+_BESIDE = frozenset({"input_queued"})
 
 #: How many entries ``commit_end`` reads at a time (an admission is a handful).
 _PAGE = 64
@@ -156,7 +162,25 @@ class LogWriter:
         Writes from several tasks (a steer beside a running turn) run one after the other.
         """
         async with self._lock:
-            return await self._append(entries)
+            while True:
+                try:
+                    return await self._append(entries)
+                except ConflictError:
+                    # Another process may only have added input to the inbox (``steer()``
+                    # where it does not drive the session): take that and write after it.
+                    if not await self._take_inputs_beside():
+                        raise
+
+    async def _take_inputs_beside(self) -> bool:
+        """Take inputs other writers appended past ``next_seq``; ``False`` for anything else."""
+        info = await self._store.get_session(self._session_id)
+        if info.next_seq <= self._next_seq:
+            return False
+        records = await self._store.read(self._session_id, self._next_seq, info.next_seq)
+        if not records or any(r.entry.kind not in _BESIDE for r in records):
+            return False
+        self._take(records)
+        return True
 
     async def _append(self, entries: Sequence[LogEntry]) -> list[Record]:
         if self._inflight is not None or self._unsure:

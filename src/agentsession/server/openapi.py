@@ -320,8 +320,11 @@ def openapi_document() -> dict[str, Any]:
                         "state": {"type": "string", "enum": ["pending", "delivering"]},
                         "turn": {
                             "type": "string",
-                            "enum": ["running", "started"],
-                            "description": "joins the turn running here, or started one",
+                            "enum": ["running", "started", "elsewhere"],
+                            "description": (
+                                "joins the turn running here, started one here, or was added"
+                                " for the process that drives the session"
+                            ),
                         },
                     },
                 },

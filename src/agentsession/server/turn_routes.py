@@ -149,9 +149,9 @@ async def input_(request: Request) -> Response:
     """Accept input for the session: a steer for the running turn, or a queued prompt.
 
     While this process runs the session's turn, the input joins it (a steer at its next step,
-    a queued prompt after it). While the session is idle, it is recorded and a turn that
-    delivers it starts here; the client follows it with ``/events``. 409 while another process
-    drives the session (only the lease holder writes its log).
+    a queued prompt after it); while another process drives the session, it is added to the log
+    beside that process's writes and that process delivers it. While the session is idle, it is
+    recorded and a turn that delivers it starts here; the client follows it with ``/events``.
     """
     state = _state(request)
     session_id = request.path_params["id"]
@@ -166,6 +166,16 @@ async def input_(request: Request) -> Response:
     if live is not None:
         accepted = await (live.steer(text) if mode == "steer" else live.queue(text))
         return JSONResponse(_accepted(accepted, "running"), status_code=202)
+    lease = await live_lease(state.runtime.store, session_id)
+    if lease is not None and lease.owner != new_owner():
+        # Another process drives it: the input is added beside its writes; it delivers it.
+        session = await state.workspaces.open(session_id)
+        try:
+            give = session.steer if mode == "steer" else session.queue
+            accepted = await give(text, start_turn=False)
+        finally:
+            await session.close()
+        return JSONResponse(_accepted(accepted, "elsewhere"), status_code=202)
     taken: list[PendingInput] = []
 
     async def record(session: Session) -> None:
