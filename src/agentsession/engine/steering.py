@@ -170,6 +170,10 @@ class SessionInbox:
 
         Waits for a running operation (and a delivery running in the background) first. Stops
         at a turn paused for approval; a failure is raised with the inputs still pending.
+
+        Raises:
+            AgentSessionError: What ``prompt()`` raises, from a turn of this call or of the
+                delivery that ran in the background before it (the inputs stay pending).
         """
         task = self._delivery
         if task is not None and task is not asyncio.current_task():
