@@ -141,3 +141,29 @@ def test_ctrl_c_during_run_records_the_cancelled_turn(
     users, records = asyncio.run(transcript(db, session_id))
     assert users == ["one two three"]
     assert isinstance(records[-1].entry, Interrupted) and "cancelled" in records[-1].entry.reason
+
+
+def test_a_line_typed_during_a_reply_steers_it_and_queue_runs_after(
+    terminal: list[Terminal], tmp_path: Path
+) -> None:
+    db = tmp_path / "chat.db"
+    term = chat_in(terminal, tmp_path, db, delay="0.8")
+    term.wait_for("you ›")
+    term.keys("count these five little words", "Enter")
+    term.wait_for("thinking")  # the turn runs: its first model call is paced
+    term.keys("and these two", "Enter")
+    term.wait_for("steer ")
+    term.keys("/queue three more words", "Enter")
+    screen = term.wait_for("queued ")
+    assert "joins this turn at its next step" in screen and "/queue" in screen
+    term.wait_for("returned 3.")  # the queued prompt ran as its own turn
+    term.wait_for("you ›", count=2)
+    term.keys("C-d")
+    screen = term.wait_for("[exit 0]")
+    assert "Traceback" not in screen
+    session_id = session_of(screen)
+
+    users, records = asyncio.run(transcript(db, session_id))
+    assert users == ["count these five little words", "and these two", "three more words"]
+    kinds = [r.entry.kind for r in records]
+    assert kinds.count("input_queued") == 2 and kinds.count("input_delivered") == 2

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         PluginScope,
         Rendered,
     )
+    from .engine.inbox import PendingInput
     from .errors import (
         AgentSessionError,
         BudgetExceededError,
@@ -179,6 +180,7 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(("CacheMiss", "CostEstimate", "CostSummary", "ModelCost"), "ledger"),
     "IdleOutcome": "ledger.idle",
+    "PendingInput": "engine.inbox",
     "ModelPrice": "ledger.prices",
     **dict.fromkeys(
         (
@@ -287,6 +289,7 @@ __all__ = [
     "ModelCost",
     "ModelPrice",
     "ModelProfile",
+    "PendingInput",
     "PermissionPreset",
     "PluginScope",
     "PostgresStore",

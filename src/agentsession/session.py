@@ -33,6 +33,7 @@ from .engine.idle import tend as tend_idle_session
 from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
+from .engine.steering import SessionInbox
 from .engine.titles import Naming, clean_title
 from .engine.turn import Start, Turn
 from .engine.views import SessionViews
@@ -77,7 +78,7 @@ class Opened(NamedTuple):
     opener: Callable[[str], Awaitable[Session]] | None = None
 
 
-class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprovals):
+class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprovals, SessionInbox):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(self, opened: Opened, /) -> None:
@@ -88,6 +89,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         self._writer = writer
         self._parts = parts
         self._admitter = Admitter(deps, writer, parts)
+        writer.observe(parts.inbox.took)
         self._held = False
         self._lease = LeaseKeeper(deps.store, info.id, deps.config.lease_ttl)
         self._guard = Guard(
@@ -123,7 +125,9 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
             StoreError: The store refused a write.
         """
         async with self.stream(text, skills=skills) as events:
-            return await drain(events)
+            result = await drain(events)
+        self._after_turn(result)  # inputs queued meanwhile run next, in the background
+        return result
 
     def prompt_sync(
         self, text: str | Sequence[ContentPart], *, skills: Sequence[str] = ()
@@ -178,7 +182,9 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         every waiting call is approved or denied.
         """
         async with self.stream_retry() as events:
-            return await drain(events)
+            result = await drain(events)
+        self._after_turn(result)
+        return result
 
     def stream_retry(self) -> TurnStream:
         """``retry()`` as a stream of events, used like ``stream()`` (``async with``)."""
@@ -334,6 +340,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
         await self._guard.settled_not_running()
         fresh = await self._open(self.id)
         self._info, self._writer, self._parts = fresh._info, fresh._writer, fresh._parts
+        self._writer.observe(self._parts.inbox.took)
         self._admitter = Admitter(self._deps, self._writer, self._parts)
         self._guard.writer, self._guard.gate = self._writer, self._parts.gate
         self._held = False
@@ -368,6 +375,7 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
 
         Returns how many entries still could not be written (lost with this object; 0 normally).
         """
+        await self._stop_delivery()
         await self._guard.settle_dropped()
         await self._naming.close()
         await self._write_side_calls(presets=True)

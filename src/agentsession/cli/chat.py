@@ -10,8 +10,8 @@ next prompt.
 ``chat`` reads prompts with prompt_toolkit in a terminal — history across runs in the user data
 dir, multi-line paste (and Esc Enter for a new line), Ctrl-C clears a typed line, and at an
 empty prompt Ctrl-C or Ctrl-D leave, naming the session to resume — and line by line from a
-pipe. While a reply runs, Ctrl-C cancels that turn only: ``session.cancel()`` stops it, the
-session records the step as cancelled and takes the next prompt. ``/commands`` change the
+pipe. While a reply runs, Ctrl-C cancels that turn only (recorded as cancelled), and a line
+typed then steers it or, with ``/queue``, runs after it (``typeahead``). ``/commands`` change the
 preset or the model, compact, answer waiting calls, retry (``HELP``).
 """
 
@@ -45,6 +45,7 @@ from .approvals import Answer, Approver, CommandRules, Fixed, settle
 from .chatview import COMMAND_NAMES, HELP, EpochWatch, banner, recap
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
 from .inspectview import show_context, write_export, write_report
+from .typeahead import TypedInput
 
 __all__ = ["HELP", "Chat", "Driver"]
 
@@ -109,7 +110,10 @@ class Driver:
         """One prompt to its end; ``None`` when it stopped early (calls still wait)."""
         if not await self.settle_waiting():
             return None
-        return await self._drive(self.session.stream(text, skills=skills))
+        result = await self._drive(self.session.stream(text, skills=skills))
+        while result and result.stop_reason != "approval_required" and self.session.pending_input():
+            result = await self._drive(self.session.stream_pending())  # typed during the turn
+        return result
 
     async def retry(self) -> PromptResult | None:
         """``session.retry()``, shown as it happens (``stream_retry()``)."""
@@ -151,7 +155,7 @@ class Driver:
         while True:
             restore = _no_echo()
             try:
-                async with events:
+                async with events, TypedInput(self.session, self.output):
                     result = await render(_watched(events, dispatches, shown, epochs), self.output)
             finally:
                 restore()

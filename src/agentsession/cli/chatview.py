@@ -19,6 +19,7 @@ from ..log import (
     ApprovalRequested,
     AssistantEntry,
     ContextEpoch,
+    InputDelivered,
     Interrupted,
     ProviderFailed,
     Record,
@@ -165,6 +166,8 @@ def _outcome(entry: object, outcome: str) -> str:
         return "cancelled" if "cancel" in entry.reason else "interrupted"
     if isinstance(entry, ApprovalRequested):
         return "waiting for approval"
+    if isinstance(entry, InputDelivered) and entry.mode == "steer" and outcome == "running":
+        return "steered"  # the turn goes on as the steer's, after its tool results
     return outcome
 
 

@@ -12,12 +12,14 @@ while a call waits). The inspection commands (``context``, ``request``, ``report
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
 from rich.text import Text
 
 from ..codec import encode
+from ..engine.inbox import PendingInput
 from ..errors import AgentSessionError, UsageError
 from ..hygiene import prompt_content, visible_line
 from ..runtime import Runtime, SupportsAclose
@@ -283,6 +285,20 @@ async def show(inv: Invocation) -> int:
             if session.title:
                 print(f"# {visible_line(session.title)}")
             print_transcript(messages, marks=marks)
+        _show_pending(inv, session.pending_input())
         return 0
     finally:
         await store.close()
+
+
+def _show_pending(inv: Invocation, pending: list[PendingInput]) -> None:
+    """The inputs ``steer``/``queue`` accepted that wait for delivery, after the transcript."""
+    if isinstance(inv.output, JsonOutput):
+        for item in pending:
+            inv.output.emit("pending_input", **dataclasses.asdict(item))
+        return
+    if isinstance(inv.output, QuietOutput):
+        return
+    for item in pending:
+        when = "at the next step" if item.mode == "steer" else "as the next prompt"
+        print(f"[waiting: {item.mode} {item.id[:8]}, {when}] {visible_line(item.text)}")

@@ -8,18 +8,20 @@ a restart before ``retry()`` asks again rather than guess whether the call start
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..events import ApprovalRequest
-from ..log import ApprovalDecided, now
+from ..log import ApprovalDecided, ApprovalRequested, now
+from ..request import AssistantMessage, Message, ToolCall
 from .guard import Guard
 from .leases import LeaseKeeper
 from .parts import SessionParts
-from .turn import approval_of, waiting_calls
+from .turn import approval_of
 from .writer import LogWriter
 
-__all__ = ["SessionApprovals"]
+__all__ = ["SessionApprovals", "waiting_calls"]
 
 
 class SessionApprovals:
@@ -99,3 +101,21 @@ class SessionApprovals:
         if call_id not in {w.call_id for w in self._parts.gate.waiting()}:
             raise UsageError(f"no tool call {call_id!r} is waiting for approval")
         self._parts.gate.answer(ApprovalDecided(call_id, approved, always, note, now()))
+
+
+def waiting_calls(
+    transcript: Sequence[Message], waiting: Sequence[ApprovalRequested]
+) -> list[ToolCall]:
+    """The tool calls of ``waiting`` approvals, found from the newest message backward.
+
+    Waiting calls belong to the last steps, so a long transcript is not read from its start.
+    """
+    wanted = {w.call_id for w in waiting}
+    calls: list[ToolCall] = []
+    for message in reversed(transcript):
+        if not wanted:
+            break
+        if isinstance(message, AssistantMessage):
+            calls.extend(c for c in message.tool_calls if c.id in wanted)
+            wanted -= {c.id for c in message.tool_calls}
+    return calls

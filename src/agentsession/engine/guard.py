@@ -44,6 +44,7 @@ class Guard:
         self._running = False
         self._task: asyncio.Task[object] | None = None
         self._streams: list[tuple[weakref.ref[object], AsyncGenerator[object, None]]] = []
+        self._free: list[asyncio.Future[None]] = []  # waiters for the end of the operation
 
     @property
     def busy(self) -> bool:
@@ -118,6 +119,17 @@ class Guard:
         finally:
             self._running = False
             self._task = None
+            waiters, self._free = self._free, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def until_free(self) -> None:
+        """Wait until no operation runs (at once when none does)."""
+        while self.busy:
+            waiter = asyncio.get_running_loop().create_future()
+            self._free.append(waiter)
+            await waiter
 
     async def _settle_cancelled(self) -> None:
         """After a cancellation: catch up with the store and record the abandoned step."""

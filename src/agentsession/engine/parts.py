@@ -31,6 +31,7 @@ from ..tools.sandbox import resolve_sandbox
 from .deferred import DeferredTools
 from .deps import SessionDeps
 from .gate import PermissionGate
+from .inbox import Inbox
 from .toolbox import CallObserver, Toolbox
 
 __all__ = [
@@ -71,6 +72,7 @@ class SessionParts:
     toolbox: Toolbox
     instructions: InstructionTracker
     sources: Sequence[ContextSource] = field(default_factory=tuple)
+    inbox: Inbox = field(default_factory=Inbox)
 
     removals: dict[str, str] = field(default_factory=dict)
 
@@ -221,4 +223,4 @@ def build_parts(
         sandbox=sandbox,
         deferred=DeferredTools(deps.config, entries),
     )
-    return SessionParts(deps, gate, toolbox, tracker, sources)
+    return SessionParts(deps, gate, toolbox, tracker, sources, Inbox(entries))

@@ -51,7 +51,7 @@ from ..log import (
 from ..providers.base import CacheControlled, Model, ModelDone, provider_failure, valid_reply
 from ..providers.cache_controls import CacheControls
 from ..providers.cache_policy import cache_lifetime
-from ..request import AssistantMessage, Message, Request, ToolCall, Usage, digest, new_call_id
+from ..request import AssistantMessage, Request, ToolCall, Usage, digest, new_call_id
 from .admission import Admitter
 from .deps import SessionDeps
 from .model_call import call_model
@@ -67,7 +67,6 @@ __all__ = [
     "approval_of",
     "refused_calls",
     "unique_call_ids",
-    "waiting_calls",
 ]
 
 Start: TypeAlias = Literal["new", "replay", "tools", "continue"]
@@ -208,25 +207,31 @@ class Turn:
         if step > limit:
             raise MaxStepsExceededError(f"the prompt reached Config.max_steps={limit} model calls")
         admitted: Admission | None = None
-        if replay:
-            request = await self.admitter.rebuild(self.model)
-            offered: Collection[str] = await self.admitter.offered(self.model)
-            # Changes recorded while idle (a preset switch) are not part of the model view: the
-            # same request is sent again, and they are committed with its dispatch record.
-            entries: list[LogEntry] = [
-                *promoted,
-                Dispatch(self.model.name, step, digest(request), timestamp=now()),
-            ]
-        else:
-            admitted = await self.admitter.admit(promoted, step, self.model)
-            request, offered = admitted.request, admitted.offered
-            entries = list(admitted.entries)
-        dispatch = entries.pop()
-        assert isinstance(dispatch, Dispatch)
-        from ..log.fingerprint import fingerprinted  # with the first call (import time)
+        if not replay:  # steers join after the settled results and the prompt's own entries
+            await self.writer.settle()  # a delivery whose answer was lost is known first
+            promoted = [*promoted, *self.parts.inbox.reserve_steers()]
+        try:
+            if replay:
+                request = await self.admitter.rebuild(self.model)
+                offered: Collection[str] = await self.admitter.offered(self.model)
+                # Changes recorded while idle (a preset switch) are not part of the model view:
+                # the same request is sent again, committed with its dispatch record.
+                entries: list[LogEntry] = [
+                    *promoted,
+                    Dispatch(self.model.name, step, digest(request), timestamp=now()),
+                ]
+            else:
+                admitted = await self.admitter.admit(promoted, step, self.model)
+                request, offered = admitted.request, admitted.offered
+                entries = list(admitted.entries)
+            dispatch = entries.pop()
+            assert isinstance(dispatch, Dispatch)
+            from ..log.fingerprint import fingerprinted  # with the first call (import time)
 
-        stamped = fingerprinted(dispatch, request, self.last_dispatch)
-        records = await self.writer.append([*entries, stamped])
+            stamped = fingerprinted(dispatch, request, self.last_dispatch)
+            records = await self.writer.append([*entries, stamped])
+        finally:
+            self.parts.inbox.release(promoted)
         self.last_dispatch = stamped
         self.admitter.admitted()
         self.parts.gate.admitted()
@@ -424,24 +429,6 @@ def approval_of(entry: ApprovalRequested, calls: Sequence[ToolCall]) -> Approval
     call = next((c for c in calls if c.id == entry.call_id), None)
     arguments = dict(call.arguments) if call is not None else {}
     return ApprovalRequest(entry.call_id, entry.name, arguments, entry.reason)
-
-
-def waiting_calls(
-    transcript: Sequence[Message], waiting: Sequence[ApprovalRequested]
-) -> list[ToolCall]:
-    """The tool calls of ``waiting`` approvals, found from the newest message backward.
-
-    Waiting calls belong to the last steps, so a long transcript is not read from its start.
-    """
-    wanted = {w.call_id for w in waiting}
-    calls: list[ToolCall] = []
-    for message in reversed(transcript):
-        if not wanted:
-            break
-        if isinstance(message, AssistantMessage):
-            calls.extend(c for c in message.tool_calls if c.id in wanted)
-            wanted -= {c.id for c in message.tool_calls}
-    return calls
 
 
 def _iso(moment: datetime | None) -> str:

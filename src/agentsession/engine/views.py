@@ -138,7 +138,9 @@ class SessionViews:
             ContextLoadError: A context component's loader failed.
         """
         await self._guard.settle_dropped()  # a stream left early records how it ended first
-        admission = await self._admitter.preview_prompt(text, skills, self._metadata(), self.model)
+        # Steers waiting join the prompt's admission after its own entries, as prompt() sends.
+        promoted = [*self._metadata(), *self._parts.inbox.preview_steers()]
+        admission = await self._admitter.preview_prompt(text, skills, promoted, self.model)
         return admission.request
 
     async def preview_body(
@@ -171,7 +173,8 @@ class SessionViews:
         """
         from ..inspection.views import inspect_log  # the inspection views load with their first use
 
-        upcoming = await self._admitter.upcoming(self._metadata(), self._model)
+        promoted = [*self._metadata(), *self._parts.inbox.preview_steers()]
+        upcoming = await self._admitter.upcoming(promoted, self._model)
         info = await self._deps.store.get_session(self.id)
         # The log a page at a time, so a store's other callers (a server's other sessions)
         # get their turn between pages; then every request is rebuilt on a worker thread, so

@@ -15,11 +15,13 @@ worker-thread call: afterwards the view is kept in memory and extended with ever
 writer commits, so a step reads nothing back and each entry is decoded once.
 
 After a cancelled or failed write it cannot know whether the store committed (a connection lost
-during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views
-it reads the log's real end and takes whatever did commit, so the next append neither repeats
-nor conflicts. Pending entries found there, the same kinds and the same stored JSON at the seq
-they were meant for, were committed by the attempt whose answer was lost: they are taken as
-written, not written twice. Anything else there is another writer's: ``ConflictError``.
+during ``COMMIT``): the writer marks itself unsure, and before it next writes or reads its views it
+reads the log's real end and takes whatever did commit, so the next append neither repeats nor
+conflicts. Pending entries found there, the same kinds and the same stored JSON at the seq they
+were meant for, were committed by the attempt whose answer was lost: they are taken as written, not
+written twice. Anything else there is another writer's: ``ConflictError``. Input another process
+accepted for the session (``input_queued``, the one entry a process that does not drive a session
+appends) makes the next append conflict: the writer takes it and writes after it.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ from .epoch_view import (
 )
 
 __all__ = ["LogWriter"]
+
+#: The only kind a process that does not drive a session may append to its log (see
+#: ``engine/steering``): the driver's writer takes it and writes after it.
+_BESIDE = frozenset({"input_queued"})
 
 #: How many entries ``commit_end`` reads at a time (an admission is a handful).
 _PAGE = 64
@@ -94,6 +100,10 @@ class LogWriter:
         self._dispatch_known = False
         self._inflight: asyncio.Future[list[Record]] | None = None
         self._unsure = False  # a write failed without an answer: it may have committed
+        # Writes of one session are serialised: a steer accepted from another task while a
+        # turn writes must take the seq after the turn's, never the same one.
+        self._lock = asyncio.Lock()
+        self._observers: list[Callable[[Sequence[Record]], None]] = []
         self.ledger = Ledger(next_seq)  # what each dispatched request cost (session.cost())
 
     @property
@@ -140,12 +150,39 @@ class LogWriter:
             self._checkpoints = self._read_checkpoints()
         return [*self._checkpoints, *self._new_checkpoints]
 
+    def observe(self, observer: Callable[[Sequence[Record]], None]) -> None:
+        """Have ``observer`` see every record this writer takes as durable, in order."""
+        self._observers.append(observer)
+
     async def append(self, entries: Sequence[LogEntry]) -> list[Record]:
         """Write ``entries`` in one transaction now, or raise (keeping nothing).
 
         Cancelling the caller does not cancel the write: it finishes in the background and the
         next ``resync`` takes its outcome, so a write that committed is never lost or repeated.
+        Writes from several tasks (a steer beside a running turn) run one after the other.
         """
+        async with self._lock:
+            while True:
+                try:
+                    return await self._append(entries)
+                except ConflictError:
+                    # Another process may only have added input to the inbox (``steer()``
+                    # where it does not drive the session): take that and write after it.
+                    if not await self._take_inputs_beside():
+                        raise
+
+    async def _take_inputs_beside(self) -> bool:
+        """Take inputs other writers appended past ``next_seq``; ``False`` for anything else."""
+        info = await self._store.get_session(self._session_id)
+        if info.next_seq <= self._next_seq:
+            return False
+        records = await self._store.read(self._session_id, self._next_seq, info.next_seq)
+        if not records or any(r.entry.kind not in _BESIDE for r in records):
+            return False
+        self._take(records)
+        return True
+
+    async def _append(self, entries: Sequence[LogEntry]) -> list[Record]:
         if self._inflight is not None or self._unsure:
             await self.settle()
         try:
@@ -404,6 +441,8 @@ class LogWriter:
         if records:
             self._next_seq = records[-1].seq + 1
             self._transcript.committed()
+            for observer in self._observers:
+                observer(records)
         for record in records:
             self.ledger.take(record)
             if isinstance(record.entry, Dispatch):

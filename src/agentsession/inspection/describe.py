@@ -19,6 +19,9 @@ from ..log import (
     AssistantEntry,
     ContextEpoch,
     Dispatch,
+    InputCancelled,
+    InputDelivered,
+    InputQueued,
     Interrupted,
     LogEntry,
     MidConversationSystemMessage,
@@ -184,6 +187,19 @@ def _approval_decided(entry: ApprovalDecided) -> tuple[str, str]:
     return f"approval · {answer}", entry.note
 
 
+def _input_queued(entry: InputQueued) -> tuple[str, str]:
+    when = "the running turn's next step" if entry.mode == "steer" else "its own turn, next"
+    return f"input {entry.mode} · {entry.input_id[:8]} · for {when}", entry.text
+
+
+def _input_delivered(entry: InputDelivered) -> tuple[str, str]:
+    return f"input delivered · {entry.input_id[:8]} · the user message below", ""
+
+
+def _input_cancelled(entry: InputCancelled) -> tuple[str, str]:
+    return f"input cancelled · {entry.input_id[:8]}", ""
+
+
 _DESCRIBERS: dict[str, Callable[[Any], tuple[str, str]]] = {
     "user": _user,
     "assistant": _assistant,
@@ -199,4 +215,7 @@ _DESCRIBERS: dict[str, Callable[[Any], tuple[str, str]]] = {
     "permission_changed": _permission,
     "approval_requested": _approval_requested,
     "approval_decided": _approval_decided,
+    "input_queued": _input_queued,
+    "input_delivered": _input_delivered,
+    "input_cancelled": _input_cancelled,
 }

@@ -30,6 +30,7 @@ from ..log import (
     AssistantEntry,
     ContextEpoch,
     Dispatch,
+    InputDelivered,
     Interrupted,
     ModelSwitched,
     ProviderFailed,
@@ -97,7 +98,12 @@ class EpochInfo:
 
 @dataclass(frozen=True)
 class TurnInfo:
-    """A user turn: its prompt, how many requests and tool calls it took, how it ended."""
+    """A user turn: its prompt, how many requests and tool calls it took, how it ended.
+
+    ``outcome``: ``answered``, ``running``, ``unfinished``, ``failed``, ``cancelled``,
+    ``interrupted``, ``waiting for approval``, or ``steered`` (a steer arrived after its tool
+    results and the turn went on as the steer's: the next turn starts at that steer).
+    """
 
     number: int
     seq: int
@@ -290,6 +296,8 @@ def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[Turn
             requests += 1
         if isinstance(entry, AssistantEntry):
             calls += len(entry.tool_calls)
+        if isinstance(entry, InputDelivered) and entry.mode == "steer" and outcome == "running":
+            outcome = "steered"  # it goes on as the steer's turn, after its tool results
         outcome = _outcome(entry) or outcome
     if opened is not None:
         out.append(TurnInfo(*opened, requests, calls, outcome))

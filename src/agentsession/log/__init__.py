@@ -33,6 +33,7 @@ from .entries import (
     UserEntry,
     now,
 )
+from .inbox import INBOX_KINDS, InputCancelled, InputDelivered, InputMode, InputQueued
 from .state import (
     STATE_KINDS,
     ApprovalDecided,
@@ -59,6 +60,7 @@ from .stored import (
 )
 
 __all__ = [
+    "INBOX_KINDS",
     "STATE_KINDS",
     "TRANSCRIPT_KINDS",
     "VERSIONS",
@@ -71,6 +73,10 @@ __all__ = [
     "ContextEpoch",
     "Dispatch",
     "EpochReason",
+    "InputCancelled",
+    "InputDelivered",
+    "InputMode",
+    "InputQueued",
     "InstructionsFound",
     "Interrupted",
     "LogEntry",

@@ -1,13 +1,14 @@
 """Which log entries committed together, told from the entries alone.
 
-The log keeps no transaction marks, but each commit point writes a recognisable run (DESIGN §3):
-an admission runs from its first promoted entry (the user input, its skill selection, idle
-changes, omissions) through the update message or epoch and the checkpoint to its ``dispatch``
-record; a tool result is followed by what the tool changed (skills loaded, unloaded or read
-again, store writes, instruction files found); a compaction writes its summary and the epoch it
-opens; the entries that close an unfinished step (synthetic results, ``interrupted``) share one
-timestamp. Every other entry is a commit of its own. ``commit_end`` says where the commit that
-holds an entry ends, so that a fork never splits what committed together.
+The log keeps no transaction marks, but each commit point writes a recognisable run (DESIGN §3): an
+admission runs from its first promoted entry (the user input, its skill selection, idle changes,
+omissions, each inbox input delivered: ``input_delivered`` and its user entry) through the update
+message or epoch and the checkpoint to its ``dispatch`` record; a tool result is followed by what
+the tool changed (skills loaded, unloaded or read again, store writes, instruction files found); a
+compaction writes its summary and the epoch it opens; the entries that close an unfinished step
+(synthetic results, ``interrupted``) share one timestamp. Every other entry is a commit of its own.
+``commit_end`` says where the commit that holds an entry ends, so that a fork never splits what
+committed together.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = ["commit_end"]
 _ADMITTED = frozenset(
     {
         "user",
+        "input_delivered",
         "runtime_context",
         "model_switched",
         "permission_changed",
@@ -57,7 +59,7 @@ def commit_end(records: Sequence[Record]) -> int:
     first, rest = records[0], records[1:]
     kind = first.entry.kind
     if kind in _ADMITTED and not _compaction(first):
-        return _run(first, rest, lambda r: r.entry.kind in _IN_ADMISSION, "dispatch")
+        return _run(first, rest, _admission_member(kind), "dispatch")
     if kind == "summary":
         return _run(first, rest[:1], _compaction, "epoch")
     if kind == "tool_result" or kind in _TOOL_SIDE:
@@ -70,6 +72,19 @@ def commit_end(records: Sequence[Record]) -> int:
 
         return _run(first, rest, with_result, "interrupted")
     return first.seq
+
+
+def _admission_member(first: str) -> Callable[[Record], bool]:
+    """Whether a record continues an admission: a delivered input's user entry does too."""
+    previous = [first]
+
+    def member(record: Record) -> bool:
+        kind = record.entry.kind
+        inside = kind in _IN_ADMISSION or (kind == "user" and previous[0] == "input_delivered")
+        previous[0] = kind
+        return inside
+
+    return member
 
 
 def _compaction(record: Record) -> bool:

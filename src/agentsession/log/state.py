@@ -161,4 +161,8 @@ STATE_KINDS: tuple[str, ...] = (
     "approval_requested",
     "approval_decided",
     "approvals_dropped",
+    # The inbox (``log.inbox``): what was accepted, delivered or withdrawn.
+    "input_queued",
+    "input_delivered",
+    "input_cancelled",
 )

@@ -42,6 +42,7 @@ from .entries import (
     ToolResultEntry,
     UserEntry,
 )
+from .inbox import InputCancelled, InputDelivered, InputQueued
 from .packed import pack_dispatch, pack_dispatch_values, unpack_dispatch
 from .state import (
     ApprovalDecided,
@@ -101,6 +102,9 @@ LogEntry: TypeAlias = (
     | ApprovalDecided
     | ApprovalsDropped
     | SideCall
+    | InputQueued
+    | InputDelivered
+    | InputCancelled
 )
 
 #: Entry kinds that make up the user transcript (``session.messages``).

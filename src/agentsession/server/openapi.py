@@ -253,6 +253,23 @@ def _turn_paths() -> dict[str, Any]:
                 },
             ),
         },
+        "/sessions/{id}/input": {
+            "parameters": [_ID],
+            "post": _op(
+                "Steer the running turn or queue a prompt after it (idle: starts the turn)",
+                {"202": _json({"$ref": "#/components/schemas/InputAccepted"}, "accepted")},
+                requestBody=_body(
+                    {
+                        "type": "object",
+                        "required": ["text", "mode"],
+                        "properties": {
+                            "text": {"type": "string"},
+                            "mode": {"type": "string", "enum": ["steer", "queue"]},
+                        },
+                    }
+                ),
+            ),
+        },
         "/sessions/{id}/context": {
             "parameters": [_ID],
             "get": _op("The next request annotated", {"200": _json(_ref("Context"))}),
@@ -337,6 +354,23 @@ def openapi_document() -> dict[str, Any]:
                 **body_schemas(),
                 **{f"Event.{name}": schema for name, schema in event_schemas().items()},
                 **{f"Entry.{kind}": schema for kind, schema in entry_schemas().items()},
+                "InputAccepted": {
+                    "type": "object",
+                    "required": ["id", "mode", "state", "turn"],
+                    "properties": {
+                        "id": {"type": "string", "description": "the input's id"},
+                        "mode": {"type": "string", "enum": ["steer", "queue"]},
+                        "state": {"type": "string", "enum": ["pending", "delivering"]},
+                        "turn": {
+                            "type": "string",
+                            "enum": ["running", "started", "elsewhere"],
+                            "description": (
+                                "joins the turn running here, started one here, or was added"
+                                " for the process that drives the session"
+                            ),
+                        },
+                    },
+                },
             },
         },
         "security": [{"bearer": []}, {}],

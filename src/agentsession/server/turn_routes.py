@@ -1,4 +1,4 @@
-"""Routes that run and follow turns: prompt, events, approvals, resume and retry, cancel.
+"""Routes that run and follow turns: prompt, events, approvals, resume and retry, cancel, input.
 
 ``POST /sessions/{id}/prompt`` answers with the turn's Server-Sent Events: live events (text
 deltas, tool calls, results) without an id, and every log entry under its seq as the SSE id;
@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..engine.inbox import PendingInput
 from ..engine.leases import live_lease, new_owner
 from ..errors import UsageError
 from ..session import Session
@@ -146,6 +147,51 @@ async def resume(request: Request) -> Response:
     return _stream(run)
 
 
+async def input_(request: Request) -> Response:
+    """Accept input for the session: a steer for the running turn, or a queued prompt.
+
+    While this process runs the session's turn, the input joins it (a steer at its next step,
+    a queued prompt after it); while another process drives the session, it is added to the log
+    beside that process's writes and that process delivers it. While the session is idle, it is
+    recorded and a turn that delivers it starts here; the client follows it with ``/events``.
+    """
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    body = await state.json(request)
+    text = text_field(body, "text")
+    assert text is not None
+    mode = body.get("mode")
+    if mode not in ("steer", "queue"):
+        raise UsageError("'mode' is 'steer' or 'queue'")
+    live = state.turns.live(session_id)
+    if live is not None:
+        accepted = await (live.steer(text) if mode == "steer" else live.queue(text))
+        return JSONResponse(_accepted(accepted, "running"), status_code=202)
+    lease = await live_lease(state.runtime.store, session_id)
+    if lease is not None and lease.owner != new_owner():
+        # Another process drives it: the input is added beside its writes; it delivers it.
+        session = await state.workspaces.open(session_id)
+        try:
+            give = session.steer if mode == "steer" else session.queue
+            accepted = await give(text, start_turn=False)
+        finally:
+            await session.close()
+        return JSONResponse(_accepted(accepted, "elsewhere"), status_code=202)
+    taken: list[PendingInput] = []
+
+    async def record(session: Session) -> None:
+        give = session.steer if mode == "steer" else session.queue
+        taken.append(await give(text, start_turn=False))
+
+    await state.turns.start(session_id, lambda s: s.stream_pending(), record)
+    return JSONResponse(_accepted(taken[0], "started"), status_code=202)
+
+
+def _accepted(accepted: PendingInput, turn: str) -> dict[str, Any]:
+    return {"id": accepted.id, "mode": accepted.mode, "state": accepted.state, "turn": turn}
+
+
 async def cancel(request: Request) -> Response:
     """Cancel the session's turn wherever it runs: here at once, elsewhere through the store.
 
@@ -186,4 +232,5 @@ def turn_routes() -> list[Route]:
         Route("/sessions/{id}/resume", resume, methods=["POST"]),
         Route("/sessions/{id}/retry", resume, methods=["POST"]),
         Route("/sessions/{id}/cancel", cancel, methods=["POST"]),
+        Route("/sessions/{id}/input", input_, methods=["POST"]),
     ]

@@ -141,6 +141,10 @@ class Turns:
             raise run.early_error
         return run
 
+    def live(self, session_id: str) -> Session | None:
+        """The session object of the turn this process runs for the session, if any."""
+        return self._sessions.get(session_id)
+
     def cancel(self, session_id: str) -> bool:
         """Cancel the turn this process runs for the session; ``False`` when it runs none."""
         session = self._sessions.get(session_id)
@@ -204,6 +208,11 @@ class Turns:
                 if pump.finished is not None:
                     break
                 stream = session.stream_retry()
+            # Inputs queued (or steered too late) during the turn run next, in this stream.
+            while _goes_on(pump.finished) and session.pending_input():
+                before = pump.finished
+                if not await pump.drain(session.stream_pending()) or pump.finished is before:
+                    break
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             if task is not None:
@@ -302,6 +311,11 @@ class _Pump:
             frame = sse_frame(event.kind, event_json(event))
             await run.add(frame)
             turns._notifier.live(run.session_id, frame)  # to this process's /events readers
+
+
+def _goes_on(finished: TurnFinished | None) -> bool:
+    """Whether a turn ended so that the inputs waiting for its end may run now."""
+    return finished is not None and finished.result.stop_reason != "approval_required"
 
 
 async def _flushed(session: Session) -> bool:
