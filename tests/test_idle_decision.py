@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentsession.ledger.idle import IdleSituation, decide_idle, option_costs
+from agentsession.ledger.idle import IdleSituation, away_share, decide_idle, option_costs
 from agentsession.ledger.prices import PRICES, ModelPrice
 
 SONNET = PRICES["claude-sonnet-4-6"]
@@ -113,3 +113,27 @@ def test_keeping_warm_before_every_likely_request_costs_one_refresh_and_a_read(
     write = p.write_long if s.long_lifetime else p.write
     refresh = tokens * p.cached_input + s.warm_tokens / 1e6 * (write + p.output)
     assert option_costs(near, p)["kept_warm"] == pytest.approx(refresh + tokens * p.cached_input)
+
+
+@given(situations(), prices)
+def test_compaction_is_weighed_only_when_most_gaps_outlast_keeping_warm(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # a summary drops history: it may replace a rewrite, never a cache keeping warm would keep
+    ratio = p.write_long / p.cached_input if s.long_lifetime else p.write / p.cached_input
+    share = away_share(s, ratio)
+    if "compacted" in option_costs(s, p):
+        assert share >= 0.5
+    elif s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor:
+        assert share < 0.5
+
+
+def test_a_half_hour_pause_keeps_history_that_an_overnight_one_compacts() -> None:
+    # 5-minute lifetime: keeping warm pays up to about an hour (write 3.75 / read 0.30 lifetimes)
+    back_soon = (30.0, 40.0, 1800.0, 1900.0, 2000.0)
+    s = IdleSituation(280.0, 20.0, 300.0, 250_000, gaps=back_soon, compacted_tokens=30_000)
+    assert away_share(s, SONNET.write / SONNET.cached_input) == 0.0
+    assert decide_idle(s, SONNET).action == "kept_warm"
+    away = replace(s, gaps=(30.0, 40.0, 40_000.0, 50_000.0, 60_000.0))
+    assert away_share(away, SONNET.write / SONNET.cached_input) == 1.0
+    assert decide_idle(away, SONNET).action == "compacted"

@@ -17,6 +17,11 @@ read price, ``w`` the write price of the lifetime in use:
   next request writes the smaller prefix. Later requests reading the smaller prefix would save
   more; that saving is left out, so the model never argues for compaction on hope.
 
+A summary drops history, which has no price; so compaction is weighed only where it replaces a
+rewrite: when at least half the measured gaps still running outlast what keeping warm pays for
+(``write / read`` lifetimes from now, past which refreshing costs more than writing again;
+``away_share``). A user who is likely back before then keeps the history and the warm cache.
+
 The choice is the cheapest under this model; a tie goes to doing nothing (no call is made). No
 price, no measured gaps or no prefix: nothing is done, and ``reason`` says why.
 """
@@ -158,6 +163,7 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     step = max(s.lifetime - s.warm_seconds, 1.0)
     compact = math.inf
     compactable = s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor
+    compactable = compactable and away_share(s, write / read if read else math.inf) >= 0.5
     if compactable and s.compacted_tokens is not None:
         compact = tokens * read + s.summary_tokens / 1e6 * price.output
         compact += s.compacted_tokens / 1e6 * write
@@ -184,6 +190,22 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     if compactable:
         costs["compacted"] = compact
     return costs
+
+
+def away_share(situation: IdleSituation, ratio: float) -> float:
+    """The share of the measured gaps still running that outlast keeping the cache warm.
+
+    Keeping warm stops paying ``ratio`` (write over read price) lifetimes from now: past that,
+    the refreshes cost more than writing the prefix again. A gap longer than that means the
+    user left; only then is the prefix written again whatever is done, and only then does a
+    summary replace a rewrite rather than history the cache could have kept.
+    """
+    s = situation
+    survivors = [g for g in s.gaps if g > s.idle_seconds]
+    if not survivors:
+        return 1.0
+    reach = s.idle_seconds + s.warm_seconds + ratio * s.lifetime
+    return sum(g > reach for g in survivors) / len(survivors)
 
 
 @dataclass(frozen=True)
