@@ -19,8 +19,8 @@ from itertools import pairwise
 
 from ..errors import AgentSessionError
 from ..ledger import LONGEST_TTL, Charge, charge_usd
-from ..ledger.idle import COMPACT_FLOOR, IdleOutcome, IdleSituation, decide_idle
-from ..ledger.prices import price_for
+from ..ledger.idle import COMPACT_FLOOR, IdleDecision, IdleOutcome, IdleSituation, decide_idle
+from ..ledger.prices import ModelPrice, price_for
 from ..log import SideCall, now
 from ..providers.base import Model
 from ..request import Request, UserMessage, text_of
@@ -30,7 +30,10 @@ from .guard import Guard
 from .summary_call import cached_call
 from .writer import LogWriter
 
-__all__ = ["KEEP_WARM_QUESTION", "IdleOutcome", "keep_warm", "situation_of", "tend"]
+__all__ = ["KEEP_WARM_QUESTION", "Decide", "IdleOutcome", "keep_warm", "situation_of", "tend"]
+
+Decide = Callable[[IdleSituation, ModelPrice | None], IdleDecision]
+"""An idle decision rule: ``decide_idle`` by default; a benchmark passes a fixed rule."""
 
 KEEP_WARM_QUESTION = "(A pause while the user is away. Reply with the single word: ok)"
 """Appended to the live request so the refresh costs a few tokens out, whatever the provider."""
@@ -131,6 +134,7 @@ async def tend(
     guard: Guard,
     model: Model | None,
     charges: Callable[[], list[Charge]],
+    decide: Decide = decide_idle,
 ) -> IdleOutcome:
     """One idle decision for one session, acted on; never for a busy or waiting session.
 
@@ -141,6 +145,7 @@ async def tend(
         guard: The session's guard: held exclusively while a call is made.
         model: The session's model (``None``: nothing is done).
         charges: The session's charges, oldest first.
+        decide: The rule that decides (``decide_idle``; benchmarks compare fixed rules).
     """
     writer = guard.writer
     busy = guard.busy or bool(writer.pending) or guard.gate.paused_reason()
@@ -164,7 +169,7 @@ async def tend(
     half = deps.budget.budget(model.profile.context_window) // 2
     floor = min(COMPACT_FLOOR, half)
     situation = replace(situation, compacted_tokens=compacted, compact_floor=floor)
-    decision = decide_idle(situation, price)
+    decision = decide(situation, price)
     outcome = IdleOutcome(session_id, decision.action, decision.reason, decision.costs)
     if decision.action in ("nothing", "let_expire"):
         return outcome
