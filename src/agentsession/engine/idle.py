@@ -35,8 +35,14 @@ __all__ = ["KEEP_WARM_QUESTION", "Decide", "IdleOutcome", "keep_warm", "situatio
 Decide = Callable[[IdleSituation, ModelPrice | None], IdleDecision]
 """An idle decision rule: ``decide_idle`` by default; a benchmark passes a fixed rule."""
 
-KEEP_WARM_QUESTION = "(A pause while the user is away. Reply with the single word: ok)"
-"""Appended to the live request so the refresh costs a few tokens out, whatever the provider."""
+KEEP_WARM_QUESTION = "(A pause while the user is away, at {at}. Reply with the single word: ok)"
+"""Appended to the live request so the refresh costs a few tokens out, whatever the provider.
+
+It names the moment of the refresh, so no two refreshes send the same request: a provider
+reads the longest prefix it holds, and a second identical refresh would read (and renew) the
+first one's entry — the live prefix plus this question — instead of the live prefix the next
+prompt needs (seen on the simulator: the prompt after two refreshes found its prefix expired).
+"""
 
 
 def _moment(charge: Charge) -> datetime | None:
@@ -85,6 +91,10 @@ def situation_of(
     )
 
 
+def _stamp(moment: datetime | str) -> str:
+    return moment if isinstance(moment, str) else moment.isoformat(timespec="seconds")
+
+
 async def keep_warm(
     deps: SessionDeps,
     writer: LogWriter,
@@ -106,9 +116,11 @@ async def keep_warm(
         ProviderError: The provider failed (nothing is recorded).
     """
     live = await rebuild(model)
+    moment = deps.clock() if deps.clock is not None else now()
+    question = KEEP_WARM_QUESTION.format(at=_stamp(moment))
     request = Request(
         system=live.system,
-        messages=(*live.messages, UserMessage(KEEP_WARM_QUESTION)),
+        messages=(*live.messages, UserMessage(question)),
         tools=live.tools,
         sources=(*live.sources, ()),
     )
