@@ -5,7 +5,7 @@ minute, some 10–90 minutes, a few overnight) with 20 sessions, driven through 
 the official SDKs against ``provider_sim`` for Anthropic Messages (5-minute and 1-hour
 lifetimes) and OpenAI Responses (GPT-5.6 explicit caching, 30 minutes). Each prompt asks to
 read a source file (a tool call whose result is a file of a coding agent's size, drawn
-log-normally around 7,000 tokens) and gets an answer; the application prompt and tools are
+log-normally around 12,000 tokens) and gets an answer; the application prompt and tools are
 about 20K tokens. The model's context is 1M tokens and the history cap 400 messages, so the
 idle policies, not the budget, decide what history stays.
 
@@ -331,8 +331,9 @@ def main() -> None:
     parser.add_argument("--shape", action="append", default=[])
     args = parser.parse_args()
     results = asyncio.run(run_all(args))
+    name = "idle_sdk_day" + "".join(f"_{n.replace(' ', '_')}" for n in args.shape)
     save(
-        "idle_sdk_day",
+        name,
         results,
         command=" ".join(["python benchmarks/idle_sdk_day.py", *sys.argv[1:]]),
     )
