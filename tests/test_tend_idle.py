@@ -192,6 +192,20 @@ async def test_a_session_waiting_on_approval_is_left_alone(tmp_path: Path) -> No
         outcome = (await runtime.tend_idle())[session.id]
         assert outcome.action == "nothing" and "approval" in outcome.reason
         assert await side_calls(session) == []
+    # opened afresh (as serve's idle pass opens a stored session): still waiting, still alone
+    again = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "s.db"),
+        model=model,
+        project_dir=tmp_path,
+        clock=clock,
+        config=config,
+        tools=ags.builtin_tools(),
+    )
+    async with again:
+        reopened = await again.open_session(session.id)
+        outcome = (await again.tend_idle([reopened]))[session.id]
+        assert outcome.action == "nothing" and "approval" in outcome.reason
+        assert await side_calls(reopened) == []
 
 
 async def test_a_running_session_is_left_alone(tmp_path: Path) -> None:

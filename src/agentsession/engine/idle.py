@@ -23,6 +23,7 @@ from ..ledger.idle import COMPACT_FLOOR, IdleDecision, IdleOutcome, IdleSituatio
 from ..ledger.prices import ModelPrice, price_for
 from ..log import SideCall, now
 from ..providers.base import Model
+from ..providers.cache_policy import cache_lifetime, choose_ttl
 from ..request import Request, UserMessage, text_of
 from .admission import Admitter
 from .deps import SessionDeps
@@ -77,7 +78,10 @@ def situation_of(
     if not moments:
         return None
     last = moments[-1]
-    touched = max(last, last_touch) if last_touch is not None else last
+    # A refresh recorded in the log restarts the lifetime too: a process that opened the
+    # session after another kept it warm must not refresh it again.
+    refreshed = [_moment(c) for c in charges if c.purpose == "keep_warm"]
+    touched = max([last, *(m for m in (*refreshed, last_touch) if m is not None)])
     usage = turns[-1].usage
     assert usage is not None
     return IdleSituation(
@@ -132,7 +136,8 @@ async def keep_warm(
         done.model or model.name,
         done.usage,
         usage_estimated=not model.profile.reports_usage,
-        timestamp=now(),
+        # by the runtime's clock, like a request's ``sent_at``: the refresh restarts the lifetime
+        timestamp=_stamp(moment),
         reason=reason,
     )
     await writer.append([call])
@@ -165,11 +170,16 @@ async def tend(
         why = "no model" if model is None else "the session is running or waiting on approval"
         return IdleOutcome(session_id, "nothing", why)
     clock = deps.clock or (lambda: datetime.now().astimezone())
+    ledger = writer.ledger
+    lifetime = ledger.ttl_seconds
+    if ledger.last_noted() is None:  # opened, no request since: the lifetime it would ask for
+        ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+        lifetime = cache_lifetime(model.profile, ttl)
     situation = situation_of(
         charges(),
         clock_now=clock(),
-        last_touch=writer.ledger.last_noted(),
-        lifetime=writer.ledger.ttl_seconds,
+        last_touch=ledger.last_noted(),
+        lifetime=lifetime,
         compacted_tokens=None,
     )
     if situation is None:

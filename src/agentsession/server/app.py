@@ -28,6 +28,7 @@ from .cancels import Cancels
 from .docs_page import docs_page
 from .guard import Guard
 from .health import health_routes
+from .idle_pass import IdlePass
 from .inspect_routes import inspect_routes
 from .notify import Notifier
 from .openapi import openapi_document
@@ -57,6 +58,7 @@ def create_app(
     observer: ObserverOf | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     workspaces: str | Path | None = None,
+    idle_interval: float | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
@@ -71,6 +73,9 @@ def create_app(
     ``workspaces``: a folder under which each session works in a folder of its own (per owner,
     then per session); without it sessions work in ``runtime.project_dir`` — give such a
     runtime no file or command tools (``agentsession serve`` does not).
+    ``idle_interval``: run the idle pass (``server.idle_pass``) every that many seconds: each
+    recently used session no turn runs is given one ``tend_idle`` decision under its lease
+    (it acts only with ``Config(idle_policy="auto")``); ``None``: no pass.
     """
     notifier = Notifier(runtime.store)
     owners = Owners(runtime.store)
@@ -85,13 +90,19 @@ def create_app(
         workspaces=places,
     )
 
+    idle = IdlePass(runtime, state.turns, idle_interval) if idle_interval else None
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await notifier.start()
+        if idle is not None:
+            idle.start()
         try:
             yield
         finally:
             notifier.stopping = True
+            if idle is not None:
+                await idle.stop()
             await state.turns.close(shutdown_grace)
             await notifier.close()
             if on_shutdown is not None:
@@ -139,4 +150,5 @@ def create_app(
     )
     app.add_middleware(AccessLog, owner_of=state.tokens.owner)
     app.state.server = state
+    app.state.idle_pass = idle
     return app
