@@ -186,3 +186,17 @@ async def test_the_pass_runs_on_its_timer_and_stops_after_the_pass_under_way(
         calls = [r.entry for r in await session.log() if isinstance(r.entry, SideCall)]
         assert [c.purpose for c in calls] == ["keep_warm"]
     assert create_app(runtime).state.idle_pass is None
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan"])
+def test_serve_refuses_an_idle_interval_that_is_not_positive(tmp_path: Path, value: str) -> None:
+    command = [sys.executable, "-m", "agentsession", "--db", str(tmp_path / "x.db")]
+    done = subprocess.run(
+        [*command, "--model", "scripted:demo", "serve", "--port", "1", "--idle-interval", value],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0 and not (tmp_path / "x.db").exists()
+    assert "--idle-interval must be a positive number" in done.stderr
