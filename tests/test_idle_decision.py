@@ -64,10 +64,20 @@ def test_with_no_price_known_it_does_nothing(s: IdleSituation) -> None:
 
 
 @given(situations(), prices)
-def test_idle_longer_than_every_gap_never_keeps_warm(s: IdleSituation, p: ModelPrice) -> None:
-    longest = max(s.gaps)
-    s = replace(s, idle_seconds=longest + 1.0)
-    assert decide_idle(s, p).action != "kept_warm"
+def test_idle_longer_than_every_gap_is_judged_by_how_long_it_has_lasted(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # past every gap measured the gaps say nothing more: a pause that has lasted t outlasts x
+    # with chance t / x, whatever the shorter gaps were
+    s = replace(s, idle_seconds=max(s.gaps) + 1.0)
+    shorter = replace(s, gaps=tuple(g / 2 for g in s.gaps))
+    assert option_costs(s, p) == pytest.approx(option_costs(shorter, p))
+
+
+def test_a_first_long_pause_of_a_large_session_is_kept_warm_for_a_while() -> None:
+    # no gap measured this long yet: half the pauses that lasted 4.5 minutes end within 9
+    s = IdleSituation(280.0, 20.0, 300.0, 150_000, gaps=(30.0, 40.0, 20.0, 50.0))
+    assert decide_idle(s, SONNET).action == "kept_warm"
 
 
 @given(situations(), prices)

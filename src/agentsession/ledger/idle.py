@@ -7,7 +7,10 @@ there is nothing to decide, and after, nothing is left to save.
 
 The model, in USD, of the session's next request plus whatever is done meanwhile. The next gap
 is drawn from the session's own gaps that are longer than the idle time so far (the gaps are
-the evidence; a fixed distribution would be a guess). With ``P`` the prefix, ``r`` the cached
+the evidence; a fixed distribution would be a guess). Past every gap measured there is no
+evidence left, and the scale-free rule stands in: a pause that has lasted ``t`` outlasts ``x``
+with chance ``t / x`` (pauses are heavy-tailed; a session's first long pause is then kept warm
+while that is likely to pay, not given up at once). With ``P`` the prefix, ``r`` the cached
 read price, ``w`` the write price of the lifetime in use:
 
 - **let it expire**: a request before the expiry reads ``P·r``, a later one writes ``P·w``;
@@ -167,23 +170,26 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     if compactable and s.compacted_tokens is not None:
         compact = tokens * read + s.summary_tokens / 1e6 * price.output
         compact += s.compacted_tokens / 1e6 * write
-    # Backwards over the decision points t_k = idle + k·step, each with ``warm_seconds`` left.
+    # Backwards over the decision points t_k = idle + k·step, each with ``warm_seconds`` left,
+    # as far as keeping warm can pay (``write / read`` lifetimes) or the longest gap measured.
     last = survivors[-1] if survivors else s.idle_seconds
-    steps = min(_MAX_STEPS, max(0, math.ceil((last - s.idle_seconds) / step)))
+    end = max(last, s.idle_seconds + (write / read if read else 0.0) * s.lifetime)
+    steps = min(_MAX_STEPS, max(0, math.ceil((end - s.idle_seconds) / step)))
     later = min(tokens * write, compact)  # beyond the horizon: nobody keeps a cache warm forever
     let_now = keep_now = tokens * write
     for k in range(steps, -1, -1):
         at = s.idle_seconds + k * step
         alive = len(survivors) - bisect_right(survivors, at)
-        if not alive:
-            # Idle longer than any gap measured: the request is not expected within a lifetime.
-            let_now = tokens * write
-            keep_now = warm_call + later
-            later = min(let_now, compact)
-            continue
-        hit = (bisect_right(survivors, at + s.warm_seconds) - bisect_right(survivors, at)) / alive
+        if alive:
+            hit = bisect_right(survivors, at + s.warm_seconds) - bisect_right(survivors, at)
+            hit /= alive
+            within = (bisect_right(survivors, at + step) - bisect_right(survivors, at)) / alive
+        else:
+            # Idle longer than any gap measured: a pause that has lasted ``at`` outlasts ``x``
+            # with chance at / x (the scale-free rule, fitting heavy-tailed pauses).
+            hit = s.warm_seconds / (at + s.warm_seconds)
+            within = step / (at + step)
         let_now = hit * tokens * read + (1 - hit) * tokens * write
-        within = (bisect_right(survivors, at + step) - bisect_right(survivors, at)) / alive
         keep_now = warm_call + within * tokens * read + (1 - within) * later
         later = min(let_now, keep_now, compact)
     costs = {"let_expire": let_now, "kept_warm": keep_now}
