@@ -5,7 +5,7 @@ minute, some 10–90 minutes, a few overnight) with 20 sessions, driven through 
 the official SDKs against ``provider_sim`` for Anthropic Messages (5-minute and 1-hour
 lifetimes) and OpenAI Responses (GPT-5.6 explicit caching, 30 minutes). Each prompt asks to
 read a source file (a tool call whose result is a file of a coding agent's size, drawn
-log-normally around 12,000 tokens) and gets an answer; the application prompt and tools are
+log-normally around 18,000 tokens) and gets an answer; the application prompt and tools are
 about 20K tokens. The model's context is 1M tokens and the history cap 400 messages, so the
 idle policies, not the budget, decide what history stays.
 
@@ -62,7 +62,7 @@ import agentsession as ags
 from agentsession.ledger.idle import COMPACT_FLOOR, IdleDecision, IdleSituation
 from agentsession.ledger.prices import ModelPrice
 
-FILE_TOKENS = 12_000
+FILE_TOKENS = 18_000
 SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
 
 
