@@ -177,7 +177,7 @@ async def tend(
     name: str, runtime: ags.Runtime, session: ags.Session, rule: Rule | None
 ) -> ags.IdleOutcome:
     if name == "auto":
-        return (await runtime.tend_idle())[session.id]
+        return (await runtime.tend_idle([session]))[session.id]
     assert rule is not None
     return await session._tend_idle(rule)
 

@@ -185,6 +185,12 @@ async def tend(
     if situation is None:
         return IdleOutcome(session_id, "nothing", "no request answered yet")
     price = price_for(model.name, deps.config.prices)
+    if decide is decide_idle:
+        # Nothing to decide (far from expiry, expired, no price, too few gaps) does not depend
+        # on what a compaction would leave: skip counting the history for it.
+        early = decide_idle(situation, price)
+        if early.action == "nothing":
+            return IdleOutcome(session_id, "nothing", early.reason)
     compacted = await _compacted_tokens(deps, admitter, situation.prefix_tokens)
     # A session at half its budget compacts soon anyway: compacting it while warm only moves
     # that forward, so the floor is at most half the budget.
