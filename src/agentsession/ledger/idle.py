@@ -181,8 +181,8 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
         at = s.idle_seconds + k * step
         alive = len(survivors) - bisect_right(survivors, at)
         if alive:
-            hit = bisect_right(survivors, at + s.warm_seconds) - bisect_right(survivors, at)
-            hit /= alive
+            warm = bisect_right(survivors, at + s.warm_seconds) - bisect_right(survivors, at)
+            hit = warm / alive
             within = (bisect_right(survivors, at + step) - bisect_right(survivors, at)) / alive
         else:
             # Idle longer than any gap measured: a pause that has lasted ``at`` outlasts ``x``
