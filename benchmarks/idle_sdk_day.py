@@ -5,9 +5,12 @@ minute, some 10–90 minutes, a few overnight) with 20 sessions, driven through 
 the official SDKs against ``provider_sim`` for Anthropic Messages (5-minute and 1-hour
 lifetimes) and OpenAI Responses (GPT-5.6 explicit caching, 30 minutes). Each prompt asks to
 read a source file (a tool call whose result is a file of a coding agent's size, drawn
-log-normally around 18,000 tokens) and gets an answer; the application prompt and tools are
-about 20K tokens. The model's context is 1M tokens and the history cap 400 messages, so the
-idle policies, not the budget, decide what history stays.
+log-normally around 18,000 tokens, then cut to the package's default 40,000-character tool
+result, about 10K tokens) and gets an answer; the application prompt and tools are about 9K
+tokens. The model's context is 1M tokens and the history cap 400 messages, so the idle
+policies, not the budget, decide what history stays. With the cut no session passes 200K
+tokens at a long pause, so the compaction rules never act on this trace (a run with the cut
+lifted did not fit the round).
 
 The runtime's clock and the simulator's are one virtual clock, moved, never slept. In every
 pause the application's timer runs (what an application does with ``tend_idle``): it ticks
