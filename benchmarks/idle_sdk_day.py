@@ -8,9 +8,9 @@ read a source file (a tool call whose result is a file of a coding agent's size,
 log-normally around 18,000 tokens, then cut to the package's default 40,000-character tool
 result, about 10K tokens) and gets an answer; the application prompt and tools are about 9K
 tokens. The model's context is 1M tokens and the history cap 400 messages, so the idle
-policies, not the budget, decide what history stays. With the cut no session passes 200K
-tokens at a long pause, so the compaction rules never act on this trace (a run with the cut
-lifted did not fit the round).
+policies, not the budget, decide what history stays. With the cut no Anthropic session
+passes 200K tokens at a long pause (the simulator counts a quarter of the characters), so the
+compaction rules act only on OpenAI, twice (a run with the cut lifted did not fit the round).
 
 The runtime's clock and the simulator's are one virtual clock, moved, never slept. In every
 pause the application's timer runs (what an application does with ``tend_idle``): it ticks
