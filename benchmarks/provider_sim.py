@@ -13,15 +13,18 @@ every request. It is a model of the documentation, not of the services:
   block with ``cache_control`` (``ttl`` "5m" default or "1h"). A read is the longest stored
   prefix ending at a breakpoint or up to 20 blocks before one; every breakpoint after it is
   written (``cache_creation_input_tokens``, split by lifetime in ``cache_creation``). The
-  minimum cacheable prefix is 1,024 tokens; a read refreshes its entry's lifetime.
+  minimum cacheable prefix is 1,024 tokens; a read refreshes its entry for the entry's own
+  lifetime (the one it was written with).
   ``diagnostics.previous_message_id`` is compared with the named response's fingerprint
   (model, tools, system, message chain) → ``diagnostics.cache_miss_reason`` or ``null``.
 - **OpenAI** (GPT-5.6 explicit caching, chat and responses): the prefix order is tools, then
   ``instructions``, then the input items/messages; breakpoints are content parts with
   ``prompt_cache_breakpoint`` plus, unless ``prompt_cache_options.mode`` is ``explicit``, an
   implicit one at the end of the newest item. Up to four are written per request (the newest
-  explicit ones and the implicit one), for 30 minutes, under the request's
-  ``prompt_cache_key``; a read is the longest stored prefix under that key. Writes are billed
+  explicit ones and the implicit one), for 30 minutes (``prompt_cache_options.ttl``'s
+  documented minimum and only value), under the request's ``prompt_cache_key``; a read is the
+  longest stored prefix under that key, and renews the entry it read for its 30 minutes again
+  (retention is documented by inactivity, so a read is use). Writes are billed
   at 1.25x input (``cache_write_tokens``). Responses' ``prompt_cache_options.
   comparison_response_id`` gives ``prompt_cache_diagnostics`` (``cache_hit``, ``cache_miss``
   with a reason, or ``comparison_response_not_found``).
@@ -154,15 +157,15 @@ def _digest(value: Any) -> str:
 
 
 class PrefixCache:
-    """Stored prefixes by (routing key, chain digest) with their expiry."""
+    """Stored prefixes by (routing key, chain digest): each with its expiry and its lifetime."""
 
     def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
-        self.entries: dict[tuple[str, str], datetime] = {}
+        self.entries: dict[tuple[str, str], tuple[datetime, float]] = {}
 
     def _live(self, key: tuple[str, str]) -> bool:
-        expiry = self.entries.get(key)
-        return expiry is not None and expiry >= self.clock()
+        entry = self.entries.get(key)
+        return entry is not None and entry[0] >= self.clock()
 
     def lookup(self, route: str, blocks: list[Block], candidates: list[int]) -> int:
         """The longest live prefix among ``candidates`` (block indices); -1 for none."""
@@ -172,9 +175,17 @@ class PrefixCache:
         return -1
 
     def store(self, route: str, digest: str, seconds: float) -> None:
-        expiry = datetime.fromtimestamp(self.clock().timestamp() + seconds, self.clock().tzinfo)
+        """Write (or rewrite) an entry for ``seconds``; a longer lifetime it had stays."""
         key = (route, digest)
-        self.entries[key] = max(expiry, self.entries.get(key, expiry))
+        expiry, lifetime = self.entries.get(key, (self.clock(), 0.0))
+        lifetime = max(lifetime, seconds)
+        fresh = datetime.fromtimestamp(self.clock().timestamp() + lifetime, self.clock().tzinfo)
+        self.entries[key] = (max(expiry, fresh), lifetime)
+
+    def refresh(self, route: str, digest: str) -> None:
+        """A read: the entry lives its own lifetime again from now (both providers document
+        reads as use: Anthropic refreshes the entry's TTL, OpenAI retains by activity)."""
+        self.store(route, digest, self.entries[(route, digest)][1])
 
 
 def _cumulative(blocks: list[Block]) -> list[int]:
@@ -196,8 +207,7 @@ def account(
     hit = cache.lookup(route, blocks, candidates)
     read = sums[hit] if hit >= 0 and sums[hit] >= MIN_PREFIX else 0
     if read and hit >= 0:
-        mark = blocks[hit].breakpoint or "5m"
-        cache.store(route, blocks[hit].digest, _SECONDS.get(mark, 300.0))  # a read refreshes
+        cache.refresh(route, blocks[hit].digest)
     short = long = 0
     done = read
     for i in sorted(writes):
@@ -228,6 +238,7 @@ class Simulator:
         self.bills: dict[str, Bill] = {}
         self.inputs: list[tuple[str, float]] = []  # each request's billed input, in order
         self.details: list[tuple[int, int, int, int]] = []  # (input, read, written 5m, 1h)
+        self.messages: list[int] = []  # each request's conversation messages (items), in order
         self.count = 0
         self.streamed = 0  # requests answered as event streams
         self.compactions = Compactions()  # Anthropic's compaction blocks issued
@@ -276,6 +287,7 @@ class Simulator:
             usage = _anthropic_usage(total, read, w5, w1, out)
             return compaction_answer(message_id, body["model"], block, usage, out)
         said = [m for m in body["messages"] if m.get("role") != "system"]
+        self.messages.append(len(said))
         reply = self.policy("anthropic", _last_text(said), _tool_turn(said[-1]))
         content: list[dict[str, Any]] = []
         if reply.tool:
@@ -330,6 +342,7 @@ class Simulator:
         read, w5, _ = account(self.cache, "openai:" + route, blocks, candidates, writes)
         total = _cumulative(blocks)[-1]
         said = [i for i in items if i.get("role") not in ("system", "developer")]
+        self.messages.append(len(said))
         last = said[-1]
         answers = ("function_call_output", "tool_search_output")
         tool_turn = last.get("role") == "tool" or last.get("type") in answers

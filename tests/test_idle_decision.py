@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentsession.ledger.idle import IdleSituation, decide_idle, option_costs
+from agentsession.ledger.idle import IdleSituation, away_share, decide_idle, option_costs
 from agentsession.ledger.prices import PRICES, ModelPrice
 
 SONNET = PRICES["claude-sonnet-4-6"]
@@ -64,10 +64,20 @@ def test_with_no_price_known_it_does_nothing(s: IdleSituation) -> None:
 
 
 @given(situations(), prices)
-def test_idle_longer_than_every_gap_never_keeps_warm(s: IdleSituation, p: ModelPrice) -> None:
-    longest = max(s.gaps)
-    s = replace(s, idle_seconds=longest + 1.0)
-    assert decide_idle(s, p).action != "kept_warm"
+def test_idle_longer_than_every_gap_is_judged_by_how_long_it_has_lasted(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # past every gap measured the gaps say nothing more: a pause that has lasted t outlasts x
+    # with chance t / x, whatever the shorter gaps were
+    s = replace(s, idle_seconds=max(s.gaps) + 1.0)
+    shorter = replace(s, gaps=tuple(g / 2 for g in s.gaps))
+    assert option_costs(s, p) == pytest.approx(option_costs(shorter, p))
+
+
+def test_a_first_long_pause_of_a_large_session_is_kept_warm_for_a_while() -> None:
+    # no gap measured this long yet: half the pauses that lasted 4.5 minutes end within 9
+    s = IdleSituation(280.0, 20.0, 300.0, 150_000, gaps=(30.0, 40.0, 20.0, 50.0))
+    assert decide_idle(s, SONNET).action == "kept_warm"
 
 
 @given(situations(), prices)
@@ -113,3 +123,27 @@ def test_keeping_warm_before_every_likely_request_costs_one_refresh_and_a_read(
     write = p.write_long if s.long_lifetime else p.write
     refresh = tokens * p.cached_input + s.warm_tokens / 1e6 * (write + p.output)
     assert option_costs(near, p)["kept_warm"] == pytest.approx(refresh + tokens * p.cached_input)
+
+
+@given(situations(), prices)
+def test_compaction_is_weighed_only_when_most_gaps_outlast_keeping_warm(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # a summary drops history: it may replace a rewrite, never a cache keeping warm would keep
+    ratio = p.write_long / p.cached_input if s.long_lifetime else p.write / p.cached_input
+    share = away_share(s, ratio)
+    if "compacted" in option_costs(s, p):
+        assert share >= 0.5
+    elif s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor:
+        assert share < 0.5
+
+
+def test_a_half_hour_pause_keeps_history_that_an_overnight_one_compacts() -> None:
+    # 5-minute lifetime: keeping warm pays up to about an hour (write 3.75 / read 0.30 lifetimes)
+    back_soon = (30.0, 40.0, 1800.0, 1900.0, 2000.0)
+    s = IdleSituation(280.0, 20.0, 300.0, 250_000, gaps=back_soon, compacted_tokens=30_000)
+    assert away_share(s, SONNET.write / SONNET.cached_input) == 0.0
+    assert decide_idle(s, SONNET).action == "kept_warm"
+    away = replace(s, gaps=(30.0, 40.0, 40_000.0, 50_000.0, 60_000.0))
+    assert away_share(away, SONNET.write / SONNET.cached_input) == 1.0
+    assert decide_idle(away, SONNET).action == "compacted"

@@ -18,6 +18,7 @@ import agentsession as ags
 from agentsession.inspection.report import render_report
 from agentsession.ledger import cost_lines
 from agentsession.log import SideCall
+from agentsession.request import text_of
 
 PRICE = ags.ModelPrice(input=3.0, cached_input=0.3, cache_write=3.75, output=15.0)
 REPORTING = ags.ModelProfile(provider="test", reports_usage=True)
@@ -191,6 +192,20 @@ async def test_a_session_waiting_on_approval_is_left_alone(tmp_path: Path) -> No
         outcome = (await runtime.tend_idle())[session.id]
         assert outcome.action == "nothing" and "approval" in outcome.reason
         assert await side_calls(session) == []
+    # opened afresh (as serve's idle pass opens a stored session): still waiting, still alone
+    again = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "s.db"),
+        model=model,
+        project_dir=tmp_path,
+        clock=clock,
+        config=config,
+        tools=ags.builtin_tools(),
+    )
+    async with again:
+        reopened = await again.open_session(session.id)
+        outcome = (await again.tend_idle([reopened]))[session.id]
+        assert outcome.action == "nothing" and "approval" in outcome.reason
+        assert await side_calls(reopened) == []
 
 
 async def test_a_running_session_is_left_alone(tmp_path: Path) -> None:
@@ -247,3 +262,33 @@ async def test_a_session_another_runtime_drives_is_left_alone(tmp_path: Path) ->
                 outcome.reason.startswith("kept_warm not done") and "lease" in outcome.reason
             ), outcome.reason
             assert await side_calls(elsewhere) == []
+
+
+async def test_two_refreshes_in_a_row_send_different_questions(tmp_path: Path) -> None:
+    # A provider reads the longest prefix it holds: an identical second refresh would renew the
+    # first refresh's entry, not the live prefix the next prompt reads.
+    clock = Clock()
+    seen: list[str] = []
+
+    def record(request: ags.Request) -> str:
+        seen.append(text_of(request.messages[-1].content))
+        return answer(request)
+
+    model = ags.ScriptedModel(record, name="test-model", profile=REPORTING)
+    config = ags.Config(titles=False, prices={"test-model": PRICE}, idle_policy="auto")
+    async with ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "s.db"),
+        model=model,
+        project_dir=tmp_path,
+        clock=clock,
+        config=config,
+    ) as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 700, 700, 700], "word " * 2_000)
+        live = len(seen)
+        clock.wait(280)
+        assert (await runtime.tend_idle())[session.id].action == "kept_warm"
+        clock.wait(280)
+        assert (await runtime.tend_idle())[session.id].action == "kept_warm"
+    first, second = seen[live:]
+    assert "Reply with the single word" in first and first != second

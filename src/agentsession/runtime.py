@@ -348,7 +348,7 @@ class Runtime:
         """
         return await self.open_session(await import_file(self.store, path, new_id, self.config))
 
-    async def tend_idle(self) -> dict[str, IdleOutcome]:
+    async def tend_idle(self, sessions: Iterable[Session] | None = None) -> dict[str, IdleOutcome]:
         """One idle decision for each session this runtime handed out, by the runtime's clock.
 
         With ``Config(idle_policy="auto")``, a session whose provider cache is about to expire
@@ -357,15 +357,17 @@ class Runtime:
         reason. A running session, one waiting on approvals and one another process leases
         are left alone. Call it on a timer shorter than a tenth of the cache lifetime.
 
+        Args:
+            sessions: Only these (``None``: every session this runtime handed out).
+
         Returns:
             Per session id: what was done (``IdleOutcome.action``: ``"kept_warm"``,
             ``"compacted"``, ``"let_expire"`` or ``"nothing"``) and why.
         """
+        chosen = list(self._sessions if sessions is None else sessions)
         if self.config.idle_policy == "off":
-            return {
-                s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in self._sessions
-            }
-        return {s.id: await s._tend_idle() for s in list(self._sessions)}
+            return {s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in chosen}
+        return {s.id: await s._tend_idle() for s in chosen}
 
     async def prepare_compactions(self) -> dict[str, bool]:
         """``prepare_compaction()`` for each session handed out (busy ones: ``False``)."""

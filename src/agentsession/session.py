@@ -29,6 +29,7 @@ from .engine.background import prepare_summary
 from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
+from .engine.idle import Decide
 from .engine.idle import tend as tend_idle_session
 from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
@@ -274,11 +275,13 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
             self._model = model
             self._naming.follow(model)
 
-    async def _tend_idle(self) -> IdleOutcome:
+    async def _tend_idle(self, decide: Decide | None = None) -> IdleOutcome:
         """One idle decision for this session, acted on (``Runtime.tend_idle``)."""
         await self._guard.settle_dropped()
         args = (self._deps, self._admitter, self._guard, self._model, self._charges)
-        return await tend_idle_session(self.id, *args)
+        if decide is None:
+            return await tend_idle_session(self.id, *args)
+        return await tend_idle_session(self.id, *args, decide)
 
     # -- management ---------------------------------------------------------------------------
 

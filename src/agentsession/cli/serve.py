@@ -1,7 +1,8 @@
 """``agentsession serve``: the HTTP server over the command line's database and model.
 
 ``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T]
-[--allowed-host NAME] [--no-auth] [--workspaces DIR] [--preset NAME] [--otlp-endpoint URL]``.
+[--allowed-host NAME] [--no-auth] [--workspaces DIR] [--preset NAME] [--otlp-endpoint URL]
+[--idle-interval SECONDS]``.
 Without ``--token`` the server makes a random token for the run and prints the URL that carries
 it (``http://HOST:PORT/?token=…``); the web UI opened from it keeps the token. ``--no-auth``
 serves without any token, on a loopback address only, and says what that allows. Without a
@@ -108,6 +109,15 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         " times N must stay below the database's max_connections",
     )
     add(
+        "--idle-interval",
+        type=float,
+        metavar="SECONDS",
+        help="every SECONDS, keep warm, compact or let expire the provider cache of each"
+        " recently used session no turn runs, whichever the prices make cheapest"
+        " (idle_policy auto; under the sessions' leases, so a fleet acts once per session);"
+        " use less than a tenth of the cache lifetime, e.g. 20. Default: off",
+    )
+    add(
         "--log-level",
         default="info",
         choices=_LEVELS,
@@ -193,6 +203,8 @@ def server_runtime(inv: Invocation, store: Store, workspaces: str | None, preset
     if preset not in preset_table(config):
         known = ", ".join(preset_table(config))
         raise UsageError(f"unknown permission preset {preset!r}; known presets: {known}")
+    if getattr(inv.args, "idle_interval", None):
+        config = dataclasses.replace(config, idle_policy="auto")
     if workspaces is None:
         builtin = {t.name for t in builtin_tools()}
         tools = [t for t in tools if t.name not in builtin]
@@ -299,7 +311,13 @@ def worker_app() -> Any:
 
     conf = json.loads(os.environ[_WORKER_ENV])
     _logging(conf["log_level"])
-    args = argparse.Namespace(db=conf["db"], model=conf["model"], json=False, quiet=True)
+    args = argparse.Namespace(
+        db=conf["db"],
+        model=conf["model"],
+        json=False,
+        quiet=True,
+        idle_interval=conf["idle_interval"],
+    )
     inv = Invocation(args, QuietOutput())
     from ..server.db_budget import pool_size_for
 
@@ -326,6 +344,7 @@ def worker_app() -> Any:
         on_shutdown=closing,
         workspaces=conf["workspaces"],
         models=model_resolver(inv),
+        idle_interval=conf["idle_interval"],
     )
 
 
@@ -353,6 +372,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "preset": args.preset,
             "log_level": args.log_level,
             "db_connections": args.db_connections,
+            "idle_interval": args.idle_interval,
         }
     )
     inv.output.note(f"serving on {_url(args.host, args.port)} with {args.workers} workers")
@@ -377,6 +397,8 @@ async def serve(inv: Invocation) -> int:
     _check_bind(args.host, args.token, args.no_auth)
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
+    if args.idle_interval is not None and not args.idle_interval > 0:
+        raise UsageError(f"--idle-interval must be a positive number, got {args.idle_interval}")
     args.workspaces = _workspaces(args.workspaces)
     _logging(args.log_level)
     try:
@@ -412,6 +434,7 @@ async def serve(inv: Invocation) -> int:
             observer=tracing.observer if tracing is not None else None,
             workspaces=args.workspaces,
             models=model_resolver(inv),
+            idle_interval=args.idle_interval,
         )
         # Open event streams never end by themselves: after the grace period uvicorn closes
         # them, and running turns get the same time to finish before they are cancelled.

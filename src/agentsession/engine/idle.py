@@ -19,10 +19,11 @@ from itertools import pairwise
 
 from ..errors import AgentSessionError
 from ..ledger import LONGEST_TTL, Charge, charge_usd
-from ..ledger.idle import COMPACT_FLOOR, IdleOutcome, IdleSituation, decide_idle
-from ..ledger.prices import price_for
+from ..ledger.idle import COMPACT_FLOOR, IdleDecision, IdleOutcome, IdleSituation, decide_idle
+from ..ledger.prices import ModelPrice, price_for
 from ..log import SideCall, now
 from ..providers.base import Model
+from ..providers.cache_policy import cache_lifetime, choose_ttl
 from ..request import Request, UserMessage, text_of
 from .admission import Admitter
 from .deps import SessionDeps
@@ -30,10 +31,19 @@ from .guard import Guard
 from .summary_call import cached_call
 from .writer import LogWriter
 
-__all__ = ["KEEP_WARM_QUESTION", "IdleOutcome", "keep_warm", "situation_of", "tend"]
+__all__ = ["KEEP_WARM_QUESTION", "Decide", "IdleOutcome", "keep_warm", "situation_of", "tend"]
 
-KEEP_WARM_QUESTION = "(A pause while the user is away. Reply with the single word: ok)"
-"""Appended to the live request so the refresh costs a few tokens out, whatever the provider."""
+Decide = Callable[[IdleSituation, ModelPrice | None], IdleDecision]
+"""An idle decision rule: ``decide_idle`` by default; a benchmark passes a fixed rule."""
+
+KEEP_WARM_QUESTION = "(A pause while the user is away, at {at}. Reply with the single word: ok)"
+"""Appended to the live request so the refresh costs a few tokens out, whatever the provider.
+
+It names the moment of the refresh, so no two refreshes send the same request: a provider
+reads the longest prefix it holds, and a second identical refresh would read (and renew) the
+first one's entry — the live prefix plus this question — instead of the live prefix the next
+prompt needs (seen on the simulator: the prompt after two refreshes found its prefix expired).
+"""
 
 
 def _moment(charge: Charge) -> datetime | None:
@@ -68,7 +78,10 @@ def situation_of(
     if not moments:
         return None
     last = moments[-1]
-    touched = max(last, last_touch) if last_touch is not None else last
+    # A refresh recorded in the log restarts the lifetime too: a process that opened the
+    # session after another kept it warm must not refresh it again.
+    refreshed = [_moment(c) for c in charges if c.purpose == "keep_warm"]
+    touched = max([last, *(m for m in (*refreshed, last_touch) if m is not None)])
     usage = turns[-1].usage
     assert usage is not None
     return IdleSituation(
@@ -80,6 +93,10 @@ def situation_of(
         long_lifetime=lifetime >= LONGEST_TTL,
         compacted_tokens=compacted_tokens,
     )
+
+
+def _stamp(moment: datetime | str) -> str:
+    return moment if isinstance(moment, str) else moment.isoformat(timespec="seconds")
 
 
 async def keep_warm(
@@ -103,9 +120,11 @@ async def keep_warm(
         ProviderError: The provider failed (nothing is recorded).
     """
     live = await rebuild(model)
+    moment = deps.clock() if deps.clock is not None else now()
+    question = KEEP_WARM_QUESTION.format(at=_stamp(moment))
     request = Request(
         system=live.system,
-        messages=(*live.messages, UserMessage(KEEP_WARM_QUESTION)),
+        messages=(*live.messages, UserMessage(question)),
         tools=live.tools,
         sources=(*live.sources, ()),
     )
@@ -117,7 +136,8 @@ async def keep_warm(
         done.model or model.name,
         done.usage,
         usage_estimated=not model.profile.reports_usage,
-        timestamp=now(),
+        # by the runtime's clock, like a request's ``sent_at``: the refresh restarts the lifetime
+        timestamp=_stamp(moment),
         reason=reason,
     )
     await writer.append([call])
@@ -131,6 +151,7 @@ async def tend(
     guard: Guard,
     model: Model | None,
     charges: Callable[[], list[Charge]],
+    decide: Decide = decide_idle,
 ) -> IdleOutcome:
     """One idle decision for one session, acted on; never for a busy or waiting session.
 
@@ -141,6 +162,7 @@ async def tend(
         guard: The session's guard: held exclusively while a call is made.
         model: The session's model (``None``: nothing is done).
         charges: The session's charges, oldest first.
+        decide: The rule that decides (``decide_idle``; benchmarks compare fixed rules).
     """
     writer = guard.writer
     busy = guard.busy or bool(writer.pending) or guard.gate.paused_reason()
@@ -148,23 +170,34 @@ async def tend(
         why = "no model" if model is None else "the session is running or waiting on approval"
         return IdleOutcome(session_id, "nothing", why)
     clock = deps.clock or (lambda: datetime.now().astimezone())
+    ledger = writer.ledger
+    lifetime = ledger.ttl_seconds
+    if ledger.last_noted() is None:  # opened, no request since: the lifetime it would ask for
+        ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+        lifetime = cache_lifetime(model.profile, ttl)
     situation = situation_of(
         charges(),
         clock_now=clock(),
-        last_touch=writer.ledger.last_noted(),
-        lifetime=writer.ledger.ttl_seconds,
+        last_touch=ledger.last_noted(),
+        lifetime=lifetime,
         compacted_tokens=None,
     )
     if situation is None:
         return IdleOutcome(session_id, "nothing", "no request answered yet")
     price = price_for(model.name, deps.config.prices)
+    if decide is decide_idle:
+        # Nothing to decide (far from expiry, expired, no price, too few gaps) does not depend
+        # on what a compaction would leave: skip counting the history for it.
+        early = decide_idle(situation, price)
+        if early.action == "nothing":
+            return IdleOutcome(session_id, "nothing", early.reason)
     compacted = await _compacted_tokens(deps, admitter, situation.prefix_tokens)
     # A session at half its budget compacts soon anyway: compacting it while warm only moves
     # that forward, so the floor is at most half the budget.
     half = deps.budget.budget(model.profile.context_window) // 2
     floor = min(COMPACT_FLOOR, half)
     situation = replace(situation, compacted_tokens=compacted, compact_floor=floor)
-    decision = decide_idle(situation, price)
+    decision = decide(situation, price)
     outcome = IdleOutcome(session_id, decision.action, decision.reason, decision.costs)
     if decision.action in ("nothing", "let_expire"):
         return outcome

@@ -7,7 +7,10 @@ there is nothing to decide, and after, nothing is left to save.
 
 The model, in USD, of the session's next request plus whatever is done meanwhile. The next gap
 is drawn from the session's own gaps that are longer than the idle time so far (the gaps are
-the evidence; a fixed distribution would be a guess). With ``P`` the prefix, ``r`` the cached
+the evidence; a fixed distribution would be a guess). Past every gap measured there is no
+evidence left, and the scale-free rule stands in: a pause that has lasted ``t`` outlasts ``x``
+with chance ``t / x`` (pauses are heavy-tailed; a session's first long pause is then kept warm
+while that is likely to pay, not given up at once). With ``P`` the prefix, ``r`` the cached
 read price, ``w`` the write price of the lifetime in use:
 
 - **let it expire**: a request before the expiry reads ``P·r``, a later one writes ``P·w``;
@@ -16,6 +19,11 @@ read price, ``w`` the write price of the lifetime in use:
 - **compact now**: the cache-reading summary call (``P·r`` in, the summary out), after which the
   next request writes the smaller prefix. Later requests reading the smaller prefix would save
   more; that saving is left out, so the model never argues for compaction on hope.
+
+A summary drops history, which has no price; so compaction is weighed only where it replaces a
+rewrite: when at least half the measured gaps still running outlast what keeping warm pays for
+(``write / read`` lifetimes from now, past which refreshing costs more than writing again;
+``away_share``). A user who is likely back before then keeps the history and the warm cache.
 
 The choice is the cheapest under this model; a tie goes to doing nothing (no call is made). No
 price, no measured gaps or no prefix: nothing is done, and ``reason`` says why.
@@ -158,32 +166,52 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     step = max(s.lifetime - s.warm_seconds, 1.0)
     compact = math.inf
     compactable = s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor
+    compactable = compactable and away_share(s, write / read if read else math.inf) >= 0.5
     if compactable and s.compacted_tokens is not None:
         compact = tokens * read + s.summary_tokens / 1e6 * price.output
         compact += s.compacted_tokens / 1e6 * write
-    # Backwards over the decision points t_k = idle + k·step, each with ``warm_seconds`` left.
+    # Backwards over the decision points t_k = idle + k·step, each with ``warm_seconds`` left,
+    # as far as keeping warm can pay (``write / read`` lifetimes) or the longest gap measured.
     last = survivors[-1] if survivors else s.idle_seconds
-    steps = min(_MAX_STEPS, max(0, math.ceil((last - s.idle_seconds) / step)))
+    end = max(last, s.idle_seconds + (write / read if read else 0.0) * s.lifetime)
+    steps = min(_MAX_STEPS, max(0, math.ceil((end - s.idle_seconds) / step)))
     later = min(tokens * write, compact)  # beyond the horizon: nobody keeps a cache warm forever
     let_now = keep_now = tokens * write
     for k in range(steps, -1, -1):
         at = s.idle_seconds + k * step
         alive = len(survivors) - bisect_right(survivors, at)
-        if not alive:
-            # Idle longer than any gap measured: the request is not expected within a lifetime.
-            let_now = tokens * write
-            keep_now = warm_call + later
-            later = min(let_now, compact)
-            continue
-        hit = (bisect_right(survivors, at + s.warm_seconds) - bisect_right(survivors, at)) / alive
+        if alive:
+            warm = bisect_right(survivors, at + s.warm_seconds) - bisect_right(survivors, at)
+            hit = warm / alive
+            within = (bisect_right(survivors, at + step) - bisect_right(survivors, at)) / alive
+        else:
+            # Idle longer than any gap measured: a pause that has lasted ``at`` outlasts ``x``
+            # with chance at / x (the scale-free rule, fitting heavy-tailed pauses).
+            hit = s.warm_seconds / (at + s.warm_seconds)
+            within = step / (at + step)
         let_now = hit * tokens * read + (1 - hit) * tokens * write
-        within = (bisect_right(survivors, at + step) - bisect_right(survivors, at)) / alive
         keep_now = warm_call + within * tokens * read + (1 - within) * later
         later = min(let_now, keep_now, compact)
     costs = {"let_expire": let_now, "kept_warm": keep_now}
     if compactable:
         costs["compacted"] = compact
     return costs
+
+
+def away_share(situation: IdleSituation, ratio: float) -> float:
+    """The share of the measured gaps still running that outlast keeping the cache warm.
+
+    Keeping warm stops paying ``ratio`` (write over read price) lifetimes from now: past that,
+    the refreshes cost more than writing the prefix again. A gap longer than that means the
+    user left; only then is the prefix written again whatever is done, and only then does a
+    summary replace a rewrite rather than history the cache could have kept.
+    """
+    s = situation
+    survivors = [g for g in s.gaps if g > s.idle_seconds]
+    if not survivors:
+        return 1.0
+    reach = s.idle_seconds + s.warm_seconds + ratio * s.lifetime
+    return sum(g > reach for g in survivors) / len(survivors)
 
 
 @dataclass(frozen=True)

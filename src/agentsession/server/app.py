@@ -28,6 +28,7 @@ from .cancels import Cancels
 from .docs_page import docs_page
 from .guard import Guard
 from .health import health_routes
+from .idle_pass import IdlePass
 from .inspect_routes import inspect_routes
 from .models import ModelResolver, ServerModels
 from .notify import Notifier
@@ -59,6 +60,7 @@ def create_app(
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     workspaces: str | Path | None = None,
     models: ModelResolver | None = None,
+    idle_interval: float | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
@@ -75,6 +77,9 @@ def create_app(
     runtime no file or command tools (``agentsession serve`` does not).
     ``models`` resolves the model name a client gives a session (``POST``/``PATCH``
     ``/sessions``) to a model ready to call; without it only ``runtime.model`` is offered.
+    ``idle_interval``: run the idle pass (``server.idle_pass``) every that many seconds: each
+    recently used session no turn runs is given one ``tend_idle`` decision under its lease
+    (it acts only with ``Config(idle_policy="auto")``); ``None``: no pass.
     """
     notifier = Notifier(runtime.store)
     owners = Owners(runtime.store)
@@ -90,13 +95,19 @@ def create_app(
         workspaces=places,
     )
 
+    idle = IdlePass(runtime, state.turns, idle_interval) if idle_interval else None
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await notifier.start()
+        if idle is not None:
+            idle.start()
         try:
             yield
         finally:
             notifier.stopping = True
+            if idle is not None:
+                await idle.stop()
             await state.turns.close(shutdown_grace)
             await notifier.close()
             await offered.close()
@@ -145,4 +156,5 @@ def create_app(
     )
     app.add_middleware(AccessLog, owner_of=state.tokens.owner)
     app.state.server = state
+    app.state.idle_pass = idle
     return app

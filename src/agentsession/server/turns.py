@@ -110,6 +110,7 @@ class Turns:
         self._observer = observer
         self.cancels = cancels
         self.running: dict[str, TurnRun] = {}
+        self.tending: dict[str, asyncio.Event] = {}  # sessions the idle pass holds, till set
         self._sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._starts: dict[str, int] = {}  # each running turn's first seq
@@ -119,6 +120,8 @@ class Turns:
         self, session_id: str, stream_of: StreamOf, prepare: Prepare | None = None
     ) -> TurnRun:
         """Open the session and start a turn; errors before its first event are raised here."""
+        while (tended := self.tending.get(session_id)) is not None:
+            await tended.wait()  # the idle pass lets go after one short call at most
         if session_id in self.running:
             raise SessionBusyError(f"session {session_id} is running a turn")
         session = await self._open(session_id)
@@ -144,6 +147,16 @@ class Turns:
     def live(self, session_id: str) -> Session | None:
         """The session object of the turn this process runs for the session, if any."""
         return self._sessions.get(session_id)
+
+    def claim(self, session_id: str) -> asyncio.Event | None:
+        """Hold the session for the idle pass; ``None`` when a turn runs or it is held.
+
+        Set the event returned (and drop the entry) to let go.
+        """
+        if session_id in self.running or session_id in self.tending:
+            return None
+        released = self.tending[session_id] = asyncio.Event()
+        return released
 
     def cancel(self, session_id: str) -> bool:
         """Cancel the turn this process runs for the session; ``False`` when it runs none."""

@@ -1,0 +1,346 @@
+"""A day of idle time through the real SDKs on the provider simulator, in dollars per session.
+
+The trace of ``idle_day.py`` (the same heavy-tailed pauses between prompts: most under a
+minute, some 10–90 minutes, a few overnight) with 20 sessions, driven through ``Runtime`` and
+the official SDKs against ``provider_sim`` for Anthropic Messages (5-minute and 1-hour
+lifetimes) and OpenAI Responses (GPT-5.6 explicit caching, 30 minutes). Each prompt asks to
+read a source file (a tool call whose result is a file of a coding agent's size, drawn
+log-normally around 18,000 tokens, then cut to the package's default 40,000-character tool
+result, about 10K tokens) and gets an answer; the application prompt and tools are about 9K
+tokens. The model's context is 1M tokens and the history cap 400 messages, so the idle
+policies, not the budget, decide what history stays. With the cut no Anthropic session
+passes 200K tokens at a long pause (the simulator counts a quarter of the characters), so the
+compaction rules act only on OpenAI, twice (a run with the cut lifted did not fit the round).
+
+The runtime's clock and the simulator's are one virtual clock, moved, never slept. In every
+pause the application's timer runs (what an application does with ``tend_idle``): it ticks
+just inside the decision horizon of the cache's lifetime, again after each refresh. Policies:
+
+- ``never``: ``idle_policy="off"``;
+- ``compact54``: ``session.compact()`` after 54 idle minutes when the last request sent more
+  than 200K tokens (Claude Code's fixed rule);
+- ``warm90``: a keep-warm call at 90% of the lifetime, again until the next prompt
+  (OpenCode's fixed rule);
+- ``auto``: ``idle_policy="auto"``, ``await runtime.tend_idle()`` on the timer;
+- ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout /
+  compact at the first tick, priced with the same rule ``idle_day.py`` uses, compacting only
+  where the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps).
+
+The fixed rules and the oracle act through the same calls ``tend_idle`` makes (the session's
+keep-warm side call and its cache-reading compaction), chosen by their own rule instead of
+``ledger.idle.decide_idle``. Reported per shape: the simulator's bill per session for each,
+``auto`` over the cheapest fixed rule and over the oracle, the mean history messages of the
+turns' requests; and for ``never``: every miss's cause, and the sum of the per-miss costs
+``session.cost().misses`` lists beside the bill's excess over the same trace with every pause
+shortened to 5 seconds (an all-hit run: the same requests, every prefix read).
+
+Usage: ``python benchmarks/idle_sdk_day.py [--seed 7] [--sessions 20] [--prompts 14]
+[--shape openai]``; writes ``benchmarks/results/idle_sdk_day.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import random
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import save
+from idle_day import gap_after_prompt
+from provider_cache import APP_PROMPT, SIM_PRICES
+from provider_shapes import Reply
+from provider_sim import Simulator, running
+
+import agentsession as ags
+from agentsession.ledger.idle import COMPACT_FLOOR, IdleDecision, IdleSituation
+from agentsession.ledger.prices import ModelPrice
+
+FILE_TOKENS = 18_000
+SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
+
+
+@ags.tool
+def read_source(path: str, lines: int) -> str:
+    """Read a source file of the repository."""
+    return "".join(
+        f"{path}:{i}: value_{i} = compute({i}, {path!r})  # as read\n" for i in range(lines)
+    )
+
+
+def policy(shape: str, text: str, tool_turn: bool) -> Reply:
+    """The simulated model: a summary when asked, a file read per prompt, then an answer."""
+    if "comes from the agent runtime" in text or "Conversation to summarise" in text:
+        return Reply(text=SUMMARY)
+    if "single word" in text:
+        return Reply(text="ok")
+    if tool_turn:
+        return Reply(text="Done: the change is made and the module's tests pass.")
+    words = text.split()
+    if len(words) >= 4 and words[0] == "read":
+        return Reply(tool="read_source", arguments={"path": words[1], "lines": int(words[3])})
+    return Reply(text="ok")
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    spec: str
+    ttl: str
+    lifetime: float
+    wire: str  # the simulator's bill key
+
+
+SHAPES = (
+    Shape("anthropic 5m", "anthropic:claude-opus-4-8", "5m", 300.0, "anthropic"),
+    Shape("anthropic 1h", "anthropic:claude-opus-4-8", "1h", 3600.0, "anthropic"),
+    Shape("openai", "openai:gpt-5.6-terra", "5m", 1800.0, "openai-responses"),
+)
+
+
+def trace(seed: int, sessions: int, prompts: int) -> list[list[tuple[float, int]]]:
+    """Per session: (pause before the prompt, lines of the file it reads)."""
+    rng = random.Random(seed)
+    days = []
+    for _ in range(sessions):
+        n = rng.randint(prompts // 2, prompts * 3 // 2)
+        steps = []
+        for k in range(n):
+            pause = 0.0 if k == 0 else gap_after_prompt(rng)
+            tokens = rng.lognormvariate(math.log(FILE_TOKENS), 0.6)
+            steps.append((pause, max(20, int(tokens / 16))))  # a line is about 16 tokens
+        days.append(steps)
+    return days
+
+
+Rule = Callable[[IdleSituation, ModelPrice | None], IdleDecision]
+
+
+def warm_rule(situation: IdleSituation, price: ModelPrice | None) -> IdleDecision:
+    return IdleDecision("kept_warm", "warm90: keep warm at 90% of the lifetime")
+
+
+def compact_rule(situation: IdleSituation, price: ModelPrice | None) -> IdleDecision:
+    if situation.prefix_tokens > 200_000 and situation.compacted_tokens is not None:
+        return IdleDecision("compacted", "compact54: idle 54 minutes above 200K tokens")
+    return IdleDecision("nothing", "compact54: below 200K tokens")
+
+
+def oracle_rule(pause: float, shape: Shape) -> Rule:
+    """The cheapest for a pause of known length, chosen at its first tick and kept."""
+    chosen: list[str] = []
+
+    def rule(s: IdleSituation, price: ModelPrice | None) -> IdleDecision:
+        if not chosen:
+            chosen.append(_oracle_choice(s, price, pause, shape))
+        action = chosen[0]
+        if action == "compacted" and len(chosen) > 1:
+            action = "nothing"
+        chosen.append(action)
+        return IdleDecision(action, f"oracle: {action} for a pause of {pause:.0f} s")  # type: ignore[arg-type]
+
+    return rule
+
+
+def _oracle_choice(s: IdleSituation, price: ModelPrice | None, pause: float, shape: Shape) -> str:
+    if price is None:
+        return "nothing"
+    write = price.write_long if s.long_lifetime else price.write
+    p = s.prefix_tokens / 1e6
+    read = p * price.cached_input
+    costs = {"nothing": read if pause <= shape.lifetime else p * write}
+    refreshes = max(0, math.ceil((pause - s.idle_seconds) / (0.9 * shape.lifetime)))
+    costs["kept_warm"] = refreshes * (read + 16e-6 * (write + price.output)) + read
+    reach = shape.lifetime * (1 + write / price.cached_input)
+    if s.compacted_tokens is not None and s.prefix_tokens >= COMPACT_FLOOR and pause > reach:
+        summary = len(SUMMARY.split()) * 1.3e-6 * price.output
+        costs["compacted"] = read + summary + s.compacted_tokens / 1e6 * write
+    return min(costs, key=lambda k: costs[k])
+
+
+@dataclass
+class Run:
+    usd: float = 0.0
+    messages: list[int] | None = None
+    misses: Counter[str] | None = None
+    miss_usd: float = 0.0
+    actions: Counter[str] | None = None
+
+
+async def tend(
+    name: str, runtime: ags.Runtime, session: ags.Session, rule: Rule | None
+) -> ags.IdleOutcome:
+    if name == "auto":
+        return (await runtime.tend_idle([session]))[session.id]
+    assert rule is not None
+    return await session._tend_idle(rule)
+
+
+async def pause_for(
+    name: str,
+    pause: float,
+    shape: Shape,
+    runtime: ags.Runtime,
+    session: ags.Session,
+    clock: dict[str, datetime],
+    actions: Counter[str],
+) -> None:
+    """Move the clock through one pause, running the policy's timer."""
+    start = clock["now"]
+    end = start + timedelta(seconds=pause)
+    if name in ("never", "all-hit"):
+        clock["now"] = end
+        return
+    if name == "compact54":
+        if pause > 54 * 60:
+            clock["now"] = start + timedelta(seconds=54 * 60)
+            outcome = await session._tend_idle(compact_rule)
+            actions[outcome.action] += 1
+        clock["now"] = end
+        return
+    rule = {"warm90": warm_rule, "oracle": oracle_rule(pause, shape)}.get(name)
+    touch = start
+    while True:
+        at = touch + timedelta(seconds=0.9 * shape.lifetime + 1)
+        if at >= end:
+            break
+        clock["now"] = at
+        outcome = await tend(name, runtime, session, rule)
+        actions[outcome.action] += 1
+        if outcome.action != "kept_warm":
+            break
+        touch = at
+    clock["now"] = end
+
+
+async def run(
+    name: str, shape: Shape, days: list[list[tuple[float, int]]], clock: dict[str, datetime]
+) -> Run:
+    """One policy over the whole trace on a fresh simulator; the bill and the history kept."""
+    sim = Simulator(policy, SIM_PRICES, lambda: clock["now"])
+    result = Run(messages=[], misses=Counter(), actions=Counter())
+    with running(sim) as url, tempfile.TemporaryDirectory() as tmp:
+        base = url if shape.wire == "anthropic" else f"{url}/v1"
+        plain = ags.get_model(shape.spec, base_url=base, api_key="sim")
+        model = ags.get_model(
+            shape.spec,
+            base_url=base,
+            api_key="sim",
+            profile=replace(plain.profile, context_window=1_000_000),
+        )
+        config = ags.Config(
+            titles=False,
+            cache_ttl=shape.ttl,  # type: ignore[arg-type]
+            idle_policy="auto" if name == "auto" else "off",
+            context_window=1_000_000,
+            max_transcript_messages=400,
+        )
+        runtime = ags.Runtime(
+            store=ags.SQLiteStore(Path(tmp) / "s.db"),
+            model=model,
+            project_dir=Path(tmp),
+            instructions=APP_PROMPT,
+            tools=[*ags.builtin_tools(), read_source],
+            clock=lambda: clock["now"],
+            config=config,
+        )
+        async with runtime:
+            for steps in days:
+                clock["now"] += timedelta(days=2)  # each session's own day; caches long gone
+                session = await runtime.create_session()
+                for k, (pause, lines) in enumerate(steps):
+                    if k:
+                        short = 5.0 if name == "all-hit" else pause
+                        await pause_for(name, short, shape, runtime, session, clock, result.actions)
+                    before = len(sim.messages)
+                    await session.prompt(f"read src/mod_{k}.py with {lines} lines, fix what fails")
+                    result.messages.extend(sim.messages[before:])
+                for miss in session.cost().misses:
+                    result.misses[miss.cause] += 1
+                    result.miss_usd += miss.usd or 0.0
+        result.usd = sim.bills[shape.wire].usd
+    return result
+
+
+POLICIES = ("never", "all-hit", "compact54", "warm90", "auto", "oracle")
+FIXED = ("never", "compact54", "warm90")
+
+
+def figures(runs: dict[str, Run], sessions: int) -> dict[str, Any]:
+    per = {name: r.usd / sessions for name, r in runs.items()}
+    kept = {name: sum(r.messages or []) / max(1, len(r.messages or [])) for name, r in runs.items()}
+    fixed = min(FIXED, key=lambda n: per[n])
+    never = runs["never"]
+    return {
+        "usd_per_session": per,
+        "cheapest_fixed": fixed,
+        "auto_over_fixed": per["auto"] / per[fixed],
+        "auto_over_oracle": per["auto"] / per["oracle"],
+        "oracle_over_fixed": per["oracle"] / per[fixed],
+        "mean_messages": kept,
+        "auto_messages_over_fixed": kept["auto"] / kept[fixed],
+        "actions": {name: dict(r.actions or {}) for name, r in runs.items()},
+        "misses": {name: dict(r.misses or {}) for name, r in runs.items()},
+        "never_miss_usd": never.miss_usd,
+        "all_hit_miss_usd": runs["all-hit"].miss_usd,
+        "never_excess_over_all_hit_usd": never.usd - runs["all-hit"].usd,
+    }
+
+
+async def run_all(args: argparse.Namespace) -> dict[str, Any]:
+    days = trace(args.seed, args.sessions, args.prompts)
+    clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
+    out: dict[str, Any] = {"seed": args.seed, "sessions": args.sessions}
+    for shape in SHAPES:
+        if args.shape and shape.name not in args.shape:
+            continue
+        runs = {name: await run(name, shape, days, clock) for name in POLICIES}
+        row = figures(runs, args.sessions)
+        out[shape.name] = row
+        print(f"\n{shape.name}:")
+        for name in POLICIES:
+            r = runs[name]
+            print(
+                f"  {name:9s} ${row['usd_per_session'][name]:8.4f}/session"
+                f"  {row['mean_messages'][name]:6.1f} messages  misses {dict(r.misses or {})}"
+                f"  {dict(r.actions or {})}"
+            )
+        excess = row["never_excess_over_all_hit_usd"]
+        listed = row["never_miss_usd"] - row["all_hit_miss_usd"]
+        print(
+            f"  auto / cheapest fixed ({row['cheapest_fixed']}) = {row['auto_over_fixed']:.3f};"
+            f" auto / oracle = {row['auto_over_oracle']:.3f}; history kept"
+            f" {row['auto_messages_over_fixed']:.3f}x the fixed rule's\n"
+            f"  never: misses listed ${listed:.4f} beyond the all-hit run's; bill excess"
+            f" ${excess:.4f}"
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--prompts", type=int, default=14)
+    parser.add_argument("--shape", action="append", default=[])
+    args = parser.parse_args()
+    results = asyncio.run(run_all(args))
+    name = "idle_sdk_day" + "".join(f"_{n.replace(' ', '_')}" for n in args.shape)
+    save(
+        name,
+        results,
+        command=" ".join(["python benchmarks/idle_sdk_day.py", *sys.argv[1:]]),
+    )
+
+
+if __name__ == "__main__":
+    main()

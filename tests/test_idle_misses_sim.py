@@ -1,0 +1,63 @@
+"""Misses in dollars through the real SDKs on the simulator: each has a cause, and they add up.
+
+A short run of ``benchmarks/idle_sdk_day.py``: sessions with heavy-tailed pauses between
+prompts (some past the cache's lifetime), nothing done while idle. The same trace with every
+pause shortened to 5 seconds is the all-hit run: the same requests, every prefix read. Each miss
+``session.cost().misses`` lists has a cause that is not "unexplained", and their costs add up to
+what the simulator billed beyond the all-hit run (each cost is computed by the package from the
+usage the SDK parsed; the excess is the simulator's own bill).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+CAUSES = {"context change", "window move", "expired", "compaction"}
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    pytest.importorskip("openai")
+    pytest.importorskip("anthropic")
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        load("provider_sim")
+        return load("idle_sdk_day")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize("shape", ["anthropic 5m", "openai"])
+async def test_every_miss_has_a_cause_and_the_misses_are_the_bill_excess(
+    bench: ModuleType, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chosen = next(s for s in bench.SHAPES if s.name == shape)
+    # the trace pauses past the lifetime (seed 3 does on both shapes)
+    monkeypatch.setattr(bench, "FILE_TOKENS", 6_000)  # smaller files: a quicker run
+    days = bench.trace(3, 2, 6)
+    assert any(p > chosen.lifetime for day in days for p, _ in day)
+    clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
+    never = await bench.run("never", chosen, days, clock)
+    all_hit = await bench.run("all-hit", chosen, days, clock)
+    assert never.misses["expired"] >= 1
+    assert set(never.misses) <= CAUSES and set(all_hit.misses) <= CAUSES
+    assert "expired" not in all_hit.misses
+    excess = never.usd - all_hit.usd
+    assert excess > 0
+    assert never.miss_usd - all_hit.miss_usd == pytest.approx(excess, rel=0.005)
