@@ -347,8 +347,8 @@
     if (pending) {
       pending.querySelector(".tool-state").textContent = "needs approval";
       pending.after(question);
-      if (nearBottom()) log.scrollTop = log.scrollHeight;
     } else append(question);
+    question.scrollIntoView({block: "nearest"}); // a question waits for the user: show it
     setBusy(state.busy);
   }
   async function refreshApprovals() {
