@@ -148,3 +148,27 @@ def restart_postgres(dsn: str) -> float:
     began = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, timeout=120)
     return time.perf_counter() - began
+
+
+def presence_released(dsn: str, pid: int, killed_at: float) -> float:
+    """Seconds from ``killed_at`` until the killed process's lease presence is gone.
+
+    Its leases are void from then on for every process, also one on another machine (which
+    cannot see that the pid is gone): the database released the advisory lock the process held
+    on a connection of its own when that connection closed.
+    """
+    import socket
+
+    import psycopg
+
+    from agentsession.store._postgres_presence import presence_void
+
+    owner = f"{socket.gethostname()}:{pid}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(1200):
+            with conn.transaction():
+                row = conn.execute(f"SELECT {presence_void('%s')}", (owner,)).fetchone()
+            if row and row[0]:
+                return time.perf_counter() - killed_at
+            time.sleep(0.05)
+    raise RuntimeError("the killed process's presence was never released")

@@ -369,15 +369,22 @@
   }
 
   // ---- sending, stopping ---------------------------------------------------------------
+  // Whether the server took the request (a refusal is shown, and nothing was started).
   async function runStream(action, body) {
-    const sid = state.current; if (!sid) return;
+    const sid = state.current; if (!sid) return false;
     state.local++; setBusy(true, "Thinking…");
-    try {
-      const r = await call("POST", "/sessions/" + sid + "/" + action, body);
-      await readEvents(r, (type, data, id) => { if (sid === state.current) event(type, data, id, "local"); });
-    } catch (e) {
+    let r;
+    try { r = await call("POST", "/sessions/" + sid + "/" + action, body); }
+    catch (e) {
+      state.local--;
       if (sid === state.current) { setBusy(false); notice("error", e.message); }
-    } finally { state.local--; }
+      return false;
+    }
+    try {
+      await readEvents(r, (type, data, id) => { if (sid === state.current) event(type, data, id, "local"); });
+    } catch { /* the stream broke: the log's follower shows the rest */ }
+    finally { state.local--; }
+    return true;
   }
   async function send() {
     const text = $("text").value;
@@ -393,7 +400,8 @@
         follow(s.id);
       } catch (e) { $("text").value = text; notice("error", e.message); return; }
     }
-    await runStream("prompt", {text});
+    // Refused (the session busy elsewhere, the server away): the text goes back to the box.
+    if (!(await runStream("prompt", {text})) && !$("text").value) { $("text").value = text; grow(); }
   }
   async function stop() {
     if (!state.current) return;
