@@ -348,8 +348,8 @@
       pending.querySelector(".tool-state").textContent = "needs approval";
       pending.after(question);
     } else append(question);
-    question.scrollIntoView({block: "nearest"}); // a question waits for the user: show it
     setBusy(state.busy);
+    question.scrollIntoView({block: "nearest"}); // a question waits for the user: show it
   }
   async function refreshApprovals() {
     if (!state.current) return;
