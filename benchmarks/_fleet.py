@@ -150,7 +150,14 @@ def restart_postgres(dsn: str) -> float:
     return time.perf_counter() - began
 
 
-def presence_released(dsn: str, pid: int, killed_at: float) -> float:
+def presence_probe(dsn: str) -> Any:
+    """A connection opened before the kill, so the probe's own start is not measured."""
+    import psycopg
+
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def presence_released(conn: Any, pid: int, killed_at: float) -> float:
     """Seconds from ``killed_at`` until the killed process's lease presence is gone.
 
     Its leases are void from then on for every process, also one on another machine (which
@@ -159,16 +166,16 @@ def presence_released(dsn: str, pid: int, killed_at: float) -> float:
     """
     import socket
 
-    import psycopg
-
     from agentsession.store._postgres_presence import presence_void
 
     owner = f"{socket.gethostname()}:{pid}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for _ in range(1200):
+    try:
+        for _ in range(6000):
             with conn.transaction():
                 row = conn.execute(f"SELECT {presence_void('%s')}", (owner,)).fetchone()
             if row and row[0]:
                 return time.perf_counter() - killed_at
-            time.sleep(0.05)
+            time.sleep(0.01)
+    finally:
+        conn.close()
     raise RuntimeError("the killed process's presence was never released")

@@ -46,7 +46,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _fleet import Follower, follower_figures, presence_released, restart_postgres
+from _fleet import (
+    Follower,
+    follower_figures,
+    presence_probe,
+    presence_released,
+    restart_postgres,
+)
 from _results import save
 
 HERE = Path(__file__).parent
@@ -203,6 +209,7 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             for sid in ids:
                 queue.put_nowait(sid)
             stop = asyncio.Event()
+            probe = await asyncio.to_thread(presence_probe, dsn)
             followers = [Follower(ids[i % len(ids)]) for i in range(args.followers)]
             following = [asyncio.create_task(f.run(client, servers, stop)) for f in followers]
 
@@ -223,7 +230,7 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
                             released.append(
                                 asyncio.create_task(
                                     asyncio.to_thread(
-                                        presence_released, dsn, pid, servers.killed_at
+                                        presence_released, probe, pid, servers.killed_at
                                     )
                                 )
                             )
