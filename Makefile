@@ -110,6 +110,10 @@ wheel-check: dist
 	rm -rf $(WHEEL_VENV) && $(BIN)/python -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls dist/*.whl)[cli]"
 	cd $(WHEEL_VENV) && bin/agentsession --version
+	cd $(WHEEL_VENV) && bin/python -c "from importlib.resources import files; s = files('agentsession') / 'server' / 'static'; \
+	  missing = [n for n in ('app.js', 'render.js', 'app.css', 'vendor/marked.umd.js', 'vendor/purify.min.js', \
+	  'vendor/THIRD_PARTY.md', 'vendor/LICENSE.marked', 'vendor/LICENSE.dompurify') if not (s / n).is_file()]; \
+	  assert not missing, f'the wheel lacks the web UI files {missing}'"
 	cd $(WHEEL_VENV) && AGENTSESSION_DEMO_DB=demo/sessions.db bin/python -m agentsession.cli.demo >demo.log \
 	  && grep -q "open demo/report.html" demo.log && test -s demo/report.html
 

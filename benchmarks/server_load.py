@@ -6,13 +6,23 @@
 ``--sessions`` sessions each get ``--prompts`` prompts, one after another, from ``--clients``
 concurrent HTTP clients; each prompt goes to the next live server in turn and is read to the
 end of its event stream. When a third of the prompts are answered one server is SIGKILLed
-mid-run. A client whose server died (or that finds the session still leased by it) asks another
-server to ``retry`` the turn, or sends the prompt again if the log never got it. At the end:
+mid-run; at two thirds the PostgreSQL server is restarted (``pg_ctl restart -m fast``: every
+connection cut). A client whose server died (or that finds the session still leased by it) asks
+another server to ``retry`` the turn, or sends the prompt again if the log never got it. Each
+session works in a folder of its own (``--workspaces``). ``--followers`` clients follow sessions'
+``/events``, dropping the stream every few events and coming back on another process with
+``Last-Event-ID`` (``_fleet.py``). At the end:
 
 - lost entries: answered prompts whose user entry or answer is missing from the log, and logs
   whose entries are not every seq from 0 to the log's end;
 - duplicate tool runs: tool calls that ran twice (each run appends its text to a file);
-- stuck sessions: sessions a live server cannot take one more prompt on.
+- stuck sessions: sessions a live server cannot take one more prompt on; stuck processes: live
+  servers that do not answer ``/readyz`` or a prompt on a new session;
+- SSE gaps and duplicates: an id a follower saw that is not the one after its last;
+- takeover: for each turn the kill broke, the seconds from the kill until another process
+  accepted the session (its ``retry`` or prompt answered its first event; under load mostly
+  queueing), and the seconds until the database released the killed process's presence lock
+  (from then on its leases are void for every process, on any machine).
 
 Throughput is answered prompts per second of the whole run; latency is per prompt, from the
 request to the answer, including retries after the kill.
@@ -36,6 +46,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _fleet import (
+    Follower,
+    follower_figures,
+    presence_probe,
+    presence_released,
+    restart_postgres,
+)
 from _results import save
 
 HERE = Path(__file__).parent
@@ -48,15 +65,18 @@ def _port() -> int:
 
 
 class Servers:
-    def __init__(self, count: int, dsn: str, runs: Path) -> None:
+    def __init__(self, count: int, dsn: str, runs: Path, workspaces: Path | None) -> None:
         self.urls: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
         self.dead: set[int] = set()
+        self.killed_at = 0.0
+        extra = [str(workspaces)] if workspaces is not None else []
+        worker = str(HERE / "server_worker.py")
         for _ in range(count):
             port = _port()
             self.processes.append(
                 subprocess.Popen(
-                    [sys.executable, str(HERE / "server_worker.py"), dsn, str(port), str(runs)],
+                    [sys.executable, worker, dsn, str(port), str(runs), *extra],
                     stderr=subprocess.DEVNULL,
                 )
             )
@@ -82,6 +102,7 @@ class Servers:
 
     def kill(self, index: int) -> None:
         self.dead.add(index)
+        self.killed_at = time.perf_counter()
         self.processes[index].send_signal(signal.SIGKILL)
         self.processes[index].wait()
 
@@ -93,24 +114,34 @@ class Servers:
             process.wait(60)
 
 
-async def _turn(client: httpx.AsyncClient, url: str, path: str, body: dict[str, Any]) -> str | None:
-    """Run a turn to its end; its answer, or ``None`` when it did not finish here."""
+async def _turn(
+    client: httpx.AsyncClient, url: str, path: str, body: dict[str, Any]
+) -> tuple[str | None, float | None]:
+    """Run a turn to its end: its answer (``None``: it did not finish here), and when the
+    server accepted it (``None``: refused)."""
     async with client.stream("POST", url + path, json=body) as response:
         if response.status_code != 200:
             await response.aread()
-            return None
+            return None, None
+        accepted = time.perf_counter()
         event = ""
         async for line in response.aiter_lines():
             if line.startswith("event: "):
                 event = line[7:]
             elif line.startswith("data: ") and event == "turn_finished":
-                return str(json.loads(line[6:])["result"]["text"])
-    return None
+                return str(json.loads(line[6:])["result"]["text"]), accepted
+    return None, accepted
+
+
+class StoreAway(Exception):
+    """The server could not read the log (the database restarting): ask again later."""
 
 
 async def _log_has(client: httpx.AsyncClient, url: str, sid: str, text: str) -> tuple[bool, bool]:
     """Whether the log holds the prompt ``text``, and an answer after it."""
     exported = await client.get(f"{url}/sessions/{sid}/export")
+    if exported.status_code != 200:
+        raise StoreAway(exported.status_code)
     lines = [json.loads(x) for x in exported.text.splitlines()[1:]]
     users = [i for i, e in enumerate(lines) if e["kind"] == "user" and e.get("content") == text]
     if not users:
@@ -119,34 +150,52 @@ async def _log_has(client: httpx.AsyncClient, url: str, sid: str, text: str) -> 
     return True, any(e["kind"] == "assistant" and not e.get("tool_calls") for e in after)
 
 
-async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: str) -> None:
+async def prompt(
+    client: httpx.AsyncClient, servers: Servers, sid: str, text: str, takeovers: list[float]
+) -> None:
     """One prompt to its answer, across server deaths; never sent twice once the log has it."""
     path = f"/sessions/{sid}/prompt"
     body: dict[str, Any] = {"text": text}
-    check = False
-    for _ in range(200):
-        url = servers.urls[servers.next()]
+    check = broken = False
+    for _ in range(400):
+        index = servers.next()
+        url = servers.urls[index]
         try:
             if check:  # a turn that broke off: ask the log what happened before acting again
                 sent, answered = await _log_has(client, url, sid, text)
                 if answered:
+                    if broken:  # another process finished it (a retry by another client)
+                        takeovers.append(time.perf_counter() - servers.killed_at)
                     return
                 path, body = (f"/sessions/{sid}/retry", {}) if sent else (path, {"text": text})
-            if await _turn(client, url, path, body) is not None:
+            answer, accepted = await _turn(client, url, path, body)
+            if accepted is not None and broken:
+                takeovers.append(accepted - servers.killed_at)
+                broken = False
+            if answer is not None:
                 return
-        except httpx.TransportError:
-            pass  # that server died: the next one takes over
+            broken = broken or (index in servers.dead and servers.killed_at > 0)
+        except (httpx.TransportError, StoreAway):
+            # That server died (the next one takes over), or the database was away.
+            broken = broken or (index in servers.dead and servers.killed_at > 0)
         check = True
         await asyncio.sleep(0.2)  # the dead process's lease is found void on the next try
     raise RuntimeError(f"prompt {text!r} never finished")
 
 
 async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
-    runs = Path(tempfile.mkdtemp()) / "tool_runs.txt"
-    servers = Servers(args.servers, dsn, runs)
-    limits = httpx.Limits(max_connections=args.clients * 2)
+    scratch = Path(tempfile.mkdtemp())
+    runs = scratch / "tool_runs.txt"
+    workspaces = scratch / "workspaces" if args.workspaces else None
+    servers = Servers(args.servers, dsn, runs, workspaces)
+    limits = httpx.Limits(max_connections=(args.clients + args.followers) * 2)
     timeout = httpx.Timeout(300.0, connect=30.0)
     latencies: list[float] = []
+    takeovers: list[float] = []
+    restarted: list[float] = []
+    restarts: list[asyncio.Task[float]] = []
+    released: list[asyncio.Task[float]] = []
+    presence: list[float] = []
     done = 0
     total = args.sessions * args.prompts
     try:
@@ -159,6 +208,10 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             queue: asyncio.Queue[str] = asyncio.Queue()
             for sid in ids:
                 queue.put_nowait(sid)
+            stop = asyncio.Event()
+            probe = await asyncio.to_thread(presence_probe, dsn)
+            followers = [Follower(ids[i % len(ids)]) for i in range(args.followers)]
+            following = [asyncio.create_task(f.run(client, servers, stop)) for f in followers]
 
             async def worker() -> None:
                 nonlocal done
@@ -167,25 +220,56 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
                     for n in range(args.prompts):
                         text = f"{sid[:8]} prompt {n} of the load run"
                         started = time.perf_counter()
-                        await prompt(client, servers, sid, text)
+                        await prompt(client, servers, sid, text, takeovers)
                         latencies.append(time.perf_counter() - started)
                         done += 1
                         if done == total // 3 and not servers.dead:
-                            servers.kill(len(servers.urls) - 1)
+                            victim = len(servers.urls) - 1
+                            servers.kill(victim)
+                            pid = servers.processes[victim].pid
+                            released.append(
+                                asyncio.create_task(
+                                    asyncio.to_thread(
+                                        presence_released, probe, pid, servers.killed_at
+                                    )
+                                )
+                            )
+                        if done == 2 * total // 3 and args.restart_postgres and not restarts:
+                            restarts.append(
+                                asyncio.create_task(asyncio.to_thread(restart_postgres, dsn))
+                            )
 
             began = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(args.clients)))
             elapsed = time.perf_counter() - began
+            restarted = [await task for task in restarts]
+            presence = [await task for task in released]
+            stop.set()
+            for task in following:  # a follower waits on a quiet log: it stops where it is
+                task.cancel()
+            await asyncio.gather(*following, return_exceptions=True)
+            for follower in followers:
+                await follower.finish(client, servers)
             checks = await _check(client, servers, ids, args.prompts, runs)
+            checks["stuck_processes"] = await _stuck_processes(client, servers)
     finally:
         servers.stop()
     latencies.sort()
     return {
+        "python": sys.version.split()[0],
         "servers": args.servers,
+        "workspaces": bool(args.workspaces),
         "sessions": args.sessions,
         "prompts_per_session": args.prompts,
         "clients": args.clients,
         "killed": 1,
+        "postgres_restarts": len(restarted),
+        "postgres_restart_seconds": round(restarted[0], 1) if restarted else None,
+        "presence_released_s": round(presence[0], 2) if presence else None,
+        "takeovers": len(takeovers),
+        "takeover_max_s": round(max(takeovers), 2) if takeovers else None,
+        "takeover_p50_s": round(statistics.median(takeovers), 2) if takeovers else None,
+        **follower_figures(followers),
         "answered": done,
         "seconds": round(elapsed, 1),
         "prompts_per_second": round(done / elapsed, 1),
@@ -197,26 +281,50 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
 
 async def _check(
     client: httpx.AsyncClient, servers: Servers, ids: list[str], prompts: int, runs: Path
-) -> dict[str, int]:
+) -> dict[str, Any]:
     url = servers.urls[servers.next()]
     lost = stuck = 0
+    problems: list[str] = []
     for sid in ids:
         exported = await client.get(f"{url}/sessions/{sid}/export")
         lines = [json.loads(x) for x in exported.text.splitlines()[1:]]
         for n in range(prompts):
             text = f"{sid[:8]} prompt {n} of the load run"
             sent, answered = await _log_has(client, url, sid, text)
-            lost += not (sent and answered)
+            if not (sent and answered):
+                lost += 1
+                problems.append(f"{sid}: prompt {n} sent={sent} answered={answered}")
         header = json.loads(exported.text.splitlines()[0])
         info = (await client.get(f"{url}/sessions/{sid}")).json()
         # The export holds every seq from 0 to the log's end: a gap would be a lost entry.
-        lost += header["id"] != sid or not lines or len(lines) != info["entries"]
-        if await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"}) is None:
-            stuck += 1
+        if header["id"] != sid or not lines or len(lines) != info["entries"]:
+            lost += 1
+            kinds = [e["kind"] for e in lines[-12:]]
+            problems.append(f"{sid}: {len(lines)} exported, {info['entries']} entries; {kinds}")
+        answer, _ = await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"})
+        stuck += answer is None
     text = await asyncio.to_thread(runs.read_text) if runs.exists() else ""  # noqa: ASYNC240
     ran = Counter(text.splitlines())
     duplicates = sum(c - 1 for line, c in ran.items() if c > 1 and line != "one more")
-    return {"lost_entries": lost, "duplicate_tool_runs": duplicates, "stuck_sessions": stuck}
+    return {
+        "lost_entries": lost,
+        "duplicate_tool_runs": duplicates,
+        "stuck_sessions": stuck,
+        "problems": problems[:10],
+    }
+
+
+async def _stuck_processes(client: httpx.AsyncClient, servers: Servers) -> int:
+    """Live servers that are not ready or do not answer a prompt on a new session."""
+    stuck = 0
+    for index, url in enumerate(servers.urls):
+        if index in servers.dead:
+            continue
+        ready = await client.get(url + "/readyz")
+        sid = (await client.post(url + "/sessions", json={})).json()["id"]
+        answer, _ = await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"})
+        stuck += ready.status_code != 200 or answer is None
+    return stuck
 
 
 def main() -> int:
@@ -225,6 +333,16 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--prompts", type=int, default=10)
     parser.add_argument("--clients", type=int, default=40)
+    parser.add_argument("--followers", type=int, default=20)
+    parser.add_argument(
+        "--no-workspaces", dest="workspaces", action="store_false", help="sessions share a folder"
+    )
+    parser.add_argument(
+        "--no-restart-postgres",
+        dest="restart_postgres",
+        action="store_false",
+        help="do not restart PostgreSQL at two thirds",
+    )
     args = parser.parse_args()
     dsn = os.environ.get("AGENTSESSION_TEST_PG_DSN")
     if not dsn:
@@ -234,8 +352,10 @@ def main() -> int:
     path = save("server_load", figures, command=command)
     print(json.dumps(figures, indent=1))
     print(f"saved {path}")
-    bad = figures["lost_entries"] + figures["duplicate_tool_runs"] + figures["stuck_sessions"]
-    return 1 if bad else 0
+    zeros = ("lost_entries", "duplicate_tool_runs", "stuck_sessions", "stuck_processes")
+    bad = sum(figures[k] for k in (*zeros, "sse_gaps", "sse_duplicates"))
+    slow = figures["presence_released_s"] is not None and figures["presence_released_s"] > 5.0
+    return 1 if bad or slow else 0
 
 
 if __name__ == "__main__":

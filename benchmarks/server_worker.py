@@ -1,11 +1,12 @@
 """One server process of ``server_load.py``: ``create_app`` on PostgreSQL, served by uvicorn.
 
-    python server_worker.py DSN PORT RUNS_FILE
+    python server_worker.py DSN PORT RUNS_FILE [WORKSPACES]
 
 The model is scripted (no provider): each prompt calls ``count_words`` once and then answers
 with the count, so a prompt is two provider calls and one tool call. The tool appends the text
 it was called with to RUNS_FILE (one line per run, O_APPEND), so the benchmark can count tool
-runs across processes: a line seen twice is a tool that ran twice.
+runs across processes: a line seen twice is a tool that ran twice. With WORKSPACES each session
+works in a folder of its own under it (``create_app(workspaces=…)``), as ``serve --workspaces``.
 """
 
 from __future__ import annotations
@@ -48,13 +49,14 @@ def reply(request: ags.Request) -> object:
 async def main() -> None:
     global RUNS
     dsn, port, RUNS = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    workspaces = sys.argv[4] if len(sys.argv) > 4 else None
     runtime = ags.Runtime(
         store=ags.PostgresStore(dsn),
         model=ags.ScriptedModel(reply, name="scripted:bench"),
         tools=[count_words],
         config=ags.Config(retry_base_delay=0),
     )
-    app = ags.server.create_app(runtime)
+    app = ags.server.create_app(runtime, workspaces=workspaces)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )

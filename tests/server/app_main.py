@@ -9,7 +9,9 @@ scripted by the prompt: ``approve …`` calls a tool the preset asks about, ``wa
 tool that finishes when the file GATES/NAME exists (so a test decides when a turn moves on,
 without sleeping), ``fail`` fails the provider call once, anything else calls ``count_words``
 and answers with the count. With ``--workspaces`` the built-in file tools come too (preset
-workspace-write): ``write PATH TEXT`` writes a file, ``read PATH`` reads one.
+workspace-write): ``write PATH TEXT`` writes a file, ``read PATH`` reads one, ``run CMD`` runs a
+command (after approval). ``md TEXT`` answers TEXT itself (Markdown for the web UI); ``slow NAME``
+streams its answer's text, then holds the reply until the file GATES/NAME exists.
 Prints ``PORT <n>`` once listening on an ephemeral loopback port.
 """
 
@@ -20,11 +22,13 @@ import asyncio
 import os
 import socket
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import uvicorn
 
 import agentsession as ags
+from agentsession.providers.base import ModelDone, ModelEvent
 from agentsession.providers.scripted import Reply
 from agentsession.request import ToolResultMessage, UserMessage, text_of
 from agentsession.server.limits import deadline_protocol
@@ -84,10 +88,35 @@ def reply(request: ags.Request) -> Reply:
         return [ags.ToolCall("write_file", {"path": path, "content": content})]
     if word == "read":
         return [ags.ToolCall("read_file", {"path": rest})]
+    if word == "run":
+        return [ags.ToolCall("run_command", {"command": rest})]
+    if word == "md":
+        return rest  # the answer is the rest of the prompt, as Markdown
+    if word == "slow":
+        return f"streamed while gate {rest} was shut, then finished"
     if word == "fail" and text not in _failed:
         _failed.add(text)
         return ags.ProviderError("the provider failed (scripted)")
     return [ags.ToolCall("count_words", {"text": text})]
+
+
+async def _gate(name: str) -> None:
+    for _ in range(6000):  # 10 minutes at most, as wait_gate
+        if (GATES / name).exists():
+            return
+        await asyncio.sleep(0.1)
+
+
+class GatedModel(ags.ScriptedModel):
+    """The scripted model; for ``slow NAME`` it streams the text, then waits for gate NAME."""
+
+    async def stream(self, request: ags.Request) -> AsyncIterator[ModelEvent]:
+        users = [m for m in request.messages if isinstance(m, UserMessage)]
+        word, _, rest = (text_of(users[-1].content) if users else "").partition(" ")
+        async for event in super().stream(request):
+            if word == "slow" and isinstance(event, ModelDone):
+                await _gate(rest)
+            yield event
 
 
 async def main() -> None:
@@ -111,7 +140,7 @@ async def main() -> None:
         store = ags.SQLiteStore(args.db)
     runtime = ags.Runtime(
         store=store,
-        model=ags.ScriptedModel(reply, name="scripted:test"),
+        model=GatedModel(reply, name="scripted:test"),
         tools=[count_words, deploy, wait_gate, *(ags.builtin_tools() if args.workspaces else [])],
         project_dir=Path(args.gates),
         config=ags.Config(

@@ -154,7 +154,9 @@ def serve_cli(cwd: Path, *argv: str, env: dict[str, str] | None = None) -> Itera
         cwd=cwd,
     )
     headers = {}
-    if "--token" not in argv and "--no-auth" not in argv:
+    given = {"--token", "--token-file", "--no-auth"} & set(argv)
+    given = given or {"AGENTSESSION_TOKEN"} & set(env or {})
+    if not given:
         # Without a token given, serve makes one for the run and prints it first.
         headers = {"Authorization": f"Bearer {printed_url(process)[1]}"}
     base = f"http://127.0.0.1:{port}"

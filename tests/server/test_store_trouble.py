@@ -170,3 +170,49 @@ async def test_a_store_error_ends_events_with_an_error_event(tmp_path: Path) -> 
     assert got[-1].event == "error" and got[-1].data["error"]["type"] == "StoreError"
     assert "/srv" not in events.text
     await runtime.close()
+
+
+async def test_a_refused_prompt_is_never_answered_with_the_previous_turns_answer(
+    tmp_path: Path,
+) -> None:
+    """The store refuses the write that admits the second prompt (a database restarting): the
+    server must run that prompt once the store is back, not report the first turn's end as its
+    own (found by ``benchmarks/server_load.py``: a prompt answered but missing from the log)."""
+    from agentsession.log import UserEntry
+
+    from ..wrapped_stores import Refusing
+
+    refusals: list[str] = []
+
+    def refuse(entries: object) -> bool:
+        texts = [e.content for e in entries if isinstance(e, UserEntry)]  # type: ignore[attr-defined]
+        if texts == ["second prompt"] and not refusals:
+            refusals.append("refused")
+            return True
+        return False
+
+    store = Refusing(ags.SQLiteStore(tmp_path / "db.sqlite"), refuse)
+    runtime = ags.Runtime(
+        store=store,
+        model=ags.ScriptedModel(lambda request: f"answer {len(request.messages)}"),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        sid = (await client.post("/sessions", json={})).json()["id"]
+        first = await client.post(f"/sessions/{sid}/prompt", json={"text": "first prompt"})
+        second = await client.post(f"/sessions/{sid}/prompt", json={"text": "second prompt"})
+    records = await store.inner.read(sid)
+    await runtime.close()
+    assert refusals == ["refused"]
+    ends = [list(frames(iter(r.text.splitlines())))[-1] for r in (first, second)]
+    assert ends[0].event == "turn_finished"
+    users = [r.entry.content for r in records if isinstance(r.entry, UserEntry)]
+    if ends[1].event == "turn_finished":
+        # Answered: then the prompt is in the log, with an answer of its own.
+        assert users == ["first prompt", "second prompt"]
+        assert ends[1].data["result"]["text"] != ends[0].data["result"]["text"]
+    else:  # or refused, saying so: the client sends it again
+        assert ends[1].event == "error" and users == ["first prompt"]

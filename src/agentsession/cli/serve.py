@@ -1,6 +1,6 @@
 """``agentsession serve``: the HTTP server over the command line's database and model.
 
-``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T]
+``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T] [--token-file F]
 [--allowed-host NAME] [--no-auth] [--workspaces DIR] [--preset NAME] [--otlp-endpoint URL]
 [--idle-interval SECONDS]``.
 Without ``--token`` the server makes a random token for the run and prints the URL that carries
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from .serve_tokens import TOKEN_ENV, given_tokens
 
 if TYPE_CHECKING:
     from ..providers.base import Model
@@ -63,6 +64,15 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         help="a bearer token clients must send (repeatable; 'sha256:<hex>' gives its hash"
         " instead); required to listen on a non-loopback address. Without it a random token is"
         " made for the run and printed in the URL to open",
+    )
+    add(
+        "--token-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="read bearer tokens from a file, one per line ('#' starts a comment); the"
+        f" variable {TOKEN_ENV} may also hold tokens (separated by spaces). Either keeps the"
+        " secret off the command line",
     )
     add(
         "--no-auth",
@@ -394,6 +404,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
 async def serve(inv: Invocation) -> int:
     """Run the server until interrupted (SIGINT/SIGTERM: turns finish or are cancelled)."""
     args = inv.args
+    args.token = given_tokens(args.token, args.token_file)
     _check_bind(args.host, args.token, args.no_auth)
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")

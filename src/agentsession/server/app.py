@@ -34,11 +34,12 @@ from .models import ModelResolver, ServerModels
 from .notify import Notifier
 from .openapi import openapi_document
 from .owners import Owners
+from .search_routes import search_routes
 from .sessions import session_routes
 from .state import BodyTooLargeError, NotAuthorizedError, NoTurnError, ServerState
 from .turn_routes import lease_details, turn_routes
 from .turns import ObserverOf, Turns
-from .ui_page import PAGE, PAGE_POLICY
+from .ui_page import ui_routes
 from .wire import error_body, status_of
 from .workspaces import Workspaces
 
@@ -133,20 +134,18 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())
 
-    async def index(request: Request) -> Response:
-        return HTMLResponse(PAGE, headers={"Content-Security-Policy": PAGE_POLICY})
-
     async def docs(request: Request) -> Response:
         return HTMLResponse(docs_page())
 
     routes = [
-        Route("/", index, methods=["GET"]),
+        *ui_routes(),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
         *health_routes(),
         *session_routes(),
         *turn_routes(),
         *inspect_routes(),
+        *search_routes(),
     ]
     app = Starlette(
         routes=routes,

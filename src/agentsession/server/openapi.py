@@ -323,7 +323,35 @@ def _health_paths() -> dict[str, Any]:
                 "responses": {"200": _json({"type": "object", "required": ["openapi", "paths"]})},
             }
         },
+        "/search": {
+            "parameters": [
+                {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
+                {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+            ],
+            "get": {
+                "summary": "The caller's messages holding every word, newest first",
+                "responses": {"200": _json(_SEARCH)},
+            },
+        },
     }
+
+
+_HIT = {
+    "type": "object",
+    "required": ["session_id", "title", "seq", "role", "snippet"],
+    "properties": {
+        "session_id": {"type": "string"},
+        "title": {"type": ["string", "null"]},
+        "seq": {"type": "integer"},
+        "role": {"enum": ["user", "assistant", "tool"]},
+        "snippet": {"type": "string"},
+    },
+}
+_SEARCH = {
+    "type": "object",
+    "required": ["query", "hits"],
+    "properties": {"query": {"type": "string"}, "hits": {"type": "array", "items": _HIT}},
+}
 
 
 def openapi_document() -> dict[str, Any]:

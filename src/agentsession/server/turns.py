@@ -216,8 +216,14 @@ class Turns:
             stream = stream_of(session)
             while not await pump.drain(stream):
                 # The store refused a write and it is written now (the store is back): run the
-                # turn on, as a client could not — unless that write was the turn's end.
-                pump.finished = await _ended(self._runtime.store, session.id)
+                # turn on, as a client could not — unless that write was the turn's end. When
+                # nothing of this turn was stored (its admission was refused) it starts again:
+                # the log's last finished step is an earlier turn's, never this one's answer.
+                store = self._runtime.store
+                if (await store.get_session(session.id)).next_seq <= start_seq:
+                    stream = stream_of(session)
+                    continue
+                pump.finished = await _ended(store, session.id, start_seq)
                 if pump.finished is not None:
                     break
                 stream = session.stream_retry()
@@ -350,10 +356,16 @@ async def _flushed(session: Session) -> bool:
     return False
 
 
-async def _ended(store: Store, session_id: str) -> TurnFinished | None:
-    """The turn's end when the log's last step finished it (its answer was the refused write)."""
+async def _ended(store: Store, session_id: str, start_seq: int) -> TurnFinished | None:
+    """The turn's end when its last step finished it (its answer was the refused write).
+
+    Only a step of this turn counts (from ``start_seq`` on): an earlier turn's end is not this
+    one's answer.
+    """
     last = await store.last(session_id, ["dispatch"])
-    tail = await store.read(session_id, last.seq) if last is not None else []
+    if last is None or last.seq < start_seq:
+        return None
+    tail = await store.read(session_id, last.seq)
     if not tail or not step_state(tail).finished:
         return None
     answers = [r.entry for r in tail if isinstance(r.entry, AssistantEntry)]

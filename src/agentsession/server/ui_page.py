@@ -1,230 +1,144 @@
-"""The web UI at ``/``: one self-contained page, plain HTML and JavaScript, no build step.
+"""The web UI at ``/``: a page and a few static files shipped in the package, no build step.
 
-Sessions on the left; the chat on the right, streamed from the prompt's event stream (read with
-``fetch`` so a bearer token can travel in a header); tool calls, their results and approvals
-inline; a link to each session's report. Every text from the server is inserted as text, never
-as markup; approval questions and tool calls show control characters and bidirectional
-overrides as escapes. The page runs under a policy naming its one style and one script by hash.
-A ``?token=`` in its URL (what ``serve`` prints) is kept in the browser and dropped from the
-address bar.
+The page is plain HTML; its behaviour and look are files under ``static/`` (``app.js`` the state
+and the streams, ``render.js`` how entries, tool calls and Markdown are drawn, ``app.css``), and
+two pinned third-party files under ``static/vendor/`` (a Markdown renderer and an HTML sanitizer;
+versions, licenses and checksums in ``static/vendor/THIRD_PARTY.md``). They are read once from
+the installed package and served from ``/ui/<name>`` with an ETag; no other file is reachable.
+The page runs under a policy that allows scripts and styles from the server itself only
+(nothing inline) and fetches to the server only; the report's own script and style are named
+by hash, for the report the page opens from a blob.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
+from functools import cache
+from importlib.resources import files
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
 
 from ..inspection.report import REPORT_SOURCES
 
-__all__ = ["PAGE", "PAGE_POLICY"]
+__all__ = ["ASSETS", "PAGE_POLICY", "page", "ui_routes"]
 
-STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0; display: flex; height: 100vh; }
-aside { width: 17rem; border-right: 1px solid #ddd; padding: .8rem; overflow: auto; }
-main { flex: 1; display: flex; flex-direction: column; padding: .8rem; min-width: 0; }
-#log { flex: 1; overflow: auto; }
-.msg { margin: .4rem 0; padding: .4rem .6rem; border-radius: .4rem; white-space: pre-wrap; }
-.user { background: #e8f0fe; } .assistant { background: #f4f4f4; }
-.tool { background: #fff7e0; font-family: monospace; font-size: 13px; }
-.approval { background: #ffe8e8; } .error { background: #fdd; }
-.sessions button { display: block; width: 100%; text-align: left; margin: .2rem 0; }
-.current { font-weight: bold; }
-form { display: flex; gap: .4rem; } #text { flex: 1; }
-"""
+#: The files served under ``/ui/``: name → media type. Nothing else under ``static/`` is served.
+ASSETS = {
+    "app.css": "text/css; charset=utf-8",
+    "render.js": "text/javascript; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "vendor/marked.umd.js": "text/javascript; charset=utf-8",
+    "vendor/purify.min.js": "text/javascript; charset=utf-8",
+    "vendor/THIRD_PARTY.md": "text/markdown; charset=utf-8",
+}
 
-SCRIPT = """
-"use strict";
-const $ = (id) => document.getElementById(id);
-let current = null;
-// The token serve prints travels in the URL once: kept here, then dropped from the address bar.
-const params = new URLSearchParams(location.search);
-if (params.has("token")) {
-  localStorage.setItem("agentsession.token", params.get("token"));
-  params.delete("token");
-  const query = params.toString();
-  history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
-}
-$("token").value = localStorage.getItem("agentsession.token") || "";
-// Control characters and bidirectional overrides shown as escapes, as the command line shows
-// them: text a model wrote cannot reorder what an approval question says.
-const hidden = new RegExp("[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f" +
-  "\\u200e\\u200f\\u061c\\u202a-\\u202e\\u2066-\\u2069]", "g");
-function visible(text) {
-  return String(text).replace(hidden, (c) => {
-    const code = c.charCodeAt(0);
-    return code < 0x100 ? "\\\\x" + code.toString(16).padStart(2, "0")
-      : "\\\\u" + code.toString(16).padStart(4, "0");
-  });
-}
-$("token").addEventListener("change", () => {
-  localStorage.setItem("agentsession.token", $("token").value); loadSessions();
-});
-function headers(json) {
-  const h = {};
-  if ($("token").value) h["Authorization"] = "Bearer " + $("token").value;
-  if (json) h["Content-Type"] = "application/json";
-  return h;
-}
-async function call(method, path, body) {
-  const r = await fetch(path, {method, headers: headers(body !== undefined),
-    body: body === undefined ? undefined : JSON.stringify(body)});
-  if (!r.ok) { const e = await r.json(); throw new Error(e.error.type + ": " + e.error.message); }
-  return r;
-}
-function add(cls, text) {
-  const div = document.createElement("div");
-  div.className = "msg " + cls; div.textContent = text; $("log").appendChild(div);
-  $("log").scrollTop = $("log").scrollHeight; return div;
-}
-async function loadSessions() {
-  let list;
-  try { list = await (await call("GET", "/sessions?limit=100")).json(); }
-  catch (e) { $("sessions").textContent = e.message; return; }
-  $("sessions").replaceChildren();
-  for (const s of list.sessions) {
-    const b = document.createElement("button");
-    b.textContent = s.title || s.id.slice(0, 12);
-    b.dataset.id = s.id;
-    if (s.id === current) b.className = "current";
-    b.addEventListener("click", () => openSession(s.id));
-    $("sessions").appendChild(b);
-  }
-}
-async function openSession(id) {
-  current = id; $("log").replaceChildren();
-  $("title").textContent = "Session " + id.slice(0, 12);
-  $("report").hidden = false; $("report").href = "/sessions/" + id + "/report";
-  const r = await call("GET", "/sessions/" + id + "/export");
-  for (const line of (await r.text()).split("\\n").slice(1)) {
-    if (!line) continue;
-    const e = JSON.parse(line);
-    if (e.kind === "user") add("user", typeof e.content === "string" ? e.content : "[parts]");
-    if (e.kind === "assistant" && e.content) add("assistant", e.content);
-    if (e.kind === "tool_result") add("tool", e.name + " → " + e.content);
-  }
-  const info = await (await call("GET", "/sessions/" + id)).json();
-  for (const a of info.waiting_approvals) showApproval(a);
-  loadSessions();
-}
-$("report").addEventListener("click", async (ev) => {
-  if (!$("token").value) return;  // a plain link works without a token
-  ev.preventDefault();
-  const r = await call("GET", $("report").getAttribute("href"));
-  window.open(URL.createObjectURL(new Blob([await r.text()], {type: "text/html"})));
-});
-async function stream(path, body) {
-  const r = await call("POST", path, body);
-  const reader = r.body.getReader(); const decoder = new TextDecoder();
-  let buffer = "", answer = null;
-  for (;;) {
-    const {value, done} = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, {stream: true});
-    let cut;
-    while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
-      const frame = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
-      let event = "message", data = "";
-      for (const line of frame.split("\\n")) {
-        if (line.startsWith("event: ")) event = line.slice(7);
-        else if (line.startsWith("data: ")) data += line.slice(6);
-      }
-      if (data) answer = handle(event, JSON.parse(data), answer);
-    }
-  }
-  loadSessions();
-}
-function handle(event, data, answer) {
-  if (event === "text_delta") {
-    if (!answer) answer = add("assistant", "");
-    answer.textContent += data.text; return answer;
-  }
-  if (event === "tool_call_started") {
-    add("tool", visible("→ " + data.call.name + " " + JSON.stringify(data.call.arguments)));
-    return null;
-  }
-  if (event === "tool_result") { add("tool", data.name + " → " + data.content); return null; }
-  if (event === "approval_needed") { showApproval(data.request); return null; }
-  if (event === "provider_retry") { if (answer) answer.remove(); return null; }
-  if (event === "turn_finished" && !answer && data.result.text) add("assistant", data.result.text);
-  if (event === "turn_cancelled") add("error", "cancelled");
-  if (event === "error") add("error", data.error.type + ": " + data.error.message);
-  return answer;
-}
-function showApproval(request) {
-  const div = add("approval", visible("Approve " + request.name + " " +
-    JSON.stringify(request.arguments) + "? " + request.reason) + " ");
-  for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
-    const b = document.createElement("button");
-    b.textContent = label; b.className = approved ? "approve" : "deny";
-    b.addEventListener("click", async () => {
-      div.querySelectorAll("button").forEach((x) => x.remove());
-      div.appendChild(document.createTextNode(approved ? "approved" : "denied"));
-      const left = await (await call("POST", "/sessions/" + current + "/approvals/" +
-        encodeURIComponent(request.call_id), {approved})).json();
-      const path = "/sessions/" + current + "/resume";
-      if (left.waiting.length === 0) await run(() => stream(path, {}));
-    });
-    div.appendChild(b);
-  }
-}
-async function run(action) {
-  $("send").disabled = true;
-  try { await action(); } catch (e) { add("error", e.message); }
-  finally { $("send").disabled = false; }
-}
-$("new").addEventListener("click", () => run(async () => {
-  const s = await (await call("POST", "/sessions", {})).json(); await openSession(s.id);
-}));
-$("prompt").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const text = $("text").value;
-  if (!text.trim() || !current) return;
-  $("text").value = ""; add("user", text);
-  run(() => stream("/sessions/" + current + "/prompt", {text}));
-});
-loadSessions();
-"""
-
-
-def _digest(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
-
-
-#: The page's policy: its own style and script by hash (no ``'unsafe-inline'``), fetches to this
-#: server only, never framed; the report's sources too, for the report it opens from a blob.
+#: The page's policy: scripts and styles from this server only (none inline), fetches to this
+#: server only, never framed; the report's sources by hash, for the report it opens from a blob.
 PAGE_POLICY = (
-    f"default-src 'none'; style-src {_digest(STYLE)} {REPORT_SOURCES[0]};"
-    f" script-src {_digest(SCRIPT)} {REPORT_SOURCES[1]}; connect-src 'self'; img-src data:;"
+    f"default-src 'none'; style-src 'self' {REPORT_SOURCES[0]};"
+    f" script-src 'self' {REPORT_SOURCES[1]}; connect-src 'self'; img-src data:;"
     " base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
-PAGE = (
-    """<!doctype html>
+
+@cache
+def _asset(name: str) -> tuple[bytes, str]:
+    """A static file's bytes and its ETag (read once from the installed package)."""
+    data = files(__package__ or "agentsession.server").joinpath("static", *name.split("/"))
+    raw = data.read_bytes()
+    return raw, '"' + hashlib.sha256(raw).hexdigest()[:20] + '"'
+
+
+def _url(name: str) -> str:
+    """An asset's address, versioned by its content so a new release is never served stale."""
+    return f"/ui/{name}?v={_asset(name)[1].strip(chr(34))[:10]}"
+
+
+@cache
+def page() -> str:
+    """The page's HTML: the layout the scripts fill in."""
+    scripts = "".join(
+        f'<script src="{_url(name)}" defer></script>'
+        for name in ("vendor/marked.umd.js", "vendor/purify.min.js", "render.js", "app.js")
+    )
+    return f"""<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>agentsession</title>
-<style>"""
-    + STYLE
-    + """</style>
+<link rel="stylesheet" href="{_url("app.css")}">
+{scripts}
 </head>
 <body>
-<aside>
-  <label>Token <input id="token" type="password" placeholder="(none)" size="12"></label>
-  <p><button id="new">New session</button></p>
-  <div class="sessions" id="sessions"></div>
+<div id="app">
+<aside id="side" aria-label="Sessions">
+  <div class="side-head">
+    <strong>agentsession</strong>
+    <button id="new" type="button" title="New session (Alt+N)">New</button>
+  </div>
+  <input id="search" type="search" placeholder="Search (Ctrl+K)" aria-label="Search sessions">
+  <div id="results" hidden></div>
+  <nav class="sessions" id="sessions"></nav>
+  <details id="access">
+    <summary>Access token</summary>
+    <input id="token" type="password" placeholder="(none)" autocomplete="off"
+      aria-label="Access token">
+  </details>
+  <p class="keys">Enter sends · Shift+Enter new line · Esc stops · Ctrl+K search ·
+    Alt+N new · / message</p>
 </aside>
+<div id="scrim" hidden></div>
 <main>
-  <div><strong id="title">No session</strong> <a id="report" href="#" hidden>report</a></div>
-  <div id="log"></div>
-  <form id="prompt"><input id="text" autocomplete="off" placeholder="Message">
-  <button id="send">Send</button></form>
+  <header id="bar">
+    <button id="menu" type="button" aria-label="Sessions" title="Sessions">&#9776;</button>
+    <div class="bar-title"><strong id="title">New session</strong>
+      <span id="facts" class="facts"></span></div>
+    <span id="cost" class="cost" title="What this session cost"></span>
+    <a id="report" href="#" hidden target="_blank" rel="noopener">report</a>
+  </header>
+  <div id="log" role="log" aria-live="polite">
+    <p id="empty" class="empty">Type a message below: a session is created when you send it.</p>
+  </div>
+  <div id="status" hidden><span class="dots" aria-hidden="true"></span>
+    <span id="phase">Thinking…</span></div>
+  <form id="prompt">
+    <textarea id="text" rows="1" placeholder="Message (Enter sends, Shift+Enter new line)"
+      aria-label="Message"></textarea>
+    <button id="stop" type="button" hidden title="Stop the turn (Esc)">Stop</button>
+    <button id="send" type="submit">Send</button>
+  </form>
 </main>
-<script>"""
-    + SCRIPT
-    + """</script>
+</div>
 </body>
 </html>
 """
-)
+
+
+async def index(request: Request) -> Response:
+    return HTMLResponse(
+        page(), headers={"Content-Security-Policy": PAGE_POLICY, "Cache-Control": "no-cache"}
+    )
+
+
+async def asset(request: Request) -> Response:
+    name = request.path_params["name"]
+    media = ASSETS.get(name)
+    if media is None:
+        error = {"type": "NotFound", "message": "no such file in the web UI", "retryable": False}
+        return JSONResponse({"error": error}, status_code=404)
+    raw, etag = _asset(name)
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(raw, media_type=media, headers=headers)
+
+
+def ui_routes() -> list[Route]:
+    """The page and its files (they need no token: they hold nothing of any session)."""
+    return [
+        Route("/", index, methods=["GET"]),
+        Route("/ui/{name:path}", asset, methods=["GET"]),
+    ]
