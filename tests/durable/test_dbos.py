@@ -33,6 +33,7 @@ from .common import drive, shape
 from .engine_state import engine_bytes
 from .worker import CONFIG, store_of
 
+pytest.importorskip("dbos", reason="the durable extra (DBOS) is not installed")
 ROOT = Path(__file__).resolve().parents[2]
 #: One round of two parallel ``work`` calls, then text: six commits (see ``worker``).
 TEXT = "kill prompt 3: 1x2"
@@ -74,7 +75,7 @@ class Setup:
         )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
     if request.param == "sqlite":
         yield Setup(
