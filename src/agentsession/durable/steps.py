@@ -148,6 +148,19 @@ async def admit_prompt(runtime: Runtime, session_id: str, expected_seq: int, tex
         return Admitted(session_id, writer.next_seq - 1, digest(request))
 
 
+async def _ends_at(runtime: Runtime, session_id: str, seq: int, next_seq: int) -> bool:
+    """Whether the turn's log still ends at ``seq``: nothing but its own settling came after.
+
+    A tool's result commits with what the tool changed (a skill loaded, a file found), so a
+    step may end a few entries past the result it names; a prompt, a dispatch or an answer
+    after it means the log moved on.
+    """
+    if next_seq <= seq:
+        return False
+    later = await runtime.store.read(session_id, seq + 1)
+    return not any(isinstance(r.entry, UserEntry | Dispatch | AssistantEntry) for r in later)
+
+
 def _responded(session_id: str, tail: Sequence[Record], step: int) -> Responded | None:
     """The committed answer of the step ``tail`` (from its dispatch on) belongs to, if any."""
     answers = [r for r in tail if isinstance(r.entry, AssistantEntry)]
@@ -179,7 +192,7 @@ async def model_step(runtime: Runtime, session_id: str, after_seq: int, step: in
             found = _responded(session_id, tail, step)
             if found is not None:
                 return found
-        elif writer.next_seq - 1 != after_seq:
+        elif not await _ends_at(runtime, session_id, after_seq, writer.next_seq):
             raise _stale(session_id, after_seq, writer.next_seq - 1, "a model step")
         await session._ready()
         turn = await _turn(session)
