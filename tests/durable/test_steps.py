@@ -132,3 +132,37 @@ def test_the_neutral_layer_imports_no_engine() -> None:
     code = "import sys, agentsession.durable; print('dbos' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_tool_that_changes_the_context_commits_with_its_result(tmp_path: Path) -> None:
+    from ..skills.sessions import make_skills
+
+    skills = make_skills(tmp_path / "skills", "dice")
+    made = []
+    for _ in range(2):
+        made.append(
+            ags.Runtime(
+                model=ags.ScriptedModel(
+                    [[ags.ToolCall("load_skill", {"name": "dice"}, "l1")], "loaded"]
+                ),
+                store=ags.SQLiteStore(tmp_path / "sessions.db"),
+                skills_dirs=[skills],
+                project_dir=tmp_path,
+                config=CONFIG,
+            )
+        )
+    stepped_runtime, prompted_runtime = made
+    try:
+        stepped = (await stepped_runtime.create_session()).id
+        settled = await drive(stepped_runtime, stepped, "roll")
+        prompted = await prompted_runtime.create_session()
+        assert (await prompted.prompt("roll")).text == settled.text == "loaded"
+        await prompted.close()
+        a = await stepped_runtime.store.read(stepped)
+        kinds = [r.entry.kind for r in a]
+        # The result and the skill's load commit together, the model step still follows them.
+        assert kinds.index("tool_result") < kinds.index("skill_loaded") < len(kinds) - 2
+        assert shape(a) == shape(await prompted_runtime.store.read(prompted.id))
+    finally:
+        for runtime in made:
+            await runtime.close()
