@@ -197,7 +197,10 @@ def wait_for_queue(dsn: str) -> None:
     raise RuntimeError("no worker registered the turn queue")
 
 
-async def check(dsn: str, ids: list[str], prompts: int, runs: Path) -> dict[str, int]:
+async def check(
+    dsn: str, ids: list[str], prompts: int, runs: Path, succeeded: set[str]
+) -> dict[str, int]:
+    """Lost and duplicated work, from the logs: a turn still running (stuck) is not lost."""
     runtime = ags.Runtime(store=ags.PostgresStore(dsn), model=ags.ScriptedModel(reply))
     lost = admitted_twice = unknown = 0
     try:
@@ -205,30 +208,24 @@ async def check(dsn: str, ids: list[str], prompts: int, runs: Path) -> dict[str,
             records = await runtime.store.read(sid)
             lost += [r.seq for r in records] != list(range(len(records)))
             users = Counter(r.entry.content for r in records if isinstance(r.entry, UserEntry))
+            done = [n for n in range(prompts) if f"{sid}-{n}" in succeeded]
             for n in range(prompts):
                 seen = users[text_of_prompt(sid, n)]
-                lost += seen == 0
+                lost += seen == 0 and n in done
                 admitted_twice += max(0, seen - 1)
-            calls = [
-                c.id
-                for r in records
-                if isinstance(r.entry, AssistantEntry)
-                for c in r.entry.tool_calls
-            ]
-            results = Counter(
-                r.entry.call_id for r in records if isinstance(r.entry, ToolResultEntry)
-            )
-            lost += sum(results[c] != 1 for c in calls)
+            entries = [r.entry for r in records]
+            answers = [e for e in entries if isinstance(e, AssistantEntry) and not e.tool_calls]
+            lost += len(answers) < len(done)
+            results = Counter(e.call_id for e in entries if isinstance(e, ToolResultEntry))
             unknown += sum(
-                1
-                for r in records
-                if isinstance(r.entry, ToolResultEntry)
-                and r.entry.content == INTERRUPTED_RESULT["process"]
+                isinstance(e, ToolResultEntry) and e.content == INTERRUPTED_RESULT["process"]
+                for e in entries
             )
-            answers = [
-                r for r in records if isinstance(r.entry, AssistantEntry) and not r.entry.tool_calls
-            ]
-            lost += len(answers) < prompts
+            if len(done) == prompts:  # every turn finished: every call has one result
+                calls = [
+                    c.id for e in entries if isinstance(e, AssistantEntry) for c in e.tool_calls
+                ]
+                lost += sum(results[c] != 1 for c in calls)
     finally:
         await runtime.close()
     ran = Counter(runs.read_text().splitlines()) if runs.exists() else Counter()  # noqa: ASYNC240
@@ -265,10 +262,11 @@ def run_dbos(args: argparse.Namespace) -> dict[str, Any]:
         fleet.stop()
     done = [s for s in state.values() if s[0] == "SUCCESS"]
     latencies = sorted((s[2] - s[1]) / 1000 for s in done)
-    firsts = [f"{sid}-0" for sid in ids]
-    lasts = [f"{sid}-{args.prompts - 1}" for sid in ids]
+    succeeded = {w for w, s in state.items() if s[0] == "SUCCESS"}
+    firsts = [f"{sid}-0" for sid in ids if f"{sid}-0" in succeeded]
+    lasts = [f"{sid}-{args.prompts - 1}" for sid in ids if f"{sid}-{args.prompts - 1}" in succeeded]
     sizes = engine_bytes(url_of(dsn), firsts + lasts)
-    checks = asyncio.run(check(dsn, ids, args.prompts, runs))
+    checks = asyncio.run(check(dsn, ids, args.prompts, runs, succeeded))
     return {
         "workers": args.workers,
         "sessions": args.sessions,
@@ -284,10 +282,14 @@ def run_dbos(args: argparse.Namespace) -> dict[str, Any]:
         "p99_ms": round(latencies[max(0, int(len(latencies) * 0.99) - 1)] * 1000)
         if latencies
         else None,
-        "engine_bytes_first_turn": round(statistics.mean(sizes[w] for w in firsts)),
-        "engine_bytes_last_turn": round(statistics.mean(sizes[w] for w in lasts)),
+        "engine_bytes_first_turn": _mean([sizes[w] for w in firsts]),
+        "engine_bytes_last_turn": _mean([sizes[w] for w in lasts]),
         **checks,
     }
+
+
+def _mean(values: list[int]) -> int | None:
+    return round(statistics.mean(values)) if values else None
 
 
 def run_serve(args: argparse.Namespace) -> dict[str, Any]:
