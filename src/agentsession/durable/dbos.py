@@ -12,9 +12,8 @@ session's log, so the engine's history is the same size at the first turn and th
 and a workflow per turn, rather than one workflow for a session's life, keeps each history
 short without DBOS ever needing a continue-as-new.
 
-The queue is partitioned: at most ``partition_concurrency`` turns of one partition run at once
-across every worker (the partition is the session by default, so a session's turns run one at a
-time, in order; pass a tenant's id to limit a tenant instead). A tool step tells the neutral
+The queue is partitioned by session: a session's turns run one at a time, in order, across
+every worker; ``worker_concurrency`` caps the turns one worker runs. A tool step tells the neutral
 layer whether it started before, from a DBOS event it sets before the tool runs, so a tool whose
 worker died mid-run is closed as "may have run" and never run twice.
 """
@@ -45,7 +44,6 @@ class _Registration:
     runtime: Runtime
     queue_name: str
     worker_concurrency: int | None
-    partition_concurrency: int
     stale_retries: int
     polling_interval: float
     queue: Queue | None = None
@@ -59,26 +57,21 @@ def register(
     *,
     queue_name: str = QUEUE,
     worker_concurrency: int | None = None,
-    partition_concurrency: int = 1,
     stale_retries: int = 60,
     polling_interval: float = 1.0,
 ) -> None:
     """Bind ``runtime`` to the package's DBOS workflow and steps in this process.
 
     Call it after ``DBOS(config=...)`` and before ``DBOS.launch()``. ``worker_concurrency`` caps
-    the turns one worker runs at once; ``partition_concurrency`` the turns of one partition (a
-    session, or a tenant) across all workers. ``stale_retries`` is how often a step retries,
+    the turns one worker runs at once. ``stale_retries`` is how often a step retries,
     a second apart, while another live worker holds the session. ``polling_interval`` is how
     often, in seconds, a worker looks for queued turns.
     """
-    if partition_concurrency < 1:
-        raise UsageError(f"partition_concurrency must be at least 1, got {partition_concurrency}")
     _registered[:] = [
         _Registration(
             runtime,
             queue_name,
             worker_concurrency,
-            partition_concurrency,
             stale_retries,
             polling_interval,
         )
@@ -98,22 +91,23 @@ def turn_queue() -> Queue:
         reg.queue = DBOS.register_queue(
             reg.queue_name,
             worker_concurrency=reg.worker_concurrency,
-            partition_concurrency=reg.partition_concurrency,
+            partition_concurrency=1,  # one turn of a session at a time
             polling_interval_sec=reg.polling_interval,
         )
     return reg.queue
 
 
 def run_turn(
-    session_id: str, text: str, *, partition: str | None = None, workflow_id: str | None = None
+    session_id: str, text: str, *, workflow_id: str | None = None
 ) -> WorkflowHandle[Settled]:
     """Enqueue one turn of ``session_id``; its handle's result is the turn's ``Settled``.
 
-    ``partition`` (default: the session) is the queue partition whose concurrency is limited;
-    ``workflow_id`` makes the enqueue idempotent (DBOS starts one workflow per id).
+    The queue partition is the session: its turns run one at a time, in order (a turn holds
+    the session's lease only while a step runs, so two turns of a session must never
+    interleave). ``workflow_id`` makes the enqueue idempotent (one workflow per id).
     """
     queue = turn_queue()
-    with SetEnqueueOptions(queue_partition_key=partition or session_id):
+    with SetEnqueueOptions(queue_partition_key=session_id):
         if workflow_id is None:
             return queue.enqueue(_turn_workflow, session_id, text)
         with SetWorkflowID(workflow_id):
