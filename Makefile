@@ -12,7 +12,7 @@ $(BIN)/python:
 # One pip run, no upgrade of pip first, and no byte-compiling of every installed module
 # (--no-compile): that halves the install's CPU time; Python compiles what a run imports.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev,cli,openai,anthropic,gemini,postgres,tokens,mcp,server,otel]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev,cli,openai,anthropic,gemini,postgres,tokens,mcp,server,otel,durable]'
 	touch $(STAMP)
 
 demo: $(STAMP)

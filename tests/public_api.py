@@ -1,4 +1,4 @@
-"""The public surface as text: every name in ``agentsession.__all__`` and each public signature.
+"""The public surface as text: every name in ``agentsession.__all__`` (and ``MODULES``), signatures.
 
 ``test_public_api.py`` compares it with ``tests/fixtures/public_api.txt``, so any change to the
 public surface shows in review. After an intended change, write the file anew with
@@ -8,8 +8,10 @@ public surface shows in review. After an intended change, write the file anew wi
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 from collections.abc import Iterator
+from types import ModuleType
 
 import agentsession
 
@@ -50,11 +52,24 @@ def _members(cls: type) -> Iterator[str]:
                     yield f"{line} (from {base.__name__})"
 
 
+#: Public modules beside the top-level namespace, pinned with their names prefixed.
+MODULES = ("agentsession.durable",)
+
+
 def surface() -> list[str]:
     """One block per public name: what it is and, for callables, its signature."""
+    lines = _names(agentsession, "")
+    for module_name in MODULES:
+        module = importlib.import_module(module_name)
+        lines.extend(_names(module, f"{module_name}."))
+    return lines
+
+
+def _names(module: ModuleType, prefix: str) -> list[str]:
     lines = []
-    for name in agentsession.__all__:
-        value = getattr(agentsession, name)
+    for short in module.__all__:
+        value = getattr(module, short)
+        name = f"{prefix}{short}"
         if inspect.isclass(value):
             kind = "exception" if issubclass(value, BaseException) else "class"
             lines.append(f"{kind} {name}{_signature(value)}")

@@ -91,9 +91,16 @@ EXPECTED: dict[str, list[str]] = {
         r"stored: 4 messages, next seq 8",
         r"stored: 4 messages, next seq 8",
     ],
+    "dbos_worker.py": [
+        r"turn 1: Order 42 shipped on Tuesday\. \(end_turn, last seq \d+\)",
+        r"enqueued over HTTP: 202",
+        r"turn 2: You're welcome\. \(end_turn, last seq \d+\)",
+        r"tool runs: \['42'\]",
+        r"transcript: \['user', 'assistant', 'tool', 'assistant', 'user', 'assistant'\]",
+    ],
 }
 # What a script needs beyond the package and its dependencies.
-NEEDS = {"server.py": ("starlette", "httpx")}
+NEEDS = {"server.py": ("starlette", "httpx"), "dbos_worker.py": ("dbos", "starlette", "httpx")}
 
 
 def test_every_script_has_its_expected_output() -> None:

@@ -1,0 +1,142 @@
+"""Turns on DBOS: a worker runs them, an enqueuer and an HTTP endpoint start them.
+
+Each turn is one DBOS workflow whose steps pass references (a session id, seqs, call ids): the
+conversation stays in the session's log, so DBOS keeps a few hundred bytes per step. A worker
+binds its runtime with ``register(runtime)`` before ``DBOS.launch()``; ``run_turn(session_id,
+text)`` enqueues a turn from anywhere connected to the same DBOS system database and returns a
+workflow handle. Here everything runs offline in one process, on SQLite files in a temporary
+folder, with a scripted model. For a fleet, start ``python examples/dbos_worker.py worker
+STORE_DB SYSTEM_DB_URL`` once per worker (PostgreSQL for both on many machines) and enqueue from
+your web process. Needs the ``durable`` extra (DBOS); the endpoint needs Starlette and httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import agentsession as ags
+from agentsession.durable import dbos as durable
+
+LOOKUPS: list[str] = []
+
+
+@ags.tool
+def lookup_order(order: int) -> str:
+    """Look an order up.
+
+    Args:
+        order: The order's number.
+    """
+    LOOKUPS.append(str(order))  # the side effect a retried turn must not repeat
+    return f"order {order}: shipped Tuesday"
+
+
+def make_runtime(store_path: Path) -> ags.Runtime:
+    """The worker's runtime: its store, the scripted model, the application's tools."""
+    model = ags.ScriptedModel(
+        [
+            [ags.ToolCall("lookup_order", {"order": 42})],
+            "Order 42 shipped on Tuesday.",
+            "You're welcome.",
+        ]
+    )
+    return ags.Runtime(
+        model=model,
+        store=ags.SQLiteStore(store_path),
+        tools=[lookup_order],
+        project_dir=store_path.parent,
+        config=ags.Config(titles=False),
+    )
+
+
+def start_worker(runtime: ags.Runtime, system_db: str) -> None:
+    """Bind the runtime, launch DBOS (recovering what a dead worker left), listen to the queue."""
+    from dbos import DBOS
+
+    DBOS(
+        config={
+            "name": "agentsession-example",
+            "system_database_url": system_db,
+            "log_level": "WARNING",
+        }
+    )
+    durable.register(runtime, polling_interval=0.1)
+    DBOS.launch()
+    durable.turn_queue()
+
+
+def endpoint() -> object:
+    """An HTTP endpoint that enqueues a turn and answers at once with its workflow id."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def start_turn(request: Request) -> JSONResponse:
+        body = await request.json()
+        session_id = request.path_params["session_id"]
+        handle = await asyncio.to_thread(durable.run_turn, session_id, str(body["text"]))
+        return JSONResponse({"workflow_id": handle.workflow_id}, status_code=202)
+
+    return Starlette(routes=[Route("/sessions/{session_id}/turns", start_turn, methods=["POST"])])
+
+
+async def over_http(app: object, session_id: str, text: str) -> tuple[int, str]:
+    """POST a prompt to the endpoint in-process (no port, no network)."""
+    import httpx
+
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://example") as client:
+        response = await client.post(f"/sessions/{session_id}/turns", json={"text": text})
+    return response.status_code, str(response.json()["workflow_id"])
+
+
+def demo() -> None:
+    """Two turns offline: one enqueued directly, one through the endpoint."""
+    from dbos import DBOS
+
+    with tempfile.TemporaryDirectory() as folder:
+        runtime = make_runtime(Path(folder) / "sessions.db")
+        start_worker(runtime, f"sqlite:///{folder}/dbos.sqlite")
+        try:
+            session_id = runtime.create_session_sync().id
+            # The enqueuer: any process connected to DBOS's system database.
+            first = durable.run_turn(session_id, "Where is order 42?")
+            settled = first.get_result()
+            print(f"turn 1: {settled.text} ({settled.stop_reason}, last seq {settled.last_seq})")
+            status, workflow_id = asyncio.run(over_http(endpoint(), session_id, "Thanks!"))
+            print(f"enqueued over HTTP: {status}")
+            settled = DBOS.retrieve_workflow(workflow_id).get_result()
+            print(f"turn 2: {settled.text} ({settled.stop_reason}, last seq {settled.last_seq})")
+            print(f"tool runs: {LOOKUPS}")
+            messages = runtime.open_session_sync(session_id).messages
+            print(f"transcript: {[m.role for m in messages]}")
+        finally:
+            DBOS.destroy()
+            runtime.close_sync()
+
+
+def worker(store_path: str, system_db: str) -> None:
+    """Run turns until SIGTERM or SIGINT."""
+    from dbos import DBOS
+
+    runtime = make_runtime(Path(store_path))
+    start_worker(runtime, system_db)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    DBOS.destroy()
+    runtime.close_sync()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["worker"]:
+        worker(sys.argv[2], sys.argv[3])
+    else:
+        demo()
