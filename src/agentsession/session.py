@@ -25,18 +25,16 @@ from ._deprecated import DeprecatedSessionNames
 from ._memo import conforms
 from .engine.admission import Admitter
 from .engine.approvals import SessionApprovals
-from .engine.background import prepare_summary
 from .engine.costs import SessionCosts
 from .engine.deps import SessionDeps
 from .engine.guard import Guard
-from .engine.idle import Decide
-from .engine.idle import tend as tend_idle_session
 from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
 from .engine.steering import SessionInbox
 from .engine.titles import Naming, clean_title
 from .engine.turn import Start, Turn
+from .engine.upkeep import SessionUpkeep
 from .engine.views import SessionViews
 from .engine.writer import LogWriter
 from .errors import AgentSessionError, SessionBusyError, UsageError
@@ -49,7 +47,6 @@ from .events import (
     drain,
 )
 from .hygiene import prompt_content
-from .ledger.idle import IdleOutcome
 from .log import (
     LogEntry,
     ModelSwitched,
@@ -79,7 +76,14 @@ class Opened(NamedTuple):
     opener: Callable[[str], Awaitable[Session]] | None = None
 
 
-class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprovals, SessionInbox):
+class Session(
+    DeprecatedSessionNames,
+    SessionViews,
+    SessionCosts,
+    SessionApprovals,
+    SessionInbox,
+    SessionUpkeep,
+):
     """One durable conversation. Create with ``Runtime.create_session``/``open_session``."""
 
     def __init__(self, opened: Opened, /) -> None:
@@ -237,16 +241,6 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
             await self._recover()
             return await self._admitter.compact(await self._admitter.sample(), self.model)
 
-    async def prepare_compaction(self, *, min_tokens: int | None = None) -> bool:
-        """Write a summary now, while idle; the next prompt adopts it if nothing changed since.
-
-        Only past ``min_tokens`` in the live request (default: 80% of where a prompt compacts
-        by itself). The call is billed at once (a ``side_call``, reason ``"background"``).
-        """
-        return await prepare_summary(
-            self._deps, self._guard, self._admitter, self.model, min_tokens
-        )
-
     async def switch_model(self, model: Model) -> None:
         """Talk to ``model`` from the next request on; that request starts a new epoch.
 
@@ -274,14 +268,6 @@ class Session(DeprecatedSessionNames, SessionViews, SessionCosts, SessionApprova
                 self._admitter.epoch_reason = "model_switch"
             self._model = model
             self._naming.follow(model)
-
-    async def _tend_idle(self, decide: Decide | None = None) -> IdleOutcome:
-        """One idle decision for this session, acted on (``Runtime.tend_idle``)."""
-        await self._guard.settle_dropped()
-        args = (self._deps, self._admitter, self._guard, self._model, self._charges)
-        if decide is None:
-            return await tend_idle_session(self.id, *args)
-        return await tend_idle_session(self.id, *args, decide)
 
     # -- management ---------------------------------------------------------------------------
 

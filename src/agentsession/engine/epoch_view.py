@@ -21,6 +21,7 @@ from ..store.fast import LastNow, ReadNow
 __all__ = [
     "CachedView",
     "EpochView",
+    "dispatch_of",
     "epoch_of",
     "record_view_start",
     "standing_reason",
@@ -99,6 +100,12 @@ def record_view_start(record: Record) -> int:
 def epoch_of(record: Record) -> ContextEpoch:
     """The epoch a record of kind ``epoch`` holds."""
     assert isinstance(record.entry, ContextEpoch)
+    return record.entry
+
+
+def dispatch_of(record: Record) -> Dispatch:
+    """The dispatch a record of kind ``dispatch`` holds."""
+    assert isinstance(record.entry, Dispatch)
     return record.entry
 
 

@@ -19,9 +19,8 @@ during ``COMMIT``): the writer marks itself unsure, and before it next writes or
 reads the log's real end and takes whatever did commit, so the next append neither repeats nor
 conflicts. Pending entries found there, the same kinds and the same stored JSON at the seq they
 were meant for, were committed by the attempt whose answer was lost: they are taken as written, not
-written twice. Anything else there is another writer's: ``ConflictError``. Input another process
-accepted for the session (``input_queued``, the one entry a process that does not drive a session
-appends) makes the next append conflict: the writer takes it and writes after it.
+written twice. Anything else there is another writer's: ``ConflictError``, unless it is inbox
+input another process accepted (``log.commits.only_inputs``): that is taken, and written after.
 """
 
 from __future__ import annotations
@@ -39,9 +38,8 @@ from ..log import (
     LogEntry,
     Record,
     SystemPromptCheckpoint,
-    dump_entry,
 )
-from ..log.commits import commit_end
+from ..log.commits import commit_end, common_prefix, only_inputs
 from ..projection import VIEW_KINDS, to_message
 from ..request import Message
 from ..store.base import Store
@@ -50,6 +48,7 @@ from ..transcript import Transcript
 from .epoch_view import (
     CachedView,
     EpochView,
+    dispatch_of,
     epoch_of,
     record_view_start,
     view_rows_now,
@@ -57,10 +56,6 @@ from .epoch_view import (
 )
 
 __all__ = ["LogWriter"]
-
-#: The only kind a process that does not drive a session may append to its log (see
-#: ``engine/steering``): the driver's writer takes it and writes after it.
-_BESIDE = frozenset({"input_queued"})
 
 #: How many entries ``commit_end`` reads at a time (an admission is a handful).
 _PAGE = 64
@@ -166,8 +161,6 @@ class LogWriter:
                 try:
                     return await self._append(entries)
                 except ConflictError:
-                    # Another process may only have added input to the inbox (``steer()``
-                    # where it does not drive the session): take that and write after it.
                     if not await self._take_inputs_beside():
                         raise
 
@@ -177,7 +170,7 @@ class LogWriter:
         if info.next_seq <= self._next_seq:
             return False
         records = await self._store.read(self._session_id, self._next_seq, info.next_seq)
-        if not records or any(r.entry.kind not in _BESIDE for r in records):
+        if not only_inputs(records):
             return False
         self._take(records)
         return True
@@ -191,12 +184,11 @@ class LogWriter:
             self._unsure = True  # as when the write's own task fails: re-read before writing
             raise
         if self._soon is not None:
-            # Awaited directly, in this frame (five commits a turn): no shield, which costs an
-            # event-loop round per write, and no coroutine of its own. Cancelling the caller
-            # cancels only this future: the write still runs to its end on the store's thread,
-            # and the writer, marked unsure, reads the log's end before it next writes or reads
-            # (``_catch_up``), which the store runs after that write. So the records a
-            # cancelled write committed are taken then, never written twice.
+            # Awaited directly (five commits a turn): no shield (an event-loop round a write),
+            # no coroutine of its own. Cancelling the caller cancels only this future: the
+            # write runs to its end on the store's thread, and the writer, marked unsure, reads
+            # the log's end (``_catch_up``, run after that write) before it next writes or
+            # reads, so what a cancelled write committed is taken then, never written twice.
             try:
                 records = await write
             except (asyncio.CancelledError, StoreError):
@@ -327,7 +319,7 @@ class LogWriter:
         if self._pending and records:
             # A lost answer's write holds the first pending entries (the commit that failed
             # first) or all of them (a flush): what was written is a common prefix.
-            written = _common_prefix(records, self._pending)
+            written = common_prefix(records, self._pending)
             if written < min(len(records), len(self._pending)):
                 raise ConflictError(
                     f"session {self._session_id} was written by another writer while"
@@ -380,7 +372,7 @@ class LogWriter:
                 dispatch = await store.last(session_id, ["dispatch"])
         if dispatch is not None:
             known = dispatch.seq
-            self._last_dispatch, self._dispatch = dispatch.seq, _dispatch_of(dispatch)
+            self._last_dispatch, self._dispatch = dispatch.seq, dispatch_of(dispatch)
             self._dispatch_known = True
         if found is None:
             return CachedView(None, -1, records, False, self._next_seq)
@@ -394,7 +386,7 @@ class LogWriter:
         if not self._dispatch_known:
             found = await self._store.last(self._session_id, ["dispatch"])
             self._last_dispatch = found.seq if found is not None else None
-            self._dispatch = _dispatch_of(found) if found is not None else None
+            self._dispatch = dispatch_of(found) if found is not None else None
             self._dispatch_known = True
         return self._dispatch
 
@@ -456,18 +448,3 @@ class LogWriter:
                 self._transcript.append(message)
             elif isinstance(record.entry, SystemPromptCheckpoint):
                 self._new_checkpoints.append(record.entry)
-
-
-def _dispatch_of(record: Record) -> Dispatch:
-    assert isinstance(record.entry, Dispatch)
-    return record.entry
-
-
-def _common_prefix(records: Sequence[Record], entries: Sequence[LogEntry]) -> int:
-    """How many leading ``records`` hold ``entries``: the same kinds, the same stored JSON."""
-    count = 0
-    for record, entry in zip(records, entries, strict=False):
-        if dump_entry(record.entry) != dump_entry(entry):
-            break
-        count += 1
-    return count

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .entries import ContextEpoch
-from .stored import Record
+from .entries import ContextEpoch, LogEntry
+from .stored import Record, dump_entry
 
-__all__ = ["commit_end"]
+__all__ = ["commit_end", "common_prefix", "only_inputs"]
 
 #: Entries an admission may hold before its dispatch record, in the order it writes them.
 _ADMITTED = frozenset(
@@ -103,3 +103,23 @@ def _run(
         if record.entry.kind == closer:
             break
     return end
+
+
+def common_prefix(records: Sequence[Record], entries: Sequence[LogEntry]) -> int:
+    """How many leading ``records`` hold ``entries``: the same kinds, the same stored JSON."""
+    count = 0
+    for record, entry in zip(records, entries, strict=False):
+        if dump_entry(record.entry) != dump_entry(entry):
+            break
+        count += 1
+    return count
+
+
+def only_inputs(records: Sequence[Record]) -> bool:
+    """Whether ``records`` are inbox inputs alone.
+
+    The only kind a process that does not drive a session may append to its log (``steer()``
+    where it does not hold the lease, see ``engine/steering``): the driver takes them and
+    writes after them.
+    """
+    return bool(records) and all(r.entry.kind == "input_queued" for r in records)
