@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import agentsession as ags
 from agentsession.ledger import SHORTFALL_SLACK, Charge, charge_usd, summarize, unexplained
 from agentsession.ledger.prices import PRICES, price_for
-from agentsession.log import AssistantEntry, dump_entry, load_entry
+from agentsession.log import VERSIONS, AssistantEntry, dump_entry, load_entry
 from agentsession.request import Usage
 
 from .store.wrappers import CountingStore
@@ -254,7 +254,7 @@ def test_response_entries_are_version_2_and_version_1_still_loads() -> None:
         sent_at="2026-01-01T09:00:00+00:00",
     )
     kind, version, data = dump_entry(entry)
-    assert (kind, version) == ("assistant", 3)
+    assert (kind, version) == ("assistant", VERSIONS["assistant"])
     assert load_entry(kind, version, data) == entry
     old = '{"content": "hi", "model": "m", "usage": {"input_tokens": 7}, "kind": "assistant"}'
     loaded = load_entry("assistant", 1, old)

@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         TurnFinished,
         TurnStream,
     )
+    from .inspection.timing import TimingSpan, TurnUsage
     from .inspection.views import (
         ContextView,
         EpochInfo,
@@ -177,6 +178,7 @@ _LAZY: dict[str, str] = {
         ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
         "inspection.views",
     ),
+    **dict.fromkeys(("TimingSpan", "TurnUsage"), "inspection.timing"),
     **dict.fromkeys(("CacheMiss", "CostEstimate", "CostSummary", "ModelCost"), "ledger"),
     "IdleOutcome": "ledger.idle",
     "ModelPrice": "ledger.prices",
@@ -323,6 +325,7 @@ __all__ = [
     "TextDelta",
     "TextPart",
     "TimelineItem",
+    "TimingSpan",
     "Tool",
     "ToolCall",
     "ToolCallStarted",
@@ -335,6 +338,7 @@ __all__ = [
     "TurnFinished",
     "TurnInfo",
     "TurnStream",
+    "TurnUsage",
     "UnknownFormatError",
     "UnknownModelError",
     "Usage",

@@ -222,7 +222,8 @@ def _requests_section(requests: Sequence[RequestInfo]) -> str:
         "<th>prompt</th><th class='num'>tokens</th><th class='num'>cacheable</th>"
         "<th class='num'>new</th><th class='num'>provider input</th>"
         "<th class='num'>provider cached</th><th>diagnosis</th><th>provider diagnosis</th>"
-        "<th class='num'>cost</th><th>rebuilt</th><th>as sent</th></tr></thead>"
+        "<th class='num'>cost</th><th class='num'>latency</th><th class='num'>first token</th>"
+        "<th>rebuilt</th><th>as sent</th></tr></thead>"
         "<tbody></tbody></table></details></section>"
     )
 

@@ -20,6 +20,7 @@ from ..log.usage_check import checked_usage
 from ..request import Request
 from ._measure import cacheable, measure_in_order
 from .rebuild import Rebuilt
+from .timing import TimingSpan
 
 __all__ = ["RequestInfo"]
 
@@ -53,6 +54,8 @@ class RequestInfo:
     cost_usd: float | None = None  # as billed, from the reported usage; None: no price
     provider_cache: str = ""  # the provider's own cache diagnosis ("": none given)
     failed: str = ""  # why the request got no response (a provider failure, an interruption)
+    latency: float | None = None  # seconds from dispatch to the response or failure
+    first_token: float | None = None  # seconds from dispatch to the answer's first event
 
     @property
     def new(self) -> int:
@@ -66,6 +69,7 @@ def _requests(
     turns_of: Mapping[int, int],
     counter: TokenCounter,
     config: Config,
+    timed: Mapping[int, TimingSpan] | None = None,
 ) -> tuple[RequestInfo, ...]:
     answers, failures = _answers(records)
     out: list[RequestInfo] = []
@@ -83,6 +87,7 @@ def _requests(
             prices[model] = price_for(model, config.prices)
         price = prices[model]
         billed = charge_usd(usage, price)[0] if usage is not None and price else None
+        span = timed.get(item.seq) if timed else None
         out.append(
             RequestInfo(
                 number=item.number,
@@ -103,6 +108,8 @@ def _requests(
                 cost_usd=billed,
                 provider_cache=answer.provider_cache if answer is not None else "",
                 failed=failures.get(item.seq, "") if answer is None else "",
+                latency=span.seconds if span is not None else None,
+                first_token=span.first_token if span is not None else None,
             )
         )
         previous = item

@@ -115,7 +115,8 @@ VERSIONS: dict[str, int] = {
     **dict.fromkeys(_TYPES, 1),
     "epoch": 4,
     "dispatch": 3,
-    "assistant": 3,
+    "assistant": 4,
+    "tool_result": 2,
     "side_call": 2,
 }
 
