@@ -121,6 +121,8 @@ async def drive(
             session = await runtime.create_session()
             presets = ["read-only", "workspace-write"]
             previews: list[float] = []
+            warm: list[float] = []  # the differences at turns whose cache was warm
+            worst: dict[str, int] = {}  # the warm turn of the largest difference
             for turn in range(turns):
                 clock["now"] += timedelta(seconds=20)
                 change = (turn // 10) % 4 if turn % 10 == 0 and turn else None
@@ -140,6 +142,18 @@ async def drive(
                 await session.prompt(text)
                 billed = sim.inputs[count][1]
                 previews.append(abs((estimate.input_usd or 0.0) - billed) / billed)
+                total, read, w5, w1 = sim.details[count]
+                if read and previews[-1] >= max(warm or [0.0]):
+                    worst = {
+                        "turn": turn,
+                        "preview_cached": estimate.cached_tokens,
+                        "preview_uncached": estimate.uncached_tokens,
+                        "billed_input": total,
+                        "billed_read": read,
+                        "billed_written": w5 + w1,
+                    }
+                if read:
+                    warm.append(previews[-1])
                 if turn == 0:
                     await session.named()  # the title call is over before the next preview
             summary = session.cost()
@@ -168,6 +182,8 @@ async def drive(
         "preview_difference_max": max(previews),
         "preview_difference_mean": sum(previews) / len(previews),
         "previews": len(previews),
+        "preview_difference_warm_max": max(warm or [0.0]),
+        "preview_worst_warm": worst,
     }
 
 
@@ -204,6 +220,7 @@ def main() -> None:
             f"  session.cost() ${r['session_cost_usd']:.4f} (diff {r['bill_difference']:.2%})"
             f"  preview diff max {r['preview_difference_max']:.2%}"
             f" mean {r['preview_difference_mean']:.2%} ({r['preview_counted_by']})"
+            f" warm max {r['preview_difference_warm_max']:.2%}"
             f"  streamed {r['streamed_requests']}  side calls {r['side_calls']}"
         )
         for cause, row in r["misses_by_cause"].items():

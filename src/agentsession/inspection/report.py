@@ -4,7 +4,9 @@
 every dispatched request's prompt split into the part repeating the previous request's prefix
 (what a prompt cache can serve) and the new part, beside the provider-reported cached tokens and
 the local diagnosis; the table of every request, each openable as sent; the epochs with their
-baseline sections; and the timeline of the log grouped by turn. ``render_index`` lists
+baseline sections; and the timeline of the log grouped by turn, each turn headed by its tokens
+and cost and its waterfall (``inspection.timing``: requests with their latency and time to
+first token, tool runs, side calls; a failed request red). ``render_index`` lists
 sessions, each linking to its own report.
 
 Everything is inline — CSS, the script, the data — and a Content-Security-Policy forbids the
