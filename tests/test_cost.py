@@ -291,3 +291,22 @@ def test_a_response_completes_its_dispatch_charge_field_by_field() -> None:
     )
     assert charges[1].purpose == "title" and charges[1].usage == Usage(input_tokens=5)
     assert len(charges) == 2
+
+
+def test_openais_automatic_cache_is_expected_in_steps_of_128_tokens() -> None:
+    from agentsession.engine.costs import _automatic, _in_steps
+    from agentsession.providers import profile_for
+
+    automatic = profile_for("openai", "gpt-4.1", wire_format="openai-chat")
+    explicit = profile_for("openai", "gpt-5.6-terra", wire_format="openai-chat")
+    anthropic = profile_for("anthropic", "claude-opus-4-8")
+    assert _automatic(automatic) and not _automatic(explicit) and not _automatic(anthropic)
+    assert [_in_steps(n, automatic) for n in (1_023, 1_024, 1_151, 1_152, 9_000)] == [
+        0,
+        1_024,
+        1_024,
+        1_152,
+        8_960,
+    ]
+    # breakpoints and Anthropic's markers are read exactly where they end
+    assert _in_steps(1_151, explicit) == 1_151 and _in_steps(1_151, anthropic) == 1_151
