@@ -27,7 +27,7 @@ from ..hygiene import visible, visible_json, visible_line
 from ._measure import leading_same as _leading_same
 from .describe import EPOCH_REASONS, preview
 from .sent import cache_fields
-from .timing import seconds_between
+from .timing import moment_of, seconds_since
 from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
 __all__ = ["VERSION", "embed", "report_data"]
@@ -315,14 +315,14 @@ def _spans(turn: TurnInfo, labels: _Shown, strings: _Strings) -> list[list[Any]]
     start counted from the turn's prompt.
     """
     out: list[list[Any]] = []
+    prompt = moment_of(turn.timestamp) if turn.spans else None
     for span in turn.spans:
-        offset = seconds_between(turn.timestamp, span.start)
         out.append(
             [
                 strings[span.kind],
                 span.seq,
                 labels[span.label],
-                _ms(offset),
+                _ms(seconds_since(prompt, span.start)),
                 _ms(span.seconds),
                 _ms(span.first_token),
                 labels[span.failed] if span.failed else -1,

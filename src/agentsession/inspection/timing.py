@@ -38,13 +38,14 @@ from ..log import (
     ToolResultEntry,
     UserEntry,
 )
-from ..request import Usage
 
 __all__ = [
     "TimingSpan",
     "TurnUsage",
     "attributed_turns",
+    "moment_of",
     "seconds_between",
+    "seconds_since",
     "spans_by_turn",
     "usage_by_turn",
 ]
@@ -85,7 +86,8 @@ class TurnUsage:
     side_calls: int = 0
 
 
-def _moment(stamp: str) -> datetime | None:
+def moment_of(stamp: str) -> datetime | None:
+    """ISO timestamp ``stamp`` as a ``datetime``; ``None`` for an empty or unreadable one."""
     try:
         return datetime.fromisoformat(stamp) if stamp else None
     except ValueError:
@@ -94,10 +96,7 @@ def _moment(stamp: str) -> datetime | None:
 
 def seconds_between(before: str, after: str) -> float | None:
     """Seconds from ISO timestamp ``before`` to ``after``; ``None`` when either is unknown."""
-    start, end = _moment(before), _moment(after)
-    if start is None or end is None or (start.tzinfo is None) != (end.tzinfo is None):
-        return None
-    return max(0.0, (end - start).total_seconds())
+    return seconds_since(moment_of(before), after)
 
 
 def attributed_turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> dict[int, int]:
@@ -110,7 +109,7 @@ def attributed_turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> 
     for record in records:
         entry = record.entry
         if isinstance(entry, UserEntry | SideCall):
-            moment = _moment(entry.timestamp)
+            moment = moment_of(entry.timestamp)
             if moment is None:
                 continue
             if isinstance(entry, UserEntry):
@@ -137,36 +136,48 @@ def spans_by_turn(
     asked: tuple[int, Dispatch] | None = None  # the dispatch still waiting for its answer
     for record in records:
         entry = record.entry
-        span: TimingSpan | None = None
-        if isinstance(entry, Dispatch):
+        kind = entry.kind
+        if kind == "dispatch":
+            assert isinstance(entry, Dispatch)
             asked = (record.seq, entry)
-            continue
-        if isinstance(entry, AssistantEntry | ProviderFailed | Interrupted) and asked:
+        elif kind in _ENDS and asked is not None:
+            assert isinstance(entry, AssistantEntry | ProviderFailed | Interrupted)
             seq, dispatch = asked
             asked = None
-            answered = isinstance(entry, AssistantEntry)
+            start = moment_of(dispatch.timestamp)
+            first = entry.first_token_at if isinstance(entry, AssistantEntry) else ""
             span = TimingSpan(
                 "request",
                 seq,
                 dispatch.model,
                 dispatch.timestamp,
-                seconds_between(dispatch.timestamp, entry.timestamp),
-                seconds_between(dispatch.timestamp, entry.first_token_at)
-                if isinstance(entry, AssistantEntry) and entry.first_token_at
-                else None,
-                "" if answered else _why(entry),
+                seconds_since(start, entry.timestamp),
+                seconds_since(start, first) if first else None,
+                _why(entry),
             )
             out.setdefault(turns_of.get(seq, 0), []).append(span)
-            continue
-        if isinstance(entry, ToolResultEntry):
-            start = entry.started_at or entry.timestamp
-            took = seconds_between(entry.started_at, entry.timestamp) if entry.started_at else None
-            span = TimingSpan("tool", record.seq, entry.name, start, took)
-        elif isinstance(entry, SideCall):
+        elif kind == "tool_result":
+            assert isinstance(entry, ToolResultEntry)
+            began = entry.started_at
+            took = seconds_since(moment_of(began), entry.timestamp) if began else None
+            span = TimingSpan("tool", record.seq, entry.name, began or entry.timestamp, took)
+            out.setdefault(turns_of.get(record.seq, 0), []).append(span)
+        elif kind == "side_call":
+            assert isinstance(entry, SideCall)
             span = TimingSpan("side_call", record.seq, entry.purpose, entry.timestamp)
-        if span is not None:
             out.setdefault(turns_of.get(record.seq, 0), []).append(span)
     return out
+
+
+_ENDS = frozenset(("assistant", "provider_failed", "interrupted"))
+
+
+def seconds_since(start: datetime | None, stamp: str) -> float | None:
+    """Seconds from ``start`` to ISO timestamp ``stamp``; ``None`` when either is unknown."""
+    end = moment_of(stamp)
+    if start is None or end is None or (start.tzinfo is None) != (end.tzinfo is None):
+        return None
+    return max(0.0, (end - start).total_seconds())
 
 
 def _why(entry: AssistantEntry | ProviderFailed | Interrupted) -> str:
@@ -184,20 +195,28 @@ def usage_by_turn(
 ) -> dict[int, TurnUsage]:
     """Each turn's reported tokens and cost: its charges (requests and side calls) summed."""
     found: dict[str, ModelPrice | None] = {}
-    sums: dict[int, TurnUsage] = {}
+    sums: dict[int, list[int]] = {}  # input, cached, output, side calls
+    usd: dict[int, float | None] = {}
     for charge in charges:
         turn = turns_of.get(charge.seq, 0)
-        row = sums.get(turn) or TurnUsage()
-        usage = charge.usage or Usage()
-        if charge.model not in found:
-            found[charge.model] = price_for(charge.model, prices)
-        price = found[charge.model]
-        usd = None if price is None or row.usd is None else row.usd + charge_usd(usage, price)[0]
-        sums[turn] = TurnUsage(
-            row.input_tokens + usage.input_tokens,
-            row.cached_input_tokens + usage.cached_input_tokens,
-            row.output_tokens + usage.output_tokens,
-            usd,
-            row.side_calls + (charge.purpose != "turn"),
-        )
-    return sums
+        row = sums.get(turn)
+        if row is None:
+            row = sums[turn] = [0, 0, 0, 0]
+            usd[turn] = 0.0
+        usage = charge.usage
+        if charge.purpose != "turn":
+            row[3] += 1
+        if usage is None:
+            continue
+        row[0] += usage.input_tokens
+        row[1] += usage.cached_input_tokens
+        row[2] += usage.output_tokens
+        model = charge.model
+        if model not in found:
+            found[model] = price_for(model, prices)
+        price, so_far = found[model], usd[turn]
+        if price is None or so_far is None:
+            usd[turn] = None
+        else:
+            usd[turn] = so_far + charge_usd(usage, price)[0]
+    return {turn: TurnUsage(*row[:3], usd[turn], row[3]) for turn, row in sums.items()}
