@@ -219,4 +219,7 @@ def usage_by_turn(
             usd[turn] = None
         else:
             usd[turn] = so_far + charge_usd(usage, price)[0]
-    return {turn: TurnUsage(*row[:3], usd[turn], row[3]) for turn, row in sums.items()}
+    return {
+        turn: TurnUsage(tokens_in, cached, tokens_out, usd[turn], side)
+        for turn, (tokens_in, cached, tokens_out, side) in sums.items()
+    }
