@@ -43,11 +43,13 @@ from agentsession.log import SideCall
 
 SHAPES = {
     "openai-chat": "openai-chat:gpt-5.6-terra",
-    # a model before GPT-5.6: automatic caching, reads in steps of 128 tokens, free writes
-    "openai-chat-auto": "openai-chat:gpt-4.1",
     "openai-responses": "openai:gpt-5.6-terra",
     "anthropic": "anthropic:claude-opus-4-8",
 }
+# Run on request (``--shape openai-chat-auto``): a model before GPT-5.6, whose automatic cache
+# reads in steps of 128 tokens and bills no writes. Not in ``SHAPES``, which other benchmarks
+# take as their default list.
+ALL_SHAPES = {**SHAPES, "openai-chat-auto": "openai-chat:gpt-4.1"}
 # The simulator's own prices, typed from the providers' pages (the package ships its own table).
 SIM_PRICES = {
     "gpt-5.6-terra": Price(input=2.0, cached=0.2, write=2.5, write_long=2.5, output=12.0),
@@ -96,7 +98,7 @@ async def drive(
     shape: str, turns: int, sim: Simulator, url: str, clock: dict[str, datetime]
 ) -> dict[str, Any]:
     """One session of ``turns`` turns over the real SDK of ``shape``; its figures."""
-    spec = SHAPES[shape]
+    spec = ALL_SHAPES[shape]
     base = url if shape == "anthropic" else f"{url}/v1"
     model = ags.get_model(spec, base_url=base, api_key="sim")  # streaming, as by default
     streamed_before = sim.streamed
@@ -216,7 +218,7 @@ async def run_all(turns: int, shapes: list[str]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--shape", action="append", choices=list(SHAPES), default=[])
+    parser.add_argument("--shape", action="append", choices=list(ALL_SHAPES), default=[])
     args = parser.parse_args()
     results = asyncio.run(run_all(args.turns, args.shape or list(SHAPES)))
     for shape, r in results.items():
