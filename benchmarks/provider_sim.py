@@ -17,6 +17,9 @@ every request. It is a model of the documentation, not of the services:
   lifetime (the one it was written with).
   ``diagnostics.previous_message_id`` is compared with the named response's fingerprint
   (model, tools, system, message chain) → ``diagnostics.cache_miss_reason`` or ``null``.
+- **OpenAI before GPT-5.6** (automatic caching, e.g. ``gpt-4.1``): every prefix a request sent
+  is kept under its ``prompt_cache_key``; a read is the longest stored prefix, in increments of
+  128 tokens from 1,024 on (a read of 1,100 tokens reports 1,024); nothing is billed for writing.
 - **OpenAI** (GPT-5.6 explicit caching, chat and responses): the prefix order is tools, then
   ``instructions``, then the input items/messages; breakpoints are content parts with
   ``prompt_cache_breakpoint`` plus, unless ``prompt_cache_options.mode`` is ``explicit``, an
@@ -73,11 +76,13 @@ from provider_streams import anthropic_stream, chat_stream, encode, responses_st
 from sim_compaction import Compactions, SimulatedRefusal, compaction_answer
 
 from agentsession.budget import exact_counter
+from agentsession.providers.profiles import openai_explicit_cache
 
 # OpenAI's models count with the published o200k_base encoding (when its rank file is found
 # offline); Anthropic's tokenizer is not published: a quarter of the characters stands in.
 _O200K = exact_counter("o200k_base")
 MIN_PREFIX = 1024
+INCREMENT = 128  # OpenAI's automatic cache reads come in steps of 128 tokens
 LOOKBACK = 20
 MARKERS = ("cache_control", "prompt_cache_breakpoint")
 
@@ -338,8 +343,13 @@ class Simulator:
         implicit = [] if options.get("mode") == "explicit" else [len(blocks) - 1]
         blocks[-1].breakpoint = blocks[-1].breakpoint or "30m"
         writes = explicit[-(4 - len(implicit)) :] + implicit
+        automatic = not openai_explicit_cache(str(body["model"]))
+        if automatic:
+            writes = list(range(len(blocks)))  # every prefix sent is kept
         candidates = list(range(len(blocks)))  # any stored breakpoint of the conversation
         read, w5, _ = account(self.cache, "openai:" + route, blocks, candidates, writes)
+        if automatic:
+            read, w5 = read // INCREMENT * INCREMENT, 0  # hits come in steps; writes are free
         total = _cumulative(blocks)[-1]
         said = [i for i in items if i.get("role") not in ("system", "developer")]
         self.messages.append(len(said))

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import agentsession as ags
 from agentsession.ledger import SHORTFALL_SLACK, Charge, charge_usd, summarize, unexplained
 from agentsession.ledger.prices import PRICES, price_for
-from agentsession.log import AssistantEntry, dump_entry, load_entry
+from agentsession.log import VERSIONS, AssistantEntry, dump_entry, load_entry
 from agentsession.request import Usage
 
 from .store.wrappers import CountingStore
@@ -254,7 +254,7 @@ def test_response_entries_are_version_2_and_version_1_still_loads() -> None:
         sent_at="2026-01-01T09:00:00+00:00",
     )
     kind, version, data = dump_entry(entry)
-    assert (kind, version) == ("assistant", 3)
+    assert (kind, version) == ("assistant", VERSIONS["assistant"])
     assert load_entry(kind, version, data) == entry
     old = '{"content": "hi", "model": "m", "usage": {"input_tokens": 7}, "kind": "assistant"}'
     loaded = load_entry("assistant", 1, old)
@@ -291,3 +291,22 @@ def test_a_response_completes_its_dispatch_charge_field_by_field() -> None:
     )
     assert charges[1].purpose == "title" and charges[1].usage == Usage(input_tokens=5)
     assert len(charges) == 2
+
+
+def test_openais_automatic_cache_is_expected_in_steps_of_128_tokens() -> None:
+    from agentsession.engine.costs import _automatic, _in_steps
+    from agentsession.providers import profile_for
+
+    automatic = profile_for("openai", "gpt-4.1", wire_format="openai-chat")
+    explicit = profile_for("openai", "gpt-5.6-terra", wire_format="openai-chat")
+    anthropic = profile_for("anthropic", "claude-opus-4-8")
+    assert _automatic(automatic) and not _automatic(explicit) and not _automatic(anthropic)
+    assert [_in_steps(n, automatic) for n in (1_023, 1_024, 1_151, 1_152, 9_000)] == [
+        0,
+        1_024,
+        1_024,
+        1_152,
+        8_960,
+    ]
+    # breakpoints and Anthropic's markers are read exactly where they end
+    assert _in_steps(1_151, explicit) == 1_151 and _in_steps(1_151, anthropic) == 1_151

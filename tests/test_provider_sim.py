@@ -59,3 +59,19 @@ async def test_the_simulated_provider_bills_what_the_session_counts(
     assert figures["previews"] == 55
     assert figures["preview_difference_max"] < (0.05 if shape == "openai-chat" else 0.01)
     assert figures["preview_counted_by"] == ("local" if shape == "openai-chat" else "provider")
+
+
+async def test_a_preview_on_openais_automatic_cache_expects_reads_in_steps(
+    bench: ModuleType,
+) -> None:
+    # gpt-4.1 caches every prefix by itself and reads it in steps of 128 tokens from 1,024 on:
+    # expecting the whole previous input to be read was off by up to 127 tokens at every warm
+    # turn, and expecting nothing after a window move missed the tools and instructions read.
+    results = await bench.run_all(55, ["openai-chat-auto"])
+    figures = results["openai-chat-auto"]
+    assert figures["unexplained_misses"] == 0
+    assert figures["session_cost_usd"] == pytest.approx(figures["simulator_bill_usd"], rel=0.01)
+    assert figures["previews"] == 55
+    assert figures["preview_difference_warm_max"] < 0.05
+    warm = figures["preview_worst"]["warm"]
+    assert warm["preview_cached"] % 128 == 0

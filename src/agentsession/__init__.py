@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # every public name, for type checkers; at run time each load
         TurnFinished,
         TurnStream,
     )
+    from .inspection.timing import TimingSpan, TurnUsage
     from .inspection.views import (
         ContextView,
         EpochInfo,
@@ -178,6 +179,7 @@ _LAZY: dict[str, str] = {
         ("ContextView", "EpochInfo", "Inspection", "RequestInfo", "TimelineItem", "TurnInfo"),
         "inspection.views",
     ),
+    **dict.fromkeys(("TimingSpan", "TurnUsage"), "inspection.timing"),
     **dict.fromkeys(("CacheMiss", "CostEstimate", "CostSummary", "ModelCost"), "ledger"),
     "IdleOutcome": "ledger.idle",
     "PendingInput": "engine.inbox",
@@ -326,6 +328,7 @@ __all__ = [
     "TextDelta",
     "TextPart",
     "TimelineItem",
+    "TimingSpan",
     "Tool",
     "ToolCall",
     "ToolCallStarted",
@@ -338,6 +341,7 @@ __all__ = [
     "TurnFinished",
     "TurnInfo",
     "TurnStream",
+    "TurnUsage",
     "UnknownFormatError",
     "UnknownModelError",
     "Usage",

@@ -64,7 +64,8 @@ class Config:
     result count as two); ``window_step`` is how many user turns the window start moves at once;
     ``None`` (the default) uses the cost policy instead: once the cap is exceeded the window
     drops to ``window_keep`` of the cap (default 0.65) in one move, and moves early, at no
-    extra cost, when the provider's cache has expired anyway (see benchmarks/README.md);
+    extra cost, when the provider's cache has expired anyway and the window is three quarters
+    of the way to the cap (see benchmarks/README.md);
     ``context_window`` is the token budget of one request; ``auto_compact`` enables every
     automatic compaction path; ``max_steps`` bounds the model calls of one prompt;
     ``provider_retries`` is how often a transient provider failure is retried inside a step.

@@ -162,7 +162,8 @@ def select_window(
     ``keep`` (the cost policy, ``Config.window_step=None``): once the cap is exceeded, the start
     moves turn by turn until at most ``keep`` counted messages remain, so the prefix moves once
     per ``cap - keep`` messages; with ``cold`` (the provider's cache has expired anyway) it moves
-    there as soon as more than ``keep`` are held, when the move costs nothing extra.
+    there early, at no extra cost, once the window is three quarters of the way from ``keep`` to
+    ``cap``: then the move replaces one the cap would soon force.
     A history that opens without a user message and consists of one turn keeps the newest groups
     that fit ``cap`` (at least one), without a user message to carry the note.
     """
@@ -194,7 +195,7 @@ def whole_window(n: int, counted: int, cap: int, *, keep: int | None, cold: bool
     `select_window` takes them. The whole history stays when it fits the cap, or ``keep``
     where the cold cache lets the window drop to it at no cost.
     """
-    if n and counted <= (min(keep, cap) if keep is not None and cold else cap):
+    if n and counted <= (_cold_limit(keep, cap) if keep is not None and cold else cap):
         found = _WHOLE.get((n, counted))
         if found is None:
             if len(_WHOLE) >= 1_024:
@@ -202,6 +203,17 @@ def whole_window(n: int, counted: int, cap: int, *, keep: int | None, cold: bool
             found = _WHOLE[(n, counted)] = Window(start=0, indices=tuple(range(n)), count=counted)
         return found
     return None
+
+
+def _cold_limit(keep: int, cap: int) -> int:
+    """Past how many counted messages a cold cache moves the window (down to ``keep``).
+
+    Three quarters of the way from ``keep`` to ``cap``: there the move replaces one the cap
+    would soon force, and saves its cache write; earlier it would mostly shorten what the model
+    reads (benchmarks/README.md, ``window_policy.py``).
+    """
+    keep = min(keep, cap)
+    return keep + (cap - keep) * 3 // 4
 
 
 _WHOLE: dict[tuple[int, int], Window] = {}
@@ -230,7 +242,8 @@ def _select(
     counted = list(accumulate(map(operator.not_, system), initial=0))
     counted.reverse()
     limit = cap
-    if keep is not None and (cold or counted[starts[pos]] > cap):
+    held = counted[starts[pos]]
+    if keep is not None and (held > cap or (cold and held > _cold_limit(keep, cap))):
         limit = min(keep, cap)
     while counted[starts[pos]] > limit and pos < len(starts) - 1:
         pos = min(pos + step, len(starts) - 1)

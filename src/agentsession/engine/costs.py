@@ -200,12 +200,12 @@ class SessionCosts:
             cut = _tail_start(replace(request, messages=sent), profile)
             if cut < len(sent):
                 cached = min(cached, await tokens.count(_cut(request, cut, profile)))
-            return cached, fresh
+            return _in_steps(cached, profile), fresh
         kept = _kept_sections(request, profile, probe.cache)
         if kept is None:
             return 0, fresh
         cached = await tokens.prefix(request, kept)
-        return (cached if cached >= MIN_CACHED_PREFIX else 0), fresh
+        return _in_steps(cached if cached >= MIN_CACHED_PREFIX else 0, profile), fresh
 
     def _since(self, stored: str) -> float | None:
         """Seconds since the last request: by the runtime's clock when this object sent it."""
@@ -220,6 +220,23 @@ class SessionCosts:
 
 MIN_CACHED_PREFIX = 1024
 """Tokens: the shortest prefix the providers cache."""
+CACHE_STEP = 128
+"""Tokens: OpenAI's automatic cache (before GPT-5.6) reads a prefix in steps of this many."""
+
+
+def _automatic(profile: ModelProfile) -> bool:
+    """Whether the provider caches every prefix it is sent by itself (OpenAI before GPT-5.6)."""
+    return profile.provider == "openai" and not profile.cache_breakpoints
+
+
+def _in_steps(cached: int, profile: ModelProfile) -> int:
+    """``cached`` as the provider reads it: exactly, or in OpenAI's automatic steps.
+
+    The automatic cache reads whole steps of 128 tokens from 1,024 on: 1,100 read as 1,024.
+    """
+    if not _automatic(profile):
+        return cached
+    return cached // CACHE_STEP * CACHE_STEP if cached >= MIN_CACHED_PREFIX else 0
 
 
 def _tail_start(request: Request, profile: ModelProfile) -> int:
@@ -254,11 +271,13 @@ def _kept_sections(request: Request, profile: ModelProfile, cache: str) -> int |
     explicit breakpoints mark the same two places.
     """
     anthropic = profile.wire_format == "anthropic-messages" and profile.cache_markers
-    if not (anthropic or profile.cache_breakpoints):
+    # OpenAI's automatic cache needs no breakpoint: it reads the longest prefix sent before.
+    automatic = _automatic(profile)
+    if not (anthropic or profile.cache_breakpoints or automatic):
         return None
     if cache == "messages_changed":
         return len(request.system)
-    if cache == "system_changed" and (profile.cache_breakpoints or profile.cache_ttl):
+    if cache == "system_changed" and (profile.cache_breakpoints or profile.cache_ttl or automatic):
         stable = 0
         for key, _ in request.system:
             if key not in STABLE_KEYS:

@@ -20,11 +20,12 @@ from .._memo import conforms
 from ..errors import ProviderError, TransientProviderError
 from ..events import ProviderRetry, TextDelta
 from ..hygiene import SurrogateJoiner
+from ..log import now
 from ..providers.base import CacheControlled, Model, ModelDone, ModelTextDelta, ModelToolCall
 from ..providers.cache_controls import CacheControls, cache_key_for
 from ..request import Request
 
-__all__ = ["MAX_RETRY_AFTER", "call_model", "retry_delay", "session_cache_key"]
+__all__ = ["MAX_RETRY_AFTER", "FirstEvent", "call_model", "retry_delay", "session_cache_key"]
 
 MAX_RETRY_AFTER = 60.0
 """The longest a provider's ``Retry-After`` may make a step wait, in seconds."""
@@ -43,6 +44,19 @@ def retry_delay(error: TransientProviderError, attempt: int, base_delay: float) 
     return max(backoff, min(float(asked), MAX_RETRY_AFTER))
 
 
+class FirstEvent:
+    """When the first event of the attempt that answered arrived (``log.now()``'s format).
+
+    ``""`` until one arrived; a retried attempt starts it again, so the time to first token
+    is the answering attempt's.
+    """
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at = ""
+
+
 async def call_model(
     model: Model,
     request: Request,
@@ -50,10 +64,12 @@ async def call_model(
     retries: int,
     base_delay: float,
     controls: CacheControls | None = None,
+    first: FirstEvent | None = None,
 ) -> AsyncIterator[TextDelta | ProviderRetry | ModelDone]:
     """Stream ``model``'s response to ``request``; the last event is ``ModelDone``.
 
-    ``controls`` go with the request to a model that takes provider cache controls.
+    ``controls`` go with the request to a model that takes provider cache controls; ``first``
+    is told when the first event of each attempt arrives.
     """
     attempt = 0
     while True:
@@ -64,8 +80,12 @@ async def call_model(
             events = cast(CacheControlled, model).stream_with(request, controls)
         else:
             events = model.stream(request)
+        if first is not None:
+            first.at = ""
         try:
             async for event in events:
+                if first is not None and not first.at:
+                    first.at = now()
                 if isinstance(event, ModelTextDelta):
                     streamed += len(event.text)
                     shown = joiner.feed(event.text)

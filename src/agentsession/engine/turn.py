@@ -54,7 +54,7 @@ from ..providers.cache_policy import cache_lifetime
 from ..request import AssistantMessage, Request, ToolCall, Usage, digest, new_call_id
 from .admission import Admitter
 from .deps import SessionDeps
-from .model_call import call_model
+from .model_call import FirstEvent, call_model
 from .next_controls import cache_controls
 from .parts import SessionParts
 from .steps import STEP_OUTCOMES, StepContinue, StepFinished, StepHeld, StepOutcome, StepPaused
@@ -103,6 +103,7 @@ class Turn:
     last_dispatch: Dispatch | None
     _held: bool = field(default=False, init=False)
     _asked: CacheControls | None = field(default=None, init=False)  # the last call's controls
+    _first: FirstEvent = field(default_factory=FirstEvent, init=False)  # its first event's time
 
     @property
     def held(self) -> bool:
@@ -251,6 +252,7 @@ class Turn:
                 retries=config.provider_retries,
                 base_delay=config.retry_base_delay,
                 controls=await self._cache_controls(),
+                first=self._first,
             ):
                 yield event
         except Exception as exc:
@@ -309,6 +311,7 @@ class Turn:
             replaced_surrogates=replaced,
             cache_ttl=self._asked.ttl if self._asked is not None else "",
             cache_diagnose=self._asked is not None and self._asked.diagnose,
+            first_token_at=self._first.at,
         )
         saved = await self.writer.commit([entry, *results])
         if self.model.profile.reports_usage and done.usage.input_tokens > 0 and not done.usage_note:
@@ -343,7 +346,7 @@ class Turn:
                 await self.writer.append([answer])
                 self.parts.gate.record(answer)
             yield ToolCallStarted(call)
-            result = await self.parts.toolbox.run(call, offered)
+            started, result = now(), await self.parts.toolbox.run(call, offered)
             if result.kind == "paused":
                 await self._commit_step(step, [result.request])
                 self.parts.gate.record(result.request)
@@ -355,10 +358,10 @@ class Turn:
                     PromptResult("", step, usage, self.session_id, "approval_required", (request,))
                 )
                 return
-            outcome = result.outcome
-            entry = ToolResultEntry(call.id, call.name, outcome.content, outcome.is_error, now())
+            out = result.outcome
+            entry = ToolResultEntry(call.id, call.name, out.content, out.is_error, now(), started)
             committed = await self._commit_step(step, [entry, *result.entries])
-            yield ToolResultEvent(call.id, call.name, outcome.content, outcome.is_error)
+            yield ToolResultEvent(call.id, call.name, out.content, out.is_error)
             if committed is not None:
                 yield committed
         if self.writer.pending:

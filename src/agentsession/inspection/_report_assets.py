@@ -72,4 +72,14 @@ details.sent summary{cursor:pointer;color:var(--accent)}
 .sent-row>td{background:var(--bg)}.sent-body{max-height:600px}
 .item .as-sent{font-size:12px}
 #more{margin:12px 0}#chart-tip{min-height:1.5em}
+.waterfall{margin:4px 0 8px;font-size:12px}
+.span{display:grid;grid-template-columns:180px 1fr 220px;gap:8px;align-items:center}
+.span-label{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.track{position:relative;height:10px;background:var(--panel);border-radius:2px}
+.span-bar{position:absolute;top:0;bottom:0;min-width:2px;background:var(--accent);
+border-radius:2px}.span-tool .span-bar{background:var(--cacheable)}
+.span-side_call .span-bar{background:var(--new)}.span.failed .span-bar{background:var(--warn)}
+.span.failed .span-time{color:var(--warn);font-weight:600}
+.track .mark{position:absolute;top:-2px;bottom:-2px;width:2px;background:var(--fg)}
+.span-time{color:var(--muted);font-variant-numeric:tabular-nums}
 """

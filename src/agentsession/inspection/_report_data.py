@@ -27,6 +27,7 @@ from ..hygiene import visible, visible_json, visible_line
 from ._measure import leading_same as _leading_same
 from .describe import EPOCH_REASONS, preview
 from .sent import cache_fields
+from .timing import moment_of, seconds_since
 from .views import EpochInfo, Inspection, RequestInfo, TimelineItem, TurnInfo
 
 __all__ = ["VERSION", "embed", "report_data"]
@@ -221,6 +222,8 @@ def _requests(ins: Inspection, strings: _Strings, values: _Values) -> list[list[
                 r.seq,
                 strings[visible_json(cache_fields(r.model, ins.controls.get(r.seq)))],
                 lines[_deferred_tools(r)],
+                _ms(r.latency),
+                _ms(r.first_token),
             ]
         )
     return rows
@@ -258,34 +261,87 @@ def _epoch(e: EpochInfo, strings: _Strings) -> list[Any]:
 def _turns(
     items: Sequence[TimelineItem], turns: Sequence[TurnInfo], strings: _Strings
 ) -> list[list[Any]]:
-    """The timeline by turn: ``[number, head, items]``; an item is seq, kind, time, title, text."""
+    """The timeline by turn: ``[number, head, items]``; an item is seq, kind, time, title, text.
+
+    Items come in log order, each in its turn's group; a side call committed in a later turn
+    than the one that made it (``inspection.timing``) joins the earlier group.
+    """
     info = {t.number: t for t in turns}
     titles, texts = _Shown(strings, visible_line), _Shown(strings, _text)
-    out: list[list[Any]] = []
-    shown: list[list[Any]] = []
-    last = ""
-    number = None
+    groups: dict[int, list[TimelineItem]] = {}
+    number, group = None, None
     for item in items:
-        if item.turn != number:
+        if item.turn != number:  # runs of one turn: one lookup per run, not per item
             number = item.turn
-            turn = info.get(number)
-            head: list[Any] = []
-            if turn is not None:
-                outcome = titles[turn.outcome]
-                head = [turn.timestamp, outcome, turn.requests, turn.tool_calls]
-            shown = []
-            out.append([number, head, shown])
-        stamp = item.timestamp
-        shown.append(
+            group = groups.setdefault(number, [])
+        assert group is not None
+        group.append(item)
+    out: list[list[Any]] = []
+    last = ""
+    for number in sorted(groups):
+        turn = info.get(number)
+        shown: list[list[Any]] = []
+        out.append([number, _head(turn, titles, strings) if turn is not None else [], shown])
+        for item in groups[number]:
+            stamp = item.timestamp
+            shown.append(
+                [
+                    item.seq,
+                    strings[item.kind],
+                    _stamp(last, stamp),
+                    titles[item.title],
+                    texts[item.text] if item.text else -1,
+                ]
+            )
+            last = stamp
+    return out
+
+
+def _head(turn: TurnInfo, titles: _Shown, strings: _Strings) -> list[Any]:
+    """A turn's head: time, outcome, requests, tool calls, tokens, cost, side calls, waterfall.
+
+    The tokens are three figures: in, of them cached, and out.
+    """
+    used = turn.usage
+    return [
+        turn.timestamp,
+        titles[turn.outcome],
+        turn.requests,
+        turn.tool_calls,
+        used.input_tokens,
+        used.cached_input_tokens,
+        used.output_tokens,
+        strings[_usd(used.usd)],
+        used.side_calls,
+        _spans(turn, titles, strings),
+    ]
+
+
+def _ms(seconds: float | None) -> int:
+    """Whole milliseconds, or -1 for a figure not recorded."""
+    return -1 if seconds is None else round(seconds * 1000)
+
+
+def _spans(turn: TurnInfo, labels: _Shown, strings: _Strings) -> list[list[Any]]:
+    """A turn's waterfall, one row per span: kind, seq, label, start, duration, first token.
+
+    Then why it failed (-1: it did not). The times are milliseconds (-1: not recorded), the
+    start counted from the turn's prompt.
+    """
+    out: list[list[Any]] = []
+    prompt = moment_of(turn.timestamp) if turn.spans else None
+    for span in turn.spans:
+        out.append(
             [
-                item.seq,
-                strings[item.kind],
-                _stamp(last, stamp),
-                titles[item.title],
-                texts[item.text] if item.text else -1,
+                strings[span.kind],
+                span.seq,
+                labels[span.label],
+                _ms(seconds_since(prompt, span.start)),
+                _ms(span.seconds),
+                _ms(span.first_token),
+                labels[span.failed] if span.failed else -1,
             ]
         )
-        last = stamp
     return out
 
 

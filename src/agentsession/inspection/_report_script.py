@@ -46,6 +46,14 @@ SCRIPT = r"""
       " more characters)";
   }
   function plural(n, word) { return n + " " + word + (n !== 1 ? "s" : ""); }
+  // Milliseconds as the page shows a duration; -1: not recorded.
+  function took(ms) {
+    if (ms < 0) { return "\u2013"; }
+    if (ms < 1000) { return ms + " ms"; }
+    if (ms < 60000) { return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s"; }
+    var s = Math.round(ms / 1000);
+    return Math.floor(s / 60) + " min " + (s % 60) + " s";
+  }
 
   // A request as sent: its stored pieces joined into the text json.dumps(body, indent=2) gives.
   var full = [];
@@ -181,6 +189,7 @@ SCRIPT = r"""
       el("td", "num", num(r[8])), el("td", "diag diag-" + S(r[9]), S(r[9])),
       el("td", "", S(r[10]) || "\u2013"), el("td", "", S(r[18]) || "\u2013"),
       el("td", "num", S(r[11])),
+      el("td", "num latency", took(r[19])), el("td", "num first-token", took(r[20])),
       r[12] < 0 ? el("td", "", "exact") : add(el("td"), el("span", "warn", S(r[12]))),
       add(el("td"), sent)
     ];
@@ -272,8 +281,35 @@ SCRIPT = r"""
   function turnHead(turn) {
     var h = turn[1];
     if (!h.length) { return "Before the first prompt"; }
+    var side = h[8] ? " \u00b7 " + plural(h[8], "side call") : "";
     return "Turn " + turn[0] + " \u00b7 " + when(h[0]) + " \u00b7 " + S(h[1]) + " \u00b7 " +
-      plural(h[2], "request") + " \u00b7 " + plural(h[3], "tool call");
+      plural(h[2], "request") + " \u00b7 " + plural(h[3], "tool call") + side + " \u00b7 " +
+      num(h[4]) + " tokens in (" + num(h[5]) + " cached), " + num(h[6]) + " out \u00b7 " +
+      S(h[7]);
+  }
+  // A turn's waterfall: one row per request, tool run and side call on the turn's time axis.
+  function waterfall(turn) {
+    var spans = turn[1][9], end = 1, box = el("div", "waterfall");
+    if (!spans || !spans.length) { return null; }
+    spans.forEach(function (s) { end = Math.max(end, s[3] + Math.max(s[4], 0)); });
+    box.dataset.spans = String(spans.length);
+    function at(ms) { return (Math.max(ms, 0) * 100 / end).toFixed(2) + "%"; }
+    spans.forEach(function (s) {
+      var kind = S(s[0]), row = el("div", "span span-" + kind + (s[6] >= 0 ? " failed" : ""));
+      var track = el("span", "track"), bar = add(track, el("span", "span-bar")).lastChild;
+      row.dataset.seq = String(s[1]);
+      bar.style.left = at(s[3]);
+      bar.style.width = at(s[4]);
+      if (s[5] >= 0) { add(track, el("span", "mark")).lastChild.style.left = at(s[3] + s[5]); }
+      var side = kind === "side_call";
+      var link = el("a", "span-label", S(s[2]) + (side ? " (side call)" : ""));
+      var text = side ? "at +" + took(Math.max(s[3], 0)) : took(s[4]);
+      if (s[5] >= 0) { text += " \u00b7 first token " + took(s[5]); }
+      if (s[6] >= 0) { text += " \u00b7 failed: " + S(s[6]); }
+      link.href = "#seq-" + s[1];
+      add(box, add(row, link, track, el("span", "span-time", text)));
+    });
+    return box;
   }
   function renderMore() {
     var frag = document.createDocumentFragment(), drawn = 0;
@@ -284,7 +320,10 @@ SCRIPT = r"""
       section.dataset.turn = String(turn[0]);
       items.forEach(function (item) { ol.appendChild(itemRow(item)); });
       drawn += items.length;
-      frag.appendChild(add(section, el("h3", "", turnHead(turn)), ol));
+      add(section, el("h3", "", turnHead(turn)));
+      var fall = waterfall(turn);
+      if (fall) { section.appendChild(fall); }
+      frag.appendChild(add(section, ol));
     }
     turnsBox.appendChild(frag);
     more.hidden = cursor >= D.turns.length;

@@ -4,7 +4,9 @@
 every dispatched request's prompt split into the part repeating the previous request's prefix
 (what a prompt cache can serve) and the new part, beside the provider-reported cached tokens and
 the local diagnosis; the table of every request, each openable as sent; the epochs with their
-baseline sections; and the timeline of the log grouped by turn. ``render_index`` lists
+baseline sections; and the timeline of the log grouped by turn, each turn headed by its tokens
+and cost and its waterfall (``inspection.timing``: requests with their latency and time to
+first token, tool runs, side calls; a failed request red). ``render_index`` lists
 sessions, each linking to its own report.
 
 Everything is inline — CSS, the script, the data — and a Content-Security-Policy forbids the
@@ -223,7 +225,8 @@ def _requests_section(requests: Sequence[RequestInfo]) -> str:
         "<th class='num'>new</th><th class='num'>provider input</th>"
         "<th class='num'>provider cached</th><th>diagnosis</th><th>provider diagnosis</th>"
         "<th>deferred tools</th>"
-        "<th class='num'>cost</th><th>rebuilt</th><th>as sent</th></tr></thead>"
+        "<th class='num'>cost</th><th class='num'>latency</th><th class='num'>first token</th>"
+        "<th>rebuilt</th><th>as sent</th></tr></thead>"
         "<tbody></tbody></table></details></section>"
     )
 

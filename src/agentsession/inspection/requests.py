@@ -28,6 +28,7 @@ from ..log.usage_check import checked_usage
 from ..request import Request
 from ._measure import cacheable, measure_in_order
 from .rebuild import Rebuilt
+from .timing import TimingSpan
 
 __all__ = ["RequestInfo"]
 
@@ -69,6 +70,8 @@ class RequestInfo:
     tools_found: tuple[str, ...] = ()
     tools_loaded: tuple[str, ...] = ()
     tools_evicted: tuple[str, ...] = ()
+    latency: float | None = None  # seconds from dispatch to the response or failure
+    first_token: float | None = None  # seconds from dispatch to the answer's first event
 
     @property
     def new(self) -> int:
@@ -82,6 +85,7 @@ def _requests(
     turns_of: Mapping[int, int],
     counter: TokenCounter,
     config: Config,
+    timed: Mapping[int, TimingSpan] | None = None,
 ) -> tuple[RequestInfo, ...]:
     answers, failures = _answers(records)
     deferred = _deferred(records)
@@ -100,6 +104,7 @@ def _requests(
             prices[model] = price_for(model, config.prices)
         price = prices[model]
         billed = charge_usd(usage, price)[0] if usage is not None and price else None
+        span = timed.get(item.seq) if timed else None
         out.append(
             RequestInfo(
                 number=item.number,
@@ -121,6 +126,8 @@ def _requests(
                 provider_cache=answer.provider_cache if answer is not None else "",
                 failed=failures.get(item.seq, "") if answer is None else "",
                 **deferred.get(item.seq, {}),
+                latency=span.seconds if span is not None else None,
+                first_token=span.first_token if span is not None else None,
             )
         )
         previous = item

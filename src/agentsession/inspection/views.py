@@ -13,7 +13,7 @@ or calls a model.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..boundary import Admission
 from ..budget import (
@@ -49,6 +49,7 @@ from .describe import Category, category_of, describe, preview
 from .rebuild import rebuild_all
 from .requests import RequestInfo, _requests
 from .sent import next_controls, sent_controls
+from .timing import TimingSpan, TurnUsage, attributed_turns, spans_by_turn, usage_by_turn
 
 __all__ = [
     "Category",
@@ -59,7 +60,9 @@ __all__ = [
     "Part",
     "RequestInfo",
     "TimelineItem",
+    "TimingSpan",
     "TurnInfo",
+    "TurnUsage",
     "context_view",
     "inspect_log",
     "last_model",
@@ -103,6 +106,9 @@ class TurnInfo:
     ``outcome``: ``answered``, ``running``, ``unfinished``, ``failed``, ``cancelled``,
     ``interrupted``, ``waiting for approval``, or ``steered`` (a steer arrived after its tool
     results and the turn went on as the steer's: the next turn starts at that steer).
+
+    ``usage`` is what its requests and side calls used and cost, as reported; ``spans`` its
+    waterfall: each request, tool run and side call on the time axis (``inspection.timing``).
     """
 
     number: int
@@ -112,6 +118,8 @@ class TurnInfo:
     requests: int
     tool_calls: int
     outcome: str
+    usage: TurnUsage = field(default_factory=TurnUsage)
+    spans: tuple[TimingSpan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -192,6 +200,15 @@ def inspect_log(
         )
     rebuilt = rebuild_all(records, specs=specs, config=config, tools=tools)
     timeline, turns_of = _timeline(records)
+    # A side call belongs to the turn that made it (a title is committed with the next turn).
+    attributed = attributed_turns(records, turns_of)
+    if attributed != turns_of:
+        turns_of = attributed
+        timeline = tuple(
+            replace(i, turn=turns_of[i.seq]) if i.kind == "side_call" else i for i in timeline
+        )
+    spans = spans_by_turn(records, turns_of)
+    charges = charges_of(records)
     counts = MessageCounts(
         user=sum(isinstance(r.entry, UserEntry) for r in records),
         assistant=sum(isinstance(r.entry, AssistantEntry) for r in records),
@@ -204,7 +221,10 @@ def inspect_log(
     )
     # The package's own counters count each (shared) message object once inside ``measure``.
     own = isinstance(budget.counter, EstimateCounter | TiktokenCounter)
-    requests = _requests(records, rebuilt, turns_of, budget.counter if own else counter, config)
+    timed = {s.seq: s for turn in spans.values() for s in turn if s.kind == "request"}
+    counting = budget.counter if own else counter
+    requests = _requests(records, rebuilt, turns_of, counting, config, timed)
+    usage = usage_by_turn(charges, turns_of, config.prices)
     return Inspection(
         session_id=info.id,
         title=info.title,
@@ -214,12 +234,12 @@ def inspect_log(
         counts=counts,
         entries=len(records),
         timeline=timeline,
-        turns=_turns(records, turns_of),
+        turns=_turns(records, turns_of, usage, spans),
         epochs=epochs,
         requests=requests,
         next_request=next_request,
         next_error=next_error,
-        cost=summarize(charges_of(records), config.prices),
+        cost=summarize(charges, config.prices),
         controls=sent_controls(info.id, records, config),
         next_controls=next_controls(info.id, records, config),
     )
@@ -275,9 +295,23 @@ def _timeline(records: Sequence[Record]) -> tuple[tuple[TimelineItem, ...], dict
     return tuple(items), turns
 
 
-def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[TurnInfo, ...]:
+def _turns(
+    records: Sequence[Record],
+    turns_of: Mapping[int, int],
+    usage: Mapping[int, TurnUsage],
+    spans: Mapping[int, Sequence[TimingSpan]],
+) -> tuple[TurnInfo, ...]:
     """Each user turn with its requests, tool calls and how it ended so far."""
     out: list[TurnInfo] = []
+    none = TurnUsage()
+
+    def info(
+        opened: tuple[int, int, str, str], requests: int, calls: int, outcome: str
+    ) -> TurnInfo:
+        number = opened[0]
+        used, timed = usage.get(number, none), tuple(spans.get(number, ()))
+        return TurnInfo(*opened, requests, calls, outcome, used, timed)
+
     opened: tuple[int, int, str, str] | None = None  # the turn so far: number, seq, time, text
     requests = calls = 0
     outcome = ""
@@ -285,7 +319,7 @@ def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[Turn
         entry = record.entry
         if isinstance(entry, UserEntry):
             if opened is not None:
-                out.append(TurnInfo(*opened, requests, calls, outcome))
+                out.append(info(opened, requests, calls, outcome))
             text = preview(text_of(entry.content), 200)
             opened = (turns_of[record.seq], record.seq, entry.timestamp, text)
             requests, calls, outcome = 0, 0, "unfinished"
@@ -300,7 +334,7 @@ def _turns(records: Sequence[Record], turns_of: Mapping[int, int]) -> tuple[Turn
             outcome = "steered"  # it goes on as the steer's turn, after its tool results
         outcome = _outcome(entry) or outcome
     if opened is not None:
-        out.append(TurnInfo(*opened, requests, calls, outcome))
+        out.append(info(opened, requests, calls, outcome))
     return tuple(out)
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .entries import ContextEpoch, LogEntry
-from .stored import Record, dump_entry
+from .entries import ContextEpoch
+from .stored import LogEntry, Record, dump_entry
 
 __all__ = ["commit_end", "common_prefix", "only_inputs"]
 

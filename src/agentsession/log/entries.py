@@ -91,7 +91,10 @@ class AssistantEntry:
     as U+FFFD (text that cannot be encoded would fail every later request). ``cache_ttl`` and
     ``cache_diagnose``: the cache lifetime the request asked for (``"5m"``, ``"1h"``) and whether
     it asked for the provider's cache diagnosis, so the request can be shown as it was sent
-    (``""``: not recorded, a response stored before they were).
+    (``""``: not recorded, a response stored before they were). ``first_token_at`` is when
+    the provider's first event of the answering attempt arrived (wall clock, like
+    ``timestamp``): the time to first token is its distance from the dispatch record's
+    ``timestamp`` (``""``: a response stored before it was recorded).
     """
 
     content: str = ""
@@ -109,18 +112,25 @@ class AssistantEntry:
     replaced_surrogates: int = 0
     cache_ttl: str = ""
     cache_diagnose: bool = False
+    first_token_at: str = ""
     kind: Literal["assistant"] = "assistant"
 
 
 @dataclass(frozen=True, slots=True)
 class ToolResultEntry:
-    """The settled result of one tool call."""
+    """The settled result of one tool call.
+
+    ``started_at`` is when the tool began to run (wall clock; ``""`` for a result no tool ran
+    for — refused, synthetic — or one stored before it was recorded); ``timestamp`` is when it
+    settled, so the two give the tool's duration.
+    """
 
     call_id: str
     name: str
     content: str | tuple[ContentPart, ...]
     is_error: bool = False
     timestamp: str = ""
+    started_at: str = ""
     kind: Literal["tool_result"] = "tool_result"
 
 

@@ -119,7 +119,8 @@ VERSIONS: dict[str, int] = {
     **dict.fromkeys(_TYPES, 1),
     "epoch": 4,
     "dispatch": 3,
-    "assistant": 3,
+    "assistant": 4,
+    "tool_result": 2,
     "side_call": 2,
     "summary": 2,
 }

@@ -56,6 +56,18 @@ def _assistant_v2_to_v3(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _assistant_v3_to_v4(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 4 may record when the first event of the answer arrived; a version 3 response
+    # did not, and its time to first token is not known.
+    return payload
+
+
+def _tool_result_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 may record when the tool began to run; a version 1 result did not, and its
+    # duration is not known.
+    return payload
+
+
 def _side_call_v1_to_v2(payload: dict[str, Any]) -> dict[str, Any]:
     # Version 2 may say why the call was made (``reason``) and has the purpose ``keep_warm``;
     # a version 1 call was a title or a summary, made for no recorded reason.
@@ -76,6 +88,8 @@ UPGRADES: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("dispatch", 2): _dispatch_v2_to_v3,
     ("assistant", 1): _assistant_v1_to_v2,
     ("assistant", 2): _assistant_v2_to_v3,
+    ("assistant", 3): _assistant_v3_to_v4,
+    ("tool_result", 1): _tool_result_v1_to_v2,
     ("side_call", 1): _side_call_v1_to_v2,
     ("summary", 1): _summary_v1_to_v2,
 }
