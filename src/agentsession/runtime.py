@@ -351,11 +351,10 @@ class Runtime:
     async def tend_idle(self, sessions: Iterable[Session] | None = None) -> dict[str, IdleOutcome]:
         """One idle decision for each session this runtime handed out, by the runtime's clock.
 
-        With ``Config(idle_policy="auto")``, a session whose provider cache is about to expire
-        before its likely next request is kept warm, compacted or let expire, whichever the
-        prices make cheapest (``ledger.idle``); a call made is a billed side call with the
-        reason. A running session, one waiting on approvals and one another process leases
-        are left alone. Call it on a timer shorter than a tenth of the cache lifetime.
+        With ``Config(idle_policy="auto")``, a session whose cache expires before its likely next
+        request is kept warm, compacted or let expire, whichever the prices make cheapest
+        (``ledger.idle``), each call a billed side call with its reason; never one running,
+        waiting on approvals or leased elsewhere. Call it every tenth of the cache lifetime.
 
         Args:
             sessions: Only these (``None``: every session this runtime handed out).

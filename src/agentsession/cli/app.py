@@ -22,7 +22,7 @@ from typing import NoReturn
 from ..errors import AgentSessionError, SessionBusyError, UsageError
 from .examples import examples
 from .portable import add_portable_commands
-from .serve import add_serve_command
+from .serve_options import add_serve_command
 
 __all__ = ["build_parser", "main"]
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from .serve_tokens import TOKEN_ENV, given_tokens
+from .serve_tokens import given_tokens
 
 if TYPE_CHECKING:
     from ..providers.base import Model
@@ -38,108 +38,15 @@ if TYPE_CHECKING:
     from ..store.base import Store
     from .invocation import Invocation
 
-__all__ = ["add_serve_command", "serve", "server_runtime", "worker_app"]
+__all__ = ["serve", "server_runtime", "worker_app"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds running turns and open streams get to finish when the server stops.
 _GRACE = 10
-_LEVELS = ("debug", "info", "warning", "error")
 #: Seconds ``serve`` waits for the store to answer before it gives up starting.
 _STARTUP_CHECK = 8.0
 #: How ``--workers`` passes its configuration to the worker processes.
 _WORKER_ENV = "AGENTSESSION_SERVE_WORKER"
-
-
-def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    """Add ``serve`` and its options to the command line."""
-    parser = command("serve", "serve sessions over HTTP (SSE streams, web UI at /)")
-    add = parser.add_argument
-    add("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    add("--port", type=int, default=8000, help="port to listen on (default: 8000)")
-    add(
-        "--token",
-        action="append",
-        default=[],
-        metavar="TOKEN",
-        help="a bearer token clients must send (repeatable; 'sha256:<hex>' gives its hash"
-        " instead); required to listen on a non-loopback address. Without it a random token is"
-        " made for the run and printed in the URL to open",
-    )
-    add(
-        "--token-file",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="read bearer tokens from a file, one per line ('#' starts a comment); the"
-        f" variable {TOKEN_ENV} may also hold tokens (separated by spaces). Either keeps the"
-        " secret off the command line",
-    )
-    add(
-        "--no-auth",
-        action="store_true",
-        help="serve without any token (loopback only): every program and user of this machine"
-        " can then drive every session; pages of other sites are still refused",
-    )
-    add(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a host name clients may reach the server by, beside loopback names (repeatable;"
-        " '*' accepts any, for a server behind a proxy that checks it)",
-    )
-    add(
-        "--workers",
-        type=int,
-        default=1,
-        metavar="N",
-        help="server processes sharing the port, each with its own runtime (default: 1)",
-    )
-    add(
-        "--workspaces",
-        metavar="DIR",
-        help="give each session a folder of its own under DIR (per owner, then per session) and"
-        " the built-in file and command tools confined to it; without it sessions get no file"
-        " or command tools",
-    )
-    add(
-        "--preset",
-        default="read-only",
-        metavar="NAME",
-        help="permission preset of new sessions: read-only (default), workspace-write or"
-        " full-access",
-    )
-    add(
-        "--db-connections",
-        type=int,
-        default=16,
-        metavar="N",
-        help="the most PostgreSQL connections one server process opens (default: 16; at least"
-        " 8): its store's pool, presence, LISTEN/NOTIFY and the server's own table. Processes"
-        " times N must stay below the database's max_connections",
-    )
-    add(
-        "--idle-interval",
-        type=float,
-        metavar="SECONDS",
-        help="every SECONDS, keep warm, compact or let expire the provider cache of each"
-        " recently used session no turn runs, whichever the prices make cheapest"
-        " (idle_policy auto; under the sessions' leases, so a fleet acts once per session);"
-        " use less than a tenth of the cache lifetime, e.g. 20. Default: off",
-    )
-    add(
-        "--log-level",
-        default="info",
-        choices=_LEVELS,
-        help="info (default) writes one JSON line per request to standard output (the access"
-        " log); warning and error leave it out; debug adds the libraries' own messages",
-    )
-    add(
-        "--otlp-endpoint",
-        metavar="URL",
-        help="send OpenTelemetry traces over OTLP/HTTP to this collector (e.g."
-        " http://127.0.0.1:4318/v1/traces)",
-    )
 
 
 def _check_bind(host: str, tokens: list[str], no_auth: bool = False) -> None:
