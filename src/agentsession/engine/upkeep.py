@@ -15,7 +15,8 @@ from .idle import Decide
 from .idle import tend as tend_idle_session
 
 if TYPE_CHECKING:
-    from ..ledger import Charge, IdleOutcome
+    from ..ledger import Charge
+    from ..ledger.idle import IdleOutcome
     from ..providers.base import Model
     from .admission import Admitter
     from .deps import SessionDeps
