@@ -17,7 +17,7 @@ from agentsession.durable import (
 from agentsession.log import LogEntry, Record, dump_entry
 
 #: Fields that hold the wall clock's time, which two runs never share.
-_CLOCK_FIELDS = ("timestamp", "sent_at")
+_CLOCK_FIELDS = ("timestamp", "sent_at", "first_token_at", "started_at")
 
 
 async def drive(

@@ -37,7 +37,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 def _count(server: Server) -> int:
-    return int(server.client.get("/sessions").json()["total"])
+    return len(server.client.get("/sessions").json()["sessions"])
 
 
 def _refused(response: httpx.Response, status: int, kind: str) -> None:
@@ -223,7 +223,7 @@ def test_serve_without_token_makes_one_and_prints_its_url(tmp_path: Path) -> Non
             _refused(client.post("/sessions", json={}), 401, "NotAuthorizedError")
             _refused(client.get("/sessions"), 401, "NotAuthorizedError")
             bearer = {"Authorization": f"Bearer {token}"}
-            assert client.get("/sessions", headers=bearer).json()["total"] == 0
+            assert len(client.get("/sessions", headers=bearer).json()["sessions"]) == 0
             assert client.post("/sessions", json={}, headers=bearer).status_code == 201
             # A token is no pass for a page of another origin or another host name.
             evil = {**bearer, "Origin": "http://evil.example"}
@@ -232,7 +232,7 @@ def test_serve_without_token_makes_one_and_prints_its_url(tmp_path: Path) -> Non
             _refused(
                 client.post("/sessions", json={}, headers=rebound), 403, "ForbiddenRequestError"
             )
-            assert client.get("/sessions", headers=bearer).json()["total"] == 1
+            assert len(client.get("/sessions", headers=bearer).json()["sessions"]) == 1
 
 
 def test_control_no_auth_serves_without_a_token_and_still_checks_pages(tmp_path: Path) -> None:
@@ -259,7 +259,7 @@ def test_control_no_auth_serves_without_a_token_and_still_checks_pages(tmp_path:
                 415,
                 "UnsupportedMediaTypeError",
             )
-            assert client.get("/sessions").json()["total"] == 2
+            assert len(client.get("/sessions").json()["sessions"]) == 2
         process.terminate()
         out, err = process.communicate(timeout=120)
     assert "?token=" not in out + err

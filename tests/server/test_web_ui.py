@@ -237,7 +237,9 @@ def test_390_px_wide_nothing_scrolls_sideways(
     assert page.evaluate(edge) <= 0
     page.click("#menu")
     page.wait_for_selector("body.drawer #scrim", state="visible")
-    assert page.evaluate(edge) > 0 and page.is_visible("#sessions button")
+    # The drawer slides in: wait for it to be in, rather than look once mid-slide.
+    page.wait_for_function(f"{edge} >= 300")
+    page.wait_for_selector("#sessions button", state="visible")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.keyboard.press("Escape")  # closes the drawer when no turn runs
     page.wait_for_selector("#scrim", state="hidden")

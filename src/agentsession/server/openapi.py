@@ -328,10 +328,10 @@ def _health_paths() -> dict[str, Any]:
                 {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
                 {"name": "limit", "in": "query", "schema": {"type": "integer"}},
             ],
-            "get": {
-                "summary": "The caller's messages holding every word, newest first",
-                "responses": {"200": _json(_SEARCH)},
-            },
+            "get": _op(
+                "The caller's messages holding every word, newest first",
+                {"200": _json(_SEARCH)},
+            ),
         },
     }
 
