@@ -43,6 +43,8 @@ import agentsession as ags
 from agentsession.log import ToolLoaded, ToolResultEntry, ToolUnloaded
 
 TOOLS = 500
+#: How a search result that carries declarations (Chat Completions' ``call_tool``) says so.
+DECLARED = "Call them with call_tool"
 VERBS = ("get", "list", "create", "update", "archive", "export", "merge", "tag", "assign", "rank")
 NOUNS = tuple(
     f"{kind}{n}" for kind in ("account", "lead", "deal", "ticket", "invoice") for n in range(10)
@@ -95,7 +97,12 @@ class Script:
         with self.lock:
             if not self.steps:  # a side call (the title): a short answer
                 return Reply(text="CRM work")
-            return self.steps.pop(0)
+            reply = self.steps.pop(0)
+        if shape == "openai-chat" and reply.tool and reply.tool != "search_tools":
+            # Chat Completions offers loaded tools through the stable call_tool proxy.
+            inner = {"name": reply.tool, "arguments": reply.arguments}
+            return Reply(tool="call_tool", arguments=inner)
+        return reply
 
 
 class Counting(Simulator):
@@ -126,7 +133,14 @@ class Counting(Simulator):
         for item in body.get("input", []):
             if isinstance(item, dict) and item.get("type") == "tool_search_output":
                 tools.extend(item["tools"])
-        self.tool_tokens.setdefault(shape, []).append(sum(_openai_tokens(t) for t in tools))
+        declared = 0  # on Chat: the declarations the search results give as text, in full
+        for message in body.get("messages", []):
+            content = message.get("content")
+            if message.get("role") == "tool" and isinstance(content, str) and DECLARED in content:
+                declared += _openai_tokens(content)
+        self.tool_tokens.setdefault(shape, []).append(
+            declared + sum(_openai_tokens(t) for t in tools)
+        )
         return super().openai(shape, body)
 
 
