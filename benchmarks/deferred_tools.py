@@ -14,8 +14,10 @@ The tools are declared as application tools with ``defer=True``: the same ``Tool
 server's ``defer_tools`` gives, without a server process per run (the tests run a real 500-tool
 MCP server). Reported per shape: the provider-reported cached share of input tokens; the tool
 tokens per request (every declaration a request carries: the top-level list and, on Anthropic,
-the tools added in place) against the same for one request that declares all 500 tools, counted
-by the simulator's own rule for that shape; loads, evictions and failed calls.
+the tools added in place; on Chat Completions, where loaded tools are called through
+``call_tool``, every search result that gives declarations, counted whole) against the same
+for one request that declares all 500 tools, counted by the simulator's own rule for that
+shape; loads, evictions and failed calls.
 
 Usage: ``python benchmarks/deferred_tools.py [--turns 200]``; writes
 ``benchmarks/results/deferred_tools.json``.
