@@ -10,15 +10,19 @@ through the official OpenAI SDK against the benchmarks' provider simulator.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.engine.deferred import proxied
@@ -28,6 +32,9 @@ from agentsession.providers.profiles import profile_for
 
 from .conftest import MakeRuntime
 from .skills.sessions import NATIVE, RESPONSES, call, tool_names, tool_results
+from .test_deferred_properties import TOOLS as ANIMALS
+from .test_deferred_properties import WORDS as ANIMAL_WORDS
+from .test_deferred_properties import Step, _expected
 
 CHAT = profile_for("openai", "gpt-5.6-terra", wire_format="openai-chat")
 WORDS = ("alpha", "bravo", "charlie")
@@ -133,6 +140,53 @@ async def test_on_chat_an_inner_tool_that_asks_pauses_under_its_own_name(
     await session.retry()
     results = [(str(r.content), r.is_error) for r in tool_results(model.requests[-1])]
     assert results[-1] == ("wrote y", False)
+
+
+async def _check_proxied(steps: list[Step], limit: int, folder: Path) -> None:
+    store = ags.SQLiteStore(folder / "sessions.db")
+    config = ags.Config(max_loaded_tools=limit, titles=False, retry_base_delay=0)
+    replies: list[Any] = [
+        call("search_tools", query=word) if action == "search" else proxy(f"{word}_gadget")
+        for action, word in steps
+    ]
+    model = ags.ScriptedModel([*replies, "done"], profile=CHAT)
+    async with ags.Runtime(store=store, model=model, tools=ANIMALS, config=config) as runtime:
+        session = await runtime.create_session()
+        await session.prompt("go")
+    assert all(tool_names(r) == ["search_tools", "call_tool"] for r in model.requests)
+    results = [r for r in tool_results(model.requests[-1]) if r.name == "call_tool"]
+    outcomes, order = _expected(steps, limit)
+    called = [word for action, word in steps if action == "call"]
+    for result, succeeds, word in zip(results, outcomes, called, strict=True):
+        if succeeds:
+            assert (result.content, result.is_error) == (f"{word} ran", False)
+        else:
+            assert (result.content, result.is_error) == (f"Unknown tool: {word}_gadget", True)
+    # Reopened, the same tools are loaded: each runs through call_tool, every other is unknown.
+    again = ags.ScriptedModel(
+        [[c for w in ANIMAL_WORDS for c in proxy(f"{w}_gadget")], "ok"], profile=CHAT
+    )
+    store = ags.SQLiteStore(folder / "sessions.db")
+    async with ags.Runtime(store=store, model=again, tools=ANIMALS, config=config) as other:
+        await (await other.open_session(session.id)).prompt("reopened")
+    ran = [r.is_error for r in tool_results(again.requests[-1])[-len(ANIMAL_WORDS) :]]
+    assert ran == [w not in order for w in ANIMAL_WORDS]
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["search", "call"]), st.sampled_from(ANIMAL_WORDS)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(min_value=1, max_value=4),
+)
+def test_through_call_tool_a_call_succeeds_iff_its_tool_is_loaded(
+    steps: list[Step], limit: int
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        asyncio.run(_check_proxied(steps, limit, Path(folder)))
 
 
 def _load(name: str) -> ModuleType:
