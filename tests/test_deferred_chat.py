@@ -29,6 +29,7 @@ from agentsession.engine.deferred import proxied
 from agentsession.inspection.toolview import call_line
 from agentsession.log import ApprovalRequested, ToolLoaded, ToolResultEntry, ToolUnloaded
 from agentsession.providers.profiles import profile_for
+from agentsession.providers.validate import validate_gemini
 
 from .conftest import MakeRuntime
 from .skills.sessions import NATIVE, RESPONSES, call, tool_names, tool_results
@@ -115,6 +116,30 @@ async def test_on_chat_the_tool_list_stays_and_a_loaded_tool_runs_through_call_t
     assert call_line("call_tool", {"name": "alpha_gadget", "arguments": {"text": "x"}}) == (
         'alpha_gadget {"text": "x"}'
     )
+
+
+async def test_on_gemini_the_function_declarations_stay_across_a_load_and_an_eviction(
+    make_runtime: MakeRuntime,
+) -> None:
+    gemini = profile_for("gemini", "gemini-2.5-pro")
+    script: list[Any] = [
+        call("search_tools", query="alpha_gadget"),
+        call("search_tools", query="bravo_gadget"),  # evicts alpha
+        proxy("bravo_gadget", text="b"),
+        proxy("alpha_gadget"),
+        "done",
+    ]
+    model = ags.ScriptedModel(script, profile=gemini)
+    config = ags.Config(retry_base_delay=0, max_loaded_tools=1)
+    runtime = make_runtime(model=model, tools=_tools(*WORDS), config=config)
+    session = await runtime.create_session()
+    await session.prompt("go")
+    bodies = [ags.lower(r, "gemini", profile=gemini) for r in model.requests]
+    for body in bodies:
+        validate_gemini(body, gemini)
+    assert all(b["config"]["tools"] == bodies[0]["config"]["tools"] for b in bodies)
+    results = [(str(r.content), r.is_error) for r in tool_results(model.requests[-1])]
+    assert results[-2:] == [("bravo ran b", False), ("Unknown tool: alpha_gadget", True)]
 
 
 async def test_on_chat_an_inner_tool_that_asks_pauses_under_its_own_name(
