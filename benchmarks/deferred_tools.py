@@ -14,8 +14,10 @@ The tools are declared as application tools with ``defer=True``: the same ``Tool
 server's ``defer_tools`` gives, without a server process per run (the tests run a real 500-tool
 MCP server). Reported per shape: the provider-reported cached share of input tokens; the tool
 tokens per request (every declaration a request carries: the top-level list and, on Anthropic,
-the tools added in place) against the same for one request that declares all 500 tools, counted
-by the simulator's own rule for that shape; loads, evictions and failed calls.
+the tools added in place; on Chat Completions, where loaded tools are called through
+``call_tool``, every search result that gives declarations, counted whole) against the same
+for one request that declares all 500 tools, counted by the simulator's own rule for that
+shape; loads, evictions and failed calls.
 
 Usage: ``python benchmarks/deferred_tools.py [--turns 200]``; writes
 ``benchmarks/results/deferred_tools.json``.
@@ -43,6 +45,8 @@ import agentsession as ags
 from agentsession.log import ToolLoaded, ToolResultEntry, ToolUnloaded
 
 TOOLS = 500
+#: How a search result that carries declarations (Chat Completions' ``call_tool``) says so.
+DECLARED = "Call them with call_tool"
 VERBS = ("get", "list", "create", "update", "archive", "export", "merge", "tag", "assign", "rank")
 NOUNS = tuple(
     f"{kind}{n}" for kind in ("account", "lead", "deal", "ticket", "invoice") for n in range(10)
@@ -95,7 +99,12 @@ class Script:
         with self.lock:
             if not self.steps:  # a side call (the title): a short answer
                 return Reply(text="CRM work")
-            return self.steps.pop(0)
+            reply = self.steps.pop(0)
+        if shape == "openai-chat" and reply.tool and reply.tool != "search_tools":
+            # Chat Completions offers loaded tools through the stable call_tool proxy.
+            inner = {"name": reply.tool, "arguments": reply.arguments}
+            return Reply(tool="call_tool", arguments=inner)
+        return reply
 
 
 class Counting(Simulator):
@@ -126,7 +135,14 @@ class Counting(Simulator):
         for item in body.get("input", []):
             if isinstance(item, dict) and item.get("type") == "tool_search_output":
                 tools.extend(item["tools"])
-        self.tool_tokens.setdefault(shape, []).append(sum(_openai_tokens(t) for t in tools))
+        declared = 0  # on Chat: the declarations the search results give as text, in full
+        for message in body.get("messages", []):
+            content = message.get("content")
+            if message.get("role") == "tool" and isinstance(content, str) and DECLARED in content:
+                declared += _openai_tokens(content)
+        self.tool_tokens.setdefault(shape, []).append(
+            declared + sum(_openai_tokens(t) for t in tools)
+        )
         return super().openai(shape, body)
 
 

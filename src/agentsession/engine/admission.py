@@ -286,7 +286,7 @@ class Admitter:
             summary_seq=self.writer.next_seq,
             timestamp=now(),
             # Like every epoch, the compaction's names the tools its requests declare.
-            tools=tuple(t.spec.name for t in self.parts.toolbox.offered()),
+            tools=tuple(t.spec.name for t in self.parts.toolbox.offered(model.profile)),
             block=written.block,
         )
 
@@ -314,7 +314,7 @@ class Admitter:
             raise UsageError("nothing to retry: no request was ever admitted")
         projected = project(view.records, view.epoch)
         window = window_of(projected, self.deps.config)
-        offered = [t.spec for t in self.parts.toolbox.offered()]
+        offered = [t.spec for t in self.parts.toolbox.offered(model.profile)]
         tools = request_tools(
             view.epoch,
             _mids(view.records),
@@ -355,7 +355,7 @@ class Admitter:
     async def offered(self, model: Model) -> tuple[str, ...]:
         """The tools the last admitted request offered (read back from the log)."""
         view = await self.writer.epoch_view()
-        current = [t.name for t in self.parts.toolbox.offered()]
+        current = [t.name for t in self.parts.toolbox.offered(model.profile)]
         if view.epoch is None:
             return tuple(current)
         return epoch_tools(view.epoch, _mids(view.records), current).offered
@@ -395,7 +395,7 @@ class Admitter:
             promoted=promoted,
             components=self.parts.components() if components is None else components,
             samples=samples,
-            tools=[t.spec for t in toolbox.offered()],
+            tools=[t.spec for t in toolbox.offered(profile)],
             config=self.deps.config,
             model=model.name,
             step=step,

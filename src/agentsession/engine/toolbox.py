@@ -12,7 +12,9 @@ read into log entries, committed together with its result. A source that is a ``
 (loaded skills) names folders outside the project its calls may read; the ``ToolContext`` also
 says whether ``run_command`` runs in the sandbox, which mirrors the preset (``sandbox``).
 Deferred tools (``engine.deferred``) are offered only once ``search_tools`` loaded them; that
-proxy is answered here, before the gate, since it only changes which tools are offered.
+proxy is answered here, before the gate, since it only changes which tools are offered. Where
+loaded tools are called through ``call_tool`` (the request offered it), that call is unwrapped
+to the inner tool's own call first, which then goes through the gate like a direct call.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from .._memo import conforms
 from ..config import Config
 from ..log import ApprovalRequested, LogEntry, now
 from ..permissions import unsandboxed
+from ..providers.base import ModelProfile
 from ..request import ToolCall, ToolSpec
 from ..sources import Ran, ToolSource
 from ..tools import Tool, ToolOutcome
 from ..tools.context import ToolContext
 from ..tools.sandbox import SandboxMode
-from .deferred import SEARCH_TOOL, SEARCH_TOOLS, DeferredTools
+from .deferred import CALL_TOOL, CALL_TOOLS, SEARCH_TOOL, SEARCH_TOOLS, DeferredTools, proxied
 from .gate import PermissionGate
 
 __all__ = ["CallObserver", "CallResult", "FolderSource", "Paused", "Toolbox"]
@@ -39,9 +42,13 @@ __all__ = ["CallObserver", "CallResult", "FolderSource", "Paused", "Toolbox"]
 
 @dataclass(frozen=True)
 class Paused:
-    """A call that waits for the user's approval; nothing ran."""
+    """A call that waits for the user's approval; nothing ran.
+
+    ``call`` is the call the gate asked about: the inner tool's for a ``call_tool`` call.
+    """
 
     request: ApprovalRequested
+    call: ToolCall | None = None
     kind: Literal["paused"] = "paused"
 
 
@@ -97,14 +104,17 @@ class Toolbox:
         # The application's tools never change: their owners are mapped once.
         self._own: dict[str, tuple[Tool, ToolSource | None]] = {t.name: (t, None) for t in tools}
 
-    def offered(self) -> list[Tool]:
-        """Every tool on offer now: the application's first, then each source's, names unique.
+    def offered(self, profile: ModelProfile | None = None) -> list[Tool]:
+        """Every tool on offer to a model of ``profile``: the application's, then each source's.
 
-        Deferred tools are left out until found: ``search_tools`` stands in for them, followed
-        by the loaded ones (``DeferredTools.arrange``).
+        Names are unique. Deferred tools are left out until found: ``search_tools`` stands in
+        for them, followed by the loaded ones, or by ``call_tool`` where the profile is
+        ``proxied`` (``DeferredTools.arrange``).
         """
         tools = self._every()
-        return tools if self._deferred is None else self._deferred.arrange(tools)
+        if self._deferred is None:
+            return tools
+        return self._deferred.arrange(tools, proxy=profile is not None and proxied(profile))
 
     def _every(self) -> list[Tool]:
         tools = list(self._tools)
@@ -124,6 +134,7 @@ class Toolbox:
         specs.update({t.name: t.spec for t in self._tools})
         if self._deferred is not None:
             specs.setdefault(SEARCH_TOOLS, SEARCH_TOOL.spec)
+            specs.setdefault(CALL_TOOLS, CALL_TOOL.spec)
         return specs
 
     async def run(self, call: ToolCall, offered: Collection[str]) -> CallResult:
@@ -132,8 +143,15 @@ class Toolbox:
         found = owners.get(call.name)
         deferred = self._deferred
         if deferred is not None and found is None and call.name == SEARCH_TOOLS in offered:
-            return deferred.search(call, self._every())  # it only loads tools: nothing to check
-        if found is None or call.name not in offered:
+            # It only loads tools: nothing to check.
+            return deferred.search(call, self._every(), declare=CALL_TOOLS in offered)
+        if deferred is not None and found is None and call.name == CALL_TOOLS in offered:
+            inner = deferred.resolve(call, self._every())
+            if isinstance(inner, Ran):
+                return inner
+            call, found = inner, owners.get(inner.name)  # from here on exactly a direct call
+            assert found is not None  # resolve found it among the session's tools
+        elif found is None or call.name not in offered:
             return Ran(ToolOutcome(f"Unknown tool: {call.name}", True))
         tool, source = found
         readable = self._readable()
@@ -143,7 +161,7 @@ class Toolbox:
         if decision.kind == "deny":
             return Ran(ToolOutcome(decision.reason, True))
         if decision.kind == "ask":
-            return Paused(ApprovalRequested(call.id, call.name, decision.reason, now()))
+            return Paused(ApprovalRequested(call.id, call.name, decision.reason, now()), call)
         context: ToolContext | None = None
         if source is not None or tool.context_param is not None:
             # Built only for a call that gets it: resolving the project folder costs a few

@@ -350,8 +350,9 @@ class Turn:
             if result.kind == "paused":
                 await self._commit_step(step, [result.request])
                 self.parts.gate.record(result.request)
+                asked = result.call or call  # the inner tool's call for a call_tool call
                 request = ApprovalRequest(
-                    call.id, call.name, dict(call.arguments), result.request.reason
+                    call.id, asked.name, dict(asked.arguments), result.request.reason
                 )
                 yield ApprovalNeeded(request)
                 yield StepPaused(
@@ -431,6 +432,9 @@ def approval_of(entry: ApprovalRequested, calls: Sequence[ToolCall]) -> Approval
     """The public form of a stored approval request (arguments from its call)."""
     call = next((c for c in calls if c.id == entry.call_id), None)
     arguments = dict(call.arguments) if call is not None else {}
+    inner = arguments.get("arguments")
+    if call is not None and call.name != entry.name and isinstance(inner, dict):
+        arguments = dict(inner)  # a call_tool call: the gate asked about the inner tool
     return ApprovalRequest(entry.call_id, entry.name, arguments, entry.reason)
 
 

@@ -3,8 +3,9 @@
 ``run_command`` is shown as the shell line it runs, ``write_file`` as a unified diff of what it
 writes (against the file as it is now when the folder is known, else against nothing: a stored
 call cannot know the file it replaced), ``read_file`` and ``list_files`` as the path they read,
-and every other call as its arguments in JSON — never a Python repr. The chat, ``show``, piped
-output and the report all use this one rendering.
+and every other call as its arguments in JSON — never a Python repr. A ``call_tool`` call (a
+loaded deferred tool called through the stable proxy) is shown as the inner tool's call. The
+chat, ``show``, piped output and the report all use this one rendering.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from ..providers._lowering import CALL_TOOL_NAME
 
 __all__ = ["call_line", "call_text", "command_prefix"]
 
@@ -31,6 +34,9 @@ def _string(arguments: Mapping[str, Any], key: str) -> str | None:
 
 def call_line(name: str, arguments: Mapping[str, Any]) -> str:
     """The call on one line: ``$ ls -la``, ``write_file notes.md (+12 lines)``, ``name {json}``."""
+    inner = _inner(name, arguments)
+    if inner is not None:
+        return call_line(*inner)
     command = _string(arguments, "command")
     path = _string(arguments, "path")
     if name == "run_command" and command is not None and set(arguments) <= {"command", "timeout"}:
@@ -45,8 +51,19 @@ def call_line(name: str, arguments: Mapping[str, Any]) -> str:
     return f"{name} {_arguments_json(arguments)}"
 
 
+def _inner(name: str, arguments: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """The tool and arguments a well-formed ``call_tool`` call runs, else ``None``."""
+    inner, given = arguments.get("name"), arguments.get("arguments")
+    if name != CALL_TOOL_NAME or not isinstance(inner, str) or not isinstance(given, dict):
+        return None
+    return inner, given
+
+
 def call_text(name: str, arguments: Mapping[str, Any], project: Path | None = None) -> str:
     """The call in full: the line, and for ``write_file`` the unified diff it makes."""
+    inner = _inner(name, arguments)
+    if inner is not None:
+        return call_text(*inner, project)
     path = _string(arguments, "path")
     content = _string(arguments, "content")
     if name != "write_file" or path is None or content is None:

@@ -29,6 +29,7 @@ from ..request import (
 from .base import ModelProfile
 
 __all__ = [
+    "CALL_TOOL_NAME",
     "SEARCH_TOOL_NAME",
     "WRAP_TAG",
     "Lowered",
@@ -47,6 +48,9 @@ WRAP_TAG = "system-message"
 #: The session's tool-search proxy (``engine.deferred.SEARCH_TOOLS``): a format with its own
 #: tool search lowers this tool, its calls and its results to that search's items.
 SEARCH_TOOL_NAME = "search_tools"
+#: The stable proxy that calls a loaded deferred tool where the format has neither tool search
+#: nor in-place tool changes (``engine.deferred.CALL_TOOLS``); inspection shows the inner call.
+CALL_TOOL_NAME = "call_tool"
 _TAG_RE = re.compile(rf"<(/?){WRAP_TAG}", re.IGNORECASE)
 
 
