@@ -11,9 +11,7 @@ through the official OpenAI SDK against the benchmarks' provider simulator.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +29,7 @@ from agentsession.log import ApprovalRequested, ToolLoaded, ToolResultEntry, Too
 from agentsession.providers.profiles import profile_for
 from agentsession.providers.validate import validate_gemini
 
+from .benchmark_modules import load_benchmarks
 from .conftest import MakeRuntime
 from .skills.sessions import NATIVE, RESPONSES, call, tool_names, tool_results
 from .test_deferred_properties import TOOLS as ANIMALS
@@ -39,7 +38,6 @@ from .test_deferred_properties import Step, _expected
 
 CHAT = profile_for("openai", "gpt-5.6-terra", wire_format="openai-chat")
 WORDS = ("alpha", "bravo", "charlie")
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def _runner(word: str) -> Any:
@@ -214,23 +212,10 @@ def test_through_call_tool_a_call_succeeds_iff_its_tool_is_loaded(
         asyncio.run(_check_proxied(steps, limit, Path(folder)))
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def sim() -> ModuleType:
     pytest.importorskip("openai")
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return _load("provider_sim")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load_benchmarks("provider_sim")
 
 
 async def test_over_the_chat_sdk_loads_and_evictions_keep_the_tools_array(

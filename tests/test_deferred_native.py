@@ -13,8 +13,6 @@ through the official SDK against the benchmarks' provider simulator.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,12 +29,12 @@ from agentsession.providers.profiles import openai_tool_search, profile_for
 from agentsession.providers.validate import validate_anthropic, validate_openai_responses
 from agentsession.request import SystemMessage
 
+from .benchmark_modules import load_benchmarks
 from .conftest import MakeRuntime
 from .skills.sessions import call, tool_results
 
 SEARCHING = profile_for("openai", "gpt-5.6-terra")
 WORDS = ("alpha", "bravo", "charlie")
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def _tools(*words: str) -> list[ags.Tool]:
@@ -160,23 +158,10 @@ def test_a_tool_search_call_without_its_output_is_refused() -> None:
         validate_openai_responses(body, SEARCHING)
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def sim() -> ModuleType:
     pytest.importorskip("openai")
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return _load("provider_sim")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load_benchmarks("provider_sim")
 
 
 async def test_over_the_sdk_the_search_call_is_replayed_as_sent_and_its_tools_load(

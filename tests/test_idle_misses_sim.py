@@ -10,37 +10,21 @@ usage the SDK parsed; the excess is the simulator's own bill).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import datetime
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from .benchmark_modules import load_benchmarks
+
 CAUSES = {"context change", "window move", "expired", "compaction"}
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     pytest.importorskip("openai")
     pytest.importorskip("anthropic")
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        load("provider_sim")
-        return load("idle_sdk_day")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load_benchmarks("provider_sim", "idle_sdk_day")
 
 
 @pytest.mark.parametrize("shape", ["anthropic 5m", "openai"])

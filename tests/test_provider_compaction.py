@@ -8,7 +8,6 @@ succeeds after a compaction proves the block went back byte for byte.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from datetime import datetime, timedelta
@@ -22,29 +21,14 @@ import agentsession as ags
 from agentsession.inspection.report import render_report
 from agentsession.log import ContextEpoch, SideCall, Summary
 
+from .benchmark_modules import load_benchmarks
 from .cli_inprocess import cli_here
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     pytest.importorskip("anthropic")
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        load("provider_sim")
-        return load("provider_cache")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load_benchmarks("provider_sim", "provider_cache")
 
 
 @ags.tool

@@ -8,35 +8,18 @@ matches the billed input of the request that follows it, before every turn.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from .benchmark_modules import load_benchmarks
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     pytest.importorskip("openai")
     pytest.importorskip("anthropic")
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        load("provider_sim")
-        return load("provider_cache")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load_benchmarks("provider_sim", "provider_cache")
 
 
 @pytest.mark.parametrize("shape", ["openai-chat", "openai-responses", "anthropic"])
