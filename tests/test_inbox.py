@@ -30,32 +30,9 @@ from agentsession.log.commits import commit_end
 
 from .cli_inprocess import cli_here
 from .conftest import MakeRuntime
+from .held import Hold
 
 FIXTURE = Path(__file__).parent / "fixtures" / "log_inbox_v1.jsonl"
-
-
-class Hold:
-    """A tool call that waits until the test lets it go (and says when it started)."""
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.go = asyncio.Event()
-
-    def tool(self) -> ags.Tool:
-        hold = self
-
-        @ags.tool
-        async def work(step: str) -> str:
-            """Do one step of the work.
-
-            Args:
-                step: Which step.
-            """
-            hold.started.set()
-            await hold.go.wait()
-            return f"did {step}"
-
-        return work
 
 
 def texts(request: ags.Request) -> list[str]:

@@ -10,29 +10,7 @@ import httpx
 
 import agentsession as ags
 
-
-class Holding:
-    """A tool that waits until the test lets it go: a turn that is running."""
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.go = asyncio.Event()
-
-    def tool(self) -> ags.Tool:
-        hold = self
-
-        @ags.tool
-        async def work(step: str) -> str:
-            """Do one step.
-
-            Args:
-                step: Which step.
-            """
-            hold.started.set()
-            await hold.go.wait()
-            return f"did {step}"
-
-        return work
+from ..held import Hold
 
 
 def user_texts(request: ags.Request) -> list[str]:
@@ -42,7 +20,7 @@ def user_texts(request: ags.Request) -> list[str]:
 async def test_input_steers_and_queues_a_running_turn_and_starts_one_when_idle(
     tmp_path: Path,
 ) -> None:
-    hold = Holding()
+    hold = Hold()
     model = ags.ScriptedModel(
         [[ags.ToolCall("work", {"step": "one"})], "steered", "queued ran", "idle ran"]
     )

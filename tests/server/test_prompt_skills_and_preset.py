@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 
 import agentsession as ags
 from agentsession.log import PermissionChanged
+
+from ..held import Gated
 
 PDF = ags.Skill(name="pdf", description="Read PDF files.", instructions="Read PDFs carefully.")
 
@@ -44,22 +45,6 @@ async def test_the_prompt_route_honours_a_skill_selection(tmp_path: Path) -> Non
     assert '<skill name="pdf" location="python:pdf">' in ags.request.text_of(first_user.content)
     assert refused.status_code == 400 and "nosuch" in refused.text
     assert wrong.status_code == 400 and "skills" in wrong.text
-
-
-class Gated(ags.ScriptedModel):
-    """Holds its first reply until ``release`` is set: a turn that is running."""
-
-    def __init__(self) -> None:
-        super().__init__(["held answer", "next answer"])
-        self.entered = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def stream(self, request: ags.Request) -> AsyncIterator[ags.providers.ModelEvent]:
-        if not self.release.is_set():
-            self.entered.set()
-            await self.release.wait()
-        async for event in super().stream(request):
-            yield event
 
 
 async def test_patch_changes_the_preset_while_idle_and_refuses_during_a_turn(

@@ -5,7 +5,6 @@ records a switch; an unknown model is a 400 that says so."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -14,25 +13,10 @@ import agentsession as ags
 from agentsession.errors import UnknownModelError
 from agentsession.log import ModelSwitched
 
+from ..held import Gated
 from .harness import Server, frames, serve_cli
 
 PDF = ags.Skill(name="pdf", description="Read PDF files.", instructions="Read PDFs carefully.")
-
-
-class Gated(ags.ScriptedModel):
-    """Holds its first reply until ``release`` is set: a turn that is running."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(["held answer", "next answer", "third"], name=name)
-        self.entered = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def stream(self, request: ags.Request) -> AsyncIterator[ags.providers.ModelEvent]:
-        if not self.release.is_set():
-            self.entered.set()
-            await self.release.wait()
-        async for event in super().stream(request):
-            yield event
 
 
 class Offered:
