@@ -150,7 +150,8 @@ class Toolbox:
             if isinstance(inner, Ran):
                 return inner
             call, found = inner, owners.get(inner.name)  # from here on exactly a direct call
-            assert found is not None  # resolve found it among the session's tools
+            if found is None:  # its server stopped offering it since: as for any unknown name
+                return Ran(ToolOutcome(f"Unknown tool: {call.name}", True))
         elif found is None or call.name not in offered:
             return Ran(ToolOutcome(f"Unknown tool: {call.name}", True))
         tool, source = found
