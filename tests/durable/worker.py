@@ -6,6 +6,11 @@ the same workflow) and writes its result to ``out``. ``kill_after`` SIGKILLs the
 after its N-th append commits — a step's effect durable, the engine not yet told: a step
 boundary. ``kill_in_tool`` SIGKILLs it inside the tool, after the side effect, before its result.
 A fresh worker with the same executor id recovers the turn at launch.
+
+A plan with ``batch`` (turns of several sessions, each with a ``tenant``) and ``tenants``
+(name → ``TenantLimits`` fields) enqueues every turn first, then waits for them all; its tool
+records each call's start and end in ``events`` and, for a call of the ``capped`` tenant,
+waits before it ends until a call of the ``free`` tenant has ended.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,10 +59,44 @@ def store_of(plan: dict[str, Any]) -> ags.Store:
     return ags.PostgresStore(where)
 
 
+def _note(path: Path, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{line}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def events_tool(events: Path) -> ags.Tool:
+    """``work`` that records its start and end; a ``capped`` call ends after a ``free`` one."""
+
+    @ags.tool(effect="write")
+    def work(n: int, by: str, context: ags.ToolContext) -> str:
+        """Do one numbered piece of work.
+
+        Args:
+            n: The piece of work.
+            by: Who asked.
+        """
+        _note(events, f"start {context.call_id}")
+        if context.call_id.startswith("capped"):
+            # Bounded only so a broken queue fails the test instead of hanging it.
+            deadline = time.monotonic() + 120
+            while "end free" not in events.read_text(encoding="utf-8"):
+                if time.monotonic() > deadline:
+                    _note(events, f"gave-up {context.call_id}")
+                    break
+                time.sleep(0.05)
+        _note(events, f"end {context.call_id}")
+        return f"work {n} done for {by}"
+
+    return work
+
+
 def runtime_of(plan: dict[str, Any]) -> ags.Runtime:
     """The worker's runtime: the scripted model, the ``work`` tool, the plan's store."""
     side = Path(plan["side"])
-    tool = side_tool(side)
+    tool = events_tool(Path(plan["events"])) if "events" in plan else side_tool(side)
     if plan.get("kill_in_tool"):
         inner = tool
 
@@ -104,11 +144,20 @@ def main(path: str) -> None:
     plan = json.loads(Path(path).read_text(encoding="utf-8"))
     runtime = runtime_of(plan)
     DBOS(config=dbos_config(plan))
-    durable_dbos.register(runtime, polling_interval=0.1, stale_retries=30)
+    tenants = {k: durable_dbos.TenantLimits(**v) for k, v in plan.get("tenants", {}).items()}
+    durable_dbos.register(runtime, polling_interval=0.1, stale_retries=30, tenants=tenants)
     DBOS.launch()
     try:
-        results = []
-        for turn in plan["turns"]:
+        results: list[Any] = []
+        if "batch" in plan:
+            durable_dbos.turn_queue()
+            handles = [
+                durable_dbos.run_turn(t["session"], t["text"], tenant=t["tenant"])
+                for t in plan["batch"]
+            ]
+            results = [h.get_result().as_json() for h in handles]
+            results.append({"queues": _queues(tenants)})
+        for turn in plan.get("turns", []):
             handle = durable_dbos.run_turn(plan["session"], turn["text"], workflow_id=turn["id"])
             results.append(handle.get_result().as_json())
         Path(plan["out"]).write_text(json.dumps(results), encoding="utf-8")
@@ -117,6 +166,24 @@ def main(path: str) -> None:
         from agentsession.sync import run_sync
 
         run_sync(runtime.close())
+
+
+def _queues(tenants: dict[str, Any]) -> dict[str, Any]:
+    """Each tenant queue's limits as DBOS stored them."""
+    from dbos import DBOS
+
+    from agentsession.durable import dbos as durable_dbos
+
+    found = {}
+    for tenant in tenants:
+        queue = DBOS.retrieve_queue(durable_dbos.tenant_queue(durable_dbos.QUEUE, tenant))
+        assert queue is not None
+        found[tenant] = {
+            "global_concurrency": queue.global_concurrency,
+            "limiter": queue.limiter,
+            "partition_concurrency": queue.partition_concurrency,
+        }
+    return found
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from .refs import (
     Admitted,
+    ApprovalAnswer,
+    Paused,
     Reference,
     Responded,
     Settled,
@@ -18,19 +20,25 @@ from .refs import (
     ToolRan,
     reference_from_json,
 )
-from .steps import admit_prompt, last_seq, model_step, run_tool, settle_turn
+from .steps import admit_prompt, last_seq, model_step, paused_turn, run_tool, settle_turn
+from .tenants import TenantLimits, tenant_queue
 
 __all__ = [
     "Admitted",
+    "ApprovalAnswer",
+    "Paused",
     "Reference",
     "Responded",
     "Settled",
     "StaleStepError",
+    "TenantLimits",
     "ToolRan",
     "admit_prompt",
     "last_seq",
     "model_step",
+    "paused_turn",
     "reference_from_json",
     "run_tool",
     "settle_turn",
+    "tenant_queue",
 ]

@@ -13,16 +13,21 @@ and a workflow per turn, rather than one workflow for a session's life, keeps ea
 short without DBOS ever needing a continue-as-new.
 
 The queue is partitioned by session: a session's turns run one at a time, in order, across
-every worker; ``worker_concurrency`` caps the turns one worker runs. A tool step tells the neutral
+every worker; ``worker_concurrency`` caps the turns one worker runs. A tenant named in
+``register(tenants=...)`` gets a queue of its own, carrying its ``TenantLimits`` (a cap on its
+turns running at once across the fleet, a rate per minute) and partitioned by session the same
+way, so a tenant's cap never reorders a session's turns. A tool step tells the neutral
 layer whether it started before, from a DBOS event it sets before the tool runs, so a tool whose
 worker died mid-run is closed as "may have run" and never run twice.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dbos import DBOS, Queue, SetEnqueueOptions, SetWorkflowID, WorkflowHandle
@@ -31,12 +36,25 @@ from ..errors import UsageError
 from ..runtime import Runtime
 from ..sync import run_sync
 from . import steps
-from .refs import Admitted, Responded, Settled, StaleStepError, ToolRan
+from .refs import Admitted, ApprovalAnswer, Paused, Responded, Settled, StaleStepError, ToolRan
+from .tenants import TenantLimits, tenant_queue
 
-__all__ = ["QUEUE", "register", "run_turn", "turn_queue"]
+__all__ = [
+    "QUEUE",
+    "ApprovalAnswer",
+    "TenantLimits",
+    "register",
+    "resume_turn",
+    "run_turn",
+    "tenant_queue",
+    "turn_queue",
+]
 
 QUEUE = "agentsession_turns"
 T = TypeVar("T")
+T2 = TypeVar("T2")
+_ids_lock = threading.Lock()
+_last_ns = [0]
 
 
 @dataclass
@@ -46,7 +64,9 @@ class _Registration:
     worker_concurrency: int | None
     stale_retries: int
     polling_interval: float
-    queue: Queue | None = None
+    tenants: dict[str, TenantLimits]
+    default_limits: TenantLimits | None
+    queues: dict[str | None, Queue] = field(default_factory=dict)
 
 
 _registered: list[_Registration] = []
@@ -59,14 +79,32 @@ def register(
     worker_concurrency: int | None = None,
     stale_retries: int = 60,
     polling_interval: float = 1.0,
+    tenants: Mapping[str, TenantLimits] | None = None,
+    default_limits: TenantLimits | None = None,
 ) -> None:
     """Bind ``runtime`` to the package's DBOS workflow and steps in this process.
 
-    Call it after ``DBOS(config=...)`` and before ``DBOS.launch()``. ``worker_concurrency`` caps
-    the turns one worker runs at once. ``stale_retries`` is how often a step retries,
-    a second apart, while another live worker holds the session. ``polling_interval`` is how
-    often, in seconds, a worker looks for queued turns.
+    Call it after ``DBOS(config=...)`` and before ``DBOS.launch()``, in every worker and in
+    every process that enqueues turns.
+
+    Args:
+        runtime: The runtime whose sessions the turns drive.
+        queue_name: The default turn queue's name; a tenant's queue is ``<queue_name>.<tenant>``.
+        worker_concurrency: The most turns of one queue one worker runs at once.
+        stale_retries: How often a step retries, a second apart, while another live worker
+            holds the session.
+        polling_interval: How often, in seconds, a worker looks for queued turns.
+        tenants: Tenant name → its ``TenantLimits``; each tenant's turns go through a queue
+            of its own carrying them.
+        default_limits: The limits of a tenant not named in ``tenants`` (its queue is made at
+            its first turn); ``None``: such a tenant is refused.
+
+    Raises:
+        UsageError: A tenant's name cannot name a queue.
     """
+    named = dict(tenants or {})
+    for tenant in named:
+        tenant_queue(queue_name, tenant)  # refuses a bad name now, not at the first turn
     _registered[:] = [
         _Registration(
             runtime,
@@ -74,6 +112,8 @@ def register(
             worker_concurrency,
             stale_retries,
             polling_interval,
+            named,
+            default_limits,
         )
     ]
 
@@ -84,34 +124,108 @@ def _registration() -> _Registration:
     return _registered[0]
 
 
-def turn_queue() -> Queue:
-    """The turn queue, registered in the system database (after ``DBOS.launch()``)."""
+def _declare(reg: _Registration, tenant: str | None) -> Queue:
+    """Register the queue of ``tenant`` (``None``: the default queue) in the system database."""
+    limits = TenantLimits()
+    name = reg.queue_name
+    if tenant is not None:
+        name = tenant_queue(reg.queue_name, tenant)
+        found = reg.tenants.get(tenant, reg.default_limits)
+        if found is None:
+            raise UsageError(
+                f"tenant {tenant!r} is not registered: name it in register(tenants=...) or"
+                " give register(default_limits=...)"
+            )
+        limits = found
+    worker = reg.worker_concurrency
+    if worker is not None and limits.concurrency is not None:
+        worker = min(worker, limits.concurrency)  # DBOS refuses a worker cap above the queue's
+    per_minute = limits.per_minute
+    return DBOS.register_queue(
+        name,
+        worker_concurrency=worker,
+        global_concurrency=limits.concurrency,
+        limiter=None if per_minute is None else {"limit": per_minute, "period": 60.0},
+        partition_concurrency=1,  # one turn of a session at a time, the oldest first
+        polling_interval_sec=reg.polling_interval,
+    )
+
+
+def turn_queue(tenant: str | None = None) -> Queue:
+    """A turn queue, registered in the system database (after ``DBOS.launch()``).
+
+    Without ``tenant`` it is the default queue, and the queues of every tenant named in
+    ``register(tenants=...)`` are registered with it, so a worker that calls it once serves
+    them all (DBOS workers take turns from every queue registered in the system database).
+
+    Args:
+        tenant: A tenant's name: its own queue.
+
+    Raises:
+        UsageError: ``register`` was not called, or the tenant is unknown.
+    """
     reg = _registration()
-    if reg.queue is None:
-        reg.queue = DBOS.register_queue(
-            reg.queue_name,
-            worker_concurrency=reg.worker_concurrency,
-            partition_concurrency=1,  # one turn of a session at a time
-            polling_interval_sec=reg.polling_interval,
-        )
-    return reg.queue
+    if tenant is None and None not in reg.queues:
+        for named in sorted(reg.tenants):
+            turn_queue(named)
+    queue = reg.queues.get(tenant)
+    if queue is None:
+        queue = reg.queues[tenant] = _declare(reg, tenant)
+    return queue
 
 
 def run_turn(
-    session_id: str, text: str, *, workflow_id: str | None = None
+    session_id: str, text: str, *, workflow_id: str | None = None, tenant: str | None = None
 ) -> WorkflowHandle[Settled]:
     """Enqueue one turn of ``session_id``; its handle's result is the turn's ``Settled``.
 
     The queue partition is the session: its turns run one at a time, in order (a turn holds
     the session's lease only while a step runs, so two turns of a session must never
-    interleave). ``workflow_id`` makes the enqueue idempotent (one workflow per id).
+    interleave). A session belongs to one tenant: enqueue all its turns with the same
+    ``tenant``, since the order holds within one queue.
+
+    Args:
+        session_id: The session the turn belongs to.
+        text: The prompt.
+        workflow_id: Makes the enqueue idempotent (one workflow per id). DBOS orders a
+            session's turns enqueued within one tick of its clock by their ids, so ids you
+            give must sort in the order of the session's turns; without one, ``run_turn``
+            makes an id that does.
+        tenant: The tenant whose queue and limits the turn goes through (``None``: the
+            default queue, without tenant limits).
+
+    Raises:
+        UsageError: ``register`` was not called, or the tenant is unknown.
     """
-    queue = turn_queue()
-    with SetEnqueueOptions(queue_partition_key=session_id):
-        if workflow_id is None:
-            return queue.enqueue(_turn_workflow, session_id, text)
-        with SetWorkflowID(workflow_id):
-            return queue.enqueue(_turn_workflow, session_id, text)
+    return _enqueue(tenant, session_id, workflow_id, _turn_workflow, text)
+
+
+def _enqueue(
+    tenant: str | None,
+    session_id: str,
+    workflow_id: str | None,
+    workflow: Callable[[str, T2], Settled],
+    argument: T2,
+) -> WorkflowHandle[Settled]:
+    """Enqueue ``workflow`` in the session's partition of the tenant's queue."""
+    queue = turn_queue(tenant)
+    with (
+        SetEnqueueOptions(queue_partition_key=session_id),
+        SetWorkflowID(workflow_id or _ordered_id()),
+    ):
+        return queue.enqueue(workflow, session_id, argument)
+
+
+def _ordered_id() -> str:
+    """A workflow id that sorts after every id this process made before.
+
+    DBOS starts a partition's turns by enqueue time, then by workflow id; its clock may tick
+    once a second (SQLite), so turns of a session enqueued within one tick keep their order
+    only through their ids.
+    """
+    with _ids_lock:
+        ns = _last_ns[0] = max(time.time_ns(), _last_ns[0] + 1)
+    return f"agentsession-{ns:020d}-{uuid.uuid4().hex[:8]}"
 
 
 def _run(step: Callable[[Runtime], Coroutine[Any, Any, T]]) -> T:
@@ -148,7 +262,9 @@ def _model_step(session_id: str, after_seq: int, step: int) -> Responded:
 
 
 @DBOS.step(name="agentsession.tool")
-def _tool_step(session_id: str, response_seq: int, call_id: str) -> ToolRan:
+def _tool_step(
+    session_id: str, response_seq: int, call_id: str, answer: ApprovalAnswer | None = None
+) -> ToolRan:
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None  # a step runs inside its workflow
     key = f"started:{call_id}"
@@ -156,8 +272,15 @@ def _tool_step(session_id: str, response_seq: int, call_id: str) -> ToolRan:
     if first:
         DBOS.set_event(key, True)  # durable before the tool runs
     return _run(
-        lambda rt: steps.run_tool(rt, session_id, response_seq, call_id, first_attempt=first)
+        lambda rt: steps.run_tool(
+            rt, session_id, response_seq, call_id, first_attempt=first, answer=answer
+        )
     )
+
+
+@DBOS.step(name="agentsession.paused")
+def _paused_step(session_id: str) -> Paused:
+    return _run(lambda rt: steps.paused_turn(rt, session_id))
 
 
 @DBOS.step(name="agentsession.settle")
@@ -174,14 +297,63 @@ def _turn_workflow(session_id: str, text: str) -> Settled:
             break
     if admitted is None:
         raise StaleStepError(f"session {session_id}: other prompts kept coming first")
-    after, step = admitted.seq, 1
+    return _until_settled(session_id, admitted.seq, admitted.seq, 1)
+
+
+def _until_settled(session_id: str, turn_seq: int, after: int, step: int) -> Settled:
+    """Model steps and their calls from ``after`` on, until an answer without calls or a pause."""
     while True:
         responded = _model_step(session_id, after, step)
         for call_id in responded.calls:
             ran = _tool_step(session_id, responded.seq, call_id)
             after = ran.seq
             if ran.paused:  # a call waits for the user's approval: the turn ends here
-                return _settle_step(session_id, admitted.seq)
+                return _settle_step(session_id, turn_seq)
         if not responded.calls:
-            return _settle_step(session_id, admitted.seq)
+            return _settle_step(session_id, turn_seq)
         step += 1
+
+
+@DBOS.workflow(name="agentsession.resume")
+def _resume_workflow(session_id: str, answers: tuple[ApprovalAnswer, ...]) -> Settled:
+    paused = _paused_step(session_id)
+    given = {a.call_id: a for a in answers}
+    unknown = sorted(set(given) - set(paused.waiting))
+    if unknown:
+        raise UsageError(f"session {session_id}: no approval waits for {', '.join(unknown)}")
+    after = paused.response_seq
+    for call_id in paused.calls:
+        ran = _tool_step(session_id, paused.response_seq, call_id, given.get(call_id))
+        after = ran.seq
+        if ran.paused:  # a waiting call left unanswered, or a later call asks too
+            return _settle_step(session_id, paused.dispatch_seq)
+    return _until_settled(session_id, paused.dispatch_seq, after, paused.step + 1)
+
+
+def resume_turn(
+    session_id: str,
+    answers: Sequence[ApprovalAnswer],
+    *,
+    workflow_id: str | None = None,
+    tenant: str | None = None,
+) -> WorkflowHandle[Settled]:
+    """Enqueue the rest of a turn that settled with ``stop_reason="approval_required"``.
+
+    The answers travel into the tool steps as references: each is committed right before its
+    call runs (a call whose answer was stored is never run again by a retried step), the
+    turn's remaining calls run in order, then its model steps, as ``run_turn``'s would. A
+    waiting call without an answer, or a later call the preset asks about, settles the turn
+    as ``approval_required`` again. The turn goes through the session's queue partition, so it
+    keeps its place among the session's turns.
+
+    Args:
+        session_id: The session whose turn waits.
+        answers: One ``ApprovalAnswer`` per waiting call (``Settled.waiting``).
+        workflow_id: Makes the enqueue idempotent (one workflow per id).
+        tenant: The session's tenant, as given to ``run_turn``.
+
+    Raises:
+        UsageError: ``register`` was not called, or the tenant is unknown. The handle's
+            result raises ``UsageError`` when an answer names a call that does not wait.
+    """
+    return _enqueue(tenant, session_id, workflow_id, _resume_workflow, tuple(answers))

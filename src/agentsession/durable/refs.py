@@ -17,6 +17,8 @@ from ..errors import ConflictError, UsageError
 
 __all__ = [
     "Admitted",
+    "ApprovalAnswer",
+    "Paused",
     "Reference",
     "Responded",
     "Settled",
@@ -81,25 +83,73 @@ class ToolRan:
 
 @dataclass(frozen=True)
 class Settled:
-    """A turn's result, read from the log: the reply, why it stopped, its last seq."""
+    """A turn's result, read from the log: the reply, why it stopped, its last seq.
+
+    ``waiting``: with ``stop_reason="approval_required"``, the ids of the calls that wait for
+    the user's answer.
+    """
 
     session_id: str
     text: str
     stop_reason: str
     last_seq: int
+    waiting: tuple[str, ...] = ()
     kind: Literal["settled"] = "settled"
+
+    def as_json(self) -> dict[str, Any]:
+        """The stored form: plain JSON values."""
+        return {**dataclasses.asdict(self), "waiting": list(self.waiting)}
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """The user's answer to a tool call waiting for approval, carried to the step that runs it.
+
+    ``always`` approves the tool for the rest of the session; ``note`` tells the model why a
+    call was denied.
+    """
+
+    call_id: str
+    approved: bool
+    always: bool = False
+    note: str = ""
+    kind: Literal["approval_answer"] = "approval_answer"
 
     def as_json(self) -> dict[str, Any]:
         """The stored form: plain JSON values."""
         return dataclasses.asdict(self)
 
 
-Reference: TypeAlias = Admitted | Responded | ToolRan | Settled
+@dataclass(frozen=True)
+class Paused:
+    """A turn paused for approvals, and where it continues.
+
+    ``dispatch_seq`` is the paused step's dispatch record, ``response_seq`` the answer whose
+    ``calls`` (in order) have no result yet; ``waiting`` are those asked about and unanswered.
+    """
+
+    session_id: str
+    dispatch_seq: int
+    response_seq: int
+    step: int
+    calls: tuple[str, ...]
+    waiting: tuple[str, ...]
+    kind: Literal["paused"] = "paused"
+
+    def as_json(self) -> dict[str, Any]:
+        """The stored form: plain JSON values."""
+        data = dataclasses.asdict(self)
+        return {**data, "calls": list(self.calls), "waiting": list(self.waiting)}
+
+
+Reference: TypeAlias = Admitted | Responded | ToolRan | Settled | ApprovalAnswer | Paused
 _KINDS: dict[str, type[Reference]] = {
     "admitted": Admitted,
     "responded": Responded,
     "tool_ran": ToolRan,
     "settled": Settled,
+    "approval_answer": ApprovalAnswer,
+    "paused": Paused,
 }
 
 
@@ -109,8 +159,9 @@ def reference_from_json(data: Mapping[str, Any]) -> Reference:
     if cls is None:
         raise UsageError(f"not a durable step reference: kind {data.get('kind')!r}")
     fields = dict(data)
-    if "calls" in fields:
-        fields["calls"] = tuple(fields["calls"])
+    for name in ("calls", "waiting"):
+        if isinstance(fields.get(name), list):
+            fields[name] = tuple(fields[name])
     try:
         return cls(**fields)
     except TypeError as exc:

@@ -8,7 +8,9 @@ its history only what they take and return (``refs``):
 - ``model_step`` — the model asked after seq N and its answer committed (write-ahead: before
   any of its calls runs);
 - ``run_tool`` — one call of a committed answer run and its result committed;
-- ``settle_turn`` — the turn's result read back from the log.
+- ``settle_turn`` — the turn's result read back from the log;
+- ``paused_turn`` — where a turn paused for approvals continues: ``run_tool`` with the user's
+  ``ApprovalAnswer`` commits the answer right before the call runs, as ``retry()`` does.
 
 Every step first looks in the log for its own effect: a retried step whose effect committed
 before its worker died returns what was committed, so the model is never asked twice for an
@@ -17,6 +19,11 @@ step started before and left no result is never run again either: the engine say
 (``first_attempt=False``) and the call is closed with the package's "may have run" result, as
 crash recovery closes it. A step that finds another live worker driving the session, or the log
 moved past what it expected, raises ``StaleStepError`` having stored nothing.
+
+A call waiting for approval pauses the turn (``ToolRan.paused``); the answer travels into the
+tool step as a reference, never through a process's memory, so any worker can resume the turn.
+A provider's context-overflow error in a model step compacts once (with automatic compaction)
+and asks again; a retried step that finds the compaction in the log admits afresh.
 
 The steps drive the session's own parts (the turn's admission, provider call, response commit
 and toolbox) one at a time under the session's guard and lease, so a turn run by steps writes
@@ -31,15 +38,17 @@ from dataclasses import replace
 
 from ..engine.recovery import INTERRUPTED_RESULT
 from ..engine.turn import Turn, refused_calls, unique_call_ids
-from ..errors import ConflictError, UsageError
+from ..errors import ConflictError, ContextOverflowError, UsageError
 from ..hygiene import prompt_content
 from ..log import (
+    ApprovalDecided,
     ApprovalRequested,
     AssistantEntry,
     Dispatch,
     Interrupted,
     ProviderFailed,
     Record,
+    Summary,
     ToolResultEntry,
     UserEntry,
     now,
@@ -48,9 +57,9 @@ from ..providers.base import ModelDone, valid_reply
 from ..request import Request, ToolCall, digest
 from ..runtime import Runtime
 from ..session import Session
-from .refs import Admitted, Responded, Settled, StaleStepError, ToolRan
+from .refs import Admitted, ApprovalAnswer, Paused, Responded, Settled, StaleStepError, ToolRan
 
-__all__ = ["admit_prompt", "last_seq", "model_step", "run_tool", "settle_turn"]
+__all__ = ["admit_prompt", "last_seq", "model_step", "paused_turn", "run_tool", "settle_turn"]
 
 
 async def last_seq(runtime: Runtime, session_id: str) -> int:
@@ -60,11 +69,16 @@ async def last_seq(runtime: Runtime, session_id: str) -> int:
 
 
 @contextlib.asynccontextmanager
-async def _driving(runtime: Runtime, session_id: str) -> AsyncIterator[Session]:
-    """The session opened and held (its lease taken) for one step; closed after it."""
+async def _driving(
+    runtime: Runtime, session_id: str, *, paused: bool = False
+) -> AsyncIterator[Session]:
+    """The session opened and held (its lease taken) for one step; closed after it.
+
+    ``paused``: the step may run while a call waits for approval (it answers one, or reads).
+    """
     session = await runtime.open_session(session_id)
     try:
-        async with session._guard.exclusive():
+        async with session._guard.exclusive(allow_waiting=paused):
             yield session
     except ConflictError as exc:
         if isinstance(exc.__cause__, StaleStepError):  # the guard wraps what a step raised
@@ -125,6 +139,7 @@ async def admit_prompt(runtime: Runtime, session_id: str, expected_seq: int, tex
         StaleStepError: Another prompt was admitted after ``expected_seq``, or a live worker
             drives the session.
         BudgetExceededError: The request cannot fit (nothing is stored).
+        SessionBusyError: A tool call of the session waits for approval.
         UsageError: The text is not valid Unicode.
     """
     content = prompt_content(text)
@@ -197,6 +212,13 @@ async def model_step(runtime: Runtime, session_id: str, after_seq: int, step: in
         await session._ready()
         turn = await _turn(session)
         request = await _request(session, turn, tail if ours else None, step)
+        try:
+            return await _answer(session, turn, request, step)
+        except ContextOverflowError:
+            # As a turn does: compact once, admit the step afresh in the new epoch, ask again.
+            if not await turn._make_room():
+                raise
+        request, _, _ = await turn._dispatch((), step, False)
         return await _answer(session, turn, request, step)
 
 
@@ -206,6 +228,10 @@ async def _request(
     """The step's request: the dispatched one re-sent when it still stands, else a new dispatch."""
     if tail is not None:
         closed = any(isinstance(r.entry, ProviderFailed | Interrupted) for r in tail)
+        if closed and any(isinstance(r.entry, Summary) for r in tail):
+            # An overflow compacted before the worker died: admit in the new epoch.
+            request, _, _ = await turn._dispatch((), step, False)
+            return request
         dispatch = tail[0].entry
         assert isinstance(dispatch, Dispatch)
         if not closed:
@@ -242,35 +268,55 @@ async def _answer(session: Session, turn: Turn, request: Request, step: int) -> 
 
 
 async def run_tool(
-    runtime: Runtime, session_id: str, response_seq: int, call_id: str, *, first_attempt: bool
+    runtime: Runtime,
+    session_id: str,
+    response_seq: int,
+    call_id: str,
+    *,
+    first_attempt: bool,
+    answer: ApprovalAnswer | None = None,
 ) -> ToolRan:
     """Run call ``call_id`` of the answer stored at ``response_seq`` and commit its result.
 
     A result already stored is returned. ``first_attempt`` is the engine's durable word that no
     earlier attempt of this step started: when it is ``False`` and no result is stored, the call
     may have run with its effects, so it is closed with the "may have run" result, never run
-    again (the package's write-ahead rule).
+    again (the package's write-ahead rule). A call the permission preset asks about pauses
+    (``ToolRan.paused``) until a step brings the user's ``answer``: it is committed right
+    before the call runs, so there an answer stored without a result is the mark that the call
+    started (closed as "may have run"), and no answer stored means it never did.
 
     Raises:
         StaleStepError: A live worker drives the session.
-        UsageError: ``response_seq`` holds no answer with that call.
+        UsageError: ``response_seq`` holds no answer with that call, or ``answer`` is for
+            another call or for a call that does not wait for approval.
     """
-    async with _driving(runtime, session_id) as session:
+    async with _driving(runtime, session_id, paused=True) as session:
         records = await runtime.store.read(session_id, response_seq)
         call = _call_of(records, response_seq, call_id)
+        asked: Record | None = None
+        decided = False
         for record in records:
             entry = record.entry
             if isinstance(entry, ToolResultEntry) and entry.call_id == call_id:
                 return ToolRan(session_id, call_id, record.seq, entry.is_error)
             if isinstance(entry, ApprovalRequested) and entry.call_id == call_id:
-                # Answering approvals is the session's (``approve()``, ``retry()``), not a step's.
-                return ToolRan(session_id, call_id, record.seq, paused=True)
+                asked = record
+            decided = decided or (isinstance(entry, ApprovalDecided) and entry.call_id == call_id)
+        if answer is not None and (answer.call_id != call_id or asked is None):
+            raise UsageError(f"tool call {answer.call_id!r} does not wait for approval here")
+        if asked is not None and answer is None and not decided:
+            return ToolRan(session_id, call_id, asked.seq, paused=True)
         writer = session._writer
-        if not first_attempt:
+        if decided or (not first_attempt and asked is None):
             unknown = INTERRUPTED_RESULT["process"]
             saved = await writer.append([ToolResultEntry(call.id, call.name, unknown, True, now())])
             return ToolRan(session_id, call_id, saved[0].seq, is_error=True)
         await session._ready()
+        if answer is not None:
+            decision = ApprovalDecided(call_id, answer.approved, answer.always, answer.note, now())
+            await writer.append([decision])  # durable before the call runs
+            session._parts.gate.record(decision)
         offered = await session._admitter.offered(session.model)
         result = await session._parts.toolbox.run(call, offered)
         if result.kind == "paused":
@@ -294,18 +340,50 @@ def _call_of(records: Sequence[Record], seq: int, call_id: str) -> ToolCall:
 async def settle_turn(runtime: Runtime, session_id: str, admitted_seq: int) -> Settled:
     """The result of the turn admitted at ``admitted_seq``, read from the log (writes nothing).
 
-    The stop reason is ``approval_required`` when a call waits for the user's answer,
-    ``max_tokens`` when the last answer's calls were cut by the output limit, else ``end_turn``.
+    The stop reason is ``approval_required`` when a call waits for the user's answer (its id
+    in ``Settled.waiting``), ``max_tokens`` when the last answer's calls were cut by the
+    output limit, else ``end_turn``.
     """
     records = await runtime.store.read(session_id, admitted_seq)
     answers = [r.entry for r in records if isinstance(r.entry, AssistantEntry)]
     last = records[-1].seq if records else admitted_seq
-    asked = {r.entry.call_id for r in records if isinstance(r.entry, ApprovalRequested)}
     answered = {r.entry.call_id for r in records if isinstance(r.entry, ToolResultEntry)}
-    if asked - answered:
-        return Settled(session_id, "", "approval_required", last)
+    answered |= {r.entry.call_id for r in records if isinstance(r.entry, ApprovalDecided)}
+    waiting = tuple(
+        r.entry.call_id
+        for r in records
+        if isinstance(r.entry, ApprovalRequested) and r.entry.call_id not in answered
+    )
+    if waiting:
+        return Settled(session_id, "", "approval_required", last, waiting)
     if not answers:
         return Settled(session_id, "", "end_turn", last)
     final = answers[-1]
     reason = "max_tokens" if final.tool_calls else "end_turn"
     return Settled(session_id, final.content, reason, last)
+
+
+async def paused_turn(runtime: Runtime, session_id: str) -> Paused:
+    """Where the session's turn paused for approvals continues (reads only).
+
+    The calls of the paused answer without a result, in order, go through ``run_tool`` (with
+    an ``ApprovalAnswer`` for each waiting one), then ``model_step`` at ``step + 1`` after the
+    last result, as in any turn; ``settle_turn`` from ``dispatch_seq``.
+
+    Raises:
+        UsageError: No call of the session waits for approval.
+    """
+    async with _driving(runtime, session_id, paused=True) as session:
+        tail = await session._writer.tail_since_dispatch() or []
+    answers = [r for r in tail if isinstance(r.entry, AssistantEntry)]
+    dispatch = tail[0].entry if tail else None
+    done = {r.entry.call_id for r in tail if isinstance(r.entry, ToolResultEntry)}
+    decided = {r.entry.call_id for r in tail if isinstance(r.entry, ApprovalDecided)}
+    asked = [r.entry.call_id for r in tail if isinstance(r.entry, ApprovalRequested)]
+    waiting = tuple(c for c in asked if c not in done and c not in decided)
+    if not answers or not isinstance(dispatch, Dispatch) or not waiting:
+        raise UsageError(f"session {session_id}: no tool call waits for approval")
+    answer = answers[-1]
+    assert isinstance(answer.entry, AssistantEntry)
+    calls = tuple(c.id for c in answer.entry.tool_calls if c.id not in done)
+    return Paused(session_id, tail[0].seq, answer.seq, dispatch.step, calls, waiting)
