@@ -4,7 +4,11 @@ Each turn is one DBOS workflow whose steps pass references (a session id, seqs, 
 conversation stays in the session's log, so DBOS keeps a few hundred bytes per step. A worker
 binds its runtime with ``register(runtime)`` before ``DBOS.launch()``; ``run_turn(session_id,
 text)`` enqueues a turn from anywhere connected to the same DBOS system database and returns a
-workflow handle. Here everything runs offline in one process, on SQLite files in a temporary
+workflow handle. Each turn goes through its tenant's queue (``TenantLimits``: at most two of
+the tenant's turns at once across the fleet, sixty a minute), partitioned by session so a
+session's turns run one at a time, in order. A call the permission preset asks about settles
+the turn as ``approval_required``; ``resume_turn`` with the user's answer finishes it. Here
+everything runs offline in one process, on SQLite files in a temporary
 folder, with a scripted model. For a fleet, start ``python examples/dbos_worker.py worker
 STORE_DB SYSTEM_DB_URL`` once per worker (PostgreSQL for both on many machines) and enqueue from
 your web process. Needs the ``durable`` extra (DBOS); the endpoint needs Starlette and httpx.
@@ -23,6 +27,8 @@ import agentsession as ags
 from agentsession.durable import dbos as durable
 
 LOOKUPS: list[str] = []
+REFUNDS: list[str] = []
+TENANTS = {"acme": durable.TenantLimits(concurrency=2, per_minute=60)}
 
 
 @ags.tool
@@ -36,6 +42,17 @@ def lookup_order(order: int) -> str:
     return f"order {order}: shipped Tuesday"
 
 
+@ags.tool(effect="execute")
+def refund_order(order: int) -> str:
+    """Refund an order (runs the payment script, so the preset asks first).
+
+    Args:
+        order: The order's number.
+    """
+    REFUNDS.append(str(order))
+    return f"order {order}: refunded"
+
+
 def make_runtime(store_path: Path) -> ags.Runtime:
     """The worker's runtime: its store, the scripted model, the application's tools."""
     model = ags.ScriptedModel(
@@ -43,12 +60,14 @@ def make_runtime(store_path: Path) -> ags.Runtime:
             [ags.ToolCall("lookup_order", {"order": 42})],
             "Order 42 shipped on Tuesday.",
             "You're welcome.",
+            [ags.ToolCall("refund_order", {"order": 42}, "refund-42")],
+            "Order 42 is refunded.",
         ]
     )
     return ags.Runtime(
         model=model,
         store=ags.SQLiteStore(store_path),
-        tools=[lookup_order],
+        tools=[lookup_order, refund_order],
         project_dir=store_path.parent,
         config=ags.Config(titles=False),
     )
@@ -65,7 +84,7 @@ def start_worker(runtime: ags.Runtime, system_db: str) -> None:
             "log_level": "WARNING",
         }
     )
-    durable.register(runtime, polling_interval=0.1)
+    durable.register(runtime, polling_interval=0.1, tenants=TENANTS)
     DBOS.launch()
     durable.turn_queue()
 
@@ -80,7 +99,8 @@ def endpoint() -> object:
     async def start_turn(request: Request) -> JSONResponse:
         body = await request.json()
         session_id = request.path_params["session_id"]
-        handle = await asyncio.to_thread(durable.run_turn, session_id, str(body["text"]))
+        text, tenant = str(body["text"]), str(body["tenant"])
+        handle = await asyncio.to_thread(durable.run_turn, session_id, text, tenant=tenant)
         return JSONResponse({"workflow_id": handle.workflow_id}, status_code=202)
 
     return Starlette(routes=[Route("/sessions/{session_id}/turns", start_turn, methods=["POST"])])
@@ -92,12 +112,13 @@ async def over_http(app: object, session_id: str, text: str) -> tuple[int, str]:
 
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
     async with httpx.AsyncClient(transport=transport, base_url="http://example") as client:
-        response = await client.post(f"/sessions/{session_id}/turns", json={"text": text})
+        body = {"text": text, "tenant": "acme"}
+        response = await client.post(f"/sessions/{session_id}/turns", json=body)
     return response.status_code, str(response.json()["workflow_id"])
 
 
 def demo() -> None:
-    """Two turns offline: one enqueued directly, one through the endpoint."""
+    """Three turns offline: one enqueued directly, one through the endpoint, one approved."""
     from dbos import DBOS
 
     with tempfile.TemporaryDirectory() as folder:
@@ -106,14 +127,19 @@ def demo() -> None:
         try:
             session_id = runtime.create_session_sync().id
             # The enqueuer: any process connected to DBOS's system database.
-            first = durable.run_turn(session_id, "Where is order 42?")
+            first = durable.run_turn(session_id, "Where is order 42?", tenant="acme")
             settled = first.get_result()
             print(f"turn 1: {settled.text} ({settled.stop_reason}, last seq {settled.last_seq})")
             status, workflow_id = asyncio.run(over_http(endpoint(), session_id, "Thanks!"))
             print(f"enqueued over HTTP: {status}")
             settled = DBOS.retrieve_workflow(workflow_id).get_result()
             print(f"turn 2: {settled.text} ({settled.stop_reason}, last seq {settled.last_seq})")
-            print(f"tool runs: {LOOKUPS}")
+            paused = durable.run_turn(session_id, "Refund it.", tenant="acme").get_result()
+            print(f"turn 3: {paused.stop_reason}, waiting {list(paused.waiting)}")
+            answers = [durable.ApprovalAnswer(call_id, approved=True) for call_id in paused.waiting]
+            settled = durable.resume_turn(session_id, answers, tenant="acme").get_result()
+            print(f"turn 3 resumed: {settled.text} ({settled.stop_reason})")
+            print(f"tool runs: {LOOKUPS}, refunds: {REFUNDS}")
             messages = runtime.open_session_sync(session_id).messages
             print(f"transcript: {[m.role for m in messages]}")
         finally:

@@ -95,8 +95,11 @@ EXPECTED: dict[str, list[str]] = {
         r"turn 1: Order 42 shipped on Tuesday\. \(end_turn, last seq \d+\)",
         r"enqueued over HTTP: 202",
         r"turn 2: You're welcome\. \(end_turn, last seq \d+\)",
-        r"tool runs: \['42'\]",
-        r"transcript: \['user', 'assistant', 'tool', 'assistant', 'user', 'assistant'\]",
+        r"turn 3: approval_required, waiting \['refund-42'\]",
+        r"turn 3 resumed: Order 42 is refunded\. \(end_turn\)",
+        r"tool runs: \['42'\], refunds: \['42'\]",
+        r"transcript: \['user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'user',"
+        r" 'assistant', 'tool', 'assistant'\]",
     ],
 }
 # What a script needs beyond the package and its dependencies.

@@ -7,6 +7,9 @@ after its N-th append commits — a step's effect durable, the engine not yet to
 boundary. ``kill_in_tool`` SIGKILLs it inside the tool, after the side effect, before its result.
 A fresh worker with the same executor id recovers the turn at launch.
 
+With ``ask`` the ``work`` tool asks for approval (an ``execute`` effect) and ``resume`` (a
+workflow id and answers) finishes the paused turn after the plan's turns.
+
 A plan with ``batch`` (turns of several sessions, each with a ``tenant``) and ``tenants``
 (name → ``TenantLimits`` fields) enqueues every turn first, then waits for them all; its tool
 records each call's start and end in ``events`` and, for a call of the ``capped`` tenant,
@@ -113,6 +116,20 @@ def runtime_of(plan: dict[str, Any]) -> ags.Runtime:
             return "never"
 
         tool = work
+    if plan.get("ask"):
+        plain = tool
+
+        @ags.tool(effect="execute", name="work")
+        def asking(n: int, by: str, context: ags.ToolContext) -> str:
+            """Do one numbered piece of work, once the user approves it.
+
+            Args:
+                n: The piece of work.
+                by: Who asked.
+            """
+            return str(plain.fn(n=n, by=by, context=context))
+
+        tool = asking
     return ags.Runtime(
         model=ags.ScriptedModel(planned_reply),
         store=KillAfter(store_of(plan), int(plan.get("kill_after", 0))),
@@ -159,6 +176,12 @@ def main(path: str) -> None:
             results.append({"queues": _queues(tenants)})
         for turn in plan.get("turns", []):
             handle = durable_dbos.run_turn(plan["session"], turn["text"], workflow_id=turn["id"])
+            results.append(handle.get_result().as_json())
+        if "resume" in plan:
+            answers = [durable_dbos.ApprovalAnswer(**a) for a in plan["resume"]["answers"]]
+            handle = durable_dbos.resume_turn(
+                plan["session"], answers, workflow_id=plan["resume"]["id"]
+            )
             results.append(handle.get_result().as_json())
         Path(plan["out"]).write_text(json.dumps(results), encoding="utf-8")
     finally:
