@@ -13,10 +13,16 @@ and a workflow per turn, rather than one workflow for a session's life, keeps ea
 short without DBOS ever needing a continue-as-new.
 
 The queue is partitioned by session: a session's turns run one at a time, in order, across
-every worker; ``worker_concurrency`` caps the turns one worker runs. A tenant named in
-``register(tenants=...)`` gets a queue of its own, carrying its ``TenantLimits`` (a cap on its
-turns running at once across the fleet, a rate per minute) and partitioned by session the same
-way, so a tenant's cap never reorders a session's turns. A tool step tells the neutral
+every worker (DBOS breaks ties of its enqueue clock by workflow id, so the ids ``run_turn``
+makes sort in enqueue order); ``worker_concurrency`` caps the turns one worker runs. A tenant
+named in ``register(tenants=...)`` gets a queue of its own, carrying its ``TenantLimits`` (a
+cap on its turns running at once across the fleet, a rate per minute) and partitioned by
+session the same way, so a tenant's cap never reorders a session's turns.
+
+A call that waits for approval ends the turn's workflow (``Settled.waiting`` names it) rather
+than holding a tenant slot and the session's partition while a person decides;
+``resume_turn`` carries the answers into a second workflow, in the same partition, whose tool
+steps commit each answer right before its call runs. A tool step tells the neutral
 layer whether it started before, from a DBOS event it sets before the tool runs, so a tool whose
 worker died mid-run is closed as "may have run" and never run twice.
 """
