@@ -2,12 +2,13 @@
 
 One worker process (``tests.durable.worker`` with a ``batch`` plan) enqueues turns of three
 sessions of tenant ``capped`` (at most one turn at a time) and one session of tenant ``free``
-(no cap), then waits for all of them. Each turn runs one ``work`` call that records its start
-and end; a ``capped`` call ends only once a ``free`` call has ended. So: the ``capped`` events
-never nest (its cap held while its other sessions' turns were queued and free to run), the
-``free`` turn ended while a ``capped`` one was running (the other tenant was not held back by
-the capped one — were it, the capped call would give up waiting), and every session's prompts
-reached its log in the order they were enqueued. No timing is asserted.
+(no cap: the default limits of a tenant not named), then waits for all of them. Each turn runs
+one ``work`` call that records its start and end; a ``capped`` call ends only once a ``free``
+call has ended. So: the ``capped`` events never nest (its cap held while its other sessions'
+turns were queued and free to run), the ``free`` turn ended while a ``capped`` one was running
+(the other tenant was not held back by the capped one — were it, the capped call would give up
+waiting), and every session's prompts reached its log in the order they were enqueued. No
+timing is asserted.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ async def test_a_tenants_cap_holds_without_holding_back_others_or_reordering_a_s
             )
     batch.append({"session": free, "tenant": "free", "text": "free prompt 0: 1x1"})
     events = setup.tmp / "events.txt"
-    tenants = {"capped": {"concurrency": 1, "per_minute": 600}, "free": {}}
-    plan = setup.plan("", [], batch=batch, tenants=tenants, events=str(events))
+    tenants = {"capped": {"concurrency": 1, "per_minute": 600}}  # "free" takes the default
+    plan = setup.plan("", [], batch=batch, tenants=tenants, default_limits={}, events=str(events))
     *results, queues = work(plan)
 
     assert [r["text"] for r in results] == [f" answered: {t['text']}" for t in batch]

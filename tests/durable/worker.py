@@ -10,10 +10,11 @@ A fresh worker with the same executor id recovers the turn at launch.
 With ``ask`` the ``work`` tool asks for approval (an ``execute`` effect) and ``resume`` (a
 workflow id and answers) finishes the paused turn after the plan's turns.
 
-A plan with ``batch`` (turns of several sessions, each with a ``tenant``) and ``tenants``
-(name → ``TenantLimits`` fields) enqueues every turn first, then waits for them all; its tool
-records each call's start and end in ``events`` and, for a call of the ``capped`` tenant,
-waits before it ends until a call of the ``free`` tenant has ended.
+A plan with ``batch`` (turns of several sessions, each with a ``tenant``), ``tenants`` (name
+→ ``TenantLimits`` fields) and ``default_limits`` (for the others) enqueues every turn first,
+then waits for them all; its tool records each call's start and end in ``events`` and, for a
+call of the ``capped`` tenant, waits before it ends until a call of the ``free`` tenant has
+ended.
 """
 
 from __future__ import annotations
@@ -162,7 +163,14 @@ def main(path: str) -> None:
     runtime = runtime_of(plan)
     DBOS(config=dbos_config(plan))
     tenants = {k: durable_dbos.TenantLimits(**v) for k, v in plan.get("tenants", {}).items()}
-    durable_dbos.register(runtime, polling_interval=0.1, stale_retries=30, tenants=tenants)
+    default = plan.get("default_limits")
+    durable_dbos.register(
+        runtime,
+        polling_interval=0.1,
+        stale_retries=30,
+        tenants=tenants,
+        default_limits=None if default is None else durable_dbos.TenantLimits(**default),
+    )
     DBOS.launch()
     try:
         results: list[Any] = []
@@ -173,7 +181,7 @@ def main(path: str) -> None:
                 for t in plan["batch"]
             ]
             results = [h.get_result().as_json() for h in handles]
-            results.append({"queues": _queues(tenants)})
+            results.append({"queues": _queues({t["tenant"] for t in plan["batch"]})})
         for turn in plan.get("turns", []):
             handle = durable_dbos.run_turn(plan["session"], turn["text"], workflow_id=turn["id"])
             results.append(handle.get_result().as_json())
@@ -191,7 +199,7 @@ def main(path: str) -> None:
         run_sync(runtime.close())
 
 
-def _queues(tenants: dict[str, Any]) -> dict[str, Any]:
+def _queues(tenants: set[str]) -> dict[str, Any]:
     """Each tenant queue's limits as DBOS stored them."""
     from dbos import DBOS
 
