@@ -1,8 +1,9 @@
 """Tenants on DBOS: a tenant's cap holds across its sessions, other tenants pass, order stays.
 
-One worker process (``tests.durable.worker`` with a ``batch`` plan) enqueues turns of three
-sessions of tenant ``capped`` (at most one turn at a time) and one session of tenant ``free``
-(no cap: the default limits of a tenant not named), then waits for all of them. Each turn runs
+A fleet of two worker processes runs the turns another process (``tests.durable.worker`` with
+a ``batch`` plan, listening to no queue) enqueues: turns of three sessions of tenant
+``capped`` (at most one turn at a time across the fleet) and one session of tenant ``free`` (no
+cap: the default limits of a tenant not named); it waits for all of them. Each turn runs
 one ``work`` call that records its start and end; a ``capped`` call ends only once a ``free``
 call has ended. So: the ``capped`` events never nest (its cap held while its other sessions'
 turns were queued and free to run), the ``free`` turn ended while a ``capped`` one was running
@@ -13,6 +14,9 @@ timing is asserted.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,10 +25,17 @@ import agentsession as ags
 from agentsession.durable import TenantLimits, tenant_queue
 from agentsession.log import UserEntry
 
-from .test_dbos import Setup, read_log, sessions, setup, work
+from .test_dbos import ROOT, Setup, read_log, sessions, setup, work
 
 pytest.importorskip("dbos", reason="the durable extra (DBOS) is not installed")
 __all__ = ["setup"]  # the fixture, shared with the DBOS tests
+
+
+def _start(plans: list[Path]) -> list[subprocess.Popen[bytes]]:
+    """Worker processes of the fleet, one per plan."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    command = [sys.executable, "-m", "tests.durable.worker"]
+    return [subprocess.Popen([*command, str(plan)], cwd=ROOT, env=env) for plan in plans]
 
 
 def _events(path: Path) -> list[tuple[str, str]]:
@@ -46,8 +57,21 @@ async def test_a_tenants_cap_holds_without_holding_back_others_or_reordering_a_s
     batch.append({"session": free, "tenant": "free", "text": "free prompt 0: 1x1"})
     events = setup.tmp / "events.txt"
     tenants = {"capped": {"concurrency": 1, "per_minute": 600}}  # "free" takes the default
-    plan = setup.plan("", [], batch=batch, tenants=tenants, default_limits={}, events=str(events))
-    *results, queues = work(plan)
+    common = {"tenants": tenants, "default_limits": {}, "events": str(events)}
+    stop = setup.tmp / "stop"
+    fleet = _start(
+        [
+            setup.plan("", [], serve_until=str(stop), executor_id=f"fleet-{n}", **common)
+            for n in range(2)
+        ]
+    )
+    try:
+        # The enqueuer runs no turn itself: the two workers of the fleet run them all.
+        *results, queues = work(setup.plan("", [], batch=batch, listen=[], **common))
+    finally:
+        stop.touch()
+        for worker in fleet:
+            assert worker.wait(timeout=300) == 0
 
     assert [r["text"] for r in results] == [f" answered: {t['text']}" for t in batch]
     seen = _events(events)

@@ -14,7 +14,9 @@ A plan with ``batch`` (turns of several sessions, each with a ``tenant``), ``ten
 → ``TenantLimits`` fields) and ``default_limits`` (for the others) enqueues every turn first,
 then waits for them all; its tool records each call's start and end in ``events`` and, for a
 call of the ``capped`` tenant, waits before it ends until a call of the ``free`` tenant has
-ended.
+ended. ``listen`` names the queues this process takes turns from (``[]``: none, it only
+enqueues); a plan with ``serve_until`` (a path) is a worker of the fleet with its own
+``executor_id``, running turns until that path exists.
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def dbos_config(plan: dict[str, Any]) -> Any:
     config: dict[str, Any] = {
         "name": "agentsession-tests",
         "system_database_url": plan["system_db"],
-        "executor_id": "durable-test-worker",
+        "executor_id": plan.get("executor_id", "durable-test-worker"),
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": 0.1,
     }
@@ -171,9 +173,15 @@ def main(path: str) -> None:
         tenants=tenants,
         default_limits=None if default is None else durable_dbos.TenantLimits(**default),
     )
+    if "listen" in plan:
+        DBOS.listen_queues(plan["listen"])
     DBOS.launch()
     try:
         results: list[Any] = []
+        if "serve_until" in plan:  # a worker of the fleet: run turns until told to stop
+            durable_dbos.turn_queue()
+            while not Path(plan["serve_until"]).exists():
+                time.sleep(0.1)
         if "batch" in plan:
             durable_dbos.turn_queue()
             handles = [
