@@ -115,3 +115,15 @@ async def test_a_step_retried_after_the_overflow_compaction_admits_in_the_new_ep
     (record,) = await runtime.store.read(sid, responded.seq)
     assert record.entry.kind == "assistant"
     assert "the story so far" in str(runtime.scripted.requests[-1].messages[0].content)
+    # The refused dispatch stored nothing: the log is the one prompt() writes, the new epoch
+    # admitted with its checkpoint, not the old request's dispatch sent again.
+    prompted = make_runtime(
+        ["a", "b", _overflow(), "fits now"],
+        summarizer=ags.ScriptedModel(["the story so far"]),
+        config=CONFIG,
+    )
+    session = await prompted.create_session()
+    for text in ("one", "two", "three"):
+        await session.prompt(text)
+    await session.close()
+    assert shape(await runtime.store.read(sid)) == shape(await prompted.store.read(session.id))
