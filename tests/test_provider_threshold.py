@@ -65,8 +65,12 @@ class World:
             return self.reply(tool="dump", arguments={"part": self.calls})
         return self.reply(text=f"done: {text[:20]}")
 
-    def runtime(self, store: ags.Store, project: Path, **config: Any) -> ags.Runtime:
-        model = ags.get_model("anthropic:claude-opus-4-8", base_url=self.url, api_key="sim")
+    def runtime(
+        self, store: ags.Store, project: Path, streaming: bool = True, **config: Any
+    ) -> ags.Runtime:
+        model = ags.get_model(
+            "anthropic:claude-opus-4-8", base_url=self.url, api_key="sim", streaming=streaming
+        )
         settings: dict[str, Any] = {
             "compaction": "provider",
             "titles": False,
@@ -214,3 +218,45 @@ async def test_without_the_edit_the_same_turn_overflows(world: World, tmp_path: 
         with pytest.raises(ags.BudgetExceededError):
             await session.prompt("dig through every part")
         assert not world.sim.compactions.issued
+
+
+async def test_a_whole_reply_keeps_the_block_as_a_streamed_one_does(
+    world: World, tmp_path: Path
+) -> None:
+    """Without streaming the block is read from the whole message: the same object."""
+    async with world.runtime(ags.MemoryStore(), tmp_path, streaming=False) as runtime:
+        session = await runtime.create_session()
+        assert (await session.prompt("dig through every part")).text.startswith("done")
+        ((_, summary),) = _summaries(await session.log())
+        assert summary.block is not None
+        issued = world.sim.compactions.issued[summary.block.block["signature"]]
+        assert json.dumps(summary.block.block) == json.dumps(issued)
+        assert world.sim.streamed == 0 and world.sim.compactions.replayed > 0
+
+
+async def test_a_failed_block_opens_nothing_and_is_billed(world: World, tmp_path: Path) -> None:
+    """A block without content is the server's no-op: no summary, no epoch; billed all the same.
+
+    The next request is still past the trigger, so the server compacts it, this time for real.
+    """
+    world.sim.compactions.fail_next = True
+    async with world.runtime(ags.MemoryStore(), tmp_path) as runtime:
+        session = await runtime.create_session()
+        assert (await session.prompt("dig through every part")).text.startswith("done")
+        log = await session.log()
+        ((_, summary),) = _summaries(log)
+        assert len(world.sim.compactions.issued) == 2
+        failed = [b for b in world.sim.compactions.issued.values() if b["content"] is None]
+        assert len(failed) == 1 and summary.block is not None
+        assert summary.block.block["content"] is not None
+        compacted = [r.entry for r in log if isinstance(r.entry, ContextEpoch)]
+        assert [e.reason for e in compacted].count("compaction") == 1
+        # Both replies that carried a block were billed their compaction iteration.
+        big = [
+            r.entry
+            for r in log
+            if isinstance(r.entry, AssistantEntry) and r.entry.usage.input_tokens >= 90_000
+        ]
+        assert len(big) == 2
+        cost = session.cost()
+        assert cost.total_usd == pytest.approx(world.sim.bills["anthropic"].usd, rel=0.01)
