@@ -149,6 +149,8 @@ async def test_a_turn_past_the_trigger_is_compacted_by_the_server_and_goes_on(
         assert world.sim.compactions.replayed >= CALLS - _calls_before(log, seq)
         cost = session.cost()
         assert cost.total_usd == pytest.approx(world.sim.bills["anthropic"].usd, rel=0.01)
+        # The one cache miss (the request after the block) is put down to the compaction.
+        assert [m.cause for m in cost.misses] == ["compaction"]
         # The next request opens with the block, then the rest of that reply.
         body = await session.preview_body("and now?")
         first = body["messages"][0]
@@ -163,6 +165,9 @@ async def test_a_turn_past_the_trigger_is_compacted_by_the_server_and_goes_on(
         report = render_report(inspection, generated="now", version="test")
         assert "provider compaction · anthropic-messages" in report
         session_id = session.id
+    async with world.runtime(ags.SQLiteStore(db), tmp_path) as runtime:
+        reopened = await runtime.open_session(session_id)  # the ledger primed from the store
+        assert [m.cause for m in reopened.cost().misses] == ["compaction"]
     shown = cli_here(tmp_path, "show", session_id, "--db", str(db))
     assert shown.code == 0, shown.err
     assert any("provider compaction" in line for line in shown.out.splitlines())
