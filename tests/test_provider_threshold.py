@@ -162,6 +162,10 @@ async def test_a_turn_past_the_trigger_is_compacted_by_the_server_and_goes_on(
         titles = [i.title for i in inspection.timeline if i.kind == "summary"]
         assert len(titles) == 1 and titles[0].startswith("provider compaction · anthropic")
         assert inspection.requests and all(r.exact for r in inspection.requests)
+        # Every request is shown with the edit it went out with.
+        assert {c.compact_at for c in inspection.controls.values()} == {90_000}
+        assert inspection.next_controls is not None
+        assert inspection.next_controls.compact_at == 90_000
         report = render_report(inspection, generated="now", version="test")
         assert "provider compaction · anthropic-messages" in report
         session_id = session.id
