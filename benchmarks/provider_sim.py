@@ -39,9 +39,10 @@ every request. It is a model of the documentation, not of the services:
   is answered as a ``tool_search_call`` item; a ``tool_search_output`` in the input is an item
   of the prefix like any other, the declarations it carries counted where it stands.
 
-Anthropic's server-side compaction (a request with ``compaction``) is answered by
-``sim_compaction``: one signed block, usage in a ``compaction`` iteration; a later request whose
-block differs from the one issued is refused with a 400.
+Anthropic's server-side compaction (a request with ``compaction``, or the threshold edit
+``compact_20260112`` once the input reaches its trigger) is answered by ``sim_compaction``: one
+signed block, usage in a ``compaction`` iteration; a later request whose block differs from the
+one issued is refused with a 400.
 
 The model's replies come from ``policy(shape, last_user_text, last_is_tool) -> Reply``; the
 clock is a callable, so a benchmark can share its runtime's clock with the simulated cache.
@@ -73,7 +74,13 @@ from provider_shapes import (
     responses_answer,
 )
 from provider_streams import anthropic_stream, chat_stream, encode, responses_stream
-from sim_compaction import Compactions, SimulatedRefusal, compaction_answer
+from sim_compaction import (
+    Compactions,
+    SimulatedRefusal,
+    compaction_answer,
+    iteration,
+    threshold_of,
+)
 
 from agentsession.budget import exact_counter
 from agentsession.providers.profiles import openai_explicit_cache
@@ -292,6 +299,18 @@ class Simulator:
             usage = _anthropic_usage(total, read, w5, w1, out)
             return compaction_answer(message_id, body["model"], block, usage, out)
         said = [m for m in body["messages"] if m.get("role") != "system"]
+        trigger = threshold_of(body)
+        compacted: tuple[dict[str, Any], tuple[int, int, int, int, int]] | None = None
+        if trigger is not None and total >= trigger:
+            # Compacted inside the request: the reply is written from the block alone.
+            block = self.compactions.block(body["messages"])
+            compacted = (block, (total, read, w5, w1, _tokens(block)))
+            after = {**body, "messages": [{"role": "assistant", "content": [block]}]}
+            blocks, firsts = _anthropic_blocks(after)
+            marks = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
+            candidates = [j for i in marks for j in range(max(0, i - LOOKBACK), i + 1)]
+            read, w5, w1 = account(self.cache, "anthropic", blocks, candidates, marks)
+            total = _cumulative(blocks)[-1]
         self.messages.append(len(said))
         reply = self.policy("anthropic", _last_text(said), _tool_turn(said[-1]))
         content: list[dict[str, Any]] = []
@@ -307,7 +326,16 @@ class Simulator:
         else:
             content.append({"type": "text", "text": reply.text})
         out = _tokens(content)
-        self.bill("anthropic", body["model"], total, read, w5, w1, out)
+        usage = _anthropic_usage(total, read, w5, w1, out)
+        if compacted is None:
+            self.bill("anthropic", body["model"], total, read, w5, w1, out)
+        else:
+            block, first = compacted
+            content = [block, *content]
+            both = [a + b for a, b in zip(first, (total, read, w5, w1, out), strict=True)]
+            self.bill("anthropic", body["model"], *both)  # one bill: both iterations
+            figures = _anthropic_usage(*first)
+            usage["iterations"] = [iteration("compaction", figures), iteration("message", usage)]
         answer: dict[str, Any] = {
             "id": message_id,
             "type": "message",
@@ -316,7 +344,7 @@ class Simulator:
             "content": content,
             "stop_reason": "tool_use" if reply.tool else "end_turn",
             "stop_sequence": None,
-            "usage": _anthropic_usage(total, read, w5, w1, out),
+            "usage": usage,
         }
         if "diagnostics" in body:
             print_ = {

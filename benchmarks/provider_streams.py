@@ -12,7 +12,8 @@ events the provider documents for the same reply, as ``(event name or None, data
   ``sequence_number``.
 - Anthropic Messages: ``message_start`` (the message with its input usage and the cache
   diagnosis), ``content_block_start`` / ``_delta`` / ``_stop``, ``message_delta`` (stop
-  reason, cumulative usage) and ``message_stop``.
+  reason, cumulative usage) and ``message_stop``. A compaction block starts with its other
+  fields (the signature) and gets its summary and opaque content in one ``compaction_delta``.
 """
 
 from __future__ import annotations
@@ -121,6 +122,11 @@ def anthropic_stream(answer: dict[str, Any]) -> list[Event]:
         if block["type"] == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        elif block["type"] == "compaction":
+            # The summary arrives whole in one delta; the signature with the block's start.
+            carried = ("content", "encrypted_content")
+            start = {k: v for k, v in block.items() if k not in carried}
+            deltas = [{"type": "compaction_delta"} | {k: block[k] for k in carried if k in block}]
         else:
             start = block | {"input": {}}
             raw = json.dumps(block["input"])

@@ -8,6 +8,12 @@ opaque ``encrypted_content`` and a ``signature`` over both — and its usage sit
 ``BetaIterationsUsage`` documents). Its input is accounted against the prompt cache like any
 request's.
 
+A request with the threshold edit (``context_management.edits`` holding ``compact_20260112``
+with an ``input_tokens`` trigger, beta ``compact-2026-01-12``) whose input reaches the trigger
+is compacted inside the request: the answer opens with the block, then the reply written from
+the block alone; ``usage.iterations`` holds the ``compaction`` iteration (the whole input) and
+the ``message`` iteration (the compacted input), and the top-level figures are the latter's.
+
 Every later request may send the block back; the simulator drops everything before the last
 compaction block it finds in ``messages`` (as the API does) and refuses, with a 400, a block it
 did not issue or one changed in any field: replay must be byte for byte.
@@ -20,7 +26,26 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["Compactions", "SimulatedRefusal"]
+__all__ = ["Compactions", "SimulatedRefusal", "threshold_of"]
+
+DEFAULT_TRIGGER = 150_000  # the edit's documented default
+
+
+def threshold_of(body: dict[str, Any]) -> int | None:
+    """The trigger of a request's ``compact_20260112`` edit, or ``None`` without one."""
+    edits = (body.get("context_management") or {}).get("edits") or ()
+    for edit in edits:
+        if edit.get("type") == "compact_20260112":
+            trigger = edit.get("trigger") or {}
+            if trigger and trigger.get("type") != "input_tokens":
+                raise SimulatedRefusal("compact_20260112: the trigger type must be input_tokens")
+            value = int(trigger.get("value", DEFAULT_TRIGGER))
+            if value < 50_000:
+                raise SimulatedRefusal("compact_20260112: the trigger must be at least 50000")
+            if body.get("compaction"):
+                raise SimulatedRefusal("compaction cannot be combined with context_management")
+            return value
+    return None
 
 
 class SimulatedRefusal(ValueError):
@@ -82,6 +107,11 @@ class Compactions:
         issued = self.issued.get(str(sent.get("signature")))
         if issued is None or json.dumps(issued) != json.dumps(sent):
             raise SimulatedRefusal("compaction block: not as issued (signature mismatch)")
+
+
+def iteration(kind: str, usage: dict[str, Any]) -> dict[str, Any]:
+    """One entry of ``usage.iterations``: ``kind`` is ``compaction`` or ``message``."""
+    return {"type": kind, **usage}
 
 
 def compaction_answer(

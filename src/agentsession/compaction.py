@@ -16,7 +16,10 @@ Earlier history and mid-conversation messages stay in the log, out of the model 
 Where the provider compacts itself (``Config(compaction="provider"|"auto")``), it is sent the
 live request whole (``provider_compaction_request``): its block replaces the whole history,
 kept turns included, and is stored on the ``Summary``; ``provider_is_cheaper`` is the price
-test ``"auto"`` makes.
+test ``"auto"`` makes. Every request then also carries the provider's threshold edit, its
+trigger (``threshold_trigger``) halfway between the session's own compaction point and the
+limit: a safety net for a turn whose tool results outgrow the session's own decision, which
+falls between turns.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "provider_compaction_request",
     "provider_is_cheaper",
     "summary_request",
+    "threshold_trigger",
 ]
 
 _SECTIONS = """\
@@ -208,6 +212,17 @@ def provider_compaction_request(live: Request) -> Request | None:
     if not isinstance(last, AssistantMessage) or last.tool_calls:
         return None
     return live
+
+
+def threshold_trigger(limit: int, compact_threshold: float) -> int:
+    """The input tokens past which the provider compacts inside a request by itself.
+
+    Halfway between the session's own compaction point (``limit * compact_threshold``) and
+    ``limit``: above the point where the session compacts between turns, so the server only
+    compacts a turn whose tool results grew past it before the session could decide.
+    """
+    own = limit * compact_threshold
+    return int(own + (limit - own) / 2)
 
 
 def provider_is_cheaper(

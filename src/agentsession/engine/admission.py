@@ -61,7 +61,7 @@ from ..request import ContentPart, Request, digest, text_of
 from .deps import SessionDeps
 from .epoch_view import EpochView, standing_reason
 from .parts import SessionParts
-from .summary_call import Prepared, Written, write_summary
+from .summary_call import Prepared, Written, threshold_at, write_summary
 from .writer import LogWriter
 
 __all__ = ["Admitter", "Samples"]
@@ -150,6 +150,8 @@ class Admitter:
             max_output_tokens=model.profile.max_output_tokens,
         )
         if config.auto_compact and admission.tokens > limit * config.compact_threshold:
+            if step > 1 and threshold_at(self.deps, model) is not None:
+                return admission  # inside a turn the provider's threshold edit is the net
             # The request fits: a summariser that fails here must not fail the prompt.
             try:
                 compacted = await self.compact(samples, model)

@@ -27,9 +27,12 @@ __all__ = ["cache_controls", "preview_body"]
 
 
 async def cache_controls(
-    config: Config, ledger: Ledger, store: Store, session_id: str
+    config: Config, ledger: Ledger, store: Store, session_id: str, compact_at: int | None = None
 ) -> CacheControls:
-    """The controls of the next call from the ledger's state (nothing noted here)."""
+    """The controls of the next call from the ledger's state (nothing noted here).
+
+    ``compact_at``: the provider's threshold-compaction trigger (``summary_call.threshold_at``).
+    """
     answered = ledger.last_answered()
     previous = answered.response_id if answered is not None else ledger.stored_response_id
     if answered is None and previous is None:
@@ -42,6 +45,7 @@ async def cache_controls(
         ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
         diagnose=config.provider_cache_diagnostics,
         compare_with=previous or None,
+        compact_at=compact_at,
     )
 
 

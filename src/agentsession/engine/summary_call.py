@@ -21,6 +21,7 @@ from ..compaction import (
     provider_is_cheaper,
     render_history,
     summary_request,
+    threshold_trigger,
 )
 from ..errors import UsageError
 from ..hygiene import replace_surrogates
@@ -48,6 +49,7 @@ __all__ = [
     "provider_compact",
     "shares_cache",
     "summarise",
+    "threshold_at",
     "write_summary",
 ]
 
@@ -194,6 +196,26 @@ async def provider_compact(
         return None
     assert isinstance(model, CompactsConversation)
     return await model.compact_with(request, _controls(deps, writer))
+
+
+def threshold_at(deps: SessionDeps, model: Model) -> int | None:
+    """The trigger of the provider's threshold edit on ``model``'s requests (``None``: none).
+
+    Sent where the session compacts automatically by the provider: ``"provider"``, or
+    ``"auto"`` with the session's own model summarising (then the provider is its choice).
+    """
+    config = deps.config
+    if not config.auto_compact or config.compaction == "local":
+        return None
+    if not (model.profile.provider_compaction and isinstance(model, CompactsConversation)):
+        return None
+    if config.compaction == "auto" and not shares_cache(deps.summarizer or model, model):
+        return None
+    profile = model.profile
+    limit = deps.budget.limit(
+        model_window=profile.context_window, max_output_tokens=profile.max_output_tokens
+    )
+    return threshold_trigger(limit, config.compact_threshold)
 
 
 def _provider_cheaper(

@@ -57,7 +57,9 @@ from .deps import SessionDeps
 from .model_call import FirstEvent, call_model
 from .next_controls import cache_controls
 from .parts import SessionParts
+from .server_compaction import opened_in_reply
 from .steps import STEP_OUTCOMES, StepContinue, StepFinished, StepHeld, StepOutcome, StepPaused
+from .summary_call import threshold_at
 from .writer import LogWriter
 
 __all__ = [
@@ -270,7 +272,8 @@ class Turn:
         config, ledger, clock = self.deps.config, self.writer.ledger, self.deps.clock
         if clock is not None:
             ledger.note(clock())
-        controls = await cache_controls(config, ledger, self.deps.store, self.session_id)
+        trigger = threshold_at(self.deps, self.model)
+        controls = await cache_controls(config, ledger, self.deps.store, self.session_id, trigger)
         ledger.ttl_seconds = cache_lifetime(self.model.profile, controls.ttl)
         # Recorded on the response only where the model sends them (``CacheControlled``).
         self._asked = controls if conforms(self.model, CacheControlled) else None
@@ -313,8 +316,11 @@ class Turn:
             cache_diagnose=self._asked is not None and self._asked.diagnose,
             first_token_at=self._first.at,
         )
-        saved = await self.writer.commit([entry, *results])
-        if self.model.profile.reports_usage and done.usage.input_tokens > 0 and not done.usage_note:
+        # A compaction the server made inside the reply opens its epoch right before it.
+        opened = await opened_in_reply(self.writer, self.parts, self.model, done.compaction)
+        saved = await self.writer.commit([*opened, entry, *results])
+        measured = not done.usage_note and not opened  # a compaction's input is not this one's
+        if self.model.profile.reports_usage and done.usage.input_tokens > 0 and measured:
             self.deps.budget.observe(request, done.usage.input_tokens)
         # A list, not a generator: every event comes after the commit.
         events: list[Event] = [

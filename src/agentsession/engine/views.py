@@ -162,7 +162,11 @@ class SessionViews:
         """
         request = await self.preview_request(text, skills=skills)
         deps = self._deps
-        controls = await cache_controls(deps.config, self._writer.ledger, deps.store, self.id)
+        from .summary_call import threshold_at  # the threshold edit rides on the next call
+
+        trigger = threshold_at(deps, self.model)
+        ledger = self._writer.ledger
+        controls = await cache_controls(deps.config, ledger, deps.store, self.id, trigger)
         return preview_body(request, self.model, controls)
 
     async def inspect(self) -> Inspection:

@@ -6,19 +6,23 @@ the provider to compare with (the newest response before it), whether diagnostic
 and the lifetime asked for, both recorded on the response entry. With them the request display
 shows the body as the SDK sent it (``providers.wire.sent_body``). A request whose response is
 missing (it failed) or was stored before controls were recorded shows what ``Config`` asks for
-(``cache_ttl`` without measured gaps, ``provider_cache_diagnostics``).
+(``cache_ttl`` without measured gaps, ``provider_cache_diagnostics``). The provider's
+threshold-compaction trigger follows from ``Config`` and the model's profile (``limit_of``:
+the budget's limit for a profile); ``"auto"`` is taken to pick the provider, as it does with
+the session's own model summarising.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from ..compaction import threshold_trigger
 from ..config import Config
-from ..log import AssistantEntry, Record
+from ..log import AssistantEntry, Dispatch, Record
 from ..providers.base import ModelProfile
 from ..providers.cache_controls import CacheControls, apply_cache_controls, cache_key_for
 from ..providers.cache_policy import choose_ttl
@@ -29,8 +33,25 @@ from ..request import Request, ToolSpec, UserMessage
 __all__ = ["cache_fields", "next_controls", "sent_controls"]
 
 
+LimitOf = Callable[[ModelProfile], int]
+
+
+def _trigger(config: Config, model_name: str, limit_of: LimitOf | None) -> int | None:
+    """The threshold edit's trigger a request of ``model_name`` carried (``None``: none)."""
+    if limit_of is None or not config.auto_compact or config.compaction == "local":
+        return None
+    found = _profile(model_name)
+    if found is None or not found[1].provider_compaction:
+        return None
+    return threshold_trigger(limit_of(found[1]), config.compact_threshold)
+
+
 def _controls(
-    session_id: str, config: Config, previous: str, answer: AssistantEntry | None
+    session_id: str,
+    config: Config,
+    previous: str,
+    answer: AssistantEntry | None,
+    compact_at: int | None = None,
 ) -> CacheControls:
     ttl: Literal["5m", "1h"] = choose_ttl(config.cache_ttl, ())
     diagnose = config.provider_cache_diagnostics
@@ -42,41 +63,50 @@ def _controls(
         ttl=ttl,
         diagnose=diagnose,
         compare_with=previous or None,
+        compact_at=compact_at,
     )
 
 
 def sent_controls(
-    session_id: str, records: Sequence[Record], config: Config
+    session_id: str, records: Sequence[Record], config: Config, limit_of: LimitOf | None = None
 ) -> dict[int, CacheControls]:
     """Each dispatch record's seq → the cache controls its request was sent with."""
     out: dict[int, CacheControls] = {}
     previous = before = ""  # the newest response id so far, and before the pending dispatch
     pending: int | None = None  # a dispatch whose response has not been seen yet
+    trigger: int | None = None  # the pending dispatch's threshold trigger
     for record in records:
         entry = record.entry
-        if entry.kind == "dispatch":
+        if isinstance(entry, Dispatch):
             if pending is not None:
-                out[pending] = _controls(session_id, config, previous, None)
+                out[pending] = _controls(session_id, config, previous, None, trigger)
             pending = record.seq
             before = previous
+            trigger = _trigger(config, entry.model, limit_of)
         elif isinstance(entry, AssistantEntry):
             if pending is not None:
-                out[pending] = _controls(session_id, config, before, entry)
+                out[pending] = _controls(session_id, config, before, entry, trigger)
                 pending = None
             previous = entry.response_id
     if pending is not None:
-        out[pending] = _controls(session_id, config, before, None)
+        out[pending] = _controls(session_id, config, before, None, trigger)
     return out
 
 
-def next_controls(session_id: str, records: Sequence[Record], config: Config) -> CacheControls:
+def next_controls(
+    session_id: str, records: Sequence[Record], config: Config, limit_of: LimitOf | None = None
+) -> CacheControls:
     """The cache controls of the next request, as the newest response recorded them.
 
     The lifetime and diagnosis the session asked for last are the best account of what it asks
     next from outside the process that runs it (a live session's measured gaps aside).
     """
     last = next((r.entry for r in reversed(records) if isinstance(r.entry, AssistantEntry)), None)
-    return _controls(session_id, config, last.response_id if last is not None else "", last)
+    sent = next((r.entry for r in reversed(records) if isinstance(r.entry, Dispatch)), None)
+    trigger = _trigger(config, sent.model, limit_of) if sent is not None else None
+    return _controls(
+        session_id, config, last.response_id if last is not None else "", last, trigger
+    )
 
 
 _PREVIOUS = "\x00previous-response"  # stands for the compared response id in a memoised probe

@@ -40,7 +40,7 @@ from ..log import (
     ToolResultEntry,
     UserEntry,
 )
-from ..providers.base import Model
+from ..providers.base import Model, ModelProfile
 from ..providers.cache_controls import CacheControls
 from ..request import ToolSpec, text_of
 from ..store.base import SessionInfo
@@ -225,6 +225,11 @@ def inspect_log(
     counting = budget.counter if own else counter
     requests = _requests(records, rebuilt, turns_of, counting, config, timed)
     usage = usage_by_turn(charges, turns_of, config.prices)
+
+    def limit_of(profile: ModelProfile) -> int:
+        window, output = profile.context_window, profile.max_output_tokens
+        return budget.limit(model_window=window, max_output_tokens=output)
+
     return Inspection(
         session_id=info.id,
         title=info.title,
@@ -240,8 +245,8 @@ def inspect_log(
         next_request=next_request,
         next_error=next_error,
         cost=summarize(charges, config.prices),
-        controls=sent_controls(info.id, records, config),
-        next_controls=next_controls(info.id, records, config),
+        controls=sent_controls(info.id, records, config, limit_of),
+        next_controls=next_controls(info.id, records, config, limit_of),
     )
 
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Literal
 
-from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall
+from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall, Summary
 from ..log.usage_check import checked_usage
 from ..request import Usage
 from .idle import IdleCall
@@ -54,7 +54,7 @@ __all__ = [
     "unexplained",
 ]
 
-LEDGER_KINDS: tuple[str, ...] = ("dispatch", "assistant", "side_call")
+LEDGER_KINDS: tuple[str, ...] = ("dispatch", "assistant", "side_call", "summary")
 """The log kinds a ledger is built from."""
 
 
@@ -134,6 +134,7 @@ class Charge:
     sent_at: str = ""  # by the runtime's clock, when known
     purpose: Literal["turn", "title", "compaction", "keep_warm"] = "turn"
     reason: str = ""  # a side call's, when it says why it was made
+    compacted: bool = False  # the provider compacted this request before answering it
     kind: Literal["charge"] = "charge"
 
 
@@ -257,8 +258,14 @@ def _fold(charges: list[Charge], record: Record) -> bool:
             entry.response_id,
             entry.sent_at,
             asked.purpose,
+            compacted=asked.compacted,
         )
         return True
+    elif isinstance(entry, Summary) and entry.block is not None and charges:
+        # Committed between a request and its answer: the server compacted that request.
+        last = charges[-1]
+        if last.purpose == "turn" and last.usage is None:
+            charges[-1] = replace(last, compacted=True)
     return False
 
 

@@ -4,7 +4,8 @@ A *miss* is a turn's request that read from the provider's cache more than ``sla
 less than it could have: the prefix the request before it sent, as far as this request still
 sends it. Its cause, first match wins:
 
-- ``compaction``: a compaction summary was made since the request before (a new epoch);
+- ``compaction``: a compaction summary was made since the request before (a new epoch), or
+  the provider compacted the request before inside it (its threshold mode);
 - ``expired``: the gap since the request before exceeds the shortest cache lifetime (by the
   runtime's clock where it was recorded), or cannot be measured;
 - ``context change``: the local diagnosis says the tools, the system part or the model changed,
@@ -78,6 +79,8 @@ class _Charge(Protocol):
     def sent_at(self) -> str: ...
     @property
     def purpose(self) -> str: ...
+    @property
+    def compacted(self) -> bool: ...
 
 
 def miss_usd(usage: Usage, missed: int, price: ModelPrice) -> float:
@@ -135,7 +138,8 @@ def cache_misses(
         missed = min(prior.input_tokens, usage.input_tokens) - usage.cached_input_tokens
         if missed <= slack:
             continue
-        compacted = any(before.seq < seq < charge.seq for seq in compactions)
+        # A summary call between the two, or the provider compacting the request before.
+        compacted = before.compacted or any(before.seq < seq < charge.seq for seq in compactions)
         price = price_for(charge.model, prices)
         usd = miss_usd(usage, missed, price) if price is not None else None
         cause = _cause(before, charge, compacted, ttl)

@@ -8,6 +8,11 @@ parsed strictly: the SDK's own accumulation fills in a cut fragment (``{"days": 
 15 days) and fails on text that is not valid Unicode, so it is not used. A stream is whole
 only when ``message_stop`` arrived. Usage counts all input: uncached, read from cache and
 written to cache.
+
+A reply the server compacted in the middle of (the threshold edit, ``compact_20260112``)
+opens with a ``compaction`` block: it comes back on ``ModelDone.compaction`` as a JSON object
+with the fields the server sent (streamed: its start, then its ``compaction_delta``), in the
+order the SDK's ``BetaCompactionBlockParam`` names them, and never in the message's replay data.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from ..log.usage_check import token_sum
 from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id
 from ._client import SDKModel, parse_arguments, replay, require_event_stream, usage_count
 from ._errors import sdk_error
+from .anthropic_messages import THRESHOLD_BETA
 from .base import CompactionDone, ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 from .cache_controls import CacheControls
 
@@ -67,6 +73,16 @@ def _replay_data(content: list[Any], fmt: str) -> dict[str, Any]:
         block.pop("citations", None)
         block.pop("caller", None)
     return {fmt: {"content": blocks}}
+
+
+_BLOCK_FIELDS = ("type", "content", "encrypted_content", "signature", "tool_changes")
+
+
+def _compaction(block: Any) -> dict[str, Any]:
+    """A ``compaction`` block as JSON: the fields the server sent, none added or dropped."""
+    dumped: dict[str, Any] = block.model_dump(mode="json", exclude_unset=True)
+    ordered = {key: dumped[key] for key in _BLOCK_FIELDS if key in dumped}
+    return ordered | {key: value for key, value in dumped.items() if key not in ordered}
 
 
 def _usage(u: Any) -> Usage:
@@ -128,8 +144,11 @@ def _done(message: Any, fmt: str, problems: dict[int, str] | None = None) -> Mod
     text: list[str] = []
     calls: list[ToolCall] = []
     unusable: list[tuple[int, str]] = []
+    compaction: dict[str, Any] | None = None
     for block in message.content:
-        if block.type == "text":
+        if block.type == "compaction":
+            compaction = _compaction(block)  # the last one: the server drops what precedes it
+        elif block.type == "text":
             text.append(block.text)
         elif block.type == "tool_use":
             arguments = block.input
@@ -153,6 +172,7 @@ def _done(message: Any, fmt: str, problems: dict[int, str] | None = None) -> Mod
         response_id=str(getattr(message, "id", "") or ""),
         provider_cache=_diagnosis(message),
         unusable_calls=tuple(unusable),
+        compaction=compaction,
     )
 
 
@@ -199,6 +219,10 @@ class _Assembly:
                 block.thinking += delta.thinking
             case "signature_delta", "thinking":
                 block.signature = delta.signature
+            case "compaction_delta", "compaction":
+                for name in ("content", "encrypted_content"):  # as sent: none made up
+                    if name in delta.model_fields_set:
+                        setattr(block, name, getattr(delta, name))
             case _:
                 pass  # citations are not replayed; other deltas are not requested
         return ""
@@ -208,7 +232,8 @@ class _Assembly:
         message.stop_reason = event.delta.stop_reason
         message.usage.output_tokens = usage.output_tokens
         # Totals on message_delta overwrite; one left out keeps message_start's value.
-        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        names = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        for name in (*names, "iterations"):  # a compaction's iterations come at the end
             value = getattr(usage, name, None)
             if value is not None:
                 setattr(message.usage, name, value)
@@ -269,7 +294,10 @@ class AnthropicModel(SDKModel):
         gives an empty ``text``.
         """
         body = self._controlled(request, controls)
-        body["betas"] = [*body.get("betas", ()), COMPACTION_BETA]
+        # The parameter cannot be combined with ``context_management`` (the threshold edit).
+        body.pop("context_management", None)
+        betas = [b for b in body.get("betas", ()) if b != THRESHOLD_BETA]
+        body["betas"] = [*betas, COMPACTION_BETA]
         body["compaction"] = {"type": "summarize"}
         try:
             raw = await self._client().beta.messages.with_raw_response.create(**body)

@@ -12,6 +12,10 @@ that search loaded (Anthropic's custom tool search), each declared at the end of
 ``defer_loading: true`` (not part of the cached prefix) and not added again by a block. Cache
 breakpoints sit on the last tool that is not deferred, the last baseline block and the newest
 user turn: content that the next request repeats unchanged.
+
+A provider's compaction block (an assistant message whose replay data is the block alone) is
+followed, when the server compacted in the middle of a reply (the threshold mode), by the rest
+of that reply: the two go out as the one assistant message the server wrote, the block first.
 """
 
 from __future__ import annotations
@@ -43,10 +47,41 @@ from ._lowering import (
 )
 from .base import ModelProfile
 
-__all__ = ["FMT", "TOOL_CHANGES_BETA", "lower_anthropic"]
+__all__ = [
+    "COMPACT_EDIT",
+    "FMT",
+    "THRESHOLD_BETA",
+    "THRESHOLD_MINIMUM",
+    "TOOL_CHANGES_BETA",
+    "lower_anthropic",
+    "threshold_edit",
+]
 
 FMT = "anthropic-messages"
 TOOL_CHANGES_BETA = "inline-tools-2026-09-15"
+THRESHOLD_BETA = "compact-2026-01-12"
+"""The beta that names the ``compact_20260112`` context-management edit (threshold mode)."""
+COMPACT_EDIT = "compact_20260112"
+THRESHOLD_MINIMUM = 50_000
+"""The smallest trigger the API accepts (input tokens)."""
+
+
+def threshold_edit(trigger: int) -> dict[str, Any]:
+    """The ``context_management`` of a request the server compacts past ``trigger`` tokens.
+
+    The shape of the SDK's ``BetaContextManagementConfigParam`` holding one
+    ``BetaCompact20260112EditParam`` with a ``BetaInputTokensTriggerParam``; the trigger is
+    raised to the API's minimum.
+    """
+    value = max(THRESHOLD_MINIMUM, trigger)
+    edit = {"type": COMPACT_EDIT, "trigger": {"type": "input_tokens", "value": value}}
+    return {"edits": [edit]}
+
+
+def _compaction_only(content: list[dict[str, Any]]) -> bool:
+    return len(content) == 1 and content[0].get("type") == "compaction"
+
+
 _CACHE = {"type": "ephemeral"}
 
 
@@ -139,8 +174,13 @@ class _Builder:
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                 for c in message.tool_calls
             ]
-        if content:  # an empty reply carries nothing; the API rejects empty turns
-            self.add({"role": "assistant", "content": content}, i)
+        if not content:  # an empty reply carries nothing; the API rejects empty turns
+            return
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == "assistant" and _compaction_only(last["content"]):
+            last["content"].extend(content)  # the reply the server compacted in the middle of
+            return
+        self.add({"role": "assistant", "content": content}, i)
 
     def system(self, message: SystemMessage, i: int) -> None:
         changes = self.tool_blocks(message, i) if self.profile.native_tool_changes else []

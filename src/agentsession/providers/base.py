@@ -153,6 +153,10 @@ class ModelDone:
     usage_note: str = ""
     """Why the reported usage had to be corrected (``""``: it was taken as reported). Every
     figure is checked here, whoever built the event: a corrected usage is an estimate."""
+    compaction: dict[str, Any] | None = None
+    """The compaction block the server wrote before the reply (a threshold compaction in the
+    middle of the request), as the JSON object to send back unchanged; ``message`` is the
+    reply after it, and ``usage`` counts the compaction's iteration too."""
 
     def __post_init__(self) -> None:
         if self.stop_reason == "end_turn" and self.message.tool_calls:

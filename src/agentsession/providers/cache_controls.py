@@ -18,6 +18,9 @@ supports are added (see ``ModelProfile.cache_key``, ``cache_breakpoints``, ``cac
 - Anthropic: the lowering's breakpoints (last tool, last baseline block, newest user turn)
   plus one at the end of the application's instructions, all with the lifetime asked for
   (``ttl: "1h"``; the 5-minute default is left implicit), and ``diagnostics.previous_message_id``.
+  Where the profile offers provider compaction and ``compact_at`` is set, the threshold edit
+  (``context_management``, beta ``compact-2026-01-12``): the server compacts a request whose
+  input passes that many tokens, the safety net above the session's own compaction point.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..request import Request
+from .anthropic_messages import THRESHOLD_BETA, threshold_edit
 from .base import ModelProfile
 
 __all__ = ["STABLE_KEYS", "CacheControls", "apply_cache_controls", "cache_key_for"]
@@ -45,12 +49,15 @@ class CacheControls:
     ``key``: the provider's cache routing key (``""``: none). ``ttl``: the lifetime asked for
     where the provider offers a choice. ``diagnose``: ask for the provider's diagnosis;
     ``compare_with`` is the previous response's id (``None`` on the first call).
+    ``compact_at``: the input tokens past which the provider compacts by itself (Anthropic's
+    threshold mode; ``None``: never).
     """
 
     key: str = ""
     ttl: Literal["5m", "1h"] = "5m"
     diagnose: bool = False
     compare_with: str | None = None
+    compact_at: int | None = None
     kind: Literal["cache_controls"] = "cache_controls"
 
 
@@ -141,6 +148,9 @@ def _anthropic(
             block["cache_control"]["ttl"] = "1h"
     if profile.cache_diagnostics and controls.diagnose:
         body["diagnostics"] = {"previous_message_id": controls.compare_with}
+    if profile.provider_compaction and controls.compact_at is not None:
+        body["context_management"] = threshold_edit(controls.compact_at)
+        body["betas"] = [*body.get("betas", ()), THRESHOLD_BETA]
 
 
 def _marked(body: dict[str, Any]) -> list[dict[str, Any]]:
