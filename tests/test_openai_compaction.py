@@ -293,3 +293,41 @@ async def test_auto_picks_by_price(world: World, tmp_path: Path) -> None:
             picked[tools] = summary.block is not None
             assert (len(world.items()) > issued) == picked[tools]
     assert picked == {True: False, False: True}
+
+
+def test_the_compact_call_gets_only_what_the_sdk_declares() -> None:
+    pytest.importorskip("openai")
+    from agentsession.providers.openai_compact import compact_arguments
+
+    body = {
+        "model": "gpt-5.6-terra",
+        "instructions": "You help.",
+        "input": [{"type": "message", "role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "name": "lookup"}],
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "ags-1",
+        "prompt_cache_options": {"comparison_response_id": "resp_1"},
+    }
+    args = compact_arguments(body)
+    assert args == {
+        "model": "gpt-5.6-terra",
+        "instructions": "You help.",
+        "input": body["input"],
+        "prompt_cache_key": "ags-1",
+    }
+
+
+async def test_an_sdk_without_compact_compacts_locally(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsession.providers import openai_client
+
+    monkeypatch.setattr(openai_client, "offers_compaction", lambda: False)
+    runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path)
+    async with runtime:
+        session = await runtime.create_session()
+        await world.turns(session, "check record 1", "check record 2")
+        assert await session.compact() is True
+        _, summary = _summary(await session.log())
+        assert summary.block is None and not world.items()
