@@ -13,6 +13,12 @@ Beside it, the same session shape compacts with a summariser that is the same mo
 name: the package cannot know it shares the cache, so it sends the plain-text render (the form a
 summariser of another provider gets) — the cost the cache-reading request avoids.
 
+With ``compaction="provider"`` the provider compacts: Anthropic's compaction block, and on
+OpenAI Responses ``responses.compact`` — twice, once for the session with its tools and once for
+a session that declares none (its prompts are answered in text of about a tool result's size):
+the compact call takes no ``tools``, and OpenAI's prefix starts with them. Each provider row is
+followed by one more turn that sends the block or items back (the simulator checks them).
+
 Reported per shape and form: the summary call's input tokens, the share read from the cache
 (provider-reported, from the ``SideCall`` in the log) and its cost by ``session.cost()``'s prices.
 
@@ -57,6 +63,8 @@ def policy(shape: str, text: str, tool_turn: bool) -> Reply:
     """The turns' model, and a summary whenever it is asked to compact."""
     if "comes from the agent runtime" in text or "Conversation to summarise" in text:
         return Reply(text="## Goal\nCheck records.\n## Facts and decisions\n" + "fact " * 60)
+    if "without tools" in text:  # a session that declares no tools: a long answer instead
+        return Reply(text="".join(f"line {i}: the answer stays as written\n" for i in range(150)))
     return turn_policy(shape, text, tool_turn)
 
 
@@ -87,11 +95,13 @@ async def drive(
     plain: bool,
     provider: bool = False,
     sim: Simulator | None = None,
+    tools: bool = True,
 ) -> dict[str, Any]:
     """One session of ``turns`` turns, then one compaction; the summary call's figures.
 
     ``provider``: ``Config(compaction="provider")`` — the provider compacts (Anthropic's
-    compaction block); one more turn then sends the block back.
+    compaction block, OpenAI's ``responses.compact``); one more turn then sends it back.
+    ``tools=False``: the session declares no tools.
     """
     spec = SHAPES[shape]
     base = url if shape == "anthropic" else f"{url}/v1"
@@ -104,7 +114,7 @@ async def drive(
             summarizer=Renamed(model) if plain else None,
             project_dir=project,
             instructions=APP_PROMPT,
-            tools=[*ags.builtin_tools(), lookup],
+            tools=[*ags.builtin_tools(), lookup] if tools else [],
             clock=lambda: clock["now"],
             config=ags.Config(
                 max_transcript_messages=60,
@@ -114,29 +124,31 @@ async def drive(
         )
         async with runtime:
             session = await runtime.create_session()
+            ask = "please check record" if tools else "without tools, please tell record"
             for turn in range(turns):
                 clock["now"] += timedelta(seconds=20)
-                await session.prompt(f"turn {turn}: please check record {turn}")
+                await session.prompt(f"turn {turn}: {ask} {turn}")
             clock["now"] += timedelta(seconds=20)
             assert await session.compact()
-            replayed = sim.compactions.replayed if sim is not None else 0
+            replayed = _replayed(sim)
             if provider:
                 clock["now"] += timedelta(seconds=20)
                 await session.prompt("after the compaction: check record 1")
             log = await session.log()
     (call,) = [r.entry for r in log if isinstance(r.entry, SideCall)]
     form = "plain text" if plain else "extends the live request"
+    form += "" if tools else ", no tools"
     if provider:
         (summary,) = [r.entry for r in log if isinstance(r.entry, Summary)]
         assert summary.block is not None, "the provider did not compact"
-        form = "provider compaction"
+        form = "provider compaction" + ("" if tools else ", no tools")
     usage = call.usage
     price = price_for(call.model)
     billed, uncached = charge_usd(usage, price) if price is not None else (None, None)
     return {
         "model": spec,
         "form": form,
-        "block_replayed": sim is not None and sim.compactions.replayed > replayed,
+        "block_replayed": _replayed(sim) > replayed,
         "input_tokens": usage.input_tokens,
         "cached_input_tokens": usage.cached_input_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
@@ -144,6 +156,11 @@ async def drive(
         "usd": billed,
         "uncached_usd": uncached,
     }
+
+
+def _replayed(sim: Simulator | None) -> int:
+    """Requests that sent a compaction block or item back, as the simulator accepted them."""
+    return 0 if sim is None else sim.compactions.replayed + sim.openai_compactions.replayed
 
 
 async def run_all(turns: int, shapes: list[str]) -> dict[str, Any]:
@@ -156,10 +173,22 @@ async def run_all(turns: int, shapes: list[str]) -> dict[str, Any]:
                 "cached": await drive(shape, turns, url, clock, plain=False),
                 "plain": await drive(shape, turns, url, clock, plain=True),
             }
-            if shape == "anthropic":
+            if shape in ("anthropic", "openai-responses"):
                 out[shape]["provider"] = await drive(
                     shape, turns, url, clock, plain=False, provider=True, sim=sim
                 )
+            if shape == "openai-responses":
+                for provider in (False, True):
+                    out[shape]["no tools" + " provider" * provider] = await drive(
+                        shape,
+                        turns,
+                        url,
+                        clock,
+                        plain=False,
+                        provider=provider,
+                        sim=sim,
+                        tools=False,
+                    )
     return out
 
 

@@ -42,7 +42,10 @@ every request. It is a model of the documentation, not of the services:
 Anthropic's server-side compaction (a request with ``compaction``, or the threshold edit
 ``compact_20260112`` once the input reaches its trigger) is answered by ``sim_compaction``: one
 signed block, usage in a ``compaction`` iteration; a later request whose block differs from the
-one issued is refused with a 400.
+one issued is refused with a 400. OpenAI's ``/responses/compact`` (no ``tools``: its prefix
+starts at ``instructions``) returns the user messages and one encrypted ``compaction`` item; its
+input is accounted against the cache like a Responses request's, and a later request whose
+compaction item differs from the one issued is refused the same way.
 
 The model's replies come from ``policy(shape, last_user_text, last_is_tool) -> Reply``; the
 clock is a callable, so a benchmark can share its runtime's clock with the simulated cache.
@@ -76,9 +79,11 @@ from provider_shapes import (
 from provider_streams import anthropic_stream, chat_stream, encode, responses_stream
 from sim_compaction import (
     Compactions,
+    OpenAICompactions,
     SimulatedRefusal,
     compaction_answer,
     iteration,
+    openai_compaction_answer,
     threshold_of,
 )
 
@@ -254,6 +259,7 @@ class Simulator:
         self.count = 0
         self.streamed = 0  # requests answered as event streams
         self.compactions = Compactions()  # Anthropic's compaction blocks issued
+        self.openai_compactions = OpenAICompactions()  # OpenAI's compaction items issued
         self.lock = threading.Lock()
 
     def bill(
@@ -362,10 +368,21 @@ class Simulator:
 
     # -- OpenAI ------------------------------------------------------------------------------
 
-    def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
+    def openai_compact(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``/responses/compact``: the compacted items, billed like a Responses request."""
+        self.openai_compactions.check(body)
+        blocks = _chain(_openai_parts("openai-responses", body), _openai_tokens)
+        read, written = self._openai_cache(body, blocks)
+        output = self.openai_compactions.output(body)
+        out = _tokens(output[-1]) if output else 1
+        total = _cumulative(blocks)[-1]
+        self.bill("openai-responses", body["model"], total, read, written, 0, out)
+        answer_id = self.next_id("resp_cmp")
+        return openai_compaction_answer(answer_id, output, total, read, written, out)
+
+    def _openai_cache(self, body: dict[str, Any], blocks: list[Block]) -> tuple[int, int]:
+        """(read, written) tokens of an OpenAI request; the cache is updated."""
         route = str(body.get("prompt_cache_key") or "")
-        items = body["messages"] if shape == "openai-chat" else body["input"]
-        blocks = _chain(_openai_parts(shape, body), _openai_tokens)
         explicit = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
         options = body.get("prompt_cache_options") or {}
         implicit = [] if options.get("mode") == "explicit" else [len(blocks) - 1]
@@ -378,6 +395,16 @@ class Simulator:
         read, w5, _ = account(self.cache, "openai:" + route, blocks, candidates, writes)
         if automatic:
             read, w5 = read // INCREMENT * INCREMENT, 0  # hits come in steps; writes are free
+        return read, w5
+
+    def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
+        route = str(body.get("prompt_cache_key") or "")
+        items = body["messages"] if shape == "openai-chat" else body["input"]
+        if shape == "openai-responses":
+            self.openai_compactions.check(body)  # refuses a compaction item not as issued
+        blocks = _chain(_openai_parts(shape, body), _openai_tokens)
+        options = body.get("prompt_cache_options") or {}
+        read, w5 = self._openai_cache(body, blocks)
         total = _cumulative(blocks)[-1]
         said = [i for i in items if i.get("role") not in ("system", "developer")]
         self.messages.append(len(said))
@@ -567,6 +594,8 @@ def _answer(sim: Simulator, path: str, body: dict[str, Any]) -> dict[str, Any] |
             return sim.anthropic(body)
         if path.endswith("/chat/completions"):
             return sim.openai("openai-chat", body)
+        if path.endswith("/responses/compact"):
+            return sim.openai_compact(body)
         if path.endswith("/responses"):
             return sim.openai("openai-responses", body)
     return None

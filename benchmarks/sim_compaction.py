@@ -1,4 +1,7 @@
-"""Anthropic's server-side compaction, as the provider simulator answers it.
+"""The providers' own compaction, as the provider simulator answers it.
+
+OpenAI's ``/responses/compact`` is ``OpenAICompactions`` (below); Anthropic's server-side
+compaction is ``Compactions``:
 
 A request with the ``compaction`` parameter (``{"type": "summarize"}``, beta
 ``compact-2026-09-04``) is a compaction request: the answer holds one ``compaction`` block
@@ -26,7 +29,13 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["Compactions", "SimulatedRefusal", "threshold_of"]
+__all__ = [
+    "Compactions",
+    "OpenAICompactions",
+    "SimulatedRefusal",
+    "openai_compaction_answer",
+    "threshold_of",
+]
 
 DEFAULT_TRIGGER = 150_000  # the edit's documented default
 
@@ -137,5 +146,86 @@ def compaction_answer(
             "cache_read_input_tokens": 0,
             "cache_creation_input_tokens": 0,
             "iterations": [iteration],
+        },
+    }
+
+
+class OpenAICompactions:
+    """OpenAI's standalone compaction (``POST /responses/compact``) as the simulator answers it.
+
+    The answer's ``output`` is the input's user messages (as input message items, with ids)
+    followed by one ``compaction`` item whose ``encrypted_content`` is a digest of what was
+    compacted: the same input gives the same items. A later ``/responses`` request may send
+    the items back; one ``compaction`` item that differs from the one issued in any field is
+    refused with a 400, so replay must be byte for byte.
+    """
+
+    def __init__(self) -> None:
+        self.issued: dict[str, dict[str, Any]] = {}
+        self.replayed = 0  # requests that sent an issued compaction item back
+        self.fail_next = False  # the next compaction returns no compaction item
+
+    def output(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The compacted output items for a ``/responses/compact`` body."""
+        items = body.get("input") or []
+        if isinstance(items, str):
+            items = [{"type": "message", "role": "user", "content": items}]
+        said = {"instructions": body.get("instructions"), "input": items}
+        digest = hashlib.sha256(json.dumps(said, sort_keys=True).encode()).hexdigest()
+        kept: list[dict[str, Any]] = []
+        for item in items:
+            if item.get("type", "message") != "message" or item.get("role") != "user":
+                continue
+            content = item.get("content")
+            parts = (
+                [{"type": "input_text", "text": content}] if isinstance(content, str) else content
+            )
+            kept.append(
+                {
+                    "id": f"msg_{digest[:16]}_{len(kept)}",
+                    "type": "message",
+                    "status": "completed",
+                    "role": "user",
+                    "content": parts,
+                }
+            )
+        if self.fail_next:
+            self.fail_next = False
+            return kept
+        found = {
+            "id": "cmp_" + digest[:24],
+            "type": "compaction",
+            "encrypted_content": "enc_" + digest,
+        }
+        self.issued[found["id"]] = copy.deepcopy(found)
+        return [*kept, found]
+
+    def check(self, body: dict[str, Any]) -> None:
+        """Refuse (``SimulatedRefusal``) a compaction item in ``input`` not as issued."""
+        items = body.get("input")
+        found = [i for i in items or () if isinstance(i, dict) and i.get("type") == "compaction"]
+        for item in found:
+            issued = self.issued.get(str(item.get("id")))
+            if issued is None or json.dumps(issued) != json.dumps(item):
+                raise SimulatedRefusal("compaction item: not as issued (encrypted content differs)")
+        if found:
+            self.replayed += 1
+
+
+def openai_compaction_answer(
+    answer_id: str, output: list[dict[str, Any]], total: int, read: int, written: int, out: int
+) -> dict[str, Any]:
+    """The ``CompactedResponse`` body: the output items and the call's usage."""
+    return {
+        "id": answer_id,
+        "object": "response.compaction",
+        "created_at": 1_772_000_000,
+        "output": output,
+        "usage": {
+            "input_tokens": total,
+            "input_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": total + out,
         },
     }

@@ -80,6 +80,41 @@ def test_another_provider_gets_the_summary_text_not_the_block() -> None:
         assert "Summary by the provider." in text and "enc_9f2c" not in text
 
 
+OPENAI_OUTPUT = {
+    "output": [
+        {
+            "id": "msg_1",
+            "type": "message",
+            "status": "completed",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "check record 1"}],
+        },
+        {"id": "cmp_1", "type": "compaction", "encrypted_content": "enc_77aa"},
+    ]
+}
+
+
+def test_responses_replays_the_compacted_items_and_other_formats_get_the_text() -> None:
+    block = ProviderCompaction("openai-responses", json.loads(json.dumps(OPENAI_OUTPUT)))
+    request = _request(block)
+    body = lower(request, "openai-responses", model="gpt-5.6-terra")
+    # the items exactly as returned, no assistant text beside them, then the new prompt
+    assert body["input"][:2] == OPENAI_OUTPUT["output"]
+    assert json.dumps(body["input"][:2]) == json.dumps(OPENAI_OUTPUT["output"])
+    assert body["input"][2] == {"type": "message", "role": "user", "content": "go on"}
+    summary = Summary("USER: check record 1", 14, "", block)
+    view = [
+        ViewMessage(summary_message(summary), (14,), summary=True),
+        ViewMessage(ags.UserMessage("go on"), (16,)),
+    ]
+    window = window_of(view, ags.Config())
+    other = build_request(view, window, (("core", "x"),), [], "anthropic")
+    first = other.messages[0]
+    assert isinstance(first, ags.UserMessage) and "USER: check record 1" in str(first.content)
+    text = json.dumps(lower(other, "anthropic-messages", model="claude-opus-4-8"))
+    assert "enc_77aa" not in text
+
+
 def test_compaction_iterations_are_billed_once() -> None:
     pytest.importorskip("anthropic")
     from anthropic.types.beta import BetaUsage
@@ -122,7 +157,9 @@ def test_which_models_compact_at_the_provider() -> None:
     assert profile_for("anthropic", "claude-opus-4-8").provider_compaction
     assert profile_for("anthropic", "claude-sonnet-4-6").provider_compaction
     assert not profile_for("anthropic", "claude-3-5-haiku").provider_compaction
-    assert not profile_for("openai", "gpt-5.6-terra").provider_compaction
+    # OpenAI's ``responses.compact``: the Responses format only (the client checks the SDK).
+    assert profile_for("openai", "gpt-5.6-terra").provider_compaction
+    assert not profile_for("openai", "gpt-5.6-terra", wire_format="openai-chat").provider_compaction
     assert not ags.ModelProfile().provider_compaction
 
 
@@ -157,6 +194,26 @@ def test_auto_price_test() -> None:
     assert not cheaper(False, dear)
     # No price is no evidence against the provider.
     assert cheaper(False, None)
+
+
+def test_auto_price_test_for_a_compaction_that_cannot_read_the_cache() -> None:
+    """OpenAI's compaction takes no tools: with tools it reads nothing from the cache."""
+    price = ags.ModelPrice(input=2.0, cached_input=0.2, output=12.0)
+
+    def cheaper(warm: bool, reads: bool) -> bool:
+        return provider_is_cheaper(
+            prefix_tokens=95_000,  # the live request without its tools
+            warm=warm,
+            provider_price=price,
+            local_tokens=100_500,  # the live request and the instruction
+            local_price=price,
+            provider_reads_cache=reads,
+            local_cached_tokens=100_000,
+        )
+
+    assert not cheaper(True, False)  # warm: the local summary reads 100K from the cache
+    assert cheaper(True, True)  # a compaction that reads it too is sent less
+    assert cheaper(False, False)  # cold: both pay full price, the provider is sent less
 
 
 _JSON = st.recursive(

@@ -233,19 +233,25 @@ def provider_is_cheaper(
     local_tokens: int,
     local_price: ModelPrice | None,
     output_tokens: int = 2_000,
+    provider_reads_cache: bool = True,
+    local_cached_tokens: int = 0,
 ) -> bool:
     """Whether the provider's compaction is expected to cost no more than the local summary.
 
-    The provider reads ``prefix_tokens`` (from the cache when ``warm``); the local summary
-    sends ``local_tokens`` to its summariser uncached (a summariser of another model cannot
-    read this cache). Both write about ``output_tokens``. A missing price is no evidence
-    against the provider: it is chosen.
+    The provider is sent ``prefix_tokens``, read from the cache when ``warm`` and
+    ``provider_reads_cache`` (OpenAI's compaction takes no tools, so with tools it reads
+    nothing); the local summary sends ``local_tokens``, of which ``local_cached_tokens`` come
+    from the cache when ``warm`` (its cache-reading request; a summariser of another model reads
+    none). Both write about ``output_tokens``. A missing price is no evidence against the
+    provider: it is chosen.
     """
     if provider_price is None or local_price is None:
         return True
-    cached = prefix_tokens if warm else 0
+    cached = prefix_tokens if warm and provider_reads_cache else 0
     ours = Usage(prefix_tokens, output_tokens, cached_input_tokens=cached)
-    theirs = Usage(local_tokens, output_tokens)
+    theirs = Usage(
+        local_tokens, output_tokens, cached_input_tokens=local_cached_tokens if warm else 0
+    )
     return charge_usd(ours, provider_price)[0] <= charge_usd(theirs, local_price)[0]
 
 

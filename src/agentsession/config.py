@@ -104,8 +104,11 @@ class Config:
     ``compaction`` is how history is compacted: ``"local"`` (the default) — a summary written by
     the session's model with a request that extends the live one, so the provider reads it from
     its prompt cache (a configured summariser of another model gets the history as plain text);
-    ``"provider"`` and ``"auto"`` ask for the provider's own compaction where it is offered and
-    the price favours it. Until that is built, both compact locally (docs/decisions.md).
+    ``"provider"`` asks for the provider's own compaction where the model offers it (Anthropic's
+    compaction block; OpenAI's ``responses.compact`` on the Responses format, where the installed
+    SDK has it), between turns; ``"auto"`` does so only where the ledger's prices say it costs no
+    more than the local summary (OpenAI's compaction takes no tools, so with tools it cannot read
+    the cache and ``auto`` mostly compacts locally). Elsewhere both compact locally.
 
     ``cost_alert_usd``: when a session's total cost (``session.cost().total_usd``) crosses this
     many USD, ``session.stream()`` yields a ``CostAlert`` after the response that crossed it.

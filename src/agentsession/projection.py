@@ -101,10 +101,14 @@ def summary_message(summary: Summary) -> Message:
     block = summary.block
     if block is None:
         return UserMessage(summary_text(summary))
+    # Anthropic's block is an assistant turn's content; OpenAI's compaction is a list of input
+    # items (the ``compact`` call's output), replayed as the epoch's opening items.
+    kept = "compaction" if block.format == "openai-responses" else "content"
+    replay = block.block if kept == "compaction" else [block.block]
     return AssistantMessage(
         content=summary_text(summary),
         provider=_VENDOR.get(block.format, block.format),
-        provider_data={block.format: {"content": [block.block]}},
+        provider_data={block.format: {kept: replay}},
     )
 
 

@@ -182,19 +182,20 @@ async def provider_compact(
     log untouched.
     """
     mode = deps.config.compaction
-    offered = model.profile.provider_compaction and isinstance(model, CompactsConversation)
-    if mode == "local" or not offered:
+    if mode == "local" or not model.profile.provider_compaction:
+        return None
+    if not isinstance(model, CompactsConversation):
         return None
     try:
         live = await rebuild(model)
     except UsageError:
         return None
     request = provider_compaction_request(live)
-    if request is None:
+    found = model.compaction_input(request) if request is not None else None
+    if request is None or found is None:
         return None
-    if mode == "auto" and not _provider_cheaper(deps, plan, model, request, warm):
+    if mode == "auto" and not _provider_cheaper(deps, plan, model, request, found, warm):
         return None
-    assert isinstance(model, CompactsConversation)
     return await model.compact_with(request, _controls(deps, writer))
 
 
@@ -219,18 +220,37 @@ def threshold_at(deps: SessionDeps, model: Model) -> int | None:
 
 
 def _provider_cheaper(
-    deps: SessionDeps, plan: CompactionPlan, model: Model, request: Request, warm: bool
+    deps: SessionDeps,
+    plan: CompactionPlan,
+    model: Model,
+    live: Request,
+    found: tuple[Request, bool],
+    warm: bool,
 ) -> bool:
+    """Whether the provider's compaction is expected to cost no more than the local summary.
+
+    ``found``: what the provider is sent of ``live`` and whether it reads the conversation's
+    cache (OpenAI's compaction takes no tools: with tools it is billed at the full price).
+    """
+    sent, reads = found
     summarizer = deps.summarizer or model
-    if shares_cache(summarizer, model):
+    same = shares_cache(summarizer, model)
+    if same and reads:
         return True  # the same prices, and the provider is sent less: the live prefix alone
     counter, prices = deps.budget.counter, deps.config.prices
+    local = cached_summary_request(live, plan) if same else None
+    if local is not None:  # the local summary would read the live request from the cache
+        local_tokens, local_cached = total_tokens(local, counter), total_tokens(live, counter)
+    else:
+        local_tokens, local_cached = counter.count(render_history(plan.head)), 0
     return provider_is_cheaper(
-        prefix_tokens=total_tokens(request, counter),
+        prefix_tokens=total_tokens(sent, counter),
         warm=warm,
         provider_price=price_for(model.name, prices),
-        local_tokens=counter.count(render_history(plan.head)),
+        local_tokens=local_tokens,
         local_price=price_for(summarizer.name, prices),
+        provider_reads_cache=reads,
+        local_cached_tokens=local_cached,
     )
 
 

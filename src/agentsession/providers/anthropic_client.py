@@ -285,6 +285,10 @@ class AnthropicModel(SDKModel):
         result = await api.count_tokens(**args)
         return usage_count(result.input_tokens)
 
+    def compaction_input(self, request: Request) -> tuple[Request, bool]:
+        """The live request itself, read from the cache the conversation wrote."""
+        return request, True
+
     async def compact_with(self, request: Request, controls: CacheControls) -> CompactionDone:
         """Anthropic's on-demand compaction of ``request`` (the ``compaction`` parameter).
 

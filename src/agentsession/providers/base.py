@@ -233,6 +233,14 @@ class CompactsConversation(Protocol):
         """
         ...
 
+    def compaction_input(self, request: Request) -> tuple[Request, bool] | None:
+        """What ``compact_with`` sends of ``request``, and whether that reads the cache.
+
+        The cache is the one the conversation's requests wrote; ``None``: not offered here
+        (the installed SDK lacks the call).
+        """
+        ...
+
 
 @runtime_checkable
 class Model(Protocol):

@@ -15,16 +15,19 @@ retries transient failures with the same admitted request.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..hygiene import replace_surrogates
-from ..request import AssistantMessage, ToolCall, Usage, new_call_id
+from ..request import AssistantMessage, Request, ToolCall, Usage, new_call_id
 from ._client import SDKModel, parse_arguments, replay, require_event_stream, usage_count
 from ._errors import sdk_error, status_error
 from ._lowering import SEARCH_TOOL_NAME
-from .base import ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
+from .base import CompactionDone, ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
+from .cache_controls import CacheControls
+from .openai_compact import compact_arguments, compacted, compaction_input, offers_compaction
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -327,6 +330,28 @@ class OpenAIResponsesModel(_OpenAIBase):
         args = {k: body[k] for k in keys if k in body}
         result = await sdk.responses.input_tokens.count(**args)
         return usage_count(result.input_tokens)
+
+    def compaction_input(self, request: Request) -> tuple[Request, bool] | None:
+        """``request`` without its tools: the compaction takes none.
+
+        It reads the cache only when the conversation declares no tools; ``None`` with an SDK
+        without the call.
+        """
+        return compaction_input(request) if offers_compaction() else None
+
+    async def compact_with(self, request: Request, controls: CacheControls) -> CompactionDone:
+        """OpenAI's compaction of ``request`` (``responses.compact``), see ``openai_compact``.
+
+        The output items are kept as the raw JSON the server sent, to be replayed unchanged.
+        """
+        args = compact_arguments(self._controlled(request, controls))
+        try:
+            raw = await self._client().responses.with_raw_response.compact(**args)
+            parsed = raw.parse()  # the SDK's ``CompactedResponse``: its usage
+            sent = json.loads(raw.content)  # the items as the server sent them, key order kept
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        return compacted(sent, parsed, self.wire_format, self.model)
 
     async def _events(self, sdk: Any, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
         from openai.types.responses import Response

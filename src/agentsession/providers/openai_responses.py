@@ -6,7 +6,8 @@ a native developer/system input message at its position, or an escaped user mess
 same position for a profile without one. Tool calls and results are ``function_call`` and
 ``function_call_output`` items paired by ``call_id``; reasoning items the model returned are
 replayed only to this format, and only when they carry encrypted content (without ``store``
-the server cannot look them up by id).
+the server cannot look them up by id). A compaction (``responses.compact``) opens its epoch with
+the call's output items — the user messages and the encrypted ``compaction`` item — as returned.
 
 With ``native_tool_search`` (models with tool search) the ``search_tools`` proxy is the API's
 own client-executed ``tool_search`` tool: the model's search is a ``tool_search_call`` (replayed
@@ -76,6 +77,10 @@ def _parts(
 
 def _assistant_items(message: AssistantMessage, search: bool) -> list[dict[str, Any]]:
     replay = provider_items(message, FMT)
+    compacted = (replay or {}).get("compaction")
+    if isinstance(compacted, dict):
+        # A compaction's opening: the ``compact`` call's output items, exactly as returned.
+        return [dict(item) for item in compacted.get("output", [])]
     items = [dict(item) for item in (replay or {}).get("reasoning", [])]
     searches = {
         str(item.get("call_id")): item for item in (replay or {}).get("tool_search_calls", [])

@@ -208,6 +208,8 @@ def profile_for(provider: str, model: str, *, wire_format: str | None = None) ->
                 cache_lifetime=1800.0 if explicit else 600.0,
                 native_tool_search=search,
                 native_tool_changes=search,
+                # ``responses.compact`` (where the installed SDK has it: the client checks)
+                provider_compaction=fmt == "openai-responses",
             )
         case "openai-compatible":
             # Local servers (llama.cpp, vLLM, Ollama) speak Chat Completions; their chat

@@ -232,7 +232,7 @@ def validate_openai_responses(body: dict[str, Any], profile: ModelProfile | None
                     reject(fmt, "this model takes instructions only, no system messages", i)
             elif role not in ("user", "assistant"):
                 reject(fmt, f"unknown role {role!r}", i)
-        elif kind not in ("reasoning", "additional_tools"):
+        elif kind not in ("reasoning", "additional_tools", "compaction"):
             reject(fmt, f"unknown input item type {kind!r}", i)
     if pending:
         call_id, at = next(iter(pending.items()))
