@@ -42,9 +42,11 @@ def replies(request: ags.Request) -> Any:
     return "Found it."
 
 
-def _runtime(db: Path, tmp_path: Path, **options: Any) -> ags.Runtime:
+def _runtime(db: Path | str, tmp_path: Path, **options: Any) -> ags.Runtime:
+    """A runtime on the SQLite file ``db``, or on PostgreSQL when ``db`` is a DSN."""
+    store = ags.SQLiteStore(db) if isinstance(db, Path) else ags.PostgresStore(db)
     return ags.Runtime(
-        store=ags.SQLiteStore(db),
+        store=store,
         model=ags.ScriptedModel(replies),
         tools=[lookup],
         project_dir=tmp_path,
@@ -53,7 +55,7 @@ def _runtime(db: Path, tmp_path: Path, **options: Any) -> ags.Runtime:
     )
 
 
-async def _long_session(db: Path, tmp_path: Path, turns: int = 6) -> str:
+async def _long_session(db: Path | str, tmp_path: Path, turns: int = 6) -> str:
     """A session whose window has moved on (its first entries are read at no reopen)."""
     runtime = _runtime(db, tmp_path)
     session = await runtime.create_session()
@@ -65,7 +67,7 @@ async def _long_session(db: Path, tmp_path: Path, turns: int = 6) -> str:
 
 @contextlib.asynccontextmanager
 async def _served(
-    db: Path, tmp_path: Path, runtime_options: dict[str, Any] | None = None, **options: Any
+    db: Path | str, tmp_path: Path, runtime_options: dict[str, Any] | None = None, **options: Any
 ) -> AsyncIterator[tuple[httpx.AsyncClient, InspectPool]]:
     runtime = _runtime(db, tmp_path, **(runtime_options or {}))
     app = ags.server.create_app(runtime, **options)
@@ -89,12 +91,21 @@ async def _answers(client: httpx.AsyncClient, session_id: str) -> dict[str, http
 
 def _same(response: httpx.Response) -> tuple[int, str, bytes]:
     # The report names the minute it was made; the two may fall in different minutes.
-    body = re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d UTC", b"(stamp)", response.content)
+    body = re.sub(rb"generated \d{4}-\d\d-\d\d \d\d:\d\d", b"(stamp)", response.content)
     return response.status_code, response.headers["content-type"], body
 
 
 async def test_a_child_answers_what_this_process_answers(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
+    await _same_answers(tmp_path / "db.sqlite", tmp_path)
+
+
+async def test_a_child_answers_what_this_process_answers_on_postgres(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    await _same_answers(pg_dsn, tmp_path)
+
+
+async def _same_answers(db: Path | str, tmp_path: Path) -> None:
     session_id = await _long_session(db, tmp_path)
     async with _served(db, tmp_path, **HERE) as (client, pool):
         here = await _answers(client, session_id)
