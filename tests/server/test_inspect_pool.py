@@ -8,9 +8,12 @@ shut down.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import multiprocessing
+import os
 import re
+import signal
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -224,3 +227,22 @@ async def test_the_children_are_gone_when_the_app_has_shut_down(tmp_path: Path) 
     assert multiprocessing.active_children() == []
     assert not pool.takes(info)
     assert await pool.answer("export", info) is None
+
+
+async def test_a_child_that_dies_is_a_json_error_and_the_next_inspection_starts_anew(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
+        assert (await client.get(f"/sessions/{session_id}/cost")).status_code == 200
+        (child,) = multiprocessing.active_children()
+        os.kill(child.pid or 0, signal.SIGKILL)
+        await asyncio.to_thread(child.join, 60)
+        failed = await client.get(f"/sessions/{session_id}/cost")
+        again = await client.get(f"/sessions/{session_id}/cost")
+        assert pool.answered == 2
+    assert failed.status_code == 500
+    assert failed.json()["error"]["type"] == "InspectionStoppedError"
+    assert again.status_code == 200 and again.json()["session_id"] == session_id
+    assert multiprocessing.active_children() == []
