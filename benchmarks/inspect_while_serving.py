@@ -1,18 +1,23 @@
 """Whether inspecting a long session slows a server's other requests.
 
-A scripted session of ``--entries`` entries is built on SQLite (as ``report_size.py`` builds
-it; ``--db`` keeps the database to measure again). One in-process server (``create_app``, the
-same event loop a ``serve`` process has) then answers, side by side in one run:
+For each of ``--sizes``, a scripted session of that many entries is built on SQLite (as
+``report_size.py`` builds it; ``--folder`` keeps the databases to measure again). Then one
+in-process server per ``--where`` (``process``: long inspections answered in a child process,
+the default; ``thread``: ``inspect_workers=0``, on a worker thread of the serving process)
+answers, ``--repeats`` times, side by side in one run:
 
 - ``--prompts`` prompts on a small other session, one after another, alone;
-- the same while ``GET /sessions/{long}/{route}`` (``context`` or ``report``) of the long
-  session runs, counting only the prompts that finished before the inspection did.
+- the same while ``GET /sessions/{long}/{route}`` (``context``, then ``report``) of the long
+  session runs, counting only the prompts that finished before the inspection did;
 
-The figure is the ratio of the median prompt time during the inspection to the median alone
-(1.0: as if nothing else ran; the issue asks for at most 2). Beside it, the longest the event
-loop went without running a 1 ms timer during the inspection (``loop_lag_max_s``): a stalled
-loop shows there, a loop slowed by the worker thread's share of the interpreter lock shows in
-the ratio alone. Wall-clock seconds on the machine it runs on; the figures go to
+each prompt followed by a pause of ``PAUSE`` seconds.
+
+The figure is the ratio of the median prompt time during the inspection to the median of the
+prompts alone just before and just after it (1.0: as if nothing else ran; the issue asks for
+at most 2). Beside it, the
+longest the event loop went without running a 1 ms timer during the inspection
+(``loop_lag_max_s``). The first inspection of a ``process`` server also starts its child.
+Wall-clock seconds on the machine it runs on; the figures go to
 ``results/inspect_while_serving.json``.
 """
 
@@ -35,14 +40,20 @@ from report_size import build, lookup, replies
 
 import agentsession as ags
 
+#: Seconds between two prompts, alone and during an inspection alike: a person's pace, and
+#: prompts spread over the whole inspection rather than crowded into its first seconds.
+PAUSE = 0.25
+
 
 async def _prompt_times(client: httpx.AsyncClient, sid: str, count: int) -> list[float]:
+    """Seconds each of ``count`` prompts took; every one is the same work (answered, no tool)."""
     times = []
-    for n in range(count):
+    for _ in range(count):
         started = time.perf_counter()
-        answer = await client.post(f"/sessions/{sid}/prompt", json={"text": f"turn {n}: hi"})
+        answer = await client.post(f"/sessions/{sid}/prompt", json={"text": "turn 0: hi"})
         assert answer.status_code == 200, answer.text
         times.append(time.perf_counter() - started)
+        await asyncio.sleep(PAUSE)
     return times
 
 
@@ -56,36 +67,27 @@ async def _lag(done: asyncio.Event) -> float:
     return worst
 
 
-async def measure(db: Path, long_id: str, route: str, prompts: int) -> dict[str, Any]:
-    runtime = ags.Runtime(
-        store=ags.SQLiteStore(db),
-        model=ags.ScriptedModel(replies),
-        tools=[lookup],
-        config=ags.Config(titles=False, retry_base_delay=0),
-    )
-    app = ags.server.create_app(runtime)
-    transport = httpx.ASGITransport(app=app)
-    timeout = httpx.Timeout(3600.0)
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://localhost", timeout=timeout
-    ) as client:
-        other = (await client.post("/sessions", json={})).json()["id"]
-        await _prompt_times(client, other, 2)  # warm: the first turns import and cache
-        alone = await _prompt_times(client, other, prompts)
-        started = time.perf_counter()
-        finished = asyncio.Event()
-        lag = asyncio.create_task(_lag(finished))
-        inspecting = asyncio.create_task(client.get(f"/sessions/{long_id}/{route}"))
-        during: list[float] = []
-        while not inspecting.done() and len(during) < prompts * 10:
-            times = await _prompt_times(client, other, 1)
-            if not inspecting.done():
-                during += times
-        inspected = await inspecting
-        inspection_s = time.perf_counter() - started
-        finished.set()
-        lag_max = await lag
-    await runtime.close()
+async def measure(
+    client: httpx.AsyncClient, other: str, long_id: str, route: str, prompts: int
+) -> dict[str, Any]:
+    """Prompts on ``other`` alone, while ``route`` of ``long_id`` runs, and alone again."""
+    before = await _prompt_times(client, other, prompts)
+    started = time.perf_counter()
+    finished = asyncio.Event()
+    lag = asyncio.create_task(_lag(finished))
+    inspecting = asyncio.create_task(client.get(f"/sessions/{long_id}/{route}"))
+    during: list[float] = []
+    while not inspecting.done():
+        times = await _prompt_times(client, other, 1)
+        if not inspecting.done():
+            during += times
+        await asyncio.sleep(PAUSE)
+    inspected = await inspecting
+    inspection_s = time.perf_counter() - started
+    finished.set()
+    lag_max = await lag
+    # Alone on both sides: on a shared machine the others' load drifts over minutes.
+    alone = before + await _prompt_times(client, other, prompts)
     assert inspected.status_code == 200, inspected.text[:300]
     ratio = statistics.median(during) / statistics.median(alone) if during else None
     return {
@@ -99,30 +101,74 @@ async def measure(db: Path, long_id: str, route: str, prompts: int) -> dict[str,
     }
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="inspect-serving-"))
-    db = Path(args.db) if args.db else folder / "long.db"
-    if args.db and db.exists():
+async def serve(db: Path, long_id: str, where: str, args: argparse.Namespace) -> list[Any]:
+    """One server whose inspections run ``where`` (``process``: a child; ``thread``: here).
+
+    Each repeat measures ``context`` then ``report``; the first inspection in a child also
+    starts that child (it stays for the next).
+    """
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(db),
+        model=ags.ScriptedModel(replies),
+        tools=[lookup],
+        config=ags.Config(titles=False, retry_base_delay=0),
+    )
+    app = ags.server.create_app(runtime, inspect_workers=1 if where == "process" else 0)
+    found = []
+    transport = httpx.ASGITransport(app=app)
+    timeout = httpx.Timeout(3600.0)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=transport, base_url="http://localhost", timeout=timeout
+        ) as client,
+    ):
+        other = (await client.post("/sessions", json={})).json()["id"]
+        await _prompt_times(client, other, 2)  # warm: the first turns import and cache
+        for repeat in range(args.repeats):
+            for route in ("context", "report"):
+                figures = await measure(client, other, long_id, route, args.prompts)
+                figures |= {"where": where, "repeat": repeat + 1}
+                print(figures, flush=True)
+                found.append(figures)
+    await runtime.close()
+    return found
+
+
+async def long_session(folder: Path, entries: int) -> tuple[Path, str]:
+    """The database holding a session of ``entries`` entries (built when not kept)."""
+    db = folder / f"inspect-{entries}.db"
+    if db.exists():
         store = ags.SQLiteStore(db)
         long_id = max(await store.list_sessions(), key=lambda i: i.next_seq).id
         await store.close()
-    else:
-        started = time.perf_counter()
-        long_id, _ = await build(db, args.entries)
-        print(f"built {args.entries} entries in {time.perf_counter() - started:.0f} s")
-    figures: dict[str, Any] = {"entries": args.entries}
-    for route in ("context", "report"):
-        found = await measure(db, long_id, route, args.prompts)
-        figures[route] = found
-        print(route, found)
+        return db, long_id
+    started = time.perf_counter()
+    long_id, _ = await build(db, entries)
+    print(f"built {entries} entries in {time.perf_counter() - started:.0f} s", flush=True)
+    return db, long_id
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    folder = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="inspect-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, Any] = {}
+    for entries in (int(n) for n in args.sizes.split(",")):
+        db, long_id = await long_session(folder, entries)
+        runs = []
+        for where in args.where.split(","):
+            runs += await serve(db, long_id, where, args)
+        figures[str(entries)] = runs
     save("inspect_while_serving", figures, command=" ".join(sys.argv))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", type=int, default=100_000)
-    parser.add_argument("--prompts", type=int, default=20)
-    parser.add_argument("--db", help="keep (or reuse) the long session's database here")
+    parser.add_argument("--sizes", default="10000,100000", help="entries of the long session")
+    parser.add_argument("--prompts", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--where", default="process,thread", help="process, thread or both")
+    parser.add_argument("--folder", help="keep (or reuse) the long sessions' databases here")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import importlib.util
 import math
+import pickle
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -297,6 +298,19 @@ def test_estimates_are_the_same_from_the_cache_and_fresh() -> None:
     first = [shared.count(t) for t in texts]
     again = [shared.count(t) for t in reversed(texts)][::-1]
     assert first == again == [EstimateCounter().count(t) for t in texts]
+
+
+def test_a_calibrated_estimate_pickles_and_counts_the_same_elsewhere() -> None:
+    # A server's inspection counts in another process with the session's counter.
+    counter = EstimateCounter()
+    counter.calibrate(1_000, 1_400)
+    counter.count(PROSE * 3)  # something in its cache
+    copy = pickle.loads(pickle.dumps(counter))
+    assert (copy.scale, copy.samples) == (counter.scale, counter.samples) != (1.0, 0)
+    assert [copy.count(t) for t in (PROSE, PROSE * 3, "ab")] == [
+        counter.count(t) for t in (PROSE, PROSE * 3, "ab")
+    ]
+    assert copy.calibrate(1_000, 1_400) == counter.calibrate(1_000, 1_400)
 
 
 def test_cached_estimates_follow_calibration() -> None:

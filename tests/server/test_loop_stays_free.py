@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import agentsession as ags
-import agentsession.inspection.views as inspection_views
+import agentsession.inspection.inputs as inspection_inputs
 import agentsession.server.inspect_routes as inspect_routes
 import agentsession.store.sqlite as sqlite_store
 from agentsession.store.base import info_from_row
@@ -37,8 +37,8 @@ async def test_other_requests_are_answered_while_an_inspection_works(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     release, entered = threading.Event(), threading.Event()
-    target = inspection_views if route == "context" else inspect_routes
-    name = "inspect_log" if route == "context" else "render_report"
+    target = inspection_inputs if route == "context" else inspect_routes
+    name = "inspect_records" if route == "context" else "render_report"
     monkeypatch.setattr(target, name, _held(getattr(target, name), release, entered))
     runtime = ags.Runtime(
         store=ags.SQLiteStore(tmp_path / "db.sqlite"),

@@ -13,6 +13,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from typing import Any
 
 from ..errors import UsageError
 
@@ -166,6 +167,17 @@ class EstimateCounter:
             self._scale = min(high, max(low, self._scale * math.exp(step)))
             self._samples += 1
             return self._scale
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The calibration alone: another process (a server's inspection) counts the same."""
+        state = dict(self.__dict__)
+        del state["_lock"], state["_cache"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._cache = OrderedDict()
 
     def __repr__(self) -> str:
         return f"EstimateCounter(scale={self._scale:.3f}, samples={self._samples})"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
@@ -27,6 +26,7 @@ from .parts import SessionParts
 from .writer import LogWriter
 
 if TYPE_CHECKING:
+    from ..inspection.inputs import InspectionInputs
     from ..inspection.views import Inspection
 
 __all__ = ["SessionViews"]
@@ -175,27 +175,41 @@ class SessionViews:
         Timeline, turns, epochs, every dispatched request rebuilt, and the next request
         previewed and annotated (``Inspection.next_request``).
         """
-        from ..inspection.views import inspect_log  # the inspection views load with their first use
+        return await self._inspected(await self._inspection_inputs())
 
-        promoted = [*self._metadata(), *self._parts.inbox.preview_steers()]
-        upcoming = await self._admitter.upcoming(promoted, self._model)
-        info = await self._deps.store.get_session(self.id)
+    async def _inspected(self, inputs: InspectionInputs) -> Inspection:
+        """The inspection from ``inputs`` (``_inspection_inputs``) and the log they bound."""
+        from ..inspection.inputs import inspect_records  # loads with the first inspection
+
         # The log a page at a time, so a store's other callers (a server's other sessions)
         # get their turn between pages; then every request is rebuilt on a worker thread, so
         # an application's event loop goes on meanwhile.
         records: list[Record] = []
-        for start in range(0, info.next_seq, _INSPECT_PAGE):
-            records += await self.log(start, min(start + _INSPECT_PAGE, info.next_seq))
-        found = await asyncio.to_thread(
-            inspect_log,
-            info,
-            records,
+        for start in range(0, inputs.info.next_seq, _INSPECT_PAGE):
+            records += await self.log(start, min(start + _INSPECT_PAGE, inputs.info.next_seq))
+        return await asyncio.to_thread(inspect_records, inputs, records)
+
+    async def _inspection_inputs(self) -> InspectionInputs:
+        """What ``inspect()`` rebuilds from besides the log (a server rebuilds elsewhere).
+
+        The next admission previewed, the tools, configuration and budget, the in-memory
+        system-context records and the log's length now; all plain values another process
+        can take (``inspection.inputs``).
+        """
+        from ..inspection.inputs import InspectionInputs
+        from ..inspection.views import request_limit
+
+        promoted = [*self._metadata(), *self._parts.inbox.preview_steers()]
+        upcoming = await self._admitter.upcoming(promoted, self._model)
+        info = await self._deps.store.get_session(self.id)
+        return InspectionInputs(
+            info=info,
             specs=self._parts.toolbox.specs(),
-            tools=[t.name for t in self._deps.tools],
+            tools=tuple(t.name for t in self._deps.tools),
             config=self._deps.config,
             budget=self._deps.budget,
-            model=self._model,
+            limit=request_limit(self._deps.budget, self._model),
             upcoming=upcoming,
+            checkpoints=tuple(self.system_prompt_checkpoints()),
+            runtime_contexts=tuple(self.runtime_contexts()),
         )
-        marks = tuple(self.system_prompt_checkpoints()), tuple(self.runtime_contexts())
-        return replace(found, checkpoints=marks[0], runtime_contexts=marks[1])

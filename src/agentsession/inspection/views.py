@@ -67,6 +67,7 @@ __all__ = [
     "inspect_log",
     "last_model",
     "past_context",
+    "request_limit",
 ]
 
 
@@ -172,23 +173,21 @@ def inspect_log(
     tools: Sequence[str] = (),
     model: Model | None = None,
     upcoming: Admission | str = "",
+    limit: int | None = None,
 ) -> Inspection:
     """The inspection of one session's whole log (``records`` in seq order, from seq 0).
 
     ``specs`` and ``tools`` are the tool declarations the caller knows and the application's
     tool names (see ``inspect.rebuild_all``); ``upcoming`` is the previewed admission of the next
-    request for ``model``, or why there is none.
+    request for ``model``, or why there is none. ``limit``: the next request's token limit,
+    given instead of ``model`` where the model is not at hand (another process).
     """
     counter = _Memo(budget.counter)
     next_request: ContextView | None = None
     next_error = upcoming if isinstance(upcoming, str) else ""
     if isinstance(upcoming, Admission):
-        limit = 0
-        if model is not None:
-            profile = model.profile
-            limit = budget.limit(
-                model_window=profile.context_window, max_output_tokens=profile.max_output_tokens
-            )
+        if limit is None:
+            limit = request_limit(budget, model)
         next_request = context_view(
             upcoming.request,
             records,
@@ -247,6 +246,16 @@ def inspect_log(
         cost=summarize(charges, config.prices),
         controls=sent_controls(info.id, records, config, limit_of),
         next_controls=next_controls(info.id, records, config, limit_of),
+    )
+
+
+def request_limit(budget: BudgetPolicy, model: Model | None) -> int:
+    """The token limit a request for ``model`` has under ``budget`` (0: no model)."""
+    if model is None:
+        return 0
+    profile = model.profile
+    return budget.limit(
+        model_window=profile.context_window, max_output_tokens=profile.max_output_tokens
     )
 
 

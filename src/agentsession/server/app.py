@@ -29,6 +29,7 @@ from .docs_page import docs_page
 from .guard import Guard
 from .health import health_routes
 from .idle_pass import IdlePass
+from .inspect_pool import DEFAULT_SMALLEST, InspectPool
 from .inspect_routes import inspect_routes
 from .models import ModelResolver, ServerModels
 from .notify import Notifier
@@ -62,6 +63,8 @@ def create_app(
     workspaces: str | Path | None = None,
     models: ModelResolver | None = None,
     idle_interval: float | None = None,
+    inspect_workers: int = 1,
+    inspect_from: int = DEFAULT_SMALLEST,
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
@@ -81,6 +84,9 @@ def create_app(
     ``idle_interval``: run the idle pass (``server.idle_pass``) every that many seconds: each
     recently used session no turn runs is given one ``tend_idle`` decision under its lease
     (it acts only with ``Config(idle_policy="auto")``); ``None``: no pass.
+    ``inspect_workers``: child processes (started with the first) that answer ``/context``,
+    ``/report`` and export of sessions of ``inspect_from`` entries or more, when the store is
+    a SQLite file or PostgreSQL (``server.inspect_pool``); 0: always in this process.
     """
     notifier = Notifier(runtime.store)
     owners = Owners(runtime.store)
@@ -94,6 +100,7 @@ def create_app(
         owners=owners,
         max_body=max_body,
         workspaces=places,
+        inspections=InspectPool(runtime.store, workers=inspect_workers, smallest=inspect_from),
     )
 
     idle = IdlePass(runtime, state.turns, idle_interval) if idle_interval else None
@@ -110,6 +117,7 @@ def create_app(
             if idle is not None:
                 await idle.stop()
             await state.turns.close(shutdown_grace)
+            await state.inspections.close()
             await notifier.close()
             await offered.close()
             if on_shutdown is not None:

@@ -5,9 +5,11 @@ wire format (``?format=openai-chat`` …); ``?step=N`` rebuilds the N-th dispatc
 ``cost`` is ``session.cost()`` as JSON: USD from the provider-reported usage, ``null`` figures
 and the model in ``no_price`` where no price is known (never a guess).
 
-Nothing here holds the event loop for long: the inspection rebuilds a session's requests on a
-worker thread (``session.inspect``), and so are the view encoded, the report rendered and the
-cost summed, so one session of 100,000 entries never stalls the process's other requests.
+Nothing here holds the event loop for long. ``context`` and ``report`` of a long session on a
+store another process can open are rebuilt and rendered in a child process (``inspect_pool``),
+so they take nothing from the process's interpreter; the rest, and every inspection on other
+stores, rebuild on a worker thread (``session.inspect``), where the view is encoded, the report
+rendered and the cost summed too.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from starlette.routing import Route
 
 from ..codec import encode
 from ..errors import UsageError
-from ..inspection.report import REPORT_POLICY, render_report
+from ..inspection.report import render_report
 from ..inspection.views import Inspection
 from ..ledger import cost_fields
 from ..providers import lower
 from ..providers.cache_controls import CacheControls
 from ..providers.wire import sent_body
 from ..request import Request as RequestValue
+from .inspect_pool import Kind, context_json, report_headers
 from .state import ServerState
 
 __all__ = ["inspect_routes"]
@@ -52,6 +55,30 @@ async def _inspection(request: Request) -> Inspection:
         await session.close()
 
 
+async def _inspected_or_sent(
+    request: Request, kind: Kind, *, generated: str = "", version: str = ""
+) -> Inspection | tuple[int, bytes]:
+    """The inspection rebuilt here, or the status and body a child process answered.
+
+    The caller is checked and the session opened here, before anything goes to a child.
+    """
+    state = _state(request)
+    session_id = request.path_params["id"]
+    await state.allowed(request, session_id)
+    session = await state.workspaces.open(session_id)
+    try:
+        inputs = await session._inspection_inputs()
+        if state.inspections.takes(inputs.info):
+            sent = await state.inspections.answer(
+                kind, inputs.info, inputs=inputs, generated=generated, version=version
+            )
+            if sent is not None:
+                return sent
+        return await session._inspected(inputs)
+    finally:
+        await session.close()
+
+
 def _step(request: Request) -> int | None:
     raw = request.query_params.get("step")
     if raw is None:
@@ -62,11 +89,10 @@ def _step(request: Request) -> int | None:
 
 
 async def context(request: Request) -> Response:
-    inspection = await _inspection(request)
-    if inspection.next_request is None:
-        raise UsageError(f"cannot preview the next request: {inspection.next_error}")
-    view: dict[str, Any] = await asyncio.to_thread(encode, inspection.next_request)
-    return JSONResponse({"session_id": inspection.session_id, "context": view})
+    found = await _inspected_or_sent(request, "context")
+    if isinstance(found, tuple):
+        return Response(found[1], status_code=found[0], media_type="application/json")
+    return JSONResponse(await asyncio.to_thread(context_json, found))
 
 
 async def request_body(request: Request) -> Response:
@@ -132,16 +158,27 @@ def _version() -> str:
 
 
 async def report(request: Request) -> Response:
-    inspection = await _inspection(request)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    page = await asyncio.to_thread(render_report, inspection, generated=stamp, version=_version())
-    return HTMLResponse(page, headers={"Content-Security-Policy": REPORT_POLICY})
+    found = await _inspected_or_sent(request, "report", generated=stamp, version=_version())
+    if isinstance(found, tuple):
+        status, body = found
+        if status != 200:
+            return Response(body, status_code=status, media_type="application/json")
+        return HTMLResponse(body, headers=report_headers())
+    page = await asyncio.to_thread(render_report, found, generated=stamp, version=_version())
+    return HTMLResponse(page, headers=report_headers())
 
 
 async def cost(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
+    info = await state.runtime.store.get_session(session_id)
+    if state.inspections.takes(info):
+        prices = state.runtime.config.prices
+        sent = await state.inspections.answer("cost", info, prices=prices)
+        if sent is not None:
+            return Response(sent[1], status_code=sent[0], media_type="application/json")
     session = await state.workspaces.open(session_id)
     try:
         summary = await asyncio.to_thread(session.cost)

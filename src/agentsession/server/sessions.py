@@ -22,6 +22,7 @@ from ..errors import SessionBusyError, UsageError
 from ..log import LogEntry
 from ..store.base import SessionInfo
 from ..store.session_file import render_session_file
+from .inspect_pool import EXPORT_MEDIA, export_headers
 from .listing import decode_cursor, session_page
 from .models import Settings
 from .state import ServerState, text_field
@@ -227,14 +228,21 @@ async def export_session(request: Request) -> Response:
     await state.allowed(request, session_id)
     store = state.runtime.store
     info = await store.get_session(session_id)
+    if state.inspections.takes(info):
+        sent = await state.inspections.answer("export", info)  # in another process
+        if sent is not None:
+            status, body = sent
+            if status != 200:
+                return Response(body, status_code=status, media_type="application/json")
+            return Response(body, media_type=EXPORT_MEDIA, headers=export_headers(session_id))
     entries: list[LogEntry] = []
     for start in range(0, info.next_seq, _PAGE):
         page = await store.read(session_id, start, min(start + _PAGE, info.next_seq))
         entries.extend(record.entry for record in page)
     return Response(
         await asyncio.to_thread(render_session_file, info, entries),  # off the event loop
-        media_type="application/x-ndjson",
-        headers={"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'},
+        media_type=EXPORT_MEDIA,
+        headers=export_headers(session_id),
     )
 
 

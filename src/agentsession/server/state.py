@@ -15,6 +15,7 @@ from starlette.requests import Request
 from ..errors import SessionNotFoundError, UsageError
 from ..runtime import Runtime
 from .auth import Tokens
+from .inspect_pool import InspectPool
 from .notify import Notifier
 from .owners import Owners
 from .turns import Turns
@@ -56,6 +57,8 @@ class ServerState:
     owners: Owners
     max_body: int
     workspaces: Workspaces
+    #: Long inspections answered in child processes (``inspect_pool``).
+    inspections: InspectPool
     #: Approvals answered here and not yet used by a resume, per session.
     decisions: dict[str, dict[str, Decision]] = field(default_factory=dict)
 

@@ -1,0 +1,58 @@
+"""What an inspection is rebuilt from besides the log: ``InspectionInputs`` and ``inspect_records``.
+
+``session.inspect()`` gathers these from the open session (its tools, configuration, budget,
+the previewed next admission and the in-memory system-context records), then reads the log and
+rebuilds. Kept apart as plain values so the rebuild can run where the session is not: another
+process reads the log from its own store connection and calls ``inspect_records`` with the same
+inputs, which is how a server keeps a long rebuild out of its own interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..boundary import Admission
+from ..budget import BudgetPolicy
+from ..config import Config
+from ..log import Record, RuntimeContextSnapshot, SystemPromptCheckpoint
+from ..request import ToolSpec
+from ..store.base import SessionInfo
+from .views import Inspection, inspect_log
+
+__all__ = ["InspectionInputs", "inspect_records"]
+
+
+@dataclass(frozen=True)
+class InspectionInputs:
+    """Everything ``inspect_log`` needs but the log, as of one moment of an open session.
+
+    ``info`` bounds the log read (``[0, info.next_seq)``); ``limit`` is the next request's
+    token limit for the session's model; ``upcoming`` the previewed admission of the next
+    request, or why there is none.
+    """
+
+    info: SessionInfo
+    specs: Mapping[str, ToolSpec]
+    tools: tuple[str, ...]
+    config: Config
+    budget: BudgetPolicy
+    limit: int
+    upcoming: Admission | str
+    checkpoints: tuple[SystemPromptCheckpoint, ...] = ()
+    runtime_contexts: tuple[RuntimeContextSnapshot, ...] = ()
+
+
+def inspect_records(inputs: InspectionInputs, records: Sequence[Record]) -> Inspection:
+    """The inspection of ``records`` (the log from seq 0, in order) with ``inputs``."""
+    found = inspect_log(
+        inputs.info,
+        records,
+        specs=inputs.specs,
+        config=inputs.config,
+        budget=inputs.budget,
+        tools=inputs.tools,
+        upcoming=inputs.upcoming,
+        limit=inputs.limit,
+    )
+    return replace(found, checkpoints=inputs.checkpoints, runtime_contexts=inputs.runtime_contexts)

@@ -1,0 +1,248 @@
+"""Long inspections answered in a child process (``server.inspect_pool``).
+
+Through a child, ``/context``, ``/report``, export and ``/cost`` answer what the serving
+process itself answers; a failure there is the same JSON error; the caller is checked before
+any child works; what cannot go to a child stays here; the children are gone once the app has
+shut down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import re
+import signal
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import agentsession as ags
+from agentsession.log import UserEntry
+from agentsession.server.inspect_pool import InspectPool
+
+ROUTES = ("context", "report", "export", "cost")
+
+
+@ags.tool
+def lookup(key: str) -> str:
+    """Look a key up.
+
+    Args:
+        key: What to look up.
+    """
+    return f"the value of {key} is {len(key)}"
+
+
+def replies(request: ags.Request) -> Any:
+    last = request.messages[-1]
+    if isinstance(last, ags.UserMessage):
+        return [ags.ToolCall("lookup", {"key": str(last.content)})]
+    return "Found it."
+
+
+def _runtime(db: Path | str, tmp_path: Path, **options: Any) -> ags.Runtime:
+    """A runtime on the SQLite file ``db``, or on PostgreSQL when ``db`` is a DSN."""
+    store = ags.SQLiteStore(db) if isinstance(db, Path) else ags.PostgresStore(db)
+    return ags.Runtime(
+        store=store,
+        model=ags.ScriptedModel(replies),
+        tools=[lookup],
+        project_dir=tmp_path,
+        config=ags.Config(titles=False, max_transcript_messages=8),
+        **options,
+    )
+
+
+async def _long_session(db: Path | str, tmp_path: Path, turns: int = 6) -> str:
+    """A session whose window has moved on (its first entries are read at no reopen)."""
+    runtime = _runtime(db, tmp_path)
+    session = await runtime.create_session()
+    for n in range(turns):
+        await session.prompt(f"question {n}")
+    await runtime.close()
+    return session.id
+
+
+@contextlib.asynccontextmanager
+async def _served(
+    db: Path | str, tmp_path: Path, runtime_options: dict[str, Any] | None = None, **options: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, InspectPool]]:
+    runtime = _runtime(db, tmp_path, **(runtime_options or {}))
+    app = ags.server.create_app(runtime, **options)
+    transport = httpx.ASGITransport(app=app)
+    headers = {"Authorization": "Bearer alice-token-0123456789"} if "tokens" in options else {}
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://localhost", headers=headers) as c,
+    ):
+        yield c, app.state.server.inspections
+    await runtime.close()
+
+
+IN_A_CHILD: dict[str, Any] = {"inspect_from": 0}
+HERE: dict[str, Any] = {"inspect_workers": 0}
+
+
+async def _answers(client: httpx.AsyncClient, session_id: str) -> dict[str, httpx.Response]:
+    return {route: await client.get(f"/sessions/{session_id}/{route}") for route in ROUTES}
+
+
+def _same(response: httpx.Response) -> tuple[int, str, bytes]:
+    # The report names the minute it was made; the two may fall in different minutes.
+    body = re.sub(rb"generated \d{4}-\d\d-\d\d \d\d:\d\d", b"(stamp)", response.content)
+    return response.status_code, response.headers["content-type"], body
+
+
+async def test_a_child_answers_what_this_process_answers(tmp_path: Path) -> None:
+    await _same_answers(tmp_path / "db.sqlite", tmp_path)
+
+
+async def test_a_child_answers_what_this_process_answers_on_postgres(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    await _same_answers(pg_dsn, tmp_path)
+
+
+async def _same_answers(db: Path | str, tmp_path: Path) -> None:
+    session_id = await _long_session(db, tmp_path)
+    async with _served(db, tmp_path, **HERE) as (client, pool):
+        here = await _answers(client, session_id)
+        assert pool.answered == 0
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
+        there = await _answers(client, session_id)
+        assert pool.answered == 4
+    for route in ROUTES:
+        assert here[route].status_code == 200, here[route].text
+        assert _same(there[route]) == _same(here[route]), route
+    assert there["report"].headers["content-security-policy"]
+    assert there["export"].headers["content-disposition"] == (
+        f'attachment; filename="{session_id}.jsonl"'
+    )
+    assert there["context"].json()["context"]["messages"]
+
+
+def _corrupt(db: Path, session_id: str, seq: int) -> None:
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            changed = conn.execute(
+                'UPDATE entries SET data = \'{"content": "broken\' WHERE seq = ? AND'
+                " session_key = (SELECT session_key FROM sessions WHERE session_id = ?)",
+                (seq, session_id),
+            ).rowcount
+        assert changed == 1
+    finally:
+        conn.close()
+
+
+async def test_a_failure_in_the_child_is_the_error_this_process_sends(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    store = ags.SQLiteStore(db, read_only=True)
+    first_user = next(r.seq for r in await store.read(session_id) if isinstance(r.entry, UserEntry))
+    await store.close()
+    _corrupt(db, session_id, first_user)  # read by an inspection, not by opening the session
+    async with _served(db, tmp_path, **HERE) as (client, _):
+        here = await client.get(f"/sessions/{session_id}/context")
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
+        there = await client.get(f"/sessions/{session_id}/context")
+        assert pool.answered == 1
+    assert here.status_code == there.status_code == 503
+    assert there.json() == here.json()
+    assert there.json()["error"]["type"] == "CorruptEntryError"
+    assert there.json()["error"]["retryable"] is True
+    assert str(tmp_path) not in there.text
+
+
+async def test_a_store_the_child_cannot_open_is_a_store_error_without_its_path(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
+        assert (await client.get(f"/sessions/{session_id}")).status_code == 200
+        db.rename(tmp_path / "moved.sqlite")  # this process keeps its open connection
+        answer = await client.get(f"/sessions/{session_id}/report")
+        assert pool.answered == 1
+    assert answer.status_code == 503
+    assert answer.json()["error"]["type"] == "StoreError"
+    assert "db.sqlite" not in answer.text and str(tmp_path) not in answer.text
+
+
+async def test_the_caller_is_checked_before_any_child_works(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)  # made with no token: no owner
+    tokens: dict[str, Any] = {"tokens": ["alice-token-0123456789"]}
+    async with _served(db, tmp_path, **IN_A_CHILD, **tokens) as (client, pool):
+        refused = [await client.get(f"/sessions/{session_id}/{r}") for r in ROUTES]
+        assert pool.answered == 0
+        assert multiprocessing.active_children() == []
+    assert {r.status_code for r in refused} == {404}
+
+
+class _LocalCounter:
+    """A token counter of the application's own, which another process cannot take."""
+
+    def count(self, text: str) -> int:
+        return len(text) // 3 + 1
+
+
+async def test_what_cannot_go_to_a_child_is_answered_here(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+
+    class Counter(_LocalCounter):  # defined in a function: it does not pickle
+        pass
+
+    options = {"token_counter": Counter()}
+    async with _served(db, tmp_path, options, **IN_A_CHILD) as (client, pool):
+        context = await client.get(f"/sessions/{session_id}/context")
+        export = await client.get(f"/sessions/{session_id}/export")
+        assert pool.answered == 1  # the export needs no counter (an estimate does pickle)
+    assert context.status_code == 200 and export.status_code == 200
+    runtime = ags.Runtime(store=ags.MemoryStore(), model=ags.ScriptedModel([]))
+    in_memory = InspectPool(runtime.store, smallest=0)
+    info = await runtime.store.get_session((await runtime.create_session()).id)
+    assert not in_memory.takes(info)
+    assert await in_memory.answer("export", info) is None
+    await in_memory.close()
+    await runtime.close()
+
+
+async def test_the_children_are_gone_when_the_app_has_shut_down(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    store = ags.SQLiteStore(db, read_only=True)
+    info = await store.get_session(session_id)
+    await store.close()
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
+        assert pool.takes(info)
+        assert (await client.get(f"/sessions/{session_id}/context")).status_code == 200
+        assert multiprocessing.active_children() != []
+    assert multiprocessing.active_children() == []
+    assert not pool.takes(info)
+    assert await pool.answer("export", info) is None
+
+
+async def test_a_child_that_dies_is_a_json_error_and_the_next_inspection_starts_anew(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
+        assert (await client.get(f"/sessions/{session_id}/cost")).status_code == 200
+        (child,) = multiprocessing.active_children()
+        os.kill(child.pid or 0, signal.SIGKILL)
+        await asyncio.to_thread(child.join, 60)
+        failed = await client.get(f"/sessions/{session_id}/cost")
+        again = await client.get(f"/sessions/{session_id}/cost")
+        assert pool.answered == 2
+    assert failed.status_code == 500
+    assert failed.json()["error"]["type"] == "InspectionStoppedError"
+    assert again.status_code == 200 and again.json()["session_id"] == session_id
+    assert multiprocessing.active_children() == []
