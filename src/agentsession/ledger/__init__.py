@@ -338,7 +338,11 @@ def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = N
     rows = {
         model: ModelCost(
             model,
-            *counts,
+            requests=counts[0],
+            input_tokens=counts[1],
+            cached_input_tokens=counts[2],
+            cache_write_tokens=counts[3],
+            output_tokens=counts[4],
             total_usd=usd[0] if price is not None else None,
             uncached_usd=usd[1] if price is not None else None,
         )
