@@ -17,7 +17,7 @@ hints, ``twin``), ``_json`` keeps the C JSON encoder per thread (``one_shot``).
 from __future__ import annotations
 
 from ._decoding import DecodeError, Mismatch, decode
-from ._encoding import canonical_json, encode
+from ._encoding import canonical_json, canonical_json_seen, encode
 from ._generate import COMPILE_AFTER
 from ._json import one_shot
 from ._lean import lean, lean_text
@@ -29,6 +29,7 @@ __all__ = [
     "DecodeError",
     "Mismatch",
     "canonical_json",
+    "canonical_json_seen",
     "decode",
     "decode_entry",
     "encode",

@@ -26,6 +26,7 @@ __all__ = [
     "ENCODERS",
     "TEXTS",
     "canonical_json",
+    "canonical_json_seen",
     "compile_encoder",
     "compile_text",
     "encode",
@@ -162,6 +163,17 @@ def canonical_json(value: Any) -> str:
     if _is_value(value):
         return _CANONICAL.put(value, plain_json(value))
     return plain_json(value)
+
+
+def canonical_json_seen(value: Any) -> str:
+    """``canonical_json(value)``, from the memo when it holds the text, else not kept there.
+
+    For a pass over many values that will not be asked for again (a report's distinct
+    messages): each text is found where an earlier pass kept it, and a text made here pushes
+    none of the kept ones out of the bounded memo (which those still to come may find).
+    """
+    hit = _CANONICAL.get(value)
+    return hit if hit is not None else plain_json(value)
 
 
 def _is_value(value: Any) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -404,7 +405,7 @@ def _providers(records: Sequence[Record], at: int, view: Sequence[ViewMessage]) 
     some message carries such data.
     """
     answer = ""
-    for record in records[at + 1 :]:
+    for record in itertools.islice(records, at + 1, None):  # no copy of the rest of the log
         if isinstance(record.entry, Dispatch):
             break
         if isinstance(record.entry, AssistantEntry):

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..codec import canonical_json, encode
+from ..codec import canonical_json_seen, encode
 from ..hygiene import visible, visible_json, visible_line
 from ._measure import leading_same as _leading_same
 from .describe import EPOCH_REASONS, preview
@@ -88,8 +88,10 @@ class _Values:
         seen = self._seen.get(id(value))
         if seen is not None and seen[0] is value:
             return seen[1]
-        # The canonical text: a message's was made (and kept) when its request was proved.
-        key = canonical_json(value)
+        # The canonical text: a message's was made (and kept) when its request was proved. A
+        # long session's rebuild keeps more than the bounded memo holds: a text made again
+        # here is not kept, so it pushes out none of those the requests after it will find.
+        key = canonical_json_seen(value)
         found = self._index.get(key)
         if found is None:
             found = self._index[key] = len(self.items)

@@ -47,19 +47,20 @@ def _trigger(config: Config, model_name: str, limit_of: LimitOf | None) -> int |
 
 
 def _controls(
-    session_id: str,
+    key: str,
     config: Config,
     previous: str,
     answer: AssistantEntry | None,
     compact_at: int | None = None,
 ) -> CacheControls:
+    """The controls of one request; ``key`` is the session's cache key (``cache_key_for``)."""
     ttl: Literal["5m", "1h"] = choose_ttl(config.cache_ttl, ())
     diagnose = config.provider_cache_diagnostics
     if answer is not None and answer.cache_ttl in ("5m", "1h"):  # recorded with the response
         ttl = "1h" if answer.cache_ttl == "1h" else "5m"
         diagnose = answer.cache_diagnose
     return CacheControls(
-        key=cache_key_for(session_id),
+        key=key,
         ttl=ttl,
         diagnose=diagnose,
         compare_with=previous or None,
@@ -72,6 +73,7 @@ def sent_controls(
 ) -> dict[int, CacheControls]:
     """Each dispatch record's seq → the cache controls its request was sent with."""
     out: dict[int, CacheControls] = {}
+    key = cache_key_for(session_id)  # a digest: made once, not once per request
     previous = before = ""  # the newest response id so far, and before the pending dispatch
     pending: int | None = None  # a dispatch whose response has not been seen yet
     trigger: int | None = None  # the pending dispatch's threshold trigger
@@ -79,17 +81,17 @@ def sent_controls(
         entry = record.entry
         if isinstance(entry, Dispatch):
             if pending is not None:
-                out[pending] = _controls(session_id, config, previous, None, trigger)
+                out[pending] = _controls(key, config, previous, None, trigger)
             pending = record.seq
             before = previous
             trigger = _trigger(config, entry.model, limit_of)
         elif isinstance(entry, AssistantEntry):
             if pending is not None:
-                out[pending] = _controls(session_id, config, before, entry, trigger)
+                out[pending] = _controls(key, config, before, entry, trigger)
                 pending = None
             previous = entry.response_id
     if pending is not None:
-        out[pending] = _controls(session_id, config, before, None, trigger)
+        out[pending] = _controls(key, config, before, None, trigger)
     return out
 
 
@@ -104,12 +106,12 @@ def next_controls(
     last = next((r.entry for r in reversed(records) if isinstance(r.entry, AssistantEntry)), None)
     sent = next((r.entry for r in reversed(records) if isinstance(r.entry, Dispatch)), None)
     trigger = _trigger(config, sent.model, limit_of) if sent is not None else None
-    return _controls(
-        session_id, config, last.response_id if last is not None else "", last, trigger
-    )
+    previous = last.response_id if last is not None else ""
+    return _controls(cache_key_for(session_id), config, previous, last, trigger)
 
 
 _PREVIOUS = "\x00previous-response"  # stands for the compared response id in a memoised probe
+_PREVIOUS_JSON = json.dumps(_PREVIOUS)
 
 
 def cache_fields(model_name: str, controls: CacheControls | None) -> str:
@@ -123,9 +125,28 @@ def cache_fields(model_name: str, controls: CacheControls | None) -> str:
     if controls is None:
         return ""
     previous = controls.compare_with
-    probe = replace(controls, compare_with=_PREVIOUS if previous is not None else None)
-    text = _probe_fields(model_name, probe)
-    return text.replace(json.dumps(_PREVIOUS), json.dumps(previous)) if text else text
+    # Memoised by the controls without the compared id, which changes at every request (a
+    # report asks once per request: no dataclass copied for each).
+    probe = (
+        model_name,
+        controls.key,
+        controls.ttl,
+        controls.diagnose,
+        controls.compact_at,
+        previous is not None,
+    )
+    text = _PROBED.get(probe)
+    if text is None:
+        if len(_PROBED) >= 64:
+            _PROBED.clear()
+        text = _PROBED[probe] = _probe_fields(
+            model_name, replace(controls, compare_with=_PREVIOUS if previous is not None else None)
+        )
+    return text.replace(_PREVIOUS_JSON, json.dumps(previous)) if text else text
+
+
+#: ``_probe_fields`` by model and the controls' fields but the compared id.
+_PROBED: dict[tuple[str, str, str, bool, int | None, bool], str] = {}
 
 
 @functools.lru_cache(maxsize=64)

@@ -12,14 +12,13 @@ or calls a model.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..boundary import Admission
 from ..budget import (
     BudgetPolicy,
-    EstimateCounter,
-    TiktokenCounter,
     TokenCounter,
 )
 from ..config import Config
@@ -37,7 +36,6 @@ from ..log import (
     Record,
     RuntimeContextSnapshot,
     SystemPromptCheckpoint,
-    ToolResultEntry,
     UserEntry,
 )
 from ..providers.base import Model, ModelProfile
@@ -208,21 +206,17 @@ def inspect_log(
         )
     spans = spans_by_turn(records, turns_of)
     charges = charges_of(records)
-    counts = MessageCounts(
-        user=sum(isinstance(r.entry, UserEntry) for r in records),
-        assistant=sum(isinstance(r.entry, AssistantEntry) for r in records),
-        tool=sum(isinstance(r.entry, ToolResultEntry) for r in records),
-    )
+    kinds = Counter(r.entry.kind for r in records)
+    counts = MessageCounts(kinds["user"], kinds["assistant"], kinds["tool_result"])
     epochs = tuple(
         _epoch_info(r, turns_of.get(r.seq, 0), counter)
         for r in records
         if isinstance(r.entry, ContextEpoch)
     )
-    # The package's own counters count each (shared) message object once inside ``measure``.
-    own = isinstance(budget.counter, EstimateCounter | TiktokenCounter)
     timed = {s.seq: s for turn in spans.values() for s in turn if s.kind == "request"}
-    counting = budget.counter if own else counter
-    requests = _requests(records, rebuilt, turns_of, counting, config, timed)
+    # Each message object is measured once (``_measure``); many carry the same texts (an
+    # answer given again, a tool's name), so these are counted once each too.
+    requests = _requests(records, rebuilt, turns_of, counter, config, timed)
     usage = usage_by_turn(charges, turns_of, config.prices)
 
     def limit_of(profile: ModelProfile) -> int:

@@ -20,7 +20,7 @@ they neither take a turn's response nor count in the shortfall comparison.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 from typing import Literal
@@ -317,27 +317,44 @@ def unexplained(charges: list[Charge]) -> list[Charge]:
 
 def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = None) -> CostSummary:
     """The cost summary of ``charges`` with ``prices`` (``Config.prices``) over the shipped ones."""
-    rows: dict[str, ModelCost] = {}
+    # Per model, in order of first use: its price, then the running sums of its row (requests,
+    # the four token figures, billed and uncached USD), made into a ModelCost once at the end
+    # rather than copied at every charge (a report sums a whole log's).
+    sums: dict[str, tuple[ModelPrice | None, list[int], list[float]]] = {}
     estimated = 0
     idle: list[IdleCall] = []
+    empty = Usage()
     for charge in charges:
-        usage = charge.usage or Usage()
+        usage = charge.usage or empty
         estimated += charge.usage is None or charge.estimated
-        row = rows.get(charge.model) or ModelCost(charge.model)
-        price = price_for(charge.model, prices)
+        row = sums.get(charge.model)
+        if row is None:
+            row = sums[charge.model] = (price_for(charge.model, prices), [0] * 5, [0.0, 0.0])
+        price, counts, usd = row
         billed, uncached = charge_usd(usage, price) if price is not None else (None, None)
         if charge.reason:
             idle.append(IdleCall(charge.seq, charge.purpose, charge.reason, billed))
-        rows[charge.model] = replace(
-            row,
-            requests=row.requests + 1,
-            input_tokens=row.input_tokens + usage.input_tokens,
-            cached_input_tokens=row.cached_input_tokens + usage.cached_input_tokens,
-            cache_write_tokens=row.cache_write_tokens + usage.cache_write_tokens,
-            output_tokens=row.output_tokens + usage.output_tokens,
-            total_usd=_plus(row.total_usd, billed, price is not None),
-            uncached_usd=_plus(row.uncached_usd, uncached, price is not None),
+        counts[0] += 1
+        counts[1] += usage.input_tokens
+        counts[2] += usage.cached_input_tokens
+        counts[3] += usage.cache_write_tokens
+        counts[4] += usage.output_tokens
+        if billed is not None and uncached is not None:
+            usd[0] += billed
+            usd[1] += uncached
+    rows = {
+        model: ModelCost(
+            model,
+            requests=counts[0],
+            input_tokens=counts[1],
+            cached_input_tokens=counts[2],
+            cache_write_tokens=counts[3],
+            output_tokens=counts[4],
+            total_usd=usd[0] if price is not None else None,
+            uncached_usd=usd[1] if price is not None else None,
         )
+        for model, (price, counts, usd) in sums.items()
+    }
     no_price = tuple(name for name, row in rows.items() if row.total_usd is None)
     total = None if no_price else sum(r.total_usd or 0.0 for r in rows.values())
     plain = None if no_price else sum(r.uncached_usd or 0.0 for r in rows.values())
@@ -353,9 +370,3 @@ def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = N
         misses=cache_misses(charges, prices, slack=SHORTFALL_SLACK, ttl=SHORTEST_TTL),
         idle_calls=tuple(idle),
     )
-
-
-def _plus(sum_so_far: float | None, value: float | None, priced: bool) -> float | None:
-    if not priced or value is None:
-        return None
-    return (sum_so_far or 0.0) + value
