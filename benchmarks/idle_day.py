@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import save
 
-from agentsession.ledger.idle import COMPACT_FLOOR, IdleSituation, decide_idle
+from agentsession.ledger.idle import COMPACT_FLOOR, POOL_SHARE, IdleSituation, decide_idle
 from agentsession.ledger.prices import PRICES, ModelPrice
 
 BASE = 20_000  # application prompt and tool declarations
@@ -61,7 +61,10 @@ WARM_TOKENS = 16  # what a keep-warm request adds and gets back
 OUTPUT = 400  # output tokens of a request
 # The smallest prefix auto and the oracle compact (``--floor``; default the package's, which is
 # compact54's 200K).
-SETTINGS = {"floor": COMPACT_FLOOR}
+SETTINGS: dict[str, float] = {"floor": COMPACT_FLOOR, "pool_share": POOL_SHARE}
+# The gaps of the sessions run before this one on the trace: the evidence the runtime pools
+# (``Runtime.tend_idle`` passes the other sessions' gaps to each decision).
+POOL: list[float] = []
 
 
 @dataclass(frozen=True)
@@ -201,9 +204,11 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
             gaps=tuple(seen),
             long_lifetime=shape.long,
             compacted_tokens=compacted_tokens(state) if state.messages > 4 else None,
-            compact_floor=SETTINGS["floor"],
+            compact_floor=int(SETTINGS["floor"]),
             summary_tokens=SUMMARY,
             warm_tokens=WARM_TOKENS,
+            pooled_gaps=tuple(POOL),
+            pool_share=SETTINGS["pool_share"],
         )
         action = decide_idle(situation, shape.price).action
         if action == "kept_warm":
@@ -271,6 +276,7 @@ POLICIES: dict[str, Gap] = {
 
 def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
     bill = Bill()
+    POOL.clear()
     for steps in days:
         state, now, seen = State(), 0.0, []
         for n, step in enumerate(steps):
@@ -283,6 +289,7 @@ def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
                 bill.count("compacted")
                 bill.actions["compacted"] -= 1
             request(shape, state, bill, now, step.added)
+        POOL.extend(seen)
     return bill
 
 
@@ -321,8 +328,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--window", type=int, default=600_000)
     parser.add_argument("--floor", type=int, default=COMPACT_FLOOR)
+    parser.add_argument("--pool-share", type=float, default=POOL_SHARE)
     args = parser.parse_args()
     SETTINGS["floor"] = args.floor
+    SETTINGS["pool_share"] = args.pool_share
     rng = random.Random(args.seed)
     days = [day(rng) for _ in range(args.sessions)]
     gaps = [s.gap for d in days for s in d[1:]]
@@ -337,6 +346,7 @@ def main() -> None:
         "seed": args.seed,
         "sessions": args.sessions,
         "floor": args.floor,
+        "pool_share": args.pool_share,
     }
     for shape in SHAPES:
         row = evaluate(shape, days, args.window)

@@ -2,6 +2,9 @@
 
 ``situation_of`` reads the session's charges (the gaps between its requests by the runtime's
 clock, the prefix its last request sent) and the cache lifetime its last request asked for;
+``GapPool`` keeps the gaps of every session the runtime tends, so each decision also weighs how
+pauses of this length ended in the other sessions (a session's own few gaps say little about
+its long pauses);
 ``keep_warm`` makes the smallest request that refreshes the provider's cache: the conversation's
 request exactly as last admitted (read from the cache) with a one-word question appended, sent
 with the session's cache key and lifetime. It is a ``SideCall`` with purpose ``"keep_warm"``
@@ -12,6 +15,7 @@ another process leases, is never touched.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -31,7 +35,16 @@ from .guard import Guard
 from .summary_call import cached_call
 from .writer import LogWriter
 
-__all__ = ["KEEP_WARM_QUESTION", "Decide", "IdleOutcome", "keep_warm", "situation_of", "tend"]
+__all__ = [
+    "KEEP_WARM_QUESTION",
+    "Decide",
+    "GapPool",
+    "IdleOutcome",
+    "keep_warm",
+    "request_gaps",
+    "situation_of",
+    "tend",
+]
 
 Decide = Callable[[IdleSituation, ModelPrice | None], IdleDecision]
 """An idle decision rule: ``decide_idle`` by default; a benchmark passes a fixed rule."""
@@ -53,6 +66,41 @@ def _moment(charge: Charge) -> datetime | None:
         return None
 
 
+def _turn_moments(charges: Sequence[Charge]) -> list[datetime]:
+    turns = [c for c in charges if c.purpose == "turn" and c.usage is not None]
+    return [m for m in (_moment(c) for c in turns) if m is not None]
+
+
+def request_gaps(charges: Sequence[Charge]) -> tuple[float, ...]:
+    """Seconds between a session's answered requests, by the runtime's clock, oldest first."""
+    return tuple((b - a).total_seconds() for a, b in pairwise(_turn_moments(charges)))
+
+
+class GapPool:
+    """The gaps of the sessions a runtime tends, by session id: the evidence they share.
+
+    Bounded: the ``sessions`` most recently updated, and the newest ``limit`` gaps of the
+    others handed to a decision, so a long-running server's pass stays as cheap as a new one's.
+    """
+
+    def __init__(self, sessions: int = 256, limit: int = 4096) -> None:
+        self._gaps: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._sessions = sessions
+        self._limit = limit
+
+    def update(self, session_id: str, gaps: tuple[float, ...]) -> None:
+        """Record a session's gaps as measured now."""
+        self._gaps[session_id] = gaps
+        self._gaps.move_to_end(session_id)
+        while len(self._gaps) > self._sessions:
+            self._gaps.popitem(last=False)
+
+    def others(self, session_id: str) -> tuple[float, ...]:
+        """Every gap recorded for the other sessions, newest sessions' last."""
+        pooled = [g for sid, gaps in self._gaps.items() if sid != session_id for g in gaps]
+        return tuple(pooled[-self._limit :])
+
+
 def situation_of(
     charges: Sequence[Charge],
     *,
@@ -72,10 +120,8 @@ def situation_of(
         compacted_tokens: The prefix after a compaction (``None``: nothing to compact).
     """
     turns = [c for c in charges if c.purpose == "turn" and c.usage is not None]
-    if not turns:
-        return None
-    moments = [m for m in (_moment(c) for c in turns) if m is not None]
-    if not moments:
+    moments = _turn_moments(charges)
+    if not turns or not moments:
         return None
     last = moments[-1]
     # A refresh recorded in the log restarts the lifetime too: a process that opened the
@@ -152,6 +198,7 @@ async def tend(
     model: Model | None,
     charges: Callable[[], list[Charge]],
     decide: Decide = decide_idle,
+    pooled: Sequence[float] = (),
 ) -> IdleOutcome:
     """One idle decision for one session, acted on; never for a busy or waiting session.
 
@@ -163,6 +210,7 @@ async def tend(
         model: The session's model (``None``: nothing is done).
         charges: The session's charges, oldest first.
         decide: The rule that decides (``decide_idle``; benchmarks compare fixed rules).
+        pooled: The gaps measured in the runtime's other sessions (``GapPool``).
     """
     writer = guard.writer
     busy = guard.busy or bool(writer.pending) or guard.gate.paused_reason()
@@ -184,6 +232,7 @@ async def tend(
     )
     if situation is None:
         return IdleOutcome(session_id, "nothing", "no request answered yet")
+    situation = replace(situation, pooled_gaps=tuple(pooled))
     price = price_for(model.name, deps.config.prices)
     if decide is decide_idle:
         # Nothing to decide (far from expiry, expired, no price, too few gaps) does not depend
