@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
-from agentsession.engine.idle import GapPool
 from agentsession.inspection.report import render_report
 from agentsession.ledger import cost_lines
+from agentsession.ledger.idle import GapPool
 from agentsession.log import SideCall
 from agentsession.request import text_of
 
@@ -326,13 +326,15 @@ async def test_a_pause_the_session_never_had_is_judged_by_the_other_sessions(
         others = [await runtime.create_session() for _ in range(2)]
         for other in others:
             await prompts(other, clock, [30, 40_000, 40_000, 40_000])
+            # the application's timer: each pass records the gaps of the sessions it tends
+            assert (await runtime.tend_idle())[other.id].action == "nothing"
         session = await runtime.create_session()
         await prompts(session, clock, [30, 40, 20, 50], bulk)
         clock.wait(280)
         outcomes = await runtime.tend_idle()
         assert outcomes[session.id].action == "let_expire", outcomes[session.id].reason
         assert all(outcomes[o.id].action == "nothing" for o in others)  # long expired
-        # asked about this session alone, the runtime still weighs the others' gaps
+        # asked about this session alone, the runtime still weighs the gaps it recorded
         assert (await runtime.tend_idle([session]))[session.id].action == "let_expire"
         assert await side_calls(session) == []
 

@@ -41,7 +41,6 @@ from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
 from .engine.costs import prime_ledger
 from .engine.deps import SessionDeps
-from .engine.idle import GapPool, request_gaps
 from .engine.leases import delete_undriven, live_lease
 from .engine.parts import build_parts
 from .engine.recovery import closing_entries
@@ -164,7 +163,6 @@ class Runtime:
         # Each feature that gives sessions tools or context of their own adds one factory.
         self._sources: list[SourceFactory] = []
         self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
-        self._gap_pool = GapPool()  # every tended session's gaps: evidence the decisions share
         if isinstance(skills, Skill):
             raise UsageError("skills must be a list of agentsession Skill values")
         self._skills = SkillLibrary(skills_dirs, self.project_dir, skills=tuple(skills))
@@ -357,9 +355,6 @@ class Runtime:
         request is kept warm, compacted or let expire, whichever the prices make cheapest
         (``ledger.idle``), each call a billed side call with its reason; never one running,
         waiting on approvals or leased elsewhere. Call it every tenth of the cache lifetime.
-        Each decision weighs the session's own gaps between requests beside those of the other
-        sessions this runtime has tended (a session's own few gaps say little of its long
-        pauses).
 
         Args:
             sessions: Only these (``None``: every session this runtime handed out).
@@ -371,9 +366,7 @@ class Runtime:
         chosen = list(self._sessions if sessions is None else sessions)
         if self.config.idle_policy == "off":
             return {s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in chosen}
-        for known in dict.fromkeys([*self._sessions, *chosen]):
-            self._gap_pool.update(known.id, request_gaps(known._charges()))
-        return {s.id: await s._tend_idle(pooled=self._gap_pool.others(s.id)) for s in chosen}
+        return {s.id: await s._tend_idle() for s in chosen}
 
     async def prepare_compactions(self) -> dict[str, bool]:
         """``prepare_compaction()`` for each session handed out (busy ones: ``False``)."""

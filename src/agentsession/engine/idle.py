@@ -2,9 +2,9 @@
 
 ``situation_of`` reads the session's charges (the gaps between its requests by the runtime's
 clock, the prefix its last request sent) and the cache lifetime its last request asked for;
-``GapPool`` keeps the gaps of every session the runtime tends, so each decision also weighs how
-pauses of this length ended in the other sessions (a session's own few gaps say little about
-its long pauses);
+each decision records the session's gaps in the runtime's ``GapPool`` (``SessionDeps``) and
+weighs how pauses of this length ended in the other sessions (a session's own few gaps say
+little about its long pauses);
 ``keep_warm`` makes the smallest request that refreshes the provider's cache: the conversation's
 request exactly as last admitted (read from the cache) with a one-word question appended, sent
 with the session's cache key and lifetime. It is a ``SideCall`` with purpose ``"keep_warm"``
@@ -15,7 +15,6 @@ another process leases, is never touched.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -23,7 +22,13 @@ from itertools import pairwise
 
 from ..errors import AgentSessionError
 from ..ledger import LONGEST_TTL, Charge, charge_usd
-from ..ledger.idle import COMPACT_FLOOR, IdleDecision, IdleOutcome, IdleSituation, decide_idle
+from ..ledger.idle import (
+    COMPACT_FLOOR,
+    IdleDecision,
+    IdleOutcome,
+    IdleSituation,
+    decide_idle,
+)
 from ..ledger.prices import ModelPrice, price_for
 from ..log import SideCall, now
 from ..providers.base import Model
@@ -38,7 +43,6 @@ from .writer import LogWriter
 __all__ = [
     "KEEP_WARM_QUESTION",
     "Decide",
-    "GapPool",
     "IdleOutcome",
     "keep_warm",
     "request_gaps",
@@ -74,31 +78,6 @@ def _turn_moments(charges: Sequence[Charge]) -> list[datetime]:
 def request_gaps(charges: Sequence[Charge]) -> tuple[float, ...]:
     """Seconds between a session's answered requests, by the runtime's clock, oldest first."""
     return tuple((b - a).total_seconds() for a, b in pairwise(_turn_moments(charges)))
-
-
-class GapPool:
-    """The gaps of the sessions a runtime tends, by session id: the evidence they share.
-
-    Bounded: the ``sessions`` most recently updated, and the newest ``limit`` gaps of the
-    others handed to a decision, so a long-running server's pass stays as cheap as a new one's.
-    """
-
-    def __init__(self, sessions: int = 256, limit: int = 4096) -> None:
-        self._gaps: OrderedDict[str, tuple[float, ...]] = OrderedDict()
-        self._sessions = sessions
-        self._limit = limit
-
-    def update(self, session_id: str, gaps: tuple[float, ...]) -> None:
-        """Record a session's gaps as measured now."""
-        self._gaps[session_id] = gaps
-        self._gaps.move_to_end(session_id)
-        while len(self._gaps) > self._sessions:
-            self._gaps.popitem(last=False)
-
-    def others(self, session_id: str) -> tuple[float, ...]:
-        """Every gap recorded for the other sessions, newest sessions' last."""
-        pooled = [g for sid, gaps in self._gaps.items() if sid != session_id for g in gaps]
-        return tuple(pooled[-self._limit :])
 
 
 def situation_of(
@@ -198,7 +177,7 @@ async def tend(
     model: Model | None,
     charges: Callable[[], list[Charge]],
     decide: Decide = decide_idle,
-    pooled: Sequence[float] = (),
+    pooled: Sequence[float] | None = None,
 ) -> IdleOutcome:
     """One idle decision for one session, acted on; never for a busy or waiting session.
 
@@ -210,7 +189,8 @@ async def tend(
         model: The session's model (``None``: nothing is done).
         charges: The session's charges, oldest first.
         decide: The rule that decides (``decide_idle``; benchmarks compare fixed rules).
-        pooled: The gaps measured in the runtime's other sessions (``GapPool``).
+        pooled: The gaps measured in other sessions (``None``: the runtime's ``GapPool``,
+            after recording this session's own).
     """
     writer = guard.writer
     busy = guard.busy or bool(writer.pending) or guard.gate.paused_reason()
@@ -232,6 +212,9 @@ async def tend(
     )
     if situation is None:
         return IdleOutcome(session_id, "nothing", "no request answered yet")
+    if pooled is None:
+        deps.gap_pool.update(session_id, situation.gaps)
+        pooled = deps.gap_pool.others(session_id)
     situation = replace(situation, pooled_gaps=tuple(pooled))
     price = price_for(model.name, deps.config.prices)
     if decide is decide_idle:

@@ -62,11 +62,12 @@ class SessionUpkeep:
         )
 
     async def _tend_idle(
-        self, decide: Decide | None = None, pooled: Sequence[float] = ()
+        self, decide: Decide | None = None, pooled: Sequence[float] | None = None
     ) -> IdleOutcome:
         """One idle decision for this session, acted on (``Runtime.tend_idle``).
 
-        ``pooled``: the gaps of the runtime's other sessions, weighed beside this one's own.
+        ``pooled``: other sessions' gaps, weighed beside this one's own (``None``: those the
+        runtime's sessions recorded in its ``GapPool``).
         """
         await self._guard.settle_dropped()
         args = (self._deps, self._admitter, self._guard, self._model, self._charges)

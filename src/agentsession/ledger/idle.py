@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -48,6 +49,7 @@ __all__ = [
     "COMPACT_FLOOR",
     "MIN_IDLE_GAPS",
     "POOL_SHARE",
+    "GapPool",
     "IdleAction",
     "IdleCall",
     "IdleDecision",
@@ -265,6 +267,31 @@ def away_share(situation: IdleSituation, ratio: float) -> float:
         return 1.0
     reach = s.idle_seconds + s.warm_seconds + ratio * s.lifetime
     return sum(g > reach for g in survivors) / len(survivors)
+
+
+class GapPool:
+    """The gaps of the sessions a runtime tends, by session id: the evidence they share.
+
+    Bounded: the ``sessions`` most recently updated, and the newest ``limit`` gaps of the
+    others handed to a decision, so a long-running server's pass stays as cheap as a new one's.
+    """
+
+    def __init__(self, sessions: int = 256, limit: int = 4096) -> None:
+        self._gaps: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._sessions = sessions
+        self._limit = limit
+
+    def update(self, session_id: str, gaps: tuple[float, ...]) -> None:
+        """Record a session's gaps as measured now."""
+        self._gaps[session_id] = gaps
+        self._gaps.move_to_end(session_id)
+        while len(self._gaps) > self._sessions:
+            self._gaps.popitem(last=False)
+
+    def others(self, session_id: str) -> tuple[float, ...]:
+        """Every gap recorded for the other sessions, newest sessions' last."""
+        pooled = [g for sid, gaps in self._gaps.items() if sid != session_id for g in gaps]
+        return tuple(pooled[-self._limit :])
 
 
 @dataclass(frozen=True)
