@@ -23,7 +23,8 @@ Policies on the same trace, per gap between two requests:
 - ``compact54``: compact after 54 idle minutes when the prefix is above 200K tokens;
 - ``warm90``: keep warm at 90% of the lifetime, again and again until the next request;
 - ``auto``: ``ledger.idle.decide_idle`` at 90% of the lifetime with the gaps measured so far in
-  the session (what ``Runtime.tend_idle`` does on a timer);
+  the session and, pooled beside them (``--pool-share`` of the evidence), every gap of the
+  sessions run before it on the trace (what ``Runtime.tend_idle`` does on a timer);
 - ``oracle``: per gap, the cheapest of never / keep warm throughout / compact at 90% of the
   lifetime, told the gap in advance (a limit, not a policy), compacting only where the gap
   outlasts what keeping warm pays for (the prefix is lost anyway) — the history rule ``auto``
@@ -34,7 +35,8 @@ Reported per shape: dollars per session of each, ``auto`` over the cheapest fixe
 the oracles, and the mean history messages each keeps at a request; then the same ratios on
 held-out traces (other seeds), since the decision was shaped on the first one.
 
-Usage: ``python benchmarks/idle_day.py [--seed 7] [--held-out 101,202] [--sessions 20]``; writes
+Usage: ``python benchmarks/idle_day.py [--seed 7] [--held-out 101,202] [--sessions 20]
+[--pool-share 0.5] [--floor 200000]``; writes
 ``benchmarks/results/idle_day.json``.
 """
 

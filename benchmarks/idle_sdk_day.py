@@ -21,7 +21,8 @@ just inside the decision horizon of the cache's lifetime, again after each refre
   than 200K tokens (Claude Code's fixed rule);
 - ``warm90``: a keep-warm call at 90% of the lifetime, again until the next prompt
   (OpenCode's fixed rule);
-- ``auto``: ``idle_policy="auto"``, ``await runtime.tend_idle()`` on the timer;
+- ``auto``: ``idle_policy="auto"``, ``await runtime.tend_idle()`` on the timer (each decision
+  weighs the gaps the runtime recorded for the sessions it tended before, ``GapPool``);
 - ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout /
   compact at the first tick, priced with the same rule ``idle_day.py`` uses, compacting only
   where the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps).
@@ -35,7 +36,8 @@ turns' requests; and for ``never``: every miss's cause, and the sum of the per-m
 shortened to 5 seconds (an all-hit run: the same requests, every prefix read).
 
 Usage: ``python benchmarks/idle_sdk_day.py [--seed 7] [--sessions 20] [--prompts 14]
-[--shape openai]``; writes ``benchmarks/results/idle_sdk_day.json``.
+[--shape openai] [--policies auto,oracle,warm90,never,compact54]``; writes
+``benchmarks/results/idle_sdk_day_<shape>.json``.
 """
 
 from __future__ import annotations
