@@ -63,7 +63,7 @@ WARM_TOKENS = 16  # what a keep-warm request adds and gets back
 OUTPUT = 400  # output tokens of a request
 # The smallest prefix auto and the oracle compact (``--floor``; default the package's, which is
 # compact54's 200K).
-SETTINGS: dict[str, float] = {"floor": COMPACT_FLOOR, "pool_share": POOL_SHARE}
+SETTINGS: dict[str, float] = {"floor": COMPACT_FLOOR, "pool_share": POOL_SHARE, "told": 0}
 # The gaps of the sessions run before this one on the trace: the evidence the runtime pools
 # (``Runtime.tend_idle`` passes the other sessions' gaps to each decision).
 POOL: list[float] = []
@@ -276,10 +276,24 @@ POLICIES: dict[str, Gap] = {
 }
 
 
+def sdk_day(rng: random.Random, prompts: int = 14) -> list[Step]:
+    """The trace ``idle_sdk_day.py`` sends: one file read (at most ~10K tokens) and an answer
+    a prompt, 7–21 prompts; the same pauses between prompts."""
+    steps: list[Step] = []
+    for n in range(rng.randint(prompts // 2, prompts * 3 // 2)):
+        pause = 0.0 if n == 0 else gap_after_prompt(rng)
+        read = rng.lognormvariate(math.log(10_000), 0.6)
+        steps += [Step(pause, int(min(10_000, read))), Step(0.0, 200)]
+    return steps
+
+
 def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
     bill = Bill()
     POOL.clear()
     for steps in days:
+        if SETTINGS["told"]:  # the limit of learning the pauses: told their distribution
+            told = random.Random(5)
+            POOL[:] = [gap_after_prompt(told) for _ in range(20_000)]
         state, now, seen = State(), 0.0, []
         for n, step in enumerate(steps):
             if n:
@@ -331,11 +345,21 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=600_000)
     parser.add_argument("--floor", type=int, default=COMPACT_FLOOR)
     parser.add_argument("--pool-share", type=float, default=POOL_SHARE)
+    parser.add_argument(
+        "--sdk-trace", action="store_true", help="the SDK day's trace: a file read a prompt"
+    )
+    parser.add_argument(
+        "--told",
+        action="store_true",
+        help="auto's pool is 20,000 draws of the pause distribution itself (a limit)",
+    )
     args = parser.parse_args()
+    SETTINGS["told"] = float(args.told)
+    make = sdk_day if args.sdk_trace else day
     SETTINGS["floor"] = args.floor
     SETTINGS["pool_share"] = args.pool_share
     rng = random.Random(args.seed)
-    days = [day(rng) for _ in range(args.sessions)]
+    days = [make(rng) for _ in range(args.sessions)]
     gaps = [s.gap for d in days for s in d[1:]]
     under_minute = sum(g < 60 for g in gaps) / len(gaps)
     long = sum(600 <= g <= 5400 for g in gaps)
@@ -349,6 +373,8 @@ def main() -> None:
         "sessions": args.sessions,
         "floor": args.floor,
         "pool_share": args.pool_share,
+        "sdk_trace": args.sdk_trace,
+        "told": args.told,
     }
     for shape in SHAPES:
         row = evaluate(shape, days, args.window)
@@ -372,7 +398,7 @@ def main() -> None:
     seeds = [int(x) for x in args.held_out.split(",") if x]
     for seed in seeds:
         trace = random.Random(seed)
-        other = [day(trace) for _ in range(args.sessions)]
+        other = [make(trace) for _ in range(args.sessions)]
         for shape in SHAPES:
             held.setdefault(shape.name, []).append(evaluate(shape, other, args.window))
     if seeds:
@@ -397,7 +423,8 @@ def main() -> None:
             for r in rows
         ]
     figures["held_out_seeds"] = seeds
-    save("idle_day", figures, command=" ".join(["python benchmarks/idle_day.py", *sys.argv[1:]]))
+    name = "idle_day" + ("_sdk_trace" if args.sdk_trace else "") + ("_told" if args.told else "")
+    save(name, figures, command=" ".join(["python benchmarks/idle_day.py", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

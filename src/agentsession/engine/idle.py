@@ -22,13 +22,7 @@ from itertools import pairwise
 
 from ..errors import AgentSessionError
 from ..ledger import LONGEST_TTL, Charge, charge_usd
-from ..ledger.idle import (
-    COMPACT_FLOOR,
-    IdleDecision,
-    IdleOutcome,
-    IdleSituation,
-    decide_idle,
-)
+from ..ledger.idle import COMPACT_FLOOR, IdleDecision, IdleOutcome, IdleSituation, decide_idle
 from ..ledger.prices import ModelPrice, price_for
 from ..log import SideCall, now
 from ..providers.base import Model
@@ -40,15 +34,7 @@ from .guard import Guard
 from .summary_call import cached_call
 from .writer import LogWriter
 
-__all__ = [
-    "KEEP_WARM_QUESTION",
-    "Decide",
-    "IdleOutcome",
-    "keep_warm",
-    "request_gaps",
-    "situation_of",
-    "tend",
-]
+__all__ = ["KEEP_WARM_QUESTION", "Decide", "IdleOutcome", "keep_warm", "situation_of", "tend"]
 
 Decide = Callable[[IdleSituation, ModelPrice | None], IdleDecision]
 """An idle decision rule: ``decide_idle`` by default; a benchmark passes a fixed rule."""
@@ -70,16 +56,6 @@ def _moment(charge: Charge) -> datetime | None:
         return None
 
 
-def _turn_moments(charges: Sequence[Charge]) -> list[datetime]:
-    turns = [c for c in charges if c.purpose == "turn" and c.usage is not None]
-    return [m for m in (_moment(c) for c in turns) if m is not None]
-
-
-def request_gaps(charges: Sequence[Charge]) -> tuple[float, ...]:
-    """Seconds between a session's answered requests, by the runtime's clock, oldest first."""
-    return tuple((b - a).total_seconds() for a, b in pairwise(_turn_moments(charges)))
-
-
 def situation_of(
     charges: Sequence[Charge],
     *,
@@ -99,8 +75,10 @@ def situation_of(
         compacted_tokens: The prefix after a compaction (``None``: nothing to compact).
     """
     turns = [c for c in charges if c.purpose == "turn" and c.usage is not None]
-    moments = _turn_moments(charges)
-    if not turns or not moments:
+    if not turns:
+        return None
+    moments = [m for m in (_moment(c) for c in turns) if m is not None]
+    if not moments:
         return None
     last = moments[-1]
     # A refresh recorded in the log restarts the lifetime too: a process that opened the

@@ -281,9 +281,9 @@ class GapPool:
         self._sessions = sessions
         self._limit = limit
 
-    def update(self, session_id: str, gaps: tuple[float, ...]) -> None:
+    def update(self, session_id: str, gaps: Sequence[float]) -> None:
         """Record a session's gaps as measured now."""
-        self._gaps[session_id] = gaps
+        self._gaps[session_id] = tuple(gaps)
         self._gaps.move_to_end(session_id)
         while len(self._gaps) > self._sessions:
             self._gaps.popitem(last=False)
