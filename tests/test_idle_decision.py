@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentsession.ledger.idle import IdleSituation, away_share, decide_idle, option_costs
+from agentsession.ledger.idle import GapPool, IdleSituation, away_share, decide_idle, option_costs
 from agentsession.ledger.prices import PRICES, ModelPrice
 
 SONNET = PRICES["claude-sonnet-4-6"]
@@ -212,3 +212,23 @@ def test_the_session_own_gaps_keep_their_share_beside_a_large_pool() -> None:
     assert decide_idle(replace(s, pooled_gaps=pool, pool_share=1.0), SONNET).action == (
         "let_expire"
     )
+
+
+updates = st.lists(
+    st.tuples(st.sampled_from("abcdef"), st.lists(st.floats(0.0, 1e5), max_size=8)), max_size=30
+)
+
+
+@given(updates, st.integers(1, 4), st.integers(1, 20), st.sampled_from("abcdefx"))
+def test_the_pool_holds_the_newest_sessions_and_never_the_one_asked_about(
+    done: list[tuple[str, list[float]]], sessions: int, limit: int, asked: str
+) -> None:
+    pool = GapPool(sessions=sessions, limit=limit)
+    latest: dict[str, tuple[float, ...]] = {}
+    for sid, gaps in done:
+        pool.update(sid, gaps)
+        latest.pop(sid, None)
+        latest[sid] = tuple(gaps)  # re-inserted: the most recently updated last
+    kept = list(latest.items())[-sessions:]
+    expected = [g for sid, gaps in kept if sid != asked for g in gaps]
+    assert pool.others(asked) == tuple(expected[-limit:])
