@@ -23,7 +23,8 @@ Policies on the same trace, per gap between two requests:
 - ``compact54``: compact after 54 idle minutes when the prefix is above 200K tokens;
 - ``warm90``: keep warm at 90% of the lifetime, again and again until the next request;
 - ``auto``: ``ledger.idle.decide_idle`` at 90% of the lifetime with the gaps measured so far in
-  the session (what ``Runtime.tend_idle`` does on a timer);
+  the session and, pooled beside them (``--pool-share`` of the evidence), every gap of the
+  sessions run before it on the trace (what ``Runtime.tend_idle`` does on a timer);
 - ``oracle``: per gap, the cheapest of never / keep warm throughout / compact at 90% of the
   lifetime, told the gap in advance (a limit, not a policy), compacting only where the gap
   outlasts what keeping warm pays for (the prefix is lost anyway) — the history rule ``auto``
@@ -34,7 +35,8 @@ Reported per shape: dollars per session of each, ``auto`` over the cheapest fixe
 the oracles, and the mean history messages each keeps at a request; then the same ratios on
 held-out traces (other seeds), since the decision was shaped on the first one.
 
-Usage: ``python benchmarks/idle_day.py [--seed 7] [--held-out 101,202] [--sessions 20]``; writes
+Usage: ``python benchmarks/idle_day.py [--seed 7] [--held-out 101,202] [--sessions 20]
+[--pool-share 0.5] [--floor 200000]``; writes
 ``benchmarks/results/idle_day.json``.
 """
 
@@ -52,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import save
 
-from agentsession.ledger.idle import COMPACT_FLOOR, IdleSituation, decide_idle
+from agentsession.ledger.idle import COMPACT_FLOOR, POOL_SHARE, IdleSituation, decide_idle
 from agentsession.ledger.prices import PRICES, ModelPrice
 
 BASE = 20_000  # application prompt and tool declarations
@@ -61,7 +63,10 @@ WARM_TOKENS = 16  # what a keep-warm request adds and gets back
 OUTPUT = 400  # output tokens of a request
 # The smallest prefix auto and the oracle compact (``--floor``; default the package's, which is
 # compact54's 200K).
-SETTINGS = {"floor": COMPACT_FLOOR}
+SETTINGS: dict[str, float] = {"floor": COMPACT_FLOOR, "pool_share": POOL_SHARE, "told": 0}
+# The gaps of the sessions run before this one on the trace: the evidence the runtime pools
+# (``Runtime.tend_idle`` passes the other sessions' gaps to each decision).
+POOL: list[float] = []
 
 
 @dataclass(frozen=True)
@@ -201,9 +206,11 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
             gaps=tuple(seen),
             long_lifetime=shape.long,
             compacted_tokens=compacted_tokens(state) if state.messages > 4 else None,
-            compact_floor=SETTINGS["floor"],
+            compact_floor=int(SETTINGS["floor"]),
             summary_tokens=SUMMARY,
             warm_tokens=WARM_TOKENS,
+            pooled_gaps=tuple(POOL),
+            pool_share=SETTINGS["pool_share"],
         )
         action = decide_idle(situation, shape.price).action
         if action == "kept_warm":
@@ -269,9 +276,24 @@ POLICIES: dict[str, Gap] = {
 }
 
 
+def sdk_day(rng: random.Random, prompts: int = 14) -> list[Step]:
+    """The trace ``idle_sdk_day.py`` sends: one file read (at most ~10K tokens) and an answer
+    a prompt, 7–21 prompts; the same pauses between prompts."""
+    steps: list[Step] = []
+    for n in range(rng.randint(prompts // 2, prompts * 3 // 2)):
+        pause = 0.0 if n == 0 else gap_after_prompt(rng)
+        read = rng.lognormvariate(math.log(10_000), 0.6)
+        steps += [Step(pause, int(min(10_000, read))), Step(0.0, 200)]
+    return steps
+
+
 def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
     bill = Bill()
+    POOL.clear()
     for steps in days:
+        if SETTINGS["told"]:  # the limit of learning the pauses: told their distribution
+            told = random.Random(5)
+            POOL[:] = [gap_after_prompt(told) for _ in range(20_000)]
         state, now, seen = State(), 0.0, []
         for n, step in enumerate(steps):
             if n:
@@ -283,6 +305,7 @@ def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
                 bill.count("compacted")
                 bill.actions["compacted"] -= 1
             request(shape, state, bill, now, step.added)
+        POOL.extend(seen)
     return bill
 
 
@@ -321,10 +344,22 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--window", type=int, default=600_000)
     parser.add_argument("--floor", type=int, default=COMPACT_FLOOR)
+    parser.add_argument("--pool-share", type=float, default=POOL_SHARE)
+    parser.add_argument(
+        "--sdk-trace", action="store_true", help="the SDK day's trace: a file read a prompt"
+    )
+    parser.add_argument(
+        "--told",
+        action="store_true",
+        help="auto's pool is 20,000 draws of the pause distribution itself (a limit)",
+    )
     args = parser.parse_args()
+    SETTINGS["told"] = float(args.told)
+    make = sdk_day if args.sdk_trace else day
     SETTINGS["floor"] = args.floor
+    SETTINGS["pool_share"] = args.pool_share
     rng = random.Random(args.seed)
-    days = [day(rng) for _ in range(args.sessions)]
+    days = [make(rng) for _ in range(args.sessions)]
     gaps = [s.gap for d in days for s in d[1:]]
     under_minute = sum(g < 60 for g in gaps) / len(gaps)
     long = sum(600 <= g <= 5400 for g in gaps)
@@ -337,6 +372,9 @@ def main() -> None:
         "seed": args.seed,
         "sessions": args.sessions,
         "floor": args.floor,
+        "pool_share": args.pool_share,
+        "sdk_trace": args.sdk_trace,
+        "told": args.told,
     }
     for shape in SHAPES:
         row = evaluate(shape, days, args.window)
@@ -360,7 +398,7 @@ def main() -> None:
     seeds = [int(x) for x in args.held_out.split(",") if x]
     for seed in seeds:
         trace = random.Random(seed)
-        other = [day(trace) for _ in range(args.sessions)]
+        other = [make(trace) for _ in range(args.sessions)]
         for shape in SHAPES:
             held.setdefault(shape.name, []).append(evaluate(shape, other, args.window))
     if seeds:
@@ -385,7 +423,8 @@ def main() -> None:
             for r in rows
         ]
     figures["held_out_seeds"] = seeds
-    save("idle_day", figures, command=" ".join(["python benchmarks/idle_day.py", *sys.argv[1:]]))
+    name = "idle_day" + ("_sdk_trace" if args.sdk_trace else "") + ("_told" if args.told else "")
+    save(name, figures, command=" ".join(["python benchmarks/idle_day.py", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

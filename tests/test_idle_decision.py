@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentsession.ledger.idle import IdleSituation, away_share, decide_idle, option_costs
+from agentsession.ledger.idle import GapPool, IdleSituation, away_share, decide_idle, option_costs
 from agentsession.ledger.prices import PRICES, ModelPrice
 
 SONNET = PRICES["claude-sonnet-4-6"]
@@ -147,3 +147,88 @@ def test_a_half_hour_pause_keeps_history_that_an_overnight_one_compacts() -> Non
     away = replace(s, gaps=(30.0, 40.0, 40_000.0, 50_000.0, 60_000.0))
     assert away_share(away, SONNET.write / SONNET.cached_input) == 1.0
     assert decide_idle(away, SONNET).action == "compacted"
+
+
+@st.composite
+def pooled_situations(draw: st.DrawFn) -> IdleSituation:
+    s = draw(situations())
+    pooled = draw(st.lists(st.floats(1.0, 86_400.0), max_size=60))
+    return replace(s, pooled_gaps=tuple(pooled), pool_share=draw(st.floats(0.0, 1.0)))
+
+
+@given(pooled_situations(), prices)
+def test_never_kept_warm_where_the_evidence_says_refreshing_costs_more_than_a_rewrite(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # every measured pause still running (own and pooled) lasts past write / read lifetimes
+    # from now: keeping warm until it ends would cost more refreshes than writing again
+    ratio = (p.write_long if s.long_lifetime else p.write) / p.cached_input
+    reach = s.idle_seconds + s.warm_seconds + ratio * s.lifetime
+    away = replace(
+        s,
+        gaps=(*(g if g <= s.idle_seconds else reach + g for g in s.gaps), reach + 1.0),
+        pooled_gaps=tuple(g if g <= s.idle_seconds else reach + g for g in s.pooled_gaps),
+    )
+    costs = option_costs(away, p)
+    assert costs["kept_warm"] > min(costs["let_expire"], costs.get("compacted", math.inf))
+    assert decide_idle(away, p).action != "kept_warm"
+
+
+@given(pooled_situations(), prices)
+def test_pooled_gaps_like_the_sessions_own_change_nothing(s: IdleSituation, p: ModelPrice) -> None:
+    # the pool is evidence of the same kind: more of the same evidence, the same expectation
+    same = replace(s, pooled_gaps=s.gaps)
+    alone = replace(s, pooled_gaps=())
+    assert option_costs(same, p) == pytest.approx(option_costs(alone, p), rel=1e-9, abs=1e-12)
+    assert decide_idle(replace(s, pool_share=0.0), p) == decide_idle(
+        replace(s, pool_share=0.0, pooled_gaps=(1.0, 2.0, 3.0)), p
+    )
+
+
+@given(pooled_situations(), prices)
+def test_a_new_session_is_decided_from_the_pool_alone(s: IdleSituation, p: ModelPrice) -> None:
+    # fewer than three own gaps: no evidence of its own, but the runtime's other sessions
+    new = replace(s, gaps=s.gaps[:2], pooled_gaps=(*s.pooled_gaps, 60.0, 600.0, 6000.0))
+    assert decide_idle(new, p).action in ("kept_warm", "compacted", "let_expire")
+    assert decide_idle(replace(new, pooled_gaps=()), p).action == "nothing"
+
+
+def test_the_pool_judges_a_pause_longer_than_any_the_session_had() -> None:
+    # the session never paused past a minute; at 4.5 minutes idle only the pool knows more
+    own = (30.0, 40.0, 20.0, 50.0)
+    s = IdleSituation(280.0, 20.0, 300.0, 150_000, gaps=own)
+    back_soon = replace(s, pooled_gaps=(30.0,) * 20 + (360.0, 420.0, 480.0, 500.0))
+    overnight = replace(s, pooled_gaps=(30.0,) * 20 + (40_000.0, 45_000.0, 50_000.0))
+    assert decide_idle(back_soon, SONNET).action == "kept_warm"
+    assert decide_idle(overnight, SONNET).action == "let_expire"
+
+
+def test_the_session_own_gaps_keep_their_share_beside_a_large_pool() -> None:
+    # the session comes back after 6 minutes every time; a pool of overnight pauses is half
+    # the evidence, not all of it
+    s = IdleSituation(280.0, 20.0, 300.0, 150_000, gaps=(30.0, 360.0, 370.0, 380.0))
+    pool = (30.0,) * 50 + (40_000.0,) * 50
+    assert decide_idle(replace(s, pooled_gaps=pool), SONNET).action == "kept_warm"
+    assert decide_idle(replace(s, pooled_gaps=pool, pool_share=1.0), SONNET).action == (
+        "let_expire"
+    )
+
+
+updates = st.lists(
+    st.tuples(st.sampled_from("abcdef"), st.lists(st.floats(0.0, 1e5), max_size=8)), max_size=30
+)
+
+
+@given(updates, st.integers(1, 4), st.integers(1, 20), st.sampled_from("abcdefx"))
+def test_the_pool_holds_the_newest_sessions_and_never_the_one_asked_about(
+    done: list[tuple[str, list[float]]], sessions: int, limit: int, asked: str
+) -> None:
+    pool = GapPool(sessions=sessions, limit=limit)
+    latest: dict[str, tuple[float, ...]] = {}
+    for sid, gaps in done:
+        pool.update(sid, gaps)
+        latest.pop(sid, None)
+        latest[sid] = tuple(gaps)  # re-inserted: the most recently updated last
+    kept = list(latest.items())[-sessions:]
+    expected = [g for sid, gaps in kept if sid != asked for g in gaps]
+    assert pool.others(asked) == tuple(expected[-limit:])

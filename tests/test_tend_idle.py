@@ -17,6 +17,7 @@ import pytest
 import agentsession as ags
 from agentsession.inspection.report import render_report
 from agentsession.ledger import cost_lines
+from agentsession.ledger.idle import GapPool
 from agentsession.log import SideCall
 from agentsession.request import text_of
 
@@ -167,6 +168,10 @@ async def test_no_price_known_does_nothing(tmp_path: Path) -> None:
         assert outcome.action == "nothing" and "no price" in outcome.reason
 
 
+POOLS = [(30.0,) * 20 + (360.0,) * 20, (30.0,) * 5 + (40_000.0,) * 20, (600.0, 3000.0, 90_000.0)]
+"""Other sessions' gaps: back within minutes, away overnight, a mixture."""
+
+
 async def test_a_session_waiting_on_approval_is_left_alone(tmp_path: Path) -> None:
     clock = Clock()
     command = ags.ToolCall("run_command", {"command": "echo one"})
@@ -191,6 +196,10 @@ async def test_a_session_waiting_on_approval_is_left_alone(tmp_path: Path) -> No
         clock.wait(280)
         outcome = (await runtime.tend_idle())[session.id]
         assert outcome.action == "nothing" and "approval" in outcome.reason
+        # whatever the other sessions' pauses say
+        for pool in POOLS:
+            outcome = await session._tend_idle(pooled=pool)
+            assert outcome.action == "nothing" and "approval" in outcome.reason
         assert await side_calls(session) == []
     # opened afresh (as serve's idle pass opens a stored session): still waiting, still alone
     again = ags.Runtime(
@@ -236,6 +245,9 @@ async def test_a_running_session_is_left_alone(tmp_path: Path) -> None:
         clock.wait(280)
         outcome = (await runtime.tend_idle())[session.id]
         assert outcome.action == "nothing" and "running" in outcome.reason
+        for pool in POOLS:
+            outcome = await session._tend_idle(pooled=pool)
+            assert outcome.action == "nothing" and "running" in outcome.reason
         release.set()
         assert (await asyncio.wait_for(turn, 60)).text == "done"
         assert await side_calls(session) == []
@@ -292,3 +304,47 @@ async def test_two_refreshes_in_a_row_send_different_questions(tmp_path: Path) -
         assert (await runtime.tend_idle())[session.id].action == "kept_warm"
     first, second = seen[live:]
     assert "Reply with the single word" in first and first != second
+
+
+async def test_a_pause_the_session_never_had_is_judged_by_the_other_sessions(
+    tmp_path: Path,
+) -> None:
+    # The session never paused past a minute. Alone, a pause of 4.5 minutes is judged by the
+    # scale-free prior and kept warm; beside sessions whose long pauses went overnight, the
+    # same pause is let expire: the runtime pools the gaps of the sessions it tends.
+    bulk = "word " * 5_000
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "pooled").mkdir()
+    clock = Clock()
+    async with runtime_for(tmp_path / "alone", clock) as runtime:
+        alone = await runtime.create_session()
+        await prompts(alone, clock, [30, 40, 20, 50], bulk)
+        clock.wait(280)
+        assert (await runtime.tend_idle())[alone.id].action == "kept_warm"
+    clock = Clock()
+    async with runtime_for(tmp_path / "pooled", clock) as runtime:
+        others = [await runtime.create_session() for _ in range(2)]
+        for other in others:
+            await prompts(other, clock, [30, 40_000, 40_000, 40_000])
+            # the application's timer: each pass records the gaps of the sessions it tends
+            assert (await runtime.tend_idle())[other.id].action == "nothing"
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 40, 20, 50], bulk)
+        clock.wait(280)
+        outcomes = await runtime.tend_idle()
+        assert outcomes[session.id].action == "let_expire", outcomes[session.id].reason
+        assert all(outcomes[o.id].action == "nothing" for o in others)  # long expired
+        # asked about this session alone, the runtime still weighs the gaps it recorded
+        assert (await runtime.tend_idle([session]))[session.id].action == "let_expire"
+        assert await side_calls(session) == []
+
+
+def test_the_gap_pool_is_bounded_and_leaves_out_the_session_asked_about() -> None:
+    pool = GapPool(sessions=2, limit=3)
+    pool.update("a", (1.0, 2.0))
+    pool.update("b", (3.0, 4.0))
+    assert pool.others("a") == (3.0, 4.0)
+    pool.update("c", (5.0, 6.0))  # "a" is the least recently updated: dropped
+    assert pool.others("x") == (4.0, 5.0, 6.0)  # the newest three
+    pool.update("b", (3.0, 4.0, 7.0))
+    assert pool.others("c") == (3.0, 4.0, 7.0)

@@ -17,6 +17,7 @@ from ..budget import BudgetPolicy
 from ..config import Config
 from ..context.component import ContextComponent
 from ..context.registry import ComponentRegistry
+from ..ledger.idle import GapPool
 from ..permissions import PermissionPreset
 from ..providers.base import Model
 from ..store.base import Store
@@ -39,6 +40,7 @@ class SessionDeps:
     summarizer: Model | None = None
     presets: Mapping[str, PermissionPreset] = field(default_factory=dict)
     clock: Callable[[], datetime] | None = None  # the runtime's clock (cache lifetimes)
+    gap_pool: GapPool = field(default_factory=GapPool)  # every tended session's gaps (idle)
 
     def tool_named(self, name: str) -> Tool | None:
         """The application tool called ``name``, if any."""

@@ -2,6 +2,9 @@
 
 ``situation_of`` reads the session's charges (the gaps between its requests by the runtime's
 clock, the prefix its last request sent) and the cache lifetime its last request asked for;
+each decision records the session's gaps in the runtime's ``GapPool`` (``SessionDeps``) and
+weighs how pauses of this length ended in the other sessions (a session's own few gaps say
+little about its long pauses);
 ``keep_warm`` makes the smallest request that refreshes the provider's cache: the conversation's
 request exactly as last admitted (read from the cache) with a one-word question appended, sent
 with the session's cache key and lifetime. It is a ``SideCall`` with purpose ``"keep_warm"``
@@ -152,6 +155,7 @@ async def tend(
     model: Model | None,
     charges: Callable[[], list[Charge]],
     decide: Decide = decide_idle,
+    pooled: Sequence[float] | None = None,
 ) -> IdleOutcome:
     """One idle decision for one session, acted on; never for a busy or waiting session.
 
@@ -163,6 +167,8 @@ async def tend(
         model: The session's model (``None``: nothing is done).
         charges: The session's charges, oldest first.
         decide: The rule that decides (``decide_idle``; benchmarks compare fixed rules).
+        pooled: The gaps measured in other sessions (``None``: the runtime's ``GapPool``,
+            after recording this session's own).
     """
     writer = guard.writer
     busy = guard.busy or bool(writer.pending) or guard.gate.paused_reason()
@@ -184,6 +190,10 @@ async def tend(
     )
     if situation is None:
         return IdleOutcome(session_id, "nothing", "no request answered yet")
+    if pooled is None:
+        deps.gap_pool.update(session_id, situation.gaps)
+        pooled = deps.gap_pool.others(session_id)
+    situation = replace(situation, pooled_gaps=tuple(pooled))
     price = price_for(model.name, deps.config.prices)
     if decide is decide_idle:
         # Nothing to decide (far from expiry, expired, no price, too few gaps) does not depend

@@ -7,7 +7,7 @@ while no turn runs (under the session's guard) and bill what they call as side c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .background import prepare_summary
@@ -61,10 +61,16 @@ class SessionUpkeep:
             self._deps, self._guard, self._admitter, self.model, min_tokens
         )
 
-    async def _tend_idle(self, decide: Decide | None = None) -> IdleOutcome:
-        """One idle decision for this session, acted on (``Runtime.tend_idle``)."""
+    async def _tend_idle(
+        self, decide: Decide | None = None, pooled: Sequence[float] | None = None
+    ) -> IdleOutcome:
+        """One idle decision for this session, acted on (``Runtime.tend_idle``).
+
+        ``pooled``: other sessions' gaps, weighed beside this one's own (``None``: those the
+        runtime's sessions recorded in its ``GapPool``).
+        """
         await self._guard.settle_dropped()
         args = (self._deps, self._admitter, self._guard, self._model, self._charges)
         if decide is None:
-            return await tend_idle_session(self.id, *args)
-        return await tend_idle_session(self.id, *args, decide)
+            return await tend_idle_session(self.id, *args, pooled=pooled)
+        return await tend_idle_session(self.id, *args, decide, pooled=pooled)
