@@ -72,10 +72,10 @@ def schema(dsn: str) -> Iterator[str]:
 
 def make_schema(dsn: str, version: int) -> None:
     """A database as schema ``version`` left it, migrated by the statements of that release."""
+    import psycopg
+
     from agentsession.log import now
     from agentsession.store.migrations import MIGRATIONS, create_migrations_table
-
-    import psycopg
 
     run(dsn, create_migrations_table("postgres"))
     for migration in MIGRATIONS[:version]:
