@@ -150,32 +150,58 @@ def restart_postgres(dsn: str) -> float:
     return time.perf_counter() - began
 
 
+#: The probe, a process of its own: asking from a thread of the benchmark's busy process
+#: measured that process's own delays (its event loop holds the GIL for 50 clients), seconds
+#: where the database took tens of milliseconds.
+_PROBE = """
+import sys, time, psycopg
+from agentsession.store._postgres_presence import presence_void
+conn = psycopg.connect(sys.argv[1], autocommit=True)
+print("READY", flush=True)
+owner = sys.stdin.readline().strip()
+for _ in range(60000):
+    with conn.transaction():
+        row = conn.execute(f"SELECT {presence_void('%s')}", (owner,)).fetchone()
+    if row and row[0]:
+        print(time.perf_counter(), flush=True)  # CLOCK_MONOTONIC: the same in every process
+        break
+    time.sleep(0.005)
+"""
+
+
 def presence_probe(dsn: str) -> Any:
-    """A connection opened before the kill, so the probe's own start is not measured."""
-    import psycopg
+    """A probe process with its connection open before the kill, waiting for an owner to watch."""
+    import sys
 
-    return psycopg.connect(dsn, autocommit=True)
+    probe = subprocess.Popen(
+        [sys.executable, "-c", _PROBE, dsn],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert probe.stdout is not None
+    if probe.stdout.readline().strip() != "READY":
+        raise RuntimeError("the presence probe did not start")
+    return probe
 
 
-def presence_released(conn: Any, pid: int, killed_at: float) -> float:
-    """Seconds from ``killed_at`` until the killed process's lease presence is gone.
+def presence_watch(probe: Any, pid: int) -> None:
+    """Start watching the presence of server ``pid`` (before it is killed)."""
+    import socket
+
+    probe.stdin.write(f"{socket.gethostname()}:{pid}\n")
+    probe.stdin.flush()
+
+
+def presence_released(probe: Any, killed_at: float) -> float:
+    """Seconds from ``killed_at`` until the watched process's lease presence was gone.
 
     Its leases are void from then on for every process, also one on another machine (which
     cannot see that the pid is gone): the database released the advisory lock the process held
-    on a connection of its own when that connection closed.
+    on a connection of its own when that connection closed. The probe asks every 5 ms from a
+    process of its own, so the figure is the database's, not this busy process's.
     """
-    import socket
-
-    from agentsession.store._postgres_presence import presence_void
-
-    owner = f"{socket.gethostname()}:{pid}"
-    try:
-        for _ in range(6000):
-            with conn.transaction():
-                row = conn.execute(f"SELECT {presence_void('%s')}", (owner,)).fetchone()
-            if row and row[0]:
-                return time.perf_counter() - killed_at
-            time.sleep(0.01)
-    finally:
-        conn.close()
-    raise RuntimeError("the killed process's presence was never released")
+    out, _ = probe.communicate(timeout=600)
+    if not out.strip():
+        raise RuntimeError("the killed process's presence was never released")
+    return float(out.strip().splitlines()[-1]) - killed_at

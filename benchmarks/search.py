@@ -220,8 +220,10 @@ async def postgres_append_cost(dsn: str, name: str, turns: int) -> tuple[float, 
         await store.close()
 
 
-def postgres_append_figures(runs: dict[str, list[tuple[float, float, float]]]) -> dict[str, Any]:
-    """Medians and best of client + server CPU and of wall, with ÷ without the trigger."""
+def postgres_append_figures(
+    runs: dict[str, list[tuple[float, float, float]]], on: str = "with_index", off: str = "without"
+) -> dict[str, Any]:
+    """Medians and best of client + server CPU and of wall, ``on`` ÷ ``off`` (the trigger)."""
     figures: dict[str, Any] = {}
     for label, samples in runs.items():
         cpu = [(client + server) * 1000 for client, server, _ in samples]
@@ -231,13 +233,13 @@ def postgres_append_figures(runs: dict[str, list[tuple[float, float, float]]]) -
             "wall_ms_runs": [wall * 1000 for _, _, wall in samples],
         }
     for measure in ("cpu_ms_runs", "wall_ms_runs"):
-        on, off = figures["with_index"][measure], figures["without"][measure]
+        with_, without = figures[on][measure], figures[off][measure]
         name = measure.removesuffix("_runs")
-        figures[f"{name}_ratio_of_medians"] = statistics.median(on) / statistics.median(off)
+        figures[f"{name}_ratio_of_medians"] = statistics.median(with_) / statistics.median(without)
         # Each round's two runs ran next to each other in time: their ratio sees the same
         # neighbours, so the median of the rounds' ratios is the steadiest figure.
         figures[f"{name}_ratio_paired_median"] = statistics.median(
-            a / b for a, b in zip(on, off, strict=True)
+            a / b for a, b in zip(with_, without, strict=True)
         )
     return figures
 

@@ -51,6 +51,7 @@ from _fleet import (
     follower_figures,
     presence_probe,
     presence_released,
+    presence_watch,
     restart_postgres,
 )
 from _results import save
@@ -69,6 +70,8 @@ class Servers:
         self.urls: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
         self.dead: set[int] = set()
+        #: Seconds from the kill until each broken turn's client asked a live process again.
+        self.asks: list[float] = []
         self.killed_at = 0.0
         extra = [str(workspaces)] if workspaces is not None else []
         worker = str(HERE / "server_worker.py")
@@ -156,7 +159,7 @@ async def prompt(
     """One prompt to its answer, across server deaths; never sent twice once the log has it."""
     path = f"/sessions/{sid}/prompt"
     body: dict[str, Any] = {"text": text}
-    check = broken = False
+    check = broken = asked = False
     for _ in range(400):
         index = servers.next()
         url = servers.urls[index]
@@ -168,6 +171,9 @@ async def prompt(
                         takeovers.append(time.perf_counter() - servers.killed_at)
                     return
                 path, body = (f"/sessions/{sid}/retry", {}) if sent else (path, {"text": text})
+            if broken and not asked:  # when the client asked a live process to take over
+                servers.asks.append(time.perf_counter() - servers.killed_at)
+                asked = True
             answer, accepted = await _turn(client, url, path, body)
             if accepted is not None and broken:
                 takeovers.append(accepted - servers.killed_at)
@@ -225,13 +231,11 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
                         done += 1
                         if done == total // 3 and not servers.dead:
                             victim = len(servers.urls) - 1
+                            presence_watch(probe, servers.processes[victim].pid)
                             servers.kill(victim)
-                            pid = servers.processes[victim].pid
                             released.append(
                                 asyncio.create_task(
-                                    asyncio.to_thread(
-                                        presence_released, probe, pid, servers.killed_at
-                                    )
+                                    asyncio.to_thread(presence_released, probe, servers.killed_at)
                                 )
                             )
                         if done == 2 * total // 3 and args.restart_postgres and not restarts:
@@ -269,6 +273,8 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
         "takeovers": len(takeovers),
         "takeover_max_s": round(max(takeovers), 2) if takeovers else None,
         "takeover_p50_s": round(statistics.median(takeovers), 2) if takeovers else None,
+        # The part of the takeover that is the client's: noticing, then asking the log.
+        "takeover_asked_p50_s": round(statistics.median(servers.asks), 2) if servers.asks else None,
         **follower_figures(followers),
         "answered": done,
         "seconds": round(elapsed, 1),

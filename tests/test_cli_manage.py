@@ -184,6 +184,31 @@ def test_a_postgresql_url_wherever_a_database_is_named(tmp_path: Path, pg_url: s
     )
 
 
+@pytest.mark.postgres
+def test_upgrade_gives_an_older_postgresql_database_the_news_trigger(
+    tmp_path: Path, pg_url: str
+) -> None:
+    # Schema 6 had no trigger: only a server's own writes woke followers. After `upgrade`
+    # every commit of entries notifies the log's channel, whoever writes.
+    import psycopg
+
+    from agentsession.store.migrations import LATEST, LOG_CHANNEL
+
+    pg.make_schema(pg_url, 6)
+    visible = "SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+    visible += " WHERE t.tgname = 'entries_notified' AND c.oid = to_regclass('entries')"
+    assert pg.run(pg_url, visible) == [(0,)]
+    upgraded = on(tmp_path, pg_url, "upgrade")
+    assert upgraded.code == 0, upgraded.err
+    assert pg.run(pg_url, visible) == [(1,)]
+    assert pg.run(pg_url, "SELECT max(version) FROM schema_migrations") == [(LATEST,)]
+    with psycopg.connect(pg_url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {LOG_CHANNEL}")
+        session_id = two_turns(tmp_path, pg_url)  # the command line writes: no server runs
+        heard = {note.payload for note in listener.notifies(timeout=120, stop_after=1)}
+    assert heard == {session_id}
+
+
 def test_upgrade_lets_reading_commands_open_an_older_file(tmp_path: Path) -> None:
     # A reading command never migrates a file; after an upgrade of the package its error names
     # the command that does, and once that ran the reading commands see every session again.

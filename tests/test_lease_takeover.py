@@ -10,6 +10,9 @@ out — which is what the test asserts, without measuring time.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import agentsession as ags
-from agentsession.engine.leases import LeaseKeeper
+from agentsession.engine.leases import LeaseKeeper, _dead_here
 from agentsession.errors import ConflictError
 
 _TTL = 600.0  # far longer than the test's own bounds: only a void lease can be taken
@@ -105,3 +108,19 @@ async def test_a_live_holder_keeps_its_lease_and_a_closed_store_lets_go(pg_dsn: 
     found = await second.lease_of(session.id)
     assert found is not None and found.owner == "two"
     await second.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="zombies are read from /proc")
+def test_a_killed_process_its_parent_has_not_collected_holds_no_lease() -> None:
+    """Between its death and its parent's ``wait`` a process is a zombie: its pid still exists."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        owner = f"{socket.gethostname()}:{child.pid}"
+        assert not _dead_here(owner)  # alive: its leases hold
+        os.kill(child.pid, signal.SIGKILL)
+        # Wait for the death without collecting it (``WNOWAIT``): the pid stays, a zombie.
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+        assert _dead_here(owner)
+    finally:
+        child.kill()
+        child.wait()

@@ -2,7 +2,7 @@
 
     python app_main.py DB GATES [--postgres] [--token T ...] [--open-token T ...]
         [--allowed-host NAME ...] [--max-body N] [--head-timeout SECONDS] [--max-connections N]
-        [--workspaces DIR]
+        [--workspaces DIR] [--poll-interval SECONDS] [--lease-ttl SECONDS] [--host-name NAME]
 
 DB is a SQLite file, or with ``--postgres`` a PostgreSQL DSN; GATES a folder. The model is
 scripted by the prompt: ``approve …`` calls a tool the preset asks about, ``wait NAME`` calls a
@@ -132,7 +132,12 @@ async def main() -> None:
     parser.add_argument("--max-body", type=int, default=64 * 1024)
     parser.add_argument("--postgres", action="store_true", help="DB is a PostgreSQL DSN")
     parser.add_argument("--workspaces", default=None)
+    parser.add_argument("--poll-interval", type=float, default=None)
+    parser.add_argument("--lease-ttl", type=float, default=30.0)
+    parser.add_argument("--host-name", default=None, help="as if this process ran on NAME")
     args = parser.parse_args()
+    if args.host_name is not None:  # its lease owner names another machine: no pid check
+        socket.gethostname = lambda: str(args.host_name)
     GATES = Path(args.gates)
     if args.postgres:
         store: ags.Store = ags.PostgresStore(args.db)
@@ -144,7 +149,10 @@ async def main() -> None:
         tools=[count_words, deploy, wait_gate, *(ags.builtin_tools() if args.workspaces else [])],
         project_dir=Path(args.gates),
         config=ags.Config(
-            retry_base_delay=0, provider_retries=0, permission_preset="workspace-write"
+            retry_base_delay=0,
+            provider_retries=0,
+            permission_preset="workspace-write",
+            lease_ttl=args.lease_ttl,
         ),
     )
     app = ags.server.create_app(
@@ -155,6 +163,8 @@ async def main() -> None:
         max_body=args.max_body,
         workspaces=args.workspaces,
     )
+    if args.poll_interval is not None:  # a test that only news may wake followers in time
+        app.state.server.notifier.poll_interval = args.poll_interval
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentsession as ags
+from agentsession.log import UserEntry, now
 from agentsession.server.notify import Notifier
 from agentsession.server.turns import TurnRun
+from agentsession.store import SessionInfo
 
 
 async def test_a_reader_is_woken_by_news_from_this_process(tmp_path: Path) -> None:
@@ -34,19 +36,30 @@ async def test_a_reader_is_woken_by_news_from_this_process(tmp_path: Path) -> No
 
 @pytest.mark.postgres
 async def test_news_travels_between_processes_over_listen_notify(pg_dsn: str) -> None:
+    """The database notifies each commit of entries (its trigger): no process has to say it."""
     writer_store, reader_store = ags.PostgresStore(pg_dsn), ags.PostgresStore(pg_dsn)
-    writer, reader = Notifier(writer_store), Notifier(reader_store)
+    reader = Notifier(reader_store)
     reader.poll_interval = 600  # only a notification can wake it within the test's bound
     await reader.start()
     try:
         await asyncio.wait_for(reader.listening.wait(), 120)
-        waiting = asyncio.create_task(reader.wait("session-1", 0))
-        await writer.published("session-1")
+        stamp = now()
+        await writer_store.create_session(SessionInfo("session-1", stamp, stamp))
+        waiting = asyncio.create_task(reader.wait("session-1", reader.generation("session-1")))
+        await writer_store.append("session-1", 0, [UserEntry("one"), UserEntry("two")])
         await asyncio.wait_for(waiting, 120)
-        assert reader.generation("session-1") == 1
+        assert waiting.result() is True
+        heard = reader.generation("session-1")
+        # A write that rolls back commits nothing, so it notifies nothing: the next news is
+        # the next commit's.
+        with pytest.raises(ags.ConflictError):
+            await writer_store.append("session-1", 0, [UserEntry("stale")])
+        waiting = asyncio.create_task(reader.wait("session-1", heard))
+        await writer_store.append("session-1", 2, [UserEntry("three")])
+        await asyncio.wait_for(waiting, 120)
+        assert reader.generation("session-1") == heard + 1
     finally:
         await reader.close()
-        await writer.close()
         await writer_store.close()
         await reader_store.close()
 

@@ -68,3 +68,21 @@ def schema(dsn: str) -> Iterator[str]:
             (name,),
         )
         run(dsn, f'DROP SCHEMA "{name}" CASCADE')
+
+
+def make_schema(dsn: str, version: int) -> None:
+    """A database as schema ``version`` left it, migrated by the statements of that release."""
+    import psycopg
+
+    from agentsession.log import now
+    from agentsession.store.migrations import MIGRATIONS, create_migrations_table
+
+    run(dsn, create_migrations_table("postgres"))
+    for migration in MIGRATIONS[:version]:
+        with psycopg.connect(dsn) as conn, conn.transaction():  # one each, as a store runs it
+            for statement in migration.sql("postgres"):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (%s, %s, %s)",
+                (migration.version, migration.description, now()),
+            )

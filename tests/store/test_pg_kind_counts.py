@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agentsession.log import AssistantEntry, LogEntry, UserEntry, now
 from agentsession.store import PostgresStore, SessionInfo
-from agentsession.store.migrations import LATEST, MIGRATIONS, create_migrations_table
+from agentsession.store.migrations import LATEST
 
 from . import pg
 from .conftest import inject_row
@@ -53,15 +53,7 @@ def grouped(dsn: str) -> dict[tuple[str, str], int]:
 
 def make_schema_4(dsn: str, sessions: dict[str, list[tuple[str, str]]]) -> None:
     """A database as schema 4 left it (no ``kind_counts``), holding raw ``(kind, data)`` rows."""
-    pg.run(dsn, create_migrations_table("postgres"))
-    for migration in MIGRATIONS[:4]:
-        for statement in migration.sql("postgres"):
-            pg.run(dsn, statement)
-        pg.run(
-            dsn,
-            "INSERT INTO schema_migrations VALUES (%s, %s, %s)",
-            (migration.version, migration.description, now()),
-        )
+    pg.make_schema(dsn, 4)
     stamp = now()
     for session_id, rows in sessions.items():
         pg.run(

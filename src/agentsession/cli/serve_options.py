@@ -82,7 +82,7 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         default=16,
         metavar="N",
         help="the most PostgreSQL connections one server process opens (default: 16; at least"
-        " 8): its store's pool, presence, LISTEN/NOTIFY and the server's own table. Processes"
+        " 7): its store's pool, presence, LISTEN and the server's own table. Processes"
         " times N must stay below the database's max_connections",
     )
     add(

@@ -41,7 +41,21 @@ def _dead_here(owner: str) -> bool:
         return True
     except OSError:
         return False  # it exists (we may just not be allowed to signal it)
-    return False
+    return _zombie(int(pid))
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has ended but its parent has not collected it yet (Linux; else False).
+
+    A killed worker of ``serve --workers N`` stays a zombie until its supervisor looks: it
+    holds nothing any more, so its leases are void already.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # "pid (name) state ...": the name may hold spaces and parentheses.
+            return stat.read().rpartition(b")")[2].split()[:1] == [b"Z"]
+    except OSError:
+        return False
 
 
 async def live_lease(store: Store, session_id: str) -> Lease | None:

@@ -3,7 +3,10 @@
 A process that commits entries says so (``published``); a reader following a session's log
 waits for news and then reads the log itself — the log is the truth, news only wakes readers.
 Between processes PostgreSQL carries the news (``LISTEN``/``NOTIFY`` on one channel, the session
-id as payload): while this process listens (``listening``), an idle reader waits for news alone
+id as payload). The database itself notifies, from a trigger on the entries table (schema 7),
+in the transaction that commits them: whoever writes — this server, another one, a library
+user, the CLI, a durable worker — every follower hears it, and nothing here sends a ``NOTIFY``
+of its own. While this process listens (``listening``), an idle reader waits for news alone
 and costs the database nothing; when the listening connection drops every reader is woken once
 it is back (news may have been missed) and readers poll meanwhile. On SQLite there is no channel
 between processes: readers poll the file, which is local and cheap to ask.
@@ -24,16 +27,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 from ..store.base import Store
+from ..store.migrations import LOG_CHANNEL
 
 __all__ = ["CHANNEL", "Notifier", "Wakeup"]
 
 _log = logging.getLogger(__name__)
 
-#: The PostgreSQL channel that carries "session X has new entries" between processes.
-CHANNEL = "agentsession_log"
+#: The PostgreSQL channel that carries "session X has new entries" between processes: the
+#: database's own trigger notifies it at each commit of entries (schema 7), whoever writes.
+CHANNEL = LOG_CHANNEL
 #: The channel of cancel requests (``cancels``): heard here, handled by the turns.
 CANCEL_CHANNEL = "agentsession_cancel"
 #: Live frames kept for a reader that has not read them yet; beyond, it misses deltas (the
@@ -84,8 +88,6 @@ class Notifier:
         self._generation: dict[str, int] = {}
         self._wakeups: dict[str, Wakeup] = {}
         self._listener: asyncio.Task[None] | None = None
-        self._sender: Any = None
-        self._sending = asyncio.Lock()
         #: Seconds between reads of the log when no news comes (news may come from elsewhere).
         self.poll_interval = 1.0 if self._dsn else 0.25
         #: Set when the server stops: followers end their streams (clients resume elsewhere).
@@ -110,19 +112,13 @@ class Notifier:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
             self._listener = None
-        if self._sender is not None:
-            with contextlib.suppress(Exception):
-                await self._sender.close()
-            self._sender = None
 
     async def published(self, session_id: str) -> None:
-        """Entries of ``session_id`` were committed here: wake readers here and elsewhere."""
+        """Entries of ``session_id`` were committed here: wake the readers here at once.
+
+        Other processes hear it from the database (its trigger notified at the commit).
+        """
         self._wake(session_id)
-        if self._dsn:
-            try:
-                await self._notify(self._dsn, session_id)
-            except Exception as exc:  # news is a hint: readers still poll the log
-                _log.debug("NOTIFY failed: %s", exc)
 
     def generation(self, session_id: str) -> int:
         """A number that grows each time news about ``session_id`` arrives."""
@@ -187,14 +183,6 @@ class Notifier:
         """News may have been missed (the listening connection was away): wake every reader."""
         for session_id in list(self._wakeups):
             self._wake(session_id)
-
-    async def _notify(self, dsn: str, session_id: str) -> None:
-        import psycopg
-
-        async with self._sending:
-            if self._sender is None or self._sender.closed:
-                self._sender = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
-            await self._sender.execute("SELECT pg_notify(%s, %s)", (CHANNEL, session_id))
 
     async def _listen(self, dsn: str) -> None:
         """Forward PostgreSQL notifications to local readers; reconnect when the link drops."""

@@ -3,8 +3,10 @@
 A lease row alone says "owner X, until T"; when X's process dies, the row stays until T (the
 lease TTL). So every owner that takes a lease through a store also holds an advisory lock keyed
 by its name on one dedicated connection. PostgreSQL drops the lock the moment that connection
-ends — at once when the process dies (its socket closes), within the TCP keepalive bound when
-its machine or the network goes away. A lease whose owner holds no such lock is void: taking it
+ends — at once when the process dies (its kernel closes the socket), within ``VANISHED_BOUND``
+seconds when its machine or the network goes away (the server's TCP keepalive and user timeout
+on that connection; the owner's kernel, not its busy process, answers the probes, so a loaded
+holder is not taken for dead). A lease whose owner holds no such lock is void: taking it
 and reading it ask ``pg_try_advisory_xact_lock`` on the owner's key, which succeeds only when
 nobody holds it (and is released when that statement's transaction ends). The TTL still bounds
 a holder that is alive but stuck.
@@ -26,7 +28,7 @@ import psycopg
 
 from .base import storable
 
-__all__ = ["ALIVE", "CHECK_EVERY", "Presence", "presence_void"]
+__all__ = ["ALIVE", "CHECK_EVERY", "VANISHED_BOUND", "Presence", "presence_void"]
 
 _log = logging.getLogger(__name__)
 
@@ -34,8 +36,18 @@ _log = logging.getLogger(__name__)
 NAMESPACE = 0x61677373
 #: Seconds between checks that the presence connection still stands.
 CHECK_EVERY = 2.0
-#: The server drops a vanished client's connection after about idle + interval × count seconds.
-_KEEPALIVE = {"tcp_keepalives_idle": 5, "tcp_keepalives_interval": 2, "tcp_keepalives_count": 3}
+#: The server drops a vanished client's connection after about idle + interval × count seconds
+#: of silence (the keeper's ``SELECT 1`` every ``CHECK_EVERY`` seconds is traffic too), and
+#: ``tcp_user_timeout`` when its own bytes go unacknowledged: ``VANISHED_BOUND`` either way.
+_KEEPALIVE = {
+    "tcp_keepalives_idle": 2,
+    "tcp_keepalives_interval": 1,
+    "tcp_keepalives_count": 2,
+}
+#: Milliseconds the server waits for its sent bytes to be acknowledged (PostgreSQL 12 and later).
+_USER_TIMEOUT_MS = 4000
+#: Seconds after a holder's machine vanished by which the server has dropped its presence.
+VANISHED_BOUND = 4.0
 
 
 def presence_void(owner_sql: str) -> str:
@@ -82,13 +94,15 @@ class Presence:
             autocommit=True,
             connect_timeout=10,  # an address that never answers must not hold a lease up
             keepalives=1,
-            keepalives_idle=5,
-            keepalives_interval=2,
-            keepalives_count=3,
+            keepalives_idle=2,
+            keepalives_interval=1,
+            keepalives_count=2,
         )
         try:
             for name, value in _KEEPALIVE.items():
                 await conn.execute(f"SET {name} = {int(value)}")
+            with contextlib.suppress(psycopg.errors.UndefinedObject):  # before PostgreSQL 12
+                await conn.execute(f"SET tcp_user_timeout = {_USER_TIMEOUT_MS}")
             # A probe holds the key for one statement at most; wait for it, not for a collision.
             await conn.execute("SET lock_timeout = '5s'")
             await conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (NAMESPACE, owner))

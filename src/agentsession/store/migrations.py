@@ -25,6 +25,7 @@ from ._sqlite_sql import KIND_CODES
 __all__ = [
     "COUNTED_FROM",
     "LATEST",
+    "LOG_CHANNEL",
     "MIGRATIONS",
     "READABLE_FROM",
     "SQLITE_READABLE_FROM",
@@ -71,6 +72,10 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 )
 """
 
+
+#: The PostgreSQL channel migration 7's trigger notifies with a session's id on every commit
+#: of its entries (readers ``LISTEN`` on it). Never renamed: old triggers keep this name.
+LOG_CHANNEL = "agentsession_log"
 
 #: What makes a session's row count an entry as a user-transcript message (``TRANSCRIPT_KINDS``).
 _MESSAGE_KINDS = "('user', 'assistant', 'tool_result')"
@@ -354,6 +359,38 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             *(Dialects(sqlite=statement, postgres="") for statement in SQLITE_SEARCH),
             *(Dialects(sqlite="", postgres=statement) for statement in POSTGRES_SEARCH),
+        ),
+    ),
+    Migration(
+        7,
+        "PostgreSQL: every commit of entries notifies the log's channel, whoever writes",
+        (
+            # A follower of a session (``serve``'s ``/events``) waits on LISTEN. When only the
+            # server said NOTIFY, a library user, the CLI or a durable worker writing the same
+            # session woke nobody. Here the database says it, inside the inserting transaction,
+            # so it is heard at commit and never for a rolled-back write. Per statement: one
+            # notification per session a statement wrote, not one per row (and PostgreSQL
+            # folds repeats within a transaction).
+            Dialects(
+                sqlite="",
+                postgres=f"""
+                CREATE FUNCTION entries_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM pg_notify('{LOG_CHANNEL}', s.session_id)
+                    FROM (SELECT DISTINCT session_id FROM added) AS s;
+                    RETURN NULL;
+                END
+                $$
+                """,
+            ),
+            Dialects(
+                sqlite="",
+                postgres="""
+                CREATE TRIGGER entries_notified AFTER INSERT ON entries
+                REFERENCING NEW TABLE AS added FOR EACH STATEMENT
+                EXECUTE FUNCTION entries_notify()
+                """,
+            ),
         ),
     ),
 )
