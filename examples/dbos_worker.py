@@ -11,7 +11,8 @@ the turn as ``approval_required``; ``resume_turn`` with the user's answer finish
 everything runs offline in one process, on SQLite files in a temporary
 folder, with a scripted model. For a fleet, start ``python examples/dbos_worker.py worker
 STORE_DB SYSTEM_DB_URL`` once per worker (PostgreSQL for both on many machines) and enqueue from
-your web process. Needs the ``durable`` extra (DBOS); the endpoint needs Starlette and httpx.
+your web process. Needs the ``durable`` extra (DBOS); the endpoint needs FastAPI (and httpx to
+call it in-process).
 """
 
 from __future__ import annotations
@@ -90,20 +91,23 @@ def start_worker(runtime: ags.Runtime, system_db: str) -> None:
 
 
 def endpoint() -> object:
-    """An HTTP endpoint that enqueues a turn and answers at once with its workflow id."""
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
+    """A FastAPI endpoint that enqueues a turn and answers at once with its workflow id."""
+    from fastapi import Body, FastAPI
 
-    async def start_turn(request: Request) -> JSONResponse:
-        body = await request.json()
-        session_id = request.path_params["session_id"]
-        text, tenant = str(body["text"]), str(body["tenant"])
-        handle = await asyncio.to_thread(durable.run_turn, session_id, text, tenant=tenant)
-        return JSONResponse({"workflow_id": handle.workflow_id}, status_code=202)
+    app = FastAPI()
 
-    return Starlette(routes=[Route("/sessions/{session_id}/turns", start_turn, methods=["POST"])])
+    @app.post("/sessions/{session_id}/turns", status_code=202)
+    async def start_turn(
+        session_id: str,
+        body: dict[str, str] = Body(),  # noqa: B008 (FastAPI's way to name the JSON body)
+    ) -> dict[str, str]:
+        # run_turn talks to DBOS's system database synchronously: off the event loop.
+        handle = await asyncio.to_thread(
+            durable.run_turn, session_id, body["text"], tenant=body["tenant"]
+        )
+        return {"workflow_id": handle.workflow_id}
+
+    return app
 
 
 async def over_http(app: object, session_id: str, text: str) -> tuple[int, str]:
