@@ -20,7 +20,7 @@ they neither take a turn's response nor count in the shortfall comparison.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import pairwise
 from typing import Literal
