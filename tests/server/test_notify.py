@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +45,23 @@ async def test_news_travels_between_processes_over_listen_notify(pg_dsn: str) ->
     try:
         await asyncio.wait_for(reader.listening.wait(), 120)
         stamp = now()
-        await writer_store.create_session(SessionInfo("session-1", stamp, stamp))
-        waiting = asyncio.create_task(reader.wait("session-1", reader.generation("session-1")))
-        await writer_store.append("session-1", 0, [UserEntry("one"), UserEntry("two")])
+        # The channel is the database's: tests in other schemas notify it too, so the id must
+        # be this test's alone for the count of news to be this session's.
+        sid = f"news-{uuid.uuid4().hex}"
+        await writer_store.create_session(SessionInfo(sid, stamp, stamp))
+        waiting = asyncio.create_task(reader.wait(sid, reader.generation(sid)))
+        await writer_store.append(sid, 0, [UserEntry("one"), UserEntry("two")])
         await asyncio.wait_for(waiting, 120)
         assert waiting.result() is True
-        heard = reader.generation("session-1")
+        heard = reader.generation(sid)
         # A write that rolls back commits nothing, so it notifies nothing: the next news is
         # the next commit's.
         with pytest.raises(ags.ConflictError):
-            await writer_store.append("session-1", 0, [UserEntry("stale")])
-        waiting = asyncio.create_task(reader.wait("session-1", heard))
-        await writer_store.append("session-1", 2, [UserEntry("three")])
+            await writer_store.append(sid, 0, [UserEntry("stale")])
+        waiting = asyncio.create_task(reader.wait(sid, heard))
+        await writer_store.append(sid, 2, [UserEntry("three")])
         await asyncio.wait_for(waiting, 120)
-        assert reader.generation("session-1") == heard + 1
+        assert reader.generation(sid) == heard + 1
     finally:
         await reader.close()
         await writer_store.close()
