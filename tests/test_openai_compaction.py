@@ -10,8 +10,8 @@ proves the items went back byte for byte.
 from __future__ import annotations
 
 import json
-import sys
-from datetime import datetime, timedelta
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,30 +25,19 @@ from agentsession.portability.readable import export_readable
 from agentsession.providers.openai_compact import SEALED_NOTE
 from agentsession.store.session_file import export_session
 
-from .benchmark_modules import load_benchmarks
 from .cli_inprocess import cli_here
+from .compaction_world import SimWorld, load_sim_bench, lookup, running_world
 
 MODEL = "openai:gpt-5.6-terra"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    pytest.importorskip("openai")
-    return load_benchmarks("provider_sim", "provider_cache")
+    return load_sim_bench("openai")
 
 
-@ags.tool
-def lookup(n: int) -> str:
-    """Look a record up."""
-    return f"record {n}:\n" + "".join(f"line {i}: value {n * i}\n" for i in range(80))
-
-
-class World:
-    """A simulator, its URL and one clock the runtime and the simulated cache share."""
-
-    def __init__(self, bench: ModuleType, url: str, sim: Any) -> None:
-        self.bench, self.url, self.sim = bench, url, sim
-        self.now = datetime(2026, 3, 1, 9, 0).astimezone()
+class World(SimWorld):
+    """The shared world with OpenAI's Responses model and its compaction items."""
 
     def runtime(
         self,
@@ -70,32 +59,14 @@ class World:
             config=ags.Config(compaction=compaction, titles=False, keep_user_turns=1, **config),
         )
 
-    async def turns(self, session: ags.Session, *texts: str) -> None:
-        for text in texts:
-            self.now += timedelta(seconds=20)
-            await session.prompt(text)
-
     def items(self) -> dict[str, dict[str, Any]]:
         issued: dict[str, dict[str, Any]] = self.sim.openai_compactions.issued
         return issued
 
 
 @pytest.fixture
-def world(bench: ModuleType) -> Any:
-    sim_module = sys.modules["provider_sim"]
-
-    def policy(shape: str, text: str, tool_turn: bool) -> Any:
-        if "comes from the agent runtime" in text:  # a local summary request
-            return sim_module.Reply(text="## Goal\nCheck records.")
-        if "no tools" in text:
-            return sim_module.Reply(text="answered without a tool")
-        return bench.policy(shape, text, tool_turn)
-
-    made: dict[str, World] = {}
-    sim = sim_module.Simulator(policy, bench.SIM_PRICES, lambda: made["world"].now)
-    with sim_module.running(sim) as url:
-        made["world"] = World(bench, url, sim)
-        yield made["world"]
+def world(bench: ModuleType) -> Iterator[World]:
+    yield from running_world(bench, World, {"no tools": "answered without a tool"})
 
 
 def _summary(log: list[ags.Record]) -> tuple[int, Summary]:
@@ -167,8 +138,7 @@ async def test_a_changed_item_is_refused_by_the_provider(world: World, tmp_path:
     runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path)
     async with runtime:
         session = await runtime.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         body = await session.preview_body("again")
     world.sim.openai_compactions.check(body)  # as sent: accepted
     changed = [
@@ -186,8 +156,7 @@ async def test_round_trip_through_the_session_file(world: World, tmp_path: Path)
     first = world.runtime(ags.SQLiteStore(tmp_path / "a.db"), tmp_path)
     async with first:
         session = await first.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         session_id = session.id
     exported = tmp_path / "s.jsonl"
     store = ags.SQLiteStore(tmp_path / "a.db")
@@ -228,8 +197,7 @@ async def test_a_switch_to_another_provider_sees_the_user_messages(
     runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path)
     async with runtime:
         session = await runtime.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         other = ags.ScriptedModel(["fine"], name="elsewhere", profile=ags.ModelProfile())
         await session.switch_model(other)
         await session.prompt("go on")
@@ -327,7 +295,6 @@ async def test_an_sdk_without_compact_compacts_locally(
     runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path)
     async with runtime:
         session = await runtime.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         _, summary = _summary(await session.log())
         assert summary.block is None and not world.items()

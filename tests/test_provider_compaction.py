@@ -9,8 +9,8 @@ succeeds after a compaction proves the block went back byte for byte.
 from __future__ import annotations
 
 import json
-import sys
-from datetime import datetime, timedelta
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,28 +21,17 @@ import agentsession as ags
 from agentsession.inspection.report import render_report
 from agentsession.log import ContextEpoch, SideCall, Summary
 
-from .benchmark_modules import load_benchmarks
 from .cli_inprocess import cli_here
+from .compaction_world import SimWorld, load_sim_bench, lookup, running_world
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    pytest.importorskip("anthropic")
-    return load_benchmarks("provider_sim", "provider_cache")
+    return load_sim_bench("anthropic")
 
 
-@ags.tool
-def lookup(n: int) -> str:
-    """Look a record up."""
-    return f"record {n}:\n" + "".join(f"line {i}: value {n * i}\n" for i in range(80))
-
-
-class World:
-    """A simulator, its URL and one clock the runtime and the simulated cache share."""
-
-    def __init__(self, bench: ModuleType, url: str, sim: Any) -> None:
-        self.bench, self.url, self.sim = bench, url, sim
-        self.now = datetime(2026, 3, 1, 9, 0).astimezone()
+class World(SimWorld):
+    """The shared world with Anthropic's Messages model and its compaction block."""
 
     def runtime(
         self,
@@ -71,26 +60,10 @@ class World:
             ),
         )
 
-    async def turns(self, session: ags.Session, *texts: str) -> None:
-        for text in texts:
-            self.now += timedelta(seconds=20)
-            await session.prompt(text)
-
 
 @pytest.fixture
-def world(bench: ModuleType) -> Any:
-    sim_module = sys.modules["provider_sim"]
-
-    def policy(shape: str, text: str, tool_turn: bool) -> Any:
-        if "comes from the agent runtime" in text:  # a local summary request
-            return sim_module.Reply(text="## Goal\nCheck records.")
-        return bench.policy(shape, text, tool_turn)
-
-    made: dict[str, World] = {}
-    sim = sim_module.Simulator(policy, bench.SIM_PRICES, lambda: made["world"].now)
-    with sim_module.running(sim) as url:
-        made["world"] = World(bench, url, sim)
-        yield made["world"]
+def world(bench: ModuleType) -> Iterator[World]:
+    yield from running_world(bench, World)
 
 
 async def test_block_is_stored_shown_billed_and_replayed_byte_for_byte(
@@ -156,8 +129,7 @@ async def test_a_changed_block_is_refused_by_the_provider(world: World, tmp_path
     runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path)
     async with runtime:
         session = await runtime.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         body = await session.preview_body("again")
     world.sim.compactions.effective(body)  # as sent: accepted
     block = body["messages"][0]["content"][0]
@@ -172,8 +144,7 @@ async def test_round_trip_through_the_session_file(world: World, tmp_path: Path)
     first = world.runtime(ags.SQLiteStore(tmp_path / "a.db"), tmp_path)
     async with first:
         session = await first.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         session_id = session.id
     exported = tmp_path / "s.jsonl"
     store = ags.SQLiteStore(tmp_path / "a.db")
@@ -215,8 +186,7 @@ async def test_local_mode_never_asks_the_provider(world: World, tmp_path: Path) 
     runtime = world.runtime(ags.SQLiteStore(tmp_path / "s.db"), tmp_path, compaction="local")
     async with runtime:
         session = await runtime.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         (summary,) = [r.entry for r in await session.log() if isinstance(r.entry, Summary)]
         assert summary.block is None and not world.sim.compactions.issued
 
@@ -226,8 +196,7 @@ async def test_auto_picks_by_price(world: World, tmp_path: Path) -> None:
     runtime = world.runtime(ags.SQLiteStore(tmp_path / "a.db"), tmp_path, compaction="auto")
     async with runtime:
         session = await runtime.create_session()
-        await world.turns(session, "check record 1", "check record 2")
-        assert await session.compact() is True
+        await world.two_turns_compacted(session)
         (summary,) = [r.entry for r in await session.log() if isinstance(r.entry, Summary)]
         assert summary.block is not None  # the session's own model: same prices, less sent
     # A summariser of another model, priced far below what reading the prefix costs here.
