@@ -8,9 +8,11 @@ fresh database of its own on that server, so figures never share tables.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ __all__ = [
     "fresh_database",
     "grow_agentsession",
     "pg_systems",
+    "scratch_database",
     "server_dsn",
 ]
 
@@ -59,6 +62,21 @@ def fresh_database(name: str) -> str:
     params = conninfo_to_dict(dsn)
     params["dbname"] = database
     return make_conninfo("", **params)
+
+
+@contextlib.asynccontextmanager
+async def scratch_database(base: str, name: str) -> AsyncIterator[str]:
+    """Database ``name`` made on the server at ``base`` for the block (its DSN), then dropped."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(base, dbname=name)
+    finally:
+        async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class PgAgentSession(AgentSession):

@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _pg import scratch_database
 from _results import save
 from search import build, postgres_append_cost, postgres_append_figures, postgres_sql
 
@@ -82,14 +83,8 @@ async def main() -> None:
     if not base:
         raise SystemExit("needs a PostgreSQL server: run it under .ci/with-postgres")
     name = f"notify_bench_{os.getpid()}"
-    await postgres_sql(base, f"CREATE DATABASE {name}")
-    dsn = (
-        base.replace("/postgres?", f"/{name}?") if "/postgres?" in base else f"{base} dbname={name}"
-    )
-    try:
+    async with scratch_database(base, name) as dsn:
         figures = await measure(dsn, name, args)
-    finally:
-        await postgres_sql(base, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     print(figures)
     save("pg_notify_cost", figures, command=" ".join(sys.argv))
 

@@ -43,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _pg import scratch_database
 from _results import save
 
 import agentsession as ags
@@ -249,11 +250,7 @@ async def postgres_main(args: argparse.Namespace) -> dict[str, Any]:
     if not base:
         raise SystemExit("--postgres needs --dsn or AGENTSESSION_TEST_PG_DSN")
     name = f"search_bench_{os.getpid()}"
-    await postgres_sql(base, f"CREATE DATABASE {name}")
-    dsn = (
-        base.replace("/postgres?", f"/{name}?") if "/postgres?" in base else f"{base} dbname={name}"
-    )
-    try:
+    async with scratch_database(base, name) as dsn:
         figures: dict[str, Any] = {
             "backend": "postgres",
             "sessions": args.sessions,
@@ -298,8 +295,6 @@ async def postgres_main(args: argparse.Namespace) -> dict[str, Any]:
         await postgres_sql(dsn, "ALTER TABLE entries ENABLE TRIGGER entries_searched")
         figures["append_ms"] = postgres_append_figures(runs)
         return figures
-    finally:
-        await postgres_sql(base, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 async def main() -> None:
