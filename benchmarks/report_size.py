@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _lookup import lookup, lookup_replies
 from _results import save
 
 import agentsession as ags
@@ -51,23 +52,15 @@ BLANK = (
 )
 
 
-@ags.tool
-def lookup(key: str) -> str:
-    """Look a key up.
-
-    Args:
-        key: What to look up.
-    """
-    return f"the value of {key} is {len(key) * 7}"
+def _key_of(text: str) -> str | None:
+    """Three turns in four call the tool (``turn N: …``)."""
+    n = int(text.split()[1].rstrip(":"))
+    return f"k{n}" if n % 4 else None
 
 
-def replies(request: ags.Request) -> Any:
-    last = request.messages[-1]
-    if isinstance(last, ags.UserMessage):
-        n = int(str(last.content).split()[1].rstrip(":"))
-        if n % 4:
-            return [ags.ToolCall("lookup", {"key": f"k{n}"})]
-    return "Here is what I found, in a few sentences of ordinary length for an answer."
+replies = lookup_replies(
+    _key_of, "Here is what I found, in a few sentences of ordinary length for an answer."
+)
 
 
 async def build(db: Path, entries: int) -> tuple[str, int]:

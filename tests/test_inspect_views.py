@@ -18,26 +18,15 @@ from agentsession.inspection.views import Inspection
 from agentsession.log import SkillLoaded
 from agentsession.request import digest
 
+from .benchmark_modules import load_benchmarks
 from .conftest import MakeRuntime
 
 Make = MakeRuntime
 
 
-@ags.tool
-def lookup(key: str) -> str:
-    """Look a key up.
-
-    Args:
-        key: What to look up.
-    """
-    return f"value of {key}"
-
-
-def tool_then_text(request: ags.Request) -> Any:
-    last = request.messages[-1]
-    if isinstance(last, ags.UserMessage) and "lookup" in str(last.content):
-        return [ags.ToolCall("lookup", {"key": "k"})]
-    return "done"
+_lookup = load_benchmarks("_lookup")
+lookup = _lookup.lookup
+tool_then_text = _lookup.lookup_replies(lambda text: "k" if "lookup" in text else None, "done")
 
 
 async def test_inspection_counts_turns_epochs_and_requests(make_runtime: Make) -> None:

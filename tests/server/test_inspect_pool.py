@@ -25,24 +25,14 @@ import agentsession as ags
 from agentsession.log import UserEntry
 from agentsession.server.inspect_pool import InspectPool
 
+from ..benchmark_modules import load_benchmarks
+
 ROUTES = ("context", "report", "export", "cost")
 
 
-@ags.tool
-def lookup(key: str) -> str:
-    """Look a key up.
-
-    Args:
-        key: What to look up.
-    """
-    return f"the value of {key} is {len(key)}"
-
-
-def replies(request: ags.Request) -> Any:
-    last = request.messages[-1]
-    if isinstance(last, ags.UserMessage):
-        return [ags.ToolCall("lookup", {"key": str(last.content)})]
-    return "Found it."
+_lookup = load_benchmarks("_lookup")
+lookup = _lookup.lookup
+replies = _lookup.lookup_replies(lambda text: text, "Found it.")
 
 
 def _runtime(db: Path | str, tmp_path: Path, **options: Any) -> ags.Runtime:
