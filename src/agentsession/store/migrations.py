@@ -80,6 +80,36 @@ LOG_CHANNEL = "agentsession_log"
 #: What makes a session's row count an entry as a user-transcript message (``TRANSCRIPT_KINDS``).
 _MESSAGE_KINDS = "('user', 'assistant', 'tool_result')"
 
+
+def _per_insert_statement(trigger: str, function: str, *body: str) -> tuple[Dialects, ...]:
+    """PostgreSQL only: a trigger running ``body`` once per statement that inserts entries.
+
+    The body sees that statement's new rows as the table ``added``. The text of each statement
+    is the one the migrations always ran (a database keeps a function's source as written).
+    """
+    lines = "".join(f"                    {line}\n" for line in body)
+    return (
+        Dialects(
+            sqlite="",
+            postgres=f"""
+                CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+{lines}                    RETURN NULL;
+                END
+                $$
+                """,
+        ),
+        Dialects(
+            sqlite="",
+            postgres=f"""
+                CREATE TRIGGER {trigger} AFTER INSERT ON entries
+                REFERENCING NEW TABLE AS added FOR EACH STATEMENT
+                EXECUTE FUNCTION {function}()
+                """,
+        ),
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -328,27 +358,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             # Per statement, over the statement's new rows: a COPY of 20,000 entries updates
             # each counter once, not 20,000 times (each update of a row leaves a version behind
             # until the transaction ends).
-            Dialects(
-                sqlite="",
-                postgres="""
-                CREATE FUNCTION entries_count_kinds() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                    INSERT INTO kind_counts AS c (session_id, kind, entries)
-                    SELECT session_id, kind, count(*) FROM added GROUP BY session_id, kind
-                    ON CONFLICT (session_id, kind)
-                    DO UPDATE SET entries = c.entries + excluded.entries;
-                    RETURN NULL;
-                END
-                $$
-                """,
-            ),
-            Dialects(
-                sqlite="",
-                postgres="""
-                CREATE TRIGGER entries_counted AFTER INSERT ON entries
-                REFERENCING NEW TABLE AS added FOR EACH STATEMENT
-                EXECUTE FUNCTION entries_count_kinds()
-                """,
+            *_per_insert_statement(
+                "entries_counted",
+                "entries_count_kinds",
+                "INSERT INTO kind_counts AS c (session_id, kind, entries)",
+                "SELECT session_id, kind, count(*) FROM added GROUP BY session_id, kind",
+                "ON CONFLICT (session_id, kind)",
+                "DO UPDATE SET entries = c.entries + excluded.entries;",
             ),
         ),
     ),
@@ -371,25 +387,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             # so it is heard at commit and never for a rolled-back write. Per statement: one
             # notification per session a statement wrote, not one per row (and PostgreSQL
             # folds repeats within a transaction).
-            Dialects(
-                sqlite="",
-                postgres=f"""
-                CREATE FUNCTION entries_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                    PERFORM pg_notify('{LOG_CHANNEL}', s.session_id)
-                    FROM (SELECT DISTINCT session_id FROM added) AS s;
-                    RETURN NULL;
-                END
-                $$
-                """,
-            ),
-            Dialects(
-                sqlite="",
-                postgres="""
-                CREATE TRIGGER entries_notified AFTER INSERT ON entries
-                REFERENCING NEW TABLE AS added FOR EACH STATEMENT
-                EXECUTE FUNCTION entries_notify()
-                """,
+            *_per_insert_statement(
+                "entries_notified",
+                "entries_notify",
+                f"PERFORM pg_notify('{LOG_CHANNEL}', s.session_id)",
+                "FROM (SELECT DISTINCT session_id FROM added) AS s;",
             ),
         ),
     ),
