@@ -26,12 +26,13 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import agentsession as ags
 from agentsession.log import LogEntry, Record
+from agentsession.tools import Effect
 
 from ..durability.common import planned_reply, side_tool
 from ..store.wrappers import DelegatingStore
@@ -104,35 +105,16 @@ def runtime_of(plan: dict[str, Any]) -> ags.Runtime:
     side = Path(plan["side"])
     tool = events_tool(Path(plan["events"])) if "events" in plan else side_tool(side)
     if plan.get("kill_in_tool"):
-        inner = tool
-
-        @ags.tool(effect="write", name="work")
-        def work(n: int, by: str, context: ags.ToolContext) -> str:
-            """Do one numbered piece of work, then die before the result is stored.
-
-            Args:
-                n: The piece of work.
-                by: Who asked.
-            """
-            inner.fn(n=n, by=by, context=context)
-            os.kill(os.getpid(), signal.SIGKILL)
-            return "never"
-
-        tool = work
+        tool = _around(
+            tool,
+            "write",
+            "Do one numbered piece of work, then die before the result is stored.",
+            _die,
+        )
     if plan.get("ask"):
-        plain = tool
-
-        @ags.tool(effect="execute", name="work")
-        def asking(n: int, by: str, context: ags.ToolContext) -> str:
-            """Do one numbered piece of work, once the user approves it.
-
-            Args:
-                n: The piece of work.
-                by: Who asked.
-            """
-            return str(plain.fn(n=n, by=by, context=context))
-
-        tool = asking
+        tool = _around(
+            tool, "execute", "Do one numbered piece of work, once the user approves it.", str
+        )
     return ags.Runtime(
         model=ags.ScriptedModel(planned_reply),
         store=KillAfter(store_of(plan), int(plan.get("kill_after", 0))),
@@ -140,6 +122,30 @@ def runtime_of(plan: dict[str, Any]) -> ags.Runtime:
         project_dir=side.parent,
         config=CONFIG,
     )
+
+
+def _die(result: str) -> str:
+    """After the side effect, before its result is stored."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "never"
+
+
+def _around(
+    inner: ags.Tool, effect: Effect, description: str, then: Callable[[str], str]
+) -> ags.Tool:
+    """``work`` that runs ``inner``, then returns ``then`` of its result."""
+
+    @ags.tool(effect=effect, name="work", description=description)
+    def work(n: int, by: str, context: ags.ToolContext) -> str:
+        """Do one numbered piece of work.
+
+        Args:
+            n: The piece of work.
+            by: Who asked.
+        """
+        return then(str(inner.fn(n=n, by=by, context=context)))
+
+    return work
 
 
 def dbos_config(plan: dict[str, Any]) -> Any:
