@@ -169,6 +169,14 @@ def test_chat_reads_lines_until_end_of_input(tmp_path: Path, db: Path) -> None:
     assert users == ["alpha beta", "gamma delta epsilon", "zeta"]  # /quit ends the chat
 
 
+def test_a_chat_left_before_a_prompt_names_no_session_to_resume(tmp_path: Path, db: Path) -> None:
+    """No input at all: the empty session is not kept, so no hint points at it."""
+    chat = cli_here(tmp_path, "--db", str(db), "chat", stdin="")
+    assert chat.code == 0, chat.err
+    assert "resume with" not in chat.err
+    assert cli_here(tmp_path, "--db", str(db), "sessions").out == ""
+
+
 # -- bad input: one clear line, a non-zero exit, no traceback ------------------------------------
 
 

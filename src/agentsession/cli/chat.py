@@ -285,7 +285,9 @@ class Chat:
             skills, self.skills = self.skills, ()
             await self._attempt(self.driver.prompt(text, skills))
         sid = self.session.id
-        output.note(f"session {sid} · resume with: agentsession chat --session {sid}")
+        if (await self.driver.store.get_session(sid)).next_seq:
+            # A chat left before its first prompt keeps no session: no id to resume.
+            output.note(f"session {sid} · resume with: agentsession chat --session {sid}")
 
     async def _attempt(self, work: Awaitable[object]) -> None:
         """Run one prompt or command; a failure is shown and counted, and the chat goes on."""
