@@ -72,6 +72,7 @@ def test_import_refuses_a_taken_id_and_a_corrupt_file_and_reads_standard_input(
 
     taken = on(tmp_path, db, "import", "-", stdin=text)
     assert_clean_error(taken, session_id)
+    assert "`import --copy` imports it under a new id" in taken.err  # the way on, named
     copied = on(tmp_path, db, "import", "--copy", "-", stdin=text)
     assert copied.code == 0, copied.err
     copy_id = copied.out.strip()

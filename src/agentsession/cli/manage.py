@@ -20,7 +20,7 @@ from pathlib import Path
 from ..codec import encode
 from ..engine.imports import admit_import
 from ..engine.leases import delete_undriven
-from ..errors import SessionFileError, UsageError
+from ..errors import ConflictError, SessionFileError, UsageError
 from ..hygiene import visible_line
 from ..runtime import Runtime
 from ..session import Session
@@ -105,6 +105,11 @@ async def import_file(inv: Invocation) -> str:
                 session = await runtime.import_session(path, new_id=new_id)
             finally:
                 await runtime.close()
+        except ConflictError as exc:
+            if new_id is not None or exc.expected_seq is not None:
+                raise
+            hint = f"{exc} in this store (`import --copy` imports it under a new id)"
+            raise ConflictError(hint, session_id=exc.session_id) from exc
         except SessionFileError as exc:
             if source != "-":
                 raise
