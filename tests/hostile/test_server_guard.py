@@ -62,9 +62,10 @@ def test_a_state_changing_request_without_a_json_body_is_refused_415(
     headers = {"Content-Type": content_type} if content_type else {}
     client = httpx.Client(base_url=server.url, timeout=TIMEOUT, headers=headers)
     with client:
-        _refused(
-            client.post("/sessions", content=b'{"title": "x"}'), 415, "UnsupportedMediaTypeError"
-        )
+        refused = client.post("/sessions", content=b'{"title": "x"}')
+        _refused(refused, 415, "UnsupportedMediaTypeError")
+        said = repr(content_type) if content_type else "none"
+        assert refused.json()["error"]["message"].endswith(f"(it said {said})")
         assert _count(server) == 0
     created = server.client.post("/sessions", json={"title": "x"})  # the control: JSON declared
     assert created.status_code == 201 and _count(server) == 1

@@ -151,9 +151,10 @@ class Guard:
             return None
         accepted = _SESSION_FILE if scope["path"].rstrip("/").endswith("/import") else _JSON
         if media not in accepted:
+            sent = headers.get("content-type")
             return 415, UnsupportedMediaTypeError(
                 f"a {method} request must say Content-Type: application/json"
-                f" (got {headers.get('content-type')!r})"
+                f" ({'it said ' + repr(sent) if sent is not None else 'it said none'})"
             )
         return None
 
