@@ -219,6 +219,32 @@ async def test_read_only_refuses_a_write_whatever_the_text_claims(
     assert session.permission_preset == "read-only"
 
 
+async def test_a_path_of_the_wrong_type_is_invalid_arguments_not_a_location(
+    make_runtime: Make, tmp_path: Path
+) -> None:
+    """A number where the path goes is told as the schema error, neither denied as a place
+    outside the project nor put to the user for approval."""
+    project = make_project(tmp_path)
+    model = ags.ScriptedModel(
+        [
+            [ags.ToolCall("read_file", {"path": 5})],
+            [ags.ToolCall("run_command", {"command": 7})],
+            "done",
+        ]
+    )
+    runtime = make_runtime(model=model, project_dir=project, tools=ags.builtin_tools())
+    session = await runtime.create_session()
+    result = await session.prompt("read it, then run it")
+
+    assert result.stop_reason == "end_turn" and result.text == "done"  # nobody was asked
+    results = [m for m in session.messages if isinstance(m, ags.ToolResultMessage)]
+    assert [text_of(m) for m in results] == [
+        "Invalid arguments for tool read_file: path must be of type string, got int",
+        "Invalid arguments for tool run_command: command must be of type string, got int",
+    ]
+    assert all(m.is_error for m in results)
+
+
 class Narrowing:
     """A context source that narrows the callable tools, as a skill's ``allowed-tools`` does."""
 

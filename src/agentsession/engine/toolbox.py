@@ -31,7 +31,7 @@ from ..permissions import unsandboxed
 from ..providers.base import ModelProfile
 from ..request import ToolCall, ToolSpec
 from ..sources import Ran, ToolSource
-from ..tools import Tool, ToolOutcome
+from ..tools import Tool, ToolOutcome, validate_arguments
 from ..tools.context import ToolContext
 from ..tools.sandbox import SandboxMode
 from .deferred import CALL_TOOL, CALL_TOOLS, SEARCH_TOOL, SEARCH_TOOLS, DeferredTools, proxied
@@ -155,6 +155,11 @@ class Toolbox:
         elif found is None or call.name not in offered:
             return Ran(ToolOutcome(f"Unknown tool: {call.name}", True))
         tool, source = found
+        problem = validate_arguments(tool.parameters, call.arguments) if source is None else None
+        if problem is not None:
+            # Before the gate: a path argument of the wrong type is no location to deny or ask
+            # about, and a call that cannot run is never put to the user for approval.
+            return Ran(ToolOutcome(f"Invalid arguments for tool {tool.name}: {problem}", True))
         readable = self._readable()
         decision = self._gate.decide(
             tool, dict(call.arguments), call.id, allowed_tools=self._narrowing(), readable=readable
