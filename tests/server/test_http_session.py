@@ -183,6 +183,22 @@ def test_errors_are_json_with_type_message_and_retryable(server: Server) -> None
     assert bad_after.status_code == 400
 
 
+def test_a_number_in_other_digits_is_a_400_not_a_crash(server: Server) -> None:
+    """``"²".isdigit()`` holds but ``int("²")`` fails: each numeric query parameter says 400."""
+    client = server.client
+    sid = client.post("/sessions", json={}).json()["id"]
+    for path, params in (
+        ("/sessions", {"limit": "²"}),
+        ("/search", {"q": "one", "limit": "²"}),
+        (f"/sessions/{sid}/events", {"after": "²"}),
+        (f"/sessions/{sid}/events", {"after": "-²"}),
+        (f"/sessions/{sid}/request", {"step": "²"}),
+    ):
+        refused = client.get(path, params=params)
+        assert refused.status_code == 400, (path, refused.text)
+        assert refused.json()["error"]["type"] == "UsageError"
+
+
 def test_openapi_names_every_route(server: Server) -> None:
     document = server.client.get("/openapi.json").json()
     assert document["openapi"].startswith("3.")

@@ -33,7 +33,7 @@ def new_owner() -> str:
 def _dead_here(owner: str) -> bool:
     """Whether ``owner`` names a process of this machine that has ended."""
     host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != socket.gethostname() or not pid.isdecimal():
         return False
     try:
         os.kill(int(pid), 0)

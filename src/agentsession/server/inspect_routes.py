@@ -83,7 +83,7 @@ def _step(request: Request) -> int | None:
     raw = request.query_params.get("step")
     if raw is None:
         return None
-    if not raw.isdigit() or int(raw) < 1:
+    if not raw.isdecimal() or int(raw) < 1:
         raise UsageError(f"'step' must be a positive whole number, got {raw!r}")
     return int(raw)
 

@@ -29,7 +29,7 @@ async def search(request: Request) -> Response:
     if not text:
         raise UsageError("query parameter 'q' holds the words to find")
     raw = request.query_params.get("limit", "20")
-    if not raw.isdigit():
+    if not raw.isdecimal():
         raise UsageError(f"query parameter 'limit' must be a whole number, got {raw!r}")
     limit = min(max(int(raw), 1), _MAX)
     asked = limit if owner is None else limit * _OVERSHOOT

@@ -56,7 +56,7 @@ def _int(request: Request, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not raw.isdigit():
+    if not raw.isdecimal():
         raise UsageError(f"query parameter {name!r} must be a whole number, got {raw!r}")
     return int(raw)
 

@@ -83,7 +83,7 @@ class ServerState:
     async def body(self, request: Request) -> bytes:
         """The request body, refused past ``max_body`` bytes (also while it is being read)."""
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+        if declared is not None and declared.isdecimal() and int(declared) > self.max_body:
             raise BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
         chunks: list[bytes] = []
         size = 0

@@ -63,7 +63,7 @@ def _after(request: Request) -> int:
     if raw is None:
         return -1
     raw = raw.strip()
-    if not (raw.isdigit() or (raw.startswith("-") and raw[1:].isdigit())):
+    if not (raw.isdecimal() or (raw.startswith("-") and raw[1:].isdecimal())):
         raise UsageError(f"Last-Event-ID / after must be a log seq, got {raw!r}")
     return max(int(raw), -1)
 
