@@ -7,12 +7,14 @@ console script names the installed version.
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import agentsession as ags
+from agentsession.cli.invocation import installed_extras
 from agentsession.codec import decode
 from agentsession.log import Dispatch, ModelSwitched, Record
 from agentsession.providers.profiles import default_profile
@@ -20,6 +22,8 @@ from agentsession.request import Request, digest
 
 from .cli_helpers import Outcome, assert_clean_error, cli, session_id_of
 from .cli_inprocess import cli_here
+
+ROOT = Path(__file__).resolve().parents[1]
 
 REPLY = "(scripted demo model) `count_words` returned **{}**."
 
@@ -277,6 +281,15 @@ def test_info_names_the_paths_version_and_extras(tmp_path: Path, db: Path) -> No
     ]
     configured = cli_env(tmp_path, db, {"AGENTSESSION_MODEL": "anthropic:claude-x"}, "info")
     assert "anthropic:claude-x" in configured.out
+
+
+def test_info_checks_every_extra_a_feature_needs() -> None:
+    """Each extra of pyproject that a feature needs is checked: none is called missing by
+    omission (``serve`` without the server extra, say, while ``info`` said none was missing)."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(declared["project"]["optional-dependencies"])
+    # Tools of the checkout, not features; and ``cli``, without which ``info`` cannot run.
+    assert set(installed_extras()) == extras - {"cli", "bench", "release", "docs", "dev"}
 
 
 def test_json_output_is_one_object_per_line_for_request_and_report(

