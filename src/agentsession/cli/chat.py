@@ -284,9 +284,7 @@ class Chat:
                 output.console.print()
             skills, self.skills = self.skills, ()
             await self._attempt(self.driver.prompt(text, skills))
-        sid = self.session.id
-        if (await self.driver.store.get_session(sid)).next_seq:
-            # A chat left before its first prompt keeps no session: no id to resume.
+        if (await self.driver.store.get_session(sid := self.session.id)).next_seq:  # else deleted
             output.note(f"session {sid} · resume with: agentsession chat --session {sid}")
 
     async def _attempt(self, work: Awaitable[object]) -> None:
