@@ -116,3 +116,15 @@ def test_cost_needs_an_id_or_all(tmp_path: Path) -> None:
     # With no priced session the total is not a made-up $0.0000.
     assert "all 1 sessions: no price" in unpriced.out
     assert "$0.0000" not in unpriced.out
+
+
+def test_cost_of_an_id_without_a_database_is_an_error_as_show_says(tmp_path: Path) -> None:
+    """No database: ``--all`` has nothing to price (exit 0); an ID names nothing there (exit 2)."""
+    db = tmp_path / "none.db"
+    everything = cli_here(tmp_path, "--db", str(db), "cost", "--all")
+    assert everything.code == 0 and "no sessions yet" in everything.err
+    one = cli_here(tmp_path, "--db", str(db), "cost", "3f2a9c1d")
+    shown = cli_here(tmp_path, "--db", str(db), "show", "3f2a9c1d")
+    assert one.code == shown.code == 2
+    assert one.err == shown.err and "no session database" in one.err
+    assert not db.exists()

@@ -36,7 +36,8 @@ async def cost(inv: Invocation) -> int:
     args = inv.args
     if bool(args.all) == bool(args.id):
         raise UsageError("cost needs a session ID or --all (not both)")
-    if not inv.postgres and not inv.db.exists():
+    if args.all and not inv.postgres and not inv.db.exists():
+        # An ID names a session that is not there: ``inv.store`` says so, as ``show`` does.
         inv.output.note(f"no sessions yet (no database at {inv.db})")
         return 0
     store = inv.store("read")
