@@ -1,4 +1,5 @@
-"""Live text between processes, without a database: payloads, what is sent, what is forwarded.
+"""Live text between processes, without a database: payloads, what is sent, what is forwarded,
+and when a follower sends a text delta (never after the entry that holds its text).
 
 Two relays stand for two server processes; the payloads one takes are handed to the other as
 PostgreSQL would deliver them (``heard``). The database itself carries them in
@@ -7,12 +8,20 @@ PostgreSQL would deliver them (``heard``). The database itself carries them in
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+import agentsession as ags
+from agentsession.events import TextDelta
+from agentsession.server.follow import follow_log
 from agentsession.server.live_relay import PAYLOAD_MAX, LiveRelay, payloads_of
+from agentsession.server.notify import Notifier
+from agentsession.server.wire import event_json, sse_frame
 
 SID = "s-live-relay"
 
@@ -120,3 +129,52 @@ def test_own_malformed_and_unfollowed_payloads_are_ignored() -> None:
     assert delivered == []
     following.heard(json.dumps(good))
     assert delivered == [(SID, 1, "x")]
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(12000):  # a condition, polled within a generous bound
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
+async def _consume(frames: AsyncIterator[bytes], into: list[bytes]) -> None:
+    async for frame in frames:
+        into.append(frame)
+
+
+def _text(text: str) -> bytes:
+    return sse_frame("text_delta", event_json(TextDelta(text)))
+
+
+async def test_a_follower_sends_text_only_before_the_entry_that_holds_it(tmp_path: Path) -> None:
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=ags.ScriptedModel(["the answer"]),
+        config=ags.Config(titles=False),
+    )
+    session = await runtime.create_session()
+    await session.prompt("question")
+    records = await runtime.store.read(session.id)
+    next_seq = records[-1].seq + 1
+    notifier = Notifier(runtime.store)
+    got: list[bytes] = []
+    follower = asyncio.create_task(
+        _consume(follow_log(runtime.store, notifier, session.id, -1), got)
+    )
+    try:
+        await _until(lambda: any(b"turn_finished" in f for f in got))
+        answered = len(got)
+        notifier.live(session.id, _text("stale"), records[-1].seq)  # its entry went out
+        notifier.live(session.id, _text("current"), next_seq)  # a step not committed yet
+        notifier.live(session.id, _text("ahead"), next_seq + 3)  # entries before it not read
+        marker = sse_frame("turn_cancelled", {"kind": "turn_cancelled"})
+        notifier.live(session.id, marker)  # no step: always sent
+        await _until(lambda: marker in got)
+        assert got[answered:] == [_text("current"), _text("ahead"), marker]
+    finally:
+        follower.cancel()
+        await asyncio.gather(follower, return_exceptions=True)
+        await session.close()
+        await runtime.close()
