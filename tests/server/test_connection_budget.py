@@ -20,8 +20,9 @@ BUDGET = MIN_DB_CONNECTIONS
 
 
 def test_a_budget_below_what_the_server_keeps_is_refused() -> None:
-    assert pool_size_for(16) == 11  # blocking reads, presence, LISTEN and two side statements
-    with pytest.raises(UsageError, match="--db-connections must be 7 or more"):
+    # blocking reads, presence, LISTEN, live text and two side statements
+    assert pool_size_for(16) == 10
+    with pytest.raises(UsageError, match="--db-connections must be 8 or more"):
         pool_size_for(MIN_DB_CONNECTIONS - 1)
 
 

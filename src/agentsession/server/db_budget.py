@@ -2,8 +2,10 @@
 
 One ``serve`` process holds, at most: the store's pool; one connection for the store's
 blocking reads; one for its presence (the session-level advisory lock that voids a dead
-holder's leases at once); one listening for news and cancels (``LISTEN``; the database's
-trigger sends the news, so no connection of the server does); and ``SIDE_CONNECTIONS`` for the
+holder's leases at once); one listening for news, cancels and live text (``LISTEN``; the
+database's trigger sends the news, so no connection of the server does); one sending live text
+and the wants for it (``live_relay``; open only while there is some to send); and
+``SIDE_CONNECTIONS`` for the
 server's own table (owners, settings, cancel requests). ``--db-connections N`` sets the
 total; the pool gets what the others leave. A deployment of P processes needs ``P × N``
 connections below the server's ``max_connections`` (minus its reserved ones);
@@ -23,14 +25,14 @@ __all__ = [
     "pool_size_for",
 ]
 
-#: Blocking reads, presence, LISTEN: one connection each.
-FIXED_CONNECTIONS = 3
+#: Blocking reads, presence, LISTEN, live text: one connection each.
+FIXED_CONNECTIONS = 4
 #: Statements on the server's own table at once (each on a short-lived connection).
 SIDE_CONNECTIONS = 2
 #: The smallest pool a process works with, under load.
 _MIN_POOL = 2
 MIN_DB_CONNECTIONS = FIXED_CONNECTIONS + SIDE_CONNECTIONS + _MIN_POOL
-#: The budget of ``serve`` unless told (a pool of 11, one more than a library store's default).
+#: The budget of ``serve`` unless told (a pool of 10, a library store's default).
 DEFAULT_DB_CONNECTIONS = 16
 
 

@@ -5,13 +5,15 @@ The log is the only source of entries: a reader that dropped and comes back with
 commits them. News (``Notifier``) wakes the reader; while news arrives by itself (PostgreSQL's
 ``LISTEN``) an idle reader reads nothing until it comes, else it reads again after the polling
 interval. A turn this process runs also hands its live frames (text deltas, tool calls; no id)
-to its readers here, between the entries. Each turn's end is a ``turn_finished`` event after the
-answer's entry. A comment line goes out when nothing happened for a while, so a client that
-left is noticed and an idle proxy keeps the stream open. At those quiet moments, while the log
-shows a step under way, the reader also asks whether its process is gone (a dispatched step
-with no answer and no live lease): then a ``turn_abandoned`` event says so, once per step,
-instead of silence. A store that fails ends the stream with an ``error`` event (the client
-resumes with its last id).
+to its readers here, after the entries committed before them; on PostgreSQL a turn another
+process runs sends its text deltas too (``live_relay``). A text delta goes out only while no
+entry of its step (or a later one) has: the entry holds the whole text. Each turn's end is a
+``turn_finished`` event after the answer's entry. A comment line goes out when nothing happened
+for a while, so a client that left is noticed and an idle proxy keeps the stream open. At those
+quiet moments, while the log shows a step under way, the reader also asks whether its process
+is gone (a dispatched step with no answer and no live lease): then a ``turn_abandoned`` event
+says so, once per step, instead of silence. A store that fails ends the stream with an
+``error`` event (the client resumes with its last id).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..errors import StoreError
 from ..events import PromptResult, TurnFinished
 from ..log import AssistantEntry, Dispatch, Record, ToolResultEntry, UserEntry, now
 from ..store.base import Store
-from .notify import Notifier
+from .notify import LiveFrame, Notifier
 from .wire import entry_json, error_body, event_json, sse_frame
 
 __all__ = ["follow_log"]
@@ -118,6 +120,24 @@ class _Quiet:
         return None
 
 
+def _due(live: list[LiveFrame], next_seq: int, hold: bool) -> tuple[list[bytes], bool]:
+    """The live frames to send now, and whether one waits for the entries before it.
+
+    Text of a step an entry at or past its first seq was sent of is stale: dropped (the entry
+    has it). With ``hold``, text whose step starts beyond ``next_seq`` stays in the buffer
+    until the entries before it are read.
+    """
+    ready: list[bytes] = []
+    while live:
+        frame, first_seq = live[0]
+        if hold and first_seq is not None and first_seq > next_seq:
+            return ready, True
+        live.pop(0)
+        if first_seq is None or first_seq >= next_seq:
+            ready.append(frame)
+    return ready, False
+
+
 async def _follow(
     store: Store, notifier: Notifier, session_id: str, after: int
 ) -> AsyncIterator[bytes]:
@@ -127,9 +147,11 @@ async def _follow(
     with notifier.subscribe(session_id) as live:
         while not notifier.stopping:
             seen = notifier.generation(session_id)
-            while live:  # a running step's deltas come before the entries it commits
-                yield live.pop(0)
-                quiet.since = time.monotonic()
+            # A running step's text comes before the entries it commits, after those before it.
+            ready, behind = _due(live, next_seq, hold=True)
+            for frame in ready:
+                yield frame
+            must_read = must_read or behind
             records = await store.read(session_id, next_seq, next_seq + _PAGE) if must_read else []
             for record in records:
                 yield sse_frame("entry", entry_json(record), record.seq)
@@ -140,11 +162,16 @@ async def _follow(
                 quiet.saw(records)
                 if len(records) == _PAGE:
                     continue
-            elif quiet.due():
+            late, _ = _due(live, next_seq, hold=False)
+            for frame in late:
+                yield frame
+            if ready or late:
+                quiet.since = time.monotonic()
+            elif not records and quiet.due():
                 yield b": keepalive\n\n"
-                frame = await quiet.check(store, session_id)
-                if frame is not None:
-                    yield frame
+                abandoned = await quiet.check(store, session_id)
+                if abandoned is not None:
+                    yield abandoned
             # With news arriving by itself, an idle reader waits for it alone (no reads).
             within = _KEEPALIVE if notifier.news_arrive else None
             woke = await notifier.wait(session_id, seen, within)

@@ -12,8 +12,10 @@ it is back (news may have been missed) and readers poll meanwhile. On SQLite the
 between processes: readers poll the file, which is local and cheap to ask.
 
 A turn this process runs also hands its live frames (text deltas, tool calls: events that are
-not in the log) to the readers of its session here (``live``, ``subscribe``); they are not sent
-between processes (a follower on another process sees the turn's entries as they commit).
+not in the log) to the readers of its session here (``live``, ``subscribe``). On PostgreSQL its
+text deltas also reach readers on other processes, as hints on a channel of their own
+(``live_relay``); the other live frames stay in their process. Each text frame carries the seq
+its step's entries start at: a reader that has sent an entry at or beyond it drops the frame.
 
 No lock guards the waiting: a waiter is a future of its own, woken by a plain call. A follower
 whose client leaves is cancelled at any await, and a lock held across such a cancellation (an
@@ -28,10 +30,13 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 
+from ..events import TextDelta
 from ..store.base import Store
 from ..store.migrations import LOG_CHANNEL
+from .live_relay import LIVE_CHANNEL, LiveRelay
+from .wire import event_json, sse_frame
 
-__all__ = ["CHANNEL", "Notifier", "Wakeup"]
+__all__ = ["CHANNEL", "LiveFrame", "Notifier", "Wakeup"]
 
 _log = logging.getLogger(__name__)
 
@@ -43,6 +48,9 @@ CANCEL_CHANNEL = "agentsession_cancel"
 #: Live frames kept for a reader that has not read them yet; beyond, it misses deltas (the
 #: log still has every entry).
 _LIVE_BACKLOG = 10_000
+
+LiveFrame = tuple[bytes, int | None]
+"""A live frame and, for text, the seq its step's entries start at (stale once sent past)."""
 
 
 class Wakeup:
@@ -98,7 +106,9 @@ class Notifier:
         #: Fired when another process asks for a turn to be cancelled (PostgreSQL).
         self.cancel_news = Wakeup()
         #: Each session's subscribers to live frames: a buffer per subscriber.
-        self._live: dict[str, list[list[bytes]]] = {}
+        self._live: dict[str, list[list[LiveFrame]]] = {}
+        #: Text deltas between processes (PostgreSQL; inert otherwise).
+        self.relay = LiveRelay(self._dsn, self._relayed, self._live.__contains__)
 
     async def start(self) -> None:
         """Begin listening to other processes (PostgreSQL only)."""
@@ -112,6 +122,7 @@ class Notifier:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._listener
             self._listener = None
+        await self.relay.close()
 
     async def published(self, session_id: str) -> None:
         """Entries of ``session_id`` were committed here: wake the readers here at once.
@@ -146,21 +157,34 @@ class Notifier:
         """
         return self.listening.is_set()
 
-    def live(self, session_id: str, frame: bytes) -> None:
-        """A live frame of a turn this process runs: handed to the session's subscribers."""
+    def live(self, session_id: str, frame: bytes, first_seq: int | None = None) -> None:
+        """A live frame of a turn this process runs: handed to the session's subscribers.
+
+        ``first_seq``: for a text delta, the seq its step's entries start at.
+        """
         buffers = self._live.get(session_id)
         if not buffers:
             return
         for buffer in buffers:
             if len(buffer) < _LIVE_BACKLOG:  # a reader that does not keep up misses deltas
-                buffer.append(frame)
+                buffer.append((frame, first_seq))
         self._poke(session_id)
 
+    def text(self, session_id: str, first_seq: int, text: str, frame: bytes) -> None:
+        """A text delta of a turn this process runs: to readers here and, asked, elsewhere."""
+        self.live(session_id, frame, first_seq)
+        self.relay.said(session_id, first_seq, text)
+
+    def _relayed(self, session_id: str, first_seq: int, text: str) -> None:
+        """Text of a turn another process runs, for the readers here."""
+        self.live(session_id, sse_frame("text_delta", event_json(TextDelta(text))), first_seq)
+
     @contextlib.contextmanager
-    def subscribe(self, session_id: str) -> Iterator[list[bytes]]:
+    def subscribe(self, session_id: str) -> Iterator[list[LiveFrame]]:
         """A buffer that receives the session's live frames while the block runs."""
-        buffer: list[bytes] = []
+        buffer: list[LiveFrame] = []
         self._live.setdefault(session_id, []).append(buffer)
+        self.relay.following(session_id)
         try:
             yield buffer
         finally:
@@ -188,11 +212,15 @@ class Notifier:
         """Forward PostgreSQL notifications to local readers; reconnect when the link drops."""
         while True:
             try:
-                async for channel, session_id in _notifications(dsn, self):
+                async for channel, payload in _notifications(dsn, self):
                     if channel == CANCEL_CHANNEL:
                         self.cancel_news.fire()
-                    else:
-                        self._wake(session_id)
+                    elif channel == LIVE_CHANNEL:
+                        self.relay.heard(payload)  # text, or a want for it
+                    else:  # the payload is the session's id
+                        self._wake(payload)
+                        if payload in self._live:  # a turn may be under way elsewhere
+                            self.relay.following(payload)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -204,12 +232,15 @@ class Notifier:
 
 
 async def _notifications(dsn: str, notifier: Notifier) -> AsyncIterator[tuple[str, str]]:
+    """(channel, payload) of each notification: a session's id, or on the live channel text."""
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CHANNEL}")
         await conn.execute(f"LISTEN {CANCEL_CHANNEL}")
+        await conn.execute(f"LISTEN {LIVE_CHANNEL}")
         notifier.listening.set()
         notifier._wake_all()  # what was committed before this point was not heard
+        notifier.relay.rejoined(list(notifier._live))  # nor the live text asked for
         async for note in conn.notifies():
             yield note.channel, note.payload

@@ -202,7 +202,8 @@ def _turn_paths() -> dict[str, Any]:
                     "200": _sse(
                         "log entries as event 'entry', each with its seq as the SSE id;"
                         " turn_finished after each turn's answer; while a turn runs on this"
-                        " process, its live events (no id) and turn_cancelled; turn_abandoned"
+                        " process, its live events (no id) and turn_cancelled; on PostgreSQL"
+                        " its text_delta events (no id) from any process; turn_abandoned"
                         " when the process running a step is gone; error when the store fails"
                     )
                 },

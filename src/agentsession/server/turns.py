@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ..engine.recovery import step_state
 from ..errors import SessionBusyError, StoreError
-from ..events import Event, PromptResult, StepCommitted, TurnFinished, TurnStream
+from ..events import Event, PromptResult, StepCommitted, TextDelta, TurnFinished, TurnStream
 from ..log import AssistantEntry, ContextEpoch, Record
 from ..runtime import Runtime
 from ..session import Session
@@ -278,6 +278,7 @@ class Turns:
             self.running.pop(run.session_id, None)
             self._sessions.pop(run.session_id, None)
             self._starts.pop(run.session_id, None)
+            self._notifier.relay.step_over(run.session_id)
             if outcome is not None:
                 await run.add(outcome)
             await run.finish()
@@ -321,6 +322,7 @@ class _Pump:
         if isinstance(event, StepCommitted):
             records = await turns._entries(run, self.emitted, event.last_seq + 1)
             self.emitted = max(self.emitted, event.last_seq + 1)
+            turns._notifier.relay.step_over(run.session_id)
             await turns._notifier.published(run.session_id)
         if self._observer is not None:
             self._observer.on_event(event, records)
@@ -329,7 +331,12 @@ class _Pump:
         elif not isinstance(event, StepCommitted):
             frame = sse_frame(event.kind, event_json(event))
             await run.add(frame)
-            turns._notifier.live(run.session_id, frame)  # to this process's /events readers
+            # To the /events readers: here, and for text on other processes too (PostgreSQL).
+            # Every entry before ``emitted`` is committed: the step's own start there or later.
+            if isinstance(event, TextDelta):
+                turns._notifier.text(run.session_id, self.emitted, event.text, frame)
+            else:
+                turns._notifier.live(run.session_id, frame)
 
 
 def _goes_on(finished: TurnFinished | None) -> bool:
