@@ -20,9 +20,12 @@ session works in a folder of its own (``--workspaces``). ``--followers`` clients
   servers that do not answer ``/readyz`` or a prompt on a new session;
 - SSE gaps and duplicates: an id a follower saw that is not the one after its last;
 - takeover: for each turn the kill broke, the seconds from the kill until another process
-  accepted the session (its ``retry`` or prompt answered its first event; under load mostly
-  queueing), and the seconds until the database released the killed process's presence lock
-  (from then on its leases are void for every process, on any machine).
+  accepted the session (its ``retry`` or prompt answered its first event), in parts: until its
+  client saw the stream break, until it asked a live process, until that process took the
+  session's lease (``server_worker.py`` notes each lease it takes); beside it, the seconds until
+  the database released the killed process's presence lock (from then on its leases are void
+  for every process, on any machine), and any prompt's request to first event, which is what
+  the takeover's last parts cost on the same processes at the same time.
 
 Throughput is answered prompts per second of the whole run; latency is per prompt, from the
 request to the answer, including retries after the kill.
