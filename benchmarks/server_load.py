@@ -184,7 +184,8 @@ class Broken:
     taken: float | None = None
     #: That process answered the request with the turn's first event.
     accepted: float | None = None
-    #: Requests a live process refused on the way (409 while the lease was still live).
+    #: Requests a live process refused on the way: 409 (the lease still live), or 400 for a
+    #: ``retry`` of a turn whose answer was in the log already.
     refused: int = 0
 
 
@@ -350,7 +351,9 @@ def _taken(servers: Servers, takes: Path) -> None:
         if float(wall) > servers.killed_wall and sid not in first:
             first[sid] = float(wall) - servers.killed_wall
     for broken in servers.broken:
-        broken.taken = first.get(broken.sid)
+        # A turn whose answer was in the log already was not taken over: the next take is the
+        # session's next prompt.
+        broken.taken = first.get(broken.sid) if broken.asked is not None else None
 
 
 def _takeover_figures(broken: list[Broken]) -> dict[str, Any]:
@@ -366,8 +369,8 @@ def _takeover_figures(broken: list[Broken]) -> dict[str, Any]:
         "takeover_max_s": round(max(accepted), 2) if accepted else None,
         "takeover_p50_s": round(statistics.median(accepted), 2) if accepted else None,
         # From the kill: the client saw its stream break · it asked a live process · that
-        # process took the lease · it answered the turn's first event. ``refused``: requests
-        # answered 409 (the lease still live) on the way.
+        # process took the lease · it answered the turn's first event (or the client found the
+        # answer in the log). ``refused``: requests answered 409 or 400 on the way.
         "takeover_parts_s": parts,
         "takeover_refusals": sum(b.refused for b in broken),
         "broken_turns": [
