@@ -20,9 +20,12 @@ session works in a folder of its own (``--workspaces``). ``--followers`` clients
   servers that do not answer ``/readyz`` or a prompt on a new session;
 - SSE gaps and duplicates: an id a follower saw that is not the one after its last;
 - takeover: for each turn the kill broke, the seconds from the kill until another process
-  accepted the session (its ``retry`` or prompt answered its first event; under load mostly
-  queueing), and the seconds until the database released the killed process's presence lock
-  (from then on its leases are void for every process, on any machine).
+  accepted the session (its ``retry`` or prompt answered its first event), in parts: until its
+  client saw the stream break, until it asked a live process, until that process took the
+  session's lease (``server_worker.py`` notes each lease it takes); beside it, the seconds until
+  the database released the killed process's presence lock (from then on its leases are void
+  for every process, on any machine), and any prompt's request to first event, which is what
+  the takeover's last parts cost on the same processes at the same time.
 
 Throughput is answered prompts per second of the whole run; latency is per prompt, from the
 request to the answer, including retries after the kill.
@@ -42,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +70,20 @@ def _port() -> int:
 
 
 class Servers:
-    def __init__(self, count: int, dsn: str, runs: Path, workspaces: Path | None) -> None:
+    def __init__(
+        self, count: int, dsn: str, runs: Path, workspaces: Path | None, patient: bool = False
+    ) -> None:
         self.urls: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
         self.dead: set[int] = set()
-        #: Seconds from the kill until each broken turn's client asked a live process again.
-        self.asks: list[float] = []
-        self.killed_at = 0.0
+        #: The turns the kill broke, each with its client's way back.
+        self.broken: list[Broken] = []
+        #: Whether clients behave as last round's did (``--patient-clients``).
+        self.patient = patient
+        self.killed_at = 0.0  # perf_counter at the kill
+        #: Seconds from each prompt's request to its first event (unbroken prompts' first try).
+        self.starts: list[float] = []
+        self.killed_wall = 0.0  # the wall clock at the kill, to compare with the log's stamps
         extra = [str(workspaces)] if workspaces is not None else []
         worker = str(HERE / "server_worker.py")
         for _ in range(count):
@@ -105,9 +116,13 @@ class Servers:
 
     def kill(self, index: int) -> None:
         self.dead.add(index)
+        self.killed_wall = time.time()
         self.killed_at = time.perf_counter()
         self.processes[index].send_signal(signal.SIGKILL)
         self.processes[index].wait()
+
+    def since_kill(self) -> float:
+        return time.perf_counter() - self.killed_at
 
     def stop(self) -> None:
         for process in self.processes:
@@ -118,10 +133,11 @@ class Servers:
 
 
 async def _turn(
-    client: httpx.AsyncClient, url: str, path: str, body: dict[str, Any]
+    client: httpx.AsyncClient, url: str, path: str, body: dict[str, Any], seen: list[bool]
 ) -> tuple[str | None, float | None]:
     """Run a turn to its end: its answer (``None``: it did not finish here), and when the
-    server accepted it (``None``: refused)."""
+    server accepted it (``None``: refused). ``seen`` gets ``True`` once the stream carried a
+    user entry from the log: the prompt is in the log (a retry, not the prompt again, goes on)."""
     async with client.stream("POST", url + path, json=body) as response:
         if response.status_code != 200:
             await response.aread()
@@ -133,6 +149,8 @@ async def _turn(
                 event = line[7:]
             elif line.startswith("data: ") and event == "turn_finished":
                 return str(json.loads(line[6:])["result"]["text"]), accepted
+            elif line.startswith("data: ") and event == "entry" and not seen:
+                seen.extend([True] if json.loads(line[6:])["kind"] == "user" else [])
     return None, accepted
 
 
@@ -153,39 +171,75 @@ async def _log_has(client: httpx.AsyncClient, url: str, sid: str, text: str) -> 
     return True, any(e["kind"] == "assistant" and not e.get("tool_calls") for e in after)
 
 
-async def prompt(
-    client: httpx.AsyncClient, servers: Servers, sid: str, text: str, takeovers: list[float]
-) -> None:
-    """One prompt to its answer, across server deaths; never sent twice once the log has it."""
+@dataclass
+class Broken:
+    """A turn the kill broke, and its client's way back: seconds after the kill."""
+
+    sid: str
+    #: The client saw its stream from the killed process break.
+    noticed: float
+    #: It sent the retry (or the prompt again) to a live process.
+    asked: float | None = None
+    #: That process took the session's lease.
+    taken: float | None = None
+    #: That process answered the request with the turn's first event.
+    accepted: float | None = None
+    #: Requests a live process refused on the way: 409 (the lease still live), or 400 for a
+    #: ``retry`` of a turn whose answer was in the log already.
+    refused: int = 0
+
+
+async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: str) -> None:
+    """One prompt to its answer, across server deaths; never sent twice once the log has it.
+
+    A client whose stream broke because its server died goes to the next live one at once;
+    when the stream had carried the prompt's user entry it knows the log has the prompt and
+    asks for a ``retry`` straight away, else it first asks the log what happened (``/export``).
+    ``--patient-clients`` is last round's client: 0.2 s of sleep and the log read every time.
+    """
     path = f"/sessions/{sid}/prompt"
     body: dict[str, Any] = {"text": text}
-    check = broken = asked = False
+    check = direct = False
+    broken: Broken | None = None
+    seen: list[bool] = []
     for _ in range(400):
         index = servers.next()
         url = servers.urls[index]
+        died = False
         try:
-            if check:  # a turn that broke off: ask the log what happened before acting again
+            if direct:  # the stream showed the prompt in the log: retry without asking
+                path, body, direct = f"/sessions/{sid}/retry", {}, False
+            elif check:  # a turn that broke off: ask the log what happened before acting again
                 sent, answered = await _log_has(client, url, sid, text)
                 if answered:
-                    if broken:  # another process finished it (a retry by another client)
-                        takeovers.append(time.perf_counter() - servers.killed_at)
+                    if broken is not None and broken.accepted is None:
+                        broken.accepted = servers.since_kill()  # another process finished it
                     return
                 path, body = (f"/sessions/{sid}/retry", {}) if sent else (path, {"text": text})
-            if broken and not asked:  # when the client asked a live process to take over
-                servers.asks.append(time.perf_counter() - servers.killed_at)
-                asked = True
-            answer, accepted = await _turn(client, url, path, body)
-            if accepted is not None and broken:
-                takeovers.append(accepted - servers.killed_at)
-                broken = False
+            if broken is not None and broken.asked is None:
+                broken.asked = servers.since_kill()
+            sent_at = time.perf_counter()
+            answer, accepted = await _turn(client, url, path, body, seen)
+            if accepted is not None and broken is None and not check:
+                servers.starts.append(accepted - sent_at)  # an ordinary prompt's start
+            if broken is not None and broken.accepted is None:
+                if accepted is None:
+                    broken.refused += 1
+                else:
+                    broken.accepted = accepted - servers.killed_at
             if answer is not None:
                 return
-            broken = broken or (index in servers.dead and servers.killed_at > 0)
+            died = index in servers.dead
         except (httpx.TransportError, StoreAway):
             # That server died (the next one takes over), or the database was away.
-            broken = broken or (index in servers.dead and servers.killed_at > 0)
+            died = index in servers.dead
+        if died and servers.killed_at > 0 and broken is None:
+            broken = Broken(sid, servers.since_kill())
+            servers.broken.append(broken)
+            direct = bool(seen) and not servers.patient
         check = True
-        await asyncio.sleep(0.2)  # the dead process's lease is found void on the next try
+        if not died or servers.patient:
+            await asyncio.sleep(0.2)  # a refusal (409, the database away): ask again soon
     raise RuntimeError(f"prompt {text!r} never finished")
 
 
@@ -193,11 +247,10 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp())
     runs = scratch / "tool_runs.txt"
     workspaces = scratch / "workspaces" if args.workspaces else None
-    servers = Servers(args.servers, dsn, runs, workspaces)
+    servers = Servers(args.servers, dsn, runs, workspaces, getattr(args, "patient_clients", False))
     limits = httpx.Limits(max_connections=(args.clients + args.followers) * 2)
     timeout = httpx.Timeout(300.0, connect=30.0)
     latencies: list[float] = []
-    takeovers: list[float] = []
     restarted: list[float] = []
     restarts: list[asyncio.Task[float]] = []
     released: list[asyncio.Task[float]] = []
@@ -226,7 +279,7 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
                     for n in range(args.prompts):
                         text = f"{sid[:8]} prompt {n} of the load run"
                         started = time.perf_counter()
-                        await prompt(client, servers, sid, text, takeovers)
+                        await prompt(client, servers, sid, text)
                         latencies.append(time.perf_counter() - started)
                         done += 1
                         if done == total // 3 and not servers.dead:
@@ -254,6 +307,7 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             await asyncio.gather(*following, return_exceptions=True)
             for follower in followers:
                 await follower.finish(client, servers)
+            _taken(servers, runs.with_name("lease_takes.txt"))
             checks = await _check(client, servers, ids, args.prompts, runs)
             checks["stuck_processes"] = await _stuck_processes(client, servers)
     finally:
@@ -270,11 +324,10 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
         "postgres_restarts": len(restarted),
         "postgres_restart_seconds": round(restarted[0], 1) if restarted else None,
         "presence_released_s": round(presence[0], 2) if presence else None,
-        "takeovers": len(takeovers),
-        "takeover_max_s": round(max(takeovers), 2) if takeovers else None,
-        "takeover_p50_s": round(statistics.median(takeovers), 2) if takeovers else None,
-        # The part of the takeover that is the client's: noticing, then asking the log.
-        "takeover_asked_p50_s": round(statistics.median(servers.asks), 2) if servers.asks else None,
+        **_takeover_figures(servers.broken),
+        # What a takeover's last part is compared with: any prompt's request to first event.
+        "prompt_start_p50_s": round(statistics.median(servers.starts), 2),
+        "prompt_start_p90_s": round(sorted(servers.starts)[int(len(servers.starts) * 0.9)], 2),
         **follower_figures(followers),
         "answered": done,
         "seconds": round(elapsed, 1),
@@ -282,6 +335,51 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
         "p50_ms": round(statistics.median(latencies) * 1000, 1),
         "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1),
         **checks,
+    }
+
+
+def _taken(servers: Servers, takes: Path) -> None:
+    """When a live process took each broken session's lease: its first take after the kill.
+
+    The server processes note each lease they take with the wall clock (``server_worker.py``),
+    on this machine the same clock as ours.
+    """
+    first: dict[str, float] = {}
+    lines = takes.read_text().splitlines() if takes.exists() else []
+    for line in lines:
+        sid, wall = line.split()
+        if float(wall) > servers.killed_wall and sid not in first:
+            first[sid] = float(wall) - servers.killed_wall
+    for broken in servers.broken:
+        # A turn whose answer was in the log already was not taken over: the next take is the
+        # session's next prompt.
+        broken.taken = first.get(broken.sid) if broken.asked is not None else None
+
+
+def _takeover_figures(broken: list[Broken]) -> dict[str, Any]:
+    """The takeover as the clients saw it, and its parts (seconds after the kill)."""
+    accepted = [b.accepted for b in broken if b.accepted is not None]
+    parts: dict[str, Any] = {}
+    for part in ("noticed", "asked", "taken", "accepted"):
+        values = sorted(v for b in broken if (v := getattr(b, part)) is not None)
+        if values:
+            parts[part] = {"p50": round(statistics.median(values), 2), "max": round(values[-1], 2)}
+    return {
+        "takeovers": len(accepted),
+        "takeover_max_s": round(max(accepted), 2) if accepted else None,
+        "takeover_p50_s": round(statistics.median(accepted), 2) if accepted else None,
+        # From the kill: the client saw its stream break · it asked a live process · that
+        # process took the lease · it answered the turn's first event (or the client found the
+        # answer in the log). ``refused``: requests answered 409 or 400 on the way.
+        "takeover_parts_s": parts,
+        "takeover_refusals": sum(b.refused for b in broken),
+        "broken_turns": [
+            [
+                round(v, 2) if v is not None else None
+                for v in (b.noticed, b.asked, b.taken, b.accepted)
+            ]
+            for b in broken
+        ],
     }
 
 
@@ -307,7 +405,7 @@ async def _check(
             lost += 1
             kinds = [e["kind"] for e in lines[-12:]]
             problems.append(f"{sid}: {len(lines)} exported, {info['entries']} entries; {kinds}")
-        answer, _ = await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"})
+        answer, _ = await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"}, [])
         stuck += answer is None
     text = await asyncio.to_thread(runs.read_text) if runs.exists() else ""  # noqa: ASYNC240
     ran = Counter(text.splitlines())
@@ -328,7 +426,7 @@ async def _stuck_processes(client: httpx.AsyncClient, servers: Servers) -> int:
             continue
         ready = await client.get(url + "/readyz")
         sid = (await client.post(url + "/sessions", json={})).json()["id"]
-        answer, _ = await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"})
+        answer, _ = await _turn(client, url, f"/sessions/{sid}/prompt", {"text": "one more"}, [])
         stuck += ready.status_code != 200 or answer is None
     return stuck
 
@@ -342,6 +440,11 @@ def main() -> int:
     parser.add_argument("--followers", type=int, default=20)
     parser.add_argument(
         "--no-workspaces", dest="workspaces", action="store_false", help="sessions share a folder"
+    )
+    parser.add_argument(
+        "--patient-clients",
+        action="store_true",
+        help="clients as last round's: 0.2 s before asking again, the log read after every break",
     )
     parser.add_argument(
         "--no-restart-postgres",

@@ -2,6 +2,9 @@
 
     python server_worker.py DSN PORT RUNS_FILE [WORKSPACES]
 
+Each lease this process takes is written to ``lease_takes.txt`` beside RUNS_FILE (session id
+and wall-clock time), so the benchmark can tell when a killed process's session was taken over.
+
 The model is scripted (no provider): each prompt calls ``count_words`` once and then answers
 with the count, so a prompt is two provider calls and one tool call. The tool appends the text
 it was called with to RUNS_FILE (one line per run, O_APPEND), so the benchmark can count tool
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
 import uvicorn
 
@@ -21,6 +25,7 @@ import agentsession as ags
 from agentsession.request import ToolResultMessage, UserMessage, text_of
 
 RUNS = ""
+TAKES = ""
 
 
 @ags.tool
@@ -38,6 +43,21 @@ def count_words(text: str) -> int:
     return len(text.split())
 
 
+class _Store(ags.PostgresStore):
+    """The PostgreSQL store, noting each lease it took (O_APPEND: whole lines across processes)."""
+
+    async def acquire_lease(self, session_id: str, owner: str, ttl: float = 30.0) -> bool:
+        took = await super().acquire_lease(session_id, owner, ttl)
+        if took:
+            line = f"{session_id} {time.time():.6f}\n".encode()
+            fd = os.open(TAKES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        return took
+
+
 def reply(request: ags.Request) -> object:
     last = request.messages[-1] if request.messages else None
     if isinstance(last, ToolResultMessage):
@@ -47,11 +67,12 @@ def reply(request: ags.Request) -> object:
 
 
 async def main() -> None:
-    global RUNS
+    global RUNS, TAKES
     dsn, port, RUNS = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    TAKES = os.path.join(os.path.dirname(RUNS), "lease_takes.txt")
     workspaces = sys.argv[4] if len(sys.argv) > 4 else None
     runtime = ags.Runtime(
-        store=ags.PostgresStore(dsn),
+        store=_Store(dsn),
         model=ags.ScriptedModel(reply, name="scripted:bench"),
         tools=[count_words],
         config=ags.Config(retry_base_delay=0),

@@ -102,11 +102,16 @@ class LeaseKeeper:
         started = time.monotonic()
         if not await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
             lease = await self._store.lease_of(self._session_id)
+            # No live lease now: it was released, or its holder died, between the two
+            # statements (a killed holder's connection ends on the database's schedule) —
+            # take it at once rather than answer a conflict with nobody on the other side.
+            gone = lease is None
             if lease is not None and _dead_here(lease.owner):
                 await self._store.release_lease(self._session_id, lease.owner)
-                if await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
-                    self._until = started + self._ttl
-                    return
+                gone = True
+            if gone and await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
+                self._until = started + self._ttl
+                return
             holder = ""
             if lease is not None:
                 left = max(0.0, lease.expires_at - time.time())
