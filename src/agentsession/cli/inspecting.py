@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._files import write_private
-from ..codec import encode
+from ..codec import canonical_texts_held, encode
 from ..engine.imports import valid_session_id
 from ..errors import UsageError
 from ..hygiene import visible_json
@@ -197,7 +197,9 @@ async def report(inv: Invocation) -> int:
     stamp = datetime.now(UTC).isoformat()
     _end_without_collecting()
     if args.id:
-        with _collector_paused():  # what the report holds is freed before the pause ends
+        # What the report holds is freed before the pause ends; the report asks again for the
+        # message texts its inspection made (a long session makes more than are kept).
+        with _collector_paused(), canonical_texts_held():
             target = await _report_one(inv, args.id, args.output, stamp)
         _wrote(inv, f"wrote {target}", [target])
         return 0
@@ -206,7 +208,7 @@ async def report(inv: Invocation) -> int:
     try:
         entries = []
         for found in await store.list_sessions():
-            with _collector_paused():
+            with _collector_paused(), canonical_texts_held():
                 entries.append(await _report_listed(inv, store, found.id, folder, stamp))
         write_page(folder / "index.html", render_index(entries, generated=stamp, version=version()))
         paths = [folder / "index.html", *(folder / e.href for e in entries)]

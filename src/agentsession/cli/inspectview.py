@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._files import write_private
+from ..codec import canonical_texts_held
 from ..errors import UsageError
 from ..inspection.report import render_report
 from ..session import Session
@@ -29,10 +30,11 @@ async def show_context(session: Session, output: Output) -> None:
 
 async def write_report(session: Session, path: Path) -> None:
     """Write the HTML report of ``session`` to ``path``."""
-    inspection = await session.inspect()
     stamp = datetime.now(UTC).isoformat()
-    # The same private write as the ``report`` command: a report holds the whole transcript.
-    write_page(path, render_report(inspection, generated=stamp, version=version()))
+    with canonical_texts_held():  # the report asks again for the texts its inspection made
+        inspection = await session.inspect()
+        # The same private write as the ``report`` command: a report holds the whole transcript.
+        write_page(path, render_report(inspection, generated=stamp, version=version()))
 
 
 async def write_export(session: Session, path: Path) -> str:
