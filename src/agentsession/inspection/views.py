@@ -66,6 +66,7 @@ __all__ = [
     "last_model",
     "past_context",
     "request_limit",
+    "turn_marks",
 ]
 
 
@@ -344,6 +345,25 @@ def _turns(
     if opened is not None:
         out.append(info(opened, requests, calls, outcome))
     return tuple(out)
+
+
+def turn_marks(records: Sequence[Record]) -> tuple[list[str], dict[int, str]]:
+    """What a transcript marks, from the log alone and with no request rebuilt.
+
+    Each user turn's outcome, in order (as ``Inspection.turns`` has them), and the title of the
+    summary each turn holds, by its number (as ``Inspection.timeline``, the last when several).
+    """
+    turns_of: dict[int, int] = {}
+    compacted: dict[int, str] = {}
+    turn = 0
+    for record in records:
+        entry = record.entry
+        if isinstance(entry, UserEntry):
+            turn += 1
+            turns_of[record.seq] = turn
+        elif entry.kind == "summary":
+            compacted[turn] = describe(entry)[0]
+    return [t.outcome for t in _turns(records, turns_of, {}, {})], compacted
 
 
 def _outcome(entry: object) -> str:
