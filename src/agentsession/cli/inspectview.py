@@ -7,11 +7,10 @@ from pathlib import Path
 
 from .._files import write_private
 from ..codec import canonical_texts_held
-from ..errors import UsageError
 from ..inspection.report import render_report
 from ..session import Session
 from .console import Output, RichOutput
-from .inspecting import write_page
+from .inspecting import next_context, write_page
 from .invocation import version
 from .screens import print_context
 
@@ -20,10 +19,7 @@ __all__ = ["show_context", "write_report"]
 
 async def show_context(session: Session, output: Output) -> None:
     """Print the next request of ``session`` part by part (nothing is admitted)."""
-    inspection = await session.inspect()
-    view = inspection.next_request
-    if view is None:
-        raise UsageError(f"cannot preview the next request: {inspection.next_error}")
+    view = await next_context(session)  # the next request alone: nothing else is rebuilt
     heading = f"The next request of session {session.id} (nothing is admitted)"
     print_context(view, heading, full=False, rich=isinstance(output, RichOutput))
 
