@@ -132,7 +132,8 @@ def _unpack_digest(name: str, value: Any) -> str:
         return value[0]
     if isinstance(value, str) and _B64.fullmatch(value):
         try:  # urlsafe_b64decode's work, in one call
-            found = binascii.a2b_base64(value.encode("ascii").translate(_FROM_URLSAFE) + b"==").hex()
+            standard = value.encode("ascii").translate(_FROM_URLSAFE)
+            found = binascii.a2b_base64(standard + b"==").hex()
         except (binascii.Error, ValueError) as exc:  # pragma: no cover - the pattern admits none
             raise ValueError(f"{name}: {exc}") from exc
         if len(_UNPACKED_DIGESTS) >= 64:
