@@ -13,8 +13,11 @@ from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.budget import EstimateCounter, measure
+from agentsession.cli.inspecting import next_context
 from agentsession.inspection._measure import _same_prefix, measure_in_order
-from agentsession.inspection.views import Inspection
+from agentsession.inspection.inputs import inspect_records
+from agentsession.inspection.inputs import next_context as next_context_of
+from agentsession.inspection.views import Inspection, turn_marks
 from agentsession.log import SkillLoaded
 from agentsession.request import digest
 
@@ -136,6 +139,9 @@ async def test_next_request_is_annotated_without_admitting_anything(make_runtime
     assert view.total == measure(view.request, runtime.token_counter).total
     assert 0 < view.total < view.limit
     assert view.window_start == 0 and view.before_window == 0 and view.left_out == 0
+    # ``context`` and ``/context`` show it alone, with no past request rebuilt: the same view.
+    assert await next_context(session) == view
+    assert await session.log() == before
 
 
 async def test_window_edge_and_elision_are_reported(make_runtime: Make) -> None:
@@ -257,3 +263,39 @@ async def test_requests_measured_in_order_match_measuring_each_alone(make_runtim
     assert [r.tokens for r in inspection.requests] == [sum(t) for t in alone]
     # The shared prefix is reused, not recounted: most requests keep earlier messages.
     assert sum(bool(_same_prefix(a, b)) for a, b in itertools.pairwise(requests)) > 6
+
+
+async def test_turn_marks_are_those_of_the_whole_inspection(make_runtime: Make) -> None:
+    # ``show`` marks a transcript from the log alone; the marks must be the inspection's.
+    summarizer = ags.ScriptedModel(["## Goal\nCount things.", "## Goal\nAgain."], name="summariser")
+    runtime = make_runtime(
+        [RuntimeError("down"), "a1", "a2", "a3", "a4", "a5"],
+        summarizer=summarizer,
+        config=ags.Config(keep_user_turns=1, retry_base_delay=0),
+    )
+    session = await runtime.create_session()
+    with pytest.raises(ags.ProviderError):
+        await session.prompt("zero")
+    for text in ("one", "two", "three"):
+        await session.prompt(text)
+    assert await session.compact() is True
+    await session.prompt("four")
+    assert await session.compact() is True
+    ins = await session.inspect()
+    outcomes, compacted = turn_marks(await session.log())
+    assert outcomes == [t.outcome for t in ins.turns]
+    assert outcomes[0] == "failed" and outcomes[-1] == "answered"
+    assert compacted == {i.turn: i.title for i in ins.timeline if i.kind == "summary"}
+    assert len(compacted) == 2
+
+
+async def test_the_next_request_alone_says_why_it_cannot_be_previewed(make_runtime: Make) -> None:
+    runtime = make_runtime(["a1"])
+    session = await runtime.create_session()
+    await session.prompt("one")
+    inputs = await session._inspection_inputs()
+    inputs = dataclasses.replace(inputs, upcoming="no model at hand")
+    records = await session.log()
+    ins = inspect_records(inputs, records)
+    assert ins.next_request is None
+    assert next_context_of(inputs, records) == (None, ins.next_error) == (None, "no model at hand")

@@ -109,6 +109,36 @@ def test_identity_memo_never_answers_for_another_object() -> None:
     assert all(memo.get(k) in (None, i) for i, k in enumerate(keys))
 
 
+def test_a_held_identity_memo_drops_nothing_until_the_hold_ends() -> None:
+    memo: IdentityMemo[int] = IdentityMemo(size=4)
+    keys = [UserMessage(f"m{i}") for i in range(10)]
+    with memo.held():
+        with memo.held():  # holds nest: the inner one ending drops nothing
+            for i, key in enumerate(keys[:6]):
+                memo.put(key, i)
+        for i, key in enumerate(keys[6:], start=6):
+            memo.put(key, i)
+        assert [memo.get(k) for k in keys] == list(range(10))
+    assert len(memo) == 2  # the newest half of its size is kept
+    assert [memo.get(k) for k in keys] == [None] * 8 + [8, 9]
+    for i, key in enumerate(keys[:3]):
+        memo.put(key, i)
+    assert len(memo) <= 4  # bounded again
+
+
+def test_canonical_texts_made_under_a_hold_are_found_again() -> None:
+    from agentsession.codec import canonical_json_seen, canonical_texts_held
+    from agentsession.codec._encoding import _CANONICAL
+
+    messages = [UserMessage(f"held {i}") for i in range(20_000)]  # more than the memo holds
+    with canonical_texts_held():
+        texts = [canonical_json(m) for m in messages]
+        assert all(_CANONICAL.get(m) is t for m, t in zip(messages, texts, strict=True))
+        assert [canonical_json_seen(m) for m in messages] == texts
+    assert _CANONICAL.get(messages[0]) is None  # dropped once the hold ended
+    assert texts[0] == json.dumps(encode(messages[0]), sort_keys=True, ensure_ascii=False)
+
+
 def test_memoised_token_counts_follow_calibration() -> None:
     counter = EstimateCounter()
     request = Request((("core.agent", "You help. " * 30),), (UserMessage("word " * 200),))

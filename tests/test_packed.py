@@ -155,4 +155,8 @@ def test_a_digest_packs_as_unpadded_base64url(raw: bytes) -> None:
     packed._PACKED_DIGESTS.clear()  # the C calls, not the kept answer
     assert packed._pack_digest(raw.hex()) == expected
     assert packed._pack_digest(raw.hex()) == expected  # kept
+    packed._UNPACKED_DIGESTS.clear()
     assert packed._unpack_digest("digest", expected) == raw.hex()
+    assert packed._unpack_digest("digest", expected) == raw.hex()  # kept
+    with pytest.raises(ValueError, match="not a packed digest"):
+        packed._unpack_digest("digest", expected + "!")  # only what decoded is kept

@@ -4,7 +4,8 @@ The same frozen values (a window message, a tool declaration) go into request af
 their JSON, digest and token count never change, so each is computed once. A key is the object
 itself: the memo holds a reference to it, so its ``id`` cannot be reused while the entry lives,
 and a hit is checked with ``is``. Objects need not be hashable (messages hold dicts). The memo is
-bounded: when full, the oldest half is dropped. Thread-safe.
+bounded: when full, the oldest half is dropped — except while it is ``held`` by a pass that will
+ask again for what it put (a report after its inspection). Thread-safe.
 
 ``PrefixMemo`` keeps the state of a fold over a tuple (a running hash, a token sum), so the next,
 longer tuple of the same objects folds only what it adds. ``conforms`` keeps, per class, whether
@@ -13,8 +14,10 @@ its objects satisfy a runtime-checkable protocol.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import threading
+from collections.abc import Iterator
 from itertools import islice
 from typing import Generic, TypeVar
 
@@ -31,6 +34,7 @@ class IdentityMemo(Generic[V]):
         self._size = max(2, size)
         self._items: dict[int, tuple[object, V]] = {}
         self._lock = threading.Lock()
+        self._holds = 0
 
     def get(self, obj: object) -> V | None:
         """The value kept for ``obj`` (this very object), or ``None``."""
@@ -42,11 +46,31 @@ class IdentityMemo(Generic[V]):
     def put(self, obj: object, value: V) -> V:
         """Keep ``value`` for ``obj``; returns ``value``."""
         with self._lock:
-            if len(self._items) >= self._size:
+            if len(self._items) >= self._size and not self._holds:
                 for key in list(islice(self._items, self._size // 2)):
                     del self._items[key]
             self._items[id(obj)] = (obj, value)
         return value
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Nothing is dropped while the block runs; after it, the newest half of the size is kept.
+
+        For work that puts more than the bound holds and then asks for all of it again (a long
+        session's report asks for every message text its inspection made): without the hold the
+        second pass would find only the newest half and make the rest again. Holds nest.
+        """
+        with self._lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holds -= 1
+                over = len(self._items) - self._size // 2
+                if not self._holds and len(self._items) > self._size:
+                    for key in list(islice(self._items, over)):
+                        del self._items[key]
 
     def __len__(self) -> int:
         return len(self._items)

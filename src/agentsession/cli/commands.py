@@ -258,14 +258,14 @@ async def sessions(inv: Invocation) -> int:
 
 async def show(inv: Invocation) -> int:
     """``show``: a session's user transcript, each turn that got no answer marked."""
+    from ..inspection.views import turn_marks  # the marks need no request rebuilt
+
     store = inv.store("read")
     try:
         _, session = await inv.open(store, inv.args.id, read_only=True)
         messages = list(session.messages)
         try:
-            inspection = await session.inspect()
-            outcomes = [turn.outcome for turn in inspection.turns]
-            compacted = {i.turn: i.title for i in inspection.timeline if i.kind == "summary"}
+            outcomes, compacted = turn_marks(await session.log())
         except AgentSessionError:  # the transcript is shown all the same, unmarked
             outcomes, compacted = [], {}
         marks = outcome_marks(messages, outcomes)

@@ -10,6 +10,7 @@ id the package could not have created (``report_name``).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import functools
@@ -21,10 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._files import write_private
-from ..codec import encode
+from ..codec import canonical_texts_held, encode
 from ..engine.imports import valid_session_id
 from ..errors import UsageError
 from ..hygiene import visible_json
+from ..inspection.annotate import ContextView
+from ..inspection.inputs import next_context as next_view_of
 from ..inspection.report import IndexEntry, render_index, render_report
 from ..inspection.views import Inspection, past_context
 from ..providers import lower
@@ -39,7 +42,7 @@ from ..store.base import Store
 from .invocation import Invocation, version
 from .output import JsonOutput
 
-__all__ = ["context", "report", "report_name", "request", "write_page"]
+__all__ = ["context", "next_context", "report", "report_name", "request", "write_page"]
 
 
 @contextlib.contextmanager
@@ -77,33 +80,53 @@ def _end_without_collecting() -> None:
 
 
 async def _inspected(inv: Invocation, session_id: str) -> tuple[Runtime, Session, Inspection]:
-    store = inv.store("read")
-    runtime: Runtime | None = None
+    runtime, session = await _opened(inv, session_id)
     try:
-        runtime, session = await inv.open(store, session_id, read_only=True)
         with _collector_paused():
             return runtime, session, await session.inspect()
     except BaseException:
-        if runtime is not None:
-            await runtime.close()  # its store and model client with it
-        else:
-            await store.close()
+        await runtime.close()  # its store and model client with it
         raise
+
+
+async def _opened(inv: Invocation, session_id: str) -> tuple[Runtime, Session]:
+    """The session opened for reading, with its runtime (the caller closes it)."""
+    store = inv.store("read")
+    try:
+        return await inv.open(store, session_id, read_only=True)
+    except BaseException:
+        await store.close()
+        raise
+
+
+async def next_context(session: Session) -> ContextView:
+    """The next request of ``session`` annotated, with no past request rebuilt.
+
+    ``inspect().next_request``, without the rest of the inspection; ``UsageError`` saying why
+    when it cannot be previewed.
+    """
+    inputs = await session._inspection_inputs()
+    records = await session.log(0, inputs.info.next_seq)
+    view, error = await asyncio.to_thread(next_view_of, inputs, records)
+    if view is None:
+        raise UsageError(f"cannot preview the next request: {error}")
+    return view
 
 
 async def context(inv: Invocation) -> int:
     """``context``: the next request (or ``--step N``) annotated part by part."""
-    runtime, session, inspection = await _inspected(inv, inv.args.id)
+    step = inv.args.step
+    if step is None:  # the next request alone: nothing else is rebuilt
+        runtime, session = await _opened(inv, inv.args.id)
+    else:
+        runtime, session, inspection = await _inspected(inv, inv.args.id)
     try:
-        step = inv.args.step
         if step is not None:
             records = await session.log()
             view = past_context(inspection, step, records, runtime.token_counter)
             heading = f"Request {step} of session {session.id}, rebuilt from the log"
-        elif inspection.next_request is None:
-            raise UsageError(f"cannot preview the next request: {inspection.next_error}")
         else:
-            view = inspection.next_request
+            view = await next_context(session)
             heading = f"The next request of session {session.id} (nothing is admitted)"
         if isinstance(inv.output, JsonOutput):
             inv.output.emit("context", **encode(view))
@@ -197,7 +220,9 @@ async def report(inv: Invocation) -> int:
     stamp = datetime.now(UTC).isoformat()
     _end_without_collecting()
     if args.id:
-        with _collector_paused():  # what the report holds is freed before the pause ends
+        # What the report holds is freed before the pause ends; the report asks again for the
+        # message texts its inspection made (a long session makes more than are kept).
+        with _collector_paused(), canonical_texts_held():
             target = await _report_one(inv, args.id, args.output, stamp)
         _wrote(inv, f"wrote {target}", [target])
         return 0
@@ -206,7 +231,7 @@ async def report(inv: Invocation) -> int:
     try:
         entries = []
         for found in await store.list_sessions():
-            with _collector_paused():
+            with _collector_paused(), canonical_texts_held():
                 entries.append(await _report_listed(inv, store, found.id, folder, stamp))
         write_page(folder / "index.html", render_index(entries, generated=stamp, version=version()))
         paths = [folder / "index.html", *(folder / e.href for e in entries)]

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._files import write_private
-from ..errors import UsageError
+from ..codec import canonical_texts_held
 from ..inspection.report import render_report
 from ..session import Session
 from .console import Output, RichOutput
-from .inspecting import write_page
+from .inspecting import next_context, write_page
 from .invocation import version
 from .screens import print_context
 
@@ -19,20 +19,18 @@ __all__ = ["show_context", "write_report"]
 
 async def show_context(session: Session, output: Output) -> None:
     """Print the next request of ``session`` part by part (nothing is admitted)."""
-    inspection = await session.inspect()
-    view = inspection.next_request
-    if view is None:
-        raise UsageError(f"cannot preview the next request: {inspection.next_error}")
+    view = await next_context(session)  # the next request alone: nothing else is rebuilt
     heading = f"The next request of session {session.id} (nothing is admitted)"
     print_context(view, heading, full=False, rich=isinstance(output, RichOutput))
 
 
 async def write_report(session: Session, path: Path) -> None:
     """Write the HTML report of ``session`` to ``path``."""
-    inspection = await session.inspect()
     stamp = datetime.now(UTC).isoformat()
-    # The same private write as the ``report`` command: a report holds the whole transcript.
-    write_page(path, render_report(inspection, generated=stamp, version=version()))
+    with canonical_texts_held():  # the report asks again for the texts its inspection made
+        inspection = await session.inspect()
+        # The same private write as the ``report`` command: a report holds the whole transcript.
+        write_page(path, render_report(inspection, generated=stamp, version=version()))
 
 
 async def write_export(session: Session, path: Path) -> str:

@@ -17,7 +17,7 @@ hints, ``twin``), ``_json`` keeps the C JSON encoder per thread (``one_shot``).
 from __future__ import annotations
 
 from ._decoding import DecodeError, Mismatch, decode
-from ._encoding import canonical_json, canonical_json_seen, encode
+from ._encoding import canonical_json, canonical_json_seen, canonical_texts_held, encode
 from ._generate import COMPILE_AFTER
 from ._json import one_shot
 from ._lean import lean, lean_text
@@ -30,6 +30,7 @@ __all__ = [
     "Mismatch",
     "canonical_json",
     "canonical_json_seen",
+    "canonical_texts_held",
     "decode",
     "decode_entry",
     "encode",

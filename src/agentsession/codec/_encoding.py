@@ -10,6 +10,7 @@ Both give what the walk gives, keys in the same order (property tests).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import keyword
@@ -27,6 +28,7 @@ __all__ = [
     "TEXTS",
     "canonical_json",
     "canonical_json_seen",
+    "canonical_texts_held",
     "compile_encoder",
     "compile_text",
     "encode",
@@ -163,6 +165,15 @@ def canonical_json(value: Any) -> str:
     if _is_value(value):
         return _CANONICAL.put(value, plain_json(value))
     return plain_json(value)
+
+
+def canonical_texts_held() -> contextlib.AbstractContextManager[None]:
+    """Keep every canonical text made while the block runs (see ``IdentityMemo.held``).
+
+    An inspection of a long session makes more texts than the memo holds, and its report asks
+    for them again (``canonical_json_seen``): held, they are found instead of made twice.
+    """
+    return _CANONICAL.held()
 
 
 def canonical_json_seen(value: Any) -> str:

@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 __all__ = ["SessionViews"]
 
 
-#: Entries an inspection reads from the store at a time.
-_INSPECT_PAGE = 200
+#: Entries an inspection reads from the store at a time. Each page is a hand-over to the store's
+#: thread and a read transaction of its own (pages of 200 cost a 10,000-entry report 20–30 ms
+#: of CPU); a page of 1,000 keeps another caller of the store waiting for about 10 ms at most.
+_INSPECT_PAGE = 1_000
 
 
 class SessionViews:

@@ -18,9 +18,10 @@ from ..config import Config
 from ..log import Record, RuntimeContextSnapshot, SystemPromptCheckpoint
 from ..request import ToolSpec
 from ..store.base import SessionInfo
-from .views import Inspection, inspect_log
+from .annotate import ContextView
+from .views import Inspection, inspect_log, next_view
 
-__all__ = ["InspectionInputs", "inspect_records"]
+__all__ = ["InspectionInputs", "inspect_records", "next_context"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +57,15 @@ def inspect_records(inputs: InspectionInputs, records: Sequence[Record]) -> Insp
         limit=inputs.limit,
     )
     return replace(found, checkpoints=inputs.checkpoints, runtime_contexts=inputs.runtime_contexts)
+
+
+def next_context(
+    inputs: InspectionInputs, records: Sequence[Record]
+) -> tuple[ContextView | None, str]:
+    """What ``inspect_records`` gives as ``next_request`` and ``next_error``, and nothing else.
+
+    For a caller that shows only the next request: no past request is rebuilt or measured.
+    """
+    error = inputs.upcoming if isinstance(inputs.upcoming, str) else ""
+    counter = inputs.budget.counter
+    return next_view(inputs.upcoming, records, counter, inputs.limit), error

@@ -64,8 +64,10 @@ __all__ = [
     "context_view",
     "inspect_log",
     "last_model",
+    "next_view",
     "past_context",
     "request_limit",
+    "turn_marks",
 ]
 
 
@@ -181,20 +183,10 @@ def inspect_log(
     given instead of ``model`` where the model is not at hand (another process).
     """
     counter = _Memo(budget.counter)
-    next_request: ContextView | None = None
     next_error = upcoming if isinstance(upcoming, str) else ""
-    if isinstance(upcoming, Admission):
-        if limit is None:
-            limit = request_limit(budget, model)
-        next_request = context_view(
-            upcoming.request,
-            records,
-            counter,
-            epoch=upcoming.epoch.epoch,
-            epoch_reason=upcoming.epoch.reason,
-            new_epoch=upcoming.new_epoch,
-            limit=limit,
-        )
+    if limit is None:
+        limit = request_limit(budget, model)
+    next_request = next_view(upcoming, records, counter, limit)
     rebuilt = rebuild_all(records, specs=specs, config=config, tools=tools)
     timeline, turns_of = _timeline(records)
     # A side call belongs to the turn that made it (a title is committed with the next turn).
@@ -240,6 +232,27 @@ def inspect_log(
         cost=summarize(charges, config.prices),
         controls=sent_controls(info.id, records, config, limit_of),
         next_controls=next_controls(info.id, records, config, limit_of),
+    )
+
+
+def next_view(
+    upcoming: Admission | str, records: Sequence[Record], counter: TokenCounter, limit: int
+) -> ContextView | None:
+    """The previewed next request annotated against ``records`` (``None``: ``upcoming`` says why).
+
+    ``Inspection.next_request``; on its own for a caller that shows only the next request
+    (``context``, ``/context``) and so need not rebuild the past ones.
+    """
+    if not isinstance(upcoming, Admission):
+        return None
+    return context_view(
+        upcoming.request,
+        records,
+        counter,
+        epoch=upcoming.epoch.epoch,
+        epoch_reason=upcoming.epoch.reason,
+        new_epoch=upcoming.new_epoch,
+        limit=limit,
     )
 
 
@@ -344,6 +357,25 @@ def _turns(
     if opened is not None:
         out.append(info(opened, requests, calls, outcome))
     return tuple(out)
+
+
+def turn_marks(records: Sequence[Record]) -> tuple[list[str], dict[int, str]]:
+    """What a transcript marks, from the log alone and with no request rebuilt.
+
+    Each user turn's outcome, in order (as ``Inspection.turns`` has them), and the title of the
+    summary each turn holds, by its number (as ``Inspection.timeline``, the last when several).
+    """
+    turns_of: dict[int, int] = {}
+    compacted: dict[int, str] = {}
+    turn = 0
+    for record in records:
+        entry = record.entry
+        if isinstance(entry, UserEntry):
+            turn += 1
+            turns_of[record.seq] = turn
+        elif entry.kind == "summary":
+            compacted[turn] = describe(entry)[0]
+    return [t.outcome for t in _turns(records, turns_of, {}, {})], compacted
 
 
 def _outcome(entry: object) -> str:

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from starlette.responses import JSONResponse
 
-from ..codec import encode
+from ..codec import canonical_texts_held, encode
 from ..config import ModelPrice
 from ..errors import AgentSessionError, UsageError
 from ..inspection.inputs import InspectionInputs, inspect_records
@@ -236,10 +236,11 @@ async def _body(job: _Job) -> bytes:
     if job.kind == "export":
         return render_session_file(job.info, [r.entry for r in records]).encode()
     assert job.inputs is not None, "an inspection job carries its inputs"
-    inspection = inspect_records(job.inputs, records)
     if job.kind == "context":
-        return bytes(JSONResponse(context_json(inspection)).body)
-    return render_report(inspection, generated=job.generated, version=job.version).encode()
+        return bytes(JSONResponse(context_json(inspect_records(job.inputs, records))).body)
+    with canonical_texts_held():  # the report asks again for the texts its inspection made
+        inspection = inspect_records(job.inputs, records)
+        return render_report(inspection, generated=job.generated, version=job.version).encode()
 
 
 async def _read(
