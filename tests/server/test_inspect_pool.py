@@ -24,7 +24,7 @@ import httpx
 
 import agentsession as ags
 from agentsession.log import Record, UserEntry
-from agentsession.server.inspect_pool import InspectPool
+from agentsession.server.inspect_pool import NICENESS, InspectPool
 from agentsession.store.base import ViewRows
 
 ROUTES = ("context", "report", "export", "cost")
@@ -229,6 +229,17 @@ async def test_the_children_are_gone_when_the_app_has_shut_down(tmp_path: Path) 
     assert multiprocessing.active_children() == []
     assert not pool.takes(info)
     assert await pool.answer("export", info) is None
+
+
+async def test_the_children_run_at_a_lower_priority_than_the_server(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, _):
+        assert (await client.get(f"/sessions/{session_id}/export")).status_code == 200
+        (child,) = multiprocessing.active_children()
+        lowered = os.getpriority(os.PRIO_PROCESS, child.pid or 0)
+    # Lowered once (by the parent and again by the child's initializer: to the same level).
+    assert lowered == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
 
 
 async def test_a_child_that_dies_is_a_json_error_and_the_next_inspection_starts_anew(
