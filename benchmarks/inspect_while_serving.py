@@ -17,6 +17,9 @@ prompts alone just before and just after it (1.0: as if nothing else ran; the is
 at most 2). Beside it, the
 longest the event loop went without running a 1 ms timer during the inspection
 (``loop_lag_max_s``). The first inspection of a ``process`` server also starts its child.
+Before the repeats, each route is inspected once with nothing else running, and the CPU
+seconds the serving process spent on it are noted (``serving_cpu_s``: the benchmark's own
+process, its in-process client included; a child's CPU is not in it).
 Wall-clock seconds on the machine it runs on; the figures go to
 ``results/inspect_while_serving.json``.
 """
@@ -43,6 +46,8 @@ import agentsession as ags
 #: Seconds between two prompts, alone and during an inspection alike: a person's pace, and
 #: prompts spread over the whole inspection rather than crowded into its first seconds.
 PAUSE = 0.25
+#: The inspections measured, in order.
+ROUTES = ("context", "report")
 
 
 async def _prompt_times(client: httpx.AsyncClient, sid: str, count: int) -> list[float]:
@@ -101,6 +106,24 @@ async def measure(
     }
 
 
+async def _serving_cpu(
+    client: httpx.AsyncClient, long_id: str, route: str, where: str
+) -> dict[str, Any]:
+    """The CPU seconds this process spends on one inspection of ``route``, nothing else running.
+
+    In a child: taken twice, the second noted (the first may start the child and import).
+    """
+    spent = 0.0
+    for _ in range(2 if where == "process" else 1):
+        started = time.process_time()
+        answer = await client.get(f"/sessions/{long_id}/{route}")
+        spent = time.process_time() - started
+        assert answer.status_code == 200, answer.text[:300]
+    figures = {"route": route, "where": where, "serving_cpu_s": round(spent, 3)}
+    print(figures, flush=True)
+    return figures
+
+
 async def serve(db: Path, long_id: str, where: str, args: argparse.Namespace) -> list[Any]:
     """One server whose inspections run ``where`` (``process``: a child; ``thread``: here).
 
@@ -125,8 +148,9 @@ async def serve(db: Path, long_id: str, where: str, args: argparse.Namespace) ->
     ):
         other = (await client.post("/sessions", json={})).json()["id"]
         await _prompt_times(client, other, 2)  # warm: the first turns import and cache
+        found += [await _serving_cpu(client, long_id, route, where) for route in ROUTES]
         for repeat in range(args.repeats):
-            for route in ("context", "report"):
+            for route in ROUTES:
                 figures = await measure(client, other, long_id, route, args.prompts)
                 figures |= {"where": where, "repeat": repeat + 1}
                 print(figures, flush=True)

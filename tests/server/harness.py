@@ -138,6 +138,7 @@ class Served:
     client: httpx.Client
     stdout: str = ""
     stderr: str = ""
+    pid: int = 0  # the server process's
 
 
 @contextlib.contextmanager
@@ -160,7 +161,7 @@ def serve_cli(cwd: Path, *argv: str, env: dict[str, str] | None = None) -> Itera
         # Without a token given, serve makes one for the run and prints it first.
         headers = {"Authorization": f"Bearer {printed_url(process)[1]}"}
     base = f"http://127.0.0.1:{port}"
-    served = Served(httpx.Client(base_url=base, timeout=TIMEOUT, headers=headers))
+    served = Served(httpx.Client(base_url=base, timeout=TIMEOUT, headers=headers), pid=process.pid)
     try:
         for _ in range(1200):
             try:

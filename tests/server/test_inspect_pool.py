@@ -15,15 +15,17 @@ import os
 import re
 import signal
 import sqlite3
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 import agentsession as ags
-from agentsession.log import UserEntry
-from agentsession.server.inspect_pool import InspectPool
+from agentsession.log import Record, UserEntry
+from agentsession.server.inspect_pool import NICENESS, InspectPool
+from agentsession.store.base import ViewRows
 
 from ..benchmark_modules import load_benchmarks
 
@@ -219,6 +221,17 @@ async def test_the_children_are_gone_when_the_app_has_shut_down(tmp_path: Path) 
     assert await pool.answer("export", info) is None
 
 
+async def test_the_children_run_at_a_lower_priority_than_the_server(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    async with _served(db, tmp_path, **IN_A_CHILD) as (client, _):
+        assert (await client.get(f"/sessions/{session_id}/export")).status_code == 200
+        (child,) = multiprocessing.active_children()
+        lowered = os.getpriority(os.PRIO_PROCESS, child.pid or 0)
+    # Lowered once (by the parent and again by the child's initializer: to the same level).
+    assert lowered == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+
+
 async def test_a_child_that_dies_is_a_json_error_and_the_next_inspection_starts_anew(
     tmp_path: Path,
 ) -> None:
@@ -236,3 +249,76 @@ async def test_a_child_that_dies_is_a_json_error_and_the_next_inspection_starts_
     assert failed.json()["error"]["type"] == "InspectionStoppedError"
     assert again.status_code == 200 and again.json()["session_id"] == session_id
     assert multiprocessing.active_children() == []
+
+
+class _CountingSQLite(ags.SQLiteStore):
+    """The real SQLite store, counting by kind the entries its reads decode (every read path)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.decoded: Counter[str] = Counter()
+
+    def _read_now(self, *args: Any, **kwargs: Any) -> list[Record]:
+        found = super()._read_now(*args, **kwargs)
+        self.decoded.update(r.entry.kind for r in found)
+        return found
+
+    def _last_now(self, *args: Any, **kwargs: Any) -> Record | None:
+        found = super()._last_now(*args, **kwargs)
+        self.decoded.update([found.entry.kind] if found is not None else [])
+        return found
+
+    async def _read_view(self, *args: Any, **kwargs: Any) -> ViewRows:
+        epoch, records, dispatch = await super()._read_view(*args, **kwargs)
+        found: Sequence[Record | None] = [epoch, *records, dispatch]
+        self.decoded.update(r.entry.kind for r in found if r is not None)
+        return epoch, records, dispatch
+
+
+async def _decoded_here(db: Path, tmp_path: Path, session_id: str, route: str) -> Counter[str]:
+    """What the serving process decoded to answer ``route`` through a child process.
+
+    The app serves a runtime on the counting store; its inspections go to a pool over a plain
+    store of the same file (a subclass never goes to a child: its own state would not follow).
+    """
+    store = _CountingSQLite(db)
+    runtime = ags.Runtime(
+        store=store,
+        model=ags.ScriptedModel(replies),
+        tools=[lookup],
+        project_dir=tmp_path,
+        config=ags.Config(titles=False, max_transcript_messages=8),
+    )
+    app = ags.server.create_app(runtime)
+    pool = app.state.server.inspections = InspectPool(ags.SQLiteStore(db), smallest=0)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://localhost") as client,
+    ):
+        assert (await client.get(f"/sessions/{session_id}")).status_code == 200
+        store.decoded.clear()
+        answer = await client.get(f"/sessions/{session_id}/{route}")
+        assert answer.status_code == 200, answer.text
+        assert pool.answered == 1
+        decoded = store.decoded.copy()
+    await pool.close()
+    await runtime.close()
+    return decoded
+
+
+async def test_the_serving_process_decodes_only_the_current_window_when_a_child_inspects(
+    tmp_path: Path,
+) -> None:
+    short_db, long_db = tmp_path / "short.sqlite", tmp_path / "long.sqlite"
+    short_id = await _long_session(short_db, tmp_path, turns=6)
+    long_id = await _long_session(long_db, tmp_path, turns=30)
+    async with _served(long_db, tmp_path, **HERE) as (client, _):
+        entries = (await client.get(f"/sessions/{long_id}/export")).text.count("\n") - 1
+    for route in ("context", "report"):
+        short = await _decoded_here(short_db, tmp_path, short_id, route)
+        long = await _decoded_here(long_db, tmp_path, long_id, route)
+        # The whole log is read in the child: here, what a prompt reads too (the state, the
+        # current window), the same for five times the turns, and never a checkpoint.
+        assert sum(long.values()) == sum(short.values()) < entries // 4, (route, long)
+        assert long["system_prompt_checkpoint"] == 0, route

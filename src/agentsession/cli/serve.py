@@ -262,6 +262,7 @@ def worker_app() -> Any:
         workspaces=conf["workspaces"],
         models=model_resolver(inv),
         idle_interval=conf["idle_interval"],
+        inspect_workers=conf["inspect_workers"],
     )
 
 
@@ -290,6 +291,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "log_level": args.log_level,
             "db_connections": args.db_connections,
             "idle_interval": args.idle_interval,
+            "inspect_workers": args.inspect_workers,
         }
     )
     inv.output.note(f"serving on {_url(args.host, args.port)} with {args.workers} workers")
@@ -317,6 +319,8 @@ async def serve(inv: Invocation) -> int:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
     if args.idle_interval is not None and not args.idle_interval > 0:
         raise UsageError(f"--idle-interval must be a positive number, got {args.idle_interval}")
+    if args.inspect_workers < 0:
+        raise UsageError(f"--inspect-workers must be 0 or more, got {args.inspect_workers}")
     args.workspaces = _workspaces(args.workspaces)
     _logging(args.log_level)
     try:
@@ -353,6 +357,7 @@ async def serve(inv: Invocation) -> int:
             workspaces=args.workspaces,
             models=model_resolver(inv),
             idle_interval=args.idle_interval,
+            inspect_workers=args.inspect_workers,
         )
         # Open event streams never end by themselves: after the grace period uvicorn closes
         # them, and running turns get the same time to finish before they are cancelled.

@@ -77,6 +77,17 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         " full-access",
     )
     add(
+        "--inspect-workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes of its own that each server process starts, at a lower CPU"
+        " priority, with its first inspection of a long session (context, report, export,"
+        " cost of 2,000 entries or more), so one never slows the other sessions' turns"
+        " (default: 1); 0: inspect on a thread of the server process. On PostgreSQL each"
+        " running inspection opens one connection of its own",
+    )
+    add(
         "--db-connections",
         type=int,
         default=16,

@@ -195,8 +195,9 @@ class SessionViews:
         """What ``inspect()`` rebuilds from besides the log (a server rebuilds elsewhere).
 
         The next admission previewed, the tools, configuration and budget, the in-memory
-        system-context records and the log's length now; all plain values another process
-        can take (``inspection.inputs``).
+        skill selections and the log's length now; all plain values another process can take
+        (``inspection.inputs``). The stored checkpoints are not read here: the rebuild takes
+        them from the log it reads (``inspect_records``).
         """
         from ..inspection.inputs import InspectionInputs
         from ..inspection.views import request_limit
@@ -212,6 +213,5 @@ class SessionViews:
             budget=self._deps.budget,
             limit=request_limit(self._deps.budget, self._model),
             upcoming=upcoming,
-            checkpoints=tuple(self.system_prompt_checkpoints()),
             runtime_contexts=tuple(self.runtime_contexts()),
         )

@@ -1,10 +1,13 @@
 """What an inspection is rebuilt from besides the log: ``InspectionInputs`` and ``inspect_records``.
 
 ``session.inspect()`` gathers these from the open session (its tools, configuration, budget,
-the previewed next admission and the in-memory system-context records), then reads the log and
+the previewed next admission and the in-memory skill selections), then reads the log and
 rebuilds. Kept apart as plain values so the rebuild can run where the session is not: another
 process reads the log from its own store connection and calls ``inspect_records`` with the same
-inputs, which is how a server keeps a long rebuild out of its own interpreter.
+inputs, which is how a server keeps a long rebuild out of its own interpreter. Nothing here is
+read from the log beyond the current epoch: what the whole log holds (the system-context
+checkpoints among it) is taken from the records the rebuild reads anyway, so a process that
+hands the rebuild elsewhere never decodes the session's history itself.
 """
 
 from __future__ import annotations
@@ -40,12 +43,15 @@ class InspectionInputs:
     budget: BudgetPolicy
     limit: int
     upcoming: Admission | str
-    checkpoints: tuple[SystemPromptCheckpoint, ...] = ()
     runtime_contexts: tuple[RuntimeContextSnapshot, ...] = ()
 
 
 def inspect_records(inputs: InspectionInputs, records: Sequence[Record]) -> Inspection:
-    """The inspection of ``records`` (the log from seq 0, in order) with ``inputs``."""
+    """The inspection of ``records`` (the log from seq 0, in order) with ``inputs``.
+
+    Its checkpoints are the ones among ``records``: every one is durable, so they are what the
+    open session's ``system_prompt_checkpoints()`` gave up to ``inputs.info.next_seq``.
+    """
     found = inspect_log(
         inputs.info,
         records,
@@ -56,7 +62,8 @@ def inspect_records(inputs: InspectionInputs, records: Sequence[Record]) -> Insp
         upcoming=inputs.upcoming,
         limit=inputs.limit,
     )
-    return replace(found, checkpoints=inputs.checkpoints, runtime_contexts=inputs.runtime_contexts)
+    checkpoints = tuple(r.entry for r in records if isinstance(r.entry, SystemPromptCheckpoint))
+    return replace(found, checkpoints=checkpoints, runtime_contexts=inputs.runtime_contexts)
 
 
 def next_context(

@@ -12,17 +12,23 @@ JSON error the parent would have sent (``wire.error_body``), so only a status an
 
 The pool is small (``workers``), started with the first long inspection, with the "spawn"
 method: never fork a process that runs threads and an event loop. Its children run at a lower
-CPU priority: on a machine with few cores an inspection, which a person waits for once, yields
-to the turns of every other session, which people wait for all the time. Kept in the parent's thread
-path: a store another process cannot open (in memory, or any other kind), a session shorter
-than ``smallest`` entries (starting work in a child costs more than it saves), and inputs that
-do not pickle (an application's own token counter, say). At shutdown pending work is cancelled
-and running children are stopped: they only read.
+CPU priority (``NICENESS`` below the serving process's) from the moment the parent sees them
+started, since their imports would otherwise run at full priority, before their initializer.
+So on a machine with few cores an inspection, which a person waits for once, yields to the
+turns of every other session, which people wait for all the time. Not ``SCHED_IDLE``: under
+load that starves an inspection for as long as anything else wants the CPU. The serving
+process itself only opens the session (its state and current window, as a prompt does) to
+preview the next request; the whole log is read and decoded in the child. Kept in the parent's
+thread path: a store another process cannot open (in memory, or any other kind), a session
+shorter than ``smallest`` entries (starting work in a child costs more than it saves), and
+inputs that do not pickle (an application's own token counter, say). At shutdown pending work
+is cancelled and running children are stopped: they only read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -51,6 +57,7 @@ from .wire import error_body, status_of
 __all__ = [
     "DEFAULT_SMALLEST",
     "EXPORT_MEDIA",
+    "NICENESS",
     "InspectPool",
     "InspectionStoppedError",
     "Kind",
@@ -67,6 +74,8 @@ EXPORT_MEDIA = "application/x-ndjson"
 
 #: How much less CPU priority the children take than the serving process (``os.nice``).
 NICENESS = 10
+#: The lowest priority a process can take (the highest niceness).
+_LOWEST = 19
 
 Kind = Literal["context", "report", "export", "cost"]
 
@@ -137,6 +146,8 @@ class InspectPool:
         self._workers = workers
         self._smallest = smallest
         self._executor: ProcessPoolExecutor | None = None
+        self._niceness = _children_niceness()
+        self._lowered: set[int] = set()
         self._closed = False
         self._running = 0
         #: Inspections children answered (an error included), since the app started.
@@ -171,7 +182,9 @@ class InspectPool:
         executor = self._start()
         self._running += 1
         try:
-            found: tuple[int, bytes] = await asyncio.wrap_future(executor.submit(_serve, blob))
+            future = executor.submit(_serve, blob)
+            self._lower(executor)
+            found: tuple[int, bytes] = await asyncio.wrap_future(future)
         except BrokenProcessPool:
             if self._executor is executor:
                 self._executor = None  # the next inspection starts new children
@@ -184,14 +197,33 @@ class InspectPool:
         self.answered += 1
         return found
 
+    @property
+    def workers(self) -> int:
+        """How many child processes inspect at most (0: none, every inspection here)."""
+        return self._workers
+
     def _start(self) -> ProcessPoolExecutor:
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
                 max_workers=self._workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_yield_cpu,
+                initargs=(self._niceness,),
             )
         return self._executor
+
+    def _lower(self, executor: ProcessPoolExecutor) -> None:
+        """Lower the priority of children the executor has just started, before their imports.
+
+        Their initializer lowers it too, but only once the imports are done.
+        """
+        if self._niceness is None:
+            return
+        processes: dict[int, Any] = getattr(executor, "_processes", None) or {}
+        for pid in set(processes) - self._lowered:
+            self._lowered.add(pid)
+            with contextlib.suppress(OSError):  # already gone: the pool reports it
+                os.setpriority(os.PRIO_PROCESS, pid, self._niceness)
 
     async def close(self) -> None:
         """Cancel what waits, stop what runs (it only reads), and wait for the children."""
@@ -210,10 +242,18 @@ class InspectPool:
         await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
 
 
-def _yield_cpu() -> None:
-    """In a new child: take a lower CPU priority than the serving process (where the OS can)."""
-    if hasattr(os, "nice"):
-        os.nice(NICENESS)
+def _children_niceness() -> int | None:
+    """The niceness of the children: ``NICENESS`` above this process's; ``None``: no such OS."""
+    if not hasattr(os, "setpriority"):
+        return None
+    return min(_LOWEST, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
+
+
+def _yield_cpu(niceness: int | None) -> None:
+    """In a new child: take the lower CPU priority the parent chose (where the OS has one)."""
+    if niceness is not None:
+        with contextlib.suppress(OSError):  # never below what the parent already set
+            os.setpriority(os.PRIO_PROCESS, 0, max(niceness, os.getpriority(os.PRIO_PROCESS, 0)))
 
 
 def _serve(blob: bytes) -> tuple[int, bytes]:

@@ -15,6 +15,7 @@ rendered and the cost summed too.
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed
@@ -150,6 +151,7 @@ def _sent(
     )
 
 
+@functools.cache  # read once: it scans the installed packages (about 1 ms, on the loop)
 def _version() -> str:
     try:
         return installed("agentsession")
