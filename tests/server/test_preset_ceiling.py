@@ -210,3 +210,15 @@ def test_serve_q_leaves_out_the_status_lines(tmp_path: Path) -> None:
         assert quiet.client.get("/healthz").status_code == 200  # the token URL was printed
     assert "serving on" in loud.stderr
     assert "serving on" not in quiet.stderr
+
+
+def test_every_worker_of_serve_workers_holds_the_same_ceiling(tmp_path: Path) -> None:
+    argv = ("--db", str(tmp_path / "w.db"), "--model", "scripted:demo", "serve", "--workers", "2")
+    with serve_cli(tmp_path, *argv, "--allow-preset", "full-access") as served:
+        # A new connection each time, so the workers sharing the port each take some.
+        close = {"Connection": "close"}
+        answers = [
+            served.client.post("/sessions", json={"preset": p}, headers=close).status_code
+            for p in ("full-access", "workspace-write") * 3
+        ]
+    assert answers == [201, 403] * 3
