@@ -22,7 +22,7 @@ from typing import NoReturn
 from ..errors import AgentSessionError, SessionBusyError, UsageError
 from .examples import examples
 from .portable import add_portable_commands
-from .serve_options import add_serve_command
+from .serve_options import SERVE_QUIET, add_serve_command
 
 __all__ = ["build_parser", "main"]
 
@@ -36,15 +36,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
-def _add_common(parser: argparse.ArgumentParser, default: object, *, db: bool = True) -> None:
+def _add_common(
+    parser: argparse.ArgumentParser,
+    default: object,
+    *,
+    db: bool = True,
+    quiet: str = "print the replies only",
+) -> None:
     add = parser.add_argument
     if db:
         _add_db(parser, default)
     add("--debug", action="store_true", default=default, help="show tracebacks of failures")
     out = parser.add_mutually_exclusive_group()
-    out.add_argument(
-        "-q", "--quiet", action="store_true", default=default, help="print the replies only"
-    )
+    out.add_argument("-q", "--quiet", action="store_true", default=default, help=quiet)
     out.add_argument(
         "--json",
         action="store_true",
@@ -205,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     # before the command from being reset to the default.
     common = _Parser(add_help=False)
     _add_common(common, argparse.SUPPRESS, db=False)
+    serving = _Parser(add_help=False)  # serve prints no replies: its -q says what it does
+    _add_common(serving, argparse.SUPPRESS, db=False, quiet=SERVE_QUIET)
     stored = _Parser(add_help=False)
     _add_db(stored, argparse.SUPPRESS)
     modeled = _Parser(add_help=False)
@@ -214,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     def command(
         name: str, text: str, *, model: bool = False, database: bool = True
     ) -> argparse.ArgumentParser:
-        parents = [common, *([stored] if database else []), *([modeled] if model else [])]
+        first = serving if name == "serve" else common
+        parents = [first, *([stored] if database else []), *([modeled] if model else [])]
         return sub.add_parser(
             name,
             help=text,

@@ -1,7 +1,8 @@
 """``agentsession serve``: the HTTP server over the command line's database and model.
 
 ``agentsession --db PATH|URL --model MODEL serve --host H --port P [--token T] [--token-file F]
-[--allowed-host NAME] [--no-auth] [--workspaces DIR] [--preset NAME] [--otlp-endpoint URL]
+[--allowed-host NAME] [--no-auth] [--workspaces DIR] [--preset NAME] [--allow-preset NAME]
+[--otlp-endpoint URL]
 [--idle-interval SECONDS]``.
 Without ``--token`` the server makes a random token for the run and prints the URL that carries
 it (``http://HOST:PORT/?token=…``); the web UI opened from it keeps the token. ``--no-auth``
@@ -11,8 +12,9 @@ requests for loopback names and the ``--allowed-host`` names only, from no page 
 (``server.guard``). Sessions never work in the folder ``serve`` was started in: with
 ``--workspaces`` each gets a folder of its own under DIR, and without it no built-in file or
 command tool is offered. ``--preset`` is new sessions' permission preset (``read-only`` unless
-given). The server and its traces come with the ``server`` and ``otel`` extras; nothing here
-imports them until ``serve`` runs.
+given) and the most a client may choose; ``--allow-preset NAME`` lets clients choose NAME too.
+The server and its traces come with the ``server`` and ``otel`` extras; nothing here imports
+them until ``serve`` runs.
 """
 
 from __future__ import annotations
@@ -109,17 +111,26 @@ def _run_token(inv: Invocation) -> str | None:
     return token
 
 
-def server_runtime(inv: Invocation, store: Store, workspaces: str | None, preset: str) -> Runtime:
-    """The runtime of a server: its tools only with workspaces, and the server's preset."""
+def server_runtime(
+    inv: Invocation, store: Store, workspaces: str | None, preset: str, allowed: list[str]
+) -> Runtime:
+    """The runtime of a server: its tools only with workspaces, and the server's preset.
+
+    ``allowed`` (``--allow-preset``) is checked here too, so a name no preset has is refused
+    before the server starts.
+    """
     from ..permissions import preset_table
     from ..runtime import Runtime
     from ..tools.builtin import builtin_tools
 
     model, tools = inv.model("", ready=True)
     config = dataclasses.replace(inv.config(), permission_preset=preset)
-    if preset not in preset_table(config):
-        known = ", ".join(preset_table(config))
-        raise UsageError(f"unknown permission preset {preset!r}; known presets: {known}")
+    known = preset_table(config)
+    for name in (preset, *allowed):
+        if name not in known:
+            raise UsageError(
+                f"unknown permission preset {name!r}; known presets: {', '.join(known)}"
+            )
     if getattr(inv.args, "idle_interval", None):
         config = dataclasses.replace(config, idle_policy="auto")
     if workspaces is None:
@@ -239,7 +250,7 @@ def worker_app() -> Any:
     from ..server.db_budget import pool_size_for
 
     store = inv.store("write", pool_size=pool_size_for(conf["db_connections"]))
-    runtime = server_runtime(inv, store, conf["workspaces"], conf["preset"])
+    runtime = server_runtime(inv, store, conf["workspaces"], conf["preset"], conf["allow_presets"])
     tracing = None
     if conf["otlp"]:
         from ..server.telemetry import otlp_tracing
@@ -263,6 +274,7 @@ def worker_app() -> Any:
         models=model_resolver(inv),
         idle_interval=conf["idle_interval"],
         inspect_workers=conf["inspect_workers"],
+        allow_presets=conf["allow_presets"],
     )
 
 
@@ -288,6 +300,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "otlp": args.otlp_endpoint,
             "workspaces": args.workspaces,
             "preset": args.preset,
+            "allow_presets": args.allow_preset,
             "log_level": args.log_level,
             "db_connections": args.db_connections,
             "idle_interval": args.idle_interval,
@@ -337,7 +350,7 @@ async def serve(inv: Invocation) -> int:
     if args.workers > 1:
         return await _serve_workers(inv, uvicorn)
     store = inv.store("create", pool_size=pool_size)
-    runtime = server_runtime(inv, store, args.workspaces, args.preset)
+    runtime = server_runtime(inv, store, args.workspaces, args.preset, args.allow_preset)
     tracing = None
     try:
         await _check_store(store)
@@ -358,6 +371,7 @@ async def serve(inv: Invocation) -> int:
             models=model_resolver(inv),
             idle_interval=args.idle_interval,
             inspect_workers=args.inspect_workers,
+            allow_presets=args.allow_preset,
         )
         # Open event streams never end by themselves: after the grace period uvicorn closes
         # them, and running turns get the same time to finish before they are cancelled.

@@ -11,10 +11,15 @@ from collections.abc import Callable
 
 from .serve_tokens import TOKEN_ENV
 
-__all__ = ["LEVELS", "add_serve_command"]
+__all__ = ["LEVELS", "SERVE_QUIET", "add_serve_command"]
 
 #: The ``--log-level`` choices.
 LEVELS = ("debug", "info", "warning", "error")
+#: What ``-q`` means for ``serve``, which prints no replies.
+SERVE_QUIET = (
+    "leave out the status lines on standard error ('serving on …'); the URL with the run's"
+    " token, warnings and errors are still printed"
+)
 
 
 def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -74,7 +79,18 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         default="read-only",
         metavar="NAME",
         help="permission preset of new sessions: read-only (default), workspace-write or"
-        " full-access",
+        " full-access. It is also the ceiling: a client may choose (POST or PATCH /sessions)"
+        " only this preset and those allowing nothing more (read-only < workspace-write <"
+        " full-access; a config's preset compared rule by rule); any other is refused (403)",
+    )
+    add(
+        "--allow-preset",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also let clients choose this permission preset for their sessions (repeatable)."
+        " With --workspaces, full-access lets a client's tools reach anything this OS user"
+        " can, other owners' workspaces included, and run commands outside the sandbox",
     )
     add(
         "--inspect-workers",

@@ -21,6 +21,7 @@ from .presets import (
     commands_text,
     get_preset,
     preset_table,
+    presets_within,
     unsandboxed,
 )
 
@@ -39,5 +40,6 @@ __all__ = [
     "decide",
     "get_preset",
     "preset_table",
+    "presets_within",
     "unsandboxed",
 ]

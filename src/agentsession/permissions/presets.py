@@ -33,6 +33,7 @@ __all__ = [
     "commands_text",
     "get_preset",
     "preset_table",
+    "presets_within",
     "unsandboxed",
 ]
 
@@ -47,6 +48,8 @@ CAPABILITIES: tuple[Capability, ...] = (
 )
 #: The levels from the most to the least permissive (the strictest of several wins).
 LEVELS: tuple[Level, ...] = ("allow", "ask", "deny")
+#: How much each level lets a tool do: a higher number is more permissive.
+_REACH: dict[Level, int] = {"deny": 0, "ask": 1, "allow": 2}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Each capability as the permissions text and the refusals name it.
 ABILITY: dict[Capability, str] = {
@@ -117,6 +120,22 @@ class PermissionPreset:
         value: Level = getattr(self, capability)
         return value
 
+    def within(self, other: PermissionPreset) -> bool:
+        """Whether this preset lets tools do nothing that ``other`` does not.
+
+        Each capability's level is no more permissive than ``other``'s (``deny`` < ``ask`` <
+        ``allow``): a partial order on the rules, names aside. ``read-only`` is within
+        ``workspace-write``, which is within ``full-access``; a preset that allows network
+        access but denies writing is within neither ``read-only`` nor ``workspace-write``.
+
+        Args:
+            other: The preset to compare with.
+        """
+        return all(
+            _REACH[self.level(capability)] <= _REACH[other.level(capability)]
+            for capability in CAPABILITIES
+        )
+
     @property
     def asks(self) -> bool:
         """Whether this preset asks for approval for anything (then destructive tools ask too)."""
@@ -170,6 +189,13 @@ def preset_table(config: Config | None = None) -> dict[str, PermissionPreset]:
             table[name] = PermissionPreset.from_rules(name, rules)
     get_preset(config.permission_preset, table)
     return table
+
+
+def presets_within(
+    table: Mapping[str, PermissionPreset], ceiling: PermissionPreset
+) -> tuple[str, ...]:
+    """The names of the presets of ``table`` within ``ceiling``, sorted (each is within itself)."""
+    return tuple(sorted(name for name, preset in table.items() if preset.within(ceiling)))
 
 
 def get_preset(name: str, table: Mapping[str, PermissionPreset] | None = None) -> PermissionPreset:

@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from ..engine.leases import live_lease
 from ..errors import AgentSessionError, ConflictError
+from ..permissions import preset_table
 from ..runtime import Runtime
 from .access_log import AccessLog
 from .auth import Tokens
@@ -35,6 +36,7 @@ from .models import ModelResolver, ServerModels
 from .notify import Notifier
 from .openapi import openapi_document
 from .owners import Owners
+from .preset_ceiling import PresetCeiling, PresetNotAllowedError
 from .search_routes import search_routes
 from .sessions import session_routes
 from .state import BodyTooLargeError, NotAuthorizedError, NoTurnError, ServerState
@@ -65,6 +67,7 @@ def create_app(
     idle_interval: float | None = None,
     inspect_workers: int = 1,
     inspect_from: int = DEFAULT_SMALLEST,
+    allow_presets: Iterable[str] = (),
 ) -> Starlette:
     """The ASGI app serving ``runtime``'s sessions over HTTP.
 
@@ -87,7 +90,14 @@ def create_app(
     ``inspect_workers``: child processes (started with the first) that answer ``/context``,
     ``/report`` and export of sessions of ``inspect_from`` entries or more, when the store is
     a SQLite file or PostgreSQL (``server.inspect_pool``); 0: always in this process.
+    ``allow_presets``: permission presets clients may choose for a session beside the runtime's
+    default preset (``Config.permission_preset``) and those within it (no capability more
+    permissive); any other is refused with 403 (``server.preset_ceiling``). An unknown name
+    here is a ``UsageError``.
     """
+    ceiling = PresetCeiling.of(
+        preset_table(runtime.config), runtime.config.permission_preset, allow_presets
+    )
     notifier = Notifier(runtime.store)
     owners = Owners(runtime.store)
     offered = ServerModels(runtime.model, models)
@@ -101,6 +111,7 @@ def create_app(
         max_body=max_body,
         workspaces=places,
         inspections=InspectPool(runtime.store, workers=inspect_workers, smallest=inspect_from),
+        ceiling=ceiling,
     )
 
     idle = IdlePass(runtime, state.turns, idle_interval) if idle_interval else None
@@ -132,6 +143,9 @@ def create_app(
             status = 413
         elif isinstance(exc, NoTurnError):
             status = 409
+        elif isinstance(exc, PresetNotAllowedError):
+            status = 403
+            extra = {"allowed_presets": list(exc.allowed)}
         elif isinstance(exc, ConflictError) and "id" in request.path_params:
             with contextlib.suppress(Exception):
                 lease = await live_lease(runtime.store, request.path_params["id"])

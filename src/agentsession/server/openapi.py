@@ -46,7 +46,11 @@ def _op(summary: str, responses: dict[str, Any], **more: Any) -> dict[str, Any]:
     errors = {
         "400": _json(_ERROR, "bad request"),
         "401": _json(_ERROR, "no accepted bearer token"),
-        "403": _json(_ERROR, "a host name the server does not serve, or another page's Origin"),
+        "403": _json(
+            _ERROR,
+            "a host name the server does not serve, another page's Origin, or a permission"
+            " preset the server does not let clients choose (allowed_presets names those it does)",
+        ),
         "404": _json(_ERROR, "no such session (or not the caller's)"),
         "409": _json(_ERROR, "the session is busy or driven by another process"),
         "413": _json(_ERROR, "the request body is too large"),
@@ -107,7 +111,11 @@ def _session_paths() -> dict[str, Any]:
                                 "type": "string",
                                 "description": "a model the server's configuration offers",
                             },
-                            "preset": {"type": "string", "description": "a permission preset"},
+                            "preset": {
+                                "type": "string",
+                                "description": "a permission preset the server lets clients"
+                                " choose (403 otherwise)",
+                            },
                             "skills": {
                                 "type": "array",
                                 "items": {"type": "string"},
@@ -376,6 +384,10 @@ def openapi_document() -> dict[str, Any]:
                                 "retryable": {"type": "boolean"},
                                 "lease_expires_at": {"type": "number"},
                                 "lease_seconds_left": {"type": "number"},
+                                "allowed_presets": {
+                                    "type": "array",
+                                    "items": {"type": "string"},
+                                },
                             },
                         }
                     },

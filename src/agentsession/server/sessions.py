@@ -113,6 +113,8 @@ async def create_session(request: Request) -> Response:
     name = body.get("workspace")
     if model is not None:
         state.workspaces.models.get(model)  # 400 before anything is stored
+    if preset is not None:
+        state.ceiling.check(preset)  # 400 or 403 before anything is stored
     session = await state.workspaces.create(owner, None if name is None else check_name(name))
     try:
         if owner is not None:
@@ -166,6 +168,8 @@ async def update_session(request: Request) -> Response:
     name = text_field(body, "model", required=False)
     if title is None and preset is None and name is None:
         raise UsageError("the request body needs a string field 'title', 'preset' or 'model'")
+    if preset is not None:
+        state.ceiling.check(preset)  # before anything changes, even the title
     model = state.workspaces.models.get(name) if name is not None else None
     if (preset is not None or model is not None) and session_id in state.turns.running:
         raise SessionBusyError(f"session {session_id} is running a turn")

@@ -18,6 +18,7 @@ from .auth import Tokens
 from .inspect_pool import InspectPool
 from .notify import Notifier
 from .owners import Owners
+from .preset_ceiling import PresetCeiling
 from .turns import Turns
 from .workspaces import Workspaces
 
@@ -59,6 +60,8 @@ class ServerState:
     workspaces: Workspaces
     #: Long inspections answered in child processes (``inspect_pool``).
     inspections: InspectPool
+    #: The permission presets clients may choose (``preset_ceiling``).
+    ceiling: PresetCeiling
     #: Approvals answered here and not yet used by a resume, per session.
     decisions: dict[str, dict[str, Decision]] = field(default_factory=dict)
 
