@@ -5,16 +5,16 @@ minute, some 10–90 minutes, a few overnight) with 20 sessions, driven through 
 the official SDKs against ``provider_sim`` for Anthropic Messages (5-minute and 1-hour
 lifetimes) and OpenAI Responses (GPT-5.6 explicit caching, 30 minutes). Each prompt asks to
 read a source file (a tool call whose result is a file of a coding agent's size, drawn
-log-normally around 18,000 tokens, then cut to the package's default 40,000-character tool
-result, about 10K tokens) and gets an answer; the application prompt and tools are about 9K
-tokens. The model's context is 1M tokens and the history cap 400 messages, so the idle
-policies, not the budget, decide what history stays. With the cut no Anthropic session
-passes 200K tokens at a long pause (the simulator counts a quarter of the characters), so the
-compaction rules act only on OpenAI, twice (a run with the cut lifted did not fit the round).
+log-normally around 18,000 tokens, cut at 100,000 characters: about 25K tokens, what a coding
+agent's file-read tool returns at most) and gets an answer; the application prompt and tools
+are about 9K tokens. So sessions pass 200K tokens at long pauses and the compaction rules act.
+The model's context is 1M tokens and the history cap 400 messages, so the idle policies, not
+the budget, decide what history stays.
 
 The runtime's clock and the simulator's are one virtual clock, moved, never slept. In every
 pause the application's timer runs (what an application does with ``tend_idle``): it ticks
-just inside the decision horizon of the cache's lifetime, again after each refresh. Policies:
+just inside the decision horizon of the lifetime the cache has, again after each refresh (a
+lifted prefix: the hour's). Policies:
 
 - ``never``: ``idle_policy="off"``;
 - ``compact54``: ``session.compact()`` after 54 idle minutes when the last request sent more
@@ -23,21 +23,26 @@ just inside the decision horizon of the cache's lifetime, again after each refre
   (OpenCode's fixed rule);
 - ``auto``: ``idle_policy="auto"``, ``await runtime.tend_idle()`` on the timer (each decision
   weighs the gaps the runtime recorded for the sessions it tended before, ``GapPool``);
-- ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout /
-  compact at the first tick, priced with the same rule ``idle_day.py`` uses, compacting only
-  where the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps).
+- ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout / lift
+  to the hour then keep warm (on Anthropic) / compact at the first tick, compacting only where
+  the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps).
 
-The fixed rules and the oracle act through the same calls ``tend_idle`` makes (the session's
-keep-warm side call and its cache-reading compaction), chosen by their own rule instead of
-``ledger.idle.decide_idle``. Reported per shape: the simulator's bill per session for each,
-``auto`` over the cheapest fixed rule and over the oracle, the mean history messages of the
-turns' requests; and for ``never``: every miss's cause, and the sum of the per-miss costs
+The fixed rules run at the shape's lifetime. On Anthropic ``auto`` and the oracle choose the
+lifetime: the conversation writes at 5 minutes and a keep-warm call may lift the prefix to the
+hour, so their run is the same on both Anthropic shapes (made under ``anthropic 5m``; ``--merge``
+sets it beside the 1-hour shape's fixed rules too). The fixed rules and the oracle act through
+the same calls ``tend_idle`` makes (the session's keep-warm side call, lifted or not, and its
+cache-reading compaction), chosen by their own rule instead of ``ledger.idle.decide_idle``.
+Reported per shape: the simulator's bill per session for each, ``auto`` over the cheapest
+fixed rule and over the oracle, the mean history messages of the turns' requests; and for
+``never`` with ``all-hit``: every miss's cause, and the sum of the per-miss costs
 ``session.cost().misses`` lists beside the bill's excess over the same trace with every pause
 shortened to 5 seconds (an all-hit run: the same requests, every prefix read).
 
 Usage: ``python benchmarks/idle_sdk_day.py [--seed 7] [--sessions 20] [--prompts 14]
 [--shape openai] [--policies auto,oracle,warm90,never,compact54]``; writes
-``benchmarks/results/idle_sdk_day_<shape>.json``.
+``benchmarks/results/idle_sdk_day_seed<seed>_<shape>_<policies>.json``; ``--merge`` joins
+every saved run into ``benchmarks/results/idle_sdk_day.json`` and prints the ratios.
 """
 
 from __future__ import annotations
