@@ -14,15 +14,17 @@ import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 import agentsession as ags
+from agentsession.engine.idle import situation_of
+from agentsession.ledger import Charge
 from agentsession.providers.cache_controls import CacheControls
 from agentsession.providers.profiles import profile_for
 from agentsession.providers.wire import controlled
-from agentsession.request import AssistantMessage, Request, UserMessage
+from agentsession.request import AssistantMessage, Request, Usage, UserMessage
 
 from .benchmark_modules import load_benchmarks
 
@@ -108,3 +110,45 @@ async def test_a_lifted_prefix_is_read_by_the_prompt_after_a_long_pause(bench: M
     did, (total, read, written, _) = await resumed_after_a_pause(bench, "off")
     assert did.startswith("nothing")
     assert read == 0 and written >= 0.9 * total
+
+
+def charge(at: datetime, purpose: Literal["turn", "keep_warm"], usage: Usage) -> Charge:
+    moment = at.isoformat()
+    return Charge(0, "m", moment, "unknown", usage, sent_at=moment, purpose=purpose)
+
+
+def test_a_lift_in_the_log_is_the_lifetime_a_process_opening_the_session_sees() -> None:
+    start = datetime(2026, 3, 1, 9, 0).astimezone()
+    turn = Usage(input_tokens=20_000, output_tokens=300)
+    charges = [charge(start + timedelta(seconds=s), "turn", turn) for s in (0, 30, 60, 90)]
+    lifted = Usage(
+        input_tokens=20_320,
+        cached_input_tokens=20_000,
+        cache_write_tokens=320,
+        cache_write_long_tokens=320,
+    )
+    charges.append(charge(start + timedelta(seconds=360), "keep_warm", lifted))
+    now = start + timedelta(seconds=1200)
+    seen = situation_of(
+        charges,
+        clock_now=now,
+        last_touch=None,
+        lifetime=300.0,
+        compacted_tokens=None,
+        lift_lifetime=3600.0,
+    )
+    assert seen is not None
+    # lifted 14 minutes ago: warm for 46 more, no lift left to offer, writes still at 5 minutes
+    assert seen.lifetime == 3600.0 and seen.warm_seconds == pytest.approx(3600.0 - 840.0)
+    assert seen.lift_lifetime == 0.0 and not seen.long_lifetime
+    plain = [*charges[:-1], charge(start + timedelta(seconds=360), "keep_warm", turn)]
+    again = situation_of(
+        plain,
+        clock_now=now,
+        last_touch=None,
+        lifetime=300.0,
+        compacted_tokens=None,
+        lift_lifetime=3600.0,
+    )
+    assert again is not None and again.lifetime == 300.0 and again.lift_lifetime == 3600.0
+    assert again.lift_tokens == 300  # the last reply, which a lift would write
