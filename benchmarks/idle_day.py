@@ -61,9 +61,15 @@ BASE = 20_000  # application prompt and tool declarations
 SUMMARY = 1_500  # summary tokens out
 WARM_TOKENS = 16  # what a keep-warm request adds and gets back
 OUTPUT = 400  # output tokens of a request
+SDK_READ_CAP = 25_000  # tokens: the SDK day's tool-result cut (100,000 characters)
 # The smallest prefix auto and the oracle compact (``--floor``; default the package's, which is
 # compact54's 200K).
-SETTINGS: dict[str, float] = {"floor": COMPACT_FLOOR, "pool_share": POOL_SHARE, "told": 0}
+SETTINGS: dict[str, float] = {
+    "floor": COMPACT_FLOOR,
+    "pool_share": POOL_SHARE,
+    "told": 0,
+    "ttl_choice": 1,
+}
 # The gaps of the sessions run before this one on the trace: the evidence the runtime pools
 # (``Runtime.tend_idle`` passes the other sessions' gaps to each decision).
 POOL: list[float] = []
@@ -75,13 +81,18 @@ class Shape:
     price: ModelPrice
     lifetime: float
     long: bool = False
+    lift: float = 0.0  # a longer lifetime a keep-warm call may lift the prefix to (0: none)
 
 
 SHAPES = (
-    Shape("anthropic 5m", PRICES["claude-sonnet-4-6"], 300.0),
+    Shape("anthropic 5m", PRICES["claude-sonnet-4-6"], 300.0, lift=3600.0),
     Shape("anthropic 1h", PRICES["claude-sonnet-4-6"], 3600.0, long=True),
     Shape("openai", PRICES["gpt-5.6-terra"], 1800.0),
 )
+CHOSEN_TTL = SHAPES[0]
+"""Where ``auto`` and the oracles run on Anthropic, either lifetime: the lifetime is theirs to
+choose (the conversation writes at 5 minutes; a keep-warm call may lift the prefix to 1 hour).
+The fixed rules keep the shape's lifetime; ``auto_fixed_ttl`` is ``auto`` on it, for reference."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,7 @@ class State:
     messages: int = 0
     cached: int = 0  # tokens the provider holds warm
     warm_until: float = -1.0
+    life: float = 0.0  # the lifetime of the entry holding them (a read renews it for that)
 
 
 Gap = Callable[[Shape, State, Bill, float, list[float]], None]
@@ -150,14 +162,22 @@ def request(shape: Shape, state: State, bill: Bill, now: float, added: int) -> N
     state.prefix += added + OUTPUT
     state.messages += 2
     state.cached, state.warm_until = state.prefix - OUTPUT, now + shape.lifetime
+    state.life = shape.lifetime
     bill.kept.append(state.messages)
 
 
-def keep_warm(shape: Shape, state: State, bill: Bill, at: float) -> None:
+def keep_warm(shape: Shape, state: State, bill: Bill, at: float, lift: bool = False) -> None:
+    """A refresh: the live prefix read, a few tokens out; ``lift``: the breakpoint at the end of
+    the live prefix at the long lifetime, so the last reply is written at the long price and
+    the whole prefix lives the long lifetime from now."""
     p = shape.price
-    bill.usd += (state.cached * p.cached_input + WARM_TOKENS * (_write(shape) + p.output)) / 1e6
-    state.warm_until = at + shape.lifetime
-    bill.count("kept_warm")
+    usd = state.cached * p.cached_input + WARM_TOKENS * (_write(shape) + p.output)
+    if lift:
+        usd += (state.prefix - state.cached) * p.write_long
+        state.cached, state.life = state.prefix, shape.lift
+    bill.usd += usd / 1e6
+    state.warm_until = at + max(state.life, shape.lifetime)
+    bill.count("lifted" if lift else "kept_warm")
 
 
 def compact(shape: Shape, state: State, bill: Bill, at: float) -> None:
@@ -198,10 +218,11 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
     start = state.warm_until - shape.lifetime
     at = start + 0.9 * shape.lifetime
     while at < start + gap:
+        life = max(state.life, shape.lifetime)
         situation = IdleSituation(
             idle_seconds=at - start,
             warm_seconds=state.warm_until - at,
-            lifetime=shape.lifetime,
+            lifetime=life,
             prefix_tokens=state.cached,
             gaps=tuple(seen),
             long_lifetime=shape.long,
@@ -211,21 +232,35 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
             warm_tokens=WARM_TOKENS,
             pooled_gaps=tuple(POOL),
             pool_share=SETTINGS["pool_share"],
+            lift_lifetime=shape.lift if shape.lift > life else 0.0,
+            lift_tokens=state.prefix - state.cached,
         )
-        action = decide_idle(situation, shape.price).action
-        if action == "kept_warm":
-            keep_warm(shape, state, bill, at)
-            at += 0.9 * shape.lifetime
+        decision = decide_idle(situation, shape.price)
+        if decision.action == "kept_warm":
+            keep_warm(shape, state, bill, at, lift=decision.lifetime is not None)
+            at += 0.9 * max(state.life, shape.lifetime)
             continue
-        if action == "compacted":
+        if decision.action == "compacted":
             compact(shape, state, bill, at)
         return
+
+
+def lift90(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
+    """Lift the prefix to the long lifetime at 90% of the short one, then keep it warm."""
+    start = state.warm_until - shape.lifetime
+    at = start + 0.9 * shape.lifetime
+    if at < start + gap:
+        keep_warm(shape, state, bill, at, lift=True)
+        at += 0.9 * state.life
+    while at < start + gap:
+        keep_warm(shape, state, bill, at)
+        at += 0.9 * state.life
 
 
 def reach(shape: Shape) -> float:
     """The longest gap keeping warm pays for: past it the refreshes cost more than a rewrite."""
     p = shape.price
-    return shape.lifetime * (1 + _write(shape) / p.cached_input)
+    return shape.lifetime + max(shape.lifetime, shape.lift) * _write(shape) / p.cached_input
 
 
 def oracle(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
@@ -245,6 +280,8 @@ def _oracle(
     start = state.warm_until - shape.lifetime
     options: dict[str, tuple[float, State, Bill]] = {}
     choices: list[tuple[str, Gap]] = [("never", never), ("warm", warm90)]
+    if shape.lift > shape.lifetime:
+        choices.append(("lift", lift90))
     if not history or gap > reach(shape):
         choices.append(("compact", _compact_at_90))
     for name, act in choices:
@@ -254,7 +291,8 @@ def _oracle(
         options[name] = (spent.usd, trial, spent)
     best = min(options, key=lambda n: options[n][0])
     _, _, spent = options[best]
-    {"never": never, "warm": warm90, "compact": _compact_at_90}[best](shape, state, bill, gap, seen)
+    acts = {"never": never, "warm": warm90, "lift": lift90, "compact": _compact_at_90}
+    acts[best](shape, state, bill, gap, seen)
 
 
 def _compact_at_90(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
@@ -263,7 +301,7 @@ def _compact_at_90(shape: Shape, state: State, bill: Bill, gap: float, seen: lis
 
 
 def _copy(state: State) -> State:
-    return State(state.prefix, state.messages, state.cached, state.warm_until)
+    return State(state.prefix, state.messages, state.cached, state.warm_until, state.life)
 
 
 POLICIES: dict[str, Gap] = {
@@ -273,17 +311,19 @@ POLICIES: dict[str, Gap] = {
     "auto": auto,
     "oracle": oracle,
     "oracle_free": oracle_free,
+    "auto_fixed_ttl": auto,
 }
+CHOOSING = ("auto", "oracle", "oracle_free")
 
 
 def sdk_day(rng: random.Random, prompts: int = 14) -> list[Step]:
-    """The trace ``idle_sdk_day.py`` sends: one file read (at most ~10K tokens) and an answer
-    a prompt, 7–21 prompts; the same pauses between prompts."""
+    """The trace ``idle_sdk_day.py`` sends: one file read and an answer a prompt, 7–21 prompts,
+    the same pauses; a read is log-normal around 18K tokens, cut at ``SDK_READ_CAP``."""
     steps: list[Step] = []
     for n in range(rng.randint(prompts // 2, prompts * 3 // 2)):
         pause = 0.0 if n == 0 else gap_after_prompt(rng)
-        read = rng.lognormvariate(math.log(10_000), 0.6)
-        steps += [Step(pause, int(min(10_000, read))), Step(0.0, 200)]
+        read = rng.lognormvariate(math.log(18_000), 0.6)
+        steps += [Step(pause, int(min(SDK_READ_CAP, read))), Step(0.0, 200)]
     return steps
 
 
@@ -311,7 +351,11 @@ def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
 
 def evaluate(shape: Shape, days: list[list[Step]], window: int) -> dict[str, object]:
     """One shape on one trace: dollars per session, the ratios the goal names, history kept."""
-    bills = {name: run(shape, days, p, window) for name, p in POLICIES.items()}
+    chosen = CHOSEN_TTL if shape.price is CHOSEN_TTL.price and SETTINGS["ttl_choice"] else shape
+    bills = {
+        name: run(chosen if name in CHOOSING else shape, days, p, window)
+        for name, p in POLICIES.items()
+    }
     per = {name: b.usd / len(days) for name, b in bills.items()}
     fixed = min(("never", "compact54", "warm90"), key=lambda n: per[n])
     kept = {name: sum(b.kept) / len(b.kept) for name, b in bills.items()}
@@ -353,8 +397,14 @@ def main() -> None:
         action="store_true",
         help="auto's pool is 20,000 draws of the pause distribution itself (a limit)",
     )
+    parser.add_argument(
+        "--fixed-ttl",
+        action="store_true",
+        help="auto and the oracles keep the shape's lifetime (no lift to 1 hour)",
+    )
     args = parser.parse_args()
     SETTINGS["told"] = float(args.told)
+    SETTINGS["ttl_choice"] = float(not args.fixed_ttl)
     make = sdk_day if args.sdk_trace else day
     SETTINGS["floor"] = args.floor
     SETTINGS["pool_share"] = args.pool_share

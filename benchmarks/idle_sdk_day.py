@@ -5,16 +5,16 @@ minute, some 10–90 minutes, a few overnight) with 20 sessions, driven through 
 the official SDKs against ``provider_sim`` for Anthropic Messages (5-minute and 1-hour
 lifetimes) and OpenAI Responses (GPT-5.6 explicit caching, 30 minutes). Each prompt asks to
 read a source file (a tool call whose result is a file of a coding agent's size, drawn
-log-normally around 18,000 tokens, then cut to the package's default 40,000-character tool
-result, about 10K tokens) and gets an answer; the application prompt and tools are about 9K
-tokens. The model's context is 1M tokens and the history cap 400 messages, so the idle
-policies, not the budget, decide what history stays. With the cut no Anthropic session
-passes 200K tokens at a long pause (the simulator counts a quarter of the characters), so the
-compaction rules act only on OpenAI, twice (a run with the cut lifted did not fit the round).
+log-normally around 18,000 tokens, cut at 100,000 characters: about 25K tokens, what a coding
+agent's file-read tool returns at most) and gets an answer; the application prompt and tools
+are about 9K tokens. So sessions pass 200K tokens at long pauses and the compaction rules act.
+The model's context is 1M tokens and the history cap 400 messages, so the idle policies, not
+the budget, decide what history stays.
 
 The runtime's clock and the simulator's are one virtual clock, moved, never slept. In every
 pause the application's timer runs (what an application does with ``tend_idle``): it ticks
-just inside the decision horizon of the cache's lifetime, again after each refresh. Policies:
+just inside the decision horizon of the lifetime the cache has, again after each refresh (a
+lifted prefix: the hour's). Policies:
 
 - ``never``: ``idle_policy="off"``;
 - ``compact54``: ``session.compact()`` after 54 idle minutes when the last request sent more
@@ -23,27 +23,33 @@ just inside the decision horizon of the cache's lifetime, again after each refre
   (OpenCode's fixed rule);
 - ``auto``: ``idle_policy="auto"``, ``await runtime.tend_idle()`` on the timer (each decision
   weighs the gaps the runtime recorded for the sessions it tended before, ``GapPool``);
-- ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout /
-  compact at the first tick, priced with the same rule ``idle_day.py`` uses, compacting only
-  where the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps).
+- ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout / lift
+  to the hour then keep warm (on Anthropic) / compact at the first tick, compacting only where
+  the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps).
 
-The fixed rules and the oracle act through the same calls ``tend_idle`` makes (the session's
-keep-warm side call and its cache-reading compaction), chosen by their own rule instead of
-``ledger.idle.decide_idle``. Reported per shape: the simulator's bill per session for each,
-``auto`` over the cheapest fixed rule and over the oracle, the mean history messages of the
-turns' requests; and for ``never``: every miss's cause, and the sum of the per-miss costs
+The fixed rules run at the shape's lifetime. On Anthropic ``auto`` and the oracle choose the
+lifetime: the conversation writes at 5 minutes and a keep-warm call may lift the prefix to the
+hour, so their run is the same on both Anthropic shapes (made under ``anthropic 5m``; ``--merge``
+sets it beside the 1-hour shape's fixed rules too). The fixed rules and the oracle act through
+the same calls ``tend_idle`` makes (the session's keep-warm side call, lifted or not, and its
+cache-reading compaction), chosen by their own rule instead of ``ledger.idle.decide_idle``.
+Reported per shape: the simulator's bill per session for each, ``auto`` over the cheapest
+fixed rule and over the oracle, the mean history messages of the turns' requests; and for
+``never`` with ``all-hit``: every miss's cause, and the sum of the per-miss costs
 ``session.cost().misses`` lists beside the bill's excess over the same trace with every pause
 shortened to 5 seconds (an all-hit run: the same requests, every prefix read).
 
 Usage: ``python benchmarks/idle_sdk_day.py [--seed 7] [--sessions 20] [--prompts 14]
 [--shape openai] [--policies auto,oracle,warm90,never,compact54]``; writes
-``benchmarks/results/idle_sdk_day_<shape>.json``.
+``benchmarks/results/idle_sdk_day_seed<seed>_<shape>_<policies>.json``; ``--merge`` joins
+every saved run into ``benchmarks/results/idle_sdk_day.json`` and prints the ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import random
 import sys
@@ -57,7 +63,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import save
+from _results import RESULTS, save
 from idle_day import gap_after_prompt
 from provider_cache import APP_PROMPT, SIM_PRICES
 from provider_shapes import Reply
@@ -68,6 +74,8 @@ from agentsession.ledger.idle import COMPACT_FLOOR, IdleDecision, IdleSituation
 from agentsession.ledger.prices import ModelPrice
 
 FILE_TOKENS = 18_000
+LIFT = 3600.0  # Anthropic's long lifetime, which auto and the oracle may lift a prefix to
+READ_CAP = 100_000  # characters of one file read: about 25K tokens, a coding agent's read limit
 SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
 
 
@@ -147,26 +155,50 @@ def oracle_rule(pause: float, shape: Shape) -> Rule:
         action = chosen[0]
         if action == "compacted" and len(chosen) > 1:
             action = "nothing"
+        first = len(chosen) == 1
         chosen.append(action)
+        if action == "lifted":  # lift at the first tick, then keep the lifted entry warm
+            lifetime = LIFT if first else None
+            why = f"oracle: lifted for a pause of {pause:.0f} s"
+            return IdleDecision("kept_warm", why, {}, "lifted", lifetime)
         return IdleDecision(action, f"oracle: {action} for a pause of {pause:.0f} s")  # type: ignore[arg-type]
 
     return rule
 
 
 def _oracle_choice(s: IdleSituation, price: ModelPrice | None, pause: float, shape: Shape) -> str:
+    """Told the pause: never, keep warm throughout, lift then keep warm (where ``auto`` may
+    lift), or compact at the first tick where the pause outlasts what keeping warm pays for."""
     if price is None:
         return "nothing"
     write = price.write_long if s.long_lifetime else price.write
     p = s.prefix_tokens / 1e6
     read = p * price.cached_input
+    call = read + 16e-6 * (write + price.output)
     costs = {"nothing": read if pause <= shape.lifetime else p * write}
     refreshes = max(0, math.ceil((pause - s.idle_seconds) / (0.9 * shape.lifetime)))
-    costs["kept_warm"] = refreshes * (read + 16e-6 * (write + price.output)) + read
-    reach = shape.lifetime * (1 + write / price.cached_input)
+    costs["kept_warm"] = refreshes * call + read
+    longest = shape.lifetime
+    if s.lift_lifetime > s.lifetime:
+        longest = s.lift_lifetime
+        lift = call + s.lift_tokens / 1e6 * price.write_long
+        later = max(0, math.ceil((pause - s.idle_seconds - 0.9 * LIFT) / (0.9 * LIFT)))
+        costs["lifted"] = lift + later * call + read
+    reach = shape.lifetime + longest * write / price.cached_input
     if s.compacted_tokens is not None and s.prefix_tokens >= COMPACT_FLOOR and pause > reach:
         summary = len(SUMMARY.split()) * 1.3e-6 * price.output
         costs["compacted"] = read + summary + s.compacted_tokens / 1e6 * write
     return min(costs, key=lambda k: costs[k])
+
+
+CHOOSING = ("auto", "oracle")
+"""The policies that choose the lifetime on Anthropic: the conversation writes at 5 minutes
+and a keep-warm call may lift the prefix to the hour; so their run is the same on both
+Anthropic shapes (made once, under ``anthropic 5m``), beside each shape's fixed rules."""
+
+
+def ttl_of(name: str, shape: Shape) -> str:
+    return "5m" if name in CHOOSING and shape.wire == "anthropic" else shape.ttl
 
 
 @dataclass
@@ -210,16 +242,19 @@ async def pause_for(
         clock["now"] = end
         return
     rule = {"warm90": warm_rule, "oracle": oracle_rule(pause, shape)}.get(name)
-    touch = start
+    touch, lifetime = start, shape.lifetime
     while True:
-        at = touch + timedelta(seconds=0.9 * shape.lifetime + 1)
+        at = touch + timedelta(seconds=0.9 * lifetime + 1)
         if at >= end:
             break
         clock["now"] = at
         outcome = await tend(name, runtime, session, rule)
-        actions[outcome.action] += 1
         if outcome.action != "kept_warm":
+            actions[outcome.action] += 1
             break
+        # the timer's next tick: near the end of the lifetime the refresh left (a lift: 1 hour)
+        lifetime = session._guard.writer.ledger.ttl_seconds
+        actions["lifted" if lifetime > shape.lifetime else "kept_warm"] += 1
         touch = at
     clock["now"] = end
 
@@ -241,10 +276,11 @@ async def run(
         )
         config = ags.Config(
             titles=False,
-            cache_ttl=shape.ttl,  # type: ignore[arg-type]
+            cache_ttl=ttl_of(name, shape),  # type: ignore[arg-type]
             idle_policy="auto" if name == "auto" else "off",
             context_window=1_000_000,
             max_transcript_messages=400,
+            max_tool_result_chars=READ_CAP,
         )
         runtime = ags.Runtime(
             store=ags.SQLiteStore(Path(tmp) / "s.db"),
@@ -278,24 +314,37 @@ FIXED = ("never", "compact54", "warm90")
 
 
 def figures(runs: dict[str, Run], sessions: int) -> dict[str, Any]:
+    """The bill per session and history kept of each policy run; the goal's ratios when the
+    fixed rules, ``auto`` and the oracle all ran (``merge`` joins runs made separately)."""
     per = {name: r.usd / sessions for name, r in runs.items()}
     kept = {name: sum(r.messages or []) / max(1, len(r.messages or [])) for name, r in runs.items()}
-    fixed = min(FIXED, key=lambda n: per[n])
-    never = runs["never"]
-    hit = runs.get("all-hit")
-    return {
+    row: dict[str, Any] = {
         "usd_per_session": per,
+        "mean_messages": kept,
+        "actions": {name: dict(r.actions or {}) for name, r in runs.items()},
+        "misses": {name: dict(r.misses or {}) for name, r in runs.items()},
+    }
+    if "never" in runs:
+        row["never_miss_usd"] = runs["never"].miss_usd
+    if "all-hit" in runs:
+        row["all_hit_miss_usd"] = runs["all-hit"].miss_usd
+        if "never" in runs:
+            row["never_excess_over_all_hit_usd"] = runs["never"].usd - runs["all-hit"].usd
+    return ratios(row)
+
+
+def ratios(row: dict[str, Any]) -> dict[str, Any]:
+    """Add the goal's ratios to a row holding every fixed rule, ``auto`` and the oracle."""
+    per, kept = row["usd_per_session"], row["mean_messages"]
+    if not all(n in per for n in (*FIXED, "auto", "oracle")):
+        return row
+    fixed = min(FIXED, key=lambda n: per[n])
+    return row | {
         "cheapest_fixed": fixed,
         "auto_over_fixed": per["auto"] / per[fixed],
         "auto_over_oracle": per["auto"] / per["oracle"],
         "oracle_over_fixed": per["oracle"] / per[fixed],
-        "mean_messages": kept,
         "auto_messages_over_fixed": kept["auto"] / kept[fixed],
-        "actions": {name: dict(r.actions or {}) for name, r in runs.items()},
-        "misses": {name: dict(r.misses or {}) for name, r in runs.items()},
-        "never_miss_usd": never.miss_usd,
-        "all_hit_miss_usd": hit.miss_usd if hit else None,
-        "never_excess_over_all_hit_usd": never.usd - hit.usd if hit else None,
     }
 
 
@@ -308,6 +357,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
             continue
         runs: dict[str, Run] = {}
         chosen = [n for n in args.policies.split(",") if n in POLICIES]
+        if shape.name == "anthropic 1h":  # auto's and the oracle's run is the 5m shape's
+            chosen = [n for n in chosen if n not in CHOOSING]
         for name in chosen:
             runs[name] = r = await run(name, shape, days, clock)
             print(f"  {shape.name} {name}: ${r.usd / args.sessions:.4f}/session", flush=True)
@@ -321,12 +372,13 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 f"  {row['mean_messages'][name]:6.1f} messages  misses {dict(r.misses or {})}"
                 f"  {dict(r.actions or {})}"
             )
-        print(
-            f"  auto / cheapest fixed ({row['cheapest_fixed']}) = {row['auto_over_fixed']:.3f};"
-            f" auto / oracle = {row['auto_over_oracle']:.3f}; history kept"
-            f" {row['auto_messages_over_fixed']:.3f}x the fixed rule's"
-        )
-        excess = row["never_excess_over_all_hit_usd"]
+        if "cheapest_fixed" in row:
+            print(
+                f"  auto / cheapest fixed ({row['cheapest_fixed']}) = {row['auto_over_fixed']:.3f};"
+                f" auto / oracle = {row['auto_over_oracle']:.3f}; history kept"
+                f" {row['auto_messages_over_fixed']:.3f}x the fixed rule's"
+            )
+        excess = row.get("never_excess_over_all_hit_usd")
         if excess is not None:
             listed = row["never_miss_usd"] - row["all_hit_miss_usd"]
             print(
@@ -334,6 +386,38 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 f" ${excess:.4f}"
             )
     return out
+
+
+def merged() -> dict[str, Any]:
+    """Every saved run of this script joined per seed and shape, with the goal's ratios."""
+    table: dict[str, Any] = {}
+    for path in sorted(RESULTS.glob("idle_sdk_day_seed*.json")):
+        found = json.loads(path.read_text())["figures"]
+        for shape, row in found.items():
+            if not isinstance(row, dict):
+                continue
+            into = table.setdefault(f"seed {found['seed']}", {}).setdefault(
+                shape, {"usd_per_session": {}, "mean_messages": {}, "actions": {}}
+            )
+            for key in ("usd_per_session", "mean_messages", "actions"):
+                into[key].update(row.get(key, {}))
+    for shapes in table.values():
+        five, hour = shapes.get("anthropic 5m"), shapes.get("anthropic 1h")
+        if five and hour:  # the policies that choose the lifetime ran once for both
+            for key in ("usd_per_session", "mean_messages", "actions"):
+                hour[key].update({n: v for n, v in five[key].items() if n in CHOOSING})
+        for shape, row in shapes.items():
+            shapes[shape] = ratios(row)
+            if "cheapest_fixed" not in row:
+                continue
+            per, kept = row["usd_per_session"], row["mean_messages"]
+            print(
+                f"{shape:13s} "
+                + " ".join(f"{n} ${per[n]:.3f}/{kept[n]:.1f}" for n in (*FIXED, "auto", "oracle"))
+                + f" | auto/fixed {row['auto_over_fixed']:.3f} auto/oracle"
+                f" {row['auto_over_oracle']:.3f} history {row['auto_messages_over_fixed']:.3f}"
+            )
+    return table
 
 
 def main() -> None:
@@ -348,14 +432,20 @@ def main() -> None:
         help="comma-separated, run in this order; never, the fixed rules, auto and oracle "
         "give the ratios, all-hit only the misses check",
     )
-    args = parser.parse_args()
-    results = asyncio.run(run_all(args))
-    name = "idle_sdk_day" + "".join(f"_{n.replace(' ', '_')}" for n in args.shape)
-    save(
-        name,
-        results,
-        command=" ".join(["python benchmarks/idle_sdk_day.py", *sys.argv[1:]]),
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="join the saved runs of every seed and shape into idle_sdk_day.json and print it",
     )
+    args = parser.parse_args()
+    command = " ".join(["python benchmarks/idle_sdk_day.py", *sys.argv[1:]])
+    if args.merge:
+        save("idle_sdk_day", merged(), command=command)
+        return
+    results = asyncio.run(run_all(args))
+    shapes = "".join(f"_{n.replace(' ', '_')}" for n in args.shape)
+    policies = args.policies.replace(",", "_").replace("-", "_")
+    save(f"idle_sdk_day_seed{args.seed}{shapes}_{policies}", results, command=command)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,30 @@ def soak_rows(data: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def idle_rows(data: dict[str, Any] | None) -> list[str]:
+    """The SDK day of idle time (``idle_sdk_day.py --merge``), one row per seed and shape."""
+    if data is None:
+        return []
+    rows = []
+    for seed, shapes in data["figures"].items():
+        for shape, row in shapes.items():
+            if "cheapest_fixed" not in row:
+                continue
+            cost, near = row["auto_over_fixed"], row["auto_over_oracle"]
+            kept = row["auto_messages_over_fixed"]
+            marks = [
+                f"≤ 0.9× {verdict(cost <= 0.9)}",
+                f"≤ 1.1× oracle {verdict(near <= 1.1)}",
+                f"history ≥ 0.95× {verdict(kept >= 0.95)}",
+            ]
+            rows.append(
+                f"| 40 | idle day through the SDKs, {shape}, {seed}: `auto` ÷ cheapest fixed rule"
+                f" ({row['cheapest_fixed']}) · ÷ oracle · history ÷ the fixed rule's"
+                f" | {cost:.3f}× · {near:.3f}× · {kept:.3f}× | {', '.join(marks)} |"
+            )
+    return rows
+
+
 def disk_breakdown_rows(data: dict[str, Any]) -> list[str]:
     """Where the bytes per item go: the stored JSON of each kind (small results)."""
     cell = data["figures"]["disk"]
@@ -311,6 +335,7 @@ def table() -> str:
             lines.append(f"| | {name} | not run yet (`make bench`) | |")
             continue
         lines.extend(rows(data))
+    lines.extend(idle_rows(load("idle_sdk_day")))
     lines.extend(soak_rows(load("crash_soak")))
     postgres = load("crash_soak_postgres")
     if postgres is not None:

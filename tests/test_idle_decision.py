@@ -25,7 +25,11 @@ def situations(draw: st.DrawFn) -> IdleSituation:
     warm = draw(st.floats(1.0, lifetime * 0.1))
     prefix = draw(st.integers(1_000, 900_000))
     compacted = draw(st.none() | st.integers(500, prefix))
+    # Anthropic at 5 minutes: a keep-warm call may lift the prefix to the hour
+    lift = draw(st.sampled_from([0.0, 3600.0])) if lifetime == 300.0 else 0.0
     return IdleSituation(
+        lift_lifetime=lift,
+        lift_tokens=draw(st.integers(0, 20_000)),
         compact_floor=draw(st.integers(0, 400_000)),
         idle_seconds=draw(st.floats(0.0, 7200.0)),
         warm_seconds=warm,
@@ -44,7 +48,7 @@ prices = st.sampled_from([SONNET, GPT, PRICES["claude-haiku-4-5"], PRICES["gpt-5
 def test_the_choice_is_never_dearer_than_an_alternative(s: IdleSituation, p: ModelPrice) -> None:
     decision = decide_idle(s, p)
     assert decision.action in ("kept_warm", "compacted", "let_expire")
-    chosen = decision.costs[decision.action]
+    chosen = decision.costs[decision.option]
     assert all(chosen <= other for other in decision.costs.values())
     assert all(math.isfinite(v) and v >= 0 for v in decision.costs.values())
 
@@ -162,15 +166,17 @@ def test_never_kept_warm_where_the_evidence_says_refreshing_costs_more_than_a_re
 ) -> None:
     # every measured pause still running (own and pooled) lasts past write / read lifetimes
     # from now: keeping warm until it ends would cost more refreshes than writing again
+    # (from write / read of the longest lifetime a refresh can give: a lift's, where offered)
     ratio = (p.write_long if s.long_lifetime else p.write) / p.cached_input
-    reach = s.idle_seconds + s.warm_seconds + ratio * s.lifetime
+    reach = s.idle_seconds + s.warm_seconds + ratio * max(s.lifetime, s.lift_lifetime)
     away = replace(
         s,
         gaps=(*(g if g <= s.idle_seconds else reach + g for g in s.gaps), reach + 1.0),
         pooled_gaps=tuple(g if g <= s.idle_seconds else reach + g for g in s.pooled_gaps),
     )
     costs = option_costs(away, p)
-    assert costs["kept_warm"] > min(costs["let_expire"], costs.get("compacted", math.inf))
+    cheapest = min(costs["let_expire"], costs.get("compacted", math.inf))
+    assert costs["kept_warm"] > cheapest and costs.get("lifted", math.inf) > cheapest
     assert decide_idle(away, p).action != "kept_warm"
 
 
@@ -232,3 +238,76 @@ def test_the_pool_holds_the_newest_sessions_and_never_the_one_asked_about(
     kept = list(latest.items())[-sessions:]
     expected = [g for sid, gaps in kept if sid != asked for g in gaps]
     assert pool.others(asked) == tuple(expected[-limit:])
+
+
+@given(situations(), prices)
+def test_a_lift_is_a_keep_warm_call_at_the_long_lifetime(s: IdleSituation, p: ModelPrice) -> None:
+    decision = decide_idle(s, p)
+    if decision.option == "lifted":
+        assert decision.action == "kept_warm" and decision.lifetime == s.lift_lifetime
+        assert s.lift_lifetime > s.lifetime
+    else:
+        assert decision.option == decision.action and decision.lifetime is None
+    if not s.lift_lifetime:
+        assert "lifted" not in option_costs(s, p)
+
+
+@given(pooled_situations(), prices)
+def test_offering_a_lift_changes_no_other_estimate_and_never_costs_more(
+    s: IdleSituation, p: ModelPrice
+) -> None:
+    # the lift is one more option: the others are priced as without it, so the choice's
+    # expected cost can only fall (compaction left out: its gate reads how far keeping warm
+    # reaches, which a lift extends)
+    lifted = replace(s, lifetime=300.0, lift_lifetime=3600.0, compacted_tokens=None)
+    plain = replace(lifted, lift_lifetime=0.0)
+    with_lift, without = option_costs(lifted, p), option_costs(plain, p)
+    assert set(with_lift) == {*without, "lifted"}
+    for key, value in without.items():
+        assert with_lift[key] == pytest.approx(value, rel=1e-9, abs=1e-12)
+    assert min(with_lift.values()) <= min(without.values())
+
+
+@given(situations(), prices)
+def test_a_lift_costs_at_least_its_call_and_a_read(s: IdleSituation, p: ModelPrice) -> None:
+    s = replace(s, lifetime=300.0, lift_lifetime=3600.0)
+    tokens = s.prefix_tokens / 1e6
+    call = tokens * p.cached_input + (s.lift_tokens + s.warm_tokens) / 1e6 * p.write_long
+    assert option_costs(s, p)["lifted"] >= call + tokens * p.cached_input - 1e-12
+
+
+def test_a_session_that_pauses_for_half_an_hour_is_lifted_not_refreshed_six_times() -> None:
+    # at 4.5 idle minutes its pauses past that last 40 minutes: one lift (a read and the
+    # last reply written at the hour's price) beats a refresh every 4.5 minutes or a rewrite
+    s = IdleSituation(
+        280.0,
+        20.0,
+        300.0,
+        150_000,
+        gaps=(30.0, 2400.0, 2500.0, 2600.0),
+        lift_lifetime=3600.0,
+        lift_tokens=400,
+    )
+    decision = decide_idle(s, SONNET)
+    assert decision.option == "lifted" and decision.lifetime == 3600.0
+    assert decision.costs["lifted"] < decision.costs["kept_warm"] < decision.costs["let_expire"]
+    # back within a few minutes: a plain refresh covers it without writing at the long price
+    soon = replace(s, gaps=(30.0, 360.0, 370.0, 380.0))
+    assert decide_idle(soon, SONNET).option == "kept_warm"
+
+
+def test_a_pause_past_the_sessions_own_gaps_is_judged_away_by_the_pool_then_by_its_length() -> None:
+    # no gap of its own ran this long: the other sessions' pauses that did decide, and past
+    # every measured pause a pause of t outlasts x with chance t / x
+    ratio = SONNET.write / SONNET.cached_input
+    s = IdleSituation(1620.0, 180.0, 1800.0, 250_000, gaps=(30.0, 40.0, 600.0))
+    reach = 1620.0 + 180.0 + ratio * 1800.0
+    assert away_share(s, ratio) == pytest.approx(1620.0 / reach)
+    pooled = replace(s, pooled_gaps=(30.0, 2000.0, 3000.0, 40_000.0))
+    assert away_share(pooled, ratio) == pytest.approx(1 / 3)
+    # with a lift offered, keeping warm reaches `ratio` long lifetimes: a night is not away
+    night = replace(
+        s, idle_seconds=280.0, warm_seconds=20.0, lifetime=300.0, gaps=(30.0, 40_000.0, 45_000.0)
+    )
+    assert away_share(night, ratio) == 1.0
+    assert away_share(replace(night, lift_lifetime=3600.0), ratio) == 0.0

@@ -7,7 +7,9 @@ weighs how pauses of this length ended in the other sessions (a session's own fe
 little about its long pauses);
 ``keep_warm`` makes the smallest request that refreshes the provider's cache: the conversation's
 request exactly as last admitted (read from the cache) with a one-word question appended, sent
-with the session's cache key and lifetime. It is a ``SideCall`` with purpose ``"keep_warm"``
+with the session's cache key and lifetime (or, when the decision lifts the prefix to the long
+lifetime, with the breakpoint at the live prefix's end at that lifetime, so the entry the next
+prompt reads lives that long). It is a ``SideCall`` with purpose ``"keep_warm"``
 and the decision's reason, billed like any other call. The session (``Session._tend_idle``)
 holds the session exclusively around both, so a running or approval-waiting session, or one
 another process leases, is never touched.
@@ -63,6 +65,8 @@ def situation_of(
     last_touch: datetime | None,
     lifetime: float,
     compacted_tokens: int | None,
+    long_writes: bool | None = None,
+    lift_lifetime: float = 0.0,
 ) -> IdleSituation | None:
     """What the idle decision knows of a session; ``None`` when no request was answered.
 
@@ -73,6 +77,9 @@ def situation_of(
             known; else the last request's time.
         lifetime: The cache lifetime the last request asked for, in seconds.
         compacted_tokens: The prefix after a compaction (``None``: nothing to compact).
+        long_writes: Whether the next request writes at the long lifetime's price (``None``:
+            whether ``lifetime`` is the long one).
+        lift_lifetime: A longer lifetime a keep-warm call can lift the prefix to (``0``: none).
     """
     turns = [c for c in charges if c.purpose == "turn" and c.usage is not None]
     if not turns:
@@ -83,8 +90,14 @@ def situation_of(
     last = moments[-1]
     # A refresh recorded in the log restarts the lifetime too: a process that opened the
     # session after another kept it warm must not refresh it again.
-    refreshed = [_moment(c) for c in charges if c.purpose == "keep_warm"]
+    refreshes = [c for c in charges if c.purpose == "keep_warm"]
+    refreshed = [_moment(c) for c in refreshes]
     touched = max([last, *(m for m in (*refreshed, last_touch) if m is not None)])
+    asked = lifetime
+    lifted = [c for c in refreshes if (m := _moment(c)) is not None and m > last]
+    if any(c.usage is not None and c.usage.cache_write_long_tokens for c in lifted):
+        # a refresh since the last request lifted the prefix to the long lifetime
+        lifetime = max(lifetime, lift_lifetime)
     usage = turns[-1].usage
     assert usage is not None
     return IdleSituation(
@@ -93,8 +106,11 @@ def situation_of(
         lifetime=lifetime,
         prefix_tokens=usage.input_tokens,
         gaps=tuple((b - a).total_seconds() for a, b in pairwise(moments)),
-        long_lifetime=lifetime >= LONGEST_TTL,
+        long_lifetime=asked >= LONGEST_TTL if long_writes is None else long_writes,
         compacted_tokens=compacted_tokens,
+        lift_lifetime=lift_lifetime if lift_lifetime > lifetime else 0.0,
+        # the live prefix past the cached one: the last reply, which a lift writes
+        lift_tokens=usage.output_tokens,
     )
 
 
@@ -108,8 +124,14 @@ async def keep_warm(
     model: Model,
     rebuild: Callable[[Model], Awaitable[Request]],
     reason: str,
+    *,
+    lift: bool = False,
 ) -> SideCall:
     """Refresh the provider's cache of the session's prefix; the billed call, committed.
+
+    ``lift``: lift the live prefix to the long lifetime (Anthropic's hour) on the way: the
+    breakpoint at its end, at that lifetime, so the call writes the last reply at the long
+    price and the entry the next prompt reads lives the long lifetime from now.
 
     Args:
         deps: The session's dependencies (config, clock).
@@ -117,6 +139,7 @@ async def keep_warm(
         model: The session's model.
         rebuild: Rebuilds the request as last admitted.
         reason: Why, recorded with the call.
+        lift: Lift the prefix to the long lifetime.
 
     Raises:
         UsageError: The last request cannot be rebuilt.
@@ -131,9 +154,11 @@ async def keep_warm(
         tools=live.tools,
         sources=(*live.sources, ()),
     )
-    done = await cached_call(deps, writer, model, request)
+    done = await cached_call(deps, writer, model, request, lift=lift)
     if deps.clock is not None:
         writer.ledger.note(deps.clock())  # the cache's lifetime starts again now
+    if lift:
+        writer.ledger.ttl_seconds = LONGEST_TTL  # until the next request asks for its own
     call = SideCall(
         "keep_warm",
         done.model or model.name,
@@ -178,8 +203,8 @@ async def tend(
     clock = deps.clock or (lambda: datetime.now().astimezone())
     ledger = writer.ledger
     lifetime = ledger.ttl_seconds
+    ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
     if ledger.last_noted() is None:  # opened, no request since: the lifetime it would ask for
-        ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
         lifetime = cache_lifetime(model.profile, ttl)
     situation = situation_of(
         charges(),
@@ -187,6 +212,9 @@ async def tend(
         last_touch=ledger.last_noted(),
         lifetime=lifetime,
         compacted_tokens=None,
+        long_writes=ttl == "1h" and bool(model.profile.cache_ttl),
+        # Anthropic: a prefix written at 5 minutes can be lifted to the hour by a keep-warm call
+        lift_lifetime=cache_lifetime(model.profile, "1h") if model.profile.cache_ttl else 0.0,
     )
     if situation is None:
         return IdleOutcome(session_id, "nothing", "no request answered yet")
@@ -218,8 +246,9 @@ async def tend(
                 # would be billed and then refused by the store.
                 return IdleOutcome(session_id, "nothing", "the session changed elsewhere")
             if decision.action == "kept_warm":
+                lift = decision.lifetime is not None and decision.lifetime > lifetime
                 call: SideCall | None = await keep_warm(
-                    deps, writer, model, admitter.rebuild, decision.reason
+                    deps, writer, model, admitter.rebuild, decision.reason, lift=lift
                 )
             else:
                 done = await admitter.compact(

@@ -264,14 +264,17 @@ def _controls(deps: SessionDeps, writer: LogWriter) -> CacheControls:
 
 
 async def cached_call(
-    deps: SessionDeps, writer: LogWriter, model: Model, request: Request
+    deps: SessionDeps, writer: LogWriter, model: Model, request: Request, *, lift: bool = False
 ) -> ModelDone:
     """``model``'s answer to ``request`` with the session's cache key and lifetime.
 
     The same key and lifetime the conversation's calls ask for, so the provider routes the
-    call to the cache they wrote; failures leave translated, like ``complete``'s.
+    call to the cache they wrote; failures leave translated, like ``complete``'s. ``lift``:
+    a keep-warm call that lifts the live prefix to the long lifetime (``CacheControls.lift``).
     """
     config, controls = deps.config, _controls(deps, writer)
+    if lift:
+        controls = replace(controls, ttl="1h", lift=True)
     done: ModelDone | None = None
     try:
         async for event in call_model(

@@ -20,14 +20,21 @@ prefix, ``r`` the cached read price, ``w`` the write price of the lifetime in us
   the same choice again one lifetime later (solved backwards over the gaps measured: an
   optimal stopping rule, so "keep warm now, give up later" is weighed, and keeping warm never
   runs past ``w / r`` lifetimes, where the refreshes would cost more than writing again);
+- **lift it** (Anthropic, a session writing at 5 minutes): one keep-warm call that puts the
+  breakpoint at the end of the live prefix at the hour's lifetime, so it reads ``P·r``, writes
+  the last reply at the long price, and the prefix stays warm for an hour; then the same
+  choice at the hour's end. The lifetime is chosen where the pause shows it is needed, not
+  paid on every write (the hour's writes cost 2× input, the 5 minutes' 1.25×);
 - **compact now**: the cache-reading summary call (``P·r`` in, the summary out), after which the
   next request writes the smaller prefix. Later requests reading the smaller prefix would save
   more; that saving is left out, so the model never argues for compaction on hope.
 
 A summary drops history, which has no price; so compaction is weighed only where it replaces a
-rewrite: when at least half the session's own gaps still running outlast what keeping warm pays for
-(``write / read`` lifetimes from now, past which refreshing costs more than writing again;
-``away_share``). A user who is likely back before then keeps the history and the warm cache.
+rewrite: when at least half the pauses still running like this one outlast what keeping warm
+pays for (``write / read`` of the longest lifetime a refresh can give from now, past which
+refreshing costs more than writing again; ``away_share``): the session's own, or where none of
+them ran this long the pooled ones, or past every gap measured the scale-free rule. A user who
+is likely back before then keeps the history and the warm cache.
 
 The choice is the cheapest under this model; a tie goes to doing nothing (no call is made). No
 price, too few measured gaps (the session's own and the pooled ones together) or no prefix:
@@ -102,7 +109,10 @@ class IdleSituation:
     adds and gets back; ``horizon``: the share of the lifetime before its end where a decision
     is made; ``compact_floor``: compaction is weighed only for a prefix at least this large;
     ``pooled_gaps``: gaps measured in the runtime's other sessions, which carry ``pool_share``
-    of the evidence (all of it while the session has measured fewer than ``MIN_IDLE_GAPS``).
+    of the evidence (all of it while the session has measured fewer than ``MIN_IDLE_GAPS``);
+    ``lift_lifetime``: a longer lifetime a keep-warm call can lift the prefix to (Anthropic's
+    hour for a session that writes at 5 minutes; ``0``: none), writing ``lift_tokens`` (the
+    live prefix past the cached one: the last reply) at the long write price.
     """
 
     idle_seconds: float
@@ -118,16 +128,25 @@ class IdleSituation:
     compact_floor: int = COMPACT_FLOOR
     pooled_gaps: Sequence[float] = ()
     pool_share: float = POOL_SHARE
+    lift_lifetime: float = 0.0
+    lift_tokens: int = 0
     kind: Literal["idle_situation"] = "idle_situation"
 
 
 @dataclass(frozen=True)
 class IdleDecision:
-    """The action chosen, why, and the expected USD of each option weighed (empty: none was)."""
+    """The action chosen, why, and the expected USD of each option weighed (empty: none was).
+
+    ``option``: the key of ``costs`` chosen (``"lifted"`` is the action ``kept_warm`` at the
+    longer lifetime); ``lifetime``: the lifetime a keep-warm call asks for (``None``: the
+    session's own).
+    """
 
     action: IdleAction
     reason: str
     costs: Mapping[str, float] = field(default_factory=dict)
+    option: str = ""
+    lifetime: float | None = None
     kind: Literal["idle_decision"] = "idle_decision"
 
 
@@ -150,12 +169,15 @@ def decide_idle(situation: IdleSituation, price: ModelPrice | None) -> IdleDecis
     if len(s.gaps) < MIN_IDLE_GAPS and len(s.pooled_gaps) < MIN_IDLE_GAPS:
         return IdleDecision("nothing", f"fewer than {MIN_IDLE_GAPS} gaps measured")
     costs = option_costs(s, price)
-    action = min(costs, key=lambda name: (costs[name], _PREFERENCE[name]))
-    chosen: IdleAction = action  # type: ignore[assignment]
-    return IdleDecision(chosen, _reason(chosen, costs), costs)
+    option = min(costs, key=lambda name: (costs[name], _PREFERENCE[name]))
+    if option == "lifted":
+        reason = _reason(option, costs) + f"; the prefix lifted to {s.lift_lifetime:.0f} s"
+        return IdleDecision("kept_warm", reason, costs, option, s.lift_lifetime)
+    chosen: IdleAction = option  # type: ignore[assignment]
+    return IdleDecision(chosen, _reason(option, costs), costs, option)
 
 
-_PREFERENCE = {"let_expire": 0, "kept_warm": 1, "compacted": 2}
+_PREFERENCE = {"let_expire": 0, "kept_warm": 1, "lifted": 2, "compacted": 3}
 
 
 def _reason(action: str, costs: Mapping[str, float]) -> str:
@@ -164,10 +186,13 @@ def _reason(action: str, costs: Mapping[str, float]) -> str:
 
 
 def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float]:
-    """The expected USD of each option now: ``let_expire``, ``kept_warm`` and ``compacted``.
+    """The expected USD of each option now: expire, keep warm, lift, compact.
+
+    Keyed ``let_expire``, ``kept_warm``, ``lifted`` and ``compacted``.
 
     ``compacted`` is left out when there is nothing to compact or the prefix is below
-    ``compact_floor``.
+    ``compact_floor``; ``lifted`` (a keep-warm call that lifts the prefix to
+    ``lift_lifetime``) when no longer lifetime is offered.
 
     Args:
         situation: What the session knows now.
@@ -178,38 +203,77 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     read, write = price.cached_input, price.write_long if s.long_lifetime else price.write
     warm_call = tokens * read + s.warm_tokens / 1e6 * (write + price.output)
     ev = Evidence.of(s)
-    step = max(s.lifetime - s.warm_seconds, 1.0)
     compact = math.inf
     compactable = s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor
     compactable = compactable and away_share(s, write / read if read else math.inf) >= 0.5
     if compactable and s.compacted_tokens is not None:
         compact = tokens * read + s.summary_tokens / 1e6 * price.output
         compact += s.compacted_tokens / 1e6 * write
-    # Backwards over the decision points t_k = idle + k·step, each with ``warm_seconds`` left,
-    # as far as keeping warm can pay (``write / read`` lifetimes) or the longest gap measured.
-    end = max(ev.longest, s.idle_seconds + (write / read if read else 0.0) * s.lifetime)
-    steps = min(_MAX_STEPS, max(0, math.ceil((end - s.idle_seconds) / step)))
-    later = min(tokens * write, compact)  # beyond the horizon: nobody keeps a cache warm forever
-    let_now = keep_now = tokens * write
-    for k in range(steps, -1, -1):
-        at = s.idle_seconds + k * step
-        alive = ev.beyond(at)
-        if alive > _NEGLIGIBLE:
-            hit = (alive - ev.beyond(at + s.warm_seconds)) / alive
-            within = (alive - ev.beyond(at + step)) / alive
-        else:
-            # Idle longer than any gap measured: a pause that has lasted ``at`` outlasts ``x``
-            # with chance at / x (the scale-free rule, fitting heavy-tailed pauses).
-            hit = s.warm_seconds / (at + s.warm_seconds)
-            within = step / (at + step)
-        let_now = hit * tokens * read + (1 - hit) * tokens * write
-        keep_now = warm_call + within * tokens * read + (1 - within) * later
-        # a summary may replace a rewrite, never a cache that keeping warm would keep
-        later = keep_now if keep_now < let_now else min(let_now, compact)
+    plan = _Plan(s, ev, tokens, read, write, warm_call, compact)
+    let_now, keep_now = plan.values(s.idle_seconds, max(s.lifetime - s.warm_seconds, 1.0))
     costs = {"let_expire": let_now, "kept_warm": keep_now}
+    if s.lift_lifetime > s.lifetime and price.write_long > 0:
+        costs["lifted"] = plan.lifted(price)
     if compactable:
         costs["compacted"] = compact
     return costs
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The stopping problem of one pause: keep warm, let expire or compact at each tick."""
+
+    s: IdleSituation
+    ev: Evidence
+    tokens: float  # the prefix, in millions
+    read: float
+    write: float  # the price the next request writes the prefix at, once expired
+    warm_call: float
+    compact: float
+
+    def values(self, first: float, step: float) -> tuple[float, float]:
+        """(let expire, keep warm) at the tick ``first``, ticks every ``step`` from there."""
+        s, ev, tokens, read, write = self.s, self.ev, self.tokens, self.read, self.write
+        # Backwards over the ticks t_k = first + k·step, each with ``warm_seconds`` left, as
+        # far as keeping warm can pay (``write / read`` lifetimes) or the longest gap measured.
+        reach = (write / read if read else 0.0) * (step + s.warm_seconds)
+        end = max(ev.longest, first + reach)
+        steps = min(_MAX_STEPS, max(0, math.ceil((end - first) / step)))
+        later = min(tokens * write, self.compact)  # beyond: nobody keeps a cache warm forever
+        let_now = keep_now = tokens * write
+        for k in range(steps, -1, -1):
+            at = first + k * step
+            hit = self.ends_within(at, s.warm_seconds)
+            within = self.ends_within(at, step)
+            let_now = hit * tokens * read + (1 - hit) * tokens * write
+            keep_now = self.warm_call + within * tokens * read + (1 - within) * later
+            # a summary may replace a rewrite, never a cache that keeping warm would keep
+            later = keep_now if keep_now < let_now else min(let_now, self.compact)
+        return let_now, keep_now
+
+    def ends_within(self, at: float, span: float) -> float:
+        """The chance a pause that has lasted ``at`` ends within ``span`` more."""
+        alive = self.ev.beyond(at)
+        if alive > _NEGLIGIBLE:
+            return (alive - self.ev.beyond(at + span)) / alive
+        # Idle longer than any gap measured: a pause that has lasted ``at`` outlasts ``x``
+        # with chance at / x (the scale-free rule, fitting heavy-tailed pauses).
+        return span / (at + span)
+
+    def lifted(self, price: ModelPrice) -> float:
+        """A keep-warm call now that lifts the prefix to the long lifetime, then the same choice.
+
+        The choice comes again at each long lifetime's tick (a read renews an entry for its
+        own lifetime); once expired, the next request writes at the session's own price.
+        """
+        s = self.s
+        call = self.tokens * self.read + s.warm_tokens / 1e6 * price.output
+        call += (s.lift_tokens + s.warm_tokens) / 1e6 * price.write_long
+        step = max(s.lift_lifetime - s.warm_seconds, 1.0)
+        let_then, keep_then = self.values(s.idle_seconds + step, step)
+        later = keep_then if keep_then < let_then else min(let_then, self.compact)
+        within = self.ends_within(s.idle_seconds, step)
+        return call + within * self.tokens * self.read + (1 - within) * later
 
 
 _NEGLIGIBLE = 1e-12
@@ -250,23 +314,30 @@ class Evidence:
 
 
 def away_share(situation: IdleSituation, ratio: float) -> float:
-    """The share of the session's own gaps still running that outlast keeping the cache warm.
+    """The share of the pauses still running like this one that outlast keeping the cache warm.
 
     Keeping warm stops paying ``ratio`` (write over read price) lifetimes from now: past that,
-    the refreshes cost more than writing the prefix again. A gap longer than that means the
-    user left; only then is the prefix written again whatever is done, and only then does a
-    summary replace a rewrite rather than history the cache could have kept.
+    the refreshes cost more than writing the prefix again. The lifetime is the longest a
+    keep-warm call can give (``lift_lifetime`` where offered: one lifted refresh an hour keeps
+    a prefix for ``ratio`` hours). A gap longer than that means the user left; only then is the
+    prefix written again whatever is done, and only then does a summary replace a rewrite
+    rather than history the cache could have kept.
 
-    Only the session's own gaps count here: whether this user has left this session is its
-    own habit, and the pooled gaps (which judge how a pause of this length ends) made the rule
-    keep warm where the session had never paused this long, and compact half as often.
+    The session's own gaps still running judge first: whether this user has left this
+    session is its own habit (pooling them always made the rule keep warm where the session
+    had never paused this long, and compact half as often). Where none of its own gaps ran
+    this long, they say nothing, and the other sessions' pauses that did decide (``pooled_gaps``);
+    past every gap measured, the scale-free rule (a pause of ``t`` outlasts ``x`` with chance
+    ``t / x``). Counting such a pause as away outright compacted sessions at their first
+    pause past half an hour, which most users come back from.
     """
     s = situation
-    survivors = [g for g in s.gaps if g > s.idle_seconds]
-    if not survivors:
-        return 1.0
-    reach = s.idle_seconds + s.warm_seconds + ratio * s.lifetime
-    return sum(g > reach for g in survivors) / len(survivors)
+    reach = s.idle_seconds + s.warm_seconds + ratio * max(s.lifetime, s.lift_lifetime)
+    for source in (s.gaps, s.pooled_gaps):
+        survivors = [g for g in source if g > s.idle_seconds]
+        if survivors:
+            return sum(g > reach for g in survivors) / len(survivors)
+    return s.idle_seconds / reach if reach > 0 else 1.0
 
 
 class GapPool:

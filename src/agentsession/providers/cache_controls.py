@@ -50,7 +50,10 @@ class CacheControls:
     where the provider offers a choice. ``diagnose``: ask for the provider's diagnosis;
     ``compare_with`` is the previous response's id (``None`` on the first call).
     ``compact_at``: the input tokens past which the provider compacts by itself (Anthropic's
-    threshold mode; ``None``: never).
+    threshold mode; ``None``: never). ``lift``: the request is a keep-warm call that lifts
+    the live prefix to ``ttl``: the newest breakpoint goes on the end of the message before
+    the last (the live prefix, whose last reply is written at that lifetime, so the entry the
+    next prompt reads lives as long) instead of on the keep-warm question.
     """
 
     key: str = ""
@@ -58,6 +61,7 @@ class CacheControls:
     diagnose: bool = False
     compare_with: str | None = None
     compact_at: int | None = None
+    lift: bool = False
     kind: Literal["cache_controls"] = "cache_controls"
 
 
@@ -143,7 +147,10 @@ def _anthropic(
         stable = _stable_count(request)
         if 0 < stable < len(system):
             system[stable - 1]["cache_control"] = {"type": "ephemeral"}
+    if profile.cache_markers and controls.lift:
+        _mark_live_prefix(body.get("messages", []))
     if profile.cache_ttl and controls.ttl == "1h":
+        # every breakpoint at the long lifetime: Anthropic refuses a long one after a short one
         for block in _marked(body):
             block["cache_control"]["ttl"] = "1h"
     if profile.cache_diagnostics and controls.diagnose:
@@ -151,6 +158,24 @@ def _anthropic(
     if profile.provider_compaction and controls.compact_at is not None:
         body["context_management"] = threshold_edit(controls.compact_at)
         body["betas"] = [*body.get("betas", ()), THRESHOLD_BETA]
+
+
+def _mark_live_prefix(messages: list[dict[str, Any]]) -> None:
+    """Move the newest breakpoint from the last message to the end of the one before it."""
+    if len(messages) < 2:
+        return
+    last, before = messages[-1].get("content"), messages[-2].get("content")
+    if not isinstance(last, list) or not isinstance(before, list) or not before:
+        return
+    end = before[-1]
+    if not isinstance(end, dict) or end.get("type") not in ("text", "tool_use", "tool_result"):
+        return  # thinking blocks cannot carry a breakpoint
+    marked = [b for b in last if isinstance(b, dict) and "cache_control" in b]
+    if not marked:
+        return
+    for block in marked:
+        del block["cache_control"]
+    end["cache_control"] = {"type": "ephemeral"}
 
 
 def _marked(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,154 @@
+"""Lifting a prefix to the long lifetime at a pause: the request's breakpoints, and the cache.
+
+A session writing at Anthropic's 5 minutes whose pauses run past them may be kept warm by one
+call that lifts its prefix to the hour (``CacheControls.lift``): the newest breakpoint moves
+from the keep-warm question to the end of the live prefix, every breakpoint at the long
+lifetime (Anthropic refuses a long one after a short one). Checked on the lowered body, and
+through the official SDK on the provider simulator: the prompt 40 minutes later reads the
+prefix the lift left, where without it the same prompt writes it again.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import pytest
+
+import agentsession as ags
+from agentsession.engine.idle import situation_of
+from agentsession.ledger import Charge
+from agentsession.providers.cache_controls import CacheControls
+from agentsession.providers.profiles import profile_for
+from agentsession.providers.wire import controlled
+from agentsession.request import AssistantMessage, Request, Usage, UserMessage
+
+from .benchmark_modules import load_benchmarks
+
+PROFILE = profile_for("anthropic", "claude-opus-4-8")
+LIVE = Request(
+    system=(("core.agent", "You help with code."),),
+    messages=(UserMessage("fix it"), AssistantMessage("Done."), UserMessage("(pause) ok?")),
+)
+
+
+def marks(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, cache_control) of every breakpoint, in prefix order."""
+    found = [("tools", t["cache_control"]) for t in body.get("tools", []) if "cache_control" in t]
+    found += [("system", b["cache_control"]) for b in body["system"] if "cache_control" in b]
+    for message in body["messages"]:
+        for block in message["content"]:
+            if "cache_control" in block:
+                found.append((message["role"], block["cache_control"]))
+    return found
+
+
+def test_a_lift_marks_the_end_of_the_live_prefix_at_the_long_lifetime() -> None:
+    fmt = "anthropic-messages"
+    plain = controlled(LIVE, fmt, PROFILE, "claude-opus-4-8", CacheControls(ttl="5m"))
+    assert marks(plain)[-1] == ("user", {"type": "ephemeral"})  # on the question
+    lift = CacheControls(ttl="1h", lift=True)
+    body = controlled(LIVE, fmt, PROFILE, "claude-opus-4-8", lift)
+    found = marks(body)
+    assert found[-1][0] == "assistant"  # the live prefix's end: the last reply
+    assert all("cache_control" not in b for b in body["messages"][-1]["content"])
+    assert all(control.get("ttl") == "1h" for _, control in found)
+    assert len(found) == len(marks(plain))  # moved, not added: still within four
+
+
+def test_a_lift_leaves_a_request_without_a_reply_before_the_question_alone() -> None:
+    alone = Request(system=LIVE.system, messages=(UserMessage("only a question"),))
+    lift = CacheControls(ttl="1h", lift=True)
+    body = controlled(alone, "anthropic-messages", PROFILE, "claude-opus-4-8", lift)
+    assert [where for where, _ in marks(body)][-1] == "user"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    pytest.importorskip("anthropic")
+    return load_benchmarks("provider_sim", "idle_sdk_day")
+
+
+async def resumed_after_a_pause(bench: ModuleType, policy: str) -> tuple[str, tuple[int, ...]]:
+    """Prompts with 40-minute pauses, a pass at 4.5 idle minutes, the prompt 40 minutes on.
+
+    Returns what the pass did and the simulator's (input, read, written 5 min, written 1 h)
+    of the resumed prompt's request.
+    """
+    clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
+    sim = bench.Simulator(bench.policy, bench.SIM_PRICES, lambda: clock["now"])
+    with bench.running(sim) as url, tempfile.TemporaryDirectory() as tmp:
+        model = ags.get_model("anthropic:claude-opus-4-8", base_url=url, api_key="sim")
+        config = ags.Config(titles=False, cache_ttl="5m", idle_policy=policy)
+        runtime = ags.Runtime(
+            store=ags.SQLiteStore(Path(tmp) / "s.db"),
+            model=model,
+            project_dir=Path(tmp),
+            instructions=bench.APP_PROMPT,
+            clock=lambda: clock["now"],
+            config=config,
+        )
+        async with runtime:
+            session = await runtime.create_session()
+            for n, pause in enumerate((0, 30, 2400, 2500, 2600)):
+                clock["now"] += timedelta(seconds=pause)
+                await session.prompt(f"question {n}")
+            clock["now"] += timedelta(seconds=271)
+            outcome = (await runtime.tend_idle([session]))[session.id]
+            clock["now"] += timedelta(seconds=2400 - 271)
+            await session.prompt("back after 40 minutes")
+            return outcome.action + " " + outcome.reason, sim.details[-1]
+
+
+async def test_a_lifted_prefix_is_read_by_the_prompt_after_a_long_pause(bench: ModuleType) -> None:
+    did, (total, read, _, _) = await resumed_after_a_pause(bench, "auto")
+    assert did.startswith("kept_warm") and "lifted" in did
+    assert read >= 0.9 * total
+    did, (total, read, written, _) = await resumed_after_a_pause(bench, "off")
+    assert did.startswith("nothing")
+    assert read == 0 and written >= 0.9 * total
+
+
+def charge(at: datetime, purpose: Literal["turn", "keep_warm"], usage: Usage) -> Charge:
+    moment = at.isoformat()
+    return Charge(0, "m", moment, "unknown", usage, sent_at=moment, purpose=purpose)
+
+
+def test_a_lift_in_the_log_is_the_lifetime_a_process_opening_the_session_sees() -> None:
+    start = datetime(2026, 3, 1, 9, 0).astimezone()
+    turn = Usage(input_tokens=20_000, output_tokens=300)
+    charges = [charge(start + timedelta(seconds=s), "turn", turn) for s in (0, 30, 60, 90)]
+    lifted = Usage(
+        input_tokens=20_320,
+        cached_input_tokens=20_000,
+        cache_write_tokens=320,
+        cache_write_long_tokens=320,
+    )
+    charges.append(charge(start + timedelta(seconds=360), "keep_warm", lifted))
+    now = start + timedelta(seconds=1200)
+    seen = situation_of(
+        charges,
+        clock_now=now,
+        last_touch=None,
+        lifetime=300.0,
+        compacted_tokens=None,
+        lift_lifetime=3600.0,
+    )
+    assert seen is not None
+    # lifted 14 minutes ago: warm for 46 more, no lift left to offer, writes still at 5 minutes
+    assert seen.lifetime == 3600.0 and seen.warm_seconds == pytest.approx(3600.0 - 840.0)
+    assert seen.lift_lifetime == 0.0 and not seen.long_lifetime
+    plain = [*charges[:-1], charge(start + timedelta(seconds=360), "keep_warm", turn)]
+    again = situation_of(
+        plain,
+        clock_now=now,
+        last_touch=None,
+        lifetime=300.0,
+        compacted_tokens=None,
+        lift_lifetime=3600.0,
+    )
+    assert again is not None and again.lifetime == 300.0 and again.lift_lifetime == 3600.0
+    assert again.lift_tokens == 300  # the last reply, which a lift would write
