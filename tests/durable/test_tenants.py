@@ -59,14 +59,10 @@ async def test_a_tenants_cap_holds_without_holding_back_others_or_reordering_a_s
     tenants = {"capped": {"concurrency": 1, "per_minute": 600}}  # "free" takes the default
     common = {"tenants": tenants, "default_limits": {}, "events": str(events)}
     stop = setup.tmp / "stop"
-    # Two workers share a PostgreSQL system database. On a SQLite one, two worker processes
-    # once ran a session's later turn first (CI, 2026-12-06): SQLite gives DBOS no row locks to
-    # dequeue by, so that known limitation is kept to one worker there (docs/durable.md).
-    workers = 1 if setup.store.startswith("sqlite") else 2
     fleet = _start(
         [
             setup.plan("", [], serve_until=str(stop), executor_id=f"fleet-{n}", **common)
-            for n in range(workers)
+            for n in range(2)
         ]
     )
     try:

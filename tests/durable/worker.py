@@ -153,6 +153,10 @@ def dbos_config(plan: dict[str, Any]) -> Any:
     }
     if plan.get("schema"):
         config["dbos_system_schema"] = plan["schema"]
+    if str(plan["system_db"]).startswith("sqlite"):
+        from agentsession.durable.dbos import sqlite_system_database
+
+        config["system_database_engine"] = sqlite_system_database(plan["system_db"])
     return config
 
 

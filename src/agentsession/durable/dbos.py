@@ -14,7 +14,10 @@ short without DBOS ever needing a continue-as-new.
 
 The queue is partitioned by session: a session's turns run one at a time, in order, across
 every worker (DBOS breaks ties of its enqueue clock by workflow id, so the ids ``run_turn``
-makes sort in enqueue order); ``worker_concurrency`` caps the turns one worker runs. A tenant
+makes sort in enqueue order); ``worker_concurrency`` caps the turns one worker runs. The
+partition is not trusted alone: each turn begins with an order step that waits while an
+earlier turn of its session runs, since DBOS's claim on a SQLite system database once let two
+workers start a session's turns together (``sqlite_system_database`` closes that gap). A tenant
 named in ``register(tenants=...)`` gets a queue of its own, carrying its ``TenantLimits`` (a
 cap on its turns running at once across the fleet, a rate per minute) and partitioned by
 session the same way, so a tenant's cap never reorders a session's turns.
@@ -42,21 +45,27 @@ from ..errors import UsageError
 from ..runtime import Runtime
 from ..sync import run_sync
 from . import steps
+from .dbos_sqlite import sqlite_system_database
 from .refs import Admitted, ApprovalAnswer, Paused, Responded, Settled, StaleStepError, ToolRan
 from .tenants import TenantLimits, tenant_queue
 
 __all__ = [
     "QUEUE",
+    "WAITS_FOR",
     "ApprovalAnswer",
     "TenantLimits",
     "register",
     "resume_turn",
     "run_turn",
+    "sqlite_system_database",
     "tenant_queue",
     "turn_queue",
 ]
 
 QUEUE = "agentsession_turns"
+_WORKFLOWS = ("agentsession.turn", "agentsession.resume")
+#: The DBOS event a turn sets while it waits for earlier turns of its session: their ids.
+WAITS_FOR = "agentsession.waits_for"
 T = TypeVar("T")
 T2 = TypeVar("T2")
 _ids_lock = threading.Lock()
@@ -252,14 +261,58 @@ def _last_seq_step(session_id: str) -> int:
     return _run(lambda rt: steps.last_seq(rt, session_id))
 
 
+@DBOS.step(name="agentsession.order")
+def _order_step(session_id: str) -> int:
+    """Wait until no earlier turn of the session runs; how many it waited for.
+
+    DBOS's partition should never start a session's turn while an earlier one runs, but its
+    claim is a read then a write, and on a SQLite system database two workers can both read
+    the partition free (issue 38). So a turn checks for itself, against DBOS's record of the
+    turns running now, before it touches the log. "Earlier" is the order DBOS dequeues a
+    partition in: enqueue time, then workflow id. An earlier turn still queued is not waited
+    for: it cannot start while this one holds the partition, so waiting would never end.
+    """
+    own = DBOS.workflow_id
+    assert own is not None  # a step runs inside its workflow
+    waited: set[str] = set()
+    while True:
+        earlier = _earlier_running(session_id, own)
+        if not earlier:
+            return len(waited)
+        if not earlier <= waited:
+            waited.update(earlier)
+            DBOS.set_event(WAITS_FOR, sorted(waited))  # for whoever looks why it waits
+        time.sleep(_registration().polling_interval)
+
+
+def _earlier_running(session_id: str, own: str) -> set[str]:
+    """Ids of the session's turns that run now and were enqueued before the turn ``own``."""
+    running = DBOS.list_workflows(
+        status="PENDING", name=list(_WORKFLOWS), load_input=False, load_output=False
+    )
+    ours = [w for w in running if w.queue_partition_key == session_id]
+    me = next((w for w in ours if w.workflow_id == own), None)
+    if me is None:  # not started through a queue: nothing orders it
+        return set()
+    mine = (me.created_at or 0, own)
+    return {w.workflow_id for w in ours if (w.created_at or 0, w.workflow_id) < mine}
+
+
 @DBOS.step(name="agentsession.admit")
 def _admit_step(session_id: str, expected_seq: int, text: str) -> Admitted | None:
-    try:
-        return run_sync(steps.admit_prompt(_registration().runtime, session_id, expected_seq, text))
-    except StaleStepError as exc:
-        if exc.expected_seq is None:
-            return _run(lambda rt: steps.admit_prompt(rt, session_id, expected_seq, text))
-        return None  # another prompt came first: read the log's end again
+    stale_retries = _registration().stale_retries
+    for attempt in range(stale_retries + 1):
+        try:
+            return run_sync(
+                steps.admit_prompt(_registration().runtime, session_id, expected_seq, text)
+            )
+        except StaleStepError as exc:
+            if exc.expected_seq is not None:
+                return None  # another prompt came first: read the log's end again
+            if attempt == stale_retries:
+                raise
+            time.sleep(1.0)  # another live worker holds the session: wait it out
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @DBOS.step(name="agentsession.model")
@@ -296,6 +349,7 @@ def _settle_step(session_id: str, admitted_seq: int) -> Settled:
 
 @DBOS.workflow(name="agentsession.turn")
 def _turn_workflow(session_id: str, text: str) -> Settled:
+    _order_step(session_id)
     admitted: Admitted | None = None
     for _ in range(_registration().stale_retries + 1):
         admitted = _admit_step(session_id, _last_seq_step(session_id), text)
@@ -322,6 +376,7 @@ def _until_settled(session_id: str, turn_seq: int, after: int, step: int) -> Set
 
 @DBOS.workflow(name="agentsession.resume")
 def _resume_workflow(session_id: str, answers: tuple[ApprovalAnswer, ...]) -> Settled:
+    _order_step(session_id)
     paused = _paused_step(session_id)
     given = {a.call_id: a for a in answers}
     unknown = sorted(set(given) - set(paused.waiting))
