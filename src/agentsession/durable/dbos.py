@@ -45,6 +45,7 @@ from ..errors import UsageError
 from ..runtime import Runtime
 from ..sync import run_sync
 from . import steps
+from .dbos_session import WAITS_FOR, claim_tenant, order_step
 from .dbos_sqlite import sqlite_system_database
 from .refs import Admitted, ApprovalAnswer, Paused, Responded, Settled, StaleStepError, ToolRan
 from .tenants import TenantLimits, tenant_queue
@@ -63,9 +64,6 @@ __all__ = [
 ]
 
 QUEUE = "agentsession_turns"
-_WORKFLOWS = ("agentsession.turn", "agentsession.resume")
-#: The DBOS event a turn sets while it waits for earlier turns of its session: their ids.
-WAITS_FOR = "agentsession.waits_for"
 T = TypeVar("T")
 T2 = TypeVar("T2")
 _ids_lock = threading.Lock()
@@ -196,8 +194,8 @@ def run_turn(
 
     The queue partition is the session: its turns run one at a time, in order (a turn holds
     the session's lease only while a step runs, so two turns of a session must never
-    interleave). A session belongs to one tenant: enqueue all its turns with the same
-    ``tenant``, since the order holds within one queue.
+    interleave). A session belongs to one tenant, the one its first turn named: the order
+    holds within one queue, so a turn for another tenant is refused.
 
     Args:
         session_id: The session the turn belongs to.
@@ -210,7 +208,8 @@ def run_turn(
             default queue, without tenant limits).
 
     Raises:
-        UsageError: ``register`` was not called, or the tenant is unknown.
+        UsageError: ``register`` was not called, the tenant is unknown, or the session's
+            turns go through another tenant (``None``: the default queue).
     """
     return _enqueue(tenant, session_id, workflow_id, _turn_workflow, text)
 
@@ -224,6 +223,7 @@ def _enqueue(
 ) -> WorkflowHandle[Settled]:
     """Enqueue ``workflow`` in the session's partition of the tenant's queue."""
     queue = turn_queue(tenant)
+    claim_tenant(session_id, tenant)
     with (
         SetEnqueueOptions(queue_partition_key=session_id),
         SetWorkflowID(workflow_id or _ordered_id()),
@@ -259,43 +259,6 @@ def _run(step: Callable[[Runtime], Coroutine[Any, Any, T]]) -> T:
 @DBOS.step(name="agentsession.last_seq")
 def _last_seq_step(session_id: str) -> int:
     return _run(lambda rt: steps.last_seq(rt, session_id))
-
-
-@DBOS.step(name="agentsession.order")
-def _order_step(session_id: str) -> int:
-    """Wait until no earlier turn of the session runs; how many it waited for.
-
-    DBOS's partition should never start a session's turn while an earlier one runs, but its
-    claim is a read then a write, and on a SQLite system database two workers can both read
-    the partition free (issue 38). So a turn checks for itself, against DBOS's record of the
-    turns running now, before it touches the log. "Earlier" is the order DBOS dequeues a
-    partition in: enqueue time, then workflow id. An earlier turn still queued is not waited
-    for: it cannot start while this one holds the partition, so waiting would never end.
-    """
-    own = DBOS.workflow_id
-    assert own is not None  # a step runs inside its workflow
-    waited: set[str] = set()
-    while True:
-        earlier = _earlier_running(session_id, own)
-        if not earlier:
-            return len(waited)
-        if not earlier <= waited:
-            waited.update(earlier)
-            DBOS.set_event(WAITS_FOR, sorted(waited))  # for whoever looks why it waits
-        time.sleep(_registration().polling_interval)
-
-
-def _earlier_running(session_id: str, own: str) -> set[str]:
-    """Ids of the session's turns that run now and were enqueued before the turn ``own``."""
-    running = DBOS.list_workflows(
-        status="PENDING", name=list(_WORKFLOWS), load_input=False, load_output=False
-    )
-    ours = [w for w in running if w.queue_partition_key == session_id]
-    me = next((w for w in ours if w.workflow_id == own), None)
-    if me is None:  # not started through a queue: nothing orders it
-        return set()
-    mine = (me.created_at or 0, own)
-    return {w.workflow_id for w in ours if (w.created_at or 0, w.workflow_id) < mine}
 
 
 @DBOS.step(name="agentsession.admit")
@@ -349,7 +312,7 @@ def _settle_step(session_id: str, admitted_seq: int) -> Settled:
 
 @DBOS.workflow(name="agentsession.turn")
 def _turn_workflow(session_id: str, text: str) -> Settled:
-    _order_step(session_id)
+    order_step(session_id, _registration().polling_interval)
     admitted: Admitted | None = None
     for _ in range(_registration().stale_retries + 1):
         admitted = _admit_step(session_id, _last_seq_step(session_id), text)
@@ -376,7 +339,7 @@ def _until_settled(session_id: str, turn_seq: int, after: int, step: int) -> Set
 
 @DBOS.workflow(name="agentsession.resume")
 def _resume_workflow(session_id: str, answers: tuple[ApprovalAnswer, ...]) -> Settled:
-    _order_step(session_id)
+    order_step(session_id, _registration().polling_interval)
     paused = _paused_step(session_id)
     given = {a.call_id: a for a in answers}
     unknown = sorted(set(given) - set(paused.waiting))
@@ -414,7 +377,8 @@ def resume_turn(
         tenant: The session's tenant, as given to ``run_turn``.
 
     Raises:
-        UsageError: ``register`` was not called, or the tenant is unknown. The handle's
-            result raises ``UsageError`` when an answer names a call that does not wait.
+        UsageError: ``register`` was not called, the tenant is unknown, or the session's
+            turns go through another tenant. The handle's result raises ``UsageError`` when
+            an answer names a call that does not wait.
     """
     return _enqueue(tenant, session_id, workflow_id, _resume_workflow, tuple(answers))
