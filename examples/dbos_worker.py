@@ -76,15 +76,16 @@ def make_runtime(store_path: Path) -> ags.Runtime:
 
 def start_worker(runtime: ags.Runtime, system_db: str) -> None:
     """Bind the runtime, launch DBOS (recovering what a dead worker left), listen to the queue."""
-    from dbos import DBOS
+    from dbos import DBOS, DBOSConfig
 
-    DBOS(
-        config={
-            "name": "agentsession-example",
-            "system_database_url": system_db,
-            "log_level": "WARNING",
-        }
-    )
+    config: DBOSConfig = {
+        "name": "agentsession-example",
+        "system_database_url": system_db,
+        "log_level": "WARNING",
+    }
+    if system_db.startswith("sqlite"):  # so DBOS's queue limits hold across worker processes
+        config["system_database_engine"] = durable.sqlite_system_database(system_db)
+    DBOS(config=config)
     durable.register(runtime, polling_interval=0.1, tenants=TENANTS)
     DBOS.launch()
     durable.turn_queue()

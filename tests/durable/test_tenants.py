@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,14 +60,10 @@ async def test_a_tenants_cap_holds_without_holding_back_others_or_reordering_a_s
     tenants = {"capped": {"concurrency": 1, "per_minute": 600}}  # "free" takes the default
     common = {"tenants": tenants, "default_limits": {}, "events": str(events)}
     stop = setup.tmp / "stop"
-    # Two workers share a PostgreSQL system database. On a SQLite one, two worker processes
-    # once ran a session's later turn first (CI, 2026-12-06): SQLite gives DBOS no row locks to
-    # dequeue by, so that known limitation is kept to one worker there (docs/durable.md).
-    workers = 1 if setup.store.startswith("sqlite") else 2
     fleet = _start(
         [
             setup.plan("", [], serve_until=str(stop), executor_id=f"fleet-{n}", **common)
-            for n in range(workers)
+            for n in range(2)
         ]
     )
     try:
@@ -101,6 +98,32 @@ async def test_a_tenants_cap_holds_without_holding_back_others_or_reordering_a_s
     }
     assert queues["queues"]["free"]["global_concurrency"] is None
     assert queues["queues"]["free"]["limiter"] is None
+
+
+async def test_a_session_keeps_the_tenant_of_its_first_turn(setup: Setup) -> None:
+    first, other = await sessions(setup, 2)
+    turns = [
+        (first, "a", "first prompt 0: 1x1"),
+        (first, "b", "first prompt 1: 1x1"),  # another tenant's queue: refused
+        (first, None, "first prompt 2: 1x1"),  # the default queue: refused
+        (first, "a", "first prompt 3: 1x1"),
+        (other, "b", "other prompt 0: 1x1"),  # another session may have another tenant
+    ]
+    plan = setup.plan(
+        "",
+        [],
+        tenants={"a": {}, "b": {}},
+        tenant_turns=[{"session": s, "tenant": t, "text": x} for s, t, x in turns],
+    )
+    results: list[Any] = list(work(plan))  # each turn's text, or why it was refused
+
+    assert results[0] == " answered: first prompt 0: 1x1"
+    assert results[1].startswith(f"refused: session {first} belongs to tenant 'a'")
+    assert "a turn for tenant 'b' is refused" in results[1]
+    assert "a turn for the default queue is refused" in results[2]
+    assert results[3:] == [" answered: first prompt 3: 1x1", " answered: other prompt 0: 1x1"]
+    users = [r.entry for r in await read_log(setup, first) if isinstance(r.entry, UserEntry)]
+    assert [u.content for u in users] == ["first prompt 0: 1x1", "first prompt 3: 1x1"]
 
 
 def test_tenant_limits_and_names_are_checked() -> None:

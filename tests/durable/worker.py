@@ -10,6 +10,9 @@ A fresh worker with the same executor id recovers the turn at launch.
 With ``ask`` the ``work`` tool asks for approval (an ``execute`` effect) and ``resume`` (a
 workflow id and answers) finishes the paused turn after the plan's turns.
 
+A plan with ``tenant_turns`` (a session, a tenant and a text each) enqueues them one after
+another and records each answer, or the ``UsageError`` that refused it.
+
 A plan with ``batch`` (turns of several sessions, each with a ``tenant``), ``tenants`` (name
 → ``TenantLimits`` fields) and ``default_limits`` (for the others) enqueues every turn first,
 then waits for them all; its tool records each call's start and end in ``events`` and, for a
@@ -159,6 +162,10 @@ def dbos_config(plan: dict[str, Any]) -> Any:
     }
     if plan.get("schema"):
         config["dbos_system_schema"] = plan["schema"]
+    if str(plan["system_db"]).startswith("sqlite"):
+        from agentsession.durable.dbos import sqlite_system_database
+
+        config["system_database_engine"] = sqlite_system_database(plan["system_db"])
     return config
 
 
@@ -196,6 +203,13 @@ def main(path: str) -> None:
             ]
             results = [h.get_result().as_json() for h in handles]
             results.append({"queues": _queues({t["tenant"] for t in plan["batch"]})})
+        for turn in plan.get("tenant_turns", []):  # each: answered, or why it was refused
+            try:
+                durable_dbos.turn_queue()
+                handle = durable_dbos.run_turn(turn["session"], turn["text"], tenant=turn["tenant"])
+                results.append(handle.get_result().text)
+            except ags.UsageError as exc:
+                results.append(f"refused: {exc}")
         for turn in plan.get("turns", []):
             handle = durable_dbos.run_turn(plan["session"], turn["text"], workflow_id=turn["id"])
             results.append(handle.get_result().as_json())

@@ -14,7 +14,10 @@ short without DBOS ever needing a continue-as-new.
 
 The queue is partitioned by session: a session's turns run one at a time, in order, across
 every worker (DBOS breaks ties of its enqueue clock by workflow id, so the ids ``run_turn``
-makes sort in enqueue order); ``worker_concurrency`` caps the turns one worker runs. A tenant
+makes sort in enqueue order); ``worker_concurrency`` caps the turns one worker runs. The
+partition is not trusted alone: each turn begins with an order step that waits while an
+earlier turn of its session runs, since DBOS's claim on a SQLite system database once let two
+workers start a session's turns together (``sqlite_system_database`` closes that gap). A tenant
 named in ``register(tenants=...)`` gets a queue of its own, carrying its ``TenantLimits`` (a
 cap on its turns running at once across the fleet, a rate per minute) and partitioned by
 session the same way, so a tenant's cap never reorders a session's turns.
@@ -42,16 +45,20 @@ from ..errors import UsageError
 from ..runtime import Runtime
 from ..sync import run_sync
 from . import steps
+from .dbos_session import WAITS_FOR, claim_tenant, order_step
+from .dbos_sqlite import sqlite_system_database
 from .refs import Admitted, ApprovalAnswer, Paused, Responded, Settled, StaleStepError, ToolRan
 from .tenants import TenantLimits, tenant_queue
 
 __all__ = [
     "QUEUE",
+    "WAITS_FOR",
     "ApprovalAnswer",
     "TenantLimits",
     "register",
     "resume_turn",
     "run_turn",
+    "sqlite_system_database",
     "tenant_queue",
     "turn_queue",
 ]
@@ -187,8 +194,8 @@ def run_turn(
 
     The queue partition is the session: its turns run one at a time, in order (a turn holds
     the session's lease only while a step runs, so two turns of a session must never
-    interleave). A session belongs to one tenant: enqueue all its turns with the same
-    ``tenant``, since the order holds within one queue.
+    interleave). A session belongs to one tenant, the one its first turn named: the order
+    holds within one queue, so a turn for another tenant is refused.
 
     Args:
         session_id: The session the turn belongs to.
@@ -201,7 +208,8 @@ def run_turn(
             default queue, without tenant limits).
 
     Raises:
-        UsageError: ``register`` was not called, or the tenant is unknown.
+        UsageError: ``register`` was not called, the tenant is unknown, or the session's
+            turns go through another tenant (``None``: the default queue).
     """
     return _enqueue(tenant, session_id, workflow_id, _turn_workflow, text)
 
@@ -215,6 +223,7 @@ def _enqueue(
 ) -> WorkflowHandle[Settled]:
     """Enqueue ``workflow`` in the session's partition of the tenant's queue."""
     queue = turn_queue(tenant)
+    claim_tenant(session_id, tenant)
     with (
         SetEnqueueOptions(queue_partition_key=session_id),
         SetWorkflowID(workflow_id or _ordered_id()),
@@ -254,12 +263,19 @@ def _last_seq_step(session_id: str) -> int:
 
 @DBOS.step(name="agentsession.admit")
 def _admit_step(session_id: str, expected_seq: int, text: str) -> Admitted | None:
-    try:
-        return run_sync(steps.admit_prompt(_registration().runtime, session_id, expected_seq, text))
-    except StaleStepError as exc:
-        if exc.expected_seq is None:
-            return _run(lambda rt: steps.admit_prompt(rt, session_id, expected_seq, text))
-        return None  # another prompt came first: read the log's end again
+    stale_retries = _registration().stale_retries
+    for attempt in range(stale_retries + 1):
+        try:
+            return run_sync(
+                steps.admit_prompt(_registration().runtime, session_id, expected_seq, text)
+            )
+        except StaleStepError as exc:
+            if exc.expected_seq is not None:
+                return None  # another prompt came first: read the log's end again
+            if attempt == stale_retries:
+                raise
+            time.sleep(1.0)  # another live worker holds the session: wait it out
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @DBOS.step(name="agentsession.model")
@@ -296,6 +312,7 @@ def _settle_step(session_id: str, admitted_seq: int) -> Settled:
 
 @DBOS.workflow(name="agentsession.turn")
 def _turn_workflow(session_id: str, text: str) -> Settled:
+    order_step(session_id, _registration().polling_interval)
     admitted: Admitted | None = None
     for _ in range(_registration().stale_retries + 1):
         admitted = _admit_step(session_id, _last_seq_step(session_id), text)
@@ -322,6 +339,7 @@ def _until_settled(session_id: str, turn_seq: int, after: int, step: int) -> Set
 
 @DBOS.workflow(name="agentsession.resume")
 def _resume_workflow(session_id: str, answers: tuple[ApprovalAnswer, ...]) -> Settled:
+    order_step(session_id, _registration().polling_interval)
     paused = _paused_step(session_id)
     given = {a.call_id: a for a in answers}
     unknown = sorted(set(given) - set(paused.waiting))
@@ -359,7 +377,8 @@ def resume_turn(
         tenant: The session's tenant, as given to ``run_turn``.
 
     Raises:
-        UsageError: ``register`` was not called, or the tenant is unknown. The handle's
-            result raises ``UsageError`` when an answer names a call that does not wait.
+        UsageError: ``register`` was not called, the tenant is unknown, or the session's
+            turns go through another tenant. The handle's result raises ``UsageError`` when
+            an answer names a call that does not wait.
     """
     return _enqueue(tenant, session_id, workflow_id, _resume_workflow, tuple(answers))

@@ -344,7 +344,7 @@ async def settle_turn(runtime: Runtime, session_id: str, admitted_seq: int) -> S
     in ``Settled.waiting``), ``max_tokens`` when the last answer's calls were cut by the
     output limit, else ``end_turn``.
     """
-    records = await runtime.store.read(session_id, admitted_seq)
+    records = _own_turn(await runtime.store.read(session_id, admitted_seq))
     answers = [r.entry for r in records if isinstance(r.entry, AssistantEntry)]
     last = records[-1].seq if records else admitted_seq
     answered = {r.entry.call_id for r in records if isinstance(r.entry, ToolResultEntry)}
@@ -361,6 +361,24 @@ async def settle_turn(runtime: Runtime, session_id: str, admitted_seq: int) -> S
     final = answers[-1]
     reason = "max_tokens" if final.tool_calls else "end_turn"
     return Settled(session_id, final.content, reason, last)
+
+
+def _own_turn(records: Sequence[Record]) -> Sequence[Record]:
+    """``records`` (from a turn's admission on) cut where the session's next turn begins.
+
+    A turn's settling reads the log after its last step; should a later turn have been admitted
+    by then, its prompt and answers are not this turn's result. A later turn begins with its
+    prompt, committed with the turn's first dispatch (step 1); a step-1 dispatch without a
+    prompt before it is this turn's own, made again after a compaction.
+    """
+    prompt = None
+    for i, record in enumerate(records):
+        entry = record.entry
+        if isinstance(entry, UserEntry):
+            prompt = i
+        elif isinstance(entry, Dispatch) and entry.step == 1 and prompt is not None:
+            return records[:prompt]
+    return records
 
 
 async def paused_turn(runtime: Runtime, session_id: str) -> Paused:
