@@ -74,3 +74,19 @@ def test_a_turn_settles_with_its_own_answer_when_a_later_turn_followed() -> None
     later = [Record(6, UserEntry("next")), dispatch(7), Record(8, AssistantEntry("second"))]
     assert _own_turn([*turn, *compacted, *later]) == [*turn, *compacted]
     assert _own_turn(turn) == turn
+
+
+def test_the_sqlite_system_engine_refuses_another_database(tmp_path: Path) -> None:
+    from agentsession.durable.dbos import sqlite_system_database
+    from agentsession.errors import UsageError
+
+    with pytest.raises(UsageError, match="not a SQLite URL"):
+        sqlite_system_database("postgresql://localhost/dbos")
+    engine = sqlite_system_database(f"sqlite:///{tmp_path / 'dbos.sqlite'}")
+    try:
+        with engine.begin() as conn:  # a transaction of its own, begun before the first read
+            assert conn.exec_driver_sql("SELECT 1").scalar() == 1
+            raw = conn.connection.dbapi_connection
+            assert raw is not None and raw.in_transaction
+    finally:
+        engine.dispose()

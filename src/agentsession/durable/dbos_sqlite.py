@@ -19,6 +19,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..errors import UsageError
+
 __all__ = ["sqlite_system_database"]
 
 #: Statements that open, end or configure a transaction themselves, or must run outside one.
@@ -33,12 +35,12 @@ def sqlite_system_database(url: str, *, busy_timeout_ms: int = 30_000) -> sa.Eng
         busy_timeout_ms: How long a process waits for another's write lock.
 
     Raises:
-        ValueError: ``url`` is not a SQLite URL.
+        UsageError: ``url`` is not a SQLite URL.
     """
     engine = sa.create_engine(url)
     if engine.dialect.name != "sqlite":
         engine.dispose()
-        raise ValueError(f"not a SQLite URL: {url!r}")
+        raise UsageError(f"not a SQLite URL: {url!r}")
 
     def connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # transactions begin in ``begin`` below
