@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -9,7 +10,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,12 @@ def serve_cli(cwd: Path, *argv: str, env: dict[str, str] | None = None) -> Itera
         served.client.close()
         process.terminate()
         served.stdout, served.stderr = process.communicate(timeout=120)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Return once ``condition()`` holds; fail after two minutes of polling it."""
+    for _ in range(12000):  # a condition, polled within a generous bound
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")

@@ -4,7 +4,7 @@ they ask the database nothing, and a commit elsewhere still reaches every one of
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -13,6 +13,8 @@ import agentsession as ags
 from agentsession.server.follow import follow_log
 from agentsession.server.notify import Notifier
 from agentsession.store.base import Store
+
+from .harness import until
 
 FOLLOWERS = 20
 
@@ -42,14 +44,6 @@ async def _consume(frames: AsyncIterator[bytes], into: list[bytes]) -> None:
         into.append(frame)
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    for _ in range(12000):  # a condition, polled within a generous bound
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the condition never held")
-
-
 @pytest.mark.postgres
 async def test_idle_followers_cost_no_queries_and_still_hear_news(pg_dsn: str) -> None:
     writer = ags.Runtime(
@@ -72,15 +66,15 @@ async def test_idle_followers_cost_no_queries_and_still_hear_news(pg_dsn: str) -
     ]
     try:
         await asyncio.wait_for(notifier.listening.wait(), 120)
-        await _until(lambda: all(any(b"turn_finished" in f for f in into) for into in got))
+        await until(lambda: all(any(b"turn_finished" in f for f in into) for into in got))
         wakeup = notifier._wakeups  # the readers that wait for news right now
-        await _until(lambda: session.id in wakeup and wakeup[session.id].waiting == FOLLOWERS)
+        await until(lambda: session.id in wakeup and wakeup[session.id].waiting == FOLLOWERS)
         counting.calls = 0
         # Polling every second, as followers did, would have made dozens of queries by now.
         await asyncio.sleep(3)
         assert counting.calls == 0
         await session.prompt("two")  # a library user's commit: the database says so
-        await _until(lambda: all(any(b"second" in f for f in into) for into in got))
+        await until(lambda: all(any(b"second" in f for f in into) for into in got))
         # Each follower read the new entries once: a bounded cost per commit, not per second.
         assert counting.calls <= 3 * FOLLOWERS
     finally:

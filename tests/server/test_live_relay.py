@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from hypothesis import given
@@ -22,6 +22,8 @@ from agentsession.server.follow import follow_log
 from agentsession.server.live_relay import PAYLOAD_MAX, LiveRelay, payloads_of
 from agentsession.server.notify import Notifier
 from agentsession.server.wire import event_json, sse_frame
+
+from .harness import until
 
 SID = "s-live-relay"
 
@@ -131,14 +133,6 @@ def test_own_malformed_and_unfollowed_payloads_are_ignored() -> None:
     assert delivered == [(SID, 1, "x")]
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    for _ in range(12000):  # a condition, polled within a generous bound
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the condition never held")
-
-
 async def _consume(frames: AsyncIterator[bytes], into: list[bytes]) -> None:
     async for frame in frames:
         into.append(frame)
@@ -164,14 +158,14 @@ async def test_a_follower_sends_text_only_before_the_entry_that_holds_it(tmp_pat
         _consume(follow_log(runtime.store, notifier, session.id, -1), got)
     )
     try:
-        await _until(lambda: any(b"turn_finished" in f for f in got))
+        await until(lambda: any(b"turn_finished" in f for f in got))
         answered = len(got)
         notifier.live(session.id, _text("stale"), records[-1].seq)  # its entry went out
         notifier.live(session.id, _text("current"), next_seq)  # a step not committed yet
         notifier.live(session.id, _text("ahead"), next_seq + 3)  # entries before it not read
         marker = sse_frame("turn_cancelled", {"kind": "turn_cancelled"})
         notifier.live(session.id, marker)  # no step: always sent
-        await _until(lambda: marker in got)
+        await until(lambda: marker in got)
         assert got[answered:] == [_text("current"), _text("ahead"), marker]
     finally:
         follower.cancel()
