@@ -93,16 +93,21 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
         pg.run(pg.server_dsn(), f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def work(plan: Path, *, killed: bool = False) -> list[dict[str, Any]]:
-    """Run one worker on ``plan``; its results, or check that it was SIGKILLed."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.durable.worker", str(plan)],
+def run_module(module: str, plan: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m module plan`` from the repository root; how it ended."""
+    return subprocess.run(
+        [sys.executable, "-m", module, str(plan)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
+
+
+def work(plan: Path, *, killed: bool = False) -> list[dict[str, Any]]:
+    """Run one worker on ``plan``; its results, or check that it was SIGKILLed."""
+    done = run_module("tests.durable.worker", plan)
     if killed:
         assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
         return []

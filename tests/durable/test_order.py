@@ -13,9 +13,6 @@ No timing is asserted.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ import pytest
 from agentsession.durable.steps import _own_turn
 from agentsession.log import AssistantEntry, Dispatch, Record, UserEntry
 
-from .test_dbos import ROOT, Setup, read_log, sessions, setup
+from .test_dbos import Setup, read_log, run_module, sessions, setup
 
 pytest.importorskip("dbos", reason="the durable extra (DBOS) is not installed")
 __all__ = ["setup"]  # the fixture, shared with the DBOS tests
@@ -33,14 +30,7 @@ __all__ = ["setup"]  # the fixture, shared with the DBOS tests
 
 def _race(plan: Path) -> list[Any]:
     """Run ``race_worker`` on ``plan``; its results."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.durable.race_worker", str(plan)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
+    done = run_module("tests.durable.race_worker", plan)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(plan.read_text(encoding="utf-8"))["out"]
     results: list[Any] = json.loads(Path(out).read_text(encoding="utf-8"))
