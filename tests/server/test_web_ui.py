@@ -76,8 +76,13 @@ class Browser:
         )
 
     def send(self, text: str) -> None:
-        """Type a message (Shift+Enter between its lines) and send it with Enter."""
+        """Type a message (Shift+Enter between its lines) and send it with Enter.
+
+        The page takes a message only between turns (Enter while a turn runs does nothing), and a
+        turn's last tool or its answer shows before the turn ends: wait for the page to be idle.
+        """
         page = self.page
+        page.wait_for_selector("body:not(.busy)")
         page.click("#text")
         for index, line in enumerate(text.split("\n")):
             if index:
@@ -145,7 +150,6 @@ def test_send_stream_markdown_tools_and_approve(
     page.wait_for_selector(".approval pre.cmd:has-text('$ echo from the shell')")
     page.click(".approval:has-text('echo from the shell') button.deny")
     page.wait_for_selector(".approval .decided:has-text('denied')")
-    page.wait_for_selector("body:not(.busy)")
     browser.send("approve staging")
     page.wait_for_selector(".approval:has-text('staging') button.approve")
     page.screenshot(path=str(_shots(tmp_path) / "web-ui-approval.png"), animations="disabled")
