@@ -173,10 +173,12 @@ def _kill_runs(plan: SoakPlan, report: SoakReport, landing: Callable[[], str]) -
     zygote = Zygote()
     deadline = time.monotonic() + plan.time_limit
     stretch = 1.0
+    notes = plan.folder / "notes.jsonl"
     try:
         while report.kills < plan.kills or (
             not set(plan.must_land) <= set(report.landed) and time.monotonic() < deadline
         ):
+            written = notes.stat().st_size if notes.exists() else 0
             job = _job(plan, UNENDING, report.runs)
             pid = zygote.start(job)
             report.runs += 1
@@ -187,8 +189,13 @@ def _kill_runs(plan: SoakPlan, report: SoakReport, landing: Callable[[], str]) -
             report.kills += 1
             where = landing()
             report.landed[where] += 1
-            if where == NOTHING_YET:
+            # A run killed before its first commit only repeats where the last one stopped (under
+            # load most of them, and the later points of a turn are then never reached): wait
+            # longer. A run that got somewhere lets the delays shrink back, a little at a time.
+            if (notes.stat().st_size if notes.exists() else 0) == written:
                 stretch = min(stretch * 1.25, 30.0)
+            else:
+                stretch = max(stretch * 0.95, 1.0)
         sessions = len(read_lines(plan.folder / "index.jsonl"))
         job = _job(plan, sessions, report.runs)
         pid = zygote.start(job)
