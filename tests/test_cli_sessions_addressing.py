@@ -37,15 +37,17 @@ def test_piped_stdin_and_a_prompt_are_sent_together(tmp_path: Path, server: Scri
     done = run_cli(tmp_path, "--db", db, "-m", server.model, "run", "explain:", stdin="CONTENT\n")
     assert done.code == 0, done.err
     user = [m for m in server.agent_requests[-1]["messages"] if m["role"] == "user"][-1]
-    assert text(user) == "explain:\n\nCONTENT\n"
+    assert text(user) == "explain:\n\nCONTENT"  # the file's final newline is not the prompt's
     dash = run_cli(tmp_path, "--db", db, "-m", server.model, "run", "-", "explain:", stdin="X")
     assert dash.code == 0, dash.err
     user = [m for m in server.agent_requests[-1]["messages"] if m["role"] == "user"][-1]
     assert text(user) == "explain:\n\nX"
-    alone = run_cli(tmp_path, "--db", db, "-m", server.model, "run", "-", stdin="just this")
+    alone = run_cli(
+        tmp_path, "--db", db, "-m", server.model, "run", "-", stdin="  just\nthis\r\n\n"
+    )
     assert alone.code == 0, alone.err
     user = [m for m in server.agent_requests[-1]["messages"] if m["role"] == "user"][-1]
-    assert text(user) == "just this"
+    assert text(user) == "  just\nthis"  # line ends dropped at the end only, as $(...) does
 
 
 def test_an_empty_pipe_and_no_words_is_refused(tmp_path: Path) -> None:
