@@ -148,6 +148,12 @@ def test_the_front_door(tmp_path: Path) -> None:
     assert run_cli(tmp_path, "nonsense").code == 2
     refused = run_cli(tmp_path, "delete", "--model", "x", "abc")
     assert refused.code == 2 and "unrecognized arguments: --model" in refused.err
+    assert "(see: agentsession delete --help)" in refused.err  # the command's help, not the top's
+    for command in ("serve", "show", "run"):
+        wrong = run_cli(tmp_path, command, "--no-such-flag", *(["x"] if command == "show" else []))
+        assert wrong.code == 2 and wrong.err.strip() == (
+            f"error: unrecognized arguments: --no-such-flag (see: agentsession {command} --help)"
+        )
     for command in EXAMPLES:
         if command is None:
             continue
