@@ -38,3 +38,8 @@ def test_an_unreadable_postgresql_url_is_refused_without_its_password(
     done = run_cli(tmp_path, "--db", url, "sessions")
     assert_clean_error(done, "invalid PostgreSQL connection string")
     assert "s3" not in done.err and "bob" not in done.err
+
+
+def test_a_search_for_nothing_is_refused_as_the_server_refuses_it(tmp_path: Path) -> None:
+    for words in ([""], ["  ", " "]):
+        assert_clean_error(run_cli(tmp_path, "search", *words), "give the words to search for")

@@ -105,7 +105,7 @@ async def create_session(request: Request) -> Response:
     """``POST``: a new session (optional: title, model, preset, skills, workspace)."""
     state = _state(request)
     owner = state.caller(request)
-    body = await state.json(request)
+    body = await state.json(request, ("title", "model", "preset", "skills", "workspace"))
     title = text_field(body, "title", required=False)
     model = text_field(body, "model", required=False)
     preset = text_field(body, "preset", required=False)
@@ -162,7 +162,7 @@ async def update_session(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request)
+    body = await state.json(request, ("title", "preset", "model"))
     title = text_field(body, "title", required=False)
     preset = text_field(body, "preset", required=False)
     name = text_field(body, "model", required=False)
@@ -210,7 +210,7 @@ async def fork_session(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     owner = await state.allowed(request, session_id)
-    at = (await state.json(request)).get("at")
+    at = (await state.json(request, ("at",))).get("at")
     if at is not None and (not isinstance(at, int) or isinstance(at, bool) or at < 0):
         raise UsageError("'at' must be a log seq (a whole number, 0 or more)")
     session = await state.workspaces.open(session_id)
