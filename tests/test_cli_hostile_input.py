@@ -43,3 +43,19 @@ def test_an_unreadable_postgresql_url_is_refused_without_its_password(
 def test_a_search_for_nothing_is_refused_as_the_server_refuses_it(tmp_path: Path) -> None:
     for words in ([""], ["  ", " "]):
         assert_clean_error(run_cli(tmp_path, "search", *words), "give the words to search for")
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--port", "70000"], "expected a port number from 0 to 65535, got '70000'"),
+        (["--port", "-1"], "expected a port number from 0 to 65535"),
+        (["--otlp-endpoint", "collector:4318"], "expected an http:// or https:// URL"),
+    ],
+)
+def test_serve_refuses_a_bad_port_or_collector_before_it_starts(
+    tmp_path: Path, option: list[str], said: str
+) -> None:
+    done = run_cli(tmp_path, "serve", *option)
+    assert done.code == 2 and "serving on" not in done.err and "token=" not in done.out
+    assert_clean_error(done, said, "(see: agentsession serve --help)")
