@@ -82,3 +82,17 @@ async def test_a_session_file_that_cannot_be_imported_is_the_clients_error(
         error = answer.json()["error"]
         assert error["type"] == "SessionFileError" and error["retryable"] is False
     assert len((await client.get("/sessions")).json()["sessions"]) == 1  # nothing imported
+
+
+async def test_an_unknown_route_or_method_is_answered_in_json(client: httpx.AsyncClient) -> None:
+    sid = (await client.post("/sessions", json={})).json()["id"]
+    missing = await client.get("/sessions/../../etc/passwd")
+    assert missing.status_code == 404
+    assert missing.json()["error"] == {
+        "type": "NotFoundError",
+        "message": "no such route (see /openapi.json)",
+        "retryable": False,
+    }
+    wrong = await client.put(f"/sessions/{sid}", json={})
+    assert wrong.status_code == 405 and "GET" in wrong.headers["allow"]
+    assert wrong.json()["error"]["type"] == "MethodNotAllowedError"
