@@ -59,3 +59,8 @@ def test_serve_refuses_a_bad_port_or_collector_before_it_starts(
     done = run_cli(tmp_path, "serve", *option)
     assert done.code == 2 and "serving on" not in done.err and "token=" not in done.out
     assert_clean_error(done, said, "(see: agentsession serve --help)")
+
+
+def test_a_token_file_that_never_ends_is_refused_not_read_into_memory(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "serve", "--port", "0", "--token-file", "/dev/zero")
+    assert_clean_error(done, "--token-file /dev/zero: over 64 KiB, not a token file")
