@@ -149,10 +149,10 @@ def test_the_front_door(tmp_path: Path) -> None:
     refused = run_cli(tmp_path, "delete", "--model", "x", "abc")
     assert refused.code == 2 and "unrecognized arguments: --model" in refused.err
     assert "(see: agentsession delete --help)" in refused.err  # the command's help, not the top's
-    for command in ("serve", "show", "run"):
-        wrong = run_cli(tmp_path, command, "--no-such-flag", *(["x"] if command == "show" else []))
+    for name in ("serve", "show", "run"):
+        wrong = run_cli(tmp_path, name, "--no-such-flag", *(["x"] if name == "show" else []))
         assert wrong.code == 2 and wrong.err.strip() == (
-            f"error: unrecognized arguments: --no-such-flag (see: agentsession {command} --help)"
+            f"error: unrecognized arguments: --no-such-flag (see: agentsession {name} --help)"
         )
     for command in EXAMPLES:
         if command is None:
