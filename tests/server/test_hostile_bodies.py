@@ -8,6 +8,7 @@ store's (503, retryable).
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -96,3 +97,26 @@ async def test_an_unknown_route_or_method_is_answered_in_json(client: httpx.Asyn
     wrong = await client.put(f"/sessions/{sid}", json={})
     assert wrong.status_code == 405 and "GET" in wrong.headers["allow"]
     assert wrong.json()["error"]["type"] == "MethodNotAllowedError"
+
+
+async def test_an_export_carries_no_path_of_the_server(tmp_path: Path) -> None:
+    root = tmp_path / "workspaces"
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=ags.ScriptedModel(["ok"]),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, workspaces=root, inspect_workers=0)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        sid = (await client.post("/sessions", json={"workspace": "site"})).json()["id"]
+        prompted = await client.post(f"/sessions/{sid}/prompt", json={"text": "hi"})
+        assert prompted.status_code == 200
+        exported = await client.get(f"/sessions/{sid}/export")
+        again = await client.post("/sessions/import?copy=1", content=exported.content,
+                                  headers=NDJSON)  # fmt: skip
+    await runtime.close()
+    assert exported.status_code == 200 and str(root) not in exported.text
+    assert json.loads(exported.text.split("\n", 1)[0])["project_dir"] is None
+    assert again.status_code == 201, again.text  # the file still imports

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -231,7 +232,9 @@ async def export_session(request: Request) -> Response:
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
     store = state.runtime.store
-    info = await store.get_session(session_id)
+    # The folder is the server's own path (its workspace root, the owner's digest): a client
+    # gets the log, not the server's layout. An import here gets a workspace of its own anyway.
+    info = dataclasses.replace(await store.get_session(session_id), project_dir=None)
     if state.inspections.takes(info):
         sent = await state.inspections.answer("export", info)  # in another process
         if sent is not None:
