@@ -37,15 +37,17 @@ def test_piped_stdin_and_a_prompt_are_sent_together(tmp_path: Path, server: Scri
     done = run_cli(tmp_path, "--db", db, "-m", server.model, "run", "explain:", stdin="CONTENT\n")
     assert done.code == 0, done.err
     user = [m for m in server.agent_requests[-1]["messages"] if m["role"] == "user"][-1]
-    assert text(user) == "explain:\n\nCONTENT\n"
+    assert text(user) == "explain:\n\nCONTENT"  # the file's final newline is not the prompt's
     dash = run_cli(tmp_path, "--db", db, "-m", server.model, "run", "-", "explain:", stdin="X")
     assert dash.code == 0, dash.err
     user = [m for m in server.agent_requests[-1]["messages"] if m["role"] == "user"][-1]
     assert text(user) == "explain:\n\nX"
-    alone = run_cli(tmp_path, "--db", db, "-m", server.model, "run", "-", stdin="just this")
+    alone = run_cli(
+        tmp_path, "--db", db, "-m", server.model, "run", "-", stdin="  just\nthis\r\n\n"
+    )
     assert alone.code == 0, alone.err
     user = [m for m in server.agent_requests[-1]["messages"] if m["role"] == "user"][-1]
-    assert text(user) == "just this"
+    assert text(user) == "  just\nthis"  # line ends dropped at the end only, as $(...) does
 
 
 def test_an_empty_pipe_and_no_words_is_refused(tmp_path: Path) -> None:
@@ -146,6 +148,12 @@ def test_the_front_door(tmp_path: Path) -> None:
     assert run_cli(tmp_path, "nonsense").code == 2
     refused = run_cli(tmp_path, "delete", "--model", "x", "abc")
     assert refused.code == 2 and "unrecognized arguments: --model" in refused.err
+    assert "(see: agentsession delete --help)" in refused.err  # the command's help, not the top's
+    for name in ("serve", "show", "run"):
+        wrong = run_cli(tmp_path, name, "--no-such-flag", *(["x"] if name == "show" else []))
+        assert wrong.code == 2 and wrong.err.strip() == (
+            f"error: unrecognized arguments: --no-such-flag (see: agentsession {name} --help)"
+        )
     for command in EXAMPLES:
         if command is None:
             continue

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from ..errors import AgentSessionError, SessionBusyError, UsageError
@@ -32,8 +32,23 @@ _FORMATS = ("anthropic-messages", "openai-chat", "openai-responses", "gemini", "
 class _Parser(argparse.ArgumentParser):
     """Bad arguments: one ``error:`` line naming the help to read, exit code 2."""
 
+    commands: Mapping[str, argparse.ArgumentParser]  # the top level's: each command's parser
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+    def parse_command_line(self, argv: Sequence[str] | None) -> argparse.Namespace:
+        """``parse_args``, with an argument no command knows blamed on the command it followed.
+
+        argparse leaves a command's unknown arguments to the top-level parser, whose error would
+        point at ``agentsession --help`` rather than the command's own help.
+        """
+        args, extra = self.parse_known_args(argv)
+        if extra:
+            commands = getattr(self, "commands", {})
+            owner = commands.get(getattr(args, "command", None), self)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
+        return args
 
 
 def _add_common(
@@ -183,7 +198,7 @@ def _positive(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     """The argument parser (``agentsession --help``).
 
     It names every command without importing what runs one (``commandtable``).
@@ -216,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     modeled = _Parser(add_help=False)
     _add_model(modeled, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser.commands = sub.choices
 
     def command(
         name: str, text: str, *, model: bool = False, database: bool = True
@@ -351,7 +367,7 @@ async def _main(args: argparse.Namespace, held: list[object]) -> int:
     held.append(invocation)
     code = await implementation(args.command)(invocation)
     if code == 0 and invocation.then is not None:  # ``import -c``: the chat that follows
-        return await _main(build_parser().parse_args(invocation.then), held)
+        return await _main(build_parser().parse_command_line(invocation.then), held)
     return code
 
 
@@ -371,11 +387,11 @@ def _fail(args: argparse.Namespace, message: str, exc: BaseException | None = No
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed arguments; no command means ``chat`` on a terminal, else the help (exit 0)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_command_line(argv)
     if args.command is not None:
         return args
     if sys.stdin.isatty() and sys.stdout.isatty():
-        return parser.parse_args([*(sys.argv[1:] if argv is None else argv), "chat"])
+        return parser.parse_command_line([*(sys.argv[1:] if argv is None else argv), "chat"])
     parser.print_help()
     sys.exit(0)
 

@@ -45,6 +45,8 @@ def prompt_text(words: list[str]) -> str:
 
     ``-`` alone (or no words with a pipe): standard input is the prompt. Words and a pipe (or
     words and ``-``): the words, a blank line, then standard input. Words alone: the words.
+    Standard input's trailing line ends are dropped, as a shell's ``$(...)`` drops them: a file's
+    final newline is how files end, not part of the prompt.
     """
     dash = "-" in words
     words = [w for w in words if w != "-"]
@@ -53,7 +55,7 @@ def prompt_text(words: list[str]) -> str:
         raise UsageError("no prompt: give it as arguments, or '-' (or a pipe) for standard input")
     text = " ".join(words)
     if piped:
-        given = sys.stdin.read()
+        given = sys.stdin.read().rstrip("\r\n")
         text = f"{text}\n\n{given}" if text and given.strip() else text or given
     if not text.strip():
         raise UsageError("the prompt is empty")

@@ -22,6 +22,7 @@ import dataclasses
 import importlib.util
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,9 @@ def installed_extras() -> dict[str, bool]:
     return found
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def is_postgres(location: str) -> bool:
     """Whether a ``--db`` value names a PostgreSQL database rather than a file."""
     return location.startswith(("postgresql://", "postgres://"))
@@ -179,9 +183,20 @@ class Invocation:
     @property
     def location(self) -> str:
         """The database: ``--db``, else ``AGENTSESSION_DB``, else the default file."""
-        given = self.args.db or os.environ.get("AGENTSESSION_DB")
+        given = self.args.db if isinstance(self.args.db, str) else None
+        if given is not None and not given.strip():
+            raise UsageError("--db is empty: give a SQLite file or a postgresql:// URL")
+        named = "--db" if given else "AGENTSESSION_DB"
+        given = given or os.environ.get("AGENTSESSION_DB")
         if not given:
             return str(default_path())
+        scheme = _SCHEME.match(given)
+        if scheme and not is_postgres(given):
+            # Not a file name: a file "mysql:/…" would be made beside the user's other files.
+            raise UsageError(
+                f"{named} {scheme[1]}://…: not a database this package opens; give a SQLite"
+                " file or a postgresql:// URL"
+            )
         return given if is_postgres(given) else str(Path(given).expanduser().absolute())
 
     @property

@@ -183,20 +183,22 @@ async def export(inv: Invocation) -> int:
 
 async def search(inv: Invocation) -> int:
     """``search``: one line per message holding the words (a JSON object each with --json)."""
+    from ..errors import UsageError
     from ..hygiene import visible_line
     from ..store.search import search_store
     from .addressing import find_session
     from .console import JsonOutput
 
+    words = " ".join(inv.args.text)
+    if not words.strip():  # as the server's /search answers an empty q
+        raise UsageError("give the words to search for")
     if not inv.postgres and not inv.db.exists():
         inv.output.note(f"no sessions yet (no database at {inv.db})")
         return 0
     store = inv.store("read")
     try:
         only = (await find_session(store, inv.args.session)).id if inv.args.session else None
-        hits = await search_store(
-            store, " ".join(inv.args.text), limit=inv.args.limit, session=only
-        )
+        hits = await search_store(store, words, limit=inv.args.limit, session=only)
     finally:
         await store.close()
     for hit in hits:

@@ -22,16 +22,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import AgentSessionError, UsageError
 from .serve_tokens import given_tokens
 
 if TYPE_CHECKING:
@@ -47,6 +49,8 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _GRACE = 10
 #: Seconds ``serve`` waits for the store to answer before it gives up starting.
 _STARTUP_CHECK = 8.0
+#: Connections the listening socket queues before the server accepts them (uvicorn's default).
+_BACKLOG = 2048
 #: How ``--workers`` passes its configuration to the worker processes.
 _WORKER_ENV = "AGENTSESSION_SERVE_WORKER"
 
@@ -103,12 +107,44 @@ def _run_token(inv: Invocation) -> str | None:
         return None
     if args.token:
         return None
-    token = secrets.token_urlsafe(32)
-    line = f"{url}/?token={token}"
-    sys.stdout.write(f"open the web UI at {line}\n")
-    sys.stdout.flush()
-    inv.output.note(f"this run's token (send 'Authorization: Bearer TOKEN'): {line}")
-    return token
+    return secrets.token_urlsafe(32)
+
+
+def _announce(inv: Invocation, run_token: str | None, how: str) -> None:
+    """Say where the server listens, once it does: the URL to open carries the run's token.
+
+    With ``--json`` that is one ``serving`` object (``url``, ``open``) on standard output.
+    """
+    from .output import JsonOutput
+
+    args = inv.args
+    url = _url(args.host, args.port)
+    line = f"{url}/?token={run_token}" if run_token else None
+    if isinstance(inv.output, JsonOutput):
+        inv.output.emit("serving", url=url, open=line or f"{url}/")
+        return
+    if line:
+        sys.stdout.write(f"open the web UI at {line}\n")
+        sys.stdout.flush()
+        inv.output.note(f"this run's token (send 'Authorization: Bearer TOKEN'): {line}")
+    inv.output.note(f"serving on {url} {how}")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything says it serves (as uvicorn would bind it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        where = _url(host, port).removeprefix("http://")
+        why = (exc.strerror or str(exc)).lower()
+        if exc.errno == errno.EADDRINUSE:
+            why += " (another program listens there: stop it, or choose another --port)"
+        raise AgentSessionError(f"cannot listen on {where}: {why}") from None
+    return sock
 
 
 def server_runtime(
@@ -289,6 +325,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
         await _check_store(store)  # the database exists before N processes open it at once
     finally:
         await store.close()
+    _listen(args.host, args.port).close()  # refused here, clearly, not in N processes
     run_token = _run_token(inv)
     os.environ[_WORKER_ENV] = json.dumps(
         {
@@ -307,7 +344,7 @@ async def _serve_workers(inv: Invocation, uvicorn: Any) -> int:
             "inspect_workers": args.inspect_workers,
         }
     )
-    inv.output.note(f"serving on {_url(args.host, args.port)} with {args.workers} workers")
+    _announce(inv, run_token, f"with {args.workers} workers")
     uvicorn.run(
         "agentsession.cli.serve:worker_app",
         factory=True,
@@ -352,9 +389,13 @@ async def serve(inv: Invocation) -> int:
     store = inv.store("create", pool_size=pool_size)
     runtime = server_runtime(inv, store, args.workspaces, args.preset, args.allow_preset)
     tracing = None
+    listening: socket.socket | None = None
     try:
         await _check_store(store)
-        # Only a server that will start prints the URL to open (with its token).
+        listening = _listen(args.host, args.port)
+        # Connections wait in the queue from here on, so none is refused once the URL is out.
+        listening.listen(_BACKLOG)
+        args.port = listening.getsockname()[1]  # --port 0: the one the system chose
         run_token = _run_token(inv)
         if args.otlp_endpoint:
             from ..server.telemetry import otlp_tracing
@@ -386,9 +427,12 @@ async def serve(inv: Invocation) -> int:
             timeout_graceful_shutdown=_GRACE,
         )
         server = _graceful(uvicorn, config, app)
-        inv.output.note(f"serving on {_url(args.host, args.port)} (Ctrl-C stops)")
-        await server.serve()
+        # Only a server that listens prints the URL to open (with its token).
+        _announce(inv, run_token, "(Ctrl-C stops)")
+        await server.serve(sockets=[listening])
     finally:
+        if listening is not None:
+            listening.close()
         await runtime.close()
         if tracing is not None:
             tracing.shutdown()

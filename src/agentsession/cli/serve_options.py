@@ -22,12 +22,31 @@ SERVE_QUIET = (
 )
 
 
+def _port(text: str) -> int:
+    number = int(text) if text.strip().isdecimal() else -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return number
+
+
+def _http_url(text: str) -> str:
+    # Checked here, not by the exporter at the first trace, long after serve said it serves.
+    if not text.startswith(("http://", "https://")) or len(text.split("://", 1)[1]) == 0:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
+    return text
+
+
 def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """Add ``serve`` and its options to the command line."""
     parser = command("serve", "serve sessions over HTTP (SSE streams, web UI at /)")
     add = parser.add_argument
     add("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    add("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    add(
+        "--port",
+        type=_port,
+        default=8000,
+        help="port to listen on (default: 8000; 0: any free one, printed)",
+    )
     add(
         "--token",
         action="append",
@@ -131,6 +150,7 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
     add(
         "--otlp-endpoint",
         metavar="URL",
+        type=_http_url,
         help="send OpenTelemetry traces over OTLP/HTTP to this collector (e.g."
         " http://127.0.0.1:4318/v1/traces)",
     )

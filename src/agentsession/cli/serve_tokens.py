@@ -21,14 +21,22 @@ __all__ = ["TOKEN_ENV", "given_tokens"]
 TOKEN_ENV = "AGENTSESSION_TOKEN"
 
 
+#: The most a token file may hold: tokens and comments, not a device or a log file.
+_MOST = 64 * 1024
+
+
 def _from_file(name: str) -> list[str]:
     path = Path(name)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(_MOST + 1)  # bounded: --token-file /dev/zero must not fill memory
         mode = path.stat().st_mode
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = getattr(exc, "strerror", None) or "not UTF-8 text"
         raise UsageError(f"--token-file {name}: cannot read it ({why})") from None
+    if len(raw) > _MOST:
+        raise UsageError(f"--token-file {name}: over {_MOST // 1024} KiB, not a token file")
     found = [
         line.strip()
         for line in text.splitlines()

@@ -5,8 +5,8 @@ arguments, tool results) and the compaction summaries where they were made; runt
 (epochs, context updates, dispatch records) is left to the session file and the report. Tool
 calls and results are fenced blocks (the fence longer than any backtick run inside); a result
 longer than ``RESULT_LINES`` lines or ``RESULT_CHARS`` characters is trimmed, the trim saying
-how much was left out. Nothing from the session is markup: HTML is escaped, and Markdown text
-stays the text it was.
+how much was left out. Nothing from the session is markup: HTML is escaped; in Markdown, text that
+looks like a tag is shown as text (``markdown_text``) while its Markdown formatting and code stay.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..errors import StoreError
 from ..log import AssistantEntry, LogEntry, Summary, ToolResultEntry, UserEntry
 from ..request import ContentPart, ImagePart, TextPart, ToolCall
 from ..store.base import SessionInfo, Store
+from .markdown_text import code_span, markdown_block, markdown_line
 
 __all__ = [
     "READABLE",
@@ -78,28 +79,35 @@ def _when(stamp: str) -> str:
 
 def _heading(who: str, stamp: str) -> str:
     when = _when(stamp)
-    return f"### {who}" + (f" · {when}" if when else "")
+    return f"### {_one_line(who)}" + (f" · {when}" if when else "")
+
+
+def _one_line(text: str) -> str:
+    return markdown_line(" ".join(text.splitlines()))
 
 
 def _markdown_entry(entry: LogEntry, names: dict[str, str]) -> list[str]:
     match entry:
         case UserEntry():
-            return [_heading("User", entry.timestamp), _text(entry.content)]
+            return [_heading("User", entry.timestamp), markdown_block(_text(entry.content))]
         case AssistantEntry():
             who = f"Assistant ({entry.model})" if entry.model else "Assistant"
             parts = [_heading(who, entry.timestamp)]
             if entry.content:
-                parts.append(entry.content)
+                parts.append(markdown_block(entry.content))
             for call in entry.tool_calls:
                 names[call.id] = call.name
-                parts.append(f"Tool call `{call.name}`:\n\n{_fence(_arguments(call), 'json')}")
+                parts.append(
+                    f"Tool call {code_span(call.name)}:\n\n{_fence(_arguments(call), 'json')}"
+                )
             return parts
         case ToolResultEntry():
             name = entry.name or names.get(entry.call_id, "tool")
             said = "error" if entry.is_error else "result"
-            return [f"Tool {said} of `{name}`:\n\n{_fence(trimmed(_text(entry.content)), 'text')}"]
+            body = _fence(trimmed(_text(entry.content)), "text")
+            return [f"Tool {said} of {code_span(name)}:\n\n{body}"]
         case Summary():
-            return [_heading(_summary_title(entry), entry.timestamp), entry.text]
+            return [_heading(_summary_title(entry), entry.timestamp), markdown_block(entry.text)]
         case _:
             return []
 
@@ -107,13 +115,13 @@ def _markdown_entry(entry: LogEntry, names: dict[str, str]) -> list[str]:
 def render_markdown(info: SessionInfo, entries: Sequence[LogEntry]) -> str:
     """The transcript of ``info``'s session as Markdown (see the module doc)."""
     title = info.title or f"Session {info.id}"
-    lines = [f"# {title}", "", f"- session: `{info.id}`"]
+    lines = [f"# {_one_line(title)}", "", f"- session: {code_span(info.id)}"]
     if info.created_at:
         lines.append(
             f"- created: {_when(info.created_at)}; last activity: {_when(info.updated_at)}"
         )
     if info.project_dir:
-        lines.append(f"- folder: `{info.project_dir}`")
+        lines.append(f"- folder: {code_span(info.project_dir)}")
     names: dict[str, str] = {}
     for entry in entries:
         parts = _markdown_entry(entry, names)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -50,6 +51,19 @@ __all__ = ["create_app"]
 
 #: Bytes a request body may hold unless ``create_app`` is told otherwise.
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+
+
+async def _no_route(request: Request, exc: Exception) -> Response:
+    # Starlette answers an unknown path or method in plain text; a client reads JSON here.
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        kind, said = "MethodNotAllowedError", f"{request.method} is not served here"
+    else:
+        kind, said = "NotFoundError", "no such route (see /openapi.json)"
+    if exc.status_code not in (404, 405):
+        kind, said = "HTTPError", str(exc.detail)
+    body = {"error": {"type": kind, "message": said, "retryable": False}}
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
 def create_app(
@@ -173,7 +187,11 @@ def create_app(
         routes=routes,
         middleware=[Middleware(Guard, allowed_hosts=tuple(allowed_hosts))],
         lifespan=lifespan,
-        exception_handlers={AgentSessionError: failed, Exception: failed},
+        exception_handlers={
+            AgentSessionError: failed,
+            HTTPException: _no_route,
+            Exception: failed,
+        },
     )
     app.add_middleware(AccessLog, owner_of=state.tokens.owner)
     app.state.server = state

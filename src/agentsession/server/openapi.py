@@ -64,11 +64,14 @@ def _op(summary: str, responses: dict[str, Any], **more: Any) -> dict[str, Any]:
 
 
 def _body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
-    return {"required": required, "content": {"application/json": {"schema": schema}}}
+    # A field the route does not take is refused (400), so a misspelt one is never ignored.
+    closed = {**schema, "additionalProperties": False}
+    return {"required": required, "content": {"application/json": {"schema": closed}}}
 
 
 _DECISION = {
     "type": "object",
+    "additionalProperties": False,
     "required": ["approved"],
     "properties": {
         "call_id": {"type": "string"},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -105,7 +106,7 @@ async def create_session(request: Request) -> Response:
     """``POST``: a new session (optional: title, model, preset, skills, workspace)."""
     state = _state(request)
     owner = state.caller(request)
-    body = await state.json(request)
+    body = await state.json(request, ("title", "model", "preset", "skills", "workspace"))
     title = text_field(body, "title", required=False)
     model = text_field(body, "model", required=False)
     preset = text_field(body, "preset", required=False)
@@ -162,7 +163,7 @@ async def update_session(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request)
+    body = await state.json(request, ("title", "preset", "model"))
     title = text_field(body, "title", required=False)
     preset = text_field(body, "preset", required=False)
     name = text_field(body, "model", required=False)
@@ -210,7 +211,7 @@ async def fork_session(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     owner = await state.allowed(request, session_id)
-    at = (await state.json(request)).get("at")
+    at = (await state.json(request, ("at",))).get("at")
     if at is not None and (not isinstance(at, int) or isinstance(at, bool) or at < 0):
         raise UsageError("'at' must be a log seq (a whole number, 0 or more)")
     session = await state.workspaces.open(session_id)
@@ -231,7 +232,9 @@ async def export_session(request: Request) -> Response:
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
     store = state.runtime.store
-    info = await store.get_session(session_id)
+    # The folder is the server's own path (its workspace root, the owner's digest): a client
+    # gets the log, not the server's layout. An import here gets a workspace of its own anyway.
+    info = dataclasses.replace(await store.get_session(session_id), project_dir=None)
     if state.inspections.takes(info):
         sent = await state.inspections.answer("export", info)  # in another process
         if sent is not None:

@@ -7,6 +7,7 @@ first: who is calling, may they see this session, and what does their request bo
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,8 +98,21 @@ class ServerState:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def json(self, request: Request) -> dict[str, Any]:
-        """The JSON object of the request body (an empty body is ``{}``)."""
+    async def json(self, request: Request, fields: Collection[str]) -> dict[str, Any]:
+        """The JSON object of the request body (an empty body is ``{}``).
+
+        A field not among ``fields`` is refused: a misspelt ``preest`` must not leave a session
+        at a preset its client did not ask for.
+        """
+        value = await self._json(request)
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            names = ", ".join(repr(name) for name in unknown)
+            known = ", ".join(repr(name) for name in sorted(fields)) or "none"
+            raise UsageError(f"unknown field {names} in the request body; this route takes {known}")
+        return value
+
+    async def _json(self, request: Request) -> dict[str, Any]:
         raw = await self.body(request)
         if not raw.strip():
             return {}
@@ -106,6 +120,8 @@ class ServerState:
             value = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise UsageError(f"the request body is not JSON: {exc}") from None
+        except RecursionError:
+            raise UsageError("the request body nests too deeply to read") from None
         if not isinstance(value, dict):
             raise UsageError("the request body must be a JSON object")
         return value

@@ -44,7 +44,7 @@ async def prompt(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request)
+    body = await state.json(request, ("text", "skills"))
     text = text_field(body, "text")
     assert text is not None
     if not text.strip():
@@ -90,9 +90,15 @@ async def waiting(request: Request) -> Response:
     return JSONResponse({"waiting": found, "answered": sorted(answered)})
 
 
+_DECISION_FIELDS = ("call_id", "approved", "always", "note")
+
+
 def _decision(value: object) -> Decision:
     if not isinstance(value, dict):
         raise UsageError("a decision is an object with 'call_id' and 'approved'")
+    unknown = sorted(set(value) - set(_DECISION_FIELDS))
+    if unknown:
+        raise UsageError(f"a decision takes only {', '.join(_DECISION_FIELDS)}; not {unknown}")
     call_id, approved = value.get("call_id"), value.get("approved")
     always, note = value.get("always", False), value.get("note", "")
     if not isinstance(call_id, str) or not isinstance(approved, bool):
@@ -107,7 +113,7 @@ async def answer(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request)
+    body = await state.json(request, _DECISION_FIELDS)
     decision = _decision({**body, "call_id": request.path_params["call_id"]})
     session = await state.workspaces.open(session_id)
     waiting_ids = [a.call_id for a in session.pending_approvals()]
@@ -125,7 +131,7 @@ async def resume(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request)
+    body = await state.json(request, ("decisions",))
     given = body.get("decisions", [])
     if not isinstance(given, list):
         raise UsageError("'decisions' is a list")
@@ -158,7 +164,7 @@ async def input_(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request)
+    body = await state.json(request, ("text", "mode"))
     text = text_field(body, "text")
     assert text is not None
     mode = body.get("mode")

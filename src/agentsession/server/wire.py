@@ -86,6 +86,8 @@ def sse_frame(event: str, data: dict[str, Any], event_id: int | None = None) -> 
 
 def is_retryable(exc: BaseException) -> bool:
     """Whether the same request may succeed later without any change."""
+    if isinstance(exc, SessionFileError):  # the file sent is wrong; sending it again fails again
+        return False
     return isinstance(exc, TransientProviderError | StoreError | ConflictError | SessionBusyError)
 
 
@@ -98,7 +100,7 @@ def status_of(exc: BaseException) -> int:
             return 409
         case BudgetExceededError() | ContextOverflowError():
             return 422
-        case UsageError():
+        case UsageError() | SessionFileError():
             return 400
         case TransientProviderError() | StoreError():
             return 503

@@ -8,6 +8,7 @@ store only checks the version.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import psycopg
@@ -71,7 +72,9 @@ def describe(dsn: str) -> str:
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.Error as exc:
-        raise StoreError(f"invalid PostgreSQL connection string: {exc}") from exc
+        # libpq quotes the part it could not read, up to the whole URL with its password.
+        reason = re.sub(r'"[^"]*"', lambda m: '"…"' if m[0][1:-1] in dsn else m[0], str(exc))
+        raise StoreError(f"invalid PostgreSQL connection string: {reason}") from exc
     shown = " ".join(f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if k in params)
     return f"PostgreSQL store ({shown or 'defaults'})"
 
