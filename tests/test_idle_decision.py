@@ -347,3 +347,22 @@ def test_a_summary_waits_a_lifetime_for_the_users_who_come_back_soon() -> None:
     assert decide_idle(hours, GPT).action == "kept_warm"
     alone = option_costs(replace(hours, compacted_tokens=None), GPT)
     assert alone["kept_warm"] > alone["let_expire"]
+
+
+def test_one_long_gap_of_its_own_does_not_make_a_pause_away() -> None:
+    # the session paused once overnight, and its other pauses were short; at 27 minutes that
+    # one gap alone would say "away" for certain. Fewer than three of its own gaps ran this
+    # long, so the other sessions' pauses that did are counted beside it: most ended within
+    # the hour, so the history stays and the cache is kept warm
+    ratio = GPT.write / GPT.cached_input
+    own = (30.0,) * 20 + (48_000.0,)
+    pooled = (30.0,) * 40 + (2400.0, 2700.0, 3000.0, 3300.0, 4000.0, 5000.0, 40_000.0)
+    s = IdleSituation(
+        1620.0, 180.0, 1800.0, 250_000, gaps=own, pooled_gaps=pooled, compacted_tokens=40_000
+    )
+    assert away_share(s, ratio) == pytest.approx(2 / 8)
+    assert decide_idle(s, GPT).action == "kept_warm"
+    # three long gaps of its own, all nights: the session's habit decides alone
+    habit = replace(s, gaps=(30.0,) * 20 + (40_000.0, 45_000.0, 48_000.0))
+    assert away_share(habit, ratio) == 1.0
+    assert decide_idle(habit, GPT).action == "compacted"

@@ -32,8 +32,9 @@ prefix, ``r`` the cached read price, ``w`` the write price of the lifetime in us
 A summary drops history, which has no price; so compaction is weighed only where it replaces a
 rewrite: when at least half the pauses still running like this one outlast what keeping warm
 pays for (``write / read`` of the longest lifetime a refresh can give from now, past which
-refreshing costs more than writing again; ``away_share``): the session's own, or where none of
-them ran this long the pooled ones, or past every gap measured the scale-free rule. A user who
+refreshing costs more than writing again; ``away_share``): the session's own, or where fewer
+than ``MIN_IDLE_GAPS`` of them ran this long those and the pooled ones together, or past every
+gap measured the scale-free rule. A user who
 is likely back before then keeps the history and the warm cache. The same test is read at each
 later tick of the stopping problem, so "keep warm now, compact a lifetime later if the user is
 still away" is weighed beside compacting now: a pause whose early returns have not yet passed
@@ -344,7 +345,11 @@ class Evidence:
 
 @dataclass(frozen=True)
 class _AwayShares:
-    """``away_share`` at any length of the pause, from the gaps sorted once."""
+    """``away_share`` at any length of the pause, from the gaps sorted once.
+
+    The session's own gaps still running, topped up by the pooled ones where fewer than
+    ``MIN_IDLE_GAPS`` of its own ran this long.
+    """
 
     s: IdleSituation
     own: tuple[float, ...]
@@ -357,10 +362,14 @@ class _AwayShares:
     def share(self, idle: float, ratio: float) -> float:
         s = self.s
         reach = idle + s.warm_seconds + ratio * max(s.lifetime, s.lift_lifetime)
+        alive = away = 0
         for source in (self.own, self.pooled):
-            alive = len(source) - bisect_right(source, idle)
-            if alive:
-                return (len(source) - bisect_right(source, reach)) / alive
+            alive += len(source) - bisect_right(source, idle)
+            away += len(source) - bisect_right(source, reach)
+            if alive >= MIN_IDLE_GAPS:
+                return away / alive
+        if alive:
+            return away / alive
         return idle / reach if reach > 0 else 1.0
 
 
@@ -376,11 +385,13 @@ def away_share(situation: IdleSituation, ratio: float) -> float:
 
     The session's own gaps still running judge first: whether this user has left this
     session is its own habit (pooling them always made the rule keep warm where the session
-    had never paused this long, and compact half as often). Where none of its own gaps ran
-    this long, they say nothing, and the other sessions' pauses that did decide (``pooled_gaps``);
-    past every gap measured, the scale-free rule (a pause of ``t`` outlasts ``x`` with chance
-    ``t / x``). Counting such a pause as away outright compacted sessions at their first
-    pause past half an hour, which most users come back from.
+    had never paused this long, and compact half as often). Where fewer than
+    ``MIN_IDLE_GAPS`` of its own gaps ran this long (the least evidence the decision acts on),
+    the other sessions' pauses that did are counted beside them (``pooled_gaps``): one
+    overnight gap of its own said "away" for certain, and the session was compacted at a
+    40-minute pause; past every gap measured, the scale-free rule (a pause of ``t`` outlasts
+    ``x`` with chance ``t / x``). Counting such a pause as away outright compacted sessions at
+    their first pause past half an hour, which most users come back from.
     """
     return _AwayShares.of(situation).share(situation.idle_seconds, ratio)
 
