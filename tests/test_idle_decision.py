@@ -311,3 +311,58 @@ def test_a_pause_past_the_sessions_own_gaps_is_judged_away_by_the_pool_then_by_i
     )
     assert away_share(night, ratio) == 1.0
     assert away_share(replace(night, lift_lifetime=3600.0), ratio) == 0.0
+
+
+@given(pooled_situations(), prices)
+def test_a_summary_on_offer_never_makes_waiting_dearer(s: IdleSituation, p: ModelPrice) -> None:
+    # compacting at a later tick is one more choice in the stopping problem: keeping warm (or
+    # lifting) now can only get cheaper for it, and letting expire now is untouched
+    offered = replace(s, compacted_tokens=s.compacted_tokens or 500, compact_floor=0)
+    without = option_costs(replace(offered, compacted_tokens=None), p)
+    costs = option_costs(offered, p)
+    assert costs["let_expire"] == pytest.approx(without["let_expire"])
+    for option in ("kept_warm", "lifted"):
+        if option in without:
+            assert costs[option] <= without[option] * (1 + 1e-9) + 1e-12
+
+
+def test_a_summary_waits_a_lifetime_for_the_users_who_come_back_soon() -> None:
+    # OpenAI, 30 minutes: half the pauses still running at 27 minutes end at 40-50 minutes,
+    # half overnight. Compacting now would drop the history of the first half; keeping warm
+    # one more lifetime and compacting then (if the user is still away) costs less
+    gaps = (30.0,) * 10 + (2400.0, 3000.0, 40_000.0, 45_000.0)
+    s = IdleSituation(1620.0, 180.0, 1800.0, 250_000, gaps=gaps, compacted_tokens=40_000)
+    ratio = GPT.write / GPT.cached_input
+    assert away_share(s, ratio) == 0.5
+    decision = decide_idle(s, GPT)
+    assert decision.action == "kept_warm"
+    assert decision.costs["kept_warm"] < decision.costs["compacted"]
+    # one lifetime on, the pauses left are the nights: now it compacts
+    later = replace(s, idle_seconds=3240.0)
+    assert away_share(later, ratio) == 1.0
+    assert decide_idle(later, GPT).action == "compacted"
+    # where the users who return do so after hours, keeping warm until they have, then
+    # compacting, beats letting the cache go now (without a later summary it would not)
+    hours = replace(s, gaps=(30.0,) * 10 + (10_000.0, 12_000.0, 14_000.0, 40_000.0, 45_000.0))
+    assert decide_idle(hours, GPT).action == "kept_warm"
+    alone = option_costs(replace(hours, compacted_tokens=None), GPT)
+    assert alone["kept_warm"] > alone["let_expire"]
+
+
+def test_one_long_gap_of_its_own_does_not_make_a_pause_away() -> None:
+    # the session paused once overnight, and its other pauses were short; at 27 minutes that
+    # one gap alone would say "away" for certain. Fewer than three of its own gaps ran this
+    # long, so the other sessions' pauses that did are counted beside it: most ended within
+    # the hour, so the history stays and the cache is kept warm
+    ratio = GPT.write / GPT.cached_input
+    own = (30.0,) * 20 + (48_000.0,)
+    pooled = (30.0,) * 40 + (2400.0, 2700.0, 3000.0, 3300.0, 4000.0, 5000.0, 40_000.0)
+    s = IdleSituation(
+        1620.0, 180.0, 1800.0, 250_000, gaps=own, pooled_gaps=pooled, compacted_tokens=40_000
+    )
+    assert away_share(s, ratio) == pytest.approx(2 / 8)
+    assert decide_idle(s, GPT).action == "kept_warm"
+    # three long gaps of its own, all nights: the session's habit decides alone
+    habit = replace(s, gaps=(30.0,) * 20 + (40_000.0, 45_000.0, 48_000.0))
+    assert away_share(habit, ratio) == 1.0
+    assert decide_idle(habit, GPT).action == "compacted"

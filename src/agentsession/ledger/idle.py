@@ -32,9 +32,13 @@ prefix, ``r`` the cached read price, ``w`` the write price of the lifetime in us
 A summary drops history, which has no price; so compaction is weighed only where it replaces a
 rewrite: when at least half the pauses still running like this one outlast what keeping warm
 pays for (``write / read`` of the longest lifetime a refresh can give from now, past which
-refreshing costs more than writing again; ``away_share``): the session's own, or where none of
-them ran this long the pooled ones, or past every gap measured the scale-free rule. A user who
-is likely back before then keeps the history and the warm cache.
+refreshing costs more than writing again; ``away_share``): the session's own, or where fewer
+than ``MIN_IDLE_GAPS`` of them ran this long those and the pooled ones together, or past every
+gap measured the scale-free rule. A user who
+is likely back before then keeps the history and the warm cache. The same test is read at each
+later tick of the stopping problem, so "keep warm now, compact a lifetime later if the user is
+still away" is weighed beside compacting now: a pause whose early returns have not yet passed
+waits for them instead of dropping their history.
 
 The choice is the cheapest under this model; a tie goes to doing nothing (no call is made). No
 price, too few measured gaps (the session's own and the pooled ones together) or no prefix:
@@ -203,20 +207,45 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     read, write = price.cached_input, price.write_long if s.long_lifetime else price.write
     warm_call = tokens * read + s.warm_tokens / 1e6 * (write + price.output)
     ev = Evidence.of(s)
-    compact = math.inf
-    compactable = s.compacted_tokens is not None and s.prefix_tokens >= s.compact_floor
-    compactable = compactable and away_share(s, write / read if read else math.inf) >= 0.5
-    if compactable and s.compacted_tokens is not None:
-        compact = tokens * read + s.summary_tokens / 1e6 * price.output
-        compact += s.compacted_tokens / 1e6 * write
-    plan = _Plan(s, ev, tokens, read, write, warm_call, compact)
+    summary = _Summary.of(s, price, read, write)
+    plan = _Plan(s, ev, tokens, read, write, warm_call, summary)
     let_now, keep_now = plan.values(s.idle_seconds, max(s.lifetime - s.warm_seconds, 1.0))
     costs = {"let_expire": let_now, "kept_warm": keep_now}
     if s.lift_lifetime > s.lifetime and price.write_long > 0:
         costs["lifted"] = plan.lifted(price)
-    if compactable:
+    compact = summary.at(s.idle_seconds)
+    if compact < math.inf:
         costs["compacted"] = compact
     return costs
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """Compacting while warm at a pause that has lasted some time: the price, where weighed.
+
+    The call reads the prefix and writes the summary; the next request writes the smaller
+    prefix. Weighed only where the pause is more likely away than not (``away_share`` at least
+    a half, read at that length of the pause), now or at a later tick of the stopping problem.
+    """
+
+    usd: float  # the call and the next request's smaller write (inf: nothing to compact)
+    ratio: float  # write over read: how many lifetimes keeping warm pays for
+    shares: _AwayShares | None
+
+    @classmethod
+    def of(cls, s: IdleSituation, price: ModelPrice, read: float, write: float) -> _Summary:
+        ratio = write / read if read else math.inf
+        if s.compacted_tokens is None or s.prefix_tokens < s.compact_floor:
+            return cls(math.inf, ratio, None)
+        usd = s.prefix_tokens / 1e6 * read + s.summary_tokens / 1e6 * price.output
+        usd += s.compacted_tokens / 1e6 * write
+        return cls(usd, ratio, _AwayShares.of(s))
+
+    def at(self, idle: float) -> float:
+        """The USD of compacting at a pause that has lasted ``idle`` (inf: not weighed there)."""
+        if self.shares is None or self.shares.share(idle, self.ratio) < 0.5:
+            return math.inf
+        return self.usd
 
 
 @dataclass(frozen=True)
@@ -229,7 +258,7 @@ class _Plan:
     read: float
     write: float  # the price the next request writes the prefix at, once expired
     warm_call: float
-    compact: float
+    summary: _Summary
 
     def values(self, first: float, step: float) -> tuple[float, float]:
         """(let expire, keep warm) at the tick ``first``, ticks every ``step`` from there."""
@@ -239,7 +268,8 @@ class _Plan:
         reach = (write / read if read else 0.0) * (step + s.warm_seconds)
         end = max(ev.longest, first + reach)
         steps = min(_MAX_STEPS, max(0, math.ceil((end - first) / step)))
-        later = min(tokens * write, self.compact)  # beyond: nobody keeps a cache warm forever
+        # beyond: nobody keeps a cache warm forever
+        later = min(tokens * write, self.summary.at(first + (steps + 1) * step))
         let_now = keep_now = tokens * write
         for k in range(steps, -1, -1):
             at = first + k * step
@@ -247,8 +277,8 @@ class _Plan:
             within = self.ends_within(at, step)
             let_now = hit * tokens * read + (1 - hit) * tokens * write
             keep_now = self.warm_call + within * tokens * read + (1 - within) * later
-            # a summary may replace a rewrite, never a cache that keeping warm would keep
-            later = keep_now if keep_now < let_now else min(let_now, self.compact)
+            # a later summary is weighed where its pause is away, as one now is
+            later = min(keep_now, let_now, self.summary.at(at))
         return let_now, keep_now
 
     def ends_within(self, at: float, span: float) -> float:
@@ -271,7 +301,7 @@ class _Plan:
         call += (s.lift_tokens + s.warm_tokens) / 1e6 * price.write_long
         step = max(s.lift_lifetime - s.warm_seconds, 1.0)
         let_then, keep_then = self.values(s.idle_seconds + step, step)
-        later = keep_then if keep_then < let_then else min(let_then, self.compact)
+        later = min(keep_then, let_then, self.summary.at(s.idle_seconds + step))
         within = self.ends_within(s.idle_seconds, step)
         return call + within * self.tokens * self.read + (1 - within) * later
 
@@ -313,6 +343,36 @@ class Evidence:
         return self.tail[bisect_right(self.gaps, at)]
 
 
+@dataclass(frozen=True)
+class _AwayShares:
+    """``away_share`` at any length of the pause, from the gaps sorted once.
+
+    The session's own gaps still running, topped up by the pooled ones where fewer than
+    ``MIN_IDLE_GAPS`` of its own ran this long.
+    """
+
+    s: IdleSituation
+    own: tuple[float, ...]
+    pooled: tuple[float, ...]
+
+    @classmethod
+    def of(cls, s: IdleSituation) -> _AwayShares:
+        return cls(s, tuple(sorted(s.gaps)), tuple(sorted(s.pooled_gaps)))
+
+    def share(self, idle: float, ratio: float) -> float:
+        s = self.s
+        reach = idle + s.warm_seconds + ratio * max(s.lifetime, s.lift_lifetime)
+        alive = away = 0
+        for source in (self.own, self.pooled):
+            alive += len(source) - bisect_right(source, idle)
+            away += len(source) - bisect_right(source, reach)
+            if alive >= MIN_IDLE_GAPS:
+                return away / alive
+        if alive:
+            return away / alive
+        return idle / reach if reach > 0 else 1.0
+
+
 def away_share(situation: IdleSituation, ratio: float) -> float:
     """The share of the pauses still running like this one that outlast keeping the cache warm.
 
@@ -325,19 +385,15 @@ def away_share(situation: IdleSituation, ratio: float) -> float:
 
     The session's own gaps still running judge first: whether this user has left this
     session is its own habit (pooling them always made the rule keep warm where the session
-    had never paused this long, and compact half as often). Where none of its own gaps ran
-    this long, they say nothing, and the other sessions' pauses that did decide (``pooled_gaps``);
-    past every gap measured, the scale-free rule (a pause of ``t`` outlasts ``x`` with chance
-    ``t / x``). Counting such a pause as away outright compacted sessions at their first
-    pause past half an hour, which most users come back from.
+    had never paused this long, and compact half as often). Where fewer than
+    ``MIN_IDLE_GAPS`` of its own gaps ran this long (the least evidence the decision acts on),
+    the other sessions' pauses that did are counted beside them (``pooled_gaps``): one
+    overnight gap of its own said "away" for certain, and the session was compacted at a
+    40-minute pause; past every gap measured, the scale-free rule (a pause of ``t`` outlasts
+    ``x`` with chance ``t / x``). Counting such a pause as away outright compacted sessions at
+    their first pause past half an hour, which most users come back from.
     """
-    s = situation
-    reach = s.idle_seconds + s.warm_seconds + ratio * max(s.lifetime, s.lift_lifetime)
-    for source in (s.gaps, s.pooled_gaps):
-        survivors = [g for g in source if g > s.idle_seconds]
-        if survivors:
-            return sum(g > reach for g in survivors) / len(survivors)
-    return s.idle_seconds / reach if reach > 0 else 1.0
+    return _AwayShares.of(situation).share(situation.idle_seconds, ratio)
 
 
 class GapPool:
