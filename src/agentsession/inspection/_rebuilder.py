@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -95,7 +94,7 @@ class Rebuilder:
         self._lasts: dict[int, list[int]] = {}
         self._mids: dict[int, list[tuple[int, MidConversationSystemMessage]]] = {}
         self._last: _Resume | None = None
-        self._systems: dict[int, tuple[object, str]] = {}
+        self._digests: dict[int, tuple[object, str]] = {}  # part digests, by the part's identity
         self._projected: Projected | None = None
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
@@ -174,7 +173,7 @@ class Rebuilder:
         for window in _windows(view, self.config):
             for provider in _providers(self.records, at, view):
                 candidate = build_request(view, window, baseline, declared, provider)
-                differs = _fixed_part_differs(candidate, dispatch)  # then no digest can match
+                differs = self._fixed_part_differs(candidate, dispatch)  # then no digest matches
                 found, hashed, tail = (
                     (None, None, b"") if differs else self._digest(candidate, self._origins[key])
                 )
@@ -228,7 +227,7 @@ class Rebuilder:
         # No mid-conversation message came since the full rebuild: the standing tools are its.
         standing = last.standing
         if standing is None and dispatch.tools_digest:
-            standing = part_digest(standing_tools(request))
+            standing = self._part_digest(standing_tools(request))
         hashed = None
         if not dispatch.tools_digest or standing == dispatch.tools_digest:
             if last.hashed is None:
@@ -272,15 +271,23 @@ class Rebuilder:
             return False
         if dispatch.message_count != len(request.messages):
             return False
-        system = self._systems.get(id(request.system))
-        if system is None or system[0] is not request.system:
-            system = self._systems[id(request.system)] = (
-                request.system,
-                part_digest(request.system),
-            )
-        if system[1] != dispatch.system_digest:
+        if self._part_digest(request.system) != dispatch.system_digest:
             return False
         return link == dispatch.messages_digest
+
+    def _part_digest(self, part: tuple[object, ...]) -> str:
+        """``part_digest(part)``, kept by the part's identity: an epoch's requests share theirs."""
+        kept = self._digests.get(id(part))
+        if kept is None or kept[0] is not part:
+            kept = self._digests[id(part)] = (part, part_digest(part))
+        return kept[1]
+
+    def _fixed_part_differs(self, request: Request, dispatch: Dispatch) -> bool:
+        """Whether the tools or the system part differ from what ``dispatch`` recorded."""
+        tools, system = dispatch.tools_digest, dispatch.system_digest
+        return bool(tools and self._part_digest(standing_tools(request)) != tools) or bool(
+            system and self._part_digest(request.system) != system
+        )
 
     def _chained(
         self, messages: Sequence[Message], origin: Mapping[int, tuple[int, ...]], link: str = ""
@@ -376,14 +383,6 @@ def _declarations(
     return declared, unknown
 
 
-def _fixed_part_differs(request: Request, dispatch: Dispatch) -> bool:
-    """Whether the tools or the system part differ from what ``dispatch`` recorded."""
-    tools, system = dispatch.tools_digest, dispatch.system_digest
-    return bool(tools and part_digest(standing_tools(request)) != tools) or bool(
-        system and part_digest(request.system) != system
-    )
-
-
 def _windows(view: Sequence[ViewMessage], config: Config) -> Iterator[Window]:
     """The configured window first, then every other window the history allows.
 
@@ -405,11 +404,14 @@ def _providers(records: Sequence[Record], at: int, view: Sequence[ViewMessage]) 
     some message carries such data.
     """
     answer = ""
-    for record in itertools.islice(records, at + 1, None):  # no copy of the rest of the log
-        if isinstance(record.entry, Dispatch):
+    # By index: no copy of the rest of the log, and no walk over the records before it (an
+    # ``islice`` from ``at`` steps through every one of them).
+    for index in range(at + 1, len(records)):
+        entry = records[index].entry
+        if isinstance(entry, Dispatch):
             break
-        if isinstance(record.entry, AssistantEntry):
-            answer = record.entry.provider
+        if isinstance(entry, AssistantEntry):
+            answer = entry.provider
             break
     carrying = [
         v.message.provider
