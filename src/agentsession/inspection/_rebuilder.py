@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..boundary import build_request, epoch_tools, window_of
-from ..codec import canonical_json
+from ..codec import builder, canonical_json
 from ..config import Config
 from ..log import (
     AssistantEntry,
@@ -96,6 +96,9 @@ class Rebuilder:
         self._last: _Resume | None = None
         self._digests: dict[int, tuple[object, str]] = {}  # part digests, by the part's identity
         self._projected: Projected | None = None
+        # What each request that extends the one before makes, built with their fields
+        # stored at once (``codec.builder``): thousands of each in a long session.
+        self._made = (builder(Rebuilt), builder(Request), builder(_Resume))
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
         """Where the epoch's records start, and the model view of all of them."""
@@ -163,7 +166,7 @@ class Rebuilder:
         resumed = self._resumed(key, whole, cut, before, dispatch)
         if resumed is not None:
             request, why = resumed
-            return Rebuilt(number, seq, dispatch, epoch, request, not why, why)
+            return self._made[0](number, seq, dispatch, epoch, request, not why, why)
         mids = [m for _, m in logged[:before]]
         view = whole[:cut] if cut is not None else self._view_at(key, whole, seq)
         declared, unknown = _declarations(mids, epoch, self.specs, self.tools)
@@ -218,7 +221,7 @@ class Rebuilder:
         added = whole[last.cut : cut]
         before = last.request
         new = tuple(map(_MESSAGE, added))
-        request = Request(
+        request = self._made[1](
             system=before.system,
             messages=before.messages + new,
             tools=before.tools,
@@ -242,7 +245,7 @@ class Rebuilder:
             done.update(last.tail)
             if done.hexdigest()[:32] == dispatch.digest:
                 made = (hashed, last.tail, last.unknown, None, standing)
-                self._last = _Resume(key, cut, mids, request, *made)
+                self._last = self._made[2](key, cut, mids, request, *made)
                 return request, ""
             if not last.unknown and dispatch.tools_digest:
                 return None  # the tools are right, so the messages or the system part are not
@@ -257,7 +260,7 @@ class Rebuilder:
             return None
         why = mismatch(request, dispatch, last.unknown)
         proved = (hashed, last.tail, last.unknown, link, standing)
-        self._last = _Resume(key, cut, mids, request, *proved)
+        self._last = self._made[2](key, cut, mids, request, *proved)
         return request, why
 
     def _sent_messages(self, request: Request, dispatch: Dispatch, link: str) -> bool:

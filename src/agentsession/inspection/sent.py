@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from ..codec import builder
 from ..compaction import threshold_trigger
 from ..config import Config
 from ..log import AssistantEntry, Dispatch, Record
@@ -59,7 +60,7 @@ def _controls(
     if answer is not None and answer.cache_ttl in ("5m", "1h"):  # recorded with the response
         ttl = "1h" if answer.cache_ttl == "1h" else "5m"
         diagnose = answer.cache_diagnose
-    return CacheControls(
+    return builder(CacheControls)(  # one per request of a whole log: its fields stored at once
         key=key,
         ttl=ttl,
         diagnose=diagnose,
