@@ -143,3 +143,63 @@ async def test_a_commit_and_a_prompt_never_bounce_between_the_codecs_modules(
     assert found == []
     assert {"agentsession.codec._lean", "agentsession.codec._encoding"} <= entered
     assert not {m for m in entered if m.startswith("agentsession.inspection")}
+
+
+@dataclass(frozen=True)
+class _Row:
+    seq: int
+    title: str
+    tags: tuple[str, ...] = ()
+    seen: list[int] = field(default_factory=list)
+    kind: str = "row"
+
+
+@dataclass(frozen=True)
+class _Checked:
+    seq: int
+
+    def __post_init__(self) -> None:
+        if self.seq < 0:
+            raise ValueError("negative")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Named:
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Slotted:
+    seq: int
+
+
+def test_a_builder_makes_the_same_value_as_the_class() -> None:
+    from agentsession.codec import builder
+
+    build = builder(_Row)
+    assert build is not _Row
+    cases: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((1, "a"), {}),
+        ((2, "b", ("x",)), {}),
+        ((3,), {"title": "c", "kind": "other", "seen": [4]}),
+    ]
+    for args, kwargs in cases:
+        made, expected = build(*args, **kwargs), _Row(*args, **kwargs)
+        assert type(made) is _Row
+        assert made == expected
+        assert list(vars(made).items()) == list(vars(expected).items())  # field order too
+    assert build(1, "a").seen is not build(1, "a").seen  # a default factory runs per value
+    with pytest.raises(TypeError):
+        build(1)  # a missing field is refused as the class refuses it
+    with pytest.raises(AttributeError):
+        build(1, "a").seq = 2  # type: ignore[misc]  # still frozen
+
+
+def test_a_class_whose_init_does_more_than_store_is_its_own_builder() -> None:
+    from agentsession.codec import builder
+
+    assert builder(_Checked) is _Checked  # its check still runs
+    assert builder(_Named) is _Named
+    assert builder(_Slotted) is _Slotted
+    with pytest.raises(ValueError, match="negative"):
+        builder(_Checked)(-1)

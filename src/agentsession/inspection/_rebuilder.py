@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..boundary import build_request, epoch_tools, window_of
-from ..codec import canonical_json
+from ..codec import builder, canonical_json
 from ..config import Config
 from ..log import (
     AssistantEntry,
@@ -95,8 +94,11 @@ class Rebuilder:
         self._lasts: dict[int, list[int]] = {}
         self._mids: dict[int, list[tuple[int, MidConversationSystemMessage]]] = {}
         self._last: _Resume | None = None
-        self._systems: dict[int, tuple[object, str]] = {}
+        self._digests: dict[int, tuple[object, str]] = {}  # part digests, by the part's identity
         self._projected: Projected | None = None
+        # What each request that extends the one before makes, built with their fields
+        # stored at once (``codec.builder``): thousands of each in a long session.
+        self._made = (builder(Rebuilt), builder(Request), builder(_Resume))
 
     def _epoch_view(self, epoch_at: int | None) -> tuple[int, list[ViewMessage]]:
         """Where the epoch's records start, and the model view of all of them."""
@@ -164,7 +166,7 @@ class Rebuilder:
         resumed = self._resumed(key, whole, cut, before, dispatch)
         if resumed is not None:
             request, why = resumed
-            return Rebuilt(number, seq, dispatch, epoch, request, not why, why)
+            return self._made[0](number, seq, dispatch, epoch, request, not why, why)
         mids = [m for _, m in logged[:before]]
         view = whole[:cut] if cut is not None else self._view_at(key, whole, seq)
         declared, unknown = _declarations(mids, epoch, self.specs, self.tools)
@@ -174,7 +176,7 @@ class Rebuilder:
         for window in _windows(view, self.config):
             for provider in _providers(self.records, at, view):
                 candidate = build_request(view, window, baseline, declared, provider)
-                differs = _fixed_part_differs(candidate, dispatch)  # then no digest can match
+                differs = self._fixed_part_differs(candidate, dispatch)  # then no digest matches
                 found, hashed, tail = (
                     (None, None, b"") if differs else self._digest(candidate, self._origins[key])
                 )
@@ -219,7 +221,7 @@ class Rebuilder:
         added = whole[last.cut : cut]
         before = last.request
         new = tuple(map(_MESSAGE, added))
-        request = Request(
+        request = self._made[1](
             system=before.system,
             messages=before.messages + new,
             tools=before.tools,
@@ -228,7 +230,7 @@ class Rebuilder:
         # No mid-conversation message came since the full rebuild: the standing tools are its.
         standing = last.standing
         if standing is None and dispatch.tools_digest:
-            standing = part_digest(standing_tools(request))
+            standing = self._part_digest(standing_tools(request))
         hashed = None
         if not dispatch.tools_digest or standing == dispatch.tools_digest:
             if last.hashed is None:
@@ -243,7 +245,7 @@ class Rebuilder:
             done.update(last.tail)
             if done.hexdigest()[:32] == dispatch.digest:
                 made = (hashed, last.tail, last.unknown, None, standing)
-                self._last = _Resume(key, cut, mids, request, *made)
+                self._last = self._made[2](key, cut, mids, request, *made)
                 return request, ""
             if not last.unknown and dispatch.tools_digest:
                 return None  # the tools are right, so the messages or the system part are not
@@ -258,7 +260,7 @@ class Rebuilder:
             return None
         why = mismatch(request, dispatch, last.unknown)
         proved = (hashed, last.tail, last.unknown, link, standing)
-        self._last = _Resume(key, cut, mids, request, *proved)
+        self._last = self._made[2](key, cut, mids, request, *proved)
         return request, why
 
     def _sent_messages(self, request: Request, dispatch: Dispatch, link: str) -> bool:
@@ -272,15 +274,23 @@ class Rebuilder:
             return False
         if dispatch.message_count != len(request.messages):
             return False
-        system = self._systems.get(id(request.system))
-        if system is None or system[0] is not request.system:
-            system = self._systems[id(request.system)] = (
-                request.system,
-                part_digest(request.system),
-            )
-        if system[1] != dispatch.system_digest:
+        if self._part_digest(request.system) != dispatch.system_digest:
             return False
         return link == dispatch.messages_digest
+
+    def _part_digest(self, part: tuple[object, ...]) -> str:
+        """``part_digest(part)``, kept by the part's identity: an epoch's requests share theirs."""
+        kept = self._digests.get(id(part))
+        if kept is None or kept[0] is not part:
+            kept = self._digests[id(part)] = (part, part_digest(part))
+        return kept[1]
+
+    def _fixed_part_differs(self, request: Request, dispatch: Dispatch) -> bool:
+        """Whether the tools or the system part differ from what ``dispatch`` recorded."""
+        tools, system = dispatch.tools_digest, dispatch.system_digest
+        return bool(tools and self._part_digest(standing_tools(request)) != tools) or bool(
+            system and self._part_digest(request.system) != system
+        )
 
     def _chained(
         self, messages: Sequence[Message], origin: Mapping[int, tuple[int, ...]], link: str = ""
@@ -376,14 +386,6 @@ def _declarations(
     return declared, unknown
 
 
-def _fixed_part_differs(request: Request, dispatch: Dispatch) -> bool:
-    """Whether the tools or the system part differ from what ``dispatch`` recorded."""
-    tools, system = dispatch.tools_digest, dispatch.system_digest
-    return bool(tools and part_digest(standing_tools(request)) != tools) or bool(
-        system and part_digest(request.system) != system
-    )
-
-
 def _windows(view: Sequence[ViewMessage], config: Config) -> Iterator[Window]:
     """The configured window first, then every other window the history allows.
 
@@ -405,11 +407,14 @@ def _providers(records: Sequence[Record], at: int, view: Sequence[ViewMessage]) 
     some message carries such data.
     """
     answer = ""
-    for record in itertools.islice(records, at + 1, None):  # no copy of the rest of the log
-        if isinstance(record.entry, Dispatch):
+    # By index: no copy of the rest of the log, and no walk over the records before it (an
+    # ``islice`` from ``at`` steps through every one of them).
+    for index in range(at + 1, len(records)):
+        entry = records[index].entry
+        if isinstance(entry, Dispatch):
             break
-        if isinstance(record.entry, AssistantEntry):
-            answer = record.entry.provider
+        if isinstance(entry, AssistantEntry):
+            answer = entry.provider
             break
     carrying = [
         v.message.provider

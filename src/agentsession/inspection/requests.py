@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..budget import TokenCounter
+from ..codec import builder
 from ..config import Config
 from ..ledger import charge_usd
 from ..ledger.prices import ModelPrice, price_for
@@ -93,6 +94,7 @@ def _requests(
     previous: Rebuilt | None = None
     measured = measure_in_order([item.request for item in rebuilt], counter)
     prices: dict[str, ModelPrice | None] = {}  # per model: a session uses few
+    row = builder(RequestInfo)  # one per request: thousands in a long session
     for item, tokens in zip(rebuilt, measured, strict=True):
         shared = 0
         if previous is not None and previous.dispatch.model == item.dispatch.model:
@@ -106,7 +108,7 @@ def _requests(
         billed = charge_usd(usage, price)[0] if usage is not None and price else None
         span = timed.get(item.seq) if timed else None
         out.append(
-            RequestInfo(
+            row(
                 number=item.number,
                 seq=item.seq,
                 step=item.dispatch.step,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from ..codec import builder
 from ..compaction import threshold_trigger
 from ..config import Config
 from ..log import AssistantEntry, Dispatch, Record
@@ -54,12 +55,14 @@ def _controls(
     compact_at: int | None = None,
 ) -> CacheControls:
     """The controls of one request; ``key`` is the session's cache key (``cache_key_for``)."""
-    ttl: Literal["5m", "1h"] = choose_ttl(config.cache_ttl, ())
-    diagnose = config.provider_cache_diagnostics
+    ttl: Literal["5m", "1h"]
     if answer is not None and answer.cache_ttl in ("5m", "1h"):  # recorded with the response
         ttl = "1h" if answer.cache_ttl == "1h" else "5m"
         diagnose = answer.cache_diagnose
-    return CacheControls(
+    else:  # what Config asks for (no gaps measured): found only when nothing was recorded
+        ttl = choose_ttl(config.cache_ttl, ())
+        diagnose = config.provider_cache_diagnostics
+    return builder(CacheControls)(  # one per request of a whole log: its fields stored at once
         key=key,
         ttl=ttl,
         diagnose=diagnose,

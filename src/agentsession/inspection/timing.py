@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from ..codec import builder
 from ..ledger import Charge, charge_usd
 from ..ledger.prices import ModelPrice, price_for
 from ..log import (
@@ -134,6 +135,7 @@ def spans_by_turn(
     """Each turn's waterfall, in log order (``turns_of`` as ``attributed_turns`` gives it)."""
     out: dict[int, list[TimingSpan]] = {}
     asked: tuple[int, Dispatch] | None = None  # the dispatch still waiting for its answer
+    bar = builder(TimingSpan)  # thousands in a long session
     for record in records:
         entry = record.entry
         kind = entry.kind
@@ -146,7 +148,7 @@ def spans_by_turn(
             asked = None
             start = moment_of(dispatch.timestamp)
             first = entry.first_token_at if isinstance(entry, AssistantEntry) else ""
-            span = TimingSpan(
+            span = bar(
                 "request",
                 seq,
                 dispatch.model,
@@ -160,11 +162,11 @@ def spans_by_turn(
             assert isinstance(entry, ToolResultEntry)
             began = entry.started_at
             took = seconds_since(moment_of(began), entry.timestamp) if began else None
-            span = TimingSpan("tool", record.seq, entry.name, began or entry.timestamp, took)
+            span = bar("tool", record.seq, entry.name, began or entry.timestamp, took)
             out.setdefault(turns_of.get(record.seq, 0), []).append(span)
         elif kind == "side_call":
             assert isinstance(entry, SideCall)
-            span = TimingSpan("side_call", record.seq, entry.purpose, entry.timestamp)
+            span = bar("side_call", record.seq, entry.purpose, entry.timestamp)
             out.setdefault(turns_of.get(record.seq, 0), []).append(span)
     return out
 
@@ -219,7 +221,8 @@ def usage_by_turn(
             usd[turn] = None
         else:
             usd[turn] = so_far + charge_usd(usage, price)[0]
+    made = builder(TurnUsage)
     return {
-        turn: TurnUsage(tokens_in, cached, tokens_out, usd[turn], side)
+        turn: made(tokens_in, cached, tokens_out, usd[turn], side)
         for turn, (tokens_in, cached, tokens_out, side) in sums.items()
     }

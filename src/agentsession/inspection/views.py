@@ -21,6 +21,7 @@ from ..budget import (
     BudgetPolicy,
     TokenCounter,
 )
+from ..codec import builder
 from ..config import Config
 from ..errors import UsageError
 from ..ledger import CostSummary, charges_of, summarize
@@ -295,6 +296,7 @@ def _timeline(records: Sequence[Record]) -> tuple[tuple[TimelineItem, ...], dict
     items: list[TimelineItem] = []
     turns: dict[int, int] = {}
     turn = 0
+    item = builder(TimelineItem)  # ten thousand of them for a long session
     for record in records:
         entry = record.entry
         if isinstance(entry, UserEntry):
@@ -303,7 +305,7 @@ def _timeline(records: Sequence[Record]) -> tuple[tuple[TimelineItem, ...], dict
         title, text = describe(entry)
         stamp = getattr(entry, "timestamp", "")
         items.append(
-            TimelineItem(
+            item(
                 record.seq,
                 entry.kind,
                 category_of(entry.kind),
@@ -325,13 +327,14 @@ def _turns(
     """Each user turn with its requests, tool calls and how it ended so far."""
     out: list[TurnInfo] = []
     none = TurnUsage()
+    made = builder(TurnInfo)
 
     def info(
         opened: tuple[int, int, str, str], requests: int, calls: int, outcome: str
     ) -> TurnInfo:
         number = opened[0]
         used, timed = usage.get(number, none), tuple(spans.get(number, ()))
-        return TurnInfo(*opened, requests, calls, outcome, used, timed)
+        return made(*opened, requests, calls, outcome, used, timed)
 
     opened: tuple[int, int, str, str] | None = None  # the turn so far: number, seq, time, text
     requests = calls = 0

@@ -25,6 +25,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Literal
 
+from ..codec import builder
 from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall, Summary
 from ..log.usage_check import checked_usage
 from ..request import Usage
@@ -221,7 +222,10 @@ def _fold(charges: list[Charge], record: Record) -> bool:
     """Fold ``record`` into ``charges``; whether it was the response of the last one."""
     entry = record.entry
     if isinstance(entry, Dispatch):
-        charges.append(Charge(record.seq, entry.model, entry.timestamp, entry.cache))
+        # Built as ``Charge`` builds it, its fields stored at once: a whole log's fold makes
+        # two per request (one at the dispatch, one at its response).
+        made = builder(Charge)
+        charges.append(made(record.seq, entry.model, entry.timestamp, entry.cache))
     elif isinstance(entry, SideCall):
         # A log written before usage was checked on arrival may hold any figure: checked again.
         usage, note = checked_usage(entry.usage)
@@ -247,7 +251,7 @@ def _fold(charges: list[Charge], record: Record) -> bool:
         usage, note = checked_usage(entry.usage)
         # Built directly: ``dataclasses.replace`` costs several times more, once per response
         # of a whole log when a report or ``cost`` folds it.
-        charges[at] = Charge(
+        charges[at] = builder(Charge)(
             asked.seq,
             asked.model,
             asked.timestamp,
