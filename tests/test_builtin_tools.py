@@ -341,7 +341,7 @@ def _gone(pid: int) -> bool:
 
 
 async def _wait_gone(pid: int) -> bool:
-    for _ in range(500):
+    for _ in range(12_000):  # a generous bound: the kernel ends a killed process in its own time
         if _gone(pid):
             return True
         await asyncio.sleep(0.01)
