@@ -422,7 +422,7 @@ def test_a_file_the_user_made_read_only_is_not_replaced() -> None:
             [*prefix, sys.executable, "-c", _WRITER, str(folder)],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=300,
             check=False,
             cwd="/",
         )
