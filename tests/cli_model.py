@@ -26,14 +26,14 @@ Call = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class Held:
-    """A text reply streamed in two parts: ``rest`` only once the test sets ``ScriptedServer.go``.
+    """A reply that streams the text ``first``, then ``rest`` only once the test sets ``go``.
 
-    So a test interrupts a reply that is still streaming whatever the machine's speed: it waits
-    until ``first`` shows, then acts; the reply cannot end before.
+    So a test acts on a reply that is still streaming whatever the machine's speed: it waits
+    until ``first`` shows, then acts; the reply (and its turn) cannot end before.
     """
 
     first: str
-    rest: str
+    rest: Reply
 
 
 Reply = str | list[Call] | Held
@@ -109,14 +109,10 @@ def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any =
 def _stream(server: ScriptedServer, reply: Reply) -> list[bytes | None]:
     """The reply's frames; ``None`` where a held reply waits for ``go``."""
     if isinstance(reply, Held):
-        usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
         return [
             _chunk({"role": "assistant", "content": reply.first}),
             None,
-            _chunk({"content": reply.rest}),
-            _chunk({}, "stop"),
-            _chunk(None, usage=usage),
-            b"data: [DONE]\n\n",
+            *_stream(server, reply.rest),
         ]
     if isinstance(reply, str):
         pieces = reply.splitlines(keepends=True) if server.by_line else [reply]

@@ -3,8 +3,8 @@
 A reply to interrupt comes from the loopback scripted model (``cli_model``), held after its first
 part until the test lets it go, so a Ctrl-C lands while it is still streaming however slow the
 machine. The log is then read with the library: the cancelled turn is recorded as cancelled and
-the turns after it were answered. The demo model answers slowly (``AGENTSESSION_DEMO_DELAY``)
-where a line is typed while a turn runs.
+the turns after it were answered. A reply held the same way keeps a turn running while lines
+are typed into it.
 """
 
 from __future__ import annotations
@@ -51,12 +51,9 @@ def chat_in(
     tmp_path: Path,
     db: Path,
     *args: str,
-    delay: str = "",
     model: ScriptedServer | None = None,
 ) -> Terminal:
     env = environment(tmp_path)
-    if delay:
-        env["AGENTSESSION_DEMO_DELAY"] = delay
     chosen = ["--model", model.model] if model is not None else []
     command = [sys.executable, "-m", "agentsession", "--db", str(db), *chosen, "chat", *args]
     term = Terminal(command, env, tmp_path)
@@ -170,20 +167,27 @@ def test_ctrl_c_during_run_records_the_cancelled_turn(
 
 
 def test_a_line_typed_during_a_reply_steers_it_and_queue_runs_after(
-    terminal: list[Terminal], tmp_path: Path
+    terminal: list[Terminal], tmp_path: Path, model: ScriptedServer
 ) -> None:
     db = tmp_path / "chat.db"
-    term = chat_in(terminal, tmp_path, db, delay="0.8")
-    term.wait_for("you ›")
+    (tmp_path / "notes.md").write_text("five little words in here\n", encoding="utf-8")
+    model.reply(
+        Held("Reading the notes first.", [("read_file", {"path": "notes.md"})]),
+        "Counted with the steer.",
+        "Counted the queued words.",
+    )
+    term = chat_in(terminal, tmp_path, db, model=model)
+    term.wait_for_prompt()
     term.keys("count these five little words", "Enter")
-    term.wait_for("thinking")  # the turn runs: its first model call is paced
+    term.wait_for("Reading the notes first.")  # held there: the turn runs until the test says
     term.keys("and these two", "Enter")
     term.wait_for("steer ")
     term.keys("/queue three more words", "Enter")
     screen = term.wait_for("queued ")
     assert "joins this turn at its next step" in screen and "/queue" in screen
-    term.wait_for("returned 3.")  # the queued prompt ran as its own turn
-    term.wait_for("you ›", count=2)
+    model.go.set()
+    term.wait_for("Counted the queued words.")  # the queued prompt ran as its own turn
+    term.wait_for_prompt()
     term.keys("C-d")
     screen = term.wait_for("[exit 0]")
     assert "Traceback" not in screen
