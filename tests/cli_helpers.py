@@ -9,7 +9,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-TIMEOUT = 60
+#: Seconds a command may take: a bound for a hung one, never a measure. A loaded machine took
+#: more than 60 to start a project's MCP server on top of the command line.
+TIMEOUT = 300
 VENDOR_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 SCRIPT = shutil.which("agentsession", path=str(Path(sys.executable).parent))
 

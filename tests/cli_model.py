@@ -11,6 +11,7 @@ body is recorded, so a test reads what the model was sent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -21,8 +22,24 @@ from typing import Any
 from .loopback import running
 
 Call = tuple[str, dict[str, Any]]
-Reply = str | list[Call]
+
+
+@dataclass(frozen=True)
+class Held:
+    """A reply that streams the text ``first``, then ``rest`` only once the test sets ``go``.
+
+    So a test acts on a reply that is still streaming whatever the machine's speed: it waits
+    until ``first`` shows, then acts; the reply (and its turn) cannot end before.
+    """
+
+    first: str
+    rest: Reply
+
+
+Reply = str | list[Call] | Held
 UNSCRIPTED = "A short summary of the conversation so far."
+#: Seconds a held reply waits for ``go`` at most: a bound, so a broken test cannot hang.
+HOLD = 120.0
 
 
 @dataclass
@@ -39,6 +56,8 @@ class ScriptedServer:
     key: str | None = None
     """When set, a request without ``Authorization: Bearer <key>`` is refused with 401."""
     authorizations: list[str] = field(default_factory=list)
+    go: threading.Event = field(default_factory=threading.Event)
+    """Lets a ``Held`` reply stream its rest."""
 
     @property
     def model(self) -> str:
@@ -87,7 +106,14 @@ def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: Any =
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
-def _stream(server: ScriptedServer, reply: Reply) -> list[bytes]:
+def _stream(server: ScriptedServer, reply: Reply) -> list[bytes | None]:
+    """The reply's frames; ``None`` where a held reply waits for ``go``."""
+    if isinstance(reply, Held):
+        return [
+            _chunk({"role": "assistant", "content": reply.first}),
+            None,
+            *_stream(server, reply.rest),
+        ]
     if isinstance(reply, str):
         pieces = reply.splitlines(keepends=True) if server.by_line else [reply]
         chunks = [_chunk({"role": "assistant", "content": pieces[0] if pieces else ""})]
@@ -138,9 +164,14 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("content-type", "text/event-stream")
             self.send_header("connection", "close")
             self.end_headers()
-            for piece in _stream(server, reply):
-                self.wfile.write(piece)
-                self.wfile.flush()
+            # A client that gave up (a cancelled turn) has closed the connection: nothing to say.
+            with contextlib.suppress(OSError):
+                for piece in _stream(server, reply):
+                    if piece is None:
+                        server.go.wait(HOLD)
+                        continue
+                    self.wfile.write(piece)
+                    self.wfile.flush()
             self.close_connection = True
 
     return Handler
@@ -149,9 +180,12 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 def serve() -> Iterator[ScriptedServer]:
     """Run a scripted server on a free loopback port until the generator is closed."""
     state = ScriptedServer()
-    with running(_handler(state)) as url:
-        state.url = url
-        yield state
+    try:
+        with running(_handler(state)) as url:
+            state.url = url
+            yield state
+    finally:
+        state.go.set()  # a reply still held ends with its test
 
 
 def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:

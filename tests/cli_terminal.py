@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(
     TMUX is None, reason="!!! TMUX IS NOT INSTALLED: chat was NOT tested in a real terminal !!!"
 )
-WAIT = 60.0
+WAIT = 120.0  # seconds: a bound on a busy machine, never a measure
 
 
 class Terminal:
@@ -64,17 +64,35 @@ class Terminal:
         self._tmux("paste-buffer", "-p", "-b", "p", "-t", "chat")
 
     def wait_for(self, text: str, count: int = 1) -> str:
+        return self._until(lambda screen: screen.count(text) >= count, f"{text!r} ×{count}")
+
+    def wait_for_prompt(self, prompt: str = "you ›") -> str:
+        """Wait until the command waits at an empty ``prompt``: the last line drawn is the prompt.
+
+        Only then may a test send Ctrl-D or Ctrl-C: the prompt is drawn once its line editor has
+        the terminal in raw mode, and a key sent before reaches a terminal in line mode, where
+        Ctrl-D is swallowed as end-of-file and Ctrl-C is a signal. A line of the same text
+        printed earlier (a resumed session's recap: ``you › …``) does not count.
+        """
+        return self._until(lambda screen: _last_line(screen) == prompt, f"an empty {prompt!r}")
+
+    def _until(self, seen: Callable[[str], bool], what: str) -> str:
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
             screen = self.screen()
-            if screen.count(text) >= count:
+            if seen(screen):
                 return screen
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} ×{count} never appeared:\n{self.screen()}")
+        raise AssertionError(f"{what} never appeared:\n{self.screen()}")
 
     def close(self) -> None:
         assert TMUX is not None
         subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+def _last_line(screen: str) -> str:
+    lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def terminals() -> Iterator[list[Terminal]]:

@@ -22,7 +22,7 @@ from .conftest import MakeRuntime
 from .scenario import kinds, make_project, text_of, tool_results
 
 Make = MakeRuntime
-WAIT = 60.0
+WAIT = 120.0  # a bound for a hung child, not a measure
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,10 @@
 """``chat`` in a real terminal: tmux types (send-keys, a bracketed paste) and reads the screen.
 
-The demo model answers slowly here (``AGENTSESSION_DEMO_DELAY``, set only by this test), so a
-Ctrl-C lands while a reply is still streaming. The log is then read with the library: the
-cancelled turn is recorded as cancelled and the turns after it were answered.
+A reply to interrupt comes from the loopback scripted model (``cli_model``), held after its first
+part until the test lets it go, so a Ctrl-C lands while it is still streaming however slow the
+machine. The log is then read with the library: the cancelled turn is recorded as cancelled and
+the turns after it were answered. A reply held the same way keeps a turn running while lines
+are typed into it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 import agentsession as ags
 from agentsession.log import Interrupted, Record
 
+from .cli_model import Held, ScriptedServer, serve
 from .cli_terminal import Terminal, needs_tmux, terminals
 
 pytestmark = needs_tmux
@@ -28,18 +31,31 @@ def terminal() -> Iterator[list[Terminal]]:
     yield from terminals()
 
 
-def chat_in(
-    terminals: list[Terminal], tmp_path: Path, db: Path, *args: str, delay: str = ""
-) -> Terminal:
-    env = {
+@pytest.fixture
+def model() -> Iterator[ScriptedServer]:
+    yield from serve()
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    return {
         "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "PYTHONIOENCODING": "utf-8",
         "TERM": "xterm-256color",
         "PATH": os.environ.get("PATH", ""),
     }
-    if delay:
-        env["AGENTSESSION_DEMO_DELAY"] = delay
-    command = [sys.executable, "-m", "agentsession", "--db", str(db), "chat", *args]
+
+
+def chat_in(
+    terminals: list[Terminal],
+    tmp_path: Path,
+    db: Path,
+    *args: str,
+    model: ScriptedServer | None = None,
+) -> Terminal:
+    env = environment(tmp_path)
+    chosen = ["--model", model.model] if model is not None else []
+    command = [sys.executable, "-m", "agentsession", "--db", str(db), *chosen, "chat", *args]
     term = Terminal(command, env, tmp_path)
     terminals.append(term)
     return term
@@ -60,26 +76,37 @@ def session_of(screen: str) -> str:
     raise AssertionError(screen)
 
 
-def test_chat_turn_cancel_and_ctrl_d(terminal: list[Terminal], tmp_path: Path) -> None:
+def test_chat_turn_cancel_and_ctrl_d(
+    terminal: list[Terminal], tmp_path: Path, model: ScriptedServer
+) -> None:
     db = tmp_path / "chat.db"
-    term = chat_in(terminal, tmp_path, db, delay="0.8")
-    term.wait_for("you ›")
+    (tmp_path / "notes.md").write_text("five little words in here\n", encoding="utf-8")
+    model.reply(
+        [("read_file", {"path": "notes.md"})],
+        "The file holds `five` words, **5** in all.",
+        Held("The second reply goes on", " until the end."),
+        "The third answer.",
+    )
+    term = chat_in(terminal, tmp_path, db, model=model)
+    term.wait_for_prompt()
     term.keys("count these five little words", "Enter")
-    screen = term.wait_for("2 requests · ")
+    term.wait_for("The file holds")
+    screen = term.wait_for_prompt()
     # The reply is rendered Markdown (no backticks or asterisks), the call and result panels.
-    assert "(scripted demo model) count_words returned 5." in screen
-    assert "`count_words`" not in screen and "**5**" not in screen
-    assert "╭─ → count_words" in screen and "╭─ ← count_words" in screen
+    assert "The file holds five words, 5 in all." in screen
+    assert "`five`" not in screen and "**5**" not in screen
+    assert "╭─ → read_file" in screen and "╭─ ← read_file" in screen
 
     term.keys("second prompt please", "Enter")
-    term.wait_for("(scripted demo m", count=2)  # the second reply is streaming
+    term.wait_for("The second reply goes on")  # held there: it is streaming
     term.keys("C-c")
     screen = term.wait_for("cancelled: the turn is recorded as cancelled")
-    assert screen.count("returned 5.") == 1 and "returned 3." not in screen
+    assert "until the end" not in screen
 
+    term.wait_for_prompt()
     term.keys("third one", "Enter")
-    term.wait_for("returned 2.")
-    term.wait_for("you ›", count=4)  # the prompt is back (keys typed before it are dropped)
+    term.wait_for("The third answer.")
+    term.wait_for_prompt()
     term.keys("C-d")
     screen = term.wait_for("[exit 0]")
     assert "Traceback" not in screen
@@ -119,22 +146,18 @@ def test_paste_several_lines_then_ctrl_c_at_an_empty_prompt(
 
 
 def test_ctrl_c_during_run_records_the_cancelled_turn(
-    terminal: list[Terminal], tmp_path: Path
+    terminal: list[Terminal], tmp_path: Path, model: ScriptedServer
 ) -> None:
     db = tmp_path / "run.db"
-    env = {
-        "PYTHONIOENCODING": "utf-8",
-        "TERM": "xterm-256color",
-        "AGENTSESSION_DEMO_DELAY": "0.8",
-    }
-    command = [sys.executable, "-m", "agentsession", "--db", str(db), "run", "one two three"]
-    term = Terminal(command, env, tmp_path)
+    model.reply(Held("The answer starts", " and never ends."))
+    command = [sys.executable, "-m", "agentsession", "--db", str(db), "--model", model.model]
+    term = Terminal([*command, "run", "one two three"], environment(tmp_path), tmp_path)
     terminal.append(term)
-    term.wait_for("(scripted demo m")
+    term.wait_for("The answer starts")  # held there: it is streaming
     term.keys("C-c")
     screen = term.wait_for("[exit 130]")
     assert "interrupted: the running turn is recorded as cancelled" in screen
-    assert "Traceback" not in screen and "returned 3." not in screen
+    assert "Traceback" not in screen and "never ends" not in screen
     session_id = next(
         line.split()[1] for line in screen.splitlines() if line.startswith("session ")
     )
@@ -144,20 +167,27 @@ def test_ctrl_c_during_run_records_the_cancelled_turn(
 
 
 def test_a_line_typed_during_a_reply_steers_it_and_queue_runs_after(
-    terminal: list[Terminal], tmp_path: Path
+    terminal: list[Terminal], tmp_path: Path, model: ScriptedServer
 ) -> None:
     db = tmp_path / "chat.db"
-    term = chat_in(terminal, tmp_path, db, delay="0.8")
-    term.wait_for("you ›")
+    (tmp_path / "notes.md").write_text("five little words in here\n", encoding="utf-8")
+    model.reply(
+        Held("Reading the notes first.", [("read_file", {"path": "notes.md"})]),
+        "Counted with the steer.",
+        "Counted the queued words.",
+    )
+    term = chat_in(terminal, tmp_path, db, model=model)
+    term.wait_for_prompt()
     term.keys("count these five little words", "Enter")
-    term.wait_for("thinking")  # the turn runs: its first model call is paced
+    term.wait_for("Reading the notes first.")  # held there: the turn runs until the test says
     term.keys("and these two", "Enter")
     term.wait_for("steer ")
     term.keys("/queue three more words", "Enter")
     screen = term.wait_for("queued ")
     assert "joins this turn at its next step" in screen and "/queue" in screen
-    term.wait_for("returned 3.")  # the queued prompt ran as its own turn
-    term.wait_for("you ›", count=2)
+    model.go.set()
+    term.wait_for("Counted the queued words.")  # the queued prompt ran as its own turn
+    term.wait_for_prompt()
     term.keys("C-d")
     screen = term.wait_for("[exit 0]")
     assert "Traceback" not in screen

@@ -150,7 +150,7 @@ def test_chat_resume_picks_with_arrows_and_a_filter(
     term.keys("login")
     term.wait_for("2 of 3")
     term.keys("Down", "Enter")
-    term.wait_for("you ›")
+    term.wait_for_prompt()  # not the recap's "you › the form", printed before the prompt
     term.keys("C-d")
     screen = term.wait_for("[exit 0]")
     assert "resume with: agentsession chat --session cccc3333" in screen

@@ -101,7 +101,7 @@ def test_resume_without_an_id_opens_a_picker_and_resumes(
     # One row: the session, under the title its model gave it; Enter picks the row chosen.
     assert "1 of 1" in screen and "A short summary" in screen
     picker.keys("Enter")
-    picker.wait_for("you ›")
+    picker.wait_for_prompt()  # the recap shows "you › the picked one" before the prompt
     picker.keys("and again", "Enter")
     picker.wait_for("Answer two.")
     sent = server.agent_requests[-1]["messages"]

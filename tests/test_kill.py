@@ -22,7 +22,7 @@ from .conftest import ScriptedRuntime
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 
-WAIT = 30.0
+WAIT = 120.0  # a bound for a child that never gets there, not a measure
 
 CHILD = textwrap.dedent(
     '''

@@ -23,7 +23,7 @@ def test_readme_example_runs(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -75,7 +75,7 @@ asyncio.run(main())
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -138,7 +138,7 @@ def test_readme_snippet_runs_offline(number: int, tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
     )
     assert done.returncode == 0, snippet + done.stderr

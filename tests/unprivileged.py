@@ -27,7 +27,7 @@ def unprivileged() -> list[str]:
         [*prefix, sys.executable, "-c", "import agentsession"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
         cwd="/",
     )

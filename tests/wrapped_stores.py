@@ -34,16 +34,22 @@ class Refusing(DelegatingStore):
 
 
 class Slow(DelegatingStore):
-    """Commits each append ``delay`` seconds after it was asked for (while ``slow`` is set)."""
+    """Commits each append ``delay`` seconds after it was asked for (while ``slow`` is set).
+
+    ``committing`` is set when a slow append starts: a test cancels its caller then, mid-commit,
+    however long the caller took to get there.
+    """
 
     def __init__(self, inner: Store, delay: float) -> None:
         super().__init__(inner)
         self.delay = delay
         self.slow = False
+        self.committing = asyncio.Event()
 
     async def append(
         self, session_id: str, expected_seq: int, entries: Sequence[LogEntry]
     ) -> list[Record]:
         if self.slow:
+            self.committing.set()
             await asyncio.sleep(self.delay)
         return await super().append(session_id, expected_seq, entries)

@@ -48,7 +48,7 @@ def run_child(tmp_path: Path, session_id: str, text: str, status: str) -> dict[s
         [sys.executable, str(script), db, session_id, text, status, str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=True,
     )
     result: dict[str, Any] = json.loads(out.stdout)

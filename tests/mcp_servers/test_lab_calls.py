@@ -28,7 +28,7 @@ def last_result(model: ags.ScriptedModel) -> ags.ToolResultMessage:
 
 async def wait_for(predicate: Callable[[], bool], what: str) -> None:
     """Poll ``predicate`` (bounded): the server reacts in its own process, in its own time."""
-    for _ in range(400):
+    for _ in range(2400):  # two minutes at least: a generous bound for a busy machine
         if predicate():
             return
         await asyncio.sleep(0.05)

@@ -131,7 +131,8 @@ def test_send_stream_markdown_tools_and_approve(
 
     # Markdown, sanitized: headings, lists and code blocks; no markup runs.
     browser.send(MARKDOWN)
-    page.wait_for_selector(".assistant h2:has-text('Plan')")
+    # The whole answer, not its first chunks: while it streams, the page shows the part so far.
+    page.wait_for_selector(".assistant:not(.streaming) h2:has-text('Plan')")
     assert page.inner_text(".assistant pre code").strip() == "print('hello')"
     assert page.locator(".assistant li").count() == 2
     # HTML the model wrote is shown as text: no element is made from it.
