@@ -56,7 +56,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,7 @@ from agentsession.ledger.idle import COMPACT_FLOOR, IdleDecision, IdleSituation
 from agentsession.ledger.prices import ModelPrice
 
 FILE_TOKENS = 18_000
+DAY0 = datetime(2026, 3, 1, 9, 0).astimezone()
 LIFT = 3600.0  # Anthropic's long lifetime, which auto and the oracle may lift a prefix to
 READ_CAP = 100_000  # characters of one file read: about 25K tokens, a coding agent's read limit
 SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
@@ -197,8 +198,19 @@ and a keep-warm call may lift the prefix to the hour; so their run is the same o
 Anthropic shapes (made once, under ``anthropic 5m``), beside each shape's fixed rules."""
 
 
+ALL_HIT = "all-hit"
+"""A policy's all-hit run (``<policy>-all-hit``; ``never``'s is ``all-hit``): the same trace
+with every pause cut to 5 seconds and the calls the policy made in it made again, one a
+second: the same requests, every prefix the cache could hold read."""
+
+
+def base_of(name: str) -> str:
+    """The policy an all-hit run repeats."""
+    return "never" if name == ALL_HIT else name.removesuffix("-" + ALL_HIT)
+
+
 def ttl_of(name: str, shape: Shape) -> str:
-    return "5m" if name in CHOOSING and shape.wire == "anthropic" else shape.ttl
+    return "5m" if base_of(name) in CHOOSING and shape.wire == "anthropic" else shape.ttl
 
 
 @dataclass
@@ -208,6 +220,11 @@ class Run:
     misses: Counter[str] | None = None
     miss_usd: float = 0.0
     actions: Counter[str] | None = None
+    # per session: the bill, and each listed miss as (seq, cause, usd)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    # per session, per pause: the calls the policy made, in order ("kept_warm", "lifted",
+    # "compacted"), so its all-hit run can make the same ones
+    script: list[list[list[str]]] = field(default_factory=list)
 
 
 async def tend(
@@ -219,6 +236,16 @@ async def tend(
     return await session._tend_idle(rule)
 
 
+def replayed(call: str) -> Rule:
+    """The rule of an all-hit run: the call the policy made at this tick, made again."""
+    decision = {
+        "lifted": IdleDecision("kept_warm", "all-hit: lifted again", {}, "lifted", LIFT),
+        "kept_warm": IdleDecision("kept_warm", "all-hit: kept warm again"),
+        "compacted": IdleDecision("compacted", "all-hit: compacted again"),
+    }[call]
+    return lambda situation, price: decision
+
+
 async def pause_for(
     name: str,
     pause: float,
@@ -227,18 +254,30 @@ async def pause_for(
     session: ags.Session,
     clock: dict[str, datetime],
     actions: Counter[str],
+    calls: list[str],
 ) -> None:
-    """Move the clock through one pause, running the policy's timer."""
+    """Move the clock through one pause, running the policy's timer; ``calls`` gets the calls
+    it made (an all-hit run: the calls to make again, one a second)."""
     start = clock["now"]
     end = start + timedelta(seconds=pause)
     if name in ("never", "all-hit"):
         clock["now"] = end
+        return
+    if name.endswith(ALL_HIT):
+        for k, call in enumerate(calls):
+            clock["now"] = start + timedelta(seconds=k + 1)
+            outcome = await session._tend_idle(replayed(call))
+            assert outcome.action == ("compacted" if call == "compacted" else "kept_warm"), outcome
+            actions[call] += 1
+        clock["now"] = max(end, start + timedelta(seconds=len(calls) + 1))
         return
     if name == "compact54":
         if pause > 54 * 60:
             clock["now"] = start + timedelta(seconds=54 * 60)
             outcome = await session._tend_idle(compact_rule)
             actions[outcome.action] += 1
+            if outcome.action == "compacted":
+                calls.append("compacted")
         clock["now"] = end
         return
     rule = {"warm90": warm_rule, "oracle": oracle_rule(pause, shape)}.get(name)
@@ -248,21 +287,33 @@ async def pause_for(
         if at >= end:
             break
         clock["now"] = at
+        before = session._guard.writer.ledger.ttl_seconds
         outcome = await tend(name, runtime, session, rule)
         if outcome.action != "kept_warm":
             actions[outcome.action] += 1
+            if outcome.action == "compacted":
+                calls.append("compacted")
             break
         # the timer's next tick: near the end of the lifetime the refresh left (a lift: 1 hour)
         lifetime = session._guard.writer.ledger.ttl_seconds
         actions["lifted" if lifetime > shape.lifetime else "kept_warm"] += 1
+        calls.append("lifted" if lifetime > before else "kept_warm")
         touch = at
     clock["now"] = end
 
 
 async def run(
-    name: str, shape: Shape, days: list[list[tuple[float, int]]], clock: dict[str, datetime]
+    name: str,
+    shape: Shape,
+    days: list[list[tuple[float, int]]],
+    clock: dict[str, datetime],
+    script: list[list[list[str]]] | None = None,
 ) -> Run:
-    """One policy over the whole trace on a fresh simulator; the bill and the history kept."""
+    """One policy over the whole trace on a fresh simulator; the bill and the history kept.
+
+    ``script``: for a policy's all-hit run (``<policy>-all-hit``), the calls that policy made
+    in each pause, made again in pauses cut to 5 seconds.
+    """
     sim = Simulator(policy, SIM_PRICES, lambda: clock["now"])
     result = Run(messages=[], misses=Counter(), actions=Counter())
     with running(sim) as url, tempfile.TemporaryDirectory() as tmp:
@@ -292,25 +343,85 @@ async def run(
             config=config,
         )
         async with runtime:
-            for steps in days:
-                clock["now"] += timedelta(days=2)  # each session's own day; caches long gone
+            for n, steps in enumerate(days):
+                # each session's own week, at the same moment in every run (the date the
+                # requests carry is the same in a policy's run and its all-hit run)
+                clock["now"] = DAY0 + timedelta(days=7 * (n + 1))
                 session = await runtime.create_session()
+                billed = sim.bills[shape.wire].usd if shape.wire in sim.bills else 0.0
+                result.script.append([])
                 for k, (pause, lines) in enumerate(steps):
                     if k:
-                        short = 5.0 if name == "all-hit" else pause
-                        await pause_for(name, short, shape, runtime, session, clock, result.actions)
+                        short = 5.0 if name.endswith(ALL_HIT) else pause
+                        calls = list(script[n][k - 1]) if script is not None else []
+                        await pause_for(
+                            name, short, shape, runtime, session, clock, result.actions, calls
+                        )
+                        result.script[-1].append(calls)
                     before = len(sim.messages)
                     await session.prompt(f"read src/mod_{k}.py with {lines} lines, fix what fails")
                     result.messages.extend(sim.messages[before:])
-                for miss in session.cost().misses:
+                misses = session.cost().misses
+                for miss in misses:
                     result.misses[miss.cause] += 1
                     result.miss_usd += miss.usd or 0.0
+                result.sessions.append(
+                    {
+                        "usd": sim.bills[shape.wire].usd - billed,
+                        "misses": [(m.seq, m.cause, m.usd or 0.0) for m in misses],
+                    }
+                )
         result.usd = sim.bills[shape.wire].usd
     return result
 
 
-POLICIES = ("never", "all-hit", "compact54", "warm90", "auto", "oracle")
+POLICIES = ("never", "all-hit", "compact54", "warm90", "auto", "auto-all-hit", "oracle")
 FIXED = ("never", "compact54", "warm90")
+ACTING = ("compact54", "warm90", "auto", "oracle")
+KNOWN = (*POLICIES, *(f"{n}-{ALL_HIT}" for n in ACTING if n != "auto"))
+CAUSED = ("context change", "window move", "expired", "compaction")
+TOLERANCE = 0.001
+"""The misses check: the listed misses' sum within this share of the bill's excess."""
+
+
+def miss_check(run: Run, all_hit: Run) -> dict[str, Any]:
+    """Every miss of ``run`` and of its all-hit run caused, and their sums beside the bills.
+
+    The all-hit run sends the same requests with every prefix the cache could hold read, so a
+    miss of ``run`` it does not have is the pause's doing (``expired``), one both have has the
+    same cause (a compaction's rewrite, which no pause changes), and the all-hit run has no
+    miss ``run`` lacks. ``listed``: the sum of ``run``'s per-miss ``usd`` beyond the all-hit
+    run's; ``excess``: the simulator's bill of ``run`` beyond the all-hit run's.
+    """
+    problems: list[str] = []
+    for n, (ours, theirs) in enumerate(zip(run.sessions, all_hit.sessions, strict=True)):
+        mine = {seq: cause for seq, cause, _ in ours["misses"]}
+        base = {seq: cause for seq, cause, _ in theirs["misses"]}
+        for seq, cause in sorted(mine.items()):
+            want = base.get(seq, "expired")
+            if cause != want:
+                problems.append(f"session {n} seq {seq}: {cause}, expected {want}")
+        problems += [
+            f"session {n} seq {q}: only the all-hit run misses" for q in base.keys() - mine
+        ]
+        listed = sum(u for *_, u in ours["misses"]) - sum(u for *_, u in theirs["misses"])
+        excess = ours["usd"] - theirs["usd"]
+        if abs(listed - excess) > TOLERANCE * max(abs(excess), 1.0):
+            problems.append(f"session {n}: misses listed ${listed:.4f}, bill excess ${excess:.4f}")
+    for name, r in (("run", run), ("all-hit", all_hit)):
+        problems += [
+            f"{name}: {k} {c} misses" for k, c in (r.misses or {}).items() if k not in CAUSED
+        ]
+    listed, excess = run.miss_usd - all_hit.miss_usd, run.usd - all_hit.usd
+    if abs(listed - excess) > TOLERANCE * abs(excess):
+        problems.append(f"misses listed ${listed:.4f}, bill excess ${excess:.4f}")
+    return {
+        "misses": dict(run.misses or {}),
+        "all_hit_misses": dict(all_hit.misses or {}),
+        "listed_usd": listed,
+        "excess_usd": excess,
+        "problems": problems,
+    }
 
 
 def figures(runs: dict[str, Run], sessions: int) -> dict[str, Any]:
@@ -324,12 +435,13 @@ def figures(runs: dict[str, Run], sessions: int) -> dict[str, Any]:
         "actions": {name: dict(r.actions or {}) for name, r in runs.items()},
         "misses": {name: dict(r.misses or {}) for name, r in runs.items()},
     }
-    if "never" in runs:
-        row["never_miss_usd"] = runs["never"].miss_usd
-    if "all-hit" in runs:
-        row["all_hit_miss_usd"] = runs["all-hit"].miss_usd
-        if "never" in runs:
-            row["never_excess_over_all_hit_usd"] = runs["never"].usd - runs["all-hit"].usd
+    checks = {
+        base_of(name): miss_check(runs[base_of(name)], r)
+        for name, r in runs.items()
+        if name.endswith(ALL_HIT) and base_of(name) in runs
+    }
+    if checks:
+        row["miss_checks"] = checks
     return ratios(row)
 
 
@@ -356,11 +468,15 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         if args.shape and shape.name not in args.shape:
             continue
         runs: dict[str, Run] = {}
-        chosen = [n for n in args.policies.split(",") if n in POLICIES]
+        chosen = [n for n in args.policies.split(",") if n in KNOWN]
         if shape.name == "anthropic 1h":  # auto's and the oracle's run is the 5m shape's
-            chosen = [n for n in chosen if n not in CHOOSING]
+            chosen = [n for n in chosen if base_of(n) not in CHOOSING]
         for name in chosen:
-            runs[name] = r = await run(name, shape, days, clock)
+            base = runs.get(base_of(name)) if name.endswith(ALL_HIT) else None
+            if name.endswith(ALL_HIT) and name != ALL_HIT and base is None:
+                sys.exit(f"{name} repeats the calls of {base_of(name)}: run that first")
+            script = base.script if base is not None and name != ALL_HIT else None
+            runs[name] = r = await run(name, shape, days, clock, script)
             print(f"  {shape.name} {name}: ${r.usd / args.sessions:.4f}/session", flush=True)
         row = figures(runs, args.sessions)
         out[shape.name] = row
@@ -378,13 +494,14 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 f" auto / oracle = {row['auto_over_oracle']:.3f}; history kept"
                 f" {row['auto_messages_over_fixed']:.3f}x the fixed rule's"
             )
-        excess = row.get("never_excess_over_all_hit_usd")
-        if excess is not None:
-            listed = row["never_miss_usd"] - row["all_hit_miss_usd"]
+        for name, check in row.get("miss_checks", {}).items():
             print(
-                f"  never: misses listed ${listed:.4f} beyond the all-hit run's; bill excess"
-                f" ${excess:.4f}"
+                f"  {name}: misses {check['misses']} (all-hit run: {check['all_hit_misses']});"
+                f" listed ${check['listed_usd']:.4f} beyond the all-hit run's, bill excess"
+                f" ${check['excess_usd']:.4f}"
             )
+            for problem in check["problems"]:
+                print(f"    MISSES CHECK FAILED: {problem}")
     return out
 
 
@@ -446,6 +563,15 @@ def main() -> None:
     shapes = "".join(f"_{n.replace(' ', '_')}" for n in args.shape)
     policies = args.policies.replace(",", "_").replace("-", "_")
     save(f"idle_sdk_day_seed{args.seed}{shapes}_{policies}", results, command=command)
+    failed = [
+        f"{shape} {name}"
+        for shape, row in results.items()
+        if isinstance(row, dict)
+        for name, check in row.get("miss_checks", {}).items()
+        if check["problems"]
+    ]
+    if failed:
+        sys.exit(f"the misses check failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":
