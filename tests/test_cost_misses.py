@@ -183,13 +183,20 @@ def test_a_refresh_whose_entry_holds_its_question_leaves_the_entry_it_read() -> 
     charges = [turn(1, 0, warm(PREFIX), "first"), refresh(2, 270, plain), turn(3, 300, after)]
     (miss,) = summarize(charges).misses
     assert (miss.cause, miss.tokens) == ("unexplained", PREFIX)
-    # two minutes after a refresh that renewed the cache: not expired, whatever the pause
-    charges = [turn(1, 0, warm(PREFIX), "first"), refresh(2, 3000, plain), turn(3, 3120, after)]
-    assert [m.cause for m in summarize(charges).misses] == ["unexplained"]
+    # two minutes after a refresh that renewed the cache: not expired, whatever the pause,
+    # also for a refresh whose usage is a guess; and the ledger counts it unexplained too
+    for usage, guessed in ((plain, False), (LIFT, True)):
+        warmed = replace(refresh(2, 3000, usage), estimated=guessed)
+        charges = [turn(1, 0, warm(PREFIX), "first"), warmed, turn(3, 3120, after)]
+        summary = summarize(charges)
+        assert [(m.cause, m.tokens) for m in summary.misses] == [("unexplained", PREFIX)]
+        assert [c.seq for c in unexplained(charges)] == [3]
+        assert summary.unexplained_misses == 1
     # a refresh whose usage is a guess says nothing about what the cache held
     guessed = replace(refresh(2, 270, LIFT), estimated=True)
     charges = [turn(1, 0, warm(PREFIX), "first"), guessed, turn(3, 3000, after)]
     assert [(m.cause, m.tokens) for m in summarize(charges).misses] == [("expired", PREFIX)]
+    assert unexplained(charges) == []
 
 
 def test_misses_in_cost_lines_and_fields() -> None:

@@ -160,7 +160,7 @@ def cache_misses(
     refreshes: list[_Charge] = []  # the keep-warm calls since ``before``
     summarised = False  # a summary call since ``before``
     for charge in charges:
-        if charge.purpose == "keep_warm" and charge.usage is not None and not charge.estimated:
+        if charge.purpose == "keep_warm":
             refreshes.append(charge)
         elif charge.purpose == "compaction":
             summarised = True
@@ -185,7 +185,9 @@ def _miss(
     usage, prior = charge.usage, before.usage
     if usage is None or prior is None or charge.estimated or before.estimated:
         return None
-    readable = max([prior.input_tokens, *(_left_warm(r.usage) for r in refreshes if r.usage)])
+    # a refresh's usage that is a guess says nothing of what it left, only when it was sent
+    left = [_left_warm(r.usage) for r in refreshes if r.usage is not None and not r.estimated]
+    readable = max([prior.input_tokens, *left])
     missed = min(readable, usage.input_tokens) - usage.cached_input_tokens
     if missed <= slack:
         return None
