@@ -394,6 +394,7 @@ def miss_check(run: Run, all_hit: Run) -> dict[str, Any]:
     run's; ``excess``: the simulator's bill of ``run`` beyond the all-hit run's.
     """
     problems: list[str] = []
+    residuals: dict[int, float] = {}  # per session, listed less excess where they differ
     for n, (ours, theirs) in enumerate(zip(run.sessions, all_hit.sessions, strict=True)):
         mine = {seq: cause for seq, cause, _ in ours["misses"]}
         base = {seq: cause for seq, cause, _ in theirs["misses"]}
@@ -406,6 +407,8 @@ def miss_check(run: Run, all_hit: Run) -> dict[str, Any]:
         ]
         listed = sum(u for *_, u in ours["misses"]) - sum(u for *_, u in theirs["misses"])
         excess = ours["usd"] - theirs["usd"]
+        if abs(listed - excess) > 1e-7:
+            residuals[n] = listed - excess
         if abs(listed - excess) > TOLERANCE * max(abs(excess), 1.0):
             problems.append(f"session {n}: misses listed ${listed:.4f}, bill excess ${excess:.4f}")
     for name, r in (("run", run), ("all-hit", all_hit)):
@@ -420,6 +423,7 @@ def miss_check(run: Run, all_hit: Run) -> dict[str, Any]:
         "all_hit_misses": dict(all_hit.misses or {}),
         "listed_usd": listed,
         "excess_usd": excess,
+        "residuals": residuals,
         "problems": problems,
     }
 
@@ -500,6 +504,8 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 f" listed ${check['listed_usd']:.4f} beyond the all-hit run's, bill excess"
                 f" ${check['excess_usd']:.4f}"
             )
+            if check["residuals"]:
+                print(f"    per session, listed less excess: {check['residuals']}")
             for problem in check["problems"]:
                 print(f"    MISSES CHECK FAILED: {problem}")
     return out
