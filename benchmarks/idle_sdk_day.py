@@ -34,13 +34,19 @@ sets it beside the 1-hour shape's fixed rules too). The fixed rules and the orac
 the same calls ``tend_idle`` makes (the session's keep-warm side call, lifted or not, and its
 cache-reading compaction), chosen by their own rule instead of ``ledger.idle.decide_idle``.
 Reported per shape: the simulator's bill per session for each, ``auto`` over the cheapest
-fixed rule and over the oracle, the mean history messages of the turns' requests; and for
-``never`` with ``all-hit``: every miss's cause, and the sum of the per-miss costs
-``session.cost().misses`` lists beside the bill's excess over the same trace with every pause
-shortened to 5 seconds (an all-hit run: the same requests, every prefix read).
+fixed rule and over the oracle, the mean history messages of the turns' requests; and the
+misses check of each policy run beside its all-hit run (``never`` with ``all-hit``, ``auto``
+with ``auto-all-hit``, ``compact54-all-hit``…): the same trace with every pause cut to 5
+seconds and the policy's idle calls (keep-warm, lift, compaction) made again in it, one a
+second — the same requests, every prefix the cache could hold read. Every miss
+``session.cost().misses`` lists must have a cause, a miss the all-hit run lacks must be
+``expired`` and one both have the same cause, and the per-miss costs must add up to the bill's
+excess over the all-hit run, per session and in all (within ``TOLERANCE``); the script exits
+non-zero when they do not.
 
 Usage: ``python benchmarks/idle_sdk_day.py [--seed 7] [--sessions 20] [--prompts 14]
-[--shape openai] [--policies auto,oracle,warm90,never,compact54]``; writes
+[--shape openai] [--policies auto,auto-all-hit,oracle,warm90,never,all-hit,compact54]``
+(an all-hit run after its policy, in the same process); writes
 ``benchmarks/results/idle_sdk_day_seed<seed>_<shape>_<policies>.json``; ``--merge`` joins
 every saved run into ``benchmarks/results/idle_sdk_day.json`` and prints the ratios.
 """
@@ -553,7 +559,8 @@ def main() -> None:
         "--policies",
         default=",".join(POLICIES),
         help="comma-separated, run in this order; never, the fixed rules, auto and oracle "
-        "give the ratios, all-hit only the misses check",
+        "give the ratios; all-hit (never's) and <policy>-all-hit, each after its policy, the "
+        "misses check",
     )
     parser.add_argument(
         "--merge",
