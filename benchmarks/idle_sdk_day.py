@@ -228,9 +228,9 @@ class Run:
     actions: Counter[str] | None = None
     # per session: the bill, and each listed miss as (seq, cause, usd)
     sessions: list[dict[str, Any]] = field(default_factory=list)
-    # per session, per pause: the calls the policy made, in order ("kept_warm", "lifted",
-    # "compacted"), so its all-hit run can make the same ones
-    script: list[list[list[str]]] = field(default_factory=list)
+    # per session, per pause: the calls the policy made, in order, each with its moment in the
+    # pause ("kept_warm", "lifted", "compacted"), so its all-hit run can make the same ones
+    script: list[list[list[tuple[float, str]]]] = field(default_factory=list)
 
 
 async def tend(
@@ -260,7 +260,7 @@ async def pause_for(
     session: ags.Session,
     clock: dict[str, Any],  # "now", and "skipped": the pauses an all-hit run cuts
     actions: Counter[str],
-    calls: list[str],
+    calls: list[tuple[float, str]],
 ) -> None:
     """Move the clock through one pause, running the policy's timer; ``calls`` gets the calls
     it made (an all-hit run: the calls to make again, one a second, and the pause cut to 5
@@ -271,16 +271,17 @@ async def pause_for(
         clock["now"] = end
         return
     if name.endswith(ALL_HIT):
-        for k, call in enumerate(calls):
-            clock["now"] = start + timedelta(seconds=k + 1)
+        # The runtime sees the policy's moments (its requests carry the same date and
+        # keep-warm stamps as the policy's run); the provider's cache, one call a second.
+        skipped = clock["skipped"]
+        for k, (offset, call) in enumerate(calls):
+            clock["now"] = start + timedelta(seconds=offset)
+            clock["skipped"] = skipped + timedelta(seconds=offset - (k + 1))
             outcome = await session._tend_idle(replayed(call))
             assert outcome.action == ("compacted" if call == "compacted" else "kept_warm"), outcome
             actions[call] += 1
-        # the provider's cache sees a pause of a few seconds; the runtime, the whole pause (the
-        # requests carry the same date as the policy's run, a night's date note included)
-        cut = max(0.0, pause - max(5.0, len(calls) + 1.0))
-        clock["skipped"] += timedelta(seconds=cut)
         clock["now"] = end
+        clock["skipped"] = skipped + timedelta(seconds=max(0.0, pause - max(5, len(calls) + 1)))
         return
     if name == "compact54":
         if pause > 54 * 60:
@@ -288,7 +289,7 @@ async def pause_for(
             outcome = await session._tend_idle(compact_rule)
             actions[outcome.action] += 1
             if outcome.action == "compacted":
-                calls.append("compacted")
+                calls.append((54 * 60.0, "compacted"))
         clock["now"] = end
         return
     rule = {"warm90": warm_rule, "oracle": oracle_rule(pause, shape)}.get(name)
@@ -303,12 +304,12 @@ async def pause_for(
         if outcome.action != "kept_warm":
             actions[outcome.action] += 1
             if outcome.action == "compacted":
-                calls.append("compacted")
+                calls.append(((at - start).total_seconds(), "compacted"))
             break
         # the timer's next tick: near the end of the lifetime the refresh left (a lift: 1 hour)
         lifetime = session._guard.writer.ledger.ttl_seconds
         actions["lifted" if lifetime > shape.lifetime else "kept_warm"] += 1
-        calls.append("lifted" if lifetime > before else "kept_warm")
+        calls.append(((at - start).total_seconds(), "lifted" if lifetime > before else "kept_warm"))
         touch = at
     clock["now"] = end
 
@@ -318,7 +319,7 @@ async def run(
     shape: Shape,
     days: list[list[tuple[float, int]]],
     clock: dict[str, Any],
-    script: list[list[list[str]]] | None = None,
+    script: list[list[list[tuple[float, str]]]] | None = None,
 ) -> Run:
     """One policy over the whole trace on a fresh simulator; the bill and the history kept.
 
@@ -345,6 +346,9 @@ async def run(
             context_window=1_000_000,
             max_transcript_messages=400,
             max_tool_result_chars=READ_CAP,
+            # not the working directory: a temporary folder's random name would make a policy's
+            # run and its all-hit run send requests a token apart
+            environment=("platform", "git"),
         )
         runtime = ags.Runtime(
             store=ags.SQLiteStore(Path(tmp) / "s.db"),
