@@ -185,8 +185,8 @@ def test_a_refresh_whose_entry_holds_its_question_leaves_the_entry_it_read() -> 
     assert (miss.cause, miss.tokens) == ("unexplained", PREFIX)
     # two minutes after a refresh that renewed the cache: not expired, whatever the pause,
     # also for a refresh whose usage is a guess; and the ledger counts it unexplained too
-    for usage, guessed in ((plain, False), (LIFT, True)):
-        warmed = replace(refresh(2, 3000, usage), estimated=guessed)
+    for usage, estimated in ((plain, False), (LIFT, True)):
+        warmed = replace(refresh(2, 3000, usage), estimated=estimated)
         charges = [turn(1, 0, warm(PREFIX), "first"), warmed, turn(3, 3120, after)]
         summary = summarize(charges)
         assert [(m.cause, m.tokens) for m in summary.misses] == [("unexplained", PREFIX)]
