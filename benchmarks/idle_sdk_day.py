@@ -34,13 +34,19 @@ sets it beside the 1-hour shape's fixed rules too). The fixed rules and the orac
 the same calls ``tend_idle`` makes (the session's keep-warm side call, lifted or not, and its
 cache-reading compaction), chosen by their own rule instead of ``ledger.idle.decide_idle``.
 Reported per shape: the simulator's bill per session for each, ``auto`` over the cheapest
-fixed rule and over the oracle, the mean history messages of the turns' requests; and for
-``never`` with ``all-hit``: every miss's cause, and the sum of the per-miss costs
-``session.cost().misses`` lists beside the bill's excess over the same trace with every pause
-shortened to 5 seconds (an all-hit run: the same requests, every prefix read).
+fixed rule and over the oracle, the mean history messages of the turns' requests; and the
+misses check of each policy run beside its all-hit run (``never`` with ``all-hit``, ``auto``
+with ``auto-all-hit``, ``compact54-all-hit``…): the same trace with every pause cut to 5
+seconds and the policy's idle calls (keep-warm, lift, compaction) made again in it, one a
+second — the same requests, every prefix the cache could hold read. Every miss
+``session.cost().misses`` lists must have a cause, a miss the all-hit run lacks must be
+``expired`` and one both have the same cause, and the per-miss costs must add up to the bill's
+excess over the all-hit run, per session and in all (within ``TOLERANCE``); the script exits
+non-zero when they do not.
 
 Usage: ``python benchmarks/idle_sdk_day.py [--seed 7] [--sessions 20] [--prompts 14]
-[--shape openai] [--policies auto,oracle,warm90,never,compact54]``; writes
+[--shape openai] [--policies auto,auto-all-hit,oracle,warm90,never,all-hit,compact54]``
+(an all-hit run after its policy, in the same process); writes
 ``benchmarks/results/idle_sdk_day_seed<seed>_<shape>_<policies>.json``; ``--merge`` joins
 every saved run into ``benchmarks/results/idle_sdk_day.json`` and prints the ratios.
 """
@@ -56,7 +62,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,6 +80,7 @@ from agentsession.ledger.idle import COMPACT_FLOOR, IdleDecision, IdleSituation
 from agentsession.ledger.prices import ModelPrice
 
 FILE_TOKENS = 18_000
+DAY0 = datetime(2026, 3, 1, 9, 0).astimezone()
 LIFT = 3600.0  # Anthropic's long lifetime, which auto and the oracle may lift a prefix to
 READ_CAP = 100_000  # characters of one file read: about 25K tokens, a coding agent's read limit
 SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
@@ -197,8 +204,19 @@ and a keep-warm call may lift the prefix to the hour; so their run is the same o
 Anthropic shapes (made once, under ``anthropic 5m``), beside each shape's fixed rules."""
 
 
+ALL_HIT = "all-hit"
+"""A policy's all-hit run (``<policy>-all-hit``; ``never``'s is ``all-hit``): the same trace
+with every pause cut to 5 seconds and the calls the policy made in it made again, one a
+second: the same requests, every prefix the cache could hold read."""
+
+
+def base_of(name: str) -> str:
+    """The policy an all-hit run repeats."""
+    return "never" if name == ALL_HIT else name.removesuffix("-" + ALL_HIT)
+
+
 def ttl_of(name: str, shape: Shape) -> str:
-    return "5m" if name in CHOOSING and shape.wire == "anthropic" else shape.ttl
+    return "5m" if base_of(name) in CHOOSING and shape.wire == "anthropic" else shape.ttl
 
 
 @dataclass
@@ -208,6 +226,11 @@ class Run:
     misses: Counter[str] | None = None
     miss_usd: float = 0.0
     actions: Counter[str] | None = None
+    # per session: the bill, and each listed miss as (seq, cause, usd)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    # per session, per pause: the calls the policy made, in order, each with its moment in the
+    # pause ("kept_warm", "lifted", "compacted"), so its all-hit run can make the same ones
+    script: list[list[list[tuple[float, str]]]] = field(default_factory=list)
 
 
 async def tend(
@@ -219,26 +242,54 @@ async def tend(
     return await session._tend_idle(rule)
 
 
+def replayed(call: str) -> Rule:
+    """The rule of an all-hit run: the call the policy made at this tick, made again."""
+    decision = {
+        "lifted": IdleDecision("kept_warm", "all-hit: lifted again", {}, "lifted", LIFT),
+        "kept_warm": IdleDecision("kept_warm", "all-hit: kept warm again"),
+        "compacted": IdleDecision("compacted", "all-hit: compacted again"),
+    }[call]
+    return lambda situation, price: decision
+
+
 async def pause_for(
     name: str,
     pause: float,
     shape: Shape,
     runtime: ags.Runtime,
     session: ags.Session,
-    clock: dict[str, datetime],
+    clock: dict[str, Any],  # "now", and "skipped": the pauses an all-hit run cuts
     actions: Counter[str],
+    calls: list[tuple[float, str]],
 ) -> None:
-    """Move the clock through one pause, running the policy's timer."""
+    """Move the clock through one pause, running the policy's timer; ``calls`` gets the calls
+    it made (an all-hit run: the calls to make again, one a second, and the pause cut to 5
+    seconds for the provider's cache alone)."""
     start = clock["now"]
     end = start + timedelta(seconds=pause)
-    if name in ("never", "all-hit"):
+    if name == "never":
         clock["now"] = end
+        return
+    if name.endswith(ALL_HIT):
+        # The runtime sees the policy's moments (its requests carry the same date and
+        # keep-warm stamps as the policy's run); the provider's cache, one call a second.
+        skipped = clock["skipped"]
+        for k, (offset, call) in enumerate(calls):
+            clock["now"] = start + timedelta(seconds=offset)
+            clock["skipped"] = skipped + timedelta(seconds=offset - (k + 1))
+            outcome = await session._tend_idle(replayed(call))
+            assert outcome.action == ("compacted" if call == "compacted" else "kept_warm"), outcome
+            actions[call] += 1
+        clock["now"] = end
+        clock["skipped"] = skipped + timedelta(seconds=max(0.0, pause - max(5, len(calls) + 1)))
         return
     if name == "compact54":
         if pause > 54 * 60:
             clock["now"] = start + timedelta(seconds=54 * 60)
             outcome = await session._tend_idle(compact_rule)
             actions[outcome.action] += 1
+            if outcome.action == "compacted":
+                calls.append((54 * 60.0, "compacted"))
         clock["now"] = end
         return
     rule = {"warm90": warm_rule, "oracle": oracle_rule(pause, shape)}.get(name)
@@ -248,22 +299,36 @@ async def pause_for(
         if at >= end:
             break
         clock["now"] = at
+        before = session._guard.writer.ledger.ttl_seconds
         outcome = await tend(name, runtime, session, rule)
         if outcome.action != "kept_warm":
             actions[outcome.action] += 1
+            if outcome.action == "compacted":
+                calls.append(((at - start).total_seconds(), "compacted"))
             break
         # the timer's next tick: near the end of the lifetime the refresh left (a lift: 1 hour)
         lifetime = session._guard.writer.ledger.ttl_seconds
         actions["lifted" if lifetime > shape.lifetime else "kept_warm"] += 1
+        calls.append(((at - start).total_seconds(), "lifted" if lifetime > before else "kept_warm"))
         touch = at
     clock["now"] = end
 
 
 async def run(
-    name: str, shape: Shape, days: list[list[tuple[float, int]]], clock: dict[str, datetime]
+    name: str,
+    shape: Shape,
+    days: list[list[tuple[float, int]]],
+    clock: dict[str, Any],
+    script: list[list[list[tuple[float, str]]]] | None = None,
 ) -> Run:
-    """One policy over the whole trace on a fresh simulator; the bill and the history kept."""
-    sim = Simulator(policy, SIM_PRICES, lambda: clock["now"])
+    """One policy over the whole trace on a fresh simulator; the bill and the history kept.
+
+    ``script``: for a policy's all-hit run (``<policy>-all-hit``), the calls that policy made
+    in each pause, made again in pauses cut to 5 seconds.
+    """
+    # the simulator's clock: the runtime's less the pauses an all-hit run cuts
+    clock["skipped"] = timedelta(0)
+    sim = Simulator(policy, SIM_PRICES, lambda: clock["now"] - clock["skipped"])
     result = Run(messages=[], misses=Counter(), actions=Counter())
     with running(sim) as url, tempfile.TemporaryDirectory() as tmp:
         base = url if shape.wire == "anthropic" else f"{url}/v1"
@@ -281,6 +346,9 @@ async def run(
             context_window=1_000_000,
             max_transcript_messages=400,
             max_tool_result_chars=READ_CAP,
+            # not the working directory: a temporary folder's random name would make a policy's
+            # run and its all-hit run send requests a token apart
+            environment=("platform", "git"),
         )
         runtime = ags.Runtime(
             store=ags.SQLiteStore(Path(tmp) / "s.db"),
@@ -292,25 +360,91 @@ async def run(
             config=config,
         )
         async with runtime:
-            for steps in days:
-                clock["now"] += timedelta(days=2)  # each session's own day; caches long gone
+            for n, steps in enumerate(days):
+                # each session's own week, at the same moment in every run (the date the
+                # requests carry is the same in a policy's run and its all-hit run)
+                clock["now"] = DAY0 + timedelta(days=7 * (n + 1))
                 session = await runtime.create_session()
+                billed = sim.bills[shape.wire].usd if shape.wire in sim.bills else 0.0
+                result.script.append([])
                 for k, (pause, lines) in enumerate(steps):
                     if k:
-                        short = 5.0 if name == "all-hit" else pause
-                        await pause_for(name, short, shape, runtime, session, clock, result.actions)
+                        calls = list(script[n][k - 1]) if script is not None else []
+                        await pause_for(
+                            name, pause, shape, runtime, session, clock, result.actions, calls
+                        )
+                        result.script[-1].append(calls)
                     before = len(sim.messages)
                     await session.prompt(f"read src/mod_{k}.py with {lines} lines, fix what fails")
                     result.messages.extend(sim.messages[before:])
-                for miss in session.cost().misses:
+                misses = session.cost().misses
+                for miss in misses:
                     result.misses[miss.cause] += 1
                     result.miss_usd += miss.usd or 0.0
+                result.sessions.append(
+                    {
+                        "usd": sim.bills[shape.wire].usd - billed,
+                        "misses": [(m.seq, m.cause, m.usd or 0.0) for m in misses],
+                    }
+                )
         result.usd = sim.bills[shape.wire].usd
     return result
 
 
-POLICIES = ("never", "all-hit", "compact54", "warm90", "auto", "oracle")
+POLICIES = ("never", "all-hit", "compact54", "warm90", "auto", "auto-all-hit", "oracle")
 FIXED = ("never", "compact54", "warm90")
+ACTING = ("compact54", "warm90", "auto", "oracle")
+KNOWN = (*POLICIES, *(f"{n}-{ALL_HIT}" for n in ACTING if n != "auto"))
+CAUSED = ("context change", "window move", "expired", "compaction")
+TOLERANCE = 1e-6
+"""The misses check: the listed misses' sum within this share of the bill's excess (a session's:
+of at least $1). Both runs send the same requests, so only rounding may part them."""
+
+
+def miss_check(run: Run, all_hit: Run) -> dict[str, Any]:
+    """Every miss of ``run`` and of its all-hit run caused, and their sums beside the bills.
+
+    The all-hit run sends the same requests with every prefix the cache could hold read, so a
+    miss of ``run`` it does not have is the pause's doing (``expired``), one both have has the
+    same cause (a compaction's rewrite, which no pause changes), and the all-hit run has no
+    miss ``run`` lacks. ``listed``: the sum of ``run``'s per-miss ``usd`` beyond the all-hit
+    run's; ``excess``: the simulator's bill of ``run`` beyond the all-hit run's.
+    """
+    problems: list[str] = []
+    residuals: dict[int, float] = {}  # per session, listed less excess where they differ
+    for n, (ours, theirs) in enumerate(zip(run.sessions, all_hit.sessions, strict=True)):
+        mine = {seq: cause for seq, cause, _ in ours["misses"]}
+        base = {seq: cause for seq, cause, _ in theirs["misses"]}
+        for seq, cause in sorted(mine.items()):
+            want = base.get(seq, "expired")
+            if cause != want:
+                problems.append(f"session {n} seq {seq}: {cause}, expected {want}")
+        problems += [
+            f"session {n} seq {q}: only the all-hit run misses" for q in base.keys() - mine
+        ]
+        listed = sum(u for *_, u in ours["misses"]) - sum(u for *_, u in theirs["misses"])
+        excess = ours["usd"] - theirs["usd"]
+        if abs(listed - excess) > 1e-7:
+            residuals[n] = listed - excess
+        if abs(listed - excess) > TOLERANCE * max(abs(excess), 1.0):
+            problems.append(f"session {n}: misses listed ${listed:.4f}, bill excess ${excess:.4f}")
+    if "expired" in (all_hit.misses or {}):  # its cache never waits: a miss there is a fault
+        problems.append(f"the all-hit run has {all_hit.misses['expired']} expired misses")
+    for name, r in (("run", run), ("all-hit", all_hit)):
+        problems += [
+            f"{name}: {k} {c} misses" for k, c in (r.misses or {}).items() if k not in CAUSED
+        ]
+    listed, excess = run.miss_usd - all_hit.miss_usd, run.usd - all_hit.usd
+    if abs(listed - excess) > TOLERANCE * abs(excess):
+        problems.append(f"misses listed ${listed:.4f}, bill excess ${excess:.4f}")
+    return {
+        "misses": dict(run.misses or {}),
+        "all_hit_misses": dict(all_hit.misses or {}),
+        "listed_usd": listed,
+        "excess_usd": excess,
+        "residuals": residuals,
+        "problems": problems,
+    }
 
 
 def figures(runs: dict[str, Run], sessions: int) -> dict[str, Any]:
@@ -324,12 +458,13 @@ def figures(runs: dict[str, Run], sessions: int) -> dict[str, Any]:
         "actions": {name: dict(r.actions or {}) for name, r in runs.items()},
         "misses": {name: dict(r.misses or {}) for name, r in runs.items()},
     }
-    if "never" in runs:
-        row["never_miss_usd"] = runs["never"].miss_usd
-    if "all-hit" in runs:
-        row["all_hit_miss_usd"] = runs["all-hit"].miss_usd
-        if "never" in runs:
-            row["never_excess_over_all_hit_usd"] = runs["never"].usd - runs["all-hit"].usd
+    checks = {
+        base_of(name): miss_check(runs[base_of(name)], r)
+        for name, r in runs.items()
+        if name.endswith(ALL_HIT) and base_of(name) in runs
+    }
+    if checks:
+        row["miss_checks"] = checks
     return ratios(row)
 
 
@@ -356,11 +491,15 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         if args.shape and shape.name not in args.shape:
             continue
         runs: dict[str, Run] = {}
-        chosen = [n for n in args.policies.split(",") if n in POLICIES]
+        chosen = [n for n in args.policies.split(",") if n in KNOWN]
         if shape.name == "anthropic 1h":  # auto's and the oracle's run is the 5m shape's
-            chosen = [n for n in chosen if n not in CHOOSING]
+            chosen = [n for n in chosen if base_of(n) not in CHOOSING]
         for name in chosen:
-            runs[name] = r = await run(name, shape, days, clock)
+            base = runs.get(base_of(name)) if name.endswith(ALL_HIT) else None
+            if name.endswith(ALL_HIT) and name != ALL_HIT and base is None:
+                sys.exit(f"{name} repeats the calls of {base_of(name)}: run that first")
+            script = base.script if base is not None and name != ALL_HIT else None
+            runs[name] = r = await run(name, shape, days, clock, script)
             print(f"  {shape.name} {name}: ${r.usd / args.sessions:.4f}/session", flush=True)
         row = figures(runs, args.sessions)
         out[shape.name] = row
@@ -378,13 +517,16 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
                 f" auto / oracle = {row['auto_over_oracle']:.3f}; history kept"
                 f" {row['auto_messages_over_fixed']:.3f}x the fixed rule's"
             )
-        excess = row.get("never_excess_over_all_hit_usd")
-        if excess is not None:
-            listed = row["never_miss_usd"] - row["all_hit_miss_usd"]
+        for name, check in row.get("miss_checks", {}).items():
             print(
-                f"  never: misses listed ${listed:.4f} beyond the all-hit run's; bill excess"
-                f" ${excess:.4f}"
+                f"  {name}: misses {check['misses']} (all-hit run: {check['all_hit_misses']});"
+                f" listed ${check['listed_usd']:.4f} beyond the all-hit run's, bill excess"
+                f" ${check['excess_usd']:.4f}"
             )
+            if check["residuals"]:
+                print(f"    per session, listed less excess: {check['residuals']}")
+            for problem in check["problems"]:
+                print(f"    MISSES CHECK FAILED: {problem}")
     return out
 
 
@@ -430,7 +572,8 @@ def main() -> None:
         "--policies",
         default=",".join(POLICIES),
         help="comma-separated, run in this order; never, the fixed rules, auto and oracle "
-        "give the ratios, all-hit only the misses check",
+        "give the ratios; all-hit (never's) and <policy>-all-hit, each after its policy, the "
+        "misses check",
     )
     parser.add_argument(
         "--merge",
@@ -446,6 +589,15 @@ def main() -> None:
     shapes = "".join(f"_{n.replace(' ', '_')}" for n in args.shape)
     policies = args.policies.replace(",", "_").replace("-", "_")
     save(f"idle_sdk_day_seed{args.seed}{shapes}_{policies}", results, command=command)
+    failed = [
+        f"{shape} {name}"
+        for shape, row in results.items()
+        if isinstance(row, dict)
+        for name, check in row.get("miss_checks", {}).items()
+        if check["problems"]
+    ]
+    if failed:
+        sys.exit(f"the misses check failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

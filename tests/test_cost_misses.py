@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,65 @@ def test_small_shortfalls_side_calls_and_estimates_make_no_miss() -> None:
         turn(5, 40, COLD, estimated=True),
     ]
     assert summarize(charges).misses == ()
+
+
+def refresh(seq: int, seconds: int, usage: Usage) -> Charge:
+    """A keep-warm side call: its ``timestamp`` is by the runtime's clock."""
+    return Charge(seq, MODEL, at(seconds), "unknown", usage, purpose="keep_warm", reason="idle")
+
+
+PREFIX = 47_239  # the turn before the pause sent this much
+REPLY = 24  # its reply, which a lift writes at the hour
+QUESTION = 33  # the keep-warm call's question
+LIFT = Usage(
+    input_tokens=PREFIX + REPLY + QUESTION,
+    cached_input_tokens=PREFIX,
+    cache_write_tokens=REPLY,
+    cache_write_long_tokens=REPLY,
+)  # the breakpoint ends the live prefix: the question is sent after it, neither read nor written
+REFRESH = Usage(
+    input_tokens=PREFIX + REPLY + QUESTION,
+    cached_input_tokens=PREFIX + REPLY,
+    cache_write_tokens=QUESTION,
+)  # the breakpoint ends the question: the entry it writes holds it
+
+
+def test_a_miss_after_a_lift_counts_the_lifted_reply() -> None:
+    """The next prompt could have read the lifted prefix, the last reply included; a miss
+    after the lifted entry expired costs what the bill paid beyond reading all of it."""
+    price = price_for(MODEL)
+    assert price is not None
+    after = cold(PREFIX + REPLY + 21)  # the next prompt, after the lifted entry expired
+    for between in ([refresh(2, 270, LIFT)], [refresh(2, 270, LIFT), refresh(4, 3500, REFRESH)]):
+        charges = [turn(1, 0, warm(PREFIX), "first"), *between, turn(5, 3500 + 3700, after)]
+        (miss,) = summarize(charges).misses
+        assert (miss.seq, miss.cause, miss.tokens) == (5, "expired", PREFIX + REPLY)
+        hit = Usage(after.input_tokens, 0, PREFIX + REPLY, 21)  # the all-hit request
+        assert miss.usd == pytest.approx(charge_usd(after, price)[0] - charge_usd(hit, price)[0])
+
+
+def test_a_refresh_whose_entry_holds_its_question_leaves_the_entry_it_read() -> None:
+    """A keep-warm call written to its end (the question inside): the next prompt can read
+    what the call read, not what it wrote; and a miss shortly after a refresh is no expiry."""
+    plain = Usage(PREFIX + REPLY + QUESTION, 0, PREFIX, REPLY + QUESTION)
+    after = cold(PREFIX + REPLY + 21)
+    charges = [turn(1, 0, warm(PREFIX), "first"), refresh(2, 270, plain), turn(3, 300, after)]
+    (miss,) = summarize(charges).misses
+    assert (miss.cause, miss.tokens) == ("unexplained", PREFIX)
+    # two minutes after a refresh that renewed the cache: not expired, whatever the pause,
+    # also for a refresh whose usage is a guess; and the ledger counts it unexplained too
+    for usage, estimated in ((plain, False), (LIFT, True)):
+        warmed = replace(refresh(2, 3000, usage), estimated=estimated)
+        charges = [turn(1, 0, warm(PREFIX), "first"), warmed, turn(3, 3120, after)]
+        summary = summarize(charges)
+        assert [(m.cause, m.tokens) for m in summary.misses] == [("unexplained", PREFIX)]
+        assert [c.seq for c in unexplained(charges)] == [3]
+        assert summary.unexplained_misses == 1
+    # a refresh whose usage is a guess says nothing about what the cache held
+    guessed = replace(refresh(2, 270, LIFT), estimated=True)
+    charges = [turn(1, 0, warm(PREFIX), "first"), guessed, turn(3, 3000, after)]
+    assert [(m.cause, m.tokens) for m in summarize(charges).misses] == [("expired", PREFIX)]
+    assert unexplained(charges) == []
 
 
 def test_misses_in_cost_lines_and_fields() -> None:

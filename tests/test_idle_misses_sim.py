@@ -1,7 +1,8 @@
 """Misses in dollars through the real SDKs on the simulator: each has a cause, and they add up.
 
 A short run of ``benchmarks/idle_sdk_day.py``: sessions with heavy-tailed pauses between
-prompts (some past the cache's lifetime), nothing done while idle. The same trace with every
+prompts (some past the cache's lifetime), nothing done while idle (and ``auto``, whose all-hit
+run makes its calls again). The same trace with every
 pause shortened to 5 seconds is the all-hit run: the same requests, every prefix read. Each miss
 ``session.cost().misses`` lists has a cause that is not "unexplained", and their costs add up to
 what the simulator billed beyond the all-hit run (each cost is computed by the package from the
@@ -45,3 +46,23 @@ async def test_every_miss_has_a_cause_and_the_misses_are_the_bill_excess(
     excess = never.usd - all_hit.usd
     assert excess > 0
     assert never.miss_usd - all_hit.miss_usd == pytest.approx(excess, rel=0.005)
+
+
+async def test_auto_lists_as_misses_its_bill_excess_over_the_same_calls_all_hit(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``idle_policy="auto"`` lifts prefixes to the hour and lets some expire: its all-hit run
+    makes the same keep-warm and lift calls in pauses cut to seconds. Each miss of the run the
+    all-hit run does not have is an expiry, and the misses add up to the bill's excess — the
+    reply a lift wrote included, which the prompt after it could have read."""
+    chosen = next(s for s in bench.SHAPES if s.name == "anthropic 5m")
+    monkeypatch.setattr(bench, "FILE_TOKENS", 6_000)
+    days = bench.trace(3, 3, 8)
+    clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
+    auto = await bench.run("auto", chosen, days, clock)
+    all_hit = await bench.run("auto-all-hit", chosen, days, clock, auto.script)
+    assert auto.actions["lifted"] >= 1 and auto.misses["expired"] >= 1
+    assert all_hit.actions["lifted"] >= 1 and "expired" not in all_hit.misses
+    check = bench.miss_check(auto, all_hit)
+    assert check["problems"] == []
+    assert check["listed_usd"] == pytest.approx(check["excess_usd"], rel=1e-4)

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from itertools import pairwise
 from typing import Literal
 
 from ..codec import builder
@@ -300,23 +299,33 @@ def _gap(before: str, after: str) -> float | None:
 def unexplained(charges: list[Charge]) -> list[Charge]:
     """The charges whose cache shortfall nothing explains (see the module docstring)."""
     found: list[Charge] = []
-    for before, charge in pairwise(c for c in charges if c.purpose == "turn"):
-        if charge.usage is None or before.usage is None or charge.estimated or before.estimated:
+    before: Charge | None = None
+    touched = ""  # the newest keep-warm call since ``before``: the cache renewed then
+    for charge in charges:
+        if charge.purpose == "keep_warm":
+            touched = charge.timestamp
+        if charge.purpose != "turn":
             continue
-        if charge.usage.cached_input_tokens + SHORTFALL_SLACK >= before.usage.input_tokens:
-            continue  # no shortfall
-        if charge.local_cache != "hit" or charge.provider_cache not in _PROVIDER_HITS:
-            continue  # the prefix changed, and a diagnosis says so
-        clocked = bool(before.sent_at and charge.sent_at)
-        gap = (
-            _gap(before.sent_at, charge.sent_at)
-            if clocked
-            else _gap(before.timestamp, charge.timestamp)
-        )
-        if gap is None or gap > SHORTEST_TTL:
-            continue  # the cache may have expired
-        found.append(charge)
+        if before is not None and _unexplained(before, charge, touched):
+            found.append(charge)
+        before, touched = charge, ""
     return found
+
+
+def _unexplained(before: Charge, charge: Charge, touched: str) -> bool:
+    if charge.usage is None or before.usage is None or charge.estimated or before.estimated:
+        return False
+    if charge.usage.cached_input_tokens + SHORTFALL_SLACK >= before.usage.input_tokens:
+        return False  # no shortfall
+    if charge.local_cache != "hit" or charge.provider_cache not in _PROVIDER_HITS:
+        return False  # the prefix changed, and a diagnosis says so
+    if touched and charge.sent_at:  # a keep-warm call's timestamp is by the runtime's clock
+        gap = _gap(touched, charge.sent_at)
+    elif before.sent_at and charge.sent_at:
+        gap = _gap(before.sent_at, charge.sent_at)
+    else:
+        gap = _gap(before.timestamp, charge.timestamp)
+    return gap is not None and gap <= SHORTEST_TTL  # a longer one: the cache may have expired
 
 
 def summarize(charges: list[Charge], prices: Mapping[str, ModelPrice] | None = None) -> CostSummary:

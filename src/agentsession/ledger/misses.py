@@ -1,13 +1,15 @@
 """Cache misses in dollars: each provider-reported shortfall with its cause and what it cost.
 
 A *miss* is a turn's request that read from the provider's cache more than ``slack`` tokens
-less than it could have: the prefix the request before it sent, as far as this request still
-sends it. Its cause, first match wins:
+less than it could have: the prefix the request before it sent, or the longer one a keep-warm
+call between them left (a lift: the last reply too), as far as this request still sends it.
+Its cause, first match wins:
 
 - ``compaction``: a compaction summary was made since the request before (a new epoch), or
   the provider compacted the request before inside it (its threshold mode);
-- ``expired``: the gap since the request before exceeds the shortest cache lifetime (by the
-  runtime's clock where it was recorded), or cannot be measured;
+- ``expired``: the gap since the cache was last touched (the request before, or a keep-warm
+  call after it) exceeds the shortest cache lifetime (by the runtime's clock where it was
+  recorded), or cannot be measured;
 - ``context change``: the local diagnosis says the tools, the system part or the model changed,
   or the provider's own diagnosis names a miss although the local one saw none;
 - ``window move``: only the messages changed — the window moved its start;
@@ -25,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import pairwise
 from typing import Literal, Protocol, TypeAlias
 
 from ..config import ModelPrice
@@ -107,10 +108,36 @@ def _gap(before: _Charge, after: _Charge) -> float | None:
         return None
 
 
-def _cause(before: _Charge, charge: _Charge, compacted: bool, ttl: float) -> MissCause:
+def _touch_gap(before: _Charge, refreshes: Sequence[_Charge], charge: _Charge) -> float | None:
+    """Seconds since the cache was last touched: the newest keep-warm call, else ``before``.
+
+    A keep-warm call's ``timestamp`` is by the runtime's clock, like a turn's ``sent_at``.
+    """
+    if refreshes and charge.sent_at:
+        try:
+            last = datetime.fromisoformat(refreshes[-1].timestamp)
+            return (datetime.fromisoformat(charge.sent_at) - last).total_seconds()
+        except (ValueError, TypeError):
+            pass
+    return _gap(before, charge)
+
+
+def _left_warm(refresh: Usage) -> int:
+    """The prefix a keep-warm call leaves in the cache for the next turn to read.
+
+    The tokens after a request's last breakpoint are neither read nor written. A call whose
+    last breakpoint ends the live prefix, before its question (a lift), leaves an entry of all
+    it read and wrote; one whose breakpoint ends the question leaves the question inside its
+    entry, which the next turn does not send, so only the entry it read (and renewed) serves.
+    """
+    written = refresh.cache_write_tokens
+    fresh = refresh.input_tokens - refresh.cached_input_tokens - written
+    return refresh.cached_input_tokens + (written if fresh > 0 else 0)
+
+
+def _cause(charge: _Charge, compacted: bool, ttl: float, gap: float | None) -> MissCause:
     if compacted:
         return "compaction"
-    gap = _gap(before, charge)
     if gap is None or gap > ttl:
         return "expired"
     if charge.local_cache in _CHANGED or charge.provider_cache not in _PROVIDER_HITS:
@@ -127,21 +154,46 @@ def cache_misses(
     slack: int,
     ttl: float,
 ) -> tuple[CacheMiss, ...]:
-    """The misses among ``charges`` (oldest first), each with its cause and cost."""
+    """The misses among ``charges`` (in seq order), each with its cause and cost."""
     found: list[CacheMiss] = []
-    turns = [c for c in charges if c.purpose == "turn"]
-    compactions = [c.seq for c in charges if c.purpose == "compaction"]
-    for before, charge in pairwise(turns):
-        usage, prior = charge.usage, before.usage
-        if usage is None or prior is None or charge.estimated or before.estimated:
-            continue
-        missed = min(prior.input_tokens, usage.input_tokens) - usage.cached_input_tokens
-        if missed <= slack:
-            continue
-        # A summary call between the two, or the provider compacting the request before.
-        compacted = before.compacted or any(before.seq < seq < charge.seq for seq in compactions)
-        price = price_for(charge.model, prices)
-        usd = miss_usd(usage, missed, price) if price is not None else None
-        cause = _cause(before, charge, compacted, ttl)
-        found.append(CacheMiss(charge.seq, cause, usd, missed, charge.model))
+    before: _Charge | None = None
+    refreshes: list[_Charge] = []  # the keep-warm calls since ``before``
+    summarised = False  # a summary call since ``before``
+    for charge in charges:
+        if charge.purpose == "keep_warm":
+            refreshes.append(charge)
+        elif charge.purpose == "compaction":
+            summarised = True
+        elif charge.purpose == "turn":
+            if before is not None:
+                miss = _miss(before, charge, refreshes, summarised, prices, slack, ttl)
+                found.extend([miss] if miss is not None else [])
+            before, refreshes, summarised = charge, [], False
     return tuple(found)
+
+
+def _miss(
+    before: _Charge,
+    charge: _Charge,
+    refreshes: Sequence[_Charge],
+    summarised: bool,
+    prices: Mapping[str, ModelPrice] | None,
+    slack: int,
+    ttl: float,
+) -> CacheMiss | None:
+    """The miss of ``charge`` after the turn ``before`` and the calls between, if it missed."""
+    usage, prior = charge.usage, before.usage
+    if usage is None or prior is None or charge.estimated or before.estimated:
+        return None
+    # a refresh's usage that is a guess says nothing of what it left, only when it was sent
+    left = [_left_warm(r.usage) for r in refreshes if r.usage is not None and not r.estimated]
+    readable = max([prior.input_tokens, *left])
+    missed = min(readable, usage.input_tokens) - usage.cached_input_tokens
+    if missed <= slack:
+        return None
+    price = price_for(charge.model, prices)
+    usd = miss_usd(usage, missed, price) if price is not None else None
+    # A summary call between the two, or the provider compacting the request before.
+    compacted = summarised or before.compacted
+    cause = _cause(charge, compacted, ttl, _touch_gap(before, refreshes, charge))
+    return CacheMiss(charge.seq, cause, usd, missed, charge.model)
