@@ -9,6 +9,7 @@ registering a component affects the next request of every session.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import uuid
 import weakref
@@ -288,18 +289,26 @@ class Runtime:
         """
         folder = self._folder(project_dir)
         info = await self.store.get_session(session_id)
-        state = [r.entry for r in await self.store.read(session_id, kinds=STATE_KINDS)]
-        writer = LogWriter(self.store, info.id, info.next_seq, *await _history(self.store, info))
+        # Independent reads, asked at once: on a store that answers them from one snapshot
+        # (a fresh PostgreSQL store's reopen) each is answered at once anyway; on a busy
+        # server's pool they overlap rather than queue one behind another.
+        stored, history, lease, (named, provider) = await asyncio.gather(
+            self.store.read(session_id, kinds=STATE_KINDS),
+            _history(self.store, info),
+            live_lease(self.store, session_id),
+            _named_model(self.store, session_id),
+        )
+        state = [r.entry for r in stored]
+        writer = LogWriter(self.store, info.id, info.next_seq, *history)
         await prime_ledger(self.store, info.id, writer.ledger)
         parts = build_parts(self._deps, info.id, folder, state, self._sources)
         # A step a dead process left unfinished is recorded at the next write (opening never
         # writes); meanwhile the transcript already shows its calls as interrupted — unless a
         # live process holds the session's lease: then the step is running, not dead.
-        if await live_lease(self.store, session_id) is None:
+        if lease is None:
             closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
             writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
         chosen = model or self._model
-        named, provider = await _named_model(self.store, session_id)
         switch = None
         if chosen is not None and named and _another(chosen, named, provider):
             # Recorded with the next admission, not now: opening a session to read it never

@@ -17,7 +17,10 @@ public surface and may change between versions.
 - ``count_held``: a count the store holds in memory already, or ``None`` (never blocks);
 - ``list_page``: one page of ``list_sessions`` in the same order, after a row's key
   ``(updated_at, created_at, id)``, reading that page's rows alone (a server lists thousands of
-  sessions a page at a time).
+  sessions a page at a time);
+- ``statement``: one SQL statement of the caller's own (``%s`` placeholders) on the store's
+  own connections, its rows (none for a statement that returns none): the server keeps small
+  tables of its own in the same database and needs no connection of its own per statement.
 
 Stores written against earlier versions declare ``fast_paths = frozenset({"read_now", …})``
 and offer the methods of those names on themselves; that declaration keeps working.
@@ -28,7 +31,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from ..log import LogEntry, Record
@@ -44,6 +47,7 @@ __all__ = [
     "ListPage",
     "ReadNow",
     "ReadView",
+    "Statement",
     "fast_paths",
 ]
 
@@ -68,8 +72,18 @@ CountHeld: TypeAlias = "Callable[[str, Sequence[str], int], int | None]"
 #: ``(updated_at, created_at, id)`` is ``after`` (``None``: from the first).
 ListPage: TypeAlias = "Callable[[int, tuple[str, str, str] | None], Awaitable[list[SessionInfo]]]"
 
+#: ``(query, params)``: one statement of the caller's own, in autocommit; its rows.
+Statement: TypeAlias = "Callable[[str, Sequence[Any]], Awaitable[list[tuple[Any, ...]]]]"
+
 FastPath = Literal[
-    "read_now", "count_now", "last_now", "read_view", "append_soon", "count_held", "list_page"
+    "read_now",
+    "count_now",
+    "last_now",
+    "read_view",
+    "append_soon",
+    "count_held",
+    "list_page",
+    "statement",
 ]
 """The name of an optional fast path (a field of ``FastPaths``)."""
 
@@ -85,6 +99,7 @@ class FastPaths:
     append_soon: AppendSoon | None = None
     count_held: CountHeld | None = None
     list_page: ListPage | None = None
+    statement: Statement | None = None
 
     def reads(self) -> tuple[ReadNow, CountNow] | None:
         """``read_now`` and ``count_now`` when both are offered."""

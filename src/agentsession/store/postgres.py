@@ -131,7 +131,12 @@ class PostgresStore(LeaseOps, ViewRead):
         self._now = NowReader(dsn, self._name, timeout, read_only)
         # Reads now on a connection of their own, a reopen's snapshot (``store.fast``).
         reads = (self._read_now, self._count_now, self._last_now, self._read_view)
-        self.fast_paths = FastPaths(*reads, count_held=self._count_held, list_page=self._list_page)
+        self.fast_paths = FastPaths(
+            *reads,
+            count_held=self._count_held,
+            list_page=self._list_page,
+            statement=self._statement,
+        )
         self._presence = Presence(dsn, read_only)
 
     def __repr__(self) -> str:
@@ -242,6 +247,12 @@ class PostgresStore(LeaseOps, ViewRead):
         async with self._connection("list sessions") as conn:
             rows = await (await conn.execute(LIST_SESSIONS)).fetchall()
         return [info_from_row(row) for row in rows]
+
+    async def _statement(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One statement of the caller's own, on a pooled connection (``store.fast``)."""
+        async with self._connection("a statement of the server's own") as conn:
+            cursor = await conn.execute(query, params)
+            return list(await cursor.fetchall()) if cursor.description else []
 
     async def _list_page(self, limit: int, after: tuple[str, str, str] | None) -> list[SessionInfo]:
         """One page of ``list_sessions`` (``store.fast``): that page's rows are all it reads."""
