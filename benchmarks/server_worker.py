@@ -4,6 +4,9 @@
 
 Each lease this process takes is written to ``lease_takes.txt`` beside RUNS_FILE (session id
 and wall-clock time), so the benchmark can tell when a killed process's session was taken over.
+Each turn's start is written to ``stages.txt`` beside it, stage by stage (``_stages.py``): the
+request's arrival, every store call and side-table statement made for the session until the
+turn's first event, with their wall-clock times, so a takeover's seconds can be told apart.
 
 The model is scripted (no provider): each prompt calls ``count_words`` once and then answers
 with the count, so a prompt is two provider calls and one tool call. The tool appends the text
@@ -20,9 +23,11 @@ import sys
 import time
 
 import uvicorn
+from _stages import Stages
 
 import agentsession as ags
 from agentsession.request import ToolResultMessage, UserMessage, text_of
+from agentsession.server.db_budget import DEFAULT_DB_CONNECTIONS, pool_size_for
 
 RUNS = ""
 TAKES = ""
@@ -72,14 +77,18 @@ async def main() -> None:
     TAKES = os.path.join(os.path.dirname(RUNS), "lease_takes.txt")
     workspaces = sys.argv[4] if len(sys.argv) > 4 else None
     runtime = ags.Runtime(
-        store=_Store(dsn),
+        store=_Store(dsn, pool_size=pool_size_for(DEFAULT_DB_CONNECTIONS)),  # as ``serve``
         model=ags.ScriptedModel(reply, name="scripted:bench"),
         tools=[count_words],
         config=ags.Config(retry_base_delay=0),
     )
+    stages = Stages(os.path.join(os.path.dirname(RUNS), "stages.txt"))
+    stages.watch_store(runtime.store)  # before the app takes the side table's statements
     app = ags.server.create_app(runtime, workspaces=workspaces)
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(
+            stages.asgi(app), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
     )
     try:
         await server.serve()

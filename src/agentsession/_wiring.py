@@ -8,19 +8,32 @@ models whose clients it closes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from os import PathLike
 from typing import Protocol, runtime_checkable
 
 from .budget import TokenCounter, counter_for_encoding, default_counter
 from .config import Config
+from .engine.costs import prime_ledger
+from .engine.leases import live_lease
+from .engine.writer import LogWriter
 from .errors import AgentSessionError, UsageError
-from .log import TRANSCRIPT_KINDS, ContextEpoch, ModelSwitched, Record, SystemPromptCheckpoint
+from .log import (
+    STATE_KINDS,
+    TRANSCRIPT_KINDS,
+    ContextEpoch,
+    LogEntry,
+    ModelSwitched,
+    Record,
+    SystemPromptCheckpoint,
+)
 from .projection import transcript_from
 from .providers.base import Model
 from .session import Session
 from .store.base import SessionInfo, Store
-from .store.fast import fast_paths
+from .store.fast import fast_paths, reopening
 from .tools import Tool
 from .transcript import Transcript
 
@@ -127,6 +140,42 @@ def _another(chosen: Model, named: str, provider: str) -> bool:
     if chosen.name != named:
         return True
     return bool(provider) and chosen.profile.provider != provider
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What opening a stored session reads (``read_stored``)."""
+
+    info: SessionInfo
+    state: list[LogEntry]
+    writer: LogWriter
+    #: The model the log names last and its provider (``_named_model``).
+    named: tuple[str, str]
+    #: No live process holds the session's lease: a step left unfinished is dead, not running.
+    idle: bool
+    #: The log from the last dispatch on, when ``idle`` (``None``: nothing dispatched).
+    tail: list[Record] | None
+
+
+async def read_stored(store: Store, session_id: str) -> Stored:
+    """Read what opening ``session_id`` needs, in one round trip where the store can.
+
+    The reads that do not depend on each other are asked at once: answered from one snapshot
+    where the store took one (``store.fast``'s ``reopening``), else overlapping rather than
+    queueing one behind another on a busy server's pool.
+    """
+    async with reopening(store, session_id):
+        info = await store.get_session(session_id)
+        stored, history, lease, named = await asyncio.gather(
+            store.read(session_id, kinds=STATE_KINDS),
+            _history(store, info),
+            live_lease(store, session_id),
+            _named_model(store, session_id),
+        )
+        writer = LogWriter(store, info.id, info.next_seq, *history)
+        await prime_ledger(store, info.id, writer.ledger)
+        tail = await writer.tail_since_dispatch() if lease is None else None
+    return Stored(info, [r.entry for r in stored], writer, named, lease is None, tail)
 
 
 async def _named_model(store: Store, session_id: str) -> tuple[str, str]:

@@ -23,11 +23,10 @@ from ._wiring import (
     _another,
     _checked_tools,
     _counter_for,
-    _history,
-    _named_model,
     close_clients,
     import_file,
     prepared_if_idle,
+    read_stored,
 )
 from .budget import BudgetPolicy, TokenCounter
 from .config import Config
@@ -39,9 +38,8 @@ from .context.builtins import (
 )
 from .context.component import ContextComponent
 from .context.registry import ComponentHandle, ComponentRegistry, PluginScope
-from .engine.costs import prime_ledger
 from .engine.deps import SessionDeps
-from .engine.leases import delete_undriven, live_lease
+from .engine.leases import delete_undriven
 from .engine.parts import build_parts
 from .engine.recovery import closing_entries
 from .engine.skill_source import skill_source_factory
@@ -49,7 +47,7 @@ from .engine.titles import Titler
 from .engine.writer import LogWriter
 from .errors import StoreError, UsageError
 from .ledger.idle import IdleOutcome
-from .log import STATE_KINDS, ModelSwitched, Record, now
+from .log import ModelSwitched, Record, now
 from .mcp import MCPServer, MCPServers, merge_servers, project_servers
 from .permissions import preset_table
 from .projection import transcript_from
@@ -287,19 +285,15 @@ class Runtime:
             CorruptEntryError: A stored entry the session needs does not decode.
         """
         folder = self._folder(project_dir)
-        info = await self.store.get_session(session_id)
-        state = [r.entry for r in await self.store.read(session_id, kinds=STATE_KINDS)]
-        writer = LogWriter(self.store, info.id, info.next_seq, *await _history(self.store, info))
-        await prime_ledger(self.store, info.id, writer.ledger)
-        parts = build_parts(self._deps, info.id, folder, state, self._sources)
-        # A step a dead process left unfinished is recorded at the next write (opening never
-        # writes); meanwhile the transcript already shows its calls as interrupted — unless a
-        # live process holds the session's lease: then the step is running, not dead.
-        if await live_lease(self.store, session_id) is None:
-            closing = closing_entries(await writer.tail_since_dispatch() or [], now(), "process")
+        found = await read_stored(self.store, session_id)
+        info, writer, (named, provider) = found.info, found.writer, found.named
+        parts = build_parts(self._deps, info.id, folder, found.state, self._sources)
+        if found.idle:
+            # A step a dead process left unfinished is recorded at the next write (opening
+            # never writes); meanwhile the transcript already shows its calls as interrupted.
+            closing = closing_entries(found.tail or [], now(), "process")
             writer.show_provisional(transcript_from(Record(-1, e) for e in closing))
         chosen = model or self._model
-        named, provider = await _named_model(self.store, session_id)
         switch = None
         if chosen is not None and named and _another(chosen, named, provider):
             # Recorded with the next admission, not now: opening a session to read it never

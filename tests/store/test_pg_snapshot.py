@@ -342,3 +342,63 @@ async def test_a_reopened_session_knows_its_user_turns_without_asking_again(pg_d
         await reopened.prompt("three")
         assert reopened._writer.transcript.known_user_turns() == 3
         assert sum(isinstance(m, ags.UserMessage) for m in reopened.messages) == 3
+
+
+async def test_a_warm_store_answers_a_reopen_block_from_one_snapshot(pg_dsn: str) -> None:
+    """Once its pool is in use, a store answers the reads of a ``reopening`` block from one
+    snapshot — those of the block's own task, and only until the block ends."""
+    import contextlib
+    from collections.abc import AsyncIterator
+
+    from agentsession.store.fast import reopening
+
+    kinds = make_log(60, 2, 11)
+    writer, reader = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
+    pooled = reader._connection
+    reads: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def counted(action: str, *, write: bool = False) -> AsyncIterator[Any]:
+        reads.append(action)
+        async with pooled(action, write=write) as conn:
+            yield conn
+
+    try:
+        await build(writer, "s", kinds)
+        await reader.create_session(new_info("warm"))  # its pool is in use from now on
+        reader._connection = counted  # type: ignore[method-assign]
+        go, done = asyncio.Event(), asyncio.Event()
+        elsewhere: list[int] = []
+
+        async def another_task() -> None:
+            await go.wait()
+            elsewhere.append((await reader.get_session("s")).next_seq)
+            done.set()
+
+        other = asyncio.create_task(another_task())
+        async with reopening(reader, "s"):
+            info = await reader.get_session("s")
+            dispatch = await reader.last("s", ["dispatch"])
+            assert dispatch is not None
+            tail = await reader.read("s", dispatch.seq)  # what a reopen reads: the last step
+            users = await reader.read("s", kinds=["user"])
+            lease = await reader.lease_of("s")
+            await writer.append("s", len(kinds), [UserEntry("later")])
+            go.set()
+            await done.wait()
+            again = await reader.get_session("s")  # still the block's moment
+        inside = list(reads)
+        after = await reader.get_session("s")
+        await other
+        assert inside == ["read session 's'"]  # the other task's read alone
+        assert info.next_seq == again.next_seq == len(kinds)
+        assert elsewhere == [len(kinds) + 1] and after.next_seq == len(kinds) + 1
+        expected = await writer.last("s", ["dispatch"])
+        assert expected is not None and dispatch.seq == expected.seq
+        wanted = await writer.read("s", dispatch.seq, len(kinds))
+        assert [r.entry for r in tail] == [r.entry for r in wanted]
+        assert [r.seq for r in users] == [i for i, k in enumerate(kinds) if k == "user"]
+        assert lease is None
+    finally:
+        await writer.close()
+        await reader.close()

@@ -128,7 +128,7 @@ def add_serve_command(command: Callable[[str, str], argparse.ArgumentParser]) ->
         default=16,
         metavar="N",
         help="the most PostgreSQL connections one server process opens (default: 16; at least"
-        " 7): its store's pool, presence, LISTEN and the server's own table. Processes"
+        " 8): its store's pool (the server's own table too), presence, LISTEN. Processes"
         " times N must stay below the database's max_connections",
     )
     add(

@@ -3,9 +3,12 @@
 Apart from the store's schema: the store knows nothing of HTTP owners or cancels, and a database
 used without the server never gets the table. On SQLite it lives in the same file, on PostgreSQL
 in the same database, so every server process agrees; for a store of neither kind ``sql``
-answers ``None`` and the caller keeps its rows in memory. Each statement opens a connection of
-its own: the server's statements here are few beside the store's; at most ``SIDE_CONNECTIONS``
-at once per process (its connection budget, ``db_budget``).
+answers ``None`` and the caller keeps its rows in memory. On PostgreSQL a statement runs on
+the store's own pool (``store.fast``'s ``statement``): a turn's start reads the session's
+settings and owner here, and a connection opened per statement (a new backend each time)
+cost a loaded machine a tenth of a second or more apiece, a taken-over turn's start about a
+second in all. A store with an address but no such path gets a connection per statement, at
+most ``SIDE_CONNECTIONS`` at once per process.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ..errors import StoreError
 from ..store.base import Store
+from ..store.fast import Statement, fast_paths
 from .db_budget import SIDE_CONNECTIONS
 
 __all__ = ["SideTable"]
@@ -46,17 +51,33 @@ class SideTable:
         self.dsn: str | None = getattr(store, "dsn", None)
         path = getattr(store, "path", None)
         self._path: Path | None = Path(path) if path is not None and not self.dsn else None
+        self._pooled: Statement | None = fast_paths(store).statement if self.dsn else None
         self._create = create
         self._ready = False
         self._lock = asyncio.Lock()
 
     async def sql(self, query: str, params: tuple[Any, ...]) -> Rows | None:
         """Run one statement (``?`` placeholders); ``None`` when rows live in memory."""
+        if self._pooled is not None:
+            return await self._on_pool(self._pooled, query.replace("?", "%s"), params)
         if self.dsn:
             return await self._postgres(self.dsn, query.replace("?", "%s"), params)
         if self._path is not None:
             return await asyncio.to_thread(_sqlite, self._path, self._create, query, params)
         return None
+
+    async def _on_pool(self, run: Statement, query: str, params: tuple[Any, ...]) -> Rows:
+        if not self._ready:
+            async with self._lock:
+                if not self._ready:
+                    try:
+                        await run(self._create, ())
+                    except StoreError as exc:
+                        if type(exc.__cause__).__name__ != "UniqueViolation":
+                            raise
+                        # Two processes creating the table at once: one wins, the other finds it.
+                    self._ready = True
+        return await run(query, params)
 
     async def _postgres(self, dsn: str, query: str, params: tuple[Any, ...]) -> Rows:
         import psycopg

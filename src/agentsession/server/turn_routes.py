@@ -49,12 +49,24 @@ async def prompt(request: Request) -> Response:
     assert text is not None
     if not text.strip():
         raise UsageError("the prompt text is empty")
-    skills = body.get("skills")
-    if skills is None:  # the session's default selection (``POST /sessions``)
-        skills = list((await state.workspaces.settings.get(session_id)).skills)
-    if not isinstance(skills, list) or not all(isinstance(name, str) for name in skills):
+    given = body.get("skills")
+    if given is not None and (
+        not isinstance(given, list) or not all(isinstance(name, str) for name in given)
+    ):
         raise UsageError("'skills' must be a list of skill names")
-    run = await state.turns.start(session_id, lambda session: session.stream(text, skills=skills))
+    # Without ``skills`` the session's default selection (``POST /sessions``), read with the
+    # rest of what opening the session reads rather than one more round trip before it.
+    skills: list[str] = list(given) if given is not None else []
+
+    async def opened(sid: str) -> Session:
+        session, settings = await state.workspaces.open_with_settings(sid)
+        if given is None:
+            skills.extend(settings.skills)
+        return session
+
+    run = await state.turns.start(
+        session_id, lambda session: session.stream(text, skills=skills), opener=opened
+    )
     return _stream(run)
 
 

@@ -117,14 +117,21 @@ class Turns:
         self._watch: asyncio.Task[None] | None = None
 
     async def start(
-        self, session_id: str, stream_of: StreamOf, prepare: Prepare | None = None
+        self,
+        session_id: str,
+        stream_of: StreamOf,
+        prepare: Prepare | None = None,
+        opener: Opener | None = None,
     ) -> TurnRun:
-        """Open the session and start a turn; errors before its first event are raised here."""
+        """Open the session (``opener``: how, if not as usual) and start a turn.
+
+        Errors before the turn's first event are raised here.
+        """
         while (tended := self.tending.get(session_id)) is not None:
             await tended.wait()  # the idle pass lets go after one short call at most
         if session_id in self.running:
             raise SessionBusyError(f"session {session_id} is running a turn")
-        session = await self._open(session_id)
+        session = await (opener or self._open)(session_id)
         try:
             if prepare is not None:
                 await prepare(session)
@@ -168,8 +175,11 @@ class Turns:
         if self.cancels is None:
             return
         self._starts[session_id] = start_seq
-        with contextlib.suppress(Exception):
-            await self.cancels.clear(session_id, before=start_seq)  # for an earlier turn
+        # Requests for an earlier turn are never due (``due`` compares seqs): dropping them is
+        # housekeeping, done beside the turn rather than before its first event.
+        clearing = asyncio.create_task(_quietly(self.cancels.clear(session_id, before=start_seq)))
+        self._tasks.add(clearing)
+        clearing.add_done_callback(self._tasks.discard)
         if self._watch is None or self._watch.done():
             self._watch = asyncio.create_task(self._watching(self.cancels))
 
@@ -337,6 +347,11 @@ class _Pump:
                 turns._notifier.text(run.session_id, self.emitted, event.text, frame)
             else:
                 turns._notifier.live(run.session_id, frame)
+
+
+async def _quietly(work: Awaitable[None]) -> None:
+    with contextlib.suppress(Exception):
+        await work
 
 
 def _goes_on(finished: TurnFinished | None) -> bool:

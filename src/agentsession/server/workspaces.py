@@ -16,14 +16,18 @@ import asyncio
 import hashlib
 import re
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import UsageError
 from ..runtime import Runtime
 from ..session import Session
-from .models import ServerModels, SessionSettings
+from ..store.fast import reopening
+from .models import ServerModels, SessionSettings, Settings
 from .owners import Owners
 
 __all__ = ["Workspaces"]
+
+T = TypeVar("T")
 
 #: A named workspace: letters, digits, dot, dash and underscore; not hidden, not an id's form.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
@@ -47,6 +51,10 @@ def check_name(name: object) -> str:
             " not starting with '.' or '-', and not a session id"
         )
     return name
+
+
+async def _given(value: T) -> T:
+    return value
 
 
 def _make(folder: Path) -> Path:
@@ -99,14 +107,33 @@ class Workspaces:
 
     async def open(self, session_id: str, owner: str | None = None) -> Session:
         """Open a session in its workspace with its model (``owner`` read when not given)."""
-        model = self.models.opened((await self.settings.get(session_id)).model)
-        if self.root is None:
-            return await self._runtime.open_session(session_id, model=model)
-        if owner is None:
-            owner = await self._owners.get(session_id)
-        info = await self._runtime.store.get_session(session_id)
-        folder = await asyncio.to_thread(self._folder, owner, session_id, info.project_dir)
-        return await self._runtime.open_session(session_id, model=model, project_dir=folder)
+        session, _ = await self.open_with_settings(session_id, owner)
+        return session
+
+    async def open_with_settings(
+        self, session_id: str, owner: str | None = None
+    ) -> tuple[Session, Settings]:
+        """``open``, and the session's settings it read on the way (its default skills)."""
+        # Its settings and owner (the server's own table) are read while the store reads what
+        # opening the session needs (in one round trip where it can, ``store.fast``): a turn's
+        # start waits for one round trip to the database here, not one per read.
+        store = self._runtime.store
+        sides = asyncio.gather(
+            self.settings.get(session_id),
+            self._owners.get(session_id) if owner is None and self.root else _given(owner),
+        )
+        try:
+            async with reopening(store, session_id):
+                settings, owner = await sides
+                model = self.models.opened(settings.model)
+                if self.root is None:
+                    return await self._runtime.open_session(session_id, model=model), settings
+                info = await store.get_session(session_id)
+                folder = await asyncio.to_thread(self._folder, owner, session_id, info.project_dir)
+                opened = self._runtime.open_session(session_id, model=model, project_dir=folder)
+                return await opened, settings
+        finally:
+            sides.cancel()  # nothing, unless the block ended before it was awaited
 
     def _folder(self, owner: str | None, session_id: str, recorded: str | None) -> Path:
         area = self._area(owner)

@@ -21,6 +21,7 @@ try:
 
     from ._postgres_now import LEASE_NOW, RENEW_LEASE, TAKE_LEASE, NowReader
     from ._postgres_presence import Presence
+    from ._postgres_reopen import Reopening
 except ImportError:  # pragma: no cover - the optional extra is not installed
     pass
 
@@ -33,6 +34,7 @@ class LeaseOps:
     if TYPE_CHECKING:  # what the store gives its leases
         _now: NowReader
         _presence: Presence
+        _reopen: Reopening
 
         def _connection(
             self, action: str, *, write: bool = False
@@ -90,8 +92,11 @@ class LeaseOps:
             raise SessionNotFoundError(session_id)
         if await self._cold():
             return self._now.lease(session_id)
-        async with self._connection(f"read the lease of session {session_id!r}") as conn:
-            row = await self._one(conn, LEASE_NOW, (session_id,))
+        snap = self._reopen.served(session_id)
+        row = snap.lease if snap is not None else None
+        if row is None:
+            async with self._connection(f"read the lease of session {session_id!r}") as conn:
+                row = await self._one(conn, LEASE_NOW, (session_id,))
         if row is None:
             raise SessionNotFoundError(session_id)
         return None if row[0] is None else Lease(session_id, str(row[0]), float(row[1]))

@@ -33,7 +33,7 @@ from ._postgres_presence import ALIVE
 from ._sql import LEASE_OF, SELECT_SESSION, postgres
 from .base import decode_row, refs_of
 
-__all__ = ["FRESH_FOR", "TAIL", "Miss", "Snapshot", "take"]
+__all__ = ["BEGIN", "FRESH_FOR", "TAIL", "Miss", "Snapshot", "assemble", "statements", "take"]
 
 #: How many of the log's newest entries the snapshot holds (a window's view and the step
 #: since the last dispatch lie there in every session this package writes).
@@ -43,6 +43,8 @@ RARE = 32
 #: Seconds a snapshot answers reads: a reopen's reads follow each other within milliseconds.
 FRESH_FOR = 1.0
 
+#: The snapshot's transaction: one snapshot of the database for every statement.
+BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _CLOCK = "extract(epoch from clock_timestamp())::double precision"
 _VERSION = "SELECT coalesce(max(version), 0) FROM schema_migrations"
 _LEASE = postgres(LEASE_OF).replace("%s", f"{_CLOCK} AND {ALIVE}", 1)
@@ -161,6 +163,30 @@ class Snapshot:
         return sum(self._counts.get(kind, 0) for kind in wanted) - later
 
 
+def statements(session_id: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The snapshot's statements for ``session_id``, in the order ``assemble`` takes their rows."""
+    sid = (session_id,)
+    return [
+        (_VERSION, ()),
+        (postgres(SELECT_SESSION), sid),
+        (_LEASE, sid),
+        (_NEWEST, sid),
+        (_RARE, sid),
+        (_TAIL, sid),
+        (_TEXTS, (session_id, session_id)),
+    ]
+
+
+def assemble(session_id: str, results: list[list[Row]]) -> Snapshot | int:
+    """The snapshot from the rows of ``statements``; the schema version alone without a row."""
+    version_row, session, lease, kinds, rare, tail, texts = results
+    version = int(version_row[0][0])
+    if not session:
+        return version
+    lease_row = lease[0] if lease else None
+    return Snapshot(session_id, version, session[0], lease_row, kinds, rare, tail, texts)
+
+
 def take(conn: psycopg.Connection[Any], session_id: str) -> Snapshot | int:
     """The session's snapshot, or the schema version alone when the session has no row.
 
@@ -169,24 +195,11 @@ def take(conn: psycopg.Connection[Any], session_id: str) -> Snapshot | int:
     """
     try:
         with conn.pipeline():
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            cursors = [
-                conn.execute(_VERSION),
-                conn.execute(postgres(SELECT_SESSION), (session_id,)),
-                conn.execute(_LEASE, (session_id,)),
-                conn.execute(_NEWEST, (session_id,)),
-                conn.execute(_RARE, (session_id,)),
-                conn.execute(_TAIL, (session_id,)),
-                conn.execute(_TEXTS, (session_id, session_id)),
-            ]
+            conn.execute(BEGIN)
+            cursors = [conn.execute(query, params) for query, params in statements(session_id)]
             conn.execute("COMMIT")
     except psycopg.Error:
         if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.execute("ROLLBACK")
         raise
-    version_row, session, lease, kinds, rare, tail, texts = (c.fetchall() for c in cursors)
-    version = int(version_row[0][0])
-    if not session:
-        return version
-    lease_row = lease[0] if lease else None
-    return Snapshot(session_id, version, session[0], lease_row, kinds, rare, tail, texts)
+    return assemble(session_id, [c.fetchall() for c in cursors])

@@ -17,7 +17,13 @@ public surface and may change between versions.
 - ``count_held``: a count the store holds in memory already, or ``None`` (never blocks);
 - ``list_page``: one page of ``list_sessions`` in the same order, after a row's key
   ``(updated_at, created_at, id)``, reading that page's rows alone (a server lists thousands of
-  sessions a page at a time).
+  sessions a page at a time);
+- ``reopening``: an async context manager around a reopen's reads of one session: the store
+  may read what they need in one round trip when the block starts and answer the block's reads
+  of that session from it (PostgreSQL once its pool is in use);
+- ``statement``: one SQL statement of the caller's own (``%s`` placeholders) on the store's
+  own connections, its rows (none for a statement that returns none): the server keeps small
+  tables of its own in the same database and needs no connection of its own per statement.
 
 Stores written against earlier versions declare ``fast_paths = frozenset({"read_now", …})``
 and offer the methods of those names on themselves; that declaration keeps working.
@@ -26,9 +32,11 @@ and offer the methods of those names on themselves; that declaration keeps worki
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from ..log import LogEntry, Record
@@ -44,7 +52,10 @@ __all__ = [
     "ListPage",
     "ReadNow",
     "ReadView",
+    "Reopening",
+    "Statement",
     "fast_paths",
+    "reopening",
 ]
 
 #: ``read(session_id, start, end, kinds)``, synchronously, blocking the caller.
@@ -68,8 +79,21 @@ CountHeld: TypeAlias = "Callable[[str, Sequence[str], int], int | None]"
 #: ``(updated_at, created_at, id)`` is ``after`` (``None``: from the first).
 ListPage: TypeAlias = "Callable[[int, tuple[str, str, str] | None], Awaitable[list[SessionInfo]]]"
 
+#: ``reopening(session_id)``: a block whose reads of the session the store may answer at once.
+Reopening: TypeAlias = "Callable[[str], AbstractAsyncContextManager[None]]"
+#: ``(query, params)``: one statement of the caller's own, in autocommit; its rows.
+Statement: TypeAlias = "Callable[[str, Sequence[Any]], Awaitable[list[tuple[Any, ...]]]]"
+
 FastPath = Literal[
-    "read_now", "count_now", "last_now", "read_view", "append_soon", "count_held", "list_page"
+    "read_now",
+    "count_now",
+    "last_now",
+    "read_view",
+    "append_soon",
+    "count_held",
+    "list_page",
+    "statement",
+    "reopening",
 ]
 """The name of an optional fast path (a field of ``FastPaths``)."""
 
@@ -85,6 +109,8 @@ class FastPaths:
     append_soon: AppendSoon | None = None
     count_held: CountHeld | None = None
     list_page: ListPage | None = None
+    statement: Statement | None = None
+    reopening: Reopening | None = None
 
     def reads(self) -> tuple[ReadNow, CountNow] | None:
         """``read_now`` and ``count_now`` when both are offered."""
@@ -120,6 +146,12 @@ def fast_paths(store: Store) -> FastPaths:
     if found.append_soon is not None and not _appends_through_soon(type(store)):
         found = replace(found, append_soon=None)
     return found
+
+
+def reopening(store: Store, session_id: str) -> AbstractAsyncContextManager[None]:
+    """The store's ``reopening`` block for ``session_id``, or a block that does nothing."""
+    path = fast_paths(store).reopening
+    return path(session_id) if path is not None else contextlib.nullcontext()
 
 
 def _appends_through_soon(cls: type) -> bool:

@@ -86,6 +86,8 @@ try:
     )
     from ._postgres_now import NowReader
     from ._postgres_presence import Presence
+    from ._postgres_reopen import Reopening
+    from ._postgres_snapshot import Miss
 except ImportError:  # pragma: no cover - the optional extra is not installed
     _DRIVER = False
 else:
@@ -131,7 +133,15 @@ class PostgresStore(LeaseOps, ViewRead):
         self._now = NowReader(dsn, self._name, timeout, read_only)
         # Reads now on a connection of their own, a reopen's snapshot (``store.fast``).
         reads = (self._read_now, self._count_now, self._last_now, self._read_view)
-        self.fast_paths = FastPaths(*reads, count_held=self._count_held, list_page=self._list_page)
+        # A reopen's reads in one round trip once the pool is in use (``_postgres_reopen``).
+        self._reopen = Reopening(self._connection, lambda: self._pooled)
+        self.fast_paths = FastPaths(
+            *reads,
+            count_held=self._count_held,
+            list_page=self._list_page,
+            statement=self._statement,
+            reopening=self._reopen.reopening,
+        )
         self._presence = Presence(dsn, read_only)
 
     def __repr__(self) -> str:
@@ -234,6 +244,8 @@ class PostgresStore(LeaseOps, ViewRead):
             raise SessionNotFoundError(session_id)
         if await self._cold(session_id):  # a reopen: its reads come with the schema check
             return self._now.session(session_id)
+        if (snap := self._reopen.served(session_id)) is not None:
+            return info_from_row(snap.session)
         async with self._connection(f"read session {session_id!r}") as conn:
             return await self._row(conn, session_id)
 
@@ -242,6 +254,12 @@ class PostgresStore(LeaseOps, ViewRead):
         async with self._connection("list sessions") as conn:
             rows = await (await conn.execute(LIST_SESSIONS)).fetchall()
         return [info_from_row(row) for row in rows]
+
+    async def _statement(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One statement of the caller's own, on a pooled connection (``store.fast``)."""
+        async with self._connection("a statement of the server's own") as conn:
+            cursor = await conn.execute(query, params)
+            return list(await cursor.fetchall()) if cursor.description else []
 
     async def _list_page(self, limit: int, after: tuple[str, str, str] | None) -> list[SessionInfo]:
         """One page of ``list_sessions`` (``store.fast``): that page's rows are all it reads."""
@@ -342,6 +360,9 @@ class PostgresStore(LeaseOps, ViewRead):
             raise SessionNotFoundError(session_id)
         if await self._cold():
             return self._now.read(session_id, start, end, kinds)
+        if (snap := self._reopen.served(session_id)) is not None:
+            with contextlib.suppress(Miss):  # one it does not hold is read from the database
+                return snap.read(start, end, kinds)
         query, params = range_query(session_id, start, end, kinds_list(kinds))
         async with self._connection(f"read session {session_id!r}") as conn:
             rows = await (await conn.execute(query, params)).fetchall()
@@ -378,6 +399,9 @@ class PostgresStore(LeaseOps, ViewRead):
             raise SessionNotFoundError(session_id)
         if await self._cold():
             return self._now.last(session_id, kinds)
+        if (snap := self._reopen.served(session_id)) is not None:
+            with contextlib.suppress(Miss):
+                return snap.last(kinds)
         wanted = kinds_list(kinds) or []
         async with self._connection(f"read session {session_id!r}") as conn:
             params = {"s": session_id, "k": wanted}

@@ -1,0 +1,114 @@
+"""What a turn's start waits for before its first event: the reads it needs, asked at once, and
+nothing else — no housekeeping, no second read of the same settings.
+
+Each test holds one part back until another has happened (an event, never a timer): a start
+that waited for the held part, or asked its reads one after another, would never answer, and
+the generous bound around it fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+import agentsession as ags
+from agentsession.server.cancels import Cancels
+from agentsession.server.models import SessionSettings, Settings
+from agentsession.server.owners import Owners
+
+#: A bound for a start that never comes, not a measure of time.
+NEVER = 120.0
+
+
+def _runtime(tmp_path: Path, replies: list[str]) -> ags.Runtime:
+    return ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=ags.ScriptedModel(replies),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+
+
+async def test_a_turn_answers_while_dropping_old_cancel_requests_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released = asyncio.Event()
+    cleared: list[tuple[str, int | None]] = []
+    clear = Cancels.clear
+
+    async def held_clear(self: Cancels, session_id: str, before: int | None = None) -> None:
+        if before is not None:  # the start's housekeeping: requests for earlier turns
+            cleared.append((session_id, before))
+            await released.wait()
+        await clear(self, session_id, before)
+
+    monkeypatch.setattr(Cancels, "clear", held_clear)
+    runtime = _runtime(tmp_path, ["first", "second"])
+    app = ags.server.create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        sid = (await client.post("/sessions", json={})).json()["id"]
+        first = await asyncio.wait_for(
+            client.post(f"/sessions/{sid}/prompt", json={"text": "hi"}), NEVER
+        )
+        second = await asyncio.wait_for(
+            client.post(f"/sessions/{sid}/prompt", json={"text": "again"}), NEVER
+        )
+        released.set()
+    await runtime.close()
+    assert first.status_code == second.status_code == 200
+    assert "first" in first.text and "second" in second.text
+    # Each turn still dropped the requests older than its first seq.
+    assert [s for s, _ in cleared] == [sid, sid]
+    assert cleared[0][1] is not None and cleared[1][1] is not None
+    assert cleared[0][1] < cleared[1][1]
+
+
+async def test_a_prompt_reads_its_settings_once_beside_its_owner_and_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gating = False
+    owner_asked = asyncio.Event()
+    settings_reads: list[str] = []
+    get_settings, get_owner = SessionSettings.get, Owners.get
+
+    async def settings_after_owner(self: SessionSettings, session_id: str) -> Settings:
+        if gating:
+            settings_reads.append(session_id)
+            await owner_asked.wait()  # answered only once the owner was asked too
+        return await get_settings(self, session_id)
+
+    async def owner(self: Owners, session_id: str) -> str | None:
+        if gating:
+            owner_asked.set()
+        return await get_owner(self, session_id)
+
+    monkeypatch.setattr(SessionSettings, "get", settings_after_owner)
+    monkeypatch.setattr(Owners, "get", owner)
+    pdf = ags.Skill(name="pdf", description="Read PDF files.", instructions="Read PDFs.")
+    model = ags.ScriptedModel(["done"])
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        project_dir=tmp_path,
+        skills=[pdf],
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, workspaces=tmp_path / "spaces")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        made = await client.post("/sessions", json={"skills": ["pdf"]})
+        sid = made.json()["id"]
+        gating = True
+        answer = await asyncio.wait_for(
+            client.post(f"/sessions/{sid}/prompt", json={"text": "read a.pdf"}), NEVER
+        )
+    await runtime.close()
+    assert answer.status_code == 200, answer.text
+    assert settings_reads == [sid]  # once, not once for the skills and again for the model
+    # The session's default skills, from that one read, are selected for the prompt.
+    first_user = model.requests[0].messages[0]
+    assert '<skill name="pdf"' in ags.request.text_of(first_user.content)
