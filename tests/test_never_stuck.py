@@ -310,9 +310,13 @@ async def test_session_cancel_stops_a_running_turn(make_runtime: Make) -> None:
     task = asyncio.create_task(session.prompt("hang"))
     await started.wait()
     assert session.cancel()
+    await asyncio.sleep(0)  # the cancel is delivered; the turn has yet to record its abandoned step
+    # Winding down is not running: a second cancel would land inside that record's write.
+    assert session.busy and not session.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not session.busy and not session.cancel()
+    assert any(isinstance(r.entry, Interrupted) for r in await session.log())
     assert (await session.prompt("again")).text == "after"
 
 

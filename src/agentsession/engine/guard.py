@@ -139,9 +139,13 @@ class Guard:
                 await self._settle()
 
     def cancel(self) -> bool:
-        """Cancel the running operation; ``False`` when none runs."""
+        """Cancel the running operation; ``False`` when none runs or it is already cancelled.
+
+        A cancelled operation is winding down: it records its abandoned step before it ends, and
+        a second cancel would land inside that record's write instead of stopping anything.
+        """
         task = self._task
-        if task is None or task.done():
+        if task is None or task.done() or task.cancelling():
             return False
         task.get_loop().call_soon_threadsafe(task.cancel)
         return True
