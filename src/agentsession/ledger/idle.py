@@ -357,7 +357,13 @@ class _AwayShares:
 
     @classmethod
     def of(cls, s: IdleSituation) -> _AwayShares:
-        return cls(s, tuple(sorted(s.gaps)), tuple(sorted(s.pooled_gaps)))
+        # The pool tops the session's own gaps up only where ``Evidence`` weighs it at all: a
+        # ``pool_share`` of 0 leaves a session with enough gaps of its own to them alone.
+        weighed = s.pool_share > 0 or (
+            len(s.gaps) < MIN_IDLE_GAPS and len(s.pooled_gaps) >= MIN_IDLE_GAPS
+        )
+        pooled = tuple(sorted(s.pooled_gaps)) if weighed else ()
+        return cls(s, tuple(sorted(s.gaps)), pooled)
 
     def share(self, idle: float, ratio: float) -> float:
         s = self.s
