@@ -116,3 +116,81 @@ def test_no_text_ever_parses_as_html(first: str, second: str) -> None:
 @given(st.text(st.sampled_from("<>`~- \n\tab&\\")))
 def test_a_message_on_its_own_never_parses_as_html(text: str) -> None:
     assert live_html(markdown_block(text)) == []
+
+
+# markdown-it drops javascript:, vbscript: and data: targets itself; a viewer need not, so the
+# links are read by a parser that keeps every target.
+_NAIVE = markdown_it.MarkdownIt("commonmark")
+_NAIVE.validateLink = lambda url: True
+
+
+def live_links(document: str) -> list[str]:
+    """Every image source and every link target a CommonMark viewer makes of ``document``."""
+    found: list[str] = []
+    for token in _tokens(_NAIVE.parse(document)):
+        if token.type == "image":
+            found.append(f"image {token.attrGet('src')}")
+        elif token.type == "link_open":
+            found.append(f"link {token.attrGet('href')}")
+    return found
+
+
+LINKS = [
+    "[click](javascript:alert(1))",
+    "[x](data:text/html;base64,PHNjcmlwdD4=)",
+    "[x](vbscript:msgbox(1))",
+    "![pixel](https://tracker.example/p.png?session=1)",
+    "[a][ref]\n\n[ref]: javascript:alert(1)",
+    "[![img](http://x/i.png)](javascript:alert(1))",
+    "<javascript:alert(1)>",
+    "see <https://example.com>",
+    "\\\\[x](javascript:alert(1))",
+]
+
+
+@pytest.mark.parametrize("text", LINKS)
+def test_a_link_or_image_in_any_message_is_shown_as_text(text: str) -> None:
+    entries: list[LogEntry] = [UserEntry(text), AssistantEntry(text), Summary(text, 3)]
+    document = render_markdown(SessionInfo("s1", INFO.created_at, INFO.updated_at, text), entries)
+    assert live_links(document) == []
+    assert live_html(document) == []
+
+
+def test_a_link_reads_as_the_characters_the_message_held() -> None:
+    rendered = _MD.render(markdown_block("see [docs](https://example.com/a) and ![i](x.png)"))
+    assert rendered == "<p>see [docs](https://example.com/a) and ![i](x.png)</p>\n"
+
+
+def test_a_link_inside_code_stays_code() -> None:
+    document = markdown_block("`[a](javascript:x)`\n\n```\n![i](x.png)\n```")
+    assert code(document) == ["[a](javascript:x)", "![i](x.png)\n"]
+
+
+_LINK_PIECES = st.sampled_from(
+    ["[", "]", "(", ")", "!", "<", ">", ":", "javascript:alert(1)", "data:x", "vbscript:x",
+     "https://e.com/i.png", "mailto:a@b", "`", "\\", " ", "\n", "\t", "&#91;", "a", "*", "-", '"']
+)  # fmt: skip
+
+
+def _allowed(found: str) -> bool:
+    kind, _, target = found.partition(" ")
+    return kind == "link" and target.startswith(("http://", "https://", "mailto:"))
+
+
+_TARGETS = st.sampled_from(
+    ["javascript:alert(1)", "data:text/html,x", "vbscript:x", "https://e.com/i.png", "x.png", ""]
+)
+# Whole link forms (inline, image, reference use and definition, autolink) among loose pieces.
+_LINK_FORMS = st.one_of(
+    st.builds("{}[{}]({})".format, st.sampled_from(["", "!", "\\"]), _LINK_PIECES, _TARGETS),
+    st.builds("[{}]: {}\n".format, _LINK_PIECES, _TARGETS),
+    st.builds("[{}][{}]".format, _LINK_PIECES, _LINK_PIECES),
+    st.builds("<{}>".format, _TARGETS),
+)
+
+
+@given(st.lists(st.one_of(_LINK_PIECES, _LINK_FORMS), max_size=30).map("".join))
+def test_no_message_text_ever_renders_an_image_or_an_unsafe_link(text: str) -> None:
+    document = render_markdown(INFO, [UserEntry(text), AssistantEntry(text)])
+    assert all(_allowed(found) for found in live_links(document))
+    assert live_html(document) == []

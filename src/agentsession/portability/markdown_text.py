@@ -3,7 +3,10 @@
 A Markdown viewer renders raw HTML, so a message holding ``<img src=x onerror=…>`` or
 ``</details>`` would come out live. Outside code every ``<`` becomes ``&lt;`` and every ``&`` that
 would start a character reference becomes ``&amp;``, so a viewer shows the characters the session
-held; Markdown formatting (emphasis, lists, headings) stays what it was. Code stays byte for byte:
+held. Every ``[`` is escaped with a backslash: a link, an image or a link reference definition in
+a message is shown as the text it was, so no ``javascript:`` link is clickable and no remote image
+is fetched when the document is opened (``<`` escaped already stops autolinks). Markdown
+formatting (emphasis, lists, headings) stays what it was. Code stays byte for byte:
 
 - a fenced block opened at the top level (up to three spaces, CommonMark's rule) keeps its body;
   its body lines are kept at least as deep as the opening fence and its closing fence is written
@@ -77,6 +80,8 @@ def _escape_char(text: str, i: int) -> str:
     char = text[i]
     if char == "<":
         return "&lt;"
+    if char == "[":
+        return "\\["
     if char == "&" and _REFERENCE.match(text, i):
         return "&amp;"
     return char
