@@ -241,3 +241,47 @@ def test_upgrade_never_creates_a_database(tmp_path: Path) -> None:
     result = on(tmp_path, missing, "upgrade")
     assert_clean_error(result, "no session database")
     assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["export", "{id}", "-o", "{missing}/s.jsonl"],
+        ["export", "{id}", "--format", "markdown", "-o", "{missing}/s.md"],
+        ["export", "{id}", "--format", "html", "-o", "{missing}/s.html"],
+        ["report", "{id}", "-o", "{missing}/r.html"],
+        ["report", "--all", "-o", "{missing}/reports"],
+    ],
+)
+def test_writing_into_a_missing_folder_is_refused_and_makes_none(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = tmp_path / "s.db"
+    session_id = two_turns(tmp_path, db)
+    missing = tmp_path / "no" / "such"
+    argv = [part.format(id=session_id, missing=missing) for part in command]
+    result = on(tmp_path, db, *argv)
+    assert result.code == 2
+    assert_clean_error(result, f"the folder {missing} does not exist")
+    assert not (tmp_path / "no").exists()
+
+
+def test_report_all_makes_the_folder_it_is_given_and_names_it(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    two_turns(tmp_path, db)
+    result = on(tmp_path, db, "report", "--all", "-o", str(tmp_path / "reports"))
+    assert result.code == 0 and (tmp_path / "reports" / "index.html").is_file()
+    assert f"wrote {tmp_path / 'reports' / 'index.html'}" in result.err
+
+
+async def test_the_chats_report_and_export_refuse_a_missing_folder_too(tmp_path: Path) -> None:
+    from agentsession.cli.inspectview import write_export, write_report
+
+    store = ags.SQLiteStore(tmp_path / "s.db")
+    async with ags.Runtime(store=store, model=ags.ScriptedModel(["hi"])) as runtime:
+        session = await runtime.create_session()
+        await session.prompt("hello")
+        for write in (write_report, write_export):
+            with pytest.raises(ags.UsageError, match="does not exist"):
+                await write(session, tmp_path / "no" / "r.html")
+    assert not (tmp_path / "no").exists()

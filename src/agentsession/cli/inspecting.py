@@ -40,7 +40,7 @@ from ..runtime import Runtime
 from ..session import Session
 from ..store.base import Store
 from .invocation import Invocation, version
-from .output import JsonOutput
+from .output import JsonOutput, refuse_missing_folder
 
 __all__ = ["context", "next_context", "report", "report_name", "request", "write_page"]
 
@@ -226,7 +226,7 @@ async def report(inv: Invocation) -> int:
             target = await _report_one(inv, args.id, args.output, stamp)
         _wrote(inv, f"wrote {target}", [target])
         return 0
-    folder = Path(args.output or "agentsession-reports")
+    folder = refuse_missing_folder(args.output or "agentsession-reports")
     store = inv.store("read")
     try:
         entries = []
@@ -243,6 +243,8 @@ async def report(inv: Invocation) -> int:
 
 async def _report_one(inv: Invocation, session_id: str, output: str | None, stamp: str) -> Path:
     """Write the report of one session; returns where."""
+    if output:
+        refuse_missing_folder(output)  # before the inspection, which may take a while
     runtime, _, inspection = await _inspected(inv, session_id)
     await runtime.close()
     stem = report_name(inspection.session_id).removesuffix(".html")[:12]

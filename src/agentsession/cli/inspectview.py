@@ -12,6 +12,7 @@ from ..session import Session
 from .console import Output, RichOutput
 from .inspecting import next_context, write_page
 from .invocation import version
+from .output import refuse_missing_folder
 from .screens import print_context
 
 __all__ = ["show_context", "write_report"]
@@ -25,7 +26,8 @@ async def show_context(session: Session, output: Output) -> None:
 
 
 async def write_report(session: Session, path: Path) -> None:
-    """Write the HTML report of ``session`` to ``path``."""
+    """Write the HTML report of ``session`` to ``path`` (into an existing folder, as ``report``)."""
+    refuse_missing_folder(path)
     stamp = datetime.now(UTC).isoformat()
     with canonical_texts_held():  # the report asks again for the texts its inspection made
         inspection = await session.inspect()
@@ -38,6 +40,7 @@ async def write_export(session: Session, path: Path) -> str:
     from ..portability.readable import READABLE
     from ..store.base import SessionInfo
 
+    refuse_missing_folder(path)
     if path.suffix == ".jsonl":
         await session.export(path)
         return "session file"

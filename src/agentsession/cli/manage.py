@@ -30,6 +30,7 @@ from ..store.session_file import parse_session_file
 from .addressing import find_session
 from .console import JsonOutput, RichOutput
 from .invocation import Invocation, shown_location
+from .output import refuse_missing_folder
 from .screens import print_skills
 from .trust import trust_command
 
@@ -54,6 +55,7 @@ async def export(inv: Invocation) -> int:
         session = await runtime.open_session(info.id)
         target = inv.args.output
         if target and target != "-":
+            refuse_missing_folder(target)
             count = await session.export(target)
             _said(inv, "exported", f"wrote {count} entries to {target}", entries=count, path=target)
             return 0

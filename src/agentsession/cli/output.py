@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..codec import encode
-from ..errors import ProviderError, TransientProviderError
+from ..errors import ProviderError, TransientProviderError, UsageError
 from ..events import (
     ApprovalNeeded,
     ContextAdmitted,
@@ -49,6 +49,7 @@ __all__ = [
     "TurnFigures",
     "error_fields",
     "print_transcript",
+    "refuse_missing_folder",
     "render",
     "short",
 ]
@@ -268,3 +269,18 @@ def print_transcript(
                 pass
     if marks and len(messages) - 1 in marks:
         out.write(f"  {marks[len(messages) - 1]}\n")
+
+
+def refuse_missing_folder(target: str | Path) -> Path:
+    """``target`` as a path to write, refused when the folder it goes in does not exist.
+
+    ``export -o`` and ``report -o`` (and ``report --all -o``, for the folder it makes) write
+    where they are told and make no folders the user did not name: a typo in a path is an
+    error, as ``cp`` and ``tar`` have it, not a new tree of folders.
+    """
+    path = Path(target)
+    folder = path.parent
+    if not folder.is_dir():
+        said = "is not a folder" if folder.exists() else "does not exist"
+        raise UsageError(f"cannot write {path}: the folder {folder} {said}")
+    return path

@@ -161,6 +161,7 @@ async def export(inv: Invocation) -> int:
     from ..portability.readable import export_readable
     from .addressing import find_session
     from .manage import export as export_jsonl
+    from .output import refuse_missing_folder
 
     if inv.args.format == "jsonl":
         return await export_jsonl(inv)
@@ -169,6 +170,7 @@ async def export(inv: Invocation) -> int:
         info = await find_session(store, inv.args.id)
         target = inv.args.output
         if target and target != "-":
+            refuse_missing_folder(target)
             count = await export_readable(store, info.id, target, inv.args.format)
             inv.output.note(f"wrote {count} entries to {target} ({inv.args.format})")
             return 0
