@@ -70,7 +70,13 @@ class UnknownFormatError(UsageError):
 
 
 class UnknownModelError(UsageError):
-    """``get_model()`` was given a model string it cannot resolve."""
+    """``get_model()`` was given a model string it cannot resolve.
+
+    ``suggestion`` is a close name the caller may have meant (``None``: none known), so that a
+    message for another audience (the server's) can offer it in its own words.
+    """
+
+    suggestion: str | None = None
 
 
 class SessionNotFoundError(AgentSessionError, LookupError):

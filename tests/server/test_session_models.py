@@ -5,6 +5,7 @@ records a switch; an unknown model is a 400 that says so."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import httpx
@@ -136,11 +137,17 @@ def test_serve_offers_the_models_of_its_configuration_file(tmp_path: Path) -> No
         aliased = client.post("/sessions", json={"model": "fast"})
         provider = client.post("/sessions", json={"model": "local:big"})
         unknown = client.post("/sessions", json={"model": "nowhere:x"})
+        typo = client.post("/sessions", json={"model": "fsat"})
         plain = client.post("/sessions", json={})
     assert aliased.status_code == 201 and aliased.json()["model"] == "fast"
     assert provider.status_code == 201 and provider.json()["model"] == "local:big"
     assert unknown.status_code == 400
-    assert "nowhere:x" in unknown.json()["error"]["message"]
+    # The server's own words: nothing only a command-line user could act on.
+    said = unknown.json()["error"]["message"]
+    assert said == "model 'nowhere:x' is not offered by this server"
+    assert typo.json()["error"]["message"] == (
+        "model 'fsat' is not offered by this server; did you mean 'fast'?"
+    )
     assert plain.status_code == 201 and plain.json()["model"] == "scripted:demo"
 
 
@@ -168,3 +175,41 @@ def test_patch_is_refused_while_another_process_runs_a_turn(tmp_path: Path) -> N
         second.stop()
     assert busy.status_code == 409 and busy.json()["error"]["retryable"] is True
     assert later.status_code == 200 and later.json()["preset"] == "read-only"
+
+
+async def test_a_model_the_server_cannot_call_is_refused_in_the_servers_words(
+    tmp_path: Path,
+) -> None:
+    """A configured model without its key or SDK is the operator's to fix: the client is told
+    so, and the variable to set (or the package to install) goes to the server's log only; a
+    turn whose model finds no key says the same in its error event."""
+
+    def resolve(spec: str) -> ags.Model:
+        if spec == "keyless":
+            raise ags.CredentialsError("openai: no API key; set OPENAI_API_KEY")
+        raise ags.UsageError("the openai SDK is not installed; pip install 'agentsession[openai]'")
+
+    keyless = ags.ScriptedModel([ags.CredentialsError("openai: no API key; set OPENAI_API_KEY")])
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=keyless,
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, models=resolve)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        no_key = await client.post("/sessions", json={"model": "keyless"})
+        no_sdk = await client.post("/sessions", json={"model": "nosdk"})
+        sid = (await client.post("/sessions", json={})).json()["id"]
+        turn = await client.post(f"/sessions/{sid}/prompt", json={"text": "hi"})
+    await runtime.close()
+    for refused in (no_key, no_sdk):
+        assert refused.status_code == 400
+        message = refused.json()["error"]["message"]
+        assert "cannot be called here" in message
+        assert "OPENAI_API_KEY" not in message and "pip install" not in message
+    errors = [f.data for f in frames(iter(turn.text.splitlines())) if f.event == "error"]
+    assert len(errors) == 1, turn.text
+    assert "OPENAI_API_KEY" not in json.dumps(errors[0])
+    assert "no API key for the session's model" in errors[0]["error"]["message"]

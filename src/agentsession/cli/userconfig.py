@@ -228,10 +228,10 @@ def suggest(spec: str, config: UserConfig, known_prefixes: tuple[str, ...]) -> U
     names = [*config.providers, *known_prefixes]
     close = difflib.get_close_matches(prefix, names, n=1)
     aliases = difflib.get_close_matches(spec, list(config.aliases), n=1)
-    if aliases:
-        hint = f"; did you mean {aliases[0]!r}?"
-    elif close and ":" in spec:
-        hint = f"; did you mean {close[0] + spec[len(prefix) :]!r}?"
-    else:
-        hint = "; see: agentsession models"
-    return UnknownModelError(f"unknown model {spec!r}{hint}")
+    meant = aliases[0] if aliases else None
+    if meant is None and close and ":" in spec:
+        meant = close[0] + spec[len(prefix) :]
+    hint = f"; did you mean {meant!r}?" if meant else "; see: agentsession models"
+    error = UnknownModelError(f"unknown model {spec!r}{hint}")
+    error.suggestion = meant
+    return error

@@ -5,7 +5,8 @@ while the session is idle (``PATCH``). A name means what it means to the server'
 (the command line's ``config.toml``: aliases, ``NAME:MODEL`` for a configured provider, any model
 string the package knows); ``ServerModels`` resolves it through the function the server was
 given, and refuses a name that does not resolve, or whose model cannot be called here (no key,
-no SDK), with a ``UsageError`` (400) that says why. A library user's ``create_app(runtime)``
+no SDK), with a ``UsageError`` (400) in the server's own words: the resolver's message speaks to
+the command line (``see: agentsession models``, the variable to set) and goes to the server's log. A library user's ``create_app(runtime)``
 without a resolver offers the runtime's model alone.
 
 The chosen name is kept in the server's own table beside the sessions (``SessionSettings``), so
@@ -20,7 +21,7 @@ import logging
 from collections.abc import Callable
 
 from .._wiring import close_clients
-from ..errors import AgentSessionError, UsageError
+from ..errors import AgentSessionError, UnknownModelError, UsageError
 from ..providers.base import Model
 from ..store.base import Store
 from .side_table import SideTable
@@ -66,10 +67,15 @@ class ServerModels:
             )
         try:
             model = self._resolve(name)
-        except UsageError as exc:
-            raise UsageError(f"model {name!r} is not available on this server: {exc}") from None
-        except AgentSessionError as exc:  # no key, no SDK: nothing a client can call
-            raise UsageError(f"model {name!r} cannot be used on this server: {exc}") from None
+        except UnknownModelError as exc:
+            meant = f"; did you mean {exc.suggestion!r}?" if exc.suggestion else ""
+            raise UsageError(f"model {name!r} is not offered by this server{meant}") from None
+        except AgentSessionError as exc:  # no key, no SDK: the operator's to fix, not a client's
+            _log.warning("model %r cannot be called on this server: %s", name, exc)
+            raise UsageError(
+                f"model {name!r} is configured on this server but cannot be called here"
+                " (its credentials or client library are missing; the server's log says which)"
+            ) from None
         self._made[name] = model
         return model
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from typing import Any
 
 from ..codec import encode
@@ -20,6 +21,7 @@ from ..errors import (
     BudgetExceededError,
     ConflictError,
     ContextOverflowError,
+    CredentialsError,
     ProviderError,
     SessionBusyError,
     SessionFileError,
@@ -43,6 +45,8 @@ __all__ = [
     "sse_frame",
     "status_of",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 def entry_json(record: Record) -> dict[str, Any]:
@@ -114,7 +118,8 @@ def public_message(exc: BaseException) -> str:
     """What a client is told of a failure: never a connection detail, file path or process.
 
     A store's failure names its database (host, port, user) or file, and carries the driver's
-    own words; a lease conflict names the holder's host and pid. Clients get the cause in
+    own words; a lease conflict names the holder's host and pid; a missing API key names the
+    environment variable to set, which a client cannot. Clients get the cause in
     plain words instead; the server's own log keeps the rest.
     """
     if isinstance(exc, SessionFileError):
@@ -125,6 +130,12 @@ def public_message(exc: BaseException) -> str:
         return f"the session store failed: {store_problem(exc)}; try again later"
     if isinstance(exc, ConflictError) and "lease held" in str(exc):
         return "the session is being driven by another process; try again when it is done"
+    if isinstance(exc, CredentialsError) and exc.status is None:
+        # No key at hand: the message names the variable to set, which only the operator can.
+        _log.warning("a model call found no API key: %s", exc)
+        return (
+            "this server has no API key for the session's model; its operator must configure one"
+        )
     if isinstance(exc, AgentSessionError):
         return str(exc)
     return f"internal error ({type(exc).__name__})"
