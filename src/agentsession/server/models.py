@@ -6,8 +6,8 @@ while the session is idle (``PATCH``). A name means what it means to the server'
 string the package knows); ``ServerModels`` resolves it through the function the server was
 given, and refuses a name that does not resolve, or whose model cannot be called here (no key,
 no SDK), with a ``UsageError`` (400) in the server's own words: the resolver's message speaks to
-the command line (``see: agentsession models``, the variable to set) and goes to the server's log. A library user's ``create_app(runtime)``
-without a resolver offers the runtime's model alone.
+the command line (``see: agentsession models``, the variable to set) and goes to the server's
+log. A library user's ``create_app(runtime)`` without a resolver offers the runtime's model alone.
 
 The chosen name is kept in the server's own table beside the sessions (``SessionSettings``), so
 every process opens the session with the same model; a change is recorded in the log as the

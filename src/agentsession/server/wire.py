@@ -133,9 +133,7 @@ def public_message(exc: BaseException) -> str:
     if isinstance(exc, CredentialsError) and exc.status is None:
         # No key at hand: the message names the variable to set, which only the operator can.
         _log.warning("a model call found no API key: %s", exc)
-        return (
-            "this server has no API key for the session's model; its operator must configure one"
-        )
+        return "this server has no API key for the session's model; its operator must configure one"
     if isinstance(exc, AgentSessionError):
         return str(exc)
     return f"internal error ({type(exc).__name__})"
