@@ -79,7 +79,8 @@ def test_the_access_log_is_json_lines_without_tokens_prompts_or_ids(tmp_path: Pa
     assert ("POST", "/sessions/{id}/prompt", 200) in routes
     assert ("GET", "/sessions/{id}", 401) in routes
     for line in lines:
-        assert set(line) >= {"request_id", "route", "status", "duration_ms", "owner"}
+        assert set(line) >= {"request_id", "route", "status", "duration_ms", "owner", "ts"}
+        assert line["kind"] == "access" and line["schema_version"] == 1
         assert isinstance(line["duration_ms"], float | int) and line["duration_ms"] >= 0
     owners = {line["owner"] for line in lines if line["route"] == "/sessions/{id}/prompt"}
     assert len(owners) == 1 and None not in owners  # a digest, the same for one token

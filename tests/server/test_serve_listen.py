@@ -58,3 +58,8 @@ def test_json_says_where_it_serves_as_an_object(tmp_path: Path) -> None:
         process.terminate()
         out, err = process.communicate(timeout=120)
     assert "open the web UI" not in out and "Traceback" not in err
+    # Every later line of the JSON stream names its kind and version too: the access lines.
+    rest = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert {line["kind"] for line in rest} == {"access"}, rest
+    assert all(line["schema_version"] == 1 for line in rest)
+    assert {line["route"] for line in rest} >= {"/healthz", "/sessions"}

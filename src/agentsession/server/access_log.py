@@ -1,6 +1,8 @@
 """The access log: one JSON line per HTTP request, on the ``agentsession.server.access`` logger.
 
-Each line holds the request id (the client's ``X-Request-ID`` when it is a short plain token,
+Each line is ``{"kind": "access", "schema_version": 1, …}``, as every JSON line the command line
+prints names its kind and version, so a reader of ``serve --json`` can tell the ``serving``
+object, an ``error`` and the access lines apart on one stream. It holds the request id (the client's ``X-Request-ID`` when it is a short plain token,
 else a fresh one; sent back in the response's ``X-Request-ID``), the method, the route's
 template (``/sessions/{id}/prompt`` — never the path, which would carry ids into every line),
 the status, the duration in milliseconds (for a stream: until it closed) and the owner as a
@@ -21,7 +23,10 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["ACCESS_LOGGER", "AccessLog"]
+__all__ = ["ACCESS_LOGGER", "ACCESS_SCHEMA_VERSION", "AccessLog"]
+
+#: The version of an access line's fields; a field's removal or change of meaning raises it.
+ACCESS_SCHEMA_VERSION = 1
 
 #: The logger the lines go to (``serve`` writes it to standard output).
 ACCESS_LOGGER = "agentsession.server.access"
@@ -75,6 +80,8 @@ class AccessLog:
     def _write(self, scope: Scope, request_id: str, status: int, started: float) -> None:
         owner = self._owner_of(_header(scope, b"authorization"))
         line: dict[str, Any] = {
+            "kind": "access",
+            "schema_version": ACCESS_SCHEMA_VERSION,
             "ts": round(time.time(), 3),
             "request_id": request_id,
             "method": scope.get("method"),
