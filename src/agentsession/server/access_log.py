@@ -1,13 +1,13 @@
 """The access log: one JSON line per HTTP request, on the ``agentsession.server.access`` logger.
 
 Each line is ``{"kind": "access", "schema_version": 1, …}``, as every JSON line the command line
-prints names its kind and version, so a reader of ``serve --json`` can tell the ``serving``
-object, an ``error`` and the access lines apart on one stream. It holds the request id (the client's ``X-Request-ID`` when it is a short plain token,
-else a fresh one; sent back in the response's ``X-Request-ID``), the method, the route's
-template (``/sessions/{id}/prompt`` — never the path, which would carry ids into every line),
-the status, the duration in milliseconds (for a stream: until it closed) and the owner as a
-digest. It never holds a token, a header's value, a query string or anything from a body, so a
-prompt never reaches the log.
+prints names its kind and version, so a reader of ``serve --json`` can tell the ``serving`` object,
+an ``error`` and the access lines apart on one stream. It holds the request id (the client's
+``X-Request-ID`` when it is a short plain token, else a fresh one; sent back in the response's
+``X-Request-ID``), the method, the route's template (``/sessions/{id}/prompt`` — never the path,
+which would carry ids into every line), the status, the duration in milliseconds (for a stream:
+until it closed) and the owner as a digest. It never holds a token, a header's value, a query
+string or anything from a body, so a prompt never reaches the log.
 """
 
 from __future__ import annotations
