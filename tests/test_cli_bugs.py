@@ -138,3 +138,15 @@ async def test_the_recap_of_a_resumed_chat_marks_a_failed_turn_and_a_waiting_cal
     assert second < text.index("this turn failed") < third
     assert "→ $ make test" in text
     assert text.rstrip().endswith("? a tool call of this turn waits for approval")
+
+
+def test_the_demo_model_reads_no_pacing_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pacing the demo model is the tests' own plumbing (``tests/paced_demo.py``): the package
+    reads no variable for it, so a stray one neither slows a user's demo nor breaks it."""
+    from agentsession.cli.demo import demo_model
+    from agentsession.providers.scripted import ScriptedModel
+
+    monkeypatch.setenv("AGENTSESSION_DEMO_DELAY", "not seconds")
+    assert isinstance(demo_model(), ScriptedModel)
+    source = Path(ags.__file__).parent
+    assert not [p for p in source.rglob("*.py") if "DEMO_DELAY" in p.read_text("utf-8")]

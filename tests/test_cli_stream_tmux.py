@@ -15,6 +15,7 @@ import pytest
 
 from .cli_model import ScriptedServer, serve
 from .cli_terminal import Terminal, needs_tmux, terminals
+from .paced_demo import PACED
 
 pytestmark = needs_tmux
 
@@ -115,10 +116,11 @@ def demo_terminal(opened: list[Terminal], tmp_path: Path, *args: str) -> Termina
         "PYTHONIOENCODING": "utf-8",
         "TERM": "xterm-256color",
         "PATH": os.environ.get("PATH", ""),
-        "AGENTSESSION_DEMO_DELAY": "1.5",
     }
     db = str(tmp_path / "demo.db")
-    term = Terminal([sys.executable, "-m", "agentsession", "--db", db, *args], env, tmp_path)
+    # The demo model paced by the tests' own script: 1.5 s before each event.
+    command = [sys.executable, str(PACED), "1.5", "--db", db, *args]
+    term = Terminal(command, env, tmp_path)
     opened.append(term)
     return term
 

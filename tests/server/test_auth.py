@@ -4,7 +4,6 @@ command line refuses a non-loopback address without a token; ``serve`` itself ru
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from agentsession.server.auth import Tokens, hash_token, is_loopback
 
+from ..paced_demo import PACED
 from ..store import pg
 from .harness import TIMEOUT, Server, frames, printed_url
 
@@ -137,12 +137,11 @@ def _free_port() -> int:
 
 def test_the_serve_command_runs_a_session_with_the_demo_model(tmp_path: Path) -> None:
     port = _free_port()
-    env = {**os.environ, "AGENTSESSION_DEMO_DELAY": "0.01"}
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "agentsession",
+            str(PACED),  # the demo model, paced by the tests' own script
+            "0.01",
             "--db",
             str(tmp_path / "s.db"),
             "--model",
@@ -156,7 +155,6 @@ def test_the_serve_command_runs_a_session_with_the_demo_model(tmp_path: Path) ->
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
         cwd=tmp_path,
     )
     stopped = False

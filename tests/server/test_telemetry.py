@@ -8,7 +8,6 @@ SIGTERM, which must flush the batched spans.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -170,7 +169,6 @@ def test_serve_sends_spans_over_otlp_http_and_flushes_on_sigterm(
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "AGENTSESSION_DEMO_DELAY": "0"},
     )
     try:
         _, token = printed_url(process)

@@ -4,8 +4,7 @@
 message it calls ``count_words`` on that text, and after the tool result it answers with it. So
 every demo turn is a real multi-step turn — model, tool call, tool result, model — stored durably.
 ``python -m agentsession.cli.demo`` runs two turns and then shows the transcript and writes the HTML
-report from new processes. ``AGENTSESSION_DEMO_DELAY`` (seconds) paces the demo model's events,
-so that a test can interrupt a reply that is still streaming.
+report from new processes.
 """
 
 from __future__ import annotations
@@ -15,15 +14,12 @@ import importlib.util
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ..config import Config
 from ..context.component import ContextComponent
-from ..errors import UsageError
-from ..providers.base import Model, ModelEvent, ModelProfile
+from ..providers.base import Model
 from ..providers.scripted import demo_script
-from ..request import Request
 from ..tools import Tool, tool
 
 __all__ = ["demo_model", "demo_tools", "main"]
@@ -56,36 +52,7 @@ def demo_tools() -> list[Tool]:
 
 def demo_model() -> Model:
     """The offline scripted model of the demo and of the CLI without a provider."""
-    model = demo_script()
-    delay = os.environ.get("AGENTSESSION_DEMO_DELAY")
-    if not delay:
-        return model
-    try:
-        seconds = float(delay)
-    except ValueError:
-        raise UsageError(f"AGENTSESSION_DEMO_DELAY must be seconds, got {delay!r}") from None
-    return _Paced(model, seconds)
-
-
-class _Paced:
-    """The demo model with a pause before each event (a slow reply, on purpose)."""
-
-    def __init__(self, model: Model, delay: float) -> None:
-        self._model = model
-        self._delay = delay
-
-    @property
-    def name(self) -> str:
-        return self._model.name
-
-    @property
-    def profile(self) -> ModelProfile:
-        return self._model.profile
-
-    async def stream(self, request: Request) -> AsyncIterator[ModelEvent]:
-        async for event in self._model.stream(request):
-            await asyncio.sleep(self._delay)
-            yield event
+    return demo_script()
 
 
 async def _run(db: Path) -> str:
