@@ -5,18 +5,23 @@ Driven in-process: a ``Driver`` on a ``PlainOutput`` over a scripted model, or `
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
+import os
+import signal
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 import agentsession as ags
 from agentsession.cli.approvals import DENY_ALL
-from agentsession.cli.chat import Chat, Driver
+from agentsession.cli.chat import Chat, Driver, interruptible
 from agentsession.cli.console import PlainOutput
 from agentsession.cli.screens import print_sessions
+from agentsession.session import Session
 from agentsession.store.base import SessionInfo
 
 from .cli_inprocess import run_cli
@@ -150,3 +155,62 @@ def test_the_demo_model_reads_no_pacing_setting(monkeypatch: pytest.MonkeyPatch)
     assert isinstance(demo_model(), ScriptedModel)
     source = Path(ags.__file__).parent
     assert not [p for p in source.rglob("*.py") if "DEMO_DELAY" in p.read_text("utf-8")]
+
+
+class _WindingDown:
+    """A session whose turn takes the first cancel and then winds down (records its abandoned
+    step): every later ``cancel()`` answers ``False``, as ``Session.cancel`` does then."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.calls = 0
+
+    def cancel(self) -> bool:
+        self.calls += 1
+        self.asked.set()
+        return self.calls == 1
+
+
+class _Noted(io.StringIO):
+    def __init__(self, wanted: str) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.seen = asyncio.Event()
+
+    def write(self, text: str) -> int:
+        if self.wanted in text:
+            self.seen.set()
+        return super().write(text)
+
+
+async def test_a_second_ctrl_c_while_the_first_cancel_winds_down_is_ignored() -> None:
+    """The first Ctrl-C cancels the turn; a second one while the turn still records its
+    abandoned step must not cancel the work around it (it would land inside that write)."""
+    session = _WindingDown()
+    err = _Noted("still stopping")
+    output = PlainOutput(out=io.StringIO(), err=err)
+    wound_down = asyncio.Event()
+    outcome: list[str] = []
+
+    async def winding_turn() -> None:
+        try:
+            await wound_down.wait()  # the abandoned step's record, still being written
+            outcome.append("recorded")
+        except asyncio.CancelledError:
+            outcome.append("cut inside the record")
+            raise
+
+    running = asyncio.ensure_future(interruptible(cast(Session, session), winding_turn(), output))
+    await asyncio.sleep(0)  # the handler is installed once interruptible runs
+    os.kill(os.getpid(), signal.SIGINT)
+    await asyncio.wait_for(session.asked.wait(), 60)
+    os.kill(os.getpid(), signal.SIGINT)
+    noted = asyncio.ensure_future(err.seen.wait())
+    # Either the press is answered with a note, or (the bug) it cut the work short.
+    await asyncio.wait({noted, running}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+    noted.cancel()
+    wound_down.set()
+    assert await asyncio.wait_for(running, 60) is True
+    assert outcome == ["recorded"]
+    assert "still stopping" in err.getvalue()
+    assert session.calls == 1, "the second press asks nothing more of the session"

@@ -196,12 +196,21 @@ async def interruptible(
 ) -> bool:
     """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat.
 
-    ``False`` when it failed (the error is shown, and the chat goes on).
+    Only the first press cancels. A cancelled turn winds down — it records its abandoned step —
+    and a second cancel then would land inside that write (``session.cancel()`` refuses it, and
+    cancelling ``work`` instead would cut the write short); so later presses only say that the
+    turn is still stopping. ``False`` when it failed (the error is shown, and the chat goes on).
     """
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(work)
+    stopping = False
 
     def interrupt() -> None:
+        nonlocal stopping
+        if stopping:
+            output.note("still stopping: the cancelled turn is being recorded")
+            return
+        stopping = True
         if not session.cancel():
             task.cancel()
 
