@@ -141,3 +141,44 @@ def test_serve_with_workspaces_offers_the_tools_under_its_preset(tmp_path: Path)
     assert tools >= BUILTIN
     assert preset == "workspace-write"
     assert (tmp_path / "spaces" / "local").is_dir()
+
+
+async def test_a_link_under_the_root_is_never_a_workspace(tmp_path: Path) -> None:
+    """A link planted under the root (by a command run without a sandbox, say) would make a
+    session work wherever it points: a named workspace that is a link is refused, and so is a
+    session's own folder replaced by one; nothing outside is recorded, listed or read."""
+    import os
+
+    import agentsession as ags
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s3cret")
+    model = ags.ScriptedModel([[ags.ToolCall("list_files", {"path": "."})], "done"] * 3)
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        tools=ags.builtin_tools(),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=_as(ALICE)
+    ) as client:
+        own = (await client.post("/sessions", json={})).json()["id"]
+        area = next(root.iterdir())
+        os.symlink(outside, area / "evil")
+        linked = await client.post("/sessions", json={"workspace": "evil"})
+        # The session's own folder swapped for a link before its next turn.
+        (area / own).rmdir()
+        os.symlink(outside, area / own)
+        turn = await client.post(f"/sessions/{own}/prompt", json={"text": "list"})
+        sessions = (await client.get("/sessions")).json()["sessions"]
+    await runtime.close()
+    assert linked.status_code == 400 and "link" in linked.json()["error"]["message"]
+    assert turn.status_code == 400 and "link" in turn.json()["error"]["message"]
+    assert str(outside) not in turn.text
+    assert [s["id"] for s in sessions] == [own], "the refused workspace made no session"
+    assert not model.requests, "no turn ran in the linked folder"

@@ -58,7 +58,17 @@ async def _given(value: T) -> T:
 
 
 def _make(folder: Path) -> Path:
+    """``folder`` made when missing; refused unless it is a real folder at that very place.
+
+    The root is resolved, so ``folder`` holds no link; a link planted under the root (by a
+    command run without a sandbox, say) would make a session work wherever it points.
+    """
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.resolve() != folder or not folder.is_dir():
+        raise UsageError(
+            f"the workspace folder {folder.name!r} is a link or not a folder; the server works"
+            " only in folders it made"
+        )
     return folder
 
 
