@@ -115,3 +115,32 @@ async def test_search_finds_the_callers_own_messages_only(tmp_path: Path) -> Non
     assert nothing["hits"] == []
     assert empty.status_code == 400 and anonymous.status_code == 401
     assert "/search" in documented
+
+
+async def test_the_reference_pages_policy_allows_its_own_style_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """``/docs`` styles itself inline: its policy names that style's digest (without it the
+    server's ``default-src 'none'`` leaves the page unstyled) and allows no script at all;
+    ``/openapi.json`` is JSON that no browser sniffs into anything else."""
+    import base64
+
+    runtime = ags.Runtime(
+        store=ags.MemoryStore(), model=ags.ScriptedModel(["hi"]), project_dir=tmp_path
+    )
+    transport = httpx.ASGITransport(app=ags.server.create_app(runtime))
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        docs = await client.get("/docs")
+        document = await client.get("/openapi.json")
+    await runtime.close()
+    assert docs.headers["content-type"] == "text/html; charset=utf-8"
+    styles = re.findall(r"<style>(.*?)</style>", docs.text, re.S)
+    assert len(styles) == 1 and "<script" not in docs.text
+    digest = base64.b64encode(hashlib.sha256(styles[0].encode()).digest()).decode()
+    policy = docs.headers["content-security-policy"]
+    assert f"style-src 'sha256-{digest}'" in policy
+    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert "script-src" not in policy and "unsafe-inline" not in policy
+    assert document.headers["content-type"] == "application/json"
+    assert document.headers["x-content-type-options"] == "nosniff"
+    assert document.headers["content-security-policy"].startswith("default-src 'none'")

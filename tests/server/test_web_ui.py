@@ -286,3 +286,18 @@ def test_the_token_in_the_url_is_kept_and_hidden_and_approvals_show_bidi_escaped
         assert len(listed.json()["sessions"]) == 1
     finally:
         server.stop()
+
+
+def test_the_api_reference_page_is_styled_under_its_content_policy(
+    server: Server, browser: Browser
+) -> None:
+    """``/docs`` carries its style inline; the server's content policy must let that style
+    apply (a refused style is a console error, which the fixture fails on) and nothing else."""
+    page = browser.page
+    answer = page.goto(server.url + "/docs")
+    assert answer is not None and answer.headers["content-type"].startswith("text/html")
+    policy = answer.headers["content-security-policy"]
+    assert "script-src" not in policy and "default-src 'none'" in policy
+    page.wait_for_selector("h1")
+    width = page.evaluate("getComputedStyle(document.body).maxWidth")
+    assert width == "960px", width  # 60rem: the page's own style applied

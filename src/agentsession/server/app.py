@@ -27,7 +27,7 @@ from ..runtime import Runtime
 from .access_log import AccessLog
 from .auth import Tokens
 from .cancels import Cancels
-from .docs_page import docs_page
+from .docs_page import DOCS_POLICY, docs_page
 from .guard import Guard
 from .health import health_routes
 from .idle_pass import IdlePass
@@ -171,7 +171,7 @@ def create_app(
         return JSONResponse(openapi_document())
 
     async def docs(request: Request) -> Response:
-        return HTMLResponse(docs_page())
+        return HTMLResponse(docs_page(), headers={"Content-Security-Policy": DOCS_POLICY})
 
     routes = [
         *ui_routes(),

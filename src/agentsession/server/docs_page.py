@@ -2,19 +2,23 @@
 
 No script, no stylesheet from elsewhere, nothing fetched: the page is made on the server from
 ``openapi_document()`` (every route with its summary, parameters and answers, then the schema
-of every body and every event type) and works offline and behind any content policy. Every
-text taken from the document is escaped.
+of every body and every event type) and works offline. Its one inline style is allowed by its
+digest in ``DOCS_POLICY``, the page's content policy; nothing else is (the server's default
+policy, ``default-src 'none'``, would leave the page unstyled). Every text taken from the
+document is escaped.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from html import escape
 from typing import Any
 
 from .openapi import openapi_document
 
-__all__ = ["docs_page"]
+__all__ = ["DOCS_POLICY", "docs_page"]
 
 _STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:60rem;padding:1rem;color:#222}
@@ -23,6 +27,11 @@ code,pre{font:13px ui-monospace,monospace;background:#f5f5f5;border-radius:4px}
 pre{padding:.5rem;overflow-x:auto}.method{font-weight:bold;text-transform:uppercase}
 ul{padding-left:1.2rem}
 """
+_DIGEST = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
+#: The page's content policy: its own inline style, and nothing else.
+DOCS_POLICY = (
+    f"default-src 'none'; style-src 'sha256-{_DIGEST}'; base-uri 'none'; form-action 'none'"
+)
 
 
 def _route(path: str, method: str, operation: dict[str, Any]) -> str:
