@@ -300,6 +300,6 @@ async def test_cost_alert_is_yielded_once_when_the_total_crosses(tmp_path: Path)
         assert isinstance(second[-1], ags.TurnFinished)
         third = await stream_kinds(session, "q")  # above it already: no second alert
         assert not any(isinstance(e, ags.CostAlert) for e in third)
-    for bad in (0, -1.0, True, "5"):
+    for bad in (0, -1.0, True, "5", float("nan"), float("inf")):
         with pytest.raises(ags.UsageError, match="cost_alert_usd"):
             ags.Config(cost_alert_usd=bad)  # type: ignore[arg-type]

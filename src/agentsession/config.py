@@ -249,9 +249,13 @@ class Config:
             )
         alert = self.cost_alert_usd
         if alert is not None and (
-            isinstance(alert, bool) or not isinstance(alert, int | float) or not alert > 0
+            isinstance(alert, bool)
+            or not isinstance(alert, int | float)
+            or not 0 < alert < math.inf  # an alert that can never fire is None
         ):
-            raise UsageError(f"Config.cost_alert_usd must be None or > 0 USD, got {alert!r}")
+            raise UsageError(
+                f"Config.cost_alert_usd must be None or a finite amount > 0 USD, got {alert!r}"
+            )
         if self.idle_policy not in ("auto", "off"):
             raise UsageError(
                 f"Config.idle_policy must be 'auto' or 'off', got {self.idle_policy!r}"
