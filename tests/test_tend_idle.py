@@ -266,7 +266,8 @@ async def test_a_session_another_runtime_drives_is_left_alone(tmp_path: Path) ->
             model = runtime.model
             assert isinstance(model, ags.ScriptedModel)
             sent = len(model.requests)
-            outcome = (await runtime.tend_idle())[session.id]
+            # named: a closed session is tended only when asked for by name
+            outcome = (await runtime.tend_idle([session]))[session.id]
             assert outcome.action == "nothing"
             assert len(model.requests) == sent
             # never a call made from a stale view (it would be billed, then refused)
@@ -348,3 +349,27 @@ def test_the_gap_pool_is_bounded_and_leaves_out_the_session_asked_about() -> Non
     assert pool.others("x") == (4.0, 5.0, 6.0)  # the newest three
     pool.update("b", (3.0, 4.0, 7.0))
     assert pool.others("c") == (3.0, 4.0, 7.0)
+
+
+async def test_a_closed_session_is_not_tended_until_it_is_used_again(tmp_path: Path) -> None:
+    """``close()`` gives the session up: a runtime-wide pass makes no billed call for it, while
+    naming it (as ``serve``'s idle pass names the sessions it opens) or using it again does."""
+    clock = Clock()
+    async with runtime_for(tmp_path, clock) as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 400, 400, 400])
+        await session.close()
+        clock.wait(280)
+        model = runtime.model
+        assert isinstance(model, ags.ScriptedModel)
+        sent = len(model.requests)
+        outcome = (await runtime.tend_idle())[session.id]
+        assert (outcome.action, outcome.reason) == ("nothing", "the session was closed")
+        assert len(model.requests) == sent and await side_calls(session) == []
+        named = (await runtime.tend_idle([session]))[session.id]
+        assert named.action == "kept_warm"
+        await session.close()
+        clock.wait(60)
+        await session.prompt("back again")  # used again: tended again
+        clock.wait(280)
+        assert (await runtime.tend_idle())[session.id].action == "kept_warm"

@@ -348,7 +348,8 @@ class Runtime:
         With ``Config(idle_policy="auto")``, a session whose cache expires before its likely next
         request is kept warm, compacted or let expire, whichever the prices make cheapest
         (``ledger.idle``), each call a billed side call with its reason; never one running,
-        waiting on approvals or leased elsewhere. Call it every tenth of the cache lifetime.
+        waiting on approvals or leased elsewhere, nor (unless named in ``sessions``) one the
+        application closed and has not used since. Call it every tenth of the cache lifetime.
 
         Args:
             sessions: Only these (``None``: every session this runtime handed out).
@@ -360,7 +361,10 @@ class Runtime:
         chosen = list(self._sessions if sessions is None else sessions)
         if self.config.idle_policy == "off":
             return {s.id: IdleOutcome(s.id, "nothing", "idle_policy is off") for s in chosen}
-        return {s.id: await s._tend_idle() for s in chosen}
+        # A session the application closed (its lease given up) is tended only when named: a
+        # billed call for a session it let go would be a surprise.
+        skip = sessions is None
+        return {s.id: await s._tend_idle(skip_closed=skip) for s in chosen}
 
     async def prepare_compactions(self) -> dict[str, bool]:
         """``prepare_compaction()`` for each session handed out (busy ones: ``False``)."""

@@ -372,6 +372,7 @@ class Session(
         lost = len(writer.pending) if busy else await writer.write_before_close()
         with contextlib.suppress(Exception):
             await self._lease.release()
+        self._guard.closed = True  # until it is used again, no runtime-wide pass tends it
         return lost
 
     async def _open(self, session_id: str) -> Session:

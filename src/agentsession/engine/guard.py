@@ -45,6 +45,8 @@ class Guard:
         self._task: asyncio.Task[object] | None = None
         self._streams: list[tuple[weakref.ref[object], AsyncGenerator[object, None]]] = []
         self._free: list[asyncio.Future[None]] = []  # waiters for the end of the operation
+        self.closed = False
+        """``Session.close()`` ran and no operation started since: the application let it go."""
 
     @property
     def busy(self) -> bool:
@@ -100,6 +102,7 @@ class Guard:
         await self.settle_dropped()
         self.check_idle(allow_waiting=allow_waiting)
         await self.lease.hold()
+        self.closed = False
         self._running = True
         self._task = asyncio.current_task()
         try:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from ..ledger.idle import IdleOutcome
 from .background import prepare_summary
 from .idle import Decide
 from .idle import tend as tend_idle_session
 
 if TYPE_CHECKING:
     from ..ledger import Charge
-    from ..ledger.idle import IdleOutcome
     from ..providers.base import Model
     from .admission import Admitter
     from .deps import SessionDeps
@@ -62,13 +62,20 @@ class SessionUpkeep:
         )
 
     async def _tend_idle(
-        self, decide: Decide | None = None, pooled: Sequence[float] | None = None
+        self,
+        decide: Decide | None = None,
+        pooled: Sequence[float] | None = None,
+        *,
+        skip_closed: bool = False,
     ) -> IdleOutcome:
         """One idle decision for this session, acted on (``Runtime.tend_idle``).
 
         ``pooled``: other sessions' gaps, weighed beside this one's own (``None``: those the
-        runtime's sessions recorded in its ``GapPool``).
+        runtime's sessions recorded in its ``GapPool``). ``skip_closed``: do nothing for a
+        session the application closed and has not used since (a runtime-wide pass).
         """
+        if skip_closed and self._guard.closed:
+            return IdleOutcome(self.id, "nothing", "the session was closed")
         await self._guard.settle_dropped()
         args = (self._deps, self._admitter, self._guard, self._model, self._charges)
         if decide is None:
