@@ -120,3 +120,15 @@ async def test_an_export_carries_no_path_of_the_server(tmp_path: Path) -> None:
     assert exported.status_code == 200 and str(root) not in exported.text
     assert json.loads(exported.text.split("\n", 1)[0])["project_dir"] is None
     assert again.status_code == 201, again.text  # the file still imports
+
+
+async def test_a_title_longer_than_a_listing_shows_is_refused(client: httpx.AsyncClient) -> None:
+    """Every listing carries each title: one of 100,000 characters is a 400 on create (nothing
+    stored) and on PATCH (the old title kept); 200 characters are taken."""
+    _refused(await client.post("/sessions", json={"title": "x" * 100_000}), "at most 200")
+    assert (await client.get("/sessions")).json()["sessions"] == []
+    sid = (await client.post("/sessions", json={"title": "first"})).json()["id"]
+    _refused(await client.patch(f"/sessions/{sid}", json={"title": "y" * 201}), "at most 200")
+    assert (await client.get(f"/sessions/{sid}")).json()["title"] == "first"
+    longest = await client.patch(f"/sessions/{sid}", json={"title": "z" * 200})
+    assert longest.status_code == 200 and longest.json()["title"] == "z" * 200

@@ -29,7 +29,17 @@ from ..providers.base import Model, complete
 from ..request import Message, Request, UserMessage, text_of
 from ..store.base import Store
 
-__all__ = ["TITLE_INSTRUCTIONS", "Naming", "Titler", "clean_title", "heuristic_title"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "TITLE_INSTRUCTIONS",
+    "Naming",
+    "Titler",
+    "clean_title",
+    "heuristic_title",
+]
+
+#: The longest title a user may give (a generated one is far shorter): every listing shows it.
+MAX_TITLE_CHARS = 200
 
 TITLE_INSTRUCTIONS = (
     "Name the conversation below in at most six words. Reply with the title only: no quotes, "
