@@ -182,3 +182,29 @@ async def test_a_link_under_the_root_is_never_a_workspace(tmp_path: Path) -> Non
     assert str(outside) not in turn.text
     assert [s["id"] for s in sessions] == [own], "the refused workspace made no session"
     assert not model.requests, "no turn ran in the linked folder"
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("", "empty value"),
+        ("  ", "empty value"),
+        ("{tmp}/missing/ws", "does not exist"),
+        ("{tmp}/a-file", "not a folder"),
+    ],
+)
+def test_serve_refuses_a_workspace_root_it_would_guess(
+    tmp_path: Path, given: str, said: str
+) -> None:
+    """An empty ``--workspaces`` (an unset variable) would put every workspace under the
+    server's own folder, and a missing parent is a typo: both are refused before serving, and
+    no folder is made."""
+    from ..cli_helpers import assert_clean_error
+    from ..cli_inprocess import cli_here
+
+    (tmp_path / "a-file").write_text("x")
+    argv = ["--db", str(tmp_path / "w.db"), "--model", "scripted:demo", "serve", "--no-auth"]
+    result = cli_here(tmp_path, *argv, "--workspaces", given.format(tmp=tmp_path))
+    assert result.code == 2
+    assert_clean_error(result, said)
+    assert not (tmp_path / "missing").exists() and "serving" not in result.err

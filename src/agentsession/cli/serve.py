@@ -195,11 +195,22 @@ def model_resolver(inv: Invocation) -> Callable[[str], Model]:
 
 
 def _workspaces(given: str | None) -> str | None:
+    """The workspace root: made (``0700``) when missing, in a folder that exists.
+
+    An empty value (an unset variable in ``--workspaces "$DIR"``) would be the current folder;
+    a missing parent is most likely a typo, refused as ``report -o`` refuses one.
+    """
     if given is None:
         return None
+    if not given.strip():
+        raise UsageError("--workspaces needs a folder; it was given an empty value")
     root = Path(given).resolve()
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--workspaces {given}: not a folder")
+    if not root.parent.is_dir():
+        raise UsageError(f"--workspaces {given}: the folder {root.parent} does not exist")
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        root.mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
         raise UsageError(
             f"--workspaces {given}: cannot create the folder ({exc.strerror})"
