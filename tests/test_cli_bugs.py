@@ -18,8 +18,9 @@ import pytest
 
 import agentsession as ags
 from agentsession.cli.approvals import DENY_ALL
-from agentsession.cli.chat import Chat, Driver, interruptible
+from agentsession.cli.chat import Chat, Driver
 from agentsession.cli.console import PlainOutput
+from agentsession.cli.interrupts import interruptible
 from agentsession.cli.screens import print_sessions
 from agentsession.session import Session
 from agentsession.store.base import SessionInfo

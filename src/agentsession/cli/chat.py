@@ -18,14 +18,13 @@ preset or the model, compact, answer waiting calls, retry (``HELP``).
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._files import create_private, private_folder
-from ..errors import AgentSessionError, UsageError
+from ..errors import UsageError
 from ..events import (
     ContextAdmitted,
     Event,
@@ -45,6 +44,7 @@ from .approvals import Answer, Approver, CommandRules, Fixed, settle
 from .chatview import COMMAND_NAMES, HELP, EpochWatch, banner, recap
 from .console import JsonOutput, Output, RichOutput, TurnFigures, render
 from .inspectview import show_context, write_export, write_report
+from .interrupts import interruptible, no_echo
 from .typeahead import TypedInput
 
 __all__ = ["HELP", "Chat", "Driver"]
@@ -153,7 +153,7 @@ class Driver:
         epochs = self.watch()
         await epochs.start()
         while True:
-            restore = _no_echo()
+            restore = no_echo()
             try:
                 async with events, TypedInput(self.session, self.output):
                     result = await render(_watched(events, dispatches, shown, epochs), self.output)
@@ -186,62 +186,6 @@ class Driver:
                     caches.append(record.entry.cache)
         estimated = not self.session.model.profile.reports_usage
         return TurnFigures(result, tuple(caches), estimated)
-
-
-async def interruptible(
-    session: Session,
-    work: Awaitable[object],
-    output: Output,
-    explain: Callable[[BaseException], str] = str,
-) -> bool:
-    """Run ``work`` (a turn, a compaction) so that Ctrl-C cancels it without ending the chat.
-
-    Only the first press cancels. A cancelled turn winds down — it records its abandoned step —
-    and a second cancel then would land inside that write (``session.cancel()`` refuses it, and
-    cancelling ``work`` instead would cut the write short); so later presses only say that the
-    turn is still stopping. ``False`` when it failed (the error is shown, and the chat goes on).
-    """
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(work)
-    stopping = False
-
-    def interrupt() -> None:
-        nonlocal stopping
-        if stopping:
-            output.note("still stopping: the cancelled turn is being recorded")
-            return
-        stopping = True
-        if not session.cancel():
-            task.cancel()
-
-    loop.add_signal_handler(signal.SIGINT, interrupt)
-    try:
-        await task
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
-        output.note("cancelled: the turn is recorded as cancelled; the session goes on")
-    except AgentSessionError as exc:
-        output.error(explain(exc), exc)
-        return False
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-    return True
-
-
-def _no_echo() -> Callable[[], None]:
-    """Keep keys typed during a reply (``^C`` too) off the screen; returns the undo."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return lambda: None
-    import termios
-
-    fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd)
-    changed = list(saved)
-    changed[3] &= ~(termios.ECHO | termios.ECHOCTL)
-    termios.tcsetattr(fd, termios.TCSANOW, changed)
-    return lambda: termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 @dataclass
