@@ -222,3 +222,13 @@ async def test_an_imported_files_system_context_never_reaches_the_model(
     assert "first question" in sent and "second question" in sent and '"two"' in sent
     # The next request extends this one: the importer's epoch, not the file's, from now on.
     assert again.system == request.system
+
+
+async def test_an_imported_title_is_shortened_to_what_rename_takes(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_text(header("ok-id", "word " * 20_000) + "\n")
+    async with ags.Runtime(store=ags.SQLiteStore(tmp_path / "s.db")) as runtime:
+        session = await runtime.import_session(path)
+        assert session.title is not None and len(session.title) <= 200
+        assert session.title.startswith("word word") and session.title.endswith("…")
+        await session.rename(session.title)  # what an import keeps, rename takes

@@ -38,7 +38,7 @@ from ..log import (
     now,
 )
 from ..store.session_file import SessionFile
-from .titles import clean_title
+from .titles import MAX_TITLE_CHARS, clean_title
 
 __all__ = ["admit_import", "valid_session_id"]
 
@@ -67,7 +67,10 @@ def admit_import(parsed: SessionFile, default_preset: str, *, path: str = "") ->
             line=1,
         )
     if info.title is not None:
-        info = dataclasses.replace(info, title=clean_title(info.title) or None)
+        title = clean_title(info.title)
+        if len(title) > MAX_TITLE_CHARS:  # a file is data: shortened, as rename would refuse it
+            title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+        info = dataclasses.replace(info, title=title or None)
     added = _reset_authority(parsed.entries, default_preset)
     context = _set_context_aside(parsed.entries)
     return dataclasses.replace(parsed, info=info, entries=(*parsed.entries, *added, *context))
