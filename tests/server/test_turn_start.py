@@ -182,3 +182,78 @@ async def test_a_turn_start_reads_no_session_row_after_the_open(
     assert second.status_code == 400  # nothing to retry: the point is what it read first
     assert rows_read == []
     assert log_end > 0
+
+
+async def test_a_prompt_after_the_logs_last_seq_runs_once_and_never_on_a_moved_log(
+    tmp_path: Path,
+) -> None:
+    """``after``: admitted only while the log still ends at that seq — what a client whose
+    stream broke before it showed its prompt sends, so the prompt can never run twice."""
+    model = ags.ScriptedModel(["first", "second"])
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        made = (await client.post("/sessions", json={})).json()
+        sid, end = made["id"], made["entries"] - 1
+        first = await client.post(f"/sessions/{sid}/prompt", json={"text": "hi", "after": end})
+        moved = await client.post(f"/sessions/{sid}/prompt", json={"text": "hi", "after": end})
+        entries = (await client.get(f"/sessions/{sid}")).json()["entries"]
+        bad = [
+            await client.post(f"/sessions/{sid}/prompt", json={"text": "hi", "after": value})
+            for value in ("3", True, -2)
+        ]
+        second = await client.post(
+            f"/sessions/{sid}/prompt", json={"text": "again", "after": entries - 1}
+        )
+    await runtime.close()
+    assert first.status_code == 200 and "first" in first.text
+    assert moved.status_code == 409, moved.text
+    assert moved.json()["error"]["type"] == "LogMovedError"
+    assert moved.json()["error"]["retryable"] is False
+    assert [b.status_code for b in bad] == [400, 400, 400]
+    assert second.status_code == 200 and "second" in second.text
+    assert len(model.requests) == 2  # the refused ones never reached the model
+
+
+class _WrittenBeforeTheLease(ags.SQLiteStore):
+    """Another process's prompt lands between a turn's open and its lease, once."""
+
+    sneak: str | None = None
+
+    async def acquire_lease(self, session_id: str, owner: str, ttl: float = 30.0) -> bool:
+        if self.sneak == session_id:
+            self.sneak = None
+            end = (await self.get_session(session_id)).next_seq
+            await self.append(session_id, end, [ags.log.UserEntry("from elsewhere")])
+        return await super().acquire_lease(session_id, owner, ttl)
+
+
+async def test_a_prompt_after_a_seq_is_refused_when_the_log_moves_after_the_open(
+    tmp_path: Path,
+) -> None:
+    store = _WrittenBeforeTheLease(tmp_path / "db.sqlite")
+    model = ags.ScriptedModel(["never"])
+    runtime = ags.Runtime(
+        store=store, model=model, project_dir=tmp_path, config=ags.Config(titles=False)
+    )
+    app = ags.server.create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        made = (await client.post("/sessions", json={})).json()
+        sid = made["id"]
+        store.sneak = sid
+        answer = await client.post(
+            f"/sessions/{sid}/prompt", json={"text": "mine", "after": made["entries"] - 1}
+        )
+    log = await store.read(sid)
+    await runtime.close()
+    assert answer.status_code == 409, answer.text  # the admission's expected seq refused it
+    texts = [r.entry.content for r in log if isinstance(r.entry, ags.log.UserEntry)]
+    assert texts == ["from elsewhere"]
+    assert model.requests == []

@@ -196,6 +196,7 @@ def _turn_paths() -> dict[str, Any]:
                         "properties": {
                             "text": {"type": "string"},
                             "skills": {"type": "array", "items": {"type": "string"}},
+                            "after": {"type": "integer", "minimum": -1},
                         },
                     }
                 ),

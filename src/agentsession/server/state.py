@@ -38,6 +38,10 @@ class NoTurnError(UsageError):
     """There is no running turn to act on (409)."""
 
 
+class LogMovedError(UsageError):
+    """A prompt's ``after`` is not the log's last entry any more (409): read the log first."""
+
+
 @dataclass(frozen=True)
 class Decision:
     """A user's answer to a tool call waiting for approval."""

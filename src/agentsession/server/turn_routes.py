@@ -22,7 +22,7 @@ from ..engine.leases import live_lease, new_owner
 from ..errors import UsageError
 from ..session import Session
 from .follow import follow_log
-from .state import Decision, NoTurnError, ServerState, text_field
+from .state import Decision, LogMovedError, NoTurnError, ServerState, text_field
 from .turns import TurnRun
 from .wire import plain
 
@@ -44,7 +44,7 @@ async def prompt(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request, ("text", "skills"))
+    body = await state.json(request, ("text", "skills", "after"))
     text = text_field(body, "text")
     assert text is not None
     if not text.strip():
@@ -57,9 +57,16 @@ async def prompt(request: Request) -> Response:
     # Without ``skills`` the session's default selection (``POST /sessions``), read with the
     # rest of what opening the session reads rather than one more round trip before it.
     skills: list[str] = list(given) if given is not None else []
+    after = _known_end(body)
 
     async def opened(sid: str) -> Session:
         session, settings = await state.workspaces.open_with_settings(sid)
+        if after is not None and session.next_seq != after + 1:
+            await session.close()
+            raise LogMovedError(
+                f"session {sid}: the log has moved on past seq {after} (its last entry is"
+                f" {session.next_seq - 1}); read it before sending the prompt again"
+            )
         if given is None:
             skills.extend(settings.skills)
         return session
@@ -68,6 +75,22 @@ async def prompt(request: Request) -> Response:
         session_id, lambda session: session.stream(text, skills=skills), opener=opened
     )
     return _stream(run)
+
+
+def _known_end(body: dict[str, Any]) -> int | None:
+    """A prompt's ``after``: the seq of the log's last entry as the client knows it.
+
+    The prompt is admitted only while the log still ends there: a client whose stream broke
+    before it showed the prompt sends it again this way, and it can never run twice — a log
+    that holds it has moved on (409, and the client reads it), and one written after the open
+    refuses the admission's append (its expected seq). ``-1``: the log is empty.
+    """
+    after = body.get("after")
+    if after is None:
+        return None
+    if isinstance(after, bool) or not isinstance(after, int) or after < -1:
+        raise UsageError("'after' is the seq of the log's last entry you know (-1: none)")
+    return after
 
 
 def _after(request: Request) -> int:
