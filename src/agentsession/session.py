@@ -96,9 +96,9 @@ class Session(
         self._admitter = Admitter(deps, writer, parts)
         writer.observe(parts.inbox.took)
         self._held = False
-        self._lease = LeaseKeeper(
-            deps.store, info.id, deps.config.lease_ttl, on_taken=writer.lease_taken
-        )
+        # Taken anew, the lease says whether the log moved since the writer read its tail.
+        taken = lambda end: writer.tail.lease_taken(end, writer.next_seq)  # noqa: E731
+        self._lease = LeaseKeeper(deps.store, info.id, deps.config.lease_ttl, on_taken=taken)
         self._guard = Guard(
             info.id, writer, parts.gate, self._lease, lambda: self._recover("cancelled")
         )
@@ -213,15 +213,6 @@ class Session(
                 start = await self._admitter.retry_start(tail, self.model)
             async for event in self._run(self._metadata(), start, point.calls):
                 yield event
-
-    @property
-    def next_seq(self) -> int:
-        """The seq this session's next durable entry gets, as far as it knows the log.
-
-        Its log as read when it was opened, plus what it has written since; another process's
-        entries appear here once this session writes or refreshes.
-        """
-        return self._writer.next_seq
 
     @property
     def unflushed_entries(self) -> int:
