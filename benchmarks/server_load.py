@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -148,17 +149,24 @@ async def _turn(
     seen: list[bool],
     refusals: list[str] | None = None,
     ends: dict[str, int] | None = None,
+    moved: list[list[dict[str, Any]]] | None = None,
 ) -> tuple[str | None, float | None]:
     """Run a turn to its end: its answer (``None``: it did not finish here), and when the
     server accepted it (``None``: refused; the status and message go to ``refusals``). ``seen``
     gets ``True`` once the stream carried a user entry from the log: the prompt is in the log
-    (a retry, not the prompt again, goes on). ``ends``: the highest seq seen, per session."""
+    (a retry, not the prompt again, goes on). ``ends``: the highest seq seen, per session;
+    ``moved`` gets the entries a 409 for a prompt's ``after`` carried."""
     sid = path.split("/")[2]
     async with client.stream("POST", url + path, json=body) as response:
         if response.status_code != 200:
             text = (await response.aread()).decode(errors="replace")
             if refusals is not None:
                 refusals.append(f"{path.rsplit('/', 1)[-1]} {response.status_code}: {text[:160]}")
+            if moved is not None and response.status_code == 409:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    entries = json.loads(text)["error"].get("entries")
+                    if isinstance(entries, list):
+                        moved.append(entries)
             return None, None
         accepted = time.perf_counter()
         event = ""
@@ -189,6 +197,21 @@ async def _log_has(client: httpx.AsyncClient, url: str, sid: str, text: str) -> 
         return False, False
     after = lines[users[-1] :]
     return True, any(e["kind"] == "assistant" and not e.get("tool_calls") for e in after)
+
+
+def _moved_has(entries: list[dict[str, Any]], text: str) -> tuple[bool, bool, int]:
+    """``_log_has`` over the entries a refused ``after`` showed; and the last seq among them."""
+    users = [
+        i
+        for i, e in enumerate(entries)
+        if e["kind"] == "user" and e["entry"].get("content") == text
+    ]
+    end = max(int(e["seq"]) for e in entries)
+    if not users:
+        return False, False, end
+    later = entries[users[-1] :]
+    answered = any(e["kind"] == "assistant" and not e["entry"].get("tool_calls") for e in later)
+    return True, answered, end
 
 
 @dataclass
@@ -225,6 +248,7 @@ async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: st
     path = f"/sessions/{sid}/prompt"
     body: dict[str, Any] = {"text": text}
     check = direct = conditional = False
+    moved_log: list[dict[str, Any]] | None = None
     known = servers.ends.get(sid)  # the log's last seq before this prompt, as streams showed
     broken: Broken | None = None
     seen: list[bool] = []
@@ -233,7 +257,17 @@ async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: st
         url = servers.urls[index]
         died = moved = False
         try:
-            if direct:  # the stream showed the prompt in the log: retry without asking
+            if moved_log is not None:  # the refused prompt's 409 showed the log after ``after``
+                sent, answered, end = _moved_has(moved_log, text)
+                moved_log = None
+                if answered:
+                    if broken is not None and broken.accepted is None:
+                        broken.accepted = servers.since_kill()  # another process finished it
+                    return
+                path, body = (f"/sessions/{sid}/retry", {}) if sent else (path, {"text": text})
+                if not sent:  # others' entries only: the prompt again, after them
+                    body["after"] = end
+            elif direct:  # the stream showed the prompt in the log: retry without asking
                 path, body, direct = f"/sessions/{sid}/retry", {}, False
             elif conditional:  # the prompt again, admitted only if the log never got it
                 path, body, conditional = f"/sessions/{sid}/prompt", {"text": text}, False
@@ -249,9 +283,14 @@ async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: st
                 broken.asked = servers.since_kill()
             sent_at = time.perf_counter()
             reasons = broken.reasons if broken is not None else []
-            answer, accepted = await _turn(client, url, path, body, seen, reasons, servers.ends)
-            # The log moved on past ``after``: nothing to wait for, read it at once.
+            refused_body: list[list[dict[str, Any]]] = []
+            answer, accepted = await _turn(
+                client, url, path, body, seen, reasons, servers.ends, refused_body
+            )
+            # The log moved on past ``after``: nothing to wait for, read it at once — from the
+            # 409 itself when it carried the entries after ``after``.
             moved = accepted is None and bool(reasons) and "LogMovedError" in reasons[-1]
+            moved_log = refused_body[0] if moved and refused_body else None
             if accepted is not None and broken is None and not check:
                 servers.starts.append(accepted - sent_at)  # an ordinary prompt's start
             if broken is not None and broken.accepted is None:

@@ -216,6 +216,12 @@ async def test_a_prompt_after_the_logs_last_seq_runs_once_and_never_on_a_moved_l
     assert moved.status_code == 409, moved.text
     assert moved.json()["error"]["type"] == "LogMovedError"
     assert moved.json()["error"]["retryable"] is False
+    # It shows the log after ``after``: the prompt is there, answered — nothing to send again.
+    shown = moved.json()["error"]["entries"]
+    assert [e["seq"] for e in shown] == list(range(end + 1, entries))
+    users = [e["entry"]["content"] for e in shown if e["kind"] == "user"]
+    assert users == ["hi"]
+    assert shown[-1]["kind"] == "assistant" and shown[-1]["entry"]["content"] == "first"
     assert [b.status_code for b in bad] == [400, 400, 400]
     assert second.status_code == 200 and "second" in second.text
     assert len(model.requests) == 2  # the refused ones never reached the model

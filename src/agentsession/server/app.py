@@ -161,8 +161,11 @@ def create_app(
             status = 401
         elif isinstance(exc, BodyTooLargeError):
             status = 413
-        elif isinstance(exc, NoTurnError | LogMovedError):
+        elif isinstance(exc, NoTurnError):
             status = 409
+        elif isinstance(exc, LogMovedError):
+            status = 409
+            extra = {} if exc.entries is None else {"entries": exc.entries}
         elif isinstance(exc, PresetNotAllowedError):
             status = 403
             extra = {"allowed_presets": list(exc.allowed)}

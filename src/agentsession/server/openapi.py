@@ -392,6 +392,12 @@ def openapi_document() -> dict[str, Any]:
                                     "type": "array",
                                     "items": {"type": "string"},
                                 },
+                                "entries": {
+                                    "description": "a prompt's 'after' refused: the log's"
+                                    " entries after it, as the stream sends them (when few)",
+                                    "type": "array",
+                                    "items": {"type": "object"},
+                                },
                             },
                         }
                     },

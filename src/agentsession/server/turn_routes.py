@@ -24,10 +24,12 @@ from ..session import Session
 from .follow import follow_log
 from .state import Decision, LogMovedError, NoTurnError, ServerState, text_field
 from .turns import TurnRun
-from .wire import plain
+from .wire import entry_json, plain
 
 __all__ = ["turn_routes"]
 
+#: At most this many entries after a prompt's ``after`` come with its 409 (a turn's worth).
+_MOVED_SHOWN = 100
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -62,10 +64,16 @@ async def prompt(request: Request) -> Response:
     async def opened(sid: str) -> Session:
         session, settings = await state.workspaces.open_with_settings(sid)
         if after is not None and session.next_seq != after + 1:
-            await session.close()
+            try:
+                moved = None
+                if after + 1 < session.next_seq <= after + 1 + _MOVED_SHOWN:
+                    moved = [entry_json(r) for r in await session.log(after + 1)]
+            finally:
+                await session.close()
             raise LogMovedError(
                 f"session {sid}: the log has moved on past seq {after} (its last entry is"
-                f" {session.next_seq - 1}); read it before sending the prompt again"
+                f" {session.next_seq - 1}); read it before sending the prompt again",
+                moved,
             )
         if given is None:
             skills.extend(settings.skills)
