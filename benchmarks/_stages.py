@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import inspect
 import os
@@ -108,6 +109,10 @@ class Stages:
         for name, _ in inspect.getmembers(type(store), inspect.iscoroutinefunction):
             if not name.startswith("_") and name not in {"close"}:
                 setattr(store, name, self._timed(name, getattr(store, name)))
+        paths = store.fast_paths
+        if paths.take_lease is not None:  # the lease taken with the log's end, one round trip
+            taken = self._timed("acquire_lease", paths.take_lease)
+            store.fast_paths = dataclasses.replace(paths, take_lease=taken)
         pooled = store._connection
 
         @contextlib.asynccontextmanager

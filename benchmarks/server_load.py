@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -87,6 +88,8 @@ class Servers:
         #: Whether clients behave as last round's did (``--patient-clients``).
         self.patient = patient
         self.killed_at = 0.0  # perf_counter at the kill
+        #: Per session, the highest seq any of its prompt streams showed (the log's end).
+        self.ends: dict[str, int] = {}
         #: Seconds from each prompt's request to its first event (unbroken prompts' first try).
         self.starts: list[float] = []
         self.killed_wall = 0.0  # the wall clock at the kill, to compare with the log's stamps
@@ -145,21 +148,32 @@ async def _turn(
     body: dict[str, Any],
     seen: list[bool],
     refusals: list[str] | None = None,
+    ends: dict[str, int] | None = None,
+    moved: list[list[dict[str, Any]]] | None = None,
 ) -> tuple[str | None, float | None]:
     """Run a turn to its end: its answer (``None``: it did not finish here), and when the
     server accepted it (``None``: refused; the status and message go to ``refusals``). ``seen``
     gets ``True`` once the stream carried a user entry from the log: the prompt is in the log
-    (a retry, not the prompt again, goes on)."""
+    (a retry, not the prompt again, goes on). ``ends``: the highest seq seen, per session;
+    ``moved`` gets the entries a 409 for a prompt's ``after`` carried."""
+    sid = path.split("/")[2]
     async with client.stream("POST", url + path, json=body) as response:
         if response.status_code != 200:
             text = (await response.aread()).decode(errors="replace")
             if refusals is not None:
                 refusals.append(f"{path.rsplit('/', 1)[-1]} {response.status_code}: {text[:160]}")
+            if moved is not None and response.status_code == 409:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    entries = json.loads(text)["error"].get("entries")
+                    if isinstance(entries, list):
+                        moved.append(entries)
             return None, None
         accepted = time.perf_counter()
         event = ""
         async for line in response.aiter_lines():
-            if line.startswith("event: "):
+            if line.startswith("id: ") and ends is not None:
+                ends[sid] = max(ends.get(sid, -1), int(line[4:]))
+            elif line.startswith("event: "):
                 event = line[7:]
             elif line.startswith("data: ") and event == "turn_finished":
                 return str(json.loads(line[6:])["result"]["text"]), accepted
@@ -183,6 +197,21 @@ async def _log_has(client: httpx.AsyncClient, url: str, sid: str, text: str) -> 
         return False, False
     after = lines[users[-1] :]
     return True, any(e["kind"] == "assistant" and not e.get("tool_calls") for e in after)
+
+
+def _moved_has(entries: list[dict[str, Any]], text: str) -> tuple[bool, bool, int]:
+    """``_log_has`` over the entries a refused ``after`` showed; and the last seq among them."""
+    users = [
+        i
+        for i, e in enumerate(entries)
+        if e["kind"] == "user" and e["entry"].get("content") == text
+    ]
+    end = max(int(e["seq"]) for e in entries)
+    if not users:
+        return False, False, end
+    later = entries[users[-1] :]
+    answered = any(e["kind"] == "assistant" and not e["entry"].get("tool_calls") for e in later)
+    return True, answered, end
 
 
 @dataclass
@@ -210,21 +239,39 @@ async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: st
 
     A client whose stream broke because its server died goes to the next live one at once;
     when the stream had carried the prompt's user entry it knows the log has the prompt and
-    asks for a ``retry`` straight away, else it first asks the log what happened (``/export``).
+    asks for a ``retry`` straight away. Else, when it knows where the log ended before it sent
+    the prompt (the last seq its streams showed), it sends the prompt again on that condition
+    (``after``): admitted only while the log still ends there, so never twice; refused (409),
+    or without that knowledge, it asks the log what happened (``/export``).
     ``--patient-clients`` is last round's client: 0.2 s of sleep and the log read every time.
     """
     path = f"/sessions/{sid}/prompt"
     body: dict[str, Any] = {"text": text}
-    check = direct = False
+    check = direct = conditional = False
+    moved_log: list[dict[str, Any]] | None = None
+    known = servers.ends.get(sid)  # the log's last seq before this prompt, as streams showed
     broken: Broken | None = None
     seen: list[bool] = []
     for _ in range(400):
         index = servers.next()
         url = servers.urls[index]
-        died = False
+        died = moved = False
         try:
-            if direct:  # the stream showed the prompt in the log: retry without asking
+            if moved_log is not None:  # the refused prompt's 409 showed the log after ``after``
+                sent, answered, end = _moved_has(moved_log, text)
+                moved_log = None
+                if answered:
+                    if broken is not None and broken.accepted is None:
+                        broken.accepted = servers.since_kill()  # another process finished it
+                    return
+                path, body = (f"/sessions/{sid}/retry", {}) if sent else (path, {"text": text})
+                if not sent:  # others' entries only: the prompt again, after them
+                    body["after"] = end
+            elif direct:  # the stream showed the prompt in the log: retry without asking
                 path, body, direct = f"/sessions/{sid}/retry", {}, False
+            elif conditional:  # the prompt again, admitted only if the log never got it
+                path, body, conditional = f"/sessions/{sid}/prompt", {"text": text}, False
+                body["after"] = known
             elif check:  # a turn that broke off: ask the log what happened before acting again
                 sent, answered = await _log_has(client, url, sid, text)
                 if answered:
@@ -235,8 +282,15 @@ async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: st
             if broken is not None and broken.asked is None:
                 broken.asked = servers.since_kill()
             sent_at = time.perf_counter()
-            reasons = broken.reasons if broken is not None else None
-            answer, accepted = await _turn(client, url, path, body, seen, reasons)
+            reasons = broken.reasons if broken is not None else []
+            refused_body: list[list[dict[str, Any]]] = []
+            answer, accepted = await _turn(
+                client, url, path, body, seen, reasons, servers.ends, refused_body
+            )
+            # The log moved on past ``after``: nothing to wait for, read it at once — from the
+            # 409 itself when it carried the entries after ``after``.
+            moved = accepted is None and bool(reasons) and "LogMovedError" in reasons[-1]
+            moved_log = refused_body[0] if moved and refused_body else None
             if accepted is not None and broken is None and not check:
                 servers.starts.append(accepted - sent_at)  # an ordinary prompt's start
             if broken is not None and broken.accepted is None:
@@ -254,8 +308,9 @@ async def prompt(client: httpx.AsyncClient, servers: Servers, sid: str, text: st
             broken = Broken(sid, servers.since_kill())
             servers.broken.append(broken)
             direct = bool(seen) and not servers.patient
+            conditional = not seen and known is not None and not servers.patient
         check = True
-        if not died or servers.patient:
+        if (not died and not moved) or servers.patient:
             await asyncio.sleep(0.2)  # a refusal (409, the database away): ask again soon
     raise RuntimeError(f"prompt {text!r} never finished")
 
@@ -281,6 +336,7 @@ async def run(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             for _ in range(args.sessions):
                 created = await client.post(servers.urls[servers.next()] + "/sessions", json={})
                 ids.append(created.json()["id"])
+                servers.ends[ids[-1]] = created.json()["entries"] - 1
             queue: asyncio.Queue[str] = asyncio.Queue()
             for sid in ids:
                 queue.put_nowait(sid)

@@ -53,14 +53,26 @@ class _Store(ags.PostgresStore):
 
     async def acquire_lease(self, session_id: str, owner: str, ttl: float = 30.0) -> bool:
         took = await super().acquire_lease(session_id, owner, ttl)
-        if took:
-            line = f"{session_id} {time.time():.6f}\n".encode()
-            fd = os.open(TAKES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+        _note_take(session_id, took)
         return took
+
+    async def _take_lease_seeing(
+        self, session_id: str, owner: str, ttl: float
+    ) -> tuple[bool, int | None]:
+        # The store's own way of taking a lease when it can (overridden too, so still used).
+        took, end = await super()._take_lease_seeing(session_id, owner, ttl)
+        _note_take(session_id, took)
+        return took, end
+
+
+def _note_take(session_id: str, took: bool) -> None:
+    if took:
+        line = f"{session_id} {time.time():.6f}\n".encode()
+        fd = os.open(TAKES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
 
 
 def reply(request: ags.Request) -> object:

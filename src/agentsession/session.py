@@ -96,7 +96,9 @@ class Session(
         self._admitter = Admitter(deps, writer, parts)
         writer.observe(parts.inbox.took)
         self._held = False
-        self._lease = LeaseKeeper(deps.store, info.id, deps.config.lease_ttl)
+        # Taken anew, the lease says whether the log moved since the writer read its tail.
+        taken = lambda end: writer.tail.lease_taken(end, writer.next_seq)  # noqa: E731
+        self._lease = LeaseKeeper(deps.store, info.id, deps.config.lease_ttl, on_taken=taken)
         self._guard = Guard(
             info.id, writer, parts.gate, self._lease, lambda: self._recover("cancelled")
         )

@@ -17,10 +17,11 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from ..errors import ConflictError
 from ..store.base import Lease, Store
+from ..store.fast import fast_paths
 
 __all__ = ["LeaseKeeper", "delete_undriven", "live_lease", "new_owner"]
 
@@ -78,7 +79,20 @@ async def delete_undriven(store: Store, session_id: str, ttl: float) -> None:
 class LeaseKeeper:
     """Holds one session's lease for one session object."""
 
-    def __init__(self, store: Store, session_id: str, ttl: float, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        ttl: float,
+        owner: str | None = None,
+        on_taken: Callable[[int | None], None] | None = None,
+    ) -> None:
+        """Hold nothing yet; ``on_taken`` hears of each new taking of the lease.
+
+        It gets the log's next seq the store read right after taking it (``None``: the store
+        cannot tell).
+        """
+        self._on_taken = on_taken
         self._store = store
         self._session_id = session_id
         self._ttl = ttl
@@ -100,7 +114,7 @@ class LeaseKeeper:
         if self._until - time.monotonic() > self._ttl / 2:
             return
         started = time.monotonic()
-        if not await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
+        if not await self._take():
             lease = await self._store.lease_of(self._session_id)
             # No live lease now: it was released, or its holder died, between the two
             # statements (a killed holder's connection ends on the database's schedule) —
@@ -109,7 +123,7 @@ class LeaseKeeper:
             if lease is not None and _dead_here(lease.owner):
                 await self._store.release_lease(self._session_id, lease.owner)
                 gone = True
-            if gone and await self._store.acquire_lease(self._session_id, self.owner, self._ttl):
+            if gone and await self._take():
                 self._until = started + self._ttl
                 return
             holder = ""
@@ -123,6 +137,18 @@ class LeaseKeeper:
                 holder=None if lease is None else lease.owner,
             )
         self._until = started + self._ttl
+
+    async def _take(self) -> bool:
+        """``acquire_lease``; where the store can, noting the log's end read right after it."""
+        take = fast_paths(self._store).take_lease
+        end: int | None = None
+        if take is None:
+            took = await self._store.acquire_lease(self._session_id, self.owner, self._ttl)
+        else:
+            took, end = await take(self._session_id, self.owner, self._ttl)
+        if took and self._on_taken is not None:
+            self._on_taken(end)
+        return took
 
     @contextlib.asynccontextmanager
     async def renewing(self) -> AsyncIterator[None]:

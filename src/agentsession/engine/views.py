@@ -98,6 +98,15 @@ class SessionViews:
         return await asyncio.to_thread(self._writer.transcript.page, limit, before)
 
     @property
+    def next_seq(self) -> int:
+        """The seq this session's next durable entry gets, as far as it knows the log.
+
+        Its log as read when it was opened, plus what it has written since; another process's
+        entries appear here once this session writes or refreshes.
+        """
+        return self._writer.next_seq
+
+    @property
     def busy(self) -> bool:
         """Whether a turn is running (one whose stream was left is over for its caller)."""
         return self._guard.busy

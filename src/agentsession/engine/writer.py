@@ -39,7 +39,7 @@ from ..log import (
     Record,
     SystemPromptCheckpoint,
 )
-from ..log.commits import commit_end, common_prefix, only_inputs
+from ..log.commits import common_prefix, only_inputs, read_commit_end
 from ..projection import VIEW_KINDS, to_message
 from ..request import Message
 from ..store.base import Store
@@ -54,6 +54,7 @@ from .epoch_view import (
     view_rows_now,
     view_start,
 )
+from .kept_tail import KeptTail
 
 __all__ = ["LogWriter"]
 
@@ -93,6 +94,7 @@ class LogWriter:
         self._last_dispatch: int | None = None
         self._dispatch: Dispatch | None = None
         self._dispatch_known = False
+        self.tail = KeptTail()  # the log since the last dispatch, as this writer knows it
         self._inflight: asyncio.Future[list[Record]] | None = None
         self._unsure = False  # a write failed without an answer: it may have committed
         # Writes of one session are serialised: a steer accepted from another task while a
@@ -391,26 +393,30 @@ class LogWriter:
         return self._dispatch
 
     async def tail_since_dispatch(self) -> list[Record] | None:
-        """The records from the last ``dispatch`` on, or ``None`` when nothing was dispatched."""
+        """The records from the last ``dispatch`` on (``None``: none); kept (``KeptTail``)."""
         if self._unsure:
             await self.settle()
+        held, kept = self.tail.at(self._next_seq)
+        if held:
+            return kept
         view, last_seq = self._view, self._last_dispatch
         if view is not None and last_seq is not None and last_seq >= view.complete_from:
             return [r for r in view.records if r.seq >= last_seq]
         last = await self._store.last(self._session_id, ["dispatch"])
         if last is None:
+            self.tail.keep(None, 0, self._next_seq)
             return None
         self._last_dispatch = last.seq
         if isinstance(last.entry, Dispatch):
             self._dispatch, self._dispatch_known = last.entry, True
         records: list[Record] = await self._store.read(self._session_id, last.seq)
+        self.tail.keep(records, records[-1].seq + 1 if records else last.seq, self._next_seq)
         return records
 
     async def commit_end(self, seq: int | None) -> int:
         """The last seq of the commit holding entry ``seq`` (``None``: the log's last entry).
 
         A ``seq`` that is no entry comes back as it is, for the store to refuse.
-        Reads from ``seq`` on, a page at a time, only as far as that commit runs.
         """
         if self._unsure:
             await self.settle()
@@ -418,18 +424,12 @@ class LogWriter:
             return self._next_seq - 1
         if not isinstance(seq, int) or not 0 <= seq < self._next_seq:
             return seq  # not an entry: the store says so
-        records: list[Record] = []
-        while True:
-            start = seq + len(records)
-            page = await self._store.read(self._session_id, start, start + _PAGE)
-            records.extend(page)
-            if not records:
-                return seq
-            end = commit_end(records)
-            if end < records[-1].seq or len(page) < _PAGE:
-                return end
+        return await read_commit_end(
+            lambda start, end: self._store.read(self._session_id, start, end), seq, _PAGE
+        )
 
     def _take(self, records: Sequence[Record]) -> None:
+        self.tail.extend(records)
         if records:
             self._next_seq = records[-1].seq + 1
             self._transcript.committed()

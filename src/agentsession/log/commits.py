@@ -13,7 +13,7 @@ committed together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from .entries import ContextEpoch
 from .stored import LogEntry, Record, dump_entry
@@ -72,6 +72,25 @@ def commit_end(records: Sequence[Record]) -> int:
 
         return _run(first, rest, with_result, "interrupted")
     return first.seq
+
+
+async def read_commit_end(
+    read: Callable[[int, int], Awaitable[Sequence[Record]]], seq: int, page: int
+) -> int:
+    """``commit_end`` of the entry ``seq`` (``seq`` itself when nothing is there).
+
+    Reads ``read(start, end)`` a page at a time from ``seq`` on, only as far as its commit runs.
+    """
+    records: list[Record] = []
+    while True:
+        start = seq + len(records)
+        got = await read(start, start + page)
+        records.extend(got)
+        if not records:
+            return seq
+        end = commit_end(records)
+        if end < records[-1].seq or len(got) < page:
+            return end
 
 
 def _admission_member(first: str) -> Callable[[Record], bool]:

@@ -40,7 +40,13 @@ from .owners import Owners
 from .preset_ceiling import PresetCeiling, PresetNotAllowedError
 from .search_routes import search_routes
 from .sessions import session_routes
-from .state import BodyTooLargeError, NotAuthorizedError, NoTurnError, ServerState
+from .state import (
+    BodyTooLargeError,
+    LogMovedError,
+    NotAuthorizedError,
+    NoTurnError,
+    ServerState,
+)
 from .turn_routes import lease_details, turn_routes
 from .turns import ObserverOf, Turns
 from .ui_page import ui_routes
@@ -157,6 +163,9 @@ def create_app(
             status = 413
         elif isinstance(exc, NoTurnError):
             status = 409
+        elif isinstance(exc, LogMovedError):
+            status = 409
+            extra = {} if exc.entries is None else {"entries": exc.entries}
         elif isinstance(exc, PresetNotAllowedError):
             status = 403
             extra = {"allowed_presets": list(exc.allowed)}

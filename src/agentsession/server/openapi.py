@@ -196,6 +196,7 @@ def _turn_paths() -> dict[str, Any]:
                         "properties": {
                             "text": {"type": "string"},
                             "skills": {"type": "array", "items": {"type": "string"}},
+                            "after": {"type": "integer", "minimum": -1},
                         },
                     }
                 ),
@@ -390,6 +391,12 @@ def openapi_document() -> dict[str, Any]:
                                 "allowed_presets": {
                                     "type": "array",
                                     "items": {"type": "string"},
+                                },
+                                "entries": {
+                                    "description": "a prompt's 'after' refused: the log's"
+                                    " entries after it, as the stream sends them (when few)",
+                                    "type": "array",
+                                    "items": {"type": "object"},
                                 },
                             },
                         }

@@ -38,6 +38,18 @@ class NoTurnError(UsageError):
     """There is no running turn to act on (409)."""
 
 
+class LogMovedError(UsageError):
+    """A prompt's ``after`` is not the log's last entry any more (409).
+
+    ``entries``: the log's entries after ``after`` in the stream's form, when they are few, so
+    the client can tell whether its prompt is among them without reading the log again.
+    """
+
+    def __init__(self, message: str, entries: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.entries = entries
+
+
 @dataclass(frozen=True)
 class Decision:
     """A user's answer to a tool call waiting for approval."""

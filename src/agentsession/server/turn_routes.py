@@ -22,12 +22,14 @@ from ..engine.leases import live_lease, new_owner
 from ..errors import UsageError
 from ..session import Session
 from .follow import follow_log
-from .state import Decision, NoTurnError, ServerState, text_field
+from .state import Decision, LogMovedError, NoTurnError, ServerState, text_field
 from .turns import TurnRun
-from .wire import plain
+from .wire import entry_json, plain
 
 __all__ = ["turn_routes"]
 
+#: At most this many entries after a prompt's ``after`` come with its 409 (a turn's worth).
+_MOVED_SHOWN = 100
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -44,7 +46,7 @@ async def prompt(request: Request) -> Response:
     state = _state(request)
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
-    body = await state.json(request, ("text", "skills"))
+    body = await state.json(request, ("text", "skills", "after"))
     text = text_field(body, "text")
     assert text is not None
     if not text.strip():
@@ -57,9 +59,22 @@ async def prompt(request: Request) -> Response:
     # Without ``skills`` the session's default selection (``POST /sessions``), read with the
     # rest of what opening the session reads rather than one more round trip before it.
     skills: list[str] = list(given) if given is not None else []
+    after = _known_end(body)
 
     async def opened(sid: str) -> Session:
         session, settings = await state.workspaces.open_with_settings(sid)
+        if after is not None and session.next_seq != after + 1:
+            try:
+                moved = None
+                if after + 1 < session.next_seq <= after + 1 + _MOVED_SHOWN:
+                    moved = [entry_json(r) for r in await session.log(after + 1)]
+            finally:
+                await session.close()
+            raise LogMovedError(
+                f"session {sid}: the log has moved on past seq {after} (its last entry is"
+                f" {session.next_seq - 1}); read it before sending the prompt again",
+                moved,
+            )
         if given is None:
             skills.extend(settings.skills)
         return session
@@ -68,6 +83,22 @@ async def prompt(request: Request) -> Response:
         session_id, lambda session: session.stream(text, skills=skills), opener=opened
     )
     return _stream(run)
+
+
+def _known_end(body: dict[str, Any]) -> int | None:
+    """A prompt's ``after``: the seq of the log's last entry as the client knows it.
+
+    The prompt is admitted only while the log still ends there: a client whose stream broke
+    before it showed the prompt sends it again this way, and it can never run twice — a log
+    that holds it has moved on (409, and the client reads it), and one written after the open
+    refuses the admission's append (its expected seq). ``-1``: the log is empty.
+    """
+    after = body.get("after")
+    if after is None:
+        return None
+    if isinstance(after, bool) or not isinstance(after, int) or after < -1:
+        raise UsageError("'after' is the seq of the log's last entry you know (-1: none)")
+    return after
 
 
 def _after(request: Request) -> int:

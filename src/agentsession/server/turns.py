@@ -135,7 +135,9 @@ class Turns:
         try:
             if prepare is not None:
                 await prepare(session)
-            start_seq = (await self._runtime.store.get_session(session_id)).next_seq
+            # The log's end as the session knows it (read when it opened, one snapshot on a
+            # busy PostgreSQL store): not one more read. Its writes are checked against it.
+            start_seq = session.next_seq
         except BaseException:
             await session.close()
             raise
@@ -147,6 +149,7 @@ class Turns:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         await run.started()
+        self._clear_cancels(session_id, start_seq)
         if run.early_error is not None:
             raise run.early_error
         return run
@@ -175,13 +178,21 @@ class Turns:
         if self.cancels is None:
             return
         self._starts[session_id] = start_seq
-        # Requests for an earlier turn are never due (``due`` compares seqs): dropping them is
-        # housekeeping, done beside the turn rather than before its first event.
+        if self._watch is None or self._watch.done():
+            self._watch = asyncio.create_task(self._watching(self.cancels))
+
+    def _clear_cancels(self, session_id: str, start_seq: int) -> None:
+        """Drop cancel requests for the session's earlier turns, after this turn's first event.
+
+        Requests for an earlier turn are never due (``due`` compares seqs): dropping them is
+        housekeeping, so it waits until the turn has answered rather than take a pooled
+        connection while the turn's start needs one.
+        """
+        if self.cancels is None:
+            return
         clearing = asyncio.create_task(_quietly(self.cancels.clear(session_id, before=start_seq)))
         self._tasks.add(clearing)
         clearing.add_done_callback(self._tasks.discard)
-        if self._watch is None or self._watch.done():
-            self._watch = asyncio.create_task(self._watching(self.cancels))
 
     async def _watching(self, cancels: Cancels) -> None:
         while self._starts:

@@ -27,6 +27,9 @@ except ImportError:  # pragma: no cover - the optional extra is not installed
 
 __all__ = ["LeaseOps"]
 
+#: The log's next seq, read right after the lease is taken (``_take_lease_seeing``).
+_NEXT_SEQ = "SELECT next_seq FROM sessions WHERE session_id = %s"
+
 
 class LeaseOps:
     """``acquire_lease``, ``renew_lease``, ``release_lease``, ``lease_of`` for ``PostgresStore``."""
@@ -63,6 +66,30 @@ class LeaseOps:
             except pg_errors.ForeignKeyViolation as exc:
                 raise SessionNotFoundError(session_id) from exc
             return cursor.rowcount == 1
+
+    async def _take_lease_seeing(
+        self, session_id: str, owner: str, ttl: float
+    ) -> tuple[bool, int | None]:
+        """``acquire_lease``, and the log's next seq read after it in the same round trip.
+
+        The two statements go in one pipeline on one connection, each in its own transaction
+        (autocommit): the seq is read after the lease is taken, so a session that was taken
+        and whose log still ends where its opener read it has not been written since (the
+        ``take_lease`` fast path, ``store.fast``).
+        """
+        check_lease(owner, ttl)
+        if not storable(session_id):
+            raise SessionNotFoundError(session_id)
+        await self._presence.ensure(owner)  # its leases now die with its process
+        async with self._connection(f"take the lease of session {session_id!r}") as conn:
+            try:
+                async with conn.pipeline():
+                    taken = await conn.execute(TAKE_LEASE, (session_id, owner, float(ttl)))
+                    ends = await conn.execute(_NEXT_SEQ, (session_id,))
+            except pg_errors.ForeignKeyViolation as exc:
+                raise SessionNotFoundError(session_id) from exc
+            row = await ends.fetchone()
+            return taken.rowcount == 1, None if row is None else int(row[0])
 
     async def renew_lease(
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL

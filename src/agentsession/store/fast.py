@@ -24,6 +24,9 @@ public surface and may change between versions.
 - ``statement``: one SQL statement of the caller's own (``%s`` placeholders) on the store's
   own connections, its rows (none for a statement that returns none): the server keeps small
   tables of its own in the same database and needs no connection of its own per statement.
+- ``take_lease``: ``acquire_lease``, with the log's next seq read after it in the same round
+  trip: a session that took the lease knows whether its log was written since it was opened
+  (and what it read at the open still holds) without reading again.
 
 Stores written against earlier versions declare ``fast_paths = frozenset({"read_now", …})``
 and offer the methods of those names on themselves; that declaration keeps working.
@@ -54,6 +57,7 @@ __all__ = [
     "ReadView",
     "Reopening",
     "Statement",
+    "TakeLease",
     "fast_paths",
     "reopening",
 ]
@@ -83,6 +87,9 @@ ListPage: TypeAlias = "Callable[[int, tuple[str, str, str] | None], Awaitable[li
 Reopening: TypeAlias = "Callable[[str], AbstractAsyncContextManager[None]]"
 #: ``(query, params)``: one statement of the caller's own, in autocommit; its rows.
 Statement: TypeAlias = "Callable[[str, Sequence[Any]], Awaitable[list[tuple[Any, ...]]]]"
+#: ``(session_id, owner, ttl)``: ``acquire_lease``'s answer, and the log's next seq read after
+#: the lease was taken (``None``: no such session row).
+TakeLease: TypeAlias = "Callable[[str, str, float], Awaitable[tuple[bool, int | None]]]"
 
 FastPath = Literal[
     "read_now",
@@ -94,6 +101,7 @@ FastPath = Literal[
     "list_page",
     "statement",
     "reopening",
+    "take_lease",
 ]
 """The name of an optional fast path (a field of ``FastPaths``)."""
 
@@ -111,6 +119,7 @@ class FastPaths:
     list_page: ListPage | None = None
     statement: Statement | None = None
     reopening: Reopening | None = None
+    take_lease: TakeLease | None = None
 
     def reads(self) -> tuple[ReadNow, CountNow] | None:
         """``read_now`` and ``count_now`` when both are offered."""
@@ -134,16 +143,21 @@ def fast_paths(store: Store) -> FastPaths:
     A store declared by names (``frozenset({"read_now"})``: the older form) offers the methods
     of those names on itself; ``"read_now"`` names ``count_now`` too. ``append_soon`` is not
     used when a subclass overrides ``append`` below the class that defines ``append_soon`` (to
-    watch or change writes): its own ``append`` is then what every write goes through.
+    watch or change writes): its own ``append`` is then what every write goes through; nor
+    ``take_lease`` when a subclass overrides ``acquire_lease``.
     """
     declared: object = getattr(store, "fast_paths", None)
     if isinstance(declared, FastPaths):
+        if declared.take_lease is not None and not _through(
+            type(store), "acquire_lease", "_take_lease_seeing"
+        ):
+            return replace(declared, take_lease=None)  # leases are watched or changed below
         return declared
     if not isinstance(declared, frozenset | set | tuple):
         return _NONE
     names = set(declared) | ({"count_now"} if "read_now" in declared else set())
     found = FastPaths(**{n: getattr(store, n, None) for n in FastPaths.__slots__ if n in names})
-    if found.append_soon is not None and not _appends_through_soon(type(store)):
+    if found.append_soon is not None and not _through(type(store), "append", "append_soon"):
         found = replace(found, append_soon=None)
     return found
 
@@ -154,8 +168,13 @@ def reopening(store: Store, session_id: str) -> AbstractAsyncContextManager[None
     return path(session_id) if path is not None else contextlib.nullcontext()
 
 
-def _appends_through_soon(cls: type) -> bool:
+def _through(cls: type, method: str, path: str) -> bool:
+    """Whether ``cls``'s ``method`` is defined no lower than the fast ``path`` standing in for it.
+
+    A subclass that overrides ``method`` (to watch or change it) and not ``path`` would be
+    bypassed by the path: it is then not used.
+    """
     mro = cls.__mro__
-    appends = next((i for i, c in enumerate(mro) if "append" in c.__dict__), len(mro))
-    soon = next((i for i, c in enumerate(mro) if "append_soon" in c.__dict__), len(mro))
-    return soon <= appends
+    plain = next((i for i, c in enumerate(mro) if method in c.__dict__), len(mro))
+    fast = next((i for i, c in enumerate(mro) if path in c.__dict__), len(mro))
+    return fast <= plain

@@ -141,6 +141,7 @@ class PostgresStore(LeaseOps, ViewRead):
             list_page=self._list_page,
             statement=self._statement,
             reopening=self._reopen.reopening,
+            take_lease=self._take_lease_seeing,
         )
         self._presence = Presence(dsn, read_only)
 
