@@ -205,3 +205,16 @@ def test_a_report_loads_no_provider_sdk_server_or_other_store(tmp_path: Path) ->
     assert "agentsession.inspection.report" in added  # it did load the report's own modules
     unwanted = [m for m in added if any(m == w or m.startswith(f"{w}.") for w in NOT_FOR_A_REPORT)]
     assert unwanted == []
+
+
+def test_a_command_whose_module_fails_to_import_is_told_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ``main`` imports the command's module before the command runs (the collector paused); a
+    # module that fails there fails again inside the command, and is told as any failure is.
+    monkeypatch.setitem(IMPLEMENTATIONS, "sessions", ("no_such_module", "sessions"))
+    with pytest.raises(SystemExit) as exited:
+        main(["--db", str(tmp_path / "s.db"), "sessions"])
+    assert exited.value.code == 1
+    said = capsys.readouterr().err
+    assert said.startswith("error: unexpected ModuleNotFoundError: ") and said.count("\n") == 1
