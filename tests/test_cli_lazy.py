@@ -172,3 +172,49 @@ def test_help_loads_the_parser_and_none_of_the_work(tmp_path: Path) -> None:
     assert shown.startswith("usage: agentsession ")
     assert not {"asyncio", "logging", "agentsession.request", "agentsession.hygiene"} & set(added)
     assert not [m for m in added if m.startswith(("agentsession.store", "agentsession.codec"))]
+
+
+#: Packages a report never needs: the providers' SDKs and their HTTP and model layers, the
+#: server's stack, the Markdown renderer and the PostgreSQL driver (the session is on SQLite).
+NOT_FOR_A_REPORT = (
+    "anthropic",
+    "openai",
+    "google",
+    "httpx",
+    "pydantic",
+    "starlette",
+    "uvicorn",
+    "fastapi",
+    "markdown_it",
+    "pygments",
+    "psycopg",
+    "agentsession.server",
+    "agentsession.durable",
+)
+
+
+def test_a_report_loads_no_provider_sdk_server_or_other_store(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    made = cli(tmp_path, "--db", str(db), "run", "one two three")
+    assert made.code == 0, made.err
+    target = tmp_path / "r.html"
+    code, _, added = added_by(
+        tmp_path, "--db", str(db), "report", session_id_of(made), "-o", str(target)
+    )
+    assert code == 0 and target.exists()
+    assert "agentsession.inspection.report" in added  # it did load the report's own modules
+    unwanted = [m for m in added if any(m == w or m.startswith(f"{w}.") for w in NOT_FOR_A_REPORT)]
+    assert unwanted == []
+
+
+def test_a_command_whose_module_fails_to_import_is_told_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ``main`` imports the command's module before the command runs (the collector paused); a
+    # module that fails there fails again inside the command, and is told as any failure is.
+    monkeypatch.setitem(IMPLEMENTATIONS, "sessions", ("no_such_module", "sessions"))
+    with pytest.raises(SystemExit) as exited:
+        main(["--db", str(tmp_path / "s.db"), "sessions"])
+    assert exited.value.code == 1
+    said = capsys.readouterr().err
+    assert said.startswith("error: unexpected ModuleNotFoundError: ") and said.count("\n") == 1

@@ -267,7 +267,24 @@ def visible_json(text: str) -> str:
     The result is still valid JSON that decodes to the same value; a lone surrogate is written
     as its escape too, so the text encodes as UTF-8.
     """
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    if text.isascii() and "\x7f" not in text:  # two scans in C: nothing to escape
+        return text
+    if len(text) <= _JSON_SPAN:
+        return _JSON_RAW.sub(_json_escape, text)
+    # A report's data is a megabyte or more, nearly all of it ASCII: the pattern is tried only on
+    # the spans that hold something else (it matches single characters, so no match is cut).
+    spans = (text[i : i + _JSON_SPAN] for i in range(0, len(text), _JSON_SPAN))
+    return "".join(
+        span if span.isascii() and "\x7f" not in span else _JSON_RAW.sub(_json_escape, span)
+        for span in spans
+    )
+
+
+_JSON_SPAN = 8_192
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def visible_line(text: str) -> str:

@@ -154,3 +154,19 @@ def test_visible_leaves_nothing_a_terminal_obeys(text: str) -> None:
     as_json = json.dumps({"v": text}, ensure_ascii=False)
     assert json.loads(visible_json(as_json)) == {"v": text}
     assert _shown_raw(visible_json(as_json)) == []
+
+
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=20_000), st.text()), max_size=8))
+def test_visible_json_of_a_long_text_escapes_as_one_pass_over_it_does(
+    pieces: list[tuple[int, str]],
+) -> None:
+    # A long text is looked at in spans (a report's data is megabytes): what is escaped, and
+    # where, is what one pass of the pattern over the whole text gives, wherever spans end.
+    from agentsession.hygiene import _JSON_RAW
+
+    edges = [(8_191, "\ud800"), (0, "\udc00"), (8_192, "\x7f"), (3, "\u2028")]
+    long = "".join(f"{'a' * n}{piece}" for n, piece in [*pieces, *edges])
+    as_json = json.dumps({"v": long}, ensure_ascii=False)
+    one_pass = _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", as_json)
+    assert visible_json(as_json) == one_pass
+    assert visible_json("a" * 20_000) == "a" * 20_000

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from ..errors import AgentSessionError, SessionBusyError, UsageError
+from .collector import collector_paused
 from .examples import examples
 from .portable import add_portable_commands
 from .serve_options import SERVE_QUIET, add_serve_command
@@ -401,10 +402,19 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     Exit codes: 0 success, 1 failure, 2 bad arguments, 130 interrupted.
     """
-    args = _arguments(argv)  # ``--help`` ends here: it needs none of what follows
-    import asyncio
+    # The parser and the command's modules live as long as the process (``cli.collector``).
+    with collector_paused():
+        args = _arguments(argv)  # ``--help`` ends here: it needs none of what follows
+        import asyncio
 
-    from .logs import log_to_stderr
+        from .commandtable import preload
+        from .logs import log_to_stderr
+
+        try:
+            preload(args.command)
+        except KeyboardInterrupt:  # before the command started: nothing to record
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(130) from None
 
     log_to_stderr(args.debug)
     held: list[object] = []

@@ -9,6 +9,7 @@ code.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, cast
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     from .invocation import Invocation
 
-__all__ = ["IMPLEMENTATIONS", "implementation"]
+__all__ = ["IMPLEMENTATIONS", "implementation", "preload"]
 
 #: Command name → (module of this package, coroutine in it).
 IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
@@ -49,3 +50,13 @@ def implementation(name: str) -> Callable[[Invocation], Awaitable[int]]:
     module, attribute = IMPLEMENTATIONS[name]
     found = getattr(importlib.import_module(f".{module}", __package__), attribute)
     return cast("Callable[[Invocation], Awaitable[int]]", found)
+
+
+def preload(name: str) -> None:
+    """Import command ``name``'s module now (``main`` does, with the collector paused).
+
+    A module that fails to import is left alone: the command imports it again and its failure
+    is told as any other.
+    """
+    with contextlib.suppress(Exception):
+        implementation(name)

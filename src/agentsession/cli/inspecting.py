@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import functools
 import gc
 import hashlib
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,32 +37,11 @@ from ..request import Request
 from ..runtime import Runtime
 from ..session import Session
 from ..store.base import Store
+from .collector import collector_paused
 from .invocation import Invocation, version
 from .output import JsonOutput, refuse_missing_folder
 
 __all__ = ["context", "next_context", "report", "report_name", "request", "write_page"]
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a whole log is inspected and rendered.
-
-    That work makes a few hundred thousand objects that form no cycles to reclaim; the
-    collector would walk them again and again (a quarter of the CPU of a 10,000-entry
-    session's report). Reference counting still frees everything as usual. When the pause ends
-    the survivors are moved to the oldest generation without a collection (re-enabled as it
-    is, the collector would walk them all at the next allocation, as young objects); a pause
-    inside another changes nothing.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.freeze()
-            gc.unfreeze()
-            gc.enable()
 
 
 @functools.cache  # once per process
@@ -82,7 +59,7 @@ def _end_without_collecting() -> None:
 async def _inspected(inv: Invocation, session_id: str) -> tuple[Runtime, Session, Inspection]:
     runtime, session = await _opened(inv, session_id)
     try:
-        with _collector_paused():
+        with collector_paused():
             return runtime, session, await session.inspect()
     except BaseException:
         await runtime.close()  # its store and model client with it
@@ -222,7 +199,7 @@ async def report(inv: Invocation) -> int:
     if args.id:
         # What the report holds is freed before the pause ends; the report asks again for the
         # message texts its inspection made (a long session makes more than are kept).
-        with _collector_paused(), canonical_texts_held():
+        with collector_paused(), canonical_texts_held():
             target = await _report_one(inv, args.id, args.output, stamp)
         _wrote(inv, f"wrote {target}", [target])
         return 0
@@ -231,7 +208,7 @@ async def report(inv: Invocation) -> int:
     try:
         entries = []
         for found in await store.list_sessions():
-            with _collector_paused(), canonical_texts_held():
+            with collector_paused(), canonical_texts_held():
                 entries.append(await _report_listed(inv, store, found.id, folder, stamp))
         write_page(folder / "index.html", render_index(entries, generated=stamp, version=version()))
         paths = [folder / "index.html", *(folder / e.href for e in entries)]
