@@ -13,8 +13,8 @@ the budget, decide what history stays.
 
 The runtime's clock and the simulator's are one virtual clock, moved, never slept. In every
 pause the application's timer runs (what an application does with ``tend_idle``): it ticks
-just inside the decision horizon of the lifetime the cache has, again after each refresh (a
-lifted prefix: the hour's). Policies:
+just inside the decision window (the last tenth of the session's own lifetime, in seconds:
+also at the end of a lifted hour), again after each refresh. Policies:
 
 - ``never``: ``idle_policy="off"``;
 - ``compact54``: ``session.compact()`` after 54 idle minutes when the last request sent more
@@ -550,18 +550,18 @@ def merged() -> dict[str, Any]:
             )
             for key in ("usd_per_session", "mean_messages", "actions"):
                 into[key].update(row.get(key, {}))
-    for shapes in table.values():
+    for seed, shapes in table.items():
         five, hour = shapes.get("anthropic 5m"), shapes.get("anthropic 1h")
         if five and hour:  # the policies that choose the lifetime ran once for both
             for key in ("usd_per_session", "mean_messages", "actions"):
                 hour[key].update({n: v for n, v in five[key].items() if n in CHOOSING})
-        for shape, row in shapes.items():
-            shapes[shape] = ratios(row)
+        for shape, found in shapes.items():
+            row = shapes[shape] = ratios(found)
             if "cheapest_fixed" not in row:
                 continue
             per, kept = row["usd_per_session"], row["mean_messages"]
             print(
-                f"{shape:13s} "
+                f"{seed:8s} {shape:13s} "
                 + " ".join(f"{n} ${per[n]:.3f}/{kept[n]:.1f}" for n in (*FIXED, "auto", "oracle"))
                 + f" | auto/fixed {row['auto_over_fixed']:.3f} auto/oracle"
                 f" {row['auto_over_oracle']:.3f} history {row['auto_messages_over_fixed']:.3f}"
