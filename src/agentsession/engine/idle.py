@@ -216,7 +216,8 @@ async def tend(
     clock = deps.clock or (lambda: datetime.now().astimezone())
     ledger = writer.ledger
     lifetime = ledger.ttl_seconds
-    ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+    tended = deps.config.idle_policy == "auto"  # a pause may lift the prefix to the hour
+    ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio(), lift=tended)
     if ledger.last_noted() is None:  # opened, no request since: the lifetime it would ask for
         lifetime = cache_lifetime(model.profile, ttl)
     situation = situation_of(
