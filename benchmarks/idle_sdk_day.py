@@ -13,8 +13,8 @@ the budget, decide what history stays.
 
 The runtime's clock and the simulator's are one virtual clock, moved, never slept. In every
 pause the application's timer runs (what an application does with ``tend_idle``): it ticks
-just inside the decision horizon of the lifetime the cache has, again after each refresh (a
-lifted prefix: the hour's). Policies:
+just inside the decision window (the last tenth of the session's own lifetime, in seconds:
+also at the end of a lifted hour), again after each refresh. Policies:
 
 - ``never``: ``idle_policy="off"``;
 - ``compact54``: ``session.compact()`` after 54 idle minutes when the last request sent more
@@ -82,6 +82,7 @@ from agentsession.ledger.prices import ModelPrice
 FILE_TOKENS = 18_000
 DAY0 = datetime(2026, 3, 1, 9, 0).astimezone()
 LIFT = 3600.0  # Anthropic's long lifetime, which auto and the oracle may lift a prefix to
+LIFE_5M = 300.0
 READ_CAP = 100_000  # characters of one file read: about 25K tokens, a coding agent's read limit
 SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
 
@@ -189,7 +190,8 @@ def _oracle_choice(s: IdleSituation, price: ModelPrice | None, pause: float, sha
     if s.lift_lifetime > s.lifetime:
         longest = s.lift_lifetime
         lift = call + s.lift_tokens / 1e6 * price.write_long
-        later = max(0, math.ceil((pause - s.idle_seconds - 0.9 * LIFT) / (0.9 * LIFT)))
+        hourly = LIFT - 0.1 * shape.lifetime  # refreshed inside the session's own window
+        later = max(0, math.ceil((pause - s.idle_seconds - hourly) / hourly))
         costs["lifted"] = lift + later * call + read
     reach = shape.lifetime + longest * write / price.cached_input
     if s.compacted_tokens is not None and s.prefix_tokens >= COMPACT_FLOOR and pause > reach:
@@ -294,8 +296,13 @@ async def pause_for(
         return
     rule = {"warm90": warm_rule, "oracle": oracle_rule(pause, shape)}.get(name)
     touch, lifetime = start, shape.lifetime
+    # The timer ticks inside the decision window: a tenth of the session's own lifetime, in
+    # seconds, also at the end of a lifted hour (``warm90`` is its own rule: at 90%).
+    five = shape.wire == "anthropic" and ttl_of(name, shape) == "5m"
+    window = 0.1 * (LIFE_5M if five else shape.lifetime)
     while True:
-        at = touch + timedelta(seconds=0.9 * lifetime + 1)
+        tick = 0.9 * lifetime if name == "warm90" else lifetime - window
+        at = touch + timedelta(seconds=tick + 1)
         if at >= end:
             break
         clock["now"] = at
@@ -543,18 +550,18 @@ def merged() -> dict[str, Any]:
             )
             for key in ("usd_per_session", "mean_messages", "actions"):
                 into[key].update(row.get(key, {}))
-    for shapes in table.values():
+    for seed, shapes in table.items():
         five, hour = shapes.get("anthropic 5m"), shapes.get("anthropic 1h")
         if five and hour:  # the policies that choose the lifetime ran once for both
             for key in ("usd_per_session", "mean_messages", "actions"):
                 hour[key].update({n: v for n, v in five[key].items() if n in CHOOSING})
-        for shape, row in shapes.items():
-            shapes[shape] = ratios(row)
+        for shape, found in shapes.items():
+            row = shapes[shape] = ratios(found)
             if "cheapest_fixed" not in row:
                 continue
             per, kept = row["usd_per_session"], row["mean_messages"]
             print(
-                f"{shape:13s} "
+                f"{seed:8s} {shape:13s} "
                 + " ".join(f"{n} ${per[n]:.3f}/{kept[n]:.1f}" for n in (*FIXED, "auto", "oracle"))
                 + f" | auto/fixed {row['auto_over_fixed']:.3f} auto/oracle"
                 f" {row['auto_over_oracle']:.3f} history {row['auto_messages_over_fixed']:.3f}"

@@ -14,7 +14,10 @@ every request. It is a model of the documentation, not of the services:
   prefix ending at a breakpoint or up to 20 blocks before one; every breakpoint after it is
   written (``cache_creation_input_tokens``, split by lifetime in ``cache_creation``). The
   minimum cacheable prefix is 1,024 tokens; a read refreshes its entry for the entry's own
-  lifetime (the one it was written with).
+  lifetime (the one it was written with). Lifetimes may be mixed in one request, 1-hour
+  breakpoints before 5-minute ones (a 1-hour one after a 5-minute one is refused with a 400):
+  the tokens from the prefix read to the last 1-hour breakpoint are written at the hour, the
+  rest to the last breakpoint at 5 minutes, each breakpoint's entry living its own lifetime.
   ``diagnostics.previous_message_id`` is compared with the named response's fingerprint
   (model, tools, system, message chain) → ``diagnostics.cache_miss_reason`` or ``null``.
 - **OpenAI before GPT-5.6** (automatic caching, e.g. ``gpt-4.1``): every prefix a request sent
@@ -67,6 +70,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from typing import Any
 
 from provider_shapes import (
@@ -304,6 +308,9 @@ class Simulator:
         body = self.compactions.effective(body)  # refuses a compaction block not as issued
         blocks, firsts = _anthropic_blocks(body)
         marks = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
+        lifetimes = [blocks[i].breakpoint for i in marks]
+        if ("5m", "1h") in pairwise(lifetimes):
+            raise SimulatedRefusal("a 1-hour cache_control must come before every 5-minute one")
         candidates = [j for i in marks for j in range(max(0, i - LOOKBACK), i + 1)]
         read, w5, w1 = account(self.cache, "anthropic", blocks, candidates, marks)
         total = _cumulative(blocks)[-1]

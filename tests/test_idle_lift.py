@@ -11,16 +11,21 @@ prefix the lift left, where without it the same prompt writes it again.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import agentsession as ags
 from agentsession.engine.idle import situation_of
 from agentsession.ledger import Charge
+from agentsession.ledger.idle import IdleSituation, decide_idle
+from agentsession.ledger.prices import PRICES
 from agentsession.providers.cache_controls import CacheControls
 from agentsession.providers.profiles import profile_for
 from agentsession.providers.wire import controlled
@@ -152,3 +157,96 @@ def test_a_lift_in_the_log_is_the_lifetime_a_process_opening_the_session_sees() 
     )
     assert again is not None and again.lifetime == 300.0 and again.lift_lifetime == 3600.0
     assert again.lift_tokens == 300  # the last reply, which a lift would write
+
+
+def lifted_at(start: datetime, *, lifted: bool = True) -> list[Charge]:
+    """Four turns 30 s apart, then at 360 s a refresh that lifted the prefix (or did not)."""
+    turn = Usage(input_tokens=20_000, output_tokens=300)
+    charges = [charge(start + timedelta(seconds=s), "turn", turn) for s in (0, 30, 60, 90)]
+    refresh = Usage(
+        input_tokens=20_320,
+        cached_input_tokens=20_000,
+        cache_write_tokens=320,
+        cache_write_long_tokens=320 if lifted else 0,
+    )
+    return [*charges, charge(start + timedelta(seconds=360), "keep_warm", refresh)]
+
+
+@pytest.mark.parametrize("asked", [300.0, 3600.0])  # the ledger's, before or after the lift
+def test_a_lifted_hour_is_refreshed_inside_the_sessions_own_window(asked: float) -> None:
+    # A session writing at 5 minutes is tended by a timer ticking inside their last tenth
+    # (30 s). Its lifted hour is decided in the same 30 s, not in the hour's last six minutes:
+    # a refresh at 54 minutes paid for an hour every 54 minutes.
+    start = datetime(2026, 3, 1, 9, 0).astimezone()
+    price = PRICES["claude-sonnet-4-6"]
+
+    def seen(after_lift: float) -> IdleSituation:
+        found = situation_of(
+            lifted_at(start),
+            clock_now=start + timedelta(seconds=360 + after_lift),
+            last_touch=None,
+            lifetime=asked,
+            compacted_tokens=None,
+            lift_lifetime=3600.0,
+            own_lifetime=300.0,
+        )
+        assert found is not None and found.lifetime == 3600.0
+        return found
+
+    assert seen(0).horizon * seen(0).lifetime == pytest.approx(30.0)
+    early = decide_idle(replace(seen(3241.0), gaps=(30.0, 40.0, 50.0)), price)
+    assert early.action == "nothing" and "stays warm" in early.reason
+    late = decide_idle(replace(seen(3571.0), gaps=(30.0, 40.0, 50.0)), price)
+    assert late.action != "nothing"
+
+
+def test_the_window_is_unchanged_without_a_lift() -> None:
+    start = datetime(2026, 3, 1, 9, 0).astimezone()
+    common: dict[str, Any] = {
+        "clock_now": start + timedelta(seconds=600),
+        "last_touch": None,
+        "compacted_tokens": None,
+    }
+    # written at the hour (nothing to lift), refreshed at 5 minutes, or one lifetime (OpenAI)
+    hour = situation_of(
+        lifted_at(start), lifetime=3600.0, lift_lifetime=3600.0, own_lifetime=3600.0, **common
+    )
+    five = situation_of(
+        lifted_at(start, lifted=False),
+        lifetime=300.0,
+        lift_lifetime=3600.0,
+        own_lifetime=300.0,
+        **common,
+    )
+    single = situation_of(
+        lifted_at(start, lifted=False), lifetime=1800.0, own_lifetime=1800.0, **common
+    )
+    for found, lifetime in ((hour, 3600.0), (five, 300.0), (single, 1800.0)):
+        assert found is not None and found.lifetime == lifetime
+        assert found.horizon == IdleSituation.horizon
+
+
+@given(
+    st.floats(0.0, 7200.0),
+    st.booleans(),
+    st.sampled_from([300.0, 3600.0]),
+    st.sampled_from([0.0, 3600.0]),
+)
+def test_the_decision_window_is_never_wider_than_the_sessions_own(
+    after: float, lifted: bool, own: float, lift: float
+) -> None:
+    start = datetime(2026, 3, 1, 9, 0).astimezone()
+    found = situation_of(
+        lifted_at(start, lifted=lifted),
+        clock_now=start + timedelta(seconds=360 + after),
+        last_touch=None,
+        lifetime=own,
+        compacted_tokens=None,
+        lift_lifetime=lift,
+        own_lifetime=own,
+    )
+    assert found is not None
+    window = found.horizon * found.lifetime
+    assert window == pytest.approx(IdleSituation.horizon * own)
+    # a lift raised the lifetime only where one was offered above the session's own
+    assert found.lifetime == (lift if lifted and lift > own else own)

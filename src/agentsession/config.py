@@ -97,9 +97,11 @@ class Config:
 
     ``cache_ttl`` is the lifetime asked for the provider's prompt cache where the provider offers
     a choice (Anthropic): ``"5m"``, ``"1h"`` or ``"auto"`` (1 h only when the session's measured
-    gaps between requests make it cheaper). ``provider_cache_diagnostics`` asks providers that
-    can explain a cache miss to do so on every call after the first. ``prices`` overrides the
-    shipped price table (USD per million tokens), keyed by model string or bare model name.
+    gaps between requests make it cheaper; with ``idle_policy="auto"`` a pause that needs the
+    hour can get it by a lift, which that choice weighs). ``provider_cache_diagnostics`` asks
+    providers that can explain a cache miss to do so on every call after the first. ``prices``
+    overrides the shipped price table (USD per million tokens), keyed by model string or bare
+    model name.
 
     ``compaction`` is how history is compacted: ``"local"`` (the default) — a summary written by
     the session's model with a request that extends the live one, so the provider reads it from

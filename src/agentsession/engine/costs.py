@@ -150,7 +150,9 @@ class SessionCosts:
         if not self.model.profile.cache_ttl:
             return False
         ledger = self._writer.ledger
-        ttl = choose_ttl(self._deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+        config = self._deps.config
+        lift = config.idle_policy == "auto"
+        ttl = choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio(), lift=lift)
         return ttl == "1h"
 
     async def _provider_count(self, request: Request) -> tuple[int | None, str]:

@@ -67,8 +67,14 @@ def situation_of(
     compacted_tokens: int | None,
     long_writes: bool | None = None,
     lift_lifetime: float = 0.0,
+    own_lifetime: float | None = None,
 ) -> IdleSituation | None:
     """What the idle decision knows of a session; ``None`` when no request was answered.
+
+    After a lift the decision window (``horizon``) stays as many seconds as the session's own
+    lifetime gives it: the application's timer already ticks inside that window (a tenth of
+    five minutes), so a lifted hour is refreshed half a minute before it ends, not six
+    minutes (a tenth of the hour), which paid for an hour every 54 minutes.
 
     Args:
         charges: The session's charges, oldest first.
@@ -80,6 +86,8 @@ def situation_of(
         long_writes: Whether the next request writes at the long lifetime's price (``None``:
             whether ``lifetime`` is the long one).
         lift_lifetime: A longer lifetime a keep-warm call can lift the prefix to (``0``: none).
+        own_lifetime: The lifetime the session's own requests ask for, where a lift may have
+            raised the cache's (``None``: ``lifetime``).
     """
     turns = [c for c in charges if c.purpose == "turn" and c.usage is not None]
     if not turns:
@@ -100,8 +108,13 @@ def situation_of(
         lifetime = max(lifetime, lift_lifetime)
     usage = turns[-1].usage
     assert usage is not None
+    horizon = IdleSituation.horizon
+    own = asked if own_lifetime is None else own_lifetime
+    if 0 < own < lifetime <= lift_lifetime:  # lifted: the window of the session's own lifetime
+        horizon *= own / lifetime
     return IdleSituation(
         idle_seconds=(clock_now - last).total_seconds(),
+        horizon=horizon,
         warm_seconds=lifetime - (clock_now - touched).total_seconds(),
         lifetime=lifetime,
         prefix_tokens=usage.input_tokens,
@@ -203,7 +216,8 @@ async def tend(
     clock = deps.clock or (lambda: datetime.now().astimezone())
     ledger = writer.ledger
     lifetime = ledger.ttl_seconds
-    ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio())
+    tended = deps.config.idle_policy == "auto"  # a pause may lift the prefix to the hour
+    ttl = choose_ttl(deps.config.cache_ttl, ledger.gaps(), ledger.write_ratio(), lift=tended)
     if ledger.last_noted() is None:  # opened, no request since: the lifetime it would ask for
         lifetime = cache_lifetime(model.profile, ttl)
     situation = situation_of(
@@ -215,6 +229,7 @@ async def tend(
         long_writes=ttl == "1h" and bool(model.profile.cache_ttl),
         # Anthropic: a prefix written at 5 minutes can be lifted to the hour by a keep-warm call
         lift_lifetime=cache_lifetime(model.profile, "1h") if model.profile.cache_ttl else 0.0,
+        own_lifetime=cache_lifetime(model.profile, ttl),
     )
     if situation is None:
         return IdleOutcome(session_id, "nothing", "no request answered yet")

@@ -42,7 +42,12 @@ async def cache_controls(
         ledger.stored_response_id = previous
     return CacheControls(
         key=session_cache_key(session_id),
-        ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
+        ttl=choose_ttl(
+            config.cache_ttl,
+            ledger.gaps(),
+            ledger.write_ratio(),
+            lift=config.idle_policy == "auto",
+        ),
         diagnose=config.provider_cache_diagnostics,
         compare_with=previous or None,
         compact_at=compact_at,

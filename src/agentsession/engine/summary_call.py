@@ -259,7 +259,12 @@ def _controls(deps: SessionDeps, writer: LogWriter) -> CacheControls:
     config, ledger = deps.config, writer.ledger
     return CacheControls(
         key=session_cache_key(writer.session_id),
-        ttl=choose_ttl(config.cache_ttl, ledger.gaps(), ledger.write_ratio()),
+        ttl=choose_ttl(
+            config.cache_ttl,
+            ledger.gaps(),
+            ledger.write_ratio(),
+            lift=config.idle_policy == "auto",
+        ),
     )
 
 

@@ -9,7 +9,12 @@ measured between this session's requests make it cheaper. Per request, with the 
 - long (1 h): the same with a write price of 2 and a lifetime of an hour.
 
 The expected cost of each over the measured gaps decides; fewer than ``MIN_GAPS`` gaps keep
-the short lifetime (nothing measured yet argues for paying double for writes). Gaps are taken
+the short lifetime (nothing measured yet argues for paying double for writes). Where the
+session's idle time is tended (``Config(idle_policy="auto")``, ``lift``), a gap between the
+lifetimes need not write everything again at 5 minutes: a keep-warm call near its end can lift
+the prefix to the hour for one read (0.1·P), and the next request reads it, so such a gap costs
+``min(2·0.1·P + 1.25·N, 1.25·(P + N))`` on the short lifetime; only where the hour still
+costs less is it asked for on every write. Gaps are taken
 with the runtime's clock, so a test or a replay with the same clock makes the same choices.
 
 ``cache_lifetime`` is how long the prefix a request leaves behind stays warm, for every shape:
@@ -44,9 +49,16 @@ _WRITE = {"5m": 1.25, "1h": 2.0}
 
 
 def expected_cost(
-    ttl: Literal["5m", "1h"], gaps: Sequence[float] | GapCounts, ratio: float
+    ttl: Literal["5m", "1h"],
+    gaps: Sequence[float] | GapCounts,
+    ratio: float,
+    *,
+    lift: bool = False,
 ) -> float:
-    """Mean input cost per request, in units of the prefix at the input price."""
+    """Mean input cost per request, in units of the prefix at the input price.
+
+    ``lift``: a keep-warm call may lift a short-lived prefix to the hour in a pause.
+    """
     counts = gaps if isinstance(gaps, GapCounts) else GapCounts.of(gaps)
     if not counts.total:
         return 0.0
@@ -54,21 +66,29 @@ def expected_cost(
     within = counts.within_short if ttl == "5m" else counts.within_long
     read_again = within * (_READ + write * ratio)
     written_again = (counts.total - within) * write * (1.0 + ratio)
+    if ttl == "5m" and lift:
+        lifted = counts.within_long - counts.within_short
+        saved = write * (1.0 + ratio) - min(2 * _READ + write * ratio, write * (1.0 + ratio))
+        written_again -= lifted * saved
     return (read_again + written_again) / counts.total
 
 
 def choose_ttl(
-    setting: str, gaps: Sequence[float] | GapCounts, ratio: float = 0.1
+    setting: str, gaps: Sequence[float] | GapCounts, ratio: float = 0.1, *, lift: bool = False
 ) -> Literal["5m", "1h"]:
-    """The lifetime to ask for: the configured one, or for ``"auto"`` the cheaper one."""
+    """The lifetime to ask for: the configured one, or for ``"auto"`` the cheaper one.
+
+    ``lift``: the session's idle time is tended, so a short-lived prefix can be lifted to the
+    hour at a pause that needs it (``Config(idle_policy="auto")``).
+    """
     if setting == "1h":
         return "1h"
     counts = gaps if isinstance(gaps, GapCounts) else GapCounts.of(gaps)
     if setting != "auto" or counts.total < MIN_GAPS:
         return "5m"
     ratio = max(0.0, ratio)
-    cheaper = expected_cost("1h", counts, ratio) < expected_cost("5m", counts, ratio)
-    return "1h" if cheaper else "5m"
+    short = expected_cost("5m", counts, ratio, lift=lift)
+    return "1h" if expected_cost("1h", counts, ratio) < short else "5m"
 
 
 def cache_lifetime(profile: ModelProfile, ttl: Literal["5m", "1h"]) -> float:
