@@ -24,8 +24,9 @@ ratios. Beside them, the longest the event loop went without running a 1 ms time
 inspection (``loop_lag_max_s``), split by the pairs' halves (``loop_lag_working_s``,
 ``loop_lag_held_s``), and the CPU the loop's own thread spent inside its longest stall
 (``loop_busy_s``): a stall with little CPU is the process waiting for a core, one with as much
-CPU as wall time is work on the loop. The first inspection of a ``process`` server also starts
-its child.
+CPU as wall time is work on the loop; and the longest garbage collection of the serving process
+(``gc_longest_s``), work on the loop that no request asked for. The first inspection of a
+``process`` server also starts its child.
 Before the repeats, each route is inspected once with nothing else running, and the CPU
 seconds the serving process spent on it are noted (``serving_cpu_s``: the benchmark's own
 process, its in-process client included; a child's CPU is not in it).
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -83,14 +85,24 @@ async def _prompt_times(client: httpx.AsyncClient, sid: str, count: int) -> list
 class _Lag:
     """How late a 1 ms timer ran, the longest per window (``window`` names the current one).
 
-    For the longest stall of all it also keeps the CPU the loop's thread spent in it.
+    For the longest stall of all it also keeps the CPU the loop's thread spent in it, and the
+    longest garbage collection of this process (the loop's own work that no request asked for).
     """
 
     def __init__(self) -> None:
         self.window = "during"
         self.worst: dict[str, float] = {}
         self.busy = 0.0
+        self.collection = 0.0
         self._worst_all = 0.0
+        self._collecting = 0.0
+
+    def collected(self, phase: str, info: dict[str, int]) -> None:
+        """A ``gc.callbacks`` entry: the longest collection's wall time."""
+        if phase == "start":
+            self._collecting = time.perf_counter()
+        elif self._collecting:
+            self.collection = max(self.collection, time.perf_counter() - self._collecting)
 
     async def run(self, done: asyncio.Event) -> None:
         while not done.is_set():
@@ -159,10 +171,14 @@ async def measure(
     started = time.perf_counter()
     finished = asyncio.Event()
     lag = _Lag()
+    gc.callbacks.append(lag.collected)
     ticking = asyncio.create_task(lag.run(finished))
     inspecting = asyncio.create_task(client.get(f"/sessions/{long_id}/{route}"))
-    during, pairs = await _paired(client, other, inspecting, lag)
-    inspected = await inspecting
+    try:
+        during, pairs = await _paired(client, other, inspecting, lag)
+        inspected = await inspecting
+    finally:
+        gc.callbacks.remove(lag.collected)
     inspection_s = time.perf_counter() - started
     finished.set()
     await ticking
@@ -187,6 +203,7 @@ async def measure(
         "loop_lag_working_s": round(lag.worst.get("working", 0.0), 3),
         "loop_lag_held_s": round(lag.worst["held"], 3) if "held" in lag.worst else None,
         "loop_busy_s": round(lag.busy, 3),
+        "gc_longest_s": round(lag.collection, 3),
     }
 
 
