@@ -262,30 +262,6 @@ async def test_the_children_run_at_a_lower_priority_than_the_server(tmp_path: Pa
     assert lowered == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
 
 
-def _autogroups_on() -> bool:
-    try:
-        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
-    except OSError:
-        return False
-
-
-def _group(pid: int) -> list[str]:
-    """A process's scheduling group: its name and ``nice`` with the group's niceness."""
-    return Path(f"/proc/{pid}/autogroup").read_text().split()
-
-
-@pytest.mark.skipif(not _autogroups_on(), reason="no automatic scheduling groups here")
-async def test_the_children_leave_the_servers_scheduling_group(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
-    session_id = await _long_session(db, tmp_path)
-    async with _served(db, tmp_path, **IN_A_CHILD) as (client, _):
-        assert (await client.get(f"/sessions/{session_id}/export")).status_code == 200
-        (child,) = multiprocessing.active_children()
-        theirs, ours = _group(child.pid or 0), _group(os.getpid())
-    # A group of its own: its CPU is not taken from the server's share of the machine.
-    assert theirs[0] != ours[0]
-
-
 async def test_a_child_that_dies_is_a_json_error_and_the_next_inspection_starts_anew(
     tmp_path: Path,
 ) -> None:

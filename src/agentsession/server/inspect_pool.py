@@ -291,26 +291,6 @@ def _yield_cpu(niceness: int | None) -> None:
     if niceness is not None:
         with contextlib.suppress(OSError):  # never below what the parent already set
             os.setpriority(os.PRIO_PROCESS, 0, max(niceness, os.getpriority(os.PRIO_PROCESS, 0)))
-        _own_group()
-
-
-def _own_group() -> None:
-    """On Linux with automatic scheduling groups: leave the serving process's group.
-
-    There the CPU is shared fairly between groups (one per session) first, and a niceness only
-    weighs inside its group. In the server's group the child, however nice, keeps the group busy,
-    so each time the server wakes it waits for the group's turn behind every other busy group
-    instead of running at once as a group that slept. A new session is a group of its own, at
-    the default weight: not lowered again, since that starves the inspection on a loaded
-    machine (measured: 6-10 times longer). Nothing to do where groups are off.
-    """
-    try:
-        with open("/proc/sys/kernel/sched_autogroup_enabled") as enabled:
-            if enabled.read().strip() != "1":
-                return
-        os.setsid()
-    except OSError:  # no such kernel, or already a session leader: stay
-        return
 
 
 def _serve(blob: bytes) -> tuple[int, bytes | int]:
