@@ -15,12 +15,14 @@ import os
 import re
 import signal
 import sqlite3
+import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 import agentsession as ags
 from agentsession.log import Record, UserEntry
@@ -60,12 +62,28 @@ async def _long_session(db: Path | str, tmp_path: Path, turns: int = 6) -> str:
     return session.id
 
 
+@pytest.fixture(autouse=True)
+def _spool_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the serving process makes the files children write large bodies to."""
+    folder = tmp_path / "spool"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 @contextlib.asynccontextmanager
 async def _served(
-    db: Path | str, tmp_path: Path, runtime_options: dict[str, Any] | None = None, **options: Any
+    db: Path | str,
+    tmp_path: Path,
+    runtime_options: dict[str, Any] | None = None,
+    inline: int | None = None,
+    **options: Any,
 ) -> AsyncIterator[tuple[httpx.AsyncClient, InspectPool]]:
+    """An app on ``db``; with ``inline``, a pool whose children spool bodies above it."""
     runtime = _runtime(db, tmp_path, **(runtime_options or {}))
     app = ags.server.create_app(runtime, **options)
+    if inline is not None:
+        app.state.server.inspections = InspectPool(runtime.store, smallest=0, inline=inline)
     transport = httpx.ASGITransport(app=app)
     headers = {"Authorization": "Bearer alice-token-0123456789"} if "tokens" in options else {}
     async with (
@@ -108,9 +126,17 @@ async def _same_answers(db: Path | str, tmp_path: Path) -> None:
     async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
         there = await _answers(client, session_id)
         assert pool.answered == 4
+    # Every body through a file, streamed in chunks: the same bytes and lengths again.
+    async with _served(db, tmp_path, inline=0) as (client, pool):
+        spooled = await _answers(client, session_id)
+        assert pool.answered == 4
     for route in ROUTES:
         assert here[route].status_code == 200, here[route].text
         assert _same(there[route]) == _same(here[route]), route
+        assert _same(spooled[route]) == _same(here[route]), route
+        length = spooled[route].headers["content-length"]
+        assert int(length) == len(spooled[route].content) == len(there[route].content), route
+    assert list((tmp_path / "spool").iterdir()) == []  # each file removed once opened
     assert there["report"].headers["content-security-policy"]
     assert there["export"].headers["content-disposition"] == (
         f'attachment; filename="{session_id}.jsonl"'
@@ -144,8 +170,12 @@ async def test_a_failure_in_the_child_is_the_error_this_process_sends(tmp_path: 
     async with _served(db, tmp_path, **IN_A_CHILD) as (client, pool):
         there = await client.get(f"/sessions/{session_id}/context")
         assert pool.answered == 1
-    assert here.status_code == there.status_code == 503
-    assert there.json() == here.json()
+    async with _served(db, tmp_path, inline=0) as (client, pool):
+        spooled = await client.get(f"/sessions/{session_id}/report")
+        assert pool.answered == 1
+    assert here.status_code == there.status_code == spooled.status_code == 503
+    assert there.json() == here.json() == spooled.json()
+    assert spooled.headers["content-type"] == "application/json"
     assert there.json()["error"]["type"] == "CorruptEntryError"
     assert there.json()["error"]["retryable"] is True
     assert str(tmp_path) not in there.text
@@ -249,6 +279,35 @@ async def test_a_child_that_dies_is_a_json_error_and_the_next_inspection_starts_
     assert failed.json()["error"]["type"] == "InspectionStoppedError"
     assert again.status_code == 200 and again.json()["session_id"] == session_id
     assert multiprocessing.active_children() == []
+    assert list((tmp_path / "spool").iterdir()) == []  # nor a file the dead child had
+
+
+async def test_other_sessions_are_served_while_a_child_inspects(tmp_path: Path) -> None:
+    """The serving process only waits for the child: with the child held, others are answered.
+
+    The child is stopped (SIGSTOP) before the inspection reaches it, so the inspection cannot
+    end while the other session's prompt runs, however fast or slow the machine is.
+    """
+    db = tmp_path / "db.sqlite"
+    session_id = await _long_session(db, tmp_path)
+    async with _served(db, tmp_path, inline=0) as (client, pool):
+        other = (await client.post("/sessions", json={})).json()["id"]
+        assert (await client.get(f"/sessions/{session_id}/cost")).status_code == 200
+        (child,) = multiprocessing.active_children()
+        os.kill(child.pid or 0, signal.SIGSTOP)
+        try:
+            inspecting = asyncio.create_task(client.get(f"/sessions/{session_id}/report"))
+            while pool.running == 0 and not inspecting.done():  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # until the job is on its way to the stopped child
+            answered = await client.post(f"/sessions/{other}/prompt", json={"text": "hi"})
+            shown = await client.get(f"/sessions/{other}")
+            assert not inspecting.done() and pool.running == 1
+        finally:
+            os.kill(child.pid or 0, signal.SIGCONT)
+        report = await inspecting
+    assert answered.status_code == 200 and shown.status_code == 200
+    assert report.status_code == 200 and "<html" in report.text
+    assert pool.answered == 2
 
 
 class _CountingSQLite(ags.SQLiteStore):

@@ -7,13 +7,18 @@ it runs (4-6× at 10,000 entries). A child process has an interpreter of its own
 How: the parent checks the caller and opens the session for what only it has (the tools,
 model, context components: ``inspection.inputs.InspectionInputs``), then hands those plain
 values and where the store lives to a child, which opens its own read-only store, reads the
-log, rebuilds and returns the response body as bytes. A failure in the child becomes there the
-JSON error the parent would have sent (``wire.error_body``), so only a status and bytes cross.
+log, rebuilds and answers the response body. A failure in the child becomes there the JSON
+error the parent would have sent (``wire.error_body``), so only a status and a body cross. A
+large body (a report or an export: tens of megabytes) crosses as a file (``spooled_body``) that
+the parent streams on in chunks: nothing of the session's size is received, decoded or copied
+on the event loop.
 
-The pool is small (``workers``), started with the first long inspection, with the "spawn"
-method: never fork a process that runs threads and an event loop. Its children run at a lower
-CPU priority (``NICENESS`` below the serving process's) from the moment the parent sees them
-started, since their imports would otherwise run at full priority, before their initializer.
+The pool is small (``workers``), started with the first long inspection (on a worker thread:
+starting a process and the pool's threads waits for them to run, which on a busy machine is
+long), with the "spawn" method: never fork a process that runs threads and an event loop. Its
+children run at a lower CPU priority (``NICENESS`` below the serving process's) from the
+moment the parent sees them started, since their imports would otherwise run at full priority,
+before their initializer.
 So on a machine with few cores an inspection, which a person waits for once, yields to the
 turns of every other session, which people wait for all the time. Not ``SCHED_IDLE``: under
 load that starves an inspection for as long as anything else wants the CPU. The serving
@@ -52,6 +57,7 @@ from ..store.base import SessionInfo, Store
 from ..store.postgres import PostgresStore
 from ..store.session_file import render_session_file
 from ..store.sqlite import SQLiteStore
+from .spooled_body import INLINE, SpooledBody, spool, spool_file
 from .wire import error_body, status_of
 
 __all__ = [
@@ -116,6 +122,8 @@ class _Job:
     kind: Kind
     where: _Where
     info: SessionInfo
+    spool: str
+    inline: int
     inputs: InspectionInputs | None = None
     generated: str = ""
     version: str = ""
@@ -137,11 +145,20 @@ def _where(store: Store) -> _Where | None:
 class InspectPool:
     """A few child processes that answer long inspections (module doc); one per app."""
 
-    def __init__(self, store: Store, *, workers: int = 1, smallest: int = DEFAULT_SMALLEST):
+    def __init__(
+        self,
+        store: Store,
+        *,
+        workers: int = 1,
+        smallest: int = DEFAULT_SMALLEST,
+        inline: int = INLINE,
+    ):
         """Inspect ``store``'s sessions of ``smallest`` entries or more in ``workers`` children.
 
-        ``workers`` 0: never in another process.
+        ``workers`` 0: never in another process. Bodies larger than ``inline`` bytes come back
+        through a file and are streamed (``spooled_body``).
         """
+        self._inline = inline
         self._where = _where(store) if workers > 0 else None
         self._workers = workers
         self._smallest = smallest
@@ -166,25 +183,40 @@ class InspectPool:
         generated: str = "",
         version: str = "",
         prices: Mapping[str, ModelPrice] | None = None,
-    ) -> tuple[int, bytes] | None:
+    ) -> tuple[int, bytes | SpooledBody] | None:
         """The status and body a child answered; ``None``: answer here (the job cannot go).
+
+        A large body comes as a ``SpooledBody`` to stream (``spooled_body.body_response``).
 
         Raises:
             InspectionStoppedError: The child ended before it answered.
         """
         if self._where is None or self._closed:
             return None
-        job = _Job(kind, self._where, info, inputs, generated, version, prices)
+        path = spool_file()
         try:
-            blob = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            return None  # an application's own value that does not pickle: the thread path
+            job = _Job(
+                kind, self._where, info, path, self._inline, inputs, generated, version, prices
+            )
+            try:
+                blob = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, TypeError, AttributeError):
+                return None  # an application's own value that does not pickle: the thread path
+            status, body = await self._run(blob)
+            return status, (body if isinstance(body, bytes) else SpooledBody.open(path, body))
+        finally:
+            with contextlib.suppress(OSError):  # already opened and removed, as it should be
+                os.unlink(path)
+
+    async def _run(self, blob: bytes) -> tuple[int, bytes | int]:
+        """The child's answer to the pickled job ``blob``: a status and the body or its size."""
         executor = self._start()
         self._running += 1
         try:
-            future = executor.submit(_serve, blob)
+            # Off the loop: the first job starts the child process and the pool's threads.
+            future = await asyncio.to_thread(executor.submit, _serve, blob)
             self._lower(executor)
-            found: tuple[int, bytes] = await asyncio.wrap_future(future)
+            found: tuple[int, bytes | int] = await asyncio.wrap_future(future)
         except BrokenProcessPool:
             if self._executor is executor:
                 self._executor = None  # the next inspection starts new children
@@ -196,6 +228,11 @@ class InspectPool:
             self._running -= 1
         self.answered += 1
         return found
+
+    @property
+    def running(self) -> int:
+        """Inspections sent to a child and not yet answered."""
+        return self._running
 
     @property
     def workers(self) -> int:
@@ -256,13 +293,18 @@ def _yield_cpu(niceness: int | None) -> None:
             os.setpriority(os.PRIO_PROCESS, 0, max(niceness, os.getpriority(os.PRIO_PROCESS, 0)))
 
 
-def _serve(blob: bytes) -> tuple[int, bytes]:
-    """In the child: the status and body of one job (a failure as its JSON error)."""
+def _serve(blob: bytes) -> tuple[int, bytes | int]:
+    """In the child: the status and body of one job (a failure as its JSON error).
+
+    A large body is written to the job's spool file and only its size answered.
+    """
     job: _Job = pickle.loads(blob)
     try:
-        return 200, asyncio.run(_body(job))
+        status, body = 200, asyncio.run(_body(job))
     except Exception as exc:  # every failure becomes the error body the parent would send
-        return status_of(exc), bytes(JSONResponse(error_body(exc)).body)
+        status, body = status_of(exc), bytes(JSONResponse(error_body(exc)).body)
+    size = spool(body, job.spool, job.inline)
+    return status, body if size is None else size
 
 
 async def _body(job: _Job) -> bytes:

@@ -35,6 +35,7 @@ from ..providers.cache_controls import CacheControls
 from ..providers.wire import sent_body
 from ..request import Request as RequestValue
 from .inspect_pool import Kind, context_json, report_headers
+from .spooled_body import SpooledBody, body_response
 from .state import ServerState
 
 __all__ = ["inspect_routes"]
@@ -58,7 +59,7 @@ async def _inspection(request: Request) -> Inspection:
 
 async def _inspected_or_sent(
     request: Request, kind: Kind, *, generated: str = "", version: str = ""
-) -> Inspection | tuple[int, bytes]:
+) -> Inspection | tuple[int, bytes | SpooledBody]:
     """The inspection rebuilt here, or the status and body a child process answered.
 
     The caller is checked and the session opened here, before anything goes to a child.
@@ -92,7 +93,7 @@ def _step(request: Request) -> int | None:
 async def context(request: Request) -> Response:
     found = await _inspected_or_sent(request, "context")
     if isinstance(found, tuple):
-        return Response(found[1], status_code=found[0], media_type="application/json")
+        return body_response(*found, media_type="application/json")
     return JSONResponse(await asyncio.to_thread(context_json, found))
 
 
@@ -165,8 +166,8 @@ async def report(request: Request) -> Response:
     if isinstance(found, tuple):
         status, body = found
         if status != 200:
-            return Response(body, status_code=status, media_type="application/json")
-        return HTMLResponse(body, headers=report_headers())
+            return body_response(status, body, media_type="application/json")
+        return body_response(status, body, media_type="text/html", headers=report_headers())
     page = await asyncio.to_thread(render_report, found, generated=stamp, version=_version())
     return HTMLResponse(page, headers=report_headers())
 
@@ -180,7 +181,7 @@ async def cost(request: Request) -> Response:
         prices = state.runtime.config.prices
         sent = await state.inspections.answer("cost", info, prices=prices)
         if sent is not None:
-            return Response(sent[1], status_code=sent[0], media_type="application/json")
+            return body_response(*sent, media_type="application/json")
     session = await state.workspaces.open(session_id)
     try:
         summary = await asyncio.to_thread(session.cost)

@@ -26,6 +26,7 @@ from ..store.session_file import render_session_file
 from .inspect_pool import EXPORT_MEDIA, export_headers
 from .listing import decode_cursor, session_page
 from .models import Settings
+from .spooled_body import body_response
 from .state import ServerState, text_field
 from .wire import plain
 from .workspaces import check_name
@@ -240,8 +241,9 @@ async def export_session(request: Request) -> Response:
         if sent is not None:
             status, body = sent
             if status != 200:
-                return Response(body, status_code=status, media_type="application/json")
-            return Response(body, media_type=EXPORT_MEDIA, headers=export_headers(session_id))
+                return body_response(status, body, media_type="application/json")
+            headers = export_headers(session_id)
+            return body_response(status, body, media_type=EXPORT_MEDIA, headers=headers)
     entries: list[LogEntry] = []
     for start in range(0, info.next_seq, _PAGE):
         page = await store.read(session_id, start, min(start + _PAGE, info.next_seq))
