@@ -124,7 +124,9 @@ async def refreshed_then_resumed(
             calls = [c for c in session._guard.writer.ledger.charges() if c.purpose == "keep_warm"]
             clock["now"] += timedelta(seconds=2400 - 1621)
             await session.prompt("back after 40 minutes")
-            call = SideCall("keep_warm", calls[-1].model, calls[-1].usage)
+            usage = calls[-1].usage
+            assert usage is not None
+            call = SideCall("keep_warm", calls[-1].model, usage)
             return outcome, call, sim.details[-1][:3], refresh
 
 
