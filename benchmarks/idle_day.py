@@ -47,7 +47,7 @@ import math
 import random
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,7 +59,7 @@ from agentsession.ledger.prices import PRICES, ModelPrice
 
 BASE = 20_000  # application prompt and tool declarations
 SUMMARY = 1_500  # summary tokens out
-WARM_TOKENS = 16  # what a keep-warm request adds and gets back
+WARM_TOKENS = 16  # what a keep-warm request adds and gets back (a prewarm: nothing)
 OUTPUT = 400  # output tokens of a request
 SDK_READ_CAP = 25_000  # tokens: the SDK day's tool-result cut (100,000 characters)
 # The smallest prefix auto and the oracle compact (``--floor``; default the package's, which is
@@ -82,13 +82,21 @@ class Shape:
     lifetime: float
     long: bool = False
     lift: float = 0.0  # a longer lifetime a keep-warm call may lift the prefix to (0: none)
+    prewarm: bool = False  # the keep-warm call generates nothing (OpenAI Responses, GPT-5.6+)
+
+    @property
+    def warm_tokens(self) -> int:
+        return 0 if self.prewarm else WARM_TOKENS
 
 
 SHAPES = (
     Shape("anthropic 5m", PRICES["claude-sonnet-4-6"], 300.0, lift=3600.0),
     Shape("anthropic 1h", PRICES["claude-sonnet-4-6"], 3600.0, long=True),
-    Shape("openai", PRICES["gpt-5.6-terra"], 1800.0),
+    Shape("openai", PRICES["gpt-5.6-terra"], 1800.0, prewarm=True),
 )
+LIFT_12H = 12 * 3600.0
+"""OpenAI Responses' longer lifetime (``prompt_cache_options.ttl="12h"``), whose write price is
+not documented: ``--lift-12h MULT`` prices it at MULT x input, a what-if, not a list price."""
 CHOSEN_TTL = SHAPES[0]
 """Where ``auto`` and the oracles run on Anthropic, either lifetime: the lifetime is theirs to
 choose (the conversation writes at 5 minutes; a keep-warm call may lift the prefix to 1 hour).
@@ -171,7 +179,7 @@ def keep_warm(shape: Shape, state: State, bill: Bill, at: float, lift: bool = Fa
     the live prefix at the long lifetime, so the last reply is written at the long price and
     the whole prefix lives the long lifetime from now."""
     p = shape.price
-    usd = state.cached * p.cached_input + WARM_TOKENS * (_write(shape) + p.output)
+    usd = state.cached * p.cached_input + shape.warm_tokens * (_write(shape) + p.output)
     if lift:
         usd += (state.prefix - state.cached) * p.write_long
         state.cached, state.life = state.prefix, shape.lift
@@ -229,7 +237,7 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
             compacted_tokens=compacted_tokens(state) if state.messages > 4 else None,
             compact_floor=int(SETTINGS["floor"]),
             summary_tokens=SUMMARY,
-            warm_tokens=WARM_TOKENS,
+            warm_tokens=shape.warm_tokens,
             pooled_gaps=tuple(POOL),
             pool_share=SETTINGS["pool_share"],
             lift_lifetime=shape.lift if shape.lift > life else 0.0,
@@ -349,6 +357,16 @@ def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
     return bill
 
 
+def shapes() -> tuple[Shape, ...]:
+    """The shapes run; with ``--lift-12h`` OpenAI's may lift a prefix to 12 hours (a what-if)."""
+    mult = SETTINGS.get("lift_12h", 0.0)
+    if not mult:
+        return SHAPES
+    *rest, openai = SHAPES
+    price = replace(openai.price, cache_write_long=openai.price.input * mult)
+    return (*rest, replace(openai, price=price, lift=LIFT_12H))
+
+
 def evaluate(shape: Shape, days: list[list[Step]], window: int) -> dict[str, object]:
     """One shape on one trace: dollars per session, the ratios the goal names, history kept."""
     chosen = CHOSEN_TTL if shape.price is CHOSEN_TTL.price and SETTINGS["ttl_choice"] else shape
@@ -398,11 +416,19 @@ def main() -> None:
         help="auto's pool is 20,000 draws of the pause distribution itself (a limit)",
     )
     parser.add_argument(
+        "--lift-12h",
+        type=float,
+        default=0.0,
+        help="what-if: OpenAI may lift a prefix to 12 hours, written at this multiple of input",
+    )
+    parser.add_argument(
         "--fixed-ttl",
         action="store_true",
         help="auto and the oracles keep the shape's lifetime (no lift to 1 hour)",
     )
     args = parser.parse_args()
+    if args.lift_12h:
+        SETTINGS["lift_12h"] = args.lift_12h
     SETTINGS["told"] = float(args.told)
     SETTINGS["ttl_choice"] = float(not args.fixed_ttl)
     make = sdk_day if args.sdk_trace else day
@@ -426,7 +452,7 @@ def main() -> None:
         "sdk_trace": args.sdk_trace,
         "told": args.told,
     }
-    for shape in SHAPES:
+    for shape in shapes():
         row = evaluate(shape, days, args.window)
         figures[shape.name] = row
         per, kept, actions = row["usd_per_session"], row["mean_messages"], row["actions"]
@@ -449,7 +475,7 @@ def main() -> None:
     for seed in seeds:
         trace = random.Random(seed)
         other = [make(trace) for _ in range(args.sessions)]
-        for shape in SHAPES:
+        for shape in shapes():
             held.setdefault(shape.name, []).append(evaluate(shape, other, args.window))
     if seeds:
         print(f"\nheld-out seeds {seeds}: auto/fixed, auto/oracle, history ratio per seed")
@@ -474,6 +500,7 @@ def main() -> None:
         ]
     figures["held_out_seeds"] = seeds
     name = "idle_day" + ("_sdk_trace" if args.sdk_trace else "") + ("_told" if args.told else "")
+    name += f"_lift12h_{args.lift_12h:g}" if args.lift_12h else ""
     save(name, figures, command=" ".join(["python benchmarks/idle_day.py", *sys.argv[1:]]))
 
 

@@ -182,7 +182,7 @@ def _oracle_choice(s: IdleSituation, price: ModelPrice | None, pause: float, sha
     write = price.write_long if s.long_lifetime else price.write
     p = s.prefix_tokens / 1e6
     read = p * price.cached_input
-    call = read + 16e-6 * (write + price.output)
+    call = read + s.warm_tokens / 1e6 * (write + price.output)  # 0 tokens: a prewarm
     costs = {"nothing": read if pause <= shape.lifetime else p * write}
     refreshes = max(0, math.ceil((pause - s.idle_seconds) / (0.9 * shape.lifetime)))
     costs["kept_warm"] = refreshes * call + read

@@ -33,7 +33,11 @@ every request. It is a model of the documentation, not of the services:
   (retention is documented by inactivity, so a read is use). Writes are billed
   at 1.25x input (``cache_write_tokens``). Responses' ``prompt_cache_options.
   comparison_response_id`` gives ``prompt_cache_diagnostics`` (``cache_hit``, ``cache_miss``
-  with a reason, or ``comparison_response_not_found``).
+  with a reason, or ``comparison_response_not_found``). Responses' ``prompt_cache_options.
+  prewarm`` (GPT-5.6 and later) "prepares the prompt cache without generating output": the
+  request is read and written like any other and billed for its input only, the response
+  completed with no output items and 0 output tokens (refused with a 400 on an earlier model,
+  which has no ``prompt_cache_options``).
 - **Anthropic tool search** (the custom variant its tool search page documents): a tool
   declared with ``defer_loading: true`` is not in the prefix; a ``tool_reference`` block in a
   tool result is that tool's definition where it stands (hashed and counted there).
@@ -414,6 +418,18 @@ class Simulator:
             read, w5 = read // INCREMENT * INCREMENT, 0  # hits come in steps; writes are free
         return read, w5
 
+    def openai_prewarm(self, body: dict[str, Any], blocks: list[Block]) -> dict[str, Any]:
+        """A Responses request with ``prompt_cache_options.prewarm``: the cache, no output."""
+        if not openai_explicit_cache(str(body["model"])):
+            raise SimulatedRefusal("prompt_cache_options is supported for gpt-5.6 and later models")
+        read, written = self._openai_cache(body, blocks)
+        total = _cumulative(blocks)[-1]
+        self.bill("openai-responses", body["model"], total, read, written, 0, 0)
+        answer = responses_answer(
+            self.next_id("resp"), body["model"], Reply(text=""), total, read, written, 0
+        )
+        return answer | {"output": []}
+
     def openai(self, shape: str, body: dict[str, Any]) -> dict[str, Any]:
         route = str(body.get("prompt_cache_key") or "")
         items = body["messages"] if shape == "openai-chat" else body["input"]
@@ -421,6 +437,8 @@ class Simulator:
             self.openai_compactions.check(body)  # refuses a compaction item not as issued
         blocks = _chain(_openai_parts(shape, body), _openai_tokens)
         options = body.get("prompt_cache_options") or {}
+        if shape == "openai-responses" and options.get("prewarm"):
+            return self.openai_prewarm(body, blocks)
         read, w5 = self._openai_cache(body, blocks)
         total = _cumulative(blocks)[-1]
         said = [i for i in items if i.get("role") not in ("system", "developer")]

@@ -156,9 +156,10 @@ LIFT = Usage(
 )  # the breakpoint ends the live prefix: the question is sent after it, neither read nor written
 REFRESH = Usage(
     input_tokens=PREFIX + REPLY + QUESTION,
+    output_tokens=2,
     cached_input_tokens=PREFIX + REPLY,
     cache_write_tokens=QUESTION,
-)  # the breakpoint ends the question: the entry it writes holds it
+)  # the breakpoint ends the question: the entry it writes holds it; "ok" out
 
 
 def test_a_miss_after_a_lift_counts_the_lifted_reply() -> None:
@@ -178,7 +179,7 @@ def test_a_miss_after_a_lift_counts_the_lifted_reply() -> None:
 def test_a_refresh_whose_entry_holds_its_question_leaves_the_entry_it_read() -> None:
     """A keep-warm call written to its end (the question inside): the next prompt can read
     what the call read, not what it wrote; and a miss shortly after a refresh is no expiry."""
-    plain = Usage(PREFIX + REPLY + QUESTION, 0, PREFIX, REPLY + QUESTION)
+    plain = Usage(PREFIX + REPLY + QUESTION, 2, PREFIX, REPLY + QUESTION)  # "ok" out
     after = cold(PREFIX + REPLY + 21)
     charges = [turn(1, 0, warm(PREFIX), "first"), refresh(2, 270, plain), turn(3, 300, after)]
     (miss,) = summarize(charges).misses
@@ -197,6 +198,21 @@ def test_a_refresh_whose_entry_holds_its_question_leaves_the_entry_it_read() -> 
     charges = [turn(1, 0, warm(PREFIX), "first"), guessed, turn(3, 3000, after)]
     assert [(m.cause, m.tokens) for m in summarize(charges).misses] == [("expired", PREFIX)]
     assert unexplained(charges) == []
+
+
+def test_a_miss_after_a_prewarm_counts_the_reply_it_wrote() -> None:
+    """A refresh that generated nothing (OpenAI's prewarm) sent the live prefix alone, the last
+    reply included: its entry is the next prompt's prefix, so a miss after it expired counts
+    the reply too; a generated refresh written to its end (the question inside) does not."""
+    prewarm = Usage(PREFIX + REPLY, 0, PREFIX, REPLY)
+    after = cold(PREFIX + REPLY + 21)
+    charges = [turn(1, 0, warm(PREFIX), "first"), refresh(2, 270, prewarm), turn(3, 7000, after)]
+    (miss,) = summarize(charges).misses
+    assert (miss.cause, miss.tokens) == ("expired", PREFIX + REPLY)
+    asked = Usage(PREFIX + REPLY + QUESTION, 2, PREFIX, REPLY + QUESTION)
+    charges[1] = refresh(2, 270, asked)
+    (miss,) = summarize(charges).misses
+    assert (miss.cause, miss.tokens) == ("expired", PREFIX)
 
 
 def test_misses_in_cost_lines_and_fields() -> None:

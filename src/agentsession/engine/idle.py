@@ -9,7 +9,10 @@ little about its long pauses);
 request exactly as last admitted (read from the cache) with a one-word question appended, sent
 with the session's cache key and lifetime (or, when the decision lifts the prefix to the long
 lifetime, with the breakpoint at the live prefix's end at that lifetime, so the entry the next
-prompt reads lives that long). It is a ``SideCall`` with purpose ``"keep_warm"``
+prompt reads lives that long). Where the provider prepares a cache without generating output
+(OpenAI Responses' ``prompt_cache_options.prewarm``, ``offers_prewarm``) the refresh is the
+request as last admitted alone, prewarmed: it reads the live prefix and renews it, with no
+question written and no reply billed. It is a ``SideCall`` with purpose ``"keep_warm"``
 and the decision's reason, billed like any other call. The session (``Session._tend_idle``)
 holds the session exclusively around both, so a running or approval-waiting session, or one
 another process leases, is never touched.
@@ -28,6 +31,7 @@ from ..ledger.idle import COMPACT_FLOOR, IdleDecision, IdleOutcome, IdleSituatio
 from ..ledger.prices import ModelPrice, price_for
 from ..log import SideCall, now
 from ..providers.base import Model
+from ..providers.cache_controls import offers_prewarm
 from ..providers.cache_policy import cache_lifetime, choose_ttl
 from ..request import Request, UserMessage, text_of
 from .admission import Admitter
@@ -36,7 +40,15 @@ from .guard import Guard
 from .summary_call import cached_call
 from .writer import LogWriter
 
-__all__ = ["KEEP_WARM_QUESTION", "Decide", "IdleOutcome", "keep_warm", "situation_of", "tend"]
+__all__ = [
+    "KEEP_WARM_QUESTION",
+    "Decide",
+    "IdleOutcome",
+    "keep_warm",
+    "prewarms",
+    "situation_of",
+    "tend",
+]
 
 Decide = Callable[[IdleSituation, ModelPrice | None], IdleDecision]
 """An idle decision rule: ``decide_idle`` by default; a benchmark passes a fixed rule."""
@@ -49,6 +61,11 @@ reads the longest prefix it holds, and a second identical refresh would read (an
 first one's entry — the live prefix plus this question — instead of the live prefix the next
 prompt needs (seen on the simulator: the prompt after two refreshes found its prefix expired).
 """
+
+
+def prewarms(model: Model) -> bool:
+    """Whether ``model``'s keep-warm call is a prewarm: the live request, no output generated."""
+    return offers_prewarm(model.profile.wire_format, model.profile)
 
 
 def _moment(charge: Charge) -> datetime | None:
@@ -160,14 +177,20 @@ async def keep_warm(
     """
     live = await rebuild(model)
     moment = deps.clock() if deps.clock is not None else now()
-    question = KEEP_WARM_QUESTION.format(at=_stamp(moment))
-    request = Request(
-        system=live.system,
-        messages=(*live.messages, UserMessage(question)),
-        tools=live.tools,
-        sources=(*live.sources, ()),
-    )
-    done = await cached_call(deps, writer, model, request, lift=lift)
+    prewarm = not lift and prewarms(model)
+    if prewarm:
+        # Nothing is appended: the provider reads the live prefix's own entry (the longest it
+        # holds) and renews it, so two prewarms in a row renew the same entry.
+        request = live
+    else:
+        question = KEEP_WARM_QUESTION.format(at=_stamp(moment))
+        request = Request(
+            system=live.system,
+            messages=(*live.messages, UserMessage(question)),
+            tools=live.tools,
+            sources=(*live.sources, ()),
+        )
+    done = await cached_call(deps, writer, model, request, lift=lift, prewarm=prewarm)
     if deps.clock is not None:
         writer.ledger.note(deps.clock())  # the cache's lifetime starts again now
     if lift:
@@ -237,6 +260,8 @@ async def tend(
         deps.gap_pool.update(session_id, situation.gaps)
         pooled = deps.gap_pool.others(session_id)
     situation = replace(situation, pooled_gaps=tuple(pooled))
+    if prewarms(model):  # the refresh adds nothing and gets nothing back
+        situation = replace(situation, warm_tokens=0)
     price = price_for(model.name, deps.config.prices)
     if decide is decide_idle:
         # Nothing to decide (far from expiry, expired, no price, too few gaps) does not depend

@@ -269,17 +269,26 @@ def _controls(deps: SessionDeps, writer: LogWriter) -> CacheControls:
 
 
 async def cached_call(
-    deps: SessionDeps, writer: LogWriter, model: Model, request: Request, *, lift: bool = False
+    deps: SessionDeps,
+    writer: LogWriter,
+    model: Model,
+    request: Request,
+    *,
+    lift: bool = False,
+    prewarm: bool = False,
 ) -> ModelDone:
     """``model``'s answer to ``request`` with the session's cache key and lifetime.
 
     The same key and lifetime the conversation's calls ask for, so the provider routes the
     call to the cache they wrote; failures leave translated, like ``complete``'s. ``lift``:
-    a keep-warm call that lifts the live prefix to the long lifetime (``CacheControls.lift``).
+    a keep-warm call that lifts the live prefix to the long lifetime (``CacheControls.lift``);
+    ``prewarm``: a keep-warm call the provider answers without output (``CacheControls.prewarm``).
     """
     config, controls = deps.config, _controls(deps, writer)
     if lift:
         controls = replace(controls, ttl="1h", lift=True)
+    if prewarm:
+        controls = replace(controls, prewarm=True)
     done: ModelDone | None = None
     try:
         async for event in call_model(

@@ -129,10 +129,13 @@ def _left_warm(refresh: Usage) -> int:
     last breakpoint ends the live prefix, before its question (a lift), leaves an entry of all
     it read and wrote; one whose breakpoint ends the question leaves the question inside its
     entry, which the next turn does not send, so only the entry it read (and renewed) serves.
+    A call that generated nothing (OpenAI's prewarm) sent the live prefix alone: its entry,
+    the last reply included, is the next turn's prefix.
     """
     written = refresh.cache_write_tokens
     fresh = refresh.input_tokens - refresh.cached_input_tokens - written
-    return refresh.cached_input_tokens + (written if fresh > 0 else 0)
+    live = fresh > 0 or refresh.output_tokens == 0
+    return refresh.cached_input_tokens + (written if live else 0)
 
 
 def _cause(charge: _Charge, compacted: bool, ttl: float, gap: float | None) -> MissCause:

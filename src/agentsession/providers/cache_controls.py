@@ -14,7 +14,10 @@ supports are added (see ``ModelProfile.cache_key``, ``cache_breakpoints``, ``cac
   message. Responses ``instructions`` cannot carry a breakpoint, so such a body carries the
   baseline as a leading ``developer`` input message instead.
 - OpenAI responses: ``prompt_cache_options.comparison_response_id`` asks for the provider's
-  diagnosis against the previous response.
+  diagnosis against the previous response; with explicit breakpoints (GPT-5.6 and later),
+  ``prompt_cache_options.prewarm`` on a keep-warm call (``CacheControls.prewarm``): the
+  provider prepares the cache of the request without generating output, so the refresh is
+  the live request itself, read from the cache, and nothing else is billed.
 - Anthropic: the lowering's breakpoints (last tool, last baseline block, newest user turn)
   plus one at the end of the application's instructions, all with the lifetime asked for
   (``ttl: "1h"``; the 5-minute default is left implicit), and ``diagnostics.previous_message_id``.
@@ -34,7 +37,13 @@ from ..request import Request
 from .anthropic_messages import THRESHOLD_BETA, threshold_edit
 from .base import ModelProfile
 
-__all__ = ["STABLE_KEYS", "CacheControls", "apply_cache_controls", "cache_key_for"]
+__all__ = [
+    "STABLE_KEYS",
+    "CacheControls",
+    "apply_cache_controls",
+    "cache_key_for",
+    "offers_prewarm",
+]
 
 STABLE_KEYS: frozenset[str] = frozenset({"core.agent"})
 """Baseline sections that survive a re-baseline: the application's own instructions."""
@@ -53,7 +62,9 @@ class CacheControls:
     threshold mode; ``None``: never). ``lift``: the request is a keep-warm call that lifts
     the live prefix to ``ttl``: the newest breakpoint goes on the end of the message before
     the last (the live prefix, whose last reply is written at that lifetime, so the entry the
-    next prompt reads lives as long) instead of on the keep-warm question.
+    next prompt reads lives as long) instead of on the keep-warm question. ``prewarm``: the
+    request is a keep-warm call the provider answers without generating output, where it
+    offers that (``offers_prewarm``; elsewhere it is ignored).
     """
 
     key: str = ""
@@ -62,7 +73,18 @@ class CacheControls:
     compare_with: str | None = None
     compact_at: int | None = None
     lift: bool = False
+    prewarm: bool = False
     kind: Literal["cache_controls"] = "cache_controls"
+
+
+def offers_prewarm(fmt: str, profile: ModelProfile) -> bool:
+    """Whether ``fmt`` and ``profile`` take a keep-warm request that generates nothing.
+
+    OpenAI's Responses API on models with explicit cache breakpoints (GPT-5.6 and later):
+    ``prompt_cache_options.prewarm`` "prepares the prompt cache without generating output".
+    Chat Completions has no such option.
+    """
+    return fmt == "openai-responses" and profile.cache_breakpoints
 
 
 def cache_key_for(session_id: str) -> str:
@@ -137,6 +159,8 @@ def _openai(
     ):
         options = body.setdefault("prompt_cache_options", {})
         options["comparison_response_id"] = controls.compare_with
+    if controls.prewarm and offers_prewarm(fmt, profile):
+        body.setdefault("prompt_cache_options", {})["prewarm"] = True
 
 
 def _anthropic(
