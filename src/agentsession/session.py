@@ -32,7 +32,7 @@ from .engine.leases import LeaseKeeper
 from .engine.parts import SessionParts
 from .engine.recovery import Cause, closing_entries, resume_point
 from .engine.steering import SessionInbox
-from .engine.titles import MAX_TITLE_CHARS, Naming, clean_title
+from .engine.titles import Naming, checked_title
 from .engine.turn import Start, Turn
 from .engine.upkeep import SessionUpkeep
 from .engine.views import SessionViews
@@ -280,15 +280,9 @@ class Session(
             title: The new title (cleaned of control characters and surrounding space).
 
         Raises:
-            UsageError: The title has no text, or more than ``MAX_TITLE_CHARS`` (200) characters.
+            UsageError: The title has no text, or more than 200 characters.
         """
-        cleaned = clean_title(title)
-        if not cleaned:
-            raise UsageError("a title needs some text")
-        if len(cleaned) > MAX_TITLE_CHARS:
-            raise UsageError(
-                f"a title is at most {MAX_TITLE_CHARS} characters; this one has {len(cleaned):,}"
-            )
+        cleaned = checked_title(title)
         await self._deps.store.set_title(self.id, cleaned)
         self._info = replace(self._info, title=cleaned)
 

@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 
 from ..config import Config
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 from ..log import SideCall, now
 from ..providers.base import Model, complete
 from ..request import Message, Request, UserMessage, text_of
@@ -34,6 +34,7 @@ __all__ = [
     "TITLE_INSTRUCTIONS",
     "Naming",
     "Titler",
+    "checked_title",
     "clean_title",
     "heuristic_title",
 ]
@@ -54,6 +55,18 @@ def clean_title(text: str) -> str:
         " " if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") else ch for ch in text
     )
     return " ".join(kept.split())
+
+
+def checked_title(title: str) -> str:
+    """``title`` cleaned as a user's title, or ``UsageError`` if it is empty or too long."""
+    cleaned = clean_title(title)
+    if not cleaned:
+        raise UsageError("a title needs some text")
+    if len(cleaned) > MAX_TITLE_CHARS:
+        raise UsageError(
+            f"a title is at most {MAX_TITLE_CHARS} characters; this one has {len(cleaned):,}"
+        )
+    return cleaned
 
 
 def heuristic_title(text: str) -> str:
