@@ -351,15 +351,13 @@ def test_a_summary_after_expiry_is_a_miss_of_its_own() -> None:
         (5, "compaction", 9_000),
     ]
     hit = Usage(summary.input_tokens, 900, PREFIX, REPLY + QUESTION)  # the all-hit summary
-    assert misses[0].usd == pytest.approx(
-        charge_usd(summary, price)[0] - charge_usd(hit, price)[0]
-    )
+    assert misses[0].usd == pytest.approx(charge_usd(summary, price)[0] - charge_usd(hit, price)[0])
     # Read in time it is no miss; after a refresh the gap counts from the refresh.
     charges[1] = summary_call(2, 60, hit)
     assert [m.seq for m in summarize(charges).misses] == [5]
     kept = [turn(1, 0, warm(PREFIX), "first"), refresh(2, late - 60, LIFT)]
     charges = [*kept, summary_call(3, late, summary), turn(5, late + 60, after)]
-    assert [(m.seq, m.cause) for m in summarize(charges).misses][0] == (3, "unexplained")
+    assert next((m.seq, m.cause) for m in summarize(charges).misses) == (3, "unexplained")
 
 
 def test_summaries_that_read_nothing_by_design_are_no_miss() -> None:
