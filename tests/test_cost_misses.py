@@ -379,12 +379,11 @@ def test_summaries_that_read_nothing_by_design_are_no_miss() -> None:
     side = SideCall("compaction", "m", summary, timestamp=at(late))
     dispatch = Dispatch("m", 0, "d1", cache="hit", timestamp=at(0))
     answer = ags.log.AssistantEntry("a", usage=warm(PREFIX), sent_at=at(0))
-    for order in ((block, side), (side, block)):
-        records = [Record(1, dispatch), Record(2, answer)]
-        records += [Record(3 + i, e) for i, e in enumerate(order)]
+    for later in ([Record(3, block), Record(4, side)], [Record(3, side), Record(4, block)]):
+        records = [Record(1, dispatch), Record(2, answer), *later]
         charges = charges_of(records)
         call = next(c for c in charges if c.purpose == "compaction")
-        assert call.compacted, order
+        assert call.compacted, later
         assert summarize(charges).misses == ()
     # the same call with no block is judged: an expired miss
     charges = charges_of([Record(1, dispatch), Record(2, answer), Record(3, side)])
