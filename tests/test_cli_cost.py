@@ -40,6 +40,7 @@ async def priced_session(tmp_path: Path, db: Path) -> ags.CostSummary:
         store=ags.SQLiteStore(db),
         model=model,
         project_dir=tmp_path,
+        instructions="Follow the house rules. " * 400,  # every request is over the miss slack
         config=ags.Config(titles=True, keep_user_turns=1),
     ) as runtime:
         session = await runtime.create_session()
@@ -49,6 +50,12 @@ async def priced_session(tmp_path: Path, db: Path) -> ags.CostSummary:
         assert await session.compact()
         await session.prompt("a third question")
         (tmp_path / "id").write_text(session.id)
+        compaction = [
+            r.seq
+            for r in await session.log()
+            if isinstance(r.entry, ags.log.SideCall) and r.entry.purpose == "compaction"
+        ]
+        (tmp_path / "compaction").write_text(json.dumps(compaction))
         return session.cost()
 
 
@@ -72,6 +79,10 @@ def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
     assert [(m["seq"], m["cause"], m["usd"]) for m in row["misses"]] == [
         (m.seq, m.cause, m.usd) for m in summary.misses
     ]
+    # the summary request reads nothing of the cache here (the model reports no cached
+    # tokens): its miss is listed like a turn's, under the compaction call's seq
+    (compaction,) = json.loads((tmp_path / "compaction").read_text())
+    assert compaction in [m["seq"] for m in row["misses"]]
 
     text = cli_here(tmp_path, "--db", str(db), "cost", session_id[:8])  # a prefix, as everywhere
     assert text.code == 0, text.err
@@ -88,7 +99,7 @@ def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
     assert report.code == 0, report.err
     html = out.read_text(encoding="utf-8")
     assert f"id='cost-total'>{total}<" in html
-    assert "id='cache-misses'>" in html
+    assert f"id='cache-misses'>{len(summary.misses):,} · " in html
 
     chat = cli_here(
         tmp_path,

@@ -253,9 +253,14 @@ async def test_session_cost_lists_the_misses_of_a_session(tmp_path: Path) -> Non
         assert await session.compact()
         await session.prompt("a third question")
         summary = session.cost()
-        dispatches = [r.seq for r in await session.log() if isinstance(r.entry, Dispatch)]
+        records = await session.log()
+        dispatches = [r.seq for r in records if isinstance(r.entry, Dispatch)]
+        (summary_seq,) = [r.seq for r in records if isinstance(r.entry, ags.log.SideCall)]
+    # The summary request extends the live one: it reads nothing either, a miss of its own
+    # (the local diagnosis judges no side call: unexplained, not counted among the turns').
     assert [(m.seq, m.cause) for m in summary.misses] == [
         (dispatches[1], "unexplained"),
+        (summary_seq, "unexplained"),
         (dispatches[2], "compaction"),
     ]
     assert summary.unexplained_misses == 1
@@ -319,3 +324,67 @@ async def test_cost_alert_is_yielded_once_when_the_total_crosses(tmp_path: Path)
     for bad in (0, -1.0, True, "5", float("nan"), float("inf")):
         with pytest.raises(ags.UsageError, match="cost_alert_usd"):
             ags.Config(cost_alert_usd=bad)  # type: ignore[arg-type]
+
+
+def summary_call(seq: int, seconds: int, usage: Usage, model: str = MODEL) -> Charge:
+    """A compaction side call: its ``timestamp`` is by the runtime's clock, like a refresh's."""
+    return Charge(seq, model, at(seconds), "unknown", usage, purpose="compaction", reason="idle")
+
+
+def test_a_summary_after_expiry_is_a_miss_of_its_own() -> None:
+    """The summary request that extends the live request could have read what the turn before
+    (or a refresh since) left; after the lifetime it rewrote it: an ``expired`` miss with its
+    own seq and cost, and the turn after it keeps the cause ``compaction``."""
+    price = price_for(MODEL)
+    assert price is not None
+    summary = Usage(PREFIX + REPLY + QUESTION, 900, 0, PREFIX + REPLY + QUESTION)
+    after = cold(9_000)
+    late = int(SHORTEST_TTL) * 12  # an hour later
+    charges = [
+        turn(1, 0, warm(PREFIX), "first"),
+        summary_call(2, late, summary),
+        turn(5, late + 60, after, "system_changed"),
+    ]
+    misses = summarize(charges).misses
+    assert [(m.seq, m.cause, m.tokens) for m in misses] == [
+        (2, "expired", PREFIX),
+        (5, "compaction", 9_000),
+    ]
+    hit = Usage(summary.input_tokens, 900, PREFIX, REPLY + QUESTION)  # the all-hit summary
+    assert misses[0].usd == pytest.approx(charge_usd(summary, price)[0] - charge_usd(hit, price)[0])
+    # Read in time it is no miss; after a refresh the gap counts from the refresh.
+    charges[1] = summary_call(2, 60, hit)
+    assert [m.seq for m in summarize(charges).misses] == [5]
+    kept = [turn(1, 0, warm(PREFIX), "first"), refresh(2, late - 60, LIFT)]
+    charges = [*kept, summary_call(3, late, summary), turn(5, late + 60, after)]
+    assert next((m.seq, m.cause) for m in summarize(charges).misses) == (3, "unexplained")
+
+
+def test_summaries_that_read_nothing_by_design_are_no_miss() -> None:
+    """Another model's summary, the plain-text render (it sends less than the live request),
+    and the provider's compaction (its block folded around the call) read no cache of the
+    conversation's: all-hit they read nothing either."""
+    from agentsession.ledger import charges_of
+    from agentsession.log import ProviderCompaction, Record, SideCall, Summary
+
+    late = int(SHORTEST_TTL) * 12
+    summary = Usage(PREFIX + REPLY + QUESTION, 900, 0, PREFIX + REPLY + QUESTION)
+    first = turn(1, 0, warm(PREFIX), "first")
+    for call in (
+        summary_call(2, late, summary, model="claude-haiku-4-5"),
+        summary_call(2, late, Usage(5_000, 900)),
+    ):
+        assert summarize([first, call]).misses == ()
+    block = Summary("s", 1, block=ProviderCompaction("openai-responses", {"type": "compaction"}))
+    side = SideCall("compaction", "m", summary, timestamp=at(late))
+    dispatch = Dispatch("m", 0, "d1", cache="hit", timestamp=at(0))
+    answer = ags.log.AssistantEntry("a", usage=warm(PREFIX), sent_at=at(0))
+    for later in ([Record(3, block), Record(4, side)], [Record(3, side), Record(4, block)]):
+        records = [Record(1, dispatch), Record(2, answer), *later]
+        charges = charges_of(records)
+        call = next(c for c in charges if c.purpose == "compaction")
+        assert call.compacted, later
+        assert summarize(charges).misses == ()
+    # the same call with no block is judged: an expired miss
+    charges = charges_of([Record(1, dispatch), Record(2, answer), Record(3, side)])
+    assert [(m.seq, m.cause) for m in summarize(charges).misses] == [(3, "expired")]

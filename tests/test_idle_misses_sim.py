@@ -16,6 +16,8 @@ from types import ModuleType
 
 import pytest
 
+from agentsession.ledger.idle import IdleDecision, IdleSituation
+
 from .benchmark_modules import load_benchmarks
 
 CAUSES = {"context change", "window move", "expired", "compaction"}
@@ -64,5 +66,34 @@ async def test_auto_lists_as_misses_its_bill_excess_over_the_same_calls_all_hit(
     assert auto.actions["lifted"] >= 1 and auto.misses["expired"] >= 1
     assert all_hit.actions["lifted"] >= 1 and "expired" not in all_hit.misses
     check = bench.miss_check(auto, all_hit)
+    assert check["problems"] == []
+    assert check["listed_usd"] == pytest.approx(check["excess_usd"], rel=1e-4)
+
+
+@pytest.mark.parametrize("shape", ["openai"])
+async def test_a_summary_after_the_lifetime_lists_its_miss(
+    bench: ModuleType, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``compact54`` compacts 54 minutes into a pause, past the cache's lifetime: its summary
+    request rewrites the whole prefix. The miss is listed with the summary call's seq as an
+    expiry (its all-hit run, compacting at once, reads it), and the misses add up to the
+    bill's excess — they listed about half of it while only turns were judged."""
+    chosen = next(s for s in bench.SHAPES if s.name == shape)
+    monkeypatch.setattr(bench, "FILE_TOKENS", 6_000)
+
+    def compact_any(situation: IdleSituation, price: object) -> IdleDecision:
+        # the fixed rule's 200K tokens would take full-size reads: any history will do here
+        if situation.compacted_tokens is not None:
+            return IdleDecision("compacted", "compact54: idle 54 minutes")
+        return IdleDecision("nothing", "compact54: nothing to summarise")
+
+    monkeypatch.setattr(bench, "compact_rule", compact_any)
+    days = bench.trace(3, 3, 8)
+    assert any(p > 54 * 60 for day in days for p, _ in day)
+    clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
+    run = await bench.run("compact54", chosen, days, clock)
+    all_hit = await bench.run("compact54-all-hit", chosen, days, clock, run.script)
+    assert run.actions["compacted"] >= 1 and all_hit.actions["compacted"] >= 1
+    check = bench.miss_check(run, all_hit)
     assert check["problems"] == []
     assert check["listed_usd"] == pytest.approx(check["excess_usd"], rel=1e-4)

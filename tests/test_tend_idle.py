@@ -373,3 +373,17 @@ async def test_a_closed_session_is_not_tended_until_it_is_used_again(tmp_path: P
         await session.prompt("back again")  # used again: tended again
         clock.wait(280)
         assert (await runtime.tend_idle())[session.id].action == "kept_warm"
+
+
+async def test_a_summary_call_is_stamped_by_the_runtimes_clock(tmp_path: Path) -> None:
+    """The compaction call's timestamp is the runtime's clock, like a keep-warm call's: the
+    ledger measures the summary request's gap since the cache was last touched by it."""
+    clock = Clock()
+    async with runtime_for(tmp_path, clock, policy="off") as runtime:
+        session = await runtime.create_session()
+        await prompts(session, clock, [30, 30])
+        clock.wait(3600)  # a clock far from the wall's: the test's, an hour on
+        assert await session.compact()
+        (call,) = await side_calls(session)
+        assert call.purpose == "compaction"
+        assert datetime.fromisoformat(call.timestamp) == clock.now

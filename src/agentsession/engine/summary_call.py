@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from ..budget import total_tokens
 from ..compaction import (
@@ -106,11 +107,14 @@ async def write_summary(
     Its call is billed like any other (a ``SideCall``, named as the caller's dispatches are:
     one row of the costs); the failure leaves translated, with nothing written.
     """
+    # By the runtime's clock, like a keep-warm call's: the ledger judges the summary's cache
+    # read by the gap since the cache was last touched.
+    sent = _stamp(deps.clock() if deps.clock is not None else None)
     served = await provider_compact(deps, writer, plan, model, rebuild, warm=warm)
     if served is not None:
         # The provider's block stands for the whole history: the new epoch keeps no turn.
         whole = replace(plan, cut_seq=writer.next_seq)
-        call = SideCall("compaction", model.name, served.usage, timestamp=now(), reason=reason)
+        call = SideCall("compaction", model.name, served.usage, timestamp=sent, reason=reason)
         # Kept as sent (the block replays byte for byte); the text is what other formats see.
         text = replace_surrogates(served.text)[0].strip()
         return Written(whole, text, ProviderCompaction(served.format, served.block), call)
@@ -121,12 +125,16 @@ async def write_summary(
         summarizer.name,
         done.usage,
         usage_estimated=not summarizer.profile.reports_usage or bool(done.usage_note),
-        timestamp=now(),
+        timestamp=sent,
         usage_note=done.usage_note,
         reason=reason,
     )
     # A summary is a reply committed too: valid Unicode, or every later request would fail.
     return Written(plan, replace_surrogates(done.message.content)[0].strip(), None, call)
+
+
+def _stamp(moment: datetime | None) -> str:
+    return moment.isoformat() if moment is not None else now()
 
 
 async def summarise(

@@ -135,6 +135,8 @@ class Charge:
     purpose: Literal["turn", "title", "compaction", "keep_warm"] = "turn"
     reason: str = ""  # a side call's, when it says why it was made
     compacted: bool = False  # the provider compacted this request before answering it
+    # (a compaction call's: it was the provider's compaction, which reads no summary's cache)
+    block_after: bool = False  # a provider's compaction block was committed after this charge
     kind: Literal["charge"] = "charge"
 
 
@@ -239,6 +241,8 @@ def _fold(charges: list[Charge], record: Record) -> bool:
                 estimated=estimated,
                 purpose=entry.purpose,
                 reason=entry.reason,
+                # Committed after the provider's block (its epoch first): the provider's call.
+                compacted=entry.purpose == "compaction" and _block_before(charges),
             )
         )
     elif isinstance(entry, AssistantEntry):
@@ -265,11 +269,21 @@ def _fold(charges: list[Charge], record: Record) -> bool:
         )
         return True
     elif isinstance(entry, Summary) and entry.block is not None and charges:
-        # Committed between a request and its answer: the server compacted that request.
+        # Committed between a request and its answer: the server compacted that request. Else
+        # the provider's compaction call made it, billed before the block (written in the
+        # background) or after it (its ``SideCall`` then reads the mark off the charge before).
         last = charges[-1]
-        if last.purpose == "turn" and last.usage is None:
+        in_flight = last.purpose == "turn" and last.usage is None
+        if in_flight or last.purpose == "compaction":
             charges[-1] = replace(last, compacted=True)
+        else:
+            charges[-1] = replace(last, block_after=True)
     return False
+
+
+def _block_before(charges: list[Charge]) -> bool:
+    """Whether a provider's compaction block was folded right before this side call."""
+    return bool(charges) and charges[-1].block_after and charges[-1].purpose != "compaction"
 
 
 def charge_usd(usage: Usage, price: ModelPrice) -> tuple[float, float]:

@@ -3,7 +3,9 @@
 A *miss* is a turn's request that read from the provider's cache more than ``slack`` tokens
 less than it could have: the prefix the request before it sent, or the longer one a keep-warm
 call between them left (a lift: the last reply too), as far as this request still sends it.
-Its cause, first match wins:
+A compaction call that is the summary request extending the live request (the same model;
+not the provider's compaction, nor the plain-text render) is judged the same way, its gap
+measured to its own timestamp (the runtime's clock). Its cause, first match wins:
 
 - ``compaction``: a compaction summary was made since the request before (a new epoch), or
   the provider compacted the request before inside it (its threshold mode);
@@ -122,6 +124,30 @@ def _touch_gap(before: _Charge, refreshes: Sequence[_Charge], charge: _Charge) -
     return _gap(before, charge)
 
 
+def _reads_live(before: _Charge, call: _Charge) -> bool:
+    """Whether a compaction call is the summary request that extends the live request.
+
+    Only that one reads the conversation's cache: the provider's compaction (marked by its
+    block) and a summariser of another model read nothing of it by design, and the plain-text
+    render sends less than the turn before sent, where the extension sends more.
+    """
+    usage, prior = call.usage, before.usage
+    if usage is None or prior is None or call.compacted or call.model != before.model:
+        return False
+    return usage.input_tokens > prior.input_tokens
+
+
+def _side_gap(before: _Charge, refreshes: Sequence[_Charge], call: _Charge) -> float | None:
+    """Seconds from the cache's last touch to a side call (its timestamp: the runtime's clock)."""
+    last = refreshes[-1].timestamp if refreshes else (before.sent_at or before.timestamp)
+    try:
+        return (
+            datetime.fromisoformat(call.timestamp) - datetime.fromisoformat(last)
+        ).total_seconds()
+    except (ValueError, TypeError):
+        return None
+
+
 def _left_warm(refresh: Usage) -> int:
     """The prefix a keep-warm call leaves in the cache for the next turn to read.
 
@@ -166,10 +192,15 @@ def cache_misses(
         if charge.purpose == "keep_warm":
             refreshes.append(charge)
         elif charge.purpose == "compaction":
+            if before is not None and _reads_live(before, charge):
+                gap = _side_gap(before, refreshes, charge)
+                miss = _miss(before, charge, refreshes, summarised, prices, slack, ttl, gap)
+                found.extend([miss] if miss is not None else [])
             summarised = True
         elif charge.purpose == "turn":
             if before is not None:
-                miss = _miss(before, charge, refreshes, summarised, prices, slack, ttl)
+                gap = _touch_gap(before, refreshes, charge)
+                miss = _miss(before, charge, refreshes, summarised, prices, slack, ttl, gap)
                 found.extend([miss] if miss is not None else [])
             before, refreshes, summarised = charge, [], False
     return tuple(found)
@@ -183,8 +214,12 @@ def _miss(
     prices: Mapping[str, ModelPrice] | None,
     slack: int,
     ttl: float,
+    gap: float | None,
 ) -> CacheMiss | None:
-    """The miss of ``charge`` after the turn ``before`` and the calls between, if it missed."""
+    """The miss of ``charge`` after the turn ``before`` and the calls between, if it missed.
+
+    ``gap``: the seconds since the cache was last touched (``None``: unknown).
+    """
     usage, prior = charge.usage, before.usage
     if usage is None or prior is None or charge.estimated or before.estimated:
         return None
@@ -198,5 +233,5 @@ def _miss(
     usd = miss_usd(usage, missed, price) if price is not None else None
     # A summary call between the two, or the provider compacting the request before.
     compacted = summarised or before.compacted
-    cause = _cause(charge, compacted, ttl, _touch_gap(before, refreshes, charge))
+    cause = _cause(charge, compacted, ttl, gap)
     return CacheMiss(charge.seq, cause, usd, missed, charge.model)
