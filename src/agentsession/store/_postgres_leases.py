@@ -56,16 +56,8 @@ class LeaseOps:
         self, session_id: str, owner: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> bool:
         """Take the lease when free, expired or already ``owner``'s (see ``Store``)."""
-        check_lease(owner, ttl)
-        if not storable(session_id):
-            raise SessionNotFoundError(session_id)
-        await self._presence.ensure(owner)  # its leases now die with its process
-        async with self._connection(f"take the lease of session {session_id!r}") as conn:
-            try:
-                cursor = await conn.execute(TAKE_LEASE, (session_id, owner, float(ttl)))
-            except pg_errors.ForeignKeyViolation as exc:
-                raise SessionNotFoundError(session_id) from exc
-            return cursor.rowcount == 1
+        taken, _ = await self._take(session_id, owner, ttl, seeing=False)
+        return taken
 
     async def _take_lease_seeing(
         self, session_id: str, owner: str, ttl: float
@@ -77,12 +69,21 @@ class LeaseOps:
         and whose log still ends where its opener read it has not been written since (the
         ``take_lease`` fast path, ``store.fast``).
         """
+        return await self._take(session_id, owner, ttl, seeing=True)
+
+    async def _take(
+        self, session_id: str, owner: str, ttl: float, *, seeing: bool
+    ) -> tuple[bool, int | None]:
+        """The lease taken or not, and with ``seeing`` the log's next seq read after it."""
         check_lease(owner, ttl)
         if not storable(session_id):
             raise SessionNotFoundError(session_id)
         await self._presence.ensure(owner)  # its leases now die with its process
         async with self._connection(f"take the lease of session {session_id!r}") as conn:
             try:
+                if not seeing:
+                    cursor = await conn.execute(TAKE_LEASE, (session_id, owner, float(ttl)))
+                    return cursor.rowcount == 1, None
                 async with conn.pipeline():
                     taken = await conn.execute(TAKE_LEASE, (session_id, owner, float(ttl)))
                     ends = await conn.execute(_NEXT_SEQ, (session_id,))
