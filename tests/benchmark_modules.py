@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["BENCHMARKS", "load_benchmarks"]
+from agentsession import Config, Model, Runtime, Session, SQLiteStore
+
+__all__ = [
+    "BENCHMARKS",
+    "IDLE_PAUSES",
+    "load_benchmarks",
+    "prompted_with_pauses",
+    "sim_runtime",
+]
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -35,3 +44,28 @@ def load_benchmarks(*names: str) -> ModuleType:
     finally:
         sys.path.remove(str(BENCHMARKS))
     return module
+
+
+#: Five prompts a session sends on the idle tests' virtual clock: two quick, three 40 minutes on.
+IDLE_PAUSES = (0, 30, 2400, 2500, 2600)
+
+
+def sim_runtime(
+    bench: ModuleType, model: Model, folder: str, clock: dict[str, datetime], config: Config
+) -> Runtime:
+    """A runtime on ``bench``'s application prompt, a SQLite file in ``folder`` and ``clock``."""
+    return Runtime(
+        store=SQLiteStore(Path(folder) / "s.db"),
+        model=model,
+        project_dir=Path(folder),
+        instructions=bench.APP_PROMPT,
+        clock=lambda: clock["now"],
+        config=config,
+    )
+
+
+async def prompted_with_pauses(session: Session, clock: dict[str, datetime]) -> None:
+    """``session`` asked one question after each of ``IDLE_PAUSES``, moving ``clock`` on."""
+    for n, pause in enumerate(IDLE_PAUSES):
+        clock["now"] += timedelta(seconds=pause)
+        await session.prompt(f"question {n}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from datetime import datetime, timedelta
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -31,7 +30,7 @@ from agentsession.providers.profiles import profile_for
 from agentsession.providers.wire import controlled
 from agentsession.request import AssistantMessage, Request, Usage, UserMessage
 
-from .benchmark_modules import load_benchmarks
+from .benchmark_modules import load_benchmarks, prompted_with_pauses, sim_runtime
 
 PROFILE = profile_for("anthropic", "claude-opus-4-8")
 LIVE = Request(
@@ -88,19 +87,10 @@ async def resumed_after_a_pause(bench: ModuleType, policy: str) -> tuple[str, tu
     with bench.running(sim) as url, tempfile.TemporaryDirectory() as tmp:
         model = ags.get_model("anthropic:claude-opus-4-8", base_url=url, api_key="sim")
         config = ags.Config(titles=False, cache_ttl="5m", idle_policy=policy)
-        runtime = ags.Runtime(
-            store=ags.SQLiteStore(Path(tmp) / "s.db"),
-            model=model,
-            project_dir=Path(tmp),
-            instructions=bench.APP_PROMPT,
-            clock=lambda: clock["now"],
-            config=config,
-        )
+        runtime = sim_runtime(bench, model, tmp, clock, config)
         async with runtime:
             session = await runtime.create_session()
-            for n, pause in enumerate((0, 30, 2400, 2500, 2600)):
-                clock["now"] += timedelta(seconds=pause)
-                await session.prompt(f"question {n}")
+            await prompted_with_pauses(session, clock)
             clock["now"] += timedelta(seconds=271)
             outcome = (await runtime.tend_idle([session]))[session.id]
             clock["now"] += timedelta(seconds=2400 - 271)

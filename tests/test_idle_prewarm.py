@@ -15,7 +15,6 @@ import tempfile
 import typing
 from dataclasses import replace
 from datetime import datetime, timedelta
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -34,7 +33,7 @@ from agentsession.providers.profiles import profile_for
 from agentsession.providers.wire import controlled
 from agentsession.request import AssistantMessage, Request, Usage, UserMessage
 
-from .benchmark_modules import load_benchmarks
+from .benchmark_modules import load_benchmarks, prompted_with_pauses, sim_runtime
 
 TERRA = profile_for("openai", "gpt-5.6-terra")
 LIVE = Request(
@@ -105,19 +104,12 @@ async def refreshed_then_resumed(
     sim.openai = spy
     with bench.running(sim) as url, tempfile.TemporaryDirectory() as tmp:
         model = ags.get_model(spec, base_url=f"{url}/v1", api_key="sim", streaming=streaming)
-        runtime = ags.Runtime(
-            store=ags.SQLiteStore(Path(tmp) / "s.db"),
-            model=model,
-            project_dir=Path(tmp),
-            instructions=bench.APP_PROMPT,
-            clock=lambda: clock["now"],
-            config=ags.Config(titles=False, idle_policy="auto"),
+        runtime = sim_runtime(
+            bench, model, tmp, clock, ags.Config(titles=False, idle_policy="auto")
         )
         async with runtime:
             session = await runtime.create_session()
-            for n, pause in enumerate((0, 30, 2400, 2500, 2600)):
-                clock["now"] += timedelta(seconds=pause)
-                await session.prompt(f"question {n}")
+            await prompted_with_pauses(session, clock)
             clock["now"] += timedelta(seconds=1621)
             outcome = (await runtime.tend_idle([session]))[session.id]
             refresh = bodies[-1]
