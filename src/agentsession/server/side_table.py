@@ -43,6 +43,11 @@ def _gate() -> asyncio.Semaphore:
     return gate
 
 
+# ``CREATE TABLE IF NOT EXISTS`` run by two connections at once: the loser fails on the
+# catalog's unique index or on the table's row type, which the winner made a moment before.
+_CREATED_BESIDE = frozenset({"UniqueViolation", "DuplicateObject"})
+
+
 class SideTable:
     """One table of the server's, made by ``create`` (``CREATE TABLE IF NOT EXISTS …``)."""
 
@@ -73,7 +78,7 @@ class SideTable:
                     try:
                         await run(self._create, ())
                     except StoreError as exc:
-                        if type(exc.__cause__).__name__ != "UniqueViolation":
+                        if type(exc.__cause__).__name__ not in _CREATED_BESIDE:
                             raise
                         # Two processes creating the table at once: one wins, the other finds it.
                     self._ready = True
@@ -86,7 +91,8 @@ class SideTable:
             if not self._ready:
                 async with self._lock:
                     # Two processes creating the table at once: one wins, the other finds it.
-                    with contextlib.suppress(psycopg.errors.UniqueViolation):
+                    beside = (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject)
+                    with contextlib.suppress(*beside):
                         await conn.execute(self._create)
                     self._ready = True
             cursor = await conn.execute(query, params)
