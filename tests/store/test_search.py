@@ -241,6 +241,9 @@ async def test_postgres_vacuums_the_queue_and_analyzes_after_a_large_drain(
 ) -> None:
     size = "SELECT pg_relation_size('search_queue')"
     tuples = "SELECT reltuples::int FROM pg_class WHERE oid = 'entry_texts'::regclass"
+    # Whether VACUUM gives the pages back depends on every other transaction in the database
+    # (the tests share one server): what the package controls is that it ran, so count runs.
+    vacuums = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'search_queue'::regclass"
     store = PostgresStore(pg_dsn)
     try:
         await fill(store)
@@ -248,14 +251,15 @@ async def test_postgres_vacuums_the_queue_and_analyzes_after_a_large_drain(
         await runtime.search("kettle")  # 6 moved: under the bar, the deleted rows stay
         assert pg.run(pg_dsn, size)[0][0] > 0
         assert pg.run(pg_dsn, tuples) == [(-1,)]  # never analyzed
+        assert pg.run(pg_dsn, vacuums) == [(0,)]
         monkeypatch.setattr("agentsession.store.search.VACUUM_AFTER", 2)
         await store.append(
             "older",
             (await store.get_session("older")).next_seq,
             [UserEntry("a kettle again"), UserEntry("and again")],
         )
-        assert len(await runtime.search("again")) == 2  # 2 moved: vacuumed, pages given back
-        assert pg.run(pg_dsn, size) == [(0,)]
+        assert len(await runtime.search("again")) == 2  # 2 moved: vacuumed
+        assert pg.run(pg_dsn, vacuums) == [(1,)]
         assert pg.run(pg_dsn, tuples) == [(8,)]  # and the index's statistics taken
         assert pg.run(pg_dsn, "SELECT count(*) FROM search_queue") == [(0,)]
     finally:
