@@ -10,7 +10,7 @@ until the test lets go, so nothing here depends on timing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +18,8 @@ import agentsession as ags
 from agentsession.engine.idle import KEEP_WARM_QUESTION
 from agentsession.log import ContextEpoch, PermissionChanged, SideCall, Summary, UserEntry
 from agentsession.request import text_of
+
+from .held import HeldCall
 
 PRICE = ags.ModelPrice(input=3.0, cached_input=0.3, cache_write=3.75, output=15.0)
 REPORTING = ags.ModelProfile(provider="test", reports_usage=True)
@@ -40,28 +42,15 @@ def _last_text(request: ags.Request) -> str:
     return text_of(request.messages[-1].content) if request.messages else ""
 
 
-class HeldUpkeep(ags.ScriptedModel):
-    """Answers every request; holds the first one ``held`` picks until ``go`` is set."""
+def _reply(request: ags.Request) -> str:
+    if "summar" in _last_text(request).lower():
+        return SUMMARY
+    return f"answer {len(request.messages)}"
 
-    def __init__(self, held: Callable[[ags.Request], bool]) -> None:
-        super().__init__(self._reply, name="test-model", profile=REPORTING)
-        self._held = held
-        self.entered = asyncio.Event()
-        self.go = asyncio.Event()
 
-    @staticmethod
-    def _reply(request: ags.Request) -> str:
-        last = _last_text(request)
-        if "summar" in last.lower():
-            return SUMMARY
-        return f"answer {len(request.messages)}"
-
-    async def stream(self, request: ags.Request) -> AsyncIterator[ags.providers.ModelEvent]:
-        if not self.go.is_set() and self._held(request):
-            self.entered.set()
-            await self.go.wait()
-        async for event in super().stream(request):
-            yield event
+def held_model(held: Callable[[ags.Request], bool]) -> HeldCall:
+    """The session's model; the first request ``held`` picks waits for the test."""
+    return HeldCall(_reply, held, name="test-model", profile=REPORTING)
 
 
 def _runtime(tmp_path: Path, clock: Clock, model: ags.ScriptedModel) -> ags.Runtime:
@@ -102,10 +91,10 @@ async def _waiting(session: ags.Session, task: asyncio.Task[object]) -> None:
 
 async def _during_keep_warm(
     tmp_path: Path, act: Callable[[ags.Session], Awaitable[object]]
-) -> tuple[ags.Session, ags.IdleOutcome, object, list[ags.Record], HeldUpkeep]:
+) -> tuple[ags.Session, ags.IdleOutcome, object, list[ags.Record], HeldCall]:
     """``act`` starts while the keep-warm call is held; both are then let go."""
     clock = Clock()
-    model = HeldUpkeep(lambda request: _last_text(request).startswith(WARM_MARK))
+    model = held_model(lambda request: _last_text(request).startswith(WARM_MARK))
     async with _runtime(tmp_path, clock, model) as runtime:
         session = await runtime.create_session()
         await _used(session, clock)
@@ -125,9 +114,7 @@ async def _during_keep_warm(
 async def test_a_prompt_during_a_keep_warm_call_waits_for_it_and_reads_what_it_kept(
     tmp_path: Path,
 ) -> None:
-    session, outcome, result, log, model = await _during_keep_warm(
-        tmp_path, lambda s: s.prompt("back")
-    )
+    _, outcome, result, log, model = await _during_keep_warm(tmp_path, lambda s: s.prompt("back"))
     assert outcome.action == "kept_warm", outcome.reason
     assert isinstance(result, ags.PromptResult) and result.text.startswith("answer")
     kinds = [
@@ -169,7 +156,7 @@ async def test_a_preset_change_during_a_keep_warm_call_is_taken_for_the_next_req
 
 async def test_a_prompt_during_a_background_summary_waits_and_adopts_it(tmp_path: Path) -> None:
     clock = Clock()
-    model = HeldUpkeep(lambda request: "summar" in _last_text(request).lower())
+    model = held_model(lambda request: "summar" in _last_text(request).lower())
     async with _runtime(tmp_path, clock, model) as runtime:
         session = await runtime.create_session()
         for text in ("one", "two", "three"):
@@ -178,31 +165,33 @@ async def test_a_prompt_during_a_background_summary_waits_and_adopts_it(tmp_path
         preparing = asyncio.create_task(session.prepare_compaction(min_tokens=0))
         await model.entered.wait()
         prompting = asyncio.create_task(session.prompt("four"))
-        await _waiting(session, prompting)  # type: ignore[arg-type]
+        await _waiting(session, prompting)
         model.go.set()
         assert await preparing is True
         result = await prompting
         log = await session.log()
     assert result.text.startswith("answer")
-    summaries = [r for r in log if isinstance(r.entry, Summary)]
-    assert [s.entry.text for s in summaries] == [SUMMARY]  # the prepared one, adopted
+    summaries = [r.seq for r in log if isinstance(r.entry, Summary)]
+    texts = [e.text for e in (r.entry for r in log) if isinstance(e, Summary)]
+    assert texts == [SUMMARY]  # the prepared one, adopted
     assert len([r for r in log if isinstance(r.entry, ContextEpoch)]) == epochs + 1
-    (call,) = [r.entry for r in log if isinstance(r.entry, SideCall)]
+    (call,) = [e for e in (r.entry for r in log) if isinstance(e, SideCall)]
     assert (call.purpose, call.reason) == ("compaction", "background")  # one summary call
-    four = next(r.seq for r in log if isinstance(r.entry, UserEntry) and r.entry.content == "four")
-    assert summaries[0].seq < four  # the prompt runs in the summary's epoch
+    users = {e.content: n for n, e in ((r.seq, r.entry) for r in log) if isinstance(e, UserEntry)}
+    four = users["four"]
+    assert summaries[0] < four  # the prompt runs in the summary's epoch
 
 
 async def test_no_upkeep_starts_while_a_prompt_waits(tmp_path: Path) -> None:
     clock = Clock()
-    model = HeldUpkeep(lambda request: _last_text(request).startswith(WARM_MARK))
+    model = held_model(lambda request: _last_text(request).startswith(WARM_MARK))
     async with _runtime(tmp_path, clock, model) as runtime:
         session = await runtime.create_session()
         await _used(session, clock)
         tending = asyncio.create_task(runtime.tend_idle())
         await model.entered.wait()
         prompting = asyncio.create_task(session.prompt("back"))
-        await _waiting(session, prompting)  # type: ignore[arg-type]
+        await _waiting(session, prompting)
         # the upkeep ends and hands the session to the prompt, not to another upkeep call
         refused = asyncio.create_task(session.prepare_compaction(min_tokens=0))
         model.go.set()
