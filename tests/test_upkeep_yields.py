@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 import agentsession as ags
 from agentsession.engine.idle import KEEP_WARM_QUESTION
 from agentsession.log import ContextEpoch, PermissionChanged, SideCall, Summary, UserEntry
@@ -75,18 +77,34 @@ async def _used(session: ags.Session, clock: Clock) -> None:
     clock.wait(280)  # 20 s of the 5-minute lifetime left
 
 
-async def _waiting(session: ags.Session, task: asyncio.Task[object]) -> None:
-    """Let ``task`` run until an operation of the user's waits for the upkeep call.
+#: A bound for a wait that never ends, not a measure of time.
+NEVER = 120.0
 
-    A refusal ends ``task`` with its error, which is raised here.
-    """
-    for _ in range(1_000):
-        if task.done() and task.exception() is not None:
+
+async def _waiting(session: ags.Session, task: asyncio.Task[object]) -> None:
+    """Return once an operation of the user's waits for the upkeep call (``task``'s own, or
+    the delivery it started); a refusal ends ``task`` with its error, which is raised here."""
+    guard = session._guard
+    entered = asyncio.Event()
+    after_upkeep = guard.after_upkeep
+
+    async def noting() -> None:
+        if guard.upkeep:
+            entered.set()
+        await after_upkeep()
+
+    guard.after_upkeep = noting  # type: ignore[method-assign]
+    if guard._wanted:
+        return
+    waiting = asyncio.ensure_future(entered.wait())
+    try:
+        done, _ = await asyncio.wait({task, waiting}, timeout=NEVER, return_when="FIRST_COMPLETED")
+        if task in done and task.exception() is not None:
             await task  # raises what refused it
-        if session._guard._wanted:
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("nothing waits for the upkeep call")
+        await asyncio.wait_for(waiting, NEVER)
+    finally:
+        waiting.cancel()
+    assert session._guard._wanted == 1
 
 
 async def _during_keep_warm(
@@ -205,3 +223,29 @@ async def test_no_upkeep_starts_while_a_prompt_waits(tmp_path: Path) -> None:
         assert (await prompting).text.startswith("answer")
         calls = [r.entry for r in await session.log() if isinstance(r.entry, SideCall)]
     assert [c.purpose for c in calls] == ["keep_warm"]
+
+
+async def test_cancel_during_a_keep_warm_call_stops_the_waiting_prompt_not_the_call(
+    tmp_path: Path,
+) -> None:
+    # The call is billed by the provider whether or not anyone waits for it: it ends and is
+    # recorded; what the user started and now cancels is the prompt waiting for it.
+    clock = Clock()
+    model = held_model(lambda request: _last_text(request).startswith(WARM_MARK))
+    async with _runtime(tmp_path, clock, model) as runtime:
+        session = await runtime.create_session()
+        await _used(session, clock)
+        tending = asyncio.create_task(runtime.tend_idle())
+        await model.entered.wait()
+        assert session.cancel() is False  # no turn runs and nothing waits: nothing to cancel
+        prompting = asyncio.create_task(session.prompt("back"))
+        await _waiting(session, prompting)
+        assert session.cancel() is True
+        with pytest.raises(asyncio.CancelledError):
+            await prompting
+        model.go.set()
+        assert (await tending)[session.id].action == "kept_warm"
+        log = await session.log()
+    assert [e.purpose for e in (r.entry for r in log) if isinstance(e, SideCall)] == ["keep_warm"]
+    texts = [e.content for e in (r.entry for r in log) if isinstance(e, UserEntry)]
+    assert "back" not in texts

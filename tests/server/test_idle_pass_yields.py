@@ -62,12 +62,22 @@ async def test_a_preset_change_during_this_process_idle_pass_waits_for_it(
         async with _client(app) as client:
             tending = asyncio.create_task(tend_stored(runtime, turns, horizon=10**9))
             await model.entered.wait()  # the keep-warm call is in flight, under the lease
+            reached = asyncio.Event()
+            after_idle_pass = turns.after_idle_pass
+
+            async def noting(sid: str) -> None:
+                if sid in turns.tending:
+                    reached.set()  # the request waits for the pass, not answers at once
+                await after_idle_pass(sid)
+
+            turns.after_idle_pass = noting
             patching = asyncio.create_task(
                 client.patch(f"/sessions/{session_id}", json={"preset": "read-only"})
             )
-            for _ in range(2_000):  # let the request reach the pass's session and wait there
-                await asyncio.sleep(0)
-            assert not patching.done()
+            waiting = asyncio.ensure_future(reached.wait())
+            await asyncio.wait({patching, waiting}, timeout=120, return_when="FIRST_COMPLETED")
+            waiting.cancel()
+            assert reached.is_set() and not patching.done(), patching
             model.go.set()
             assert (await tending)[session_id].action == "kept_warm"
             answer = await patching

@@ -52,6 +52,7 @@ class Guard:
         self._free: list[asyncio.Future[None]] = []  # waiters for the end of the operation
         self._upkeep = False  # the operation running is the package's upkeep, not the user's
         self._wanted = 0  # the user's operations waiting for an upkeep call to end
+        self._waiting: set[asyncio.Task[object]] = set()  # their tasks (``cancel`` stops them)
         self.closed = False
         """``Session.close()`` ran and no operation started since: the application let it go."""
 
@@ -90,14 +91,18 @@ class Guard:
         The caller is one of the user's operations: while it waits no new upkeep starts, so it
         waits for one call at most (a keep-warm call, or a summary the next prompt adopts).
         """
+        task = asyncio.current_task()
         while self.upkeep:
             self._wanted += 1
+            if task is not None:
+                self._waiting.add(task)
             try:
                 waiter = asyncio.get_running_loop().create_future()
                 self._free.append(waiter)
                 await waiter
             finally:
                 self._wanted -= 1
+                self._waiting.discard(task)
 
     async def settled_not_running(self) -> None:
         """``settle_dropped``, then ``SessionBusyError`` if an operation of the user still runs.
@@ -191,9 +196,19 @@ class Guard:
     def cancel(self) -> bool:
         """Cancel the running operation; ``False`` when none runs or it is already cancelled.
 
+        While the package's upkeep runs, the operations of the user's waiting for it are
+        cancelled instead (the upkeep's one call ends as it would have).
+
         A cancelled operation is winding down: it records its abandoned step before it ends, and
         a second cancel would land inside that record's write instead of stopping anything.
         """
+        if self.upkeep:
+            # No turn runs: the package's call is left to end (cancelled, the provider would
+            # bill a request the log never records); what the user started waits for it.
+            waiting = [t for t in self._waiting if not t.done() and not t.cancelling()]
+            for waiter in waiting:
+                waiter.get_loop().call_soon_threadsafe(waiter.cancel)
+            return bool(waiting)
         task = self._task
         if task is None or task.done() or task.cancelling():
             return False
