@@ -24,8 +24,11 @@ Policies on the same trace, per gap between two requests:
 - ``warm90``: keep warm at 90% of the lifetime, again and again until the next request;
 - ``auto``: ``ledger.idle.decide_idle`` at 90% of the lifetime with the gaps measured so far in
   the session and, pooled beside them (``--pool-share`` of the evidence), every gap of the
-  sessions run before it on the trace (what ``Runtime.tend_idle`` does on a timer);
-- ``oracle``: per gap, the cheapest of never / keep warm throughout / compact at 90% of the
+  sessions run before it on the trace (what ``Runtime.tend_idle`` does on a timer); after a
+  lift to the hour, a tenth of the session's own lifetime (30 s) before the hour's end, in the
+  decision window the runtime gives a lifted prefix;
+- ``oracle``: per gap, the cheapest of never / keep warm throughout / lift then keep warm at the
+  same ticks as ``auto`` / compact at 90% of the
   lifetime, told the gap in advance (a limit, not a policy), compacting only where the gap
   outlasts what keeping warm pays for (the prefix is lost anyway) — the history rule ``auto``
   keeps, with hindsight;
@@ -222,13 +225,21 @@ def warm90(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]
         at += 0.9 * shape.lifetime
 
 
+def window(shape: Shape) -> float:
+    """Where a tick falls before a cached entry's end: a tenth of the session's own lifetime,
+    in seconds, also at the end of a lifted hour (``situation_of(own_lifetime=...)``)."""
+    return IdleSituation.horizon * shape.lifetime
+
+
 def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
     start = state.warm_until - shape.lifetime
-    at = start + 0.9 * shape.lifetime
+    at = start + shape.lifetime - window(shape)
     while at < start + gap:
         life = max(state.life, shape.lifetime)
         situation = IdleSituation(
             idle_seconds=at - start,
+            # lifted: the decision window of the session's own lifetime, as ``tend`` passes it
+            horizon=IdleSituation.horizon * shape.lifetime / life,
             warm_seconds=state.warm_until - at,
             lifetime=life,
             prefix_tokens=state.cached,
@@ -246,7 +257,7 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
         decision = decide_idle(situation, shape.price)
         if decision.action == "kept_warm":
             keep_warm(shape, state, bill, at, lift=decision.lifetime is not None)
-            at += 0.9 * max(state.life, shape.lifetime)
+            at += max(state.life, shape.lifetime) - window(shape)
             continue
         if decision.action == "compacted":
             compact(shape, state, bill, at)
@@ -254,15 +265,16 @@ def auto(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) 
 
 
 def lift90(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
-    """Lift the prefix to the long lifetime at 90% of the short one, then keep it warm."""
+    """Lift the prefix to the long lifetime at 90% of the short one, then keep it warm, each
+    refresh a tenth of the short lifetime before the lifted entry's end (the runtime's ticks)."""
     start = state.warm_until - shape.lifetime
     at = start + 0.9 * shape.lifetime
     if at < start + gap:
         keep_warm(shape, state, bill, at, lift=True)
-        at += 0.9 * state.life
+        at += state.life - window(shape)
     while at < start + gap:
         keep_warm(shape, state, bill, at)
-        at += 0.9 * state.life
+        at += state.life - window(shape)
 
 
 def reach(shape: Shape) -> float:

@@ -7,11 +7,12 @@ sleeping or timing anything.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import agentsession as ags
 
-__all__ = ["Gated", "Hold"]
+__all__ = ["Gated", "HeldCall", "Hold"]
 
 
 class Hold:
@@ -50,5 +51,30 @@ class Gated(ags.ScriptedModel):
         if not self.release.is_set():
             self.entered.set()
             await self.release.wait()
+        async for event in super().stream(request):
+            yield event
+
+
+class HeldCall(ags.ScriptedModel):
+    """Answers ``reply(request)``; holds the first request ``held`` picks until ``go`` is set.
+
+    ``entered`` is set when that request arrives: the call is then in flight.
+    """
+
+    def __init__(
+        self,
+        reply: Callable[[ags.Request], str],
+        held: Callable[[ags.Request], bool],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(reply, **kwargs)
+        self._held = held
+        self.entered = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def stream(self, request: ags.Request) -> AsyncIterator[ags.providers.ModelEvent]:
+        if not self.go.is_set() and self._held(request):
+            self.entered.set()
+            await self.go.wait()
         async for event in super().stream(request):
             yield event

@@ -92,7 +92,7 @@ def test_cost_usage_and_report_agree(tmp_path: Path) -> None:
 
     every = cli_here(tmp_path, "--db", str(db), "cost", "--all")
     assert every.code == 0, every.err
-    assert f"all 1 sessions: {total}" in every.out
+    assert f"\n1 session: {total}" in every.out  # one session is not "all 1 sessions"
 
     out = tmp_path / "report.html"
     report = cli_here(tmp_path, "--db", str(db), "report", session_id, "-o", str(out))
@@ -125,8 +125,11 @@ def test_cost_needs_an_id_or_all(tmp_path: Path) -> None:
     assert unpriced.code == 0, unpriced.err
     assert "no price" in unpriced.out
     # With no priced session the total is not a made-up $0.0000.
-    assert "all 1 sessions: no price" in unpriced.out
+    assert "\n1 session: no price" in unpriced.out and "all 1 sessions" not in unpriced.out
     assert "$0.0000" not in unpriced.out
+    assert cli_here(tmp_path, "--db", str(db), "run", "c d").code == 0
+    two = cli_here(tmp_path, "--db", str(db), "cost", "--all")
+    assert "all 2 sessions: no price" in two.out
 
 
 def test_cost_of_an_id_without_a_database_is_an_error_as_show_says(tmp_path: Path) -> None:

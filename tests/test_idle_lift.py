@@ -112,44 +112,10 @@ def charge(at: datetime, purpose: Literal["turn", "keep_warm"], usage: Usage) ->
     return Charge(0, "m", moment, "unknown", usage, sent_at=moment, purpose=purpose)
 
 
-def test_a_lift_in_the_log_is_the_lifetime_a_process_opening_the_session_sees() -> None:
-    start = datetime(2026, 3, 1, 9, 0).astimezone()
-    turn = Usage(input_tokens=20_000, output_tokens=300)
-    charges = [charge(start + timedelta(seconds=s), "turn", turn) for s in (0, 30, 60, 90)]
-    lifted = Usage(
-        input_tokens=20_320,
-        cached_input_tokens=20_000,
-        cache_write_tokens=320,
-        cache_write_long_tokens=320,
-    )
-    charges.append(charge(start + timedelta(seconds=360), "keep_warm", lifted))
-    now = start + timedelta(seconds=1200)
-    seen = situation_of(
-        charges,
-        clock_now=now,
-        last_touch=None,
-        lifetime=300.0,
-        compacted_tokens=None,
-        lift_lifetime=3600.0,
-    )
-    assert seen is not None
-    # lifted 14 minutes ago: warm for 46 more, no lift left to offer, writes still at 5 minutes
-    assert seen.lifetime == 3600.0 and seen.warm_seconds == pytest.approx(3600.0 - 840.0)
-    assert seen.lift_lifetime == 0.0 and not seen.long_lifetime
-    plain = [*charges[:-1], charge(start + timedelta(seconds=360), "keep_warm", turn)]
-    again = situation_of(
-        plain,
-        clock_now=now,
-        last_touch=None,
-        lifetime=300.0,
-        compacted_tokens=None,
-        lift_lifetime=3600.0,
-    )
-    assert again is not None and again.lifetime == 300.0 and again.lift_lifetime == 3600.0
-    assert again.lift_tokens == 300  # the last reply, which a lift would write
+START = datetime(2026, 3, 1, 9, 0).astimezone()
 
 
-def lifted_at(start: datetime, *, lifted: bool = True) -> list[Charge]:
+def lifted_at(start: datetime = START, *, lifted: bool = True) -> list[Charge]:
     """Four turns 30 s apart, then at 360 s a refresh that lifted the prefix (or did not)."""
     turn = Usage(input_tokens=20_000, output_tokens=300)
     charges = [charge(start + timedelta(seconds=s), "turn", turn) for s in (0, 30, 60, 90)]
@@ -162,58 +128,64 @@ def lifted_at(start: datetime, *, lifted: bool = True) -> list[Charge]:
     return [*charges, charge(start + timedelta(seconds=360), "keep_warm", refresh)]
 
 
+def seen_at(charges: list[Charge], seconds: float, **given: Any) -> IdleSituation:
+    """What the decision sees ``seconds`` after the first turn (nothing to compact)."""
+    found = situation_of(
+        charges,
+        clock_now=START + timedelta(seconds=seconds),
+        last_touch=None,
+        compacted_tokens=None,
+        **given,
+    )
+    assert found is not None
+    return found
+
+
+def test_a_lift_in_the_log_is_the_lifetime_a_process_opening_the_session_sees() -> None:
+    seen = seen_at(lifted_at(), 1200, lifetime=300.0, lift_lifetime=3600.0)
+    # lifted 14 minutes ago: warm for 46 more, no lift left to offer, writes still at 5 minutes
+    assert seen.lifetime == 3600.0 and seen.warm_seconds == pytest.approx(3600.0 - 840.0)
+    assert seen.lift_lifetime == 0.0 and not seen.long_lifetime
+    again = seen_at(lifted_at(lifted=False), 1200, lifetime=300.0, lift_lifetime=3600.0)
+    assert again.lifetime == 300.0 and again.lift_lifetime == 3600.0
+    assert again.lift_tokens == 300  # the last reply, which a lift would write
+
+
 @pytest.mark.parametrize("asked", [300.0, 3600.0])  # the ledger's, before or after the lift
 def test_a_lifted_hour_is_refreshed_inside_the_sessions_own_window(asked: float) -> None:
     # A session writing at 5 minutes is tended by a timer ticking inside their last tenth
     # (30 s). Its lifted hour is decided in the same 30 s, not in the hour's last six minutes:
     # a refresh at 54 minutes paid for an hour every 54 minutes.
-    start = datetime(2026, 3, 1, 9, 0).astimezone()
     price = PRICES["claude-sonnet-4-6"]
 
     def seen(after_lift: float) -> IdleSituation:
-        found = situation_of(
-            lifted_at(start),
-            clock_now=start + timedelta(seconds=360 + after_lift),
-            last_touch=None,
-            lifetime=asked,
-            compacted_tokens=None,
-            lift_lifetime=3600.0,
-            own_lifetime=300.0,
-        )
-        assert found is not None and found.lifetime == 3600.0
-        return found
+        given = {"lifetime": asked, "lift_lifetime": 3600.0, "own_lifetime": 300.0}
+        found = seen_at(lifted_at(), 360 + after_lift, **given)
+        assert found.lifetime == 3600.0
+        return replace(found, gaps=(30.0, 40.0, 50.0))
 
     assert seen(0).horizon * seen(0).lifetime == pytest.approx(30.0)
-    early = decide_idle(replace(seen(3241.0), gaps=(30.0, 40.0, 50.0)), price)
+    early = decide_idle(seen(3241.0), price)
     assert early.action == "nothing" and "stays warm" in early.reason
-    late = decide_idle(replace(seen(3571.0), gaps=(30.0, 40.0, 50.0)), price)
+    late = decide_idle(seen(3571.0), price)
     assert late.action != "nothing"
 
 
-def test_the_window_is_unchanged_without_a_lift() -> None:
-    start = datetime(2026, 3, 1, 9, 0).astimezone()
-    common: dict[str, Any] = {
-        "clock_now": start + timedelta(seconds=600),
-        "last_touch": None,
-        "compacted_tokens": None,
-    }
-    # written at the hour (nothing to lift), refreshed at 5 minutes, or one lifetime (OpenAI)
-    hour = situation_of(
-        lifted_at(start), lifetime=3600.0, lift_lifetime=3600.0, own_lifetime=3600.0, **common
-    )
-    five = situation_of(
-        lifted_at(start, lifted=False),
-        lifetime=300.0,
-        lift_lifetime=3600.0,
-        own_lifetime=300.0,
-        **common,
-    )
-    single = situation_of(
-        lifted_at(start, lifted=False), lifetime=1800.0, own_lifetime=1800.0, **common
-    )
-    for found, lifetime in ((hour, 3600.0), (five, 300.0), (single, 1800.0)):
-        assert found is not None and found.lifetime == lifetime
-        assert found.horizon == IdleSituation.horizon
+@pytest.mark.parametrize(
+    ("lifted", "lifetime", "given"),
+    [
+        # written at the hour (nothing to lift), refreshed at 5 minutes, or one lifetime (OpenAI)
+        (True, 3600.0, {"lift_lifetime": 3600.0, "own_lifetime": 3600.0}),
+        (False, 300.0, {"lift_lifetime": 3600.0, "own_lifetime": 300.0}),
+        (False, 1800.0, {"own_lifetime": 1800.0}),
+    ],
+)
+def test_the_window_is_unchanged_without_a_lift(
+    lifted: bool, lifetime: float, given: dict[str, float]
+) -> None:
+    found = seen_at(lifted_at(lifted=lifted), 600, lifetime=lifetime, **given)
+    assert found.lifetime == lifetime
+    assert found.horizon == IdleSituation.horizon
 
 
 @given(
@@ -225,17 +197,8 @@ def test_the_window_is_unchanged_without_a_lift() -> None:
 def test_the_decision_window_is_never_wider_than_the_sessions_own(
     after: float, lifted: bool, own: float, lift: float
 ) -> None:
-    start = datetime(2026, 3, 1, 9, 0).astimezone()
-    found = situation_of(
-        lifted_at(start, lifted=lifted),
-        clock_now=start + timedelta(seconds=360 + after),
-        last_touch=None,
-        lifetime=own,
-        compacted_tokens=None,
-        lift_lifetime=lift,
-        own_lifetime=own,
-    )
-    assert found is not None
+    given = {"lifetime": own, "lift_lifetime": lift, "own_lifetime": own}
+    found = seen_at(lifted_at(lifted=lifted), 360 + after, **given)
     window = found.horizon * found.lifetime
     assert window == pytest.approx(IdleSituation.horizon * own)
     # a lift raised the lifetime only where one was offered above the session's own

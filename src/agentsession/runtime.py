@@ -350,6 +350,8 @@ class Runtime:
         (``ledger.idle``), each call a billed side call with its reason; never one running,
         waiting on approvals or leased elsewhere, nor (unless named in ``sessions``) one the
         application closed and has not used since. Call it every tenth of the cache lifetime.
+        A prompt that arrives while it makes a call for that session waits for the call, then
+        runs; it is never refused for this pass.
 
         Args:
             sessions: Only these (``None``: every session this runtime handed out).

@@ -277,10 +277,12 @@ class Session(
         """Give the session a title of your own (replacing a generated one).
 
         Args:
-            title: The new title (cleaned of control characters and surrounding space).
+            title: The new title (cleaned of control characters, zero-width characters and
+                surrounding space).
 
         Raises:
-            UsageError: The title has no text, or more than 200 characters.
+            UsageError: The title has no text, more than 200 characters, or a character that
+                reorders how text is shown (a bidirectional override, isolate or mark).
         """
         cleaned = checked_title(title)
         await self._deps.store.set_title(self.id, cleaned)

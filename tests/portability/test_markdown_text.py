@@ -55,8 +55,8 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("text", HOSTILE)
-def test_a_tag_in_any_message_is_shown_as_text(text: str) -> None:
+def _everywhere(text: str) -> str:
+    """The export of a session holding ``text`` in its title and in every kind of message."""
     call = ToolCall("read<b>", {"path": "<x>"}, id="c1")
     entries: list[LogEntry] = [
         UserEntry(text),
@@ -64,9 +64,7 @@ def test_a_tag_in_any_message_is_shown_as_text(text: str) -> None:
         ToolResultEntry("c1", "read<b>", text),
         Summary(text, 3),
     ]
-    info = SessionInfo("s1", INFO.created_at, INFO.updated_at, text)
-    document = render_markdown(info, entries)
-    assert live_html(document) == []
+    return render_markdown(SessionInfo("s1", INFO.created_at, INFO.updated_at, text), entries)
 
 
 def test_the_text_reads_as_it_was_and_code_stays_code() -> None:
@@ -148,12 +146,11 @@ LINKS = [
 ]
 
 
-@pytest.mark.parametrize("text", LINKS)
-def test_a_link_or_image_in_any_message_is_shown_as_text(text: str) -> None:
-    entries: list[LogEntry] = [UserEntry(text), AssistantEntry(text), Summary(text, 3)]
-    document = render_markdown(SessionInfo("s1", INFO.created_at, INFO.updated_at, text), entries)
-    assert live_links(document) == []
+@pytest.mark.parametrize("text", [*HOSTILE, *LINKS])
+def test_a_tag_link_or_image_in_any_message_is_shown_as_text(text: str) -> None:
+    document = _everywhere(text)
     assert live_html(document) == []
+    assert live_links(document) == []
 
 
 def test_a_link_reads_as_the_characters_the_message_held() -> None:

@@ -80,7 +80,12 @@ async def test_input_for_a_session_another_process_drives_is_added_for_it(
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         sid = (await client.post("/sessions", json={})).json()["id"]
-        # Another machine's process holds the lease: it drives the session.
+        # Another machine's process holds the lease and runs a turn: a step is under way.
+        step: list[ags.log.LogEntry] = [
+            ags.log.UserEntry("there"),
+            ags.log.Dispatch("m", 0, "d1", timestamp="t"),
+        ]
+        await store.append(sid, 0, step)
         assert await store.acquire_lease(sid, "another-machine:4242", 600)
         given = await client.post(f"/sessions/{sid}/input", json={"text": "hi", "mode": "queue"})
     records = await store.read(sid)
@@ -88,5 +93,7 @@ async def test_input_for_a_session_another_process_drives_is_added_for_it(
     assert given.status_code == 202, given.text
     assert given.json()["turn"] == "elsewhere"
     assert [(r.entry.kind, getattr(r.entry, "input_id", "")) for r in records] == [
-        ("input_queued", given.json()["id"])
+        ("user", ""),
+        ("dispatch", ""),
+        ("input_queued", given.json()["id"]),
     ]

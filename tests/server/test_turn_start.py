@@ -10,7 +10,10 @@ the generous bound around it fails the test instead of hanging it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -24,12 +27,31 @@ from agentsession.server.owners import Owners
 NEVER = 120.0
 
 
-def _runtime(tmp_path: Path, replies: list[str]) -> ags.Runtime:
-    return ags.Runtime(
-        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
-        model=ags.ScriptedModel(replies),
-        project_dir=tmp_path,
-        config=ags.Config(titles=False),
+def _runtime(tmp_path: Path, replies: list[str] | ags.ScriptedModel, **given: Any) -> ags.Runtime:
+    model = replies if isinstance(replies, ags.ScriptedModel) else ags.ScriptedModel(replies)
+    given.setdefault("store", ags.SQLiteStore(tmp_path / "db.sqlite"))
+    return ags.Runtime(model=model, project_dir=tmp_path, config=ags.Config(titles=False), **given)
+
+
+@contextlib.asynccontextmanager
+async def _served(
+    runtime: ags.Runtime, **options: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
+    """A client of ``create_app(runtime, **options)``, and the app."""
+    app = ags.server.create_app(runtime, **options)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        yield client, app
+
+
+async def _created(client: httpx.AsyncClient, **body: Any) -> str:
+    return str((await client.post("/sessions", json=body)).json()["id"])
+
+
+async def _prompt(client: httpx.AsyncClient, sid: str, text: str) -> httpx.Response:
+    """A prompt that must answer: a start waiting on something held never does."""
+    return await asyncio.wait_for(
+        client.post(f"/sessions/{sid}/prompt", json={"text": text}), NEVER
     )
 
 
@@ -48,16 +70,10 @@ async def test_a_turn_answers_while_dropping_old_cancel_requests_is_held(
 
     monkeypatch.setattr(Cancels, "clear", held_clear)
     runtime = _runtime(tmp_path, ["first", "second"])
-    app = ags.server.create_app(runtime)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
-        sid = (await client.post("/sessions", json={})).json()["id"]
-        first = await asyncio.wait_for(
-            client.post(f"/sessions/{sid}/prompt", json={"text": "hi"}), NEVER
-        )
-        second = await asyncio.wait_for(
-            client.post(f"/sessions/{sid}/prompt", json={"text": "again"}), NEVER
-        )
+    async with _served(runtime) as (client, _):
+        sid = await _created(client)
+        first = await _prompt(client, sid, "hi")
+        second = await _prompt(client, sid, "again")
         released.set()
     await runtime.close()
     assert first.status_code == second.status_code == 200
@@ -91,22 +107,11 @@ async def test_a_prompt_reads_its_settings_once_beside_its_owner_and_row(
     monkeypatch.setattr(Owners, "get", owner)
     pdf = ags.Skill(name="pdf", description="Read PDF files.", instructions="Read PDFs.")
     model = ags.ScriptedModel(["done"])
-    runtime = ags.Runtime(
-        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
-        model=model,
-        project_dir=tmp_path,
-        skills=[pdf],
-        config=ags.Config(titles=False),
-    )
-    app = ags.server.create_app(runtime, workspaces=tmp_path / "spaces")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
-        made = await client.post("/sessions", json={"skills": ["pdf"]})
-        sid = made.json()["id"]
+    runtime = _runtime(tmp_path, model, skills=[pdf])
+    async with _served(runtime, workspaces=tmp_path / "spaces") as (client, _):
+        sid = await _created(client, skills=["pdf"])
         gating = True
-        answer = await asyncio.wait_for(
-            client.post(f"/sessions/{sid}/prompt", json={"text": "read a.pdf"}), NEVER
-        )
+        answer = await _prompt(client, sid, "read a.pdf")
     await runtime.close()
     assert answer.status_code == 200, answer.text
     assert settings_reads == [sid]  # once, not once for the skills and again for the model
@@ -130,13 +135,9 @@ async def test_old_cancel_requests_are_dropped_only_after_the_turns_first_event(
         await clear(self, session_id, before)
 
     monkeypatch.setattr(Cancels, "clear", noting_clear)
-    app = ags.server.create_app(runtime)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
-        sid = (await client.post("/sessions", json={})).json()["id"]
-        answer = await asyncio.wait_for(
-            client.post(f"/sessions/{sid}/prompt", json={"text": "hi"}), NEVER
-        )
+    async with _served(runtime) as (client, _):
+        sid = await _created(client)
+        answer = await _prompt(client, sid, "hi")
     await runtime.close()
     assert answer.status_code == 200
     [(before, log_end)] = seen
@@ -159,21 +160,20 @@ async def test_a_turn_start_reads_no_session_row_after_the_open(
         return await get_session(session_id)
 
     monkeypatch.setattr(store, "get_session", noting)
-    app = ags.server.create_app(runtime)
-    state = app.state.server
-    open_session = state.turns._open
 
-    async def open_then_note(session_id: str) -> ags.Session:
-        nonlocal opened
-        session: ags.Session = await open_session(session_id)
-        opened = True
-        return session
+    async with _served(runtime) as (client, app):
+        turns = app.state.server.turns
+        open_session = turns._open
 
-    monkeypatch.setattr(state.turns, "_open", open_then_note)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
-        sid = (await client.post("/sessions", json={})).json()["id"]
-        first = await client.post(f"/sessions/{sid}/prompt", json={"text": "hi"})
+        async def open_then_note(session_id: str) -> ags.Session:
+            nonlocal opened
+            session: ags.Session = await open_session(session_id)
+            opened = True
+            return session
+
+        monkeypatch.setattr(turns, "_open", open_then_note)
+        sid = await _created(client)
+        first = await _prompt(client, sid, "hi")
         log_end = (await get_session(sid)).next_seq
         opened = False
         second = await client.post(f"/sessions/{sid}/retry", json={})
@@ -190,15 +190,8 @@ async def test_a_prompt_after_the_logs_last_seq_runs_once_and_never_on_a_moved_l
     """``after``: admitted only while the log still ends at that seq — what a client whose
     stream broke before it showed its prompt sends, so the prompt can never run twice."""
     model = ags.ScriptedModel(["first", "second"])
-    runtime = ags.Runtime(
-        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
-        model=model,
-        project_dir=tmp_path,
-        config=ags.Config(titles=False),
-    )
-    app = ags.server.create_app(runtime)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+    runtime = _runtime(tmp_path, model)
+    async with _served(runtime) as (client, _):
         made = (await client.post("/sessions", json={})).json()
         sid, end = made["id"], made["entries"] - 1
         first = await client.post(f"/sessions/{sid}/prompt", json={"text": "hi", "after": end})
@@ -245,12 +238,8 @@ async def test_a_prompt_after_a_seq_is_refused_when_the_log_moves_after_the_open
 ) -> None:
     store = _WrittenBeforeTheLease(tmp_path / "db.sqlite")
     model = ags.ScriptedModel(["never"])
-    runtime = ags.Runtime(
-        store=store, model=model, project_dir=tmp_path, config=ags.Config(titles=False)
-    )
-    app = ags.server.create_app(runtime)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+    runtime = _runtime(tmp_path, model, store=store)
+    async with _served(runtime) as (client, _):
         made = (await client.post("/sessions", json={})).json()
         sid = made["id"]
         store.sneak = sid

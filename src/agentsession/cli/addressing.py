@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SessionNotFoundError, UsageError
+from ..hygiene import visible_line
 from ..store.base import SessionInfo, Store
 
 __all__ = [
@@ -46,7 +47,9 @@ async def find_session(store: Store, given: str) -> SessionInfo:
         return found[0]
     if not found:
         raise SessionNotFoundError(given)
-    shown = ", ".join(f"{i.id[:12]} ({i.title or 'untitled'})" for i in found[:_LISTED])
+    shown = ", ".join(
+        f"{i.id[:12]} ({visible_line(i.title or 'untitled')})" for i in found[:_LISTED]
+    )
     more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     raise UsageError(f"session id prefix {given!r} is ambiguous: {shown}{more}")
 
@@ -92,7 +95,7 @@ def age(stamp: str, now: datetime | None = None) -> str:
 
 
 def _row(info: SessionInfo, folder: Path, last_lines: dict[str, str]) -> str:
-    title = info.title or "(untitled)"
+    title = visible_line(info.title or "(untitled)")
     where = "here" if same_folder(info, folder) else (info.project_dir or "?")
     date = info.updated_at[:16].replace("T", " ")
     last = " ".join(last_lines.get(info.id, "").split())[:60]

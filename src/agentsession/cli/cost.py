@@ -66,7 +66,8 @@ async def cost(inv: Invocation) -> int:
         money = f"${sum(known):,.4f}" if known else "no price"
         plural = "session" if unpriced == 1 else "sessions"
         tail = f" ({unpriced} {plural} without a price)" if unpriced and known else ""
-        print(f"all {len(summaries)} sessions: {money}{tail}")
+        count = len(summaries)
+        print(f"{f'all {count} sessions' if count > 1 else '1 session'}: {money}{tail}")
     return 0
 
 

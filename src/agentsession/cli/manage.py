@@ -163,7 +163,7 @@ def _terminal(inv: Invocation) -> bool:
 async def _confirmed(info: SessionInfo) -> bool:
     from prompt_toolkit import PromptSession
 
-    title = info.title or "untitled"
+    title = visible_line(info.title or "untitled")
     asked = f"delete session {info.id[:12]} ({title}, {info.message_count} messages)? [y/N] "
     try:
         typed = await PromptSession[str]().prompt_async(asked)

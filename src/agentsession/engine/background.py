@@ -45,7 +45,7 @@ async def prepare_summary(
     Raises the guard's errors (``SessionBusyError`` while a turn runs or approvals wait) and
     the summariser's (translated), leaving no summary and, for a failed call, no bill.
     """
-    async with guard.exclusive():
+    async with guard.exclusive(upkeep=True):
         admitter.prepared = None
         plan = await admitter.compaction_plan()
         if plan is None:

@@ -8,6 +8,11 @@ a task cancel, a timeout, ``session.cancel()`` or a consumer leaving ``stream()`
 guard settles it: on cancellation it catches the writer up with the store (a write that committed
 while being cancelled is taken, not repeated) and has the abandoned step recorded as interrupted
 by cancellation, so the same session object takes the next operation.
+
+The package's own upkeep between turns (``Runtime.tend_idle``'s keep-warm or compaction call,
+``prepare_compaction()``) holds the session too, marked as upkeep: an operation of the user's
+that arrives meanwhile waits for that one call to end instead of being refused, and no upkeep
+starts while such an operation waits. Only the user's own operations refuse each other.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ class Guard:
         self._task: asyncio.Task[object] | None = None
         self._streams: list[tuple[weakref.ref[object], AsyncGenerator[object, None]]] = []
         self._free: list[asyncio.Future[None]] = []  # waiters for the end of the operation
+        self._upkeep = False  # the operation running is the package's upkeep, not the user's
+        self._wanted = 0  # the user's operations waiting for an upkeep call to end
+        self._waiting: set[asyncio.Task[object]] = set()  # their tasks (``cancel`` stops them)
         self.closed = False
         """``Session.close()`` ran and no operation started since: the application let it go."""
 
@@ -72,20 +80,49 @@ class Guard:
         for events in dropped:
             await events.aclose()
 
+    @property
+    def upkeep(self) -> bool:
+        """Whether the operation running is the package's upkeep (an idle call, a summary)."""
+        return self.busy and self._upkeep
+
+    async def after_upkeep(self) -> None:
+        """Wait while the package's upkeep holds the session (at once when it does not).
+
+        The caller is one of the user's operations: while it waits no new upkeep starts, so it
+        waits for one call at most (a keep-warm call, or a summary the next prompt adopts).
+        """
+        task = asyncio.current_task()
+        while self.upkeep:
+            self._wanted += 1
+            if task is not None:
+                self._waiting.add(task)
+            try:
+                waiter = asyncio.get_running_loop().create_future()
+                self._free.append(waiter)
+                await waiter
+            finally:
+                self._wanted -= 1
+                self._waiting.discard(task)
+
     async def settled_not_running(self) -> None:
-        """``settle_dropped``, then ``SessionBusyError`` if an operation still runs.
+        """``settle_dropped``, then ``SessionBusyError`` if an operation of the user still runs.
 
         What an operation that may run beside a paused or refused step (flush, refresh, an
-        approval's answer) checks before it starts.
+        approval's answer) checks before it starts; it waits for the package's upkeep.
         """
         await self.settle_dropped()
+        await self.after_upkeep()
         if self.busy:
             raise SessionBusyError(f"session {self._session_id} is running a turn")
 
     def check_idle(self, *, allow_waiting: bool = False) -> None:
-        """``SessionBusyError`` unless an idle-only operation may run now."""
+        """``SessionBusyError`` unless an idle-only operation may run now.
+
+        The package's upkeep does not count: it calls a model on the request as last admitted
+        and adopts nothing recorded meanwhile (a preset change waits for the next admission).
+        """
         sid = self._session_id
-        if self.busy:
+        if self.busy and not self._upkeep:
             raise SessionBusyError(f"session {sid} is running a turn")
         if self.writer.pending:
             raise SessionBusyError(
@@ -97,13 +134,27 @@ class Guard:
             raise SessionBusyError(f"session {sid} {paused}")
 
     @contextlib.asynccontextmanager
-    async def exclusive(self, *, allow_waiting: bool = False) -> AsyncIterator[None]:
-        """Hold the session for one operation; settle it however the operation ends."""
+    async def exclusive(
+        self, *, allow_waiting: bool = False, upkeep: bool = False
+    ) -> AsyncIterator[None]:
+        """Hold the session for one operation; settle it however the operation ends.
+
+        ``upkeep``: the package's own call between turns. It is refused while one of the
+        user's operations runs or waits; one of the user's waits for it (``after_upkeep``).
+        """
         await self.settle_dropped()
+        sid = self._session_id
+        if upkeep and self._wanted:
+            raise SessionBusyError(f"session {sid} has an operation of the user's waiting")
+        if not upkeep:
+            await self.after_upkeep()
+        if self.busy:  # check_idle lets the package's upkeep pass; nothing else runs beside it
+            raise SessionBusyError(f"session {sid} is running a turn")
         self.check_idle(allow_waiting=allow_waiting)
         await self.lease.hold()
         self.closed = False
         self._running = True
+        self._upkeep = upkeep
         self._task = asyncio.current_task()
         try:
             async with self.lease.renewing():
@@ -121,6 +172,7 @@ class Guard:
             ) from exc
         finally:
             self._running = False
+            self._upkeep = False
             self._task = None
             waiters, self._free = self._free, []
             for waiter in waiters:
@@ -144,9 +196,19 @@ class Guard:
     def cancel(self) -> bool:
         """Cancel the running operation; ``False`` when none runs or it is already cancelled.
 
+        While the package's upkeep runs, the operations of the user's waiting for it are
+        cancelled instead (the upkeep's one call ends as it would have).
+
         A cancelled operation is winding down: it records its abandoned step before it ends, and
         a second cancel would land inside that record's write instead of stopping anything.
         """
+        if self.upkeep:
+            # No turn runs: the package's call is left to end (cancelled, the provider would
+            # bill a request the log never records); what the user started waits for it.
+            waiting = [t for t in self._waiting if not t.done() and not t.cancelling()]
+            for waiter in waiting:
+                waiter.get_loop().call_soon_threadsafe(waiter.cancel)
+            return bool(waiting)
         task = self._task
         if task is None or task.done() or task.cancelling():
             return False

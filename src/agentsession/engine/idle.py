@@ -280,7 +280,7 @@ async def tend(
     if decision.action in ("nothing", "let_expire"):
         return outcome
     try:
-        async with guard.exclusive():
+        async with guard.exclusive(upkeep=True):
             if (await deps.store.get_session(session_id)).next_seq != writer.next_seq:
                 # Another process wrote meanwhile: this view is stale, and a call made from it
                 # would be billed and then refused by the store.

@@ -184,6 +184,7 @@ class SessionInbox:
             raise failed
         results: list[PromptResult] = []
         while self._parts.inbox.has_deliverable():
+            await self._guard.after_upkeep()  # no new upkeep call starts while this waits
             await self._guard.until_free()
             try:
                 async with self.stream_pending() as events:
@@ -236,11 +237,15 @@ class SessionInbox:
                 f"session {self.id} has {len(self._writer.pending)} entries the store refused;"
                 " call session.flush() first"
             )
-        running = self._guard.busy
         entry = InputQueued(uuid.uuid4().hex, mode, content, now())
         accepted = PendingInput(entry.input_id, mode, content, entry.timestamp)
-        if running:
+        if self._guard.busy:
+            # Beside the operation running (the writer serialises the writes). A turn delivers
+            # it; the package's upkeep does not, so a delivery waits for that call to end.
+            upkeep = self._guard.upkeep
             await self._writer.append([entry])
+            if upkeep and start_turn and not self._parts.gate.paused_reason():
+                self._start_delivery()
             return accepted
         try:
             await self._lease.hold()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 
@@ -49,16 +50,42 @@ TITLE_INSTRUCTIONS = (
 _INPUT_CHARS = 4_000
 
 
+#: Characters that reorder the text shown around them while showing nothing themselves: the
+#: bidirectional embeddings, overrides and isolates and the direction marks. In a title listed
+#: beside others they can make it read as another one ("Trojan source").
+_REORDERING = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Those, and the zero-width characters that let two different titles look the same (the
+#: joiners U+200C/U+200D stay: scripts and emoji sequences need them).
+_UNSEEN = re.compile("[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
 def clean_title(text: str) -> str:
-    """``text`` without control characters or lone surrogates: a title is one plain line."""
+    """``text`` as one plain line, without what reorders or hides text.
+
+    Control characters and lone surrogates become spaces; the characters of ``_UNSEEN`` are
+    dropped. What a model wrote and what an imported file says are data: cleaned, not refused.
+    """
     kept = "".join(
-        " " if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") else ch for ch in text
+        " " if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") else ch
+        for ch in _UNSEEN.sub("", text)
     )
     return " ".join(kept.split())
 
 
 def checked_title(title: str) -> str:
-    """``title`` cleaned as a user's title, or ``UsageError`` if it is empty or too long."""
+    """``title`` cleaned as a user's title; ``UsageError`` when it cannot be one.
+
+    Refused: no text, too long, or a character that reorders how text is shown (the user
+    could not see it; ``_REORDERING``).
+    """
+    found = _REORDERING.search(title)
+    if found is not None:
+        char = found.group()
+        name = unicodedata.name(char, "a direction control")
+        raise UsageError(
+            f"a title cannot hold U+{ord(char):04X} ({name}): it changes the order in which"
+            " the text around it is shown; type the title without it"
+        )
     cleaned = clean_title(title)
     if not cleaned:
         raise UsageError("a title needs some text")

@@ -49,7 +49,8 @@ class SessionUpkeep:
         """Write a summary now, while idle; the next prompt adopts it if nothing changed since.
 
         Only past ``min_tokens`` in the live request (default: 80% of where a prompt compacts
-        by itself). The call is billed at once (a ``side_call``, reason ``"background"``).
+        by itself). The call is billed at once (a ``side_call``, reason ``"background"``). A
+        prompt that arrives meanwhile waits for the summary and adopts it.
 
         Args:
             min_tokens: The live request's size below which nothing is prepared.

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .._files import write_private
 from ..errors import StoreError
+from ..hygiene import visible_line
 from ..log import AssistantEntry, LogEntry, Summary, ToolResultEntry, UserEntry
 from ..request import ContentPart, ImagePart, TextPart, ToolCall
 from ..store.base import SessionInfo, Store
@@ -114,7 +115,7 @@ def _markdown_entry(entry: LogEntry, names: dict[str, str]) -> list[str]:
 
 def render_markdown(info: SessionInfo, entries: Sequence[LogEntry]) -> str:
     """The transcript of ``info``'s session as Markdown (see the module doc)."""
-    title = info.title or f"Session {info.id}"
+    title = visible_line(info.title or f"Session {info.id}")
     lines = [f"# {_one_line(title)}", "", f"- session: {code_span(info.id)}"]
     if info.created_at:
         lines.append(
@@ -180,7 +181,7 @@ def _block(kind: str, who: str, stamp: str, body: str) -> str:
 
 def render_html(info: SessionInfo, entries: Sequence[LogEntry]) -> str:
     """The transcript of ``info``'s session as one self-contained HTML page."""
-    title = html.escape(info.title or f"Session {info.id}")
+    title = html.escape(visible_line(info.title or f"Session {info.id}"))
     names: dict[str, str] = {}
     body = "\n".join(filter(None, (_html_entry(e, names) for e in entries)))
     meta = f"session <code>{html.escape(info.id)}</code>"

@@ -173,6 +173,8 @@ async def update_session(request: Request) -> Response:
     if preset is not None:
         state.ceiling.check(preset)  # before anything changes, even the title
     model = state.workspaces.models.get(name) if name is not None else None
+    # The idle pass holds the session for one call at most: a change waits for it, never 409.
+    await state.turns.after_idle_pass(session_id)
     if (preset is not None or model is not None) and session_id in state.turns.running:
         raise SessionBusyError(f"session {session_id} is running a turn")
     session = await state.workspaces.open(session_id)

@@ -22,6 +22,7 @@ from ..engine.leases import live_lease, new_owner
 from ..errors import UsageError
 from ..session import Session
 from .follow import follow_log
+from .lease_wait import released
 from .state import Decision, LogMovedError, NoTurnError, ServerState, text_field
 from .turns import TurnRun
 from .wire import entry_json, plain
@@ -217,8 +218,13 @@ async def input_(request: Request) -> Response:
     if live is not None:
         accepted = await (live.steer(text) if mode == "steer" else live.queue(text))
         return JSONResponse(_accepted(accepted, "running"), status_code=202)
+    await state.turns.after_idle_pass(session_id)
     lease = await live_lease(state.runtime.store, session_id)
-    if lease is not None and lease.owner != new_owner():
+    if (
+        lease is not None
+        and lease.owner != new_owner()
+        and await _driven(state, session_id, lease.owner)
+    ):
         # Another process drives it: the input is added beside its writes; it delivers it.
         session = await state.workspaces.open(session_id)
         try:
@@ -230,11 +236,23 @@ async def input_(request: Request) -> Response:
     taken: list[PendingInput] = []
 
     async def record(session: Session) -> None:
+        if taken:  # the start was tried again after a lease held elsewhere: recorded once
+            return
         give = session.steer if mode == "steer" else session.queue
         taken.append(await give(text, start_turn=False))
 
     await state.turns.start(session_id, lambda s: s.stream_pending(), record)
     return JSONResponse(_accepted(taken[0], "started"), status_code=202)
+
+
+async def _driven(state: ServerState, session_id: str, holder: str) -> bool:
+    """Whether another process still drives the session, after waiting while it runs no turn.
+
+    ``False`` when its idle pass let go: this process then starts the turn that delivers the
+    input, which the idle pass would never deliver.
+    """
+    longest = state.runtime.config.lease_ttl
+    return not await released(state.runtime.store, session_id, holder, longest)
 
 
 def _accepted(accepted: PendingInput, turn: str) -> dict[str, Any]:

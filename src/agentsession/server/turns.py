@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from ..engine.recovery import step_state
-from ..errors import SessionBusyError, StoreError
+from ..errors import ConflictError, SessionBusyError, StoreError
 from ..events import Event, PromptResult, StepCommitted, TextDelta, TurnFinished, TurnStream
 from ..log import AssistantEntry, ContextEpoch, Record
 from ..runtime import Runtime
 from ..session import Session
 from ..store.base import Store
 from .cancels import Cancels
+from .lease_wait import released
 from .notify import Notifier, Wakeup
 from .wire import entry_json, error_body, event_json, sse_frame
 
@@ -125,10 +127,35 @@ class Turns:
     ) -> TurnRun:
         """Open the session (``opener``: how, if not as usual) and start a turn.
 
-        Errors before the turn's first event are raised here.
+        Errors before the turn's first event are raised here. A lease another process holds
+        while it runs no turn (its idle pass) is waited for, for a lease's life at most
+        (``lease_wait``); one held for a turn is a ``ConflictError`` at once.
         """
+        longest = self._runtime.config.lease_ttl
+        until = time.monotonic() + longest
+        while True:
+            try:
+                return await self._start(session_id, stream_of, prepare, opener)
+            except ConflictError as exc:
+                left = until - time.monotonic()
+                if exc.holder is None or left <= 0:
+                    raise
+                if not await released(self._runtime.store, session_id, exc.holder, left):
+                    raise
+
+    async def after_idle_pass(self, session_id: str) -> None:
+        """Wait while this process's idle pass holds the session (one short call at most)."""
         while (tended := self.tending.get(session_id)) is not None:
-            await tended.wait()  # the idle pass lets go after one short call at most
+            await tended.wait()
+
+    async def _start(
+        self,
+        session_id: str,
+        stream_of: StreamOf,
+        prepare: Prepare | None,
+        opener: Opener | None,
+    ) -> TurnRun:
+        await self.after_idle_pass(session_id)  # the pass lets go after one short call at most
         if session_id in self.running:
             raise SessionBusyError(f"session {session_id} is running a turn")
         session = await (opener or self._open)(session_id)

@@ -297,7 +297,7 @@
     if (tries > 0) setTimeout(() => scrollToSeq(seq, tries - 1), 250);
   }
   function showInfo(info) {
-    $("title").textContent = info.title || "Untitled session";
+    $("title").textContent = UI.visible(info.title || "Untitled session");
     const facts = [info.model || info.last_model, info.preset || info.permission_preset,
       info.workspace ? "workspace " + info.workspace : null].filter(Boolean);
     $("facts").textContent = facts.map((f) => UI.visible(f)).join(" · ");
@@ -329,7 +329,7 @@
     afterTimer = setTimeout(async () => {
       loadCost(); await loadSessions();
       const found = state.sessions.find((s) => s.id === state.current);
-      if (found && found.title) $("title").textContent = found.title;
+      if (found && found.title) $("title").textContent = UI.visible(found.title);
     }, 200);
   }
 
