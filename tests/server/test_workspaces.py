@@ -208,3 +208,32 @@ def test_serve_refuses_a_workspace_root_it_would_guess(
     assert result.code == 2
     assert_clean_error(result, said)
     assert not (tmp_path / "missing").exists() and "serving" not in result.err
+
+
+def _system(client: httpx.Client, sid: str) -> str:
+    """Everything the System Context of the session's next request says."""
+    context = client.get(f"/sessions/{sid}/context").json()["context"]
+    return "\n".join(text for _, text in context["request"]["system"])
+
+
+@pytest.mark.parametrize("workspaces", [False, True])
+def test_the_servers_own_instruction_files_reach_no_session(
+    tmp_path: Path, workspaces: bool
+) -> None:
+    """``serve`` started in a repository (its own checkout, say) with an ``AGENTS.md``: no
+    session's model — nor a client asking ``/context`` — gets that file, or is told whether
+    the server's folder is a repository, also when the workspaces lie inside it. A session's
+    own folder's file is read."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("the operator's notes: the staging password is s3cret")
+    options = ("--workspaces", "spaces") if workspaces else ()
+    with _serve(tmp_path, *options) as client:
+        created = client.post("/sessions", json={"workspace": "site"} if workspaces else {})
+        sid = created.json()["id"]
+        if workspaces:
+            (tmp_path / "spaces" / "local" / "site" / "AGENTS.md").write_text("site rules")
+        system = _system(client, sid)
+    assert "s3cret" not in system
+    assert "git repository" not in system
+    if workspaces:
+        assert "site rules" in system
