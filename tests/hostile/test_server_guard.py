@@ -121,6 +121,21 @@ def test_a_host_name_not_served_is_refused_403(server: Server, host: str) -> Non
     assert _count(server) == 0
 
 
+def test_health_probes_answer_whatever_the_host(server: Server) -> None:
+    """A load balancer's probe (Caddy's ``health_uri``, a cloud balancer's, an orchestrator's)
+    names the process by its address, not by the public name: refused, it took every process
+    out of rotation. The probes say nothing a page could misuse; every other route still
+    refuses that host."""
+    for host in ("10.0.0.11:8000", "evil.example"):
+        assert server.client.get("/healthz", headers={"Host": host}).json() == {"status": "ok"}
+        assert server.client.get("/readyz", headers={"Host": host}).status_code == 200
+        _refused(
+            server.client.get("/sessions", headers={"Host": host}), 403, "ForbiddenRequestError"
+        )
+    probe = server.client.post("/healthz", json={}, headers={"Host": "evil.example"})
+    _refused(probe, 403, "ForbiddenRequestError")
+
+
 def test_loopback_names_and_allowed_hosts_are_served(server: Server) -> None:
     port = server.url.rsplit(":", 1)[1]
     hosts = [
