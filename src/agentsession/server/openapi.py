@@ -315,10 +315,21 @@ def _turn_paths() -> dict[str, Any]:
     }
 
 
+def _open(summary: str, ok: dict[str, Any], **more: dict[str, Any]) -> dict[str, Any]:
+    """A route that needs no token: still refused for a host name or page it does not serve."""
+    refused = _json(_ERROR, "a host name the server does not serve, or another page's Origin")
+    return {"get": {"summary": summary, "responses": {"200": ok, **more, "403": refused}}}
+
+
 def _health_paths() -> dict[str, Any]:
     status, not_ready = _ref("Status"), _ref("NotReady")
     page = {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}
+    asset = {
+        "description": "the file",
+        "content": {"text/javascript": {}, "text/css": {}, "text/markdown": {}},
+    }
     return {
+        # The probes answer whatever the Host (a load balancer names a process by its address).
         "/healthz": {
             "get": {"summary": "The process answers", "responses": {"200": _json(status)}}
         },
@@ -328,14 +339,24 @@ def _health_paths() -> dict[str, Any]:
                 "responses": {"200": _json(status), "503": _json(not_ready, "not ready")},
             }
         },
-        "/docs": {"get": {"summary": "This reference as an HTML page", "responses": {"200": page}}},
-        "/": {"get": {"summary": "The web UI", "responses": {"200": page}}},
-        "/openapi.json": {
-            "get": {
-                "summary": "This document",
-                "responses": {"200": _json({"type": "object", "required": ["openapi", "paths"]})},
-            }
+        "/docs": _open("This reference as an HTML page", page),
+        "/": _open("The web UI", page),
+        "/ui/{file}": {
+            "parameters": [
+                {"name": "file", "in": "path", "required": True, "schema": {"type": "string"}}
+            ],
+            **_open(
+                "A file of the web UI (no token needed: it holds nothing of any session)",
+                asset,
+                **{
+                    "304": {"description": "the file is the one the If-None-Match ETag names"},
+                    "404": _json(_ERROR, "no such file"),
+                },
+            ),
         },
+        "/openapi.json": _open(
+            "This document", _json({"type": "object", "required": ["openapi", "paths"]})
+        ),
         "/search": {
             "parameters": [
                 {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
