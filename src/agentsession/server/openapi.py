@@ -58,7 +58,14 @@ def _op(summary: str, responses: dict[str, Any], **more: Any) -> dict[str, Any]:
         "422": _json(_ERROR, "over the session's budget or context window"),
         "500": _json(_ERROR, "an internal error"),
         "502": _json(_ERROR, "the model's provider failed"),
-        "503": _json(_ERROR, "the store or the provider is unavailable for now (retryable)"),
+        "503": {
+            "description": "the store or the provider is unavailable for now (retryable); past"
+            " the process's connection cap, before any route, a plain-text Service Unavailable",
+            "content": {
+                "application/json": {"schema": _ERROR},
+                "text/plain": {"schema": {"type": "string"}},
+            },
+        },
     }
     return {"summary": summary, "responses": {**responses, **errors}, **more}
 
