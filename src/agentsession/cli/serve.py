@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentSessionError, UsageError
+from .serve_options import confined
 from .serve_tokens import given_tokens
 
 if TYPE_CHECKING:
@@ -172,16 +173,7 @@ def server_runtime(
     if workspaces is None:
         builtin = {t.name for t in builtin_tools()}
         tools = [t for t in tools if t.name not in builtin]
-    # The server's own folder is nobody's business: the model is told neither its path nor
-    # whether it is a repository, and its instruction files (or those of a repository holding
-    # the workspaces) never reach a session. Without workspaces a session has no folder, so no
-    # project instruction file at all; with them, its own folder's and those below it.
-    config = dataclasses.replace(
-        config,
-        environment=tuple(e for e in config.environment if e not in ("cwd", "git")),
-        load_project_instructions=config.load_project_instructions and workspaces is not None,
-        instructions_above_project=False,
-    )
+    config = confined(config, workspaces is not None)
     return Runtime(store=store, model=model, tools=tools, config=config, project_dir=Path.cwd())
 
 

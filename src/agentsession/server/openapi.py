@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .body_schemas import body_schemas
+from .body_schemas import SEARCH, body_schemas
 from .event_schemas import EVENT_TYPES, entry_schemas, event_schemas
 
 __all__ = ["openapi_document"]
@@ -371,28 +371,10 @@ def _health_paths() -> dict[str, Any]:
             ],
             "get": _op(
                 "The caller's messages holding every word, newest first",
-                {"200": _json(_SEARCH)},
+                {"200": _json(SEARCH)},
             ),
         },
     }
-
-
-_HIT = {
-    "type": "object",
-    "required": ["session_id", "title", "seq", "role", "snippet"],
-    "properties": {
-        "session_id": {"type": "string"},
-        "title": {"type": ["string", "null"]},
-        "seq": {"type": "integer"},
-        "role": {"enum": ["user", "assistant", "tool"]},
-        "snippet": {"type": "string"},
-    },
-}
-_SEARCH = {
-    "type": "object",
-    "required": ["query", "hits"],
-    "properties": {"query": {"type": "string"}, "hits": {"type": "array", "items": _HIT}},
-}
 
 
 def openapi_document() -> dict[str, Any]:
