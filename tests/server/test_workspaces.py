@@ -237,3 +237,75 @@ def test_the_servers_own_instruction_files_reach_no_session(
     assert "git repository" not in system
     if workspaces:
         assert "site rules" in system
+
+
+async def test_a_named_workspace_replaced_by_a_link_is_refused_not_swapped(tmp_path: Path) -> None:
+    """A named workspace whose folder became a link made the session work in a fresh, empty
+    folder of its own while it still showed the name; it is a 400 (as the session's own folder
+    replaced by a link is), and nothing is read where the link points."""
+    import os
+
+    import agentsession as ags
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    outside.mkdir()
+    model = ags.ScriptedModel([[ags.ToolCall("list_files", {"path": "."})], "done"] * 2)
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        tools=ags.builtin_tools(),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=_as(ALICE)
+    ) as client:
+        sid = (await client.post("/sessions", json={"workspace": "site"})).json()["id"]
+        site = next(root.iterdir()) / "site"
+        site.rmdir()
+        os.symlink(outside, site)
+        turn = await client.post(f"/sessions/{sid}/prompt", json={"text": "list"})
+    await runtime.close()
+    assert turn.status_code == 400 and "link" in turn.json()["error"]["message"]
+    assert not model.requests, "no turn ran elsewhere"
+    assert not (site.parent / sid).exists(), "no folder of its own was made in its place"
+
+
+async def test_a_fork_works_in_its_sources_named_workspace_or_in_its_own_folder(
+    tmp_path: Path,
+) -> None:
+    """As documented: a fork of a session in a named workspace works there; a fork of a session
+    in its own folder gets a folder of its own (the source's files stay the source's)."""
+    import agentsession as ags
+
+    root = tmp_path / "ws"
+    listing = [[ags.ToolCall("list_files", {"path": "."})], "done"]
+    model = ags.ScriptedModel(["hello", "hello", *listing, *listing])
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        tools=ags.builtin_tools(),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
+    transport = httpx.ASGITransport(app=app)
+    seen = {}
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=_as(ALICE)
+    ) as client:
+        for name in ("site", None):
+            body = {"workspace": name} if name else {}
+            sid = (await client.post("/sessions", json=body)).json()["id"]
+            await client.post(f"/sessions/{sid}/prompt", json={"text": "hi"})
+            (next(root.iterdir()) / (name or sid) / "notes.txt").write_text("the source's")
+        sessions = (await client.get("/sessions")).json()["sessions"]
+        for info in sessions:
+            fork = (await client.post(f"/sessions/{info['id']}/fork", json={})).json()["id"]
+            turn = await client.post(f"/sessions/{fork}/prompt", json={"text": "list"})
+            described = (await client.get(f"/sessions/{info['id']}")).json()
+            seen[described["workspace"]] = "notes.txt" in turn.text
+    await runtime.close()
+    assert seen == {"site": True, None: False}

@@ -148,9 +148,11 @@ class Workspaces:
     def _folder(self, owner: str | None, session_id: str, recorded: str | None) -> Path:
         area = self._area(owner)
         if recorded:
-            chosen = Path(recorded).resolve()
-            if chosen.parent == area and chosen.is_dir():
-                return chosen  # a named workspace of this owner
+            chosen = Path(recorded)
+            if chosen.parent == area:
+                # A named workspace of this owner, or a fork's source's folder, as recorded (not
+                # resolved: one replaced by a link is refused, never swapped for a fresh folder).
+                return _make(chosen)
         return _make(area / session_id)
 
     def name_of(self, project_dir: str | None) -> str | None:
