@@ -20,6 +20,8 @@ from .harness import Frame, Server, frames, serve_cli
 ALICE = "alice-token-0123456789"
 BOB = "bob-token-0123456789ab"
 BUILTIN = {"read_file", "write_file", "list_files", "run_command"}
+#: A session id's form; in capitals too it names that session's folder where case is ignored.
+ID = "0123456789abcdef0123456789abcdef"
 
 
 def _as(token: str) -> dict[str, str]:
@@ -106,7 +108,7 @@ def test_a_named_workspace_is_shared_by_its_owners_sessions_only(
     assert len(shared) == 1 and "hello" in shared[0]
     other = _results(_turn(server, BOB, theirs.json()["id"], "read index.html"))
     assert len(other) == 1 and "hello" not in other[0]
-    for bad in ("../x", ".hidden", "a/b", "", "0123456789abcdef0123456789abcdef", 7):
+    for bad in ("../x", ".hidden", "a/b", "", "0123456789abcdef0123456789abcdef", 7, ID.upper()):
         refused = server.client.post("/sessions", json={"workspace": bad}, headers=_as(ALICE))
         assert refused.status_code == 400, bad
 

@@ -45,7 +45,10 @@ def _owner_folder(owner: str | None) -> str:
 
 def check_name(name: object) -> str:
     """A workspace name a client gave, or ``UsageError``."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or _SESSION_ID.fullmatch(name):
+    # A session id in capitals too: on storage that ignores case (an SMB share) it is that
+    # session's own folder.
+    is_id = isinstance(name, str) and _SESSION_ID.fullmatch(name.lower())
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or is_id:
         raise UsageError(
             "'workspace' names a folder of yours: 1-64 letters, digits, '.', '-' or '_',"
             " not starting with '.' or '-', and not a session id"
