@@ -283,8 +283,8 @@ async def test_a_fork_works_in_its_sources_named_workspace_or_in_its_own_folder(
     import agentsession as ags
 
     root = tmp_path / "ws"
-    listing = [[ags.ToolCall("list_files", {"path": "."})], "done"]
-    model = ags.ScriptedModel(["hello", "hello", *listing, *listing])
+    call = [ags.ToolCall("list_files", {"path": "."})]
+    model = ags.ScriptedModel(["hello", "hello", call, "done", call, "done"])
     runtime = ags.Runtime(
         store=ags.SQLiteStore(tmp_path / "db.sqlite"),
         model=model,
