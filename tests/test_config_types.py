@@ -31,6 +31,7 @@ _WRONG: dict[str, Any] = {
     "lease_ttl": "30",
     "environment": "cwd",
     "load_project_instructions": 0,
+    "instructions_above_project": "no",
     "load_project_mcp": "false",
     "max_tool_result_chars": "40000",
     "tool_timeout": "300",

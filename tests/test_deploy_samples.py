@@ -93,3 +93,22 @@ def test_the_routes_the_samples_check_exist() -> None:
     app = create_app(ags.Runtime(store=ags.MemoryStore(), model=ags.ScriptedModel([])))
     paths = {getattr(route, "path", None) for route in app.routes}
     assert checked <= paths
+
+
+def test_following_the_samples_comments_gives_what_they_need() -> None:
+    """The comments are the install steps: Podman keeps a HEALTHCHECK only in the docker image
+    format (its default drops it), and the unit runs as a user and writes to a folder that its
+    steps make (systemd does not start a unit whose ReadWritePaths= is missing)."""
+    container = (DEPLOY / "Containerfile").read_text()
+    assert "HEALTHCHECK" in container
+    build = next(x for x in container.splitlines() if "podman build" in x)
+    assert "--format docker" in build
+    unit = (DEPLOY / "agentsession.service").read_text()
+    steps = "\n".join(x for x in unit.splitlines() if x.startswith("#"))
+    user = re.search(r"^User=(\S+)$", unit, re.M).group(1)  # type: ignore[union-attr]
+    assert re.search(rf"useradd .*\b{user}$", steps, re.M), "the unit's user is made"
+    for folder in re.findall(r"^ReadWritePaths=(.+)$", unit, re.M):
+        assert f"install -d -o {user}" in steps and folder in steps, folder
+    program = _unit_command()[0]
+    venv = program.removesuffix("/bin/agentsession")
+    assert f"venv {venv}" in steps, "the unit's program is installed where it runs it"

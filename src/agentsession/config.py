@@ -81,7 +81,10 @@ class Config:
     ``core.environment`` states: ``"cwd"`` (it sends the working directory's path to the
     provider), ``"platform"``, ``"git"``; empty turns the component off.
     ``load_project_instructions=False`` skips the project's instruction files (``AGENTS.md``,
-    ``CLAUDE.md``) and keeps only the global user file; ``load_project_mcp=False`` ignores the
+    ``CLAUDE.md``) and keeps only the global user file; ``instructions_above_project=False``
+    reads them from ``project_dir`` and the folders below it only, never from the folders above
+    it up to the repository root (a server whose session folders lie in a repository of its
+    own); ``load_project_mcp=False`` ignores the
     project's ``.mcp.json`` (a tool that only reads sessions needs no servers).
 
     ``max_tool_result_chars`` bounds one tool result (head and tail kept; ``None`` or ``0``
@@ -147,6 +150,7 @@ class Config:
     lease_ttl: float = 30.0
     environment: tuple[str, ...] = ("cwd", "platform", "git")
     load_project_instructions: bool = True
+    instructions_above_project: bool = True
     load_project_mcp: bool = True
     max_tool_result_chars: int | None = 40_000
     tool_timeout: float | None = 300.0

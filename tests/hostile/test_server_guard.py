@@ -25,6 +25,7 @@ pytest.importorskip("uvicorn", reason="the server extra is not installed")
 from agentsession.server.guard import Guard, host_allowed
 
 from ..server.harness import TIMEOUT, Server, frames, printed_url
+from ..server.openapi_check import check_response
 
 ALICE = "alice-token-0123456789"
 
@@ -119,6 +120,21 @@ def test_a_host_name_not_served_is_refused_403(server: Server, host: str) -> Non
     _refused(answer, 403, "ForbiddenRequestError")
     _refused(server.client.get("/", headers={"Host": host}), 403, "ForbiddenRequestError")
     assert _count(server) == 0
+
+
+def test_health_probes_answer_whatever_the_host(server: Server) -> None:
+    """A load balancer's probe (Caddy's ``health_uri``, a cloud balancer's, an orchestrator's)
+    names the process by its address, not by the public name: refused, it took every process
+    out of rotation. The probes say nothing a page could misuse; every other route still
+    refuses that host."""
+    for host in ("10.0.0.11:8000", "evil.example"):
+        assert server.client.get("/healthz", headers={"Host": host}).json() == {"status": "ok"}
+        assert server.client.get("/readyz", headers={"Host": host}).status_code == 200
+        _refused(
+            server.client.get("/sessions", headers={"Host": host}), 403, "ForbiddenRequestError"
+        )
+    probe = server.client.post("/healthz", json={}, headers={"Host": "evil.example"})
+    _refused(probe, 403, "ForbiddenRequestError")
 
 
 def test_loopback_names_and_allowed_hosts_are_served(server: Server) -> None:
@@ -330,7 +346,9 @@ def test_connections_beyond_the_cap_are_answered_503(tmp_path: Path) -> None:
         for _ in range(3):
             idle.append(_half_sent(server.url))
         with httpx.Client(base_url=server.url, timeout=TIMEOUT) as client:
-            assert client.get("/sessions").status_code == 503
+            refused = client.get("/sessions")
+            assert refused.status_code == 503
+            check_response(refused, read=True)  # uvicorn's own answer, as the document says
         for sock in idle:
             sock.close()
         for _ in range(600):  # the server notices the closed connections; then it answers

@@ -199,6 +199,31 @@ def test_a_number_in_other_digits_is_a_400_not_a_crash(server: Server) -> None:
         assert refused.json()["error"]["type"] == "UsageError"
 
 
+def test_a_last_event_id_beyond_the_log_is_refused_not_followed_in_silence(
+    server: Server,
+) -> None:
+    """No client was ever sent an entry the log does not hold: a forged id (or one from a log
+    since restored from an older copy) made the follower skip every entry up to it without a
+    word, and one past SQLite's integers broke the stream. Both are a 400 naming the log's last
+    seq; the last real id is followed as before."""
+    client = server.client
+    sid = client.post("/sessions", json={}).json()["id"]
+    run_stream(client, f"/sessions/{sid}/prompt", {"text": "one two"})
+    last = client.get(f"/sessions/{sid}").json()["entries"] - 1
+    path = f"/sessions/{sid}/events"
+    for headers, params in (
+        ({"Last-Event-ID": str(last + 1)}, {}),
+        ({"Last-Event-ID": "99999999999999999999999"}, {}),
+        ({}, {"after": str(last + 5)}),
+    ):
+        # Streamed: a stream that was followed would never end by itself.
+        with client.stream("GET", path, headers=headers, params=params) as refused:
+            assert refused.status_code == 400, (headers, params)
+            assert f"ends at seq {last}" in json.loads(refused.read())["error"]["message"]
+    with client.stream("GET", path, headers={"Last-Event-ID": str(last)}) as followed:
+        assert followed.status_code == 200
+
+
 def test_openapi_names_every_route(server: Server) -> None:
     document = server.client.get("/openapi.json").json()
     assert document["openapi"].startswith("3.")

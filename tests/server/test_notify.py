@@ -163,3 +163,33 @@ async def _run_listeners(ops: list[Op]) -> None:
 @settings(max_examples=300)
 def test_listeners_of_a_turn_cancelled_at_random_never_hold_it_up(ops: list[Op]) -> None:
     asyncio.run(_run_listeners(ops))
+
+
+def test_a_reader_leaving_never_takes_another_readers_live_frames(tmp_path: Path) -> None:
+    """Two followers of one session, both caught up (empty buffers, equal as lists): when the
+    later one closed its stream, the earlier one's buffer was the one removed — it got no live
+    frame again, while the closed one's kept filling for as long as anyone followed."""
+    notifier = Notifier(ags.MemoryStore())
+    with notifier.subscribe("s") as staying:
+        with notifier.subscribe("s"):
+            pass  # the second follower's client closes its stream
+        notifier.live("s", b"data: delta\n\n", 3)
+        assert list(staying) == [(b"data: delta\n\n", 3)]
+    notifier.live("s", b"data: later\n\n", 3)
+    assert "s" not in notifier._live, "nobody follows: no buffer fills"
+
+
+def test_a_client_that_never_reads_holds_a_bounded_amount_of_live_frames() -> None:
+    """A client that connects to ``/events`` and never reads stops its follower at the socket,
+    and the turn's live frames wait for it: bounded by their bytes, not only by their count
+    (a tool's result or a call's arguments are often tens of kilobytes)."""
+    notifier = Notifier(ags.MemoryStore())
+    frame = b"data: " + b"x" * 64 * 1024 + b"\n\n"
+    with notifier.subscribe("s") as stuck:
+        for _ in range(200):
+            notifier.live("s", frame, None)
+        assert 0 < stuck.held <= 1024 * 1024
+        assert stuck.held == sum(len(f) for f, _ in stuck)
+        stuck.pop(0)  # the reader sends one: room for one more
+        notifier.live("s", frame, None)
+        assert stuck.held == sum(len(f) for f, _ in stuck) <= 1024 * 1024

@@ -82,6 +82,30 @@ def test_public_messages_carry_no_connection_details() -> None:
     assert missing == "no session with id 'abc'"
 
 
+@pytest.mark.parametrize(
+    ("said", "cause"),
+    [
+        # SQLite on a file it may not write (an immutable file, a read-only mount).
+        (
+            "session store /srv/s.db: write failed: attempt to write a readonly database",
+            "read-only",
+        ),
+        # A PostgreSQL standby, or default_transaction_read_only.
+        ("write failed: cannot execute INSERT in a read-only transaction", "read-only"),
+        ("session store /srv/s.db: write failed: database or disk is full", "disk is full"),
+        ('write failed: could not extend file "base/1/2": No space left on device', "disk is full"),
+    ],
+)
+def test_a_database_that_refuses_writes_is_not_said_to_be_unreachable(
+    said: str, cause: str
+) -> None:
+    """Reached and read, but every write refused: the client was told the database "cannot be
+    reached", which sends an operator looking at the network."""
+    told = public_message(ags.StoreError(said))
+    assert cause in told and "cannot be reached" not in told
+    assert "/srv" not in told and "base/1" not in told
+
+
 def test_a_store_that_cannot_be_reached_is_answered_without_its_details(tmp_path: Path) -> None:
     import socket
 

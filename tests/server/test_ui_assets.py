@@ -144,3 +144,30 @@ async def test_the_reference_pages_policy_allows_its_own_style_and_nothing_else(
     assert document.headers["content-type"] == "application/json"
     assert document.headers["x-content-type-options"] == "nosniff"
     assert document.headers["content-security-policy"].startswith("default-src 'none'")
+
+
+async def test_the_routes_without_a_token_answer_as_the_openapi_document_says(
+    tmp_path: Path,
+) -> None:
+    """The page, its files, ``/docs`` and ``/openapi.json`` need no token but still refuse a
+    host name the server does not serve: that 403 is documented (the conftest checks every
+    response against the document), the UI's files are a documented route, and a file it
+    does not have is a ``NotFoundError`` as an unknown route is."""
+    runtime = ags.Runtime(
+        store=ags.MemoryStore(), model=ags.ScriptedModel(["hi"]), project_dir=tmp_path
+    )
+    app = ags.server.create_app(runtime)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        document = (await client.get("/openapi.json")).json()
+        refused = [
+            await client.get(path, headers={"Host": "evil.example"})
+            for path in ("/", "/docs", "/openapi.json", "/ui/app.js")
+        ]
+        script = await client.get("/ui/app.js")
+        missing = await client.get("/ui/nothing.js")
+    await runtime.close()
+    assert "/ui/{file}" in document["paths"]
+    assert [r.status_code for r in refused] == [403] * 4
+    assert script.status_code == 200
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "NotFoundError"

@@ -20,6 +20,8 @@ from .harness import Frame, Server, frames, serve_cli
 ALICE = "alice-token-0123456789"
 BOB = "bob-token-0123456789ab"
 BUILTIN = {"read_file", "write_file", "list_files", "run_command"}
+#: A session id's form; in capitals too it names that session's folder where case is ignored.
+ID = "0123456789abcdef0123456789abcdef"
 
 
 def _as(token: str) -> dict[str, str]:
@@ -106,7 +108,7 @@ def test_a_named_workspace_is_shared_by_its_owners_sessions_only(
     assert len(shared) == 1 and "hello" in shared[0]
     other = _results(_turn(server, BOB, theirs.json()["id"], "read index.html"))
     assert len(other) == 1 and "hello" not in other[0]
-    for bad in ("../x", ".hidden", "a/b", "", "0123456789abcdef0123456789abcdef", 7):
+    for bad in ("../x", ".hidden", "a/b", "", "0123456789abcdef0123456789abcdef", 7, ID.upper()):
         refused = server.client.post("/sessions", json={"workspace": bad}, headers=_as(ALICE))
         assert refused.status_code == 400, bad
 
@@ -208,3 +210,104 @@ def test_serve_refuses_a_workspace_root_it_would_guess(
     assert result.code == 2
     assert_clean_error(result, said)
     assert not (tmp_path / "missing").exists() and "serving" not in result.err
+
+
+def _system(client: httpx.Client, sid: str) -> str:
+    """Everything the System Context of the session's next request says."""
+    context = client.get(f"/sessions/{sid}/context").json()["context"]
+    return "\n".join(text for _, text in context["request"]["system"])
+
+
+@pytest.mark.parametrize("workspaces", [False, True])
+def test_the_servers_own_instruction_files_reach_no_session(
+    tmp_path: Path, workspaces: bool
+) -> None:
+    """``serve`` started in a repository (its own checkout, say) with an ``AGENTS.md``: no
+    session's model — nor a client asking ``/context`` — gets that file, or is told whether
+    the server's folder is a repository, also when the workspaces lie inside it. A session's
+    own folder's file is read."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("the operator's notes: the staging password is s3cret")
+    options = ("--workspaces", "spaces") if workspaces else ()
+    with _serve(tmp_path, *options) as client:
+        created = client.post("/sessions", json={"workspace": "site"} if workspaces else {})
+        sid = created.json()["id"]
+        if workspaces:
+            (tmp_path / "spaces" / "local" / "site" / "AGENTS.md").write_text("site rules")
+        system = _system(client, sid)
+    assert "s3cret" not in system
+    assert "git repository" not in system
+    if workspaces:
+        assert "site rules" in system
+
+
+async def test_a_named_workspace_replaced_by_a_link_is_refused_not_swapped(tmp_path: Path) -> None:
+    """A named workspace whose folder became a link made the session work in a fresh, empty
+    folder of its own while it still showed the name; it is a 400 (as the session's own folder
+    replaced by a link is), and nothing is read where the link points."""
+    import os
+
+    import agentsession as ags
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    outside.mkdir()
+    model = ags.ScriptedModel([[ags.ToolCall("list_files", {"path": "."})], "done"] * 2)
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        tools=ags.builtin_tools(),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=_as(ALICE)
+    ) as client:
+        sid = (await client.post("/sessions", json={"workspace": "site"})).json()["id"]
+        site = next(root.iterdir()) / "site"
+        site.rmdir()
+        os.symlink(outside, site)
+        turn = await client.post(f"/sessions/{sid}/prompt", json={"text": "list"})
+    await runtime.close()
+    assert turn.status_code == 400 and "link" in turn.json()["error"]["message"]
+    assert not model.requests, "no turn ran elsewhere"
+    assert not (site.parent / sid).exists(), "no folder of its own was made in its place"
+
+
+async def test_a_fork_works_in_its_sources_named_workspace_or_in_its_own_folder(
+    tmp_path: Path,
+) -> None:
+    """As documented: a fork of a session in a named workspace works there; a fork of a session
+    in its own folder gets a folder of its own (the source's files stay the source's)."""
+    import agentsession as ags
+
+    root = tmp_path / "ws"
+    call = [ags.ToolCall("list_files", {"path": "."})]
+    model = ags.ScriptedModel(["hello", "hello", call, "done", call, "done"])
+    runtime = ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        tools=ags.builtin_tools(),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
+    transport = httpx.ASGITransport(app=app)
+    seen = {}
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=_as(ALICE)
+    ) as client:
+        for name in ("site", None):
+            body = {"workspace": name} if name else {}
+            sid = (await client.post("/sessions", json=body)).json()["id"]
+            await client.post(f"/sessions/{sid}/prompt", json={"text": "hi"})
+            (next(root.iterdir()) / (name or sid) / "notes.txt").write_text("the source's")
+        sessions = (await client.get("/sessions")).json()["sessions"]
+        for info in sessions:
+            fork = (await client.post(f"/sessions/{info['id']}/fork", json={})).json()["id"]
+            turn = await client.post(f"/sessions/{fork}/prompt", json={"text": "list"})
+            described = (await client.get(f"/sessions/{info['id']}")).json()
+            seen[described["workspace"]] = "notes.txt" in turn.text
+    await runtime.close()
+    assert seen == {"site": True, None: False}

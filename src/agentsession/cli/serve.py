@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentSessionError, UsageError
+from .serve_options import confined
 from .serve_tokens import given_tokens
 
 if TYPE_CHECKING:
@@ -172,10 +173,7 @@ def server_runtime(
     if workspaces is None:
         builtin = {t.name for t in builtin_tools()}
         tools = [t for t in tools if t.name not in builtin]
-    # The server's own folder is nobody's business (a workspace is reached through the tools).
-    config = dataclasses.replace(
-        config, environment=tuple(e for e in config.environment if e != "cwd")
-    )
+    config = confined(config, workspaces is not None)
     return Runtime(store=store, model=model, tools=tools, config=config, project_dir=Path.cwd())
 
 

@@ -7,11 +7,16 @@ Kept apart from ``cli/serve`` (which runs the server) so the command line can be
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .serve_tokens import TOKEN_ENV
 
-__all__ = ["LEVELS", "SERVE_QUIET", "add_serve_command"]
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = ["LEVELS", "SERVE_QUIET", "add_serve_command", "confined"]
 
 #: The ``--log-level`` choices.
 LEVELS = ("debug", "info", "warning", "error")
@@ -20,6 +25,22 @@ SERVE_QUIET = (
     "leave out the status lines on standard error ('serving on …'); the URL with the run's"
     " token, warnings and errors are still printed"
 )
+
+
+def confined(config: Config, workspaces: bool) -> Config:
+    """``config`` for a server: nothing of the folder ``serve`` runs in reaches a session.
+
+    The model is told neither that folder's path nor whether it is a repository, and its
+    instruction files (or those of a repository holding the workspaces) are never read: without
+    workspaces a session has no folder, so it reads no project file; with them, its own
+    folder's and those below it.
+    """
+    return dataclasses.replace(
+        config,
+        environment=tuple(e for e in config.environment if e not in ("cwd", "git")),
+        load_project_instructions=config.load_project_instructions and workspaces,
+        instructions_above_project=False,
+    )
 
 
 def _port(text: str) -> int:

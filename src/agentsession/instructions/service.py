@@ -9,7 +9,8 @@ absolute), then one file per folder from the repository root (the nearest ancest
 ``note_read``: a read below ``project_dir`` adds every instruction file in the folders between
 ``project_dir`` (exclusive) and the read file's real folder (inclusive; a listed folder is its
 own), once, in the order they joined. ``Config(load_project_instructions=False)`` keeps only
-the global file.
+the global file; ``Config(instructions_above_project=False)`` takes ``project_dir`` as the
+repository root, so no folder above it is read (a server's session folder is all it may see).
 
 Each file is one component whose loader reads it afresh at every sample (nothing is cached):
 text → ``Rendered`` (a changed file states its complete contents and supersedes the earlier
@@ -158,8 +159,10 @@ class InstructionService:
         if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
             raise UsageError(f"max_bytes must be a positive integer, got {max_bytes!r}")
         self.project_dir = Path(os.path.realpath(project_dir))
-        self.repository_root = repository_root(self.project_dir)
-        self.load_project = (config or Config()).load_project_instructions
+        config = config or Config()
+        above = config.instructions_above_project
+        self.repository_root = repository_root(self.project_dir) if above else self.project_dir
+        self.load_project = config.load_project_instructions
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._diagnostics: dict[str, tuple[InstructionDiagnostic, ...]] = {}

@@ -15,11 +15,29 @@ from ..events import ApprovalRequest
 from ..inspection.annotate import ContextView
 from .json_schema import schema_of
 
-__all__ = ["body_schemas"]
+__all__ = ["SEARCH", "body_schemas"]
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
 _MONEY = {"type": ["number", "null"]}
+
+_HIT = {
+    "type": "object",
+    "required": ["session_id", "title", "seq", "role", "snippet"],
+    "properties": {
+        "session_id": {"type": "string"},
+        "title": {"type": ["string", "null"]},
+        "seq": {"type": "integer"},
+        "role": {"enum": ["user", "assistant", "tool"]},
+        "snippet": {"type": "string"},
+    },
+}
+#: ``GET /search``'s answer.
+SEARCH = {
+    "type": "object",
+    "required": ["query", "hits"],
+    "properties": {"query": {"type": "string"}, "hits": {"type": "array", "items": _HIT}},
+}
 
 
 def _object(required: list[str], **properties: Any) -> dict[str, Any]:

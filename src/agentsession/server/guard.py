@@ -6,7 +6,8 @@ driven by every page its user opens. This ASGI middleware, in front of every rou
 
 - a ``Host`` that is neither a loopback name (``localhost``, ``*.localhost``, ``127.0.0.0/8``,
   ``::1``) nor one the server was told (``allowed_hosts``) — 403: a page on a rebound DNS name
-  reaches the server under its own name;
+  reaches the server under its own name (the health probes ``GET /healthz`` and ``/readyz``
+  excepted: a load balancer names a process by its address);
 - a present ``Origin`` other than the server's own (``Origin: null`` from a ``file://`` page
   included) — 403;
 - a state-changing request (``POST``, ``PUT``, ``PATCH``; a ``DELETE`` that carries a body) whose
@@ -50,6 +51,10 @@ _STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _JSON = frozenset({"application/json"})
 _SESSION_FILE = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
+#: Health probes answer whatever the ``Host``: a load balancer's or an orchestrator's probe names
+#: the process by its address (``10.0.0.11:8000``, a pod's IP), not by the public name, and
+#: what they say (``ok``, ready or a reason without details) is nothing a page could misuse.
+_PROBES = frozenset({"/healthz", "/readyz"})
 
 
 class ForbiddenRequestError(UsageError):
@@ -131,6 +136,8 @@ class Guard:
 
     def refusal(self, scope: Scope) -> tuple[int, UsageError] | None:
         """The status and error a request is refused with, or ``None`` when it may pass."""
+        if scope["path"] in _PROBES and scope["method"] in ("GET", "HEAD"):
+            return None
         headers = Headers(scope=scope)
         host = headers.get("host", "")
         if not host_allowed(host, self.allowed):

@@ -31,6 +31,9 @@ _CAUSES = (
         "the database schema is older than this release reads: run `agentsession upgrade`",
     ),
     (("newer",), "the database schema is newer than this release reads"),
+    # Reachable, but every write refused: a read-only file or replica, a full disk.
+    (("readonly", "read-only"), "the database refuses writes (it is read-only)"),
+    (("disk is full", "no space left"), "the database's disk is full"),
     (("password", "authentication"), "the database refused the credentials"),
     (("does not exist",), "the database does not exist"),
     (("permission denied",), "the database refused access"),

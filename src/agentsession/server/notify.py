@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
+from typing import SupportsIndex
 
 from ..events import TextDelta
 from ..store.base import Store
@@ -36,7 +37,7 @@ from ..store.migrations import LOG_CHANNEL
 from .live_relay import LIVE_CHANNEL, LiveRelay
 from .wire import event_json, sse_frame
 
-__all__ = ["CHANNEL", "LiveFrame", "Notifier", "Wakeup"]
+__all__ = ["CHANNEL", "LiveBuffer", "LiveFrame", "Notifier", "Wakeup"]
 
 _log = logging.getLogger(__name__)
 
@@ -45,12 +46,36 @@ _log = logging.getLogger(__name__)
 CHANNEL = LOG_CHANNEL
 #: The channel of cancel requests (``cancels``): heard here, handled by the turns.
 CANCEL_CHANNEL = "agentsession_cancel"
-#: Live frames kept for a reader that has not read them yet; beyond, it misses deltas (the
-#: log still has every entry).
+#: Live frames, and their bytes, kept for a reader that has not read them yet; beyond either, it
+#: misses live frames (the log still has every entry). The bytes bound what a client that
+#: connects to ``/events`` and never reads holds in the server: a tool's result or a call's
+#: arguments may be tens of kilobytes each, so a count alone let one such client hold
+#: hundreds of megabytes.
 _LIVE_BACKLOG = 10_000
+_LIVE_BYTES = 1024 * 1024
 
 LiveFrame = tuple[bytes, int | None]
 """A live frame and, for text, the seq its step's entries start at (stale once sent past)."""
+
+
+class LiveBuffer(list[LiveFrame]):
+    """One reader's live frames not yet sent, with their size in bytes (``held``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = 0
+
+    def offer(self, frame: bytes, first_seq: int | None) -> None:
+        """Keep ``frame`` unless the reader is too far behind (it then misses it)."""
+        if len(self) < _LIVE_BACKLOG and self.held + len(frame) <= _LIVE_BYTES:
+            self.append((frame, first_seq))
+            self.held += len(frame)
+
+    def pop(self, index: SupportsIndex = -1) -> LiveFrame:
+        """Take a frame out (to send or drop it)."""
+        taken = super().pop(index)
+        self.held -= len(taken[0])
+        return taken
 
 
 class Wakeup:
@@ -106,7 +131,7 @@ class Notifier:
         #: Fired when another process asks for a turn to be cancelled (PostgreSQL).
         self.cancel_news = Wakeup()
         #: Each session's subscribers to live frames: a buffer per subscriber.
-        self._live: dict[str, list[list[LiveFrame]]] = {}
+        self._live: dict[str, list[LiveBuffer]] = {}
         #: Text deltas between processes (PostgreSQL; inert otherwise).
         self.relay = LiveRelay(self._dsn, self._relayed, self._live.__contains__)
 
@@ -166,8 +191,7 @@ class Notifier:
         if not buffers:
             return
         for buffer in buffers:
-            if len(buffer) < _LIVE_BACKLOG:  # a reader that does not keep up misses deltas
-                buffer.append((frame, first_seq))
+            buffer.offer(frame, first_seq)  # a reader that does not keep up misses live frames
         self._poke(session_id)
 
     def text(self, session_id: str, first_seq: int, text: str, frame: bytes) -> None:
@@ -180,18 +204,20 @@ class Notifier:
         self.live(session_id, sse_frame("text_delta", event_json(TextDelta(text))), first_seq)
 
     @contextlib.contextmanager
-    def subscribe(self, session_id: str) -> Iterator[list[LiveFrame]]:
+    def subscribe(self, session_id: str) -> Iterator[LiveBuffer]:
         """A buffer that receives the session's live frames while the block runs."""
-        buffer: list[LiveFrame] = []
+        buffer = LiveBuffer()
         self._live.setdefault(session_id, []).append(buffer)
         self.relay.following(session_id)
         try:
             yield buffer
         finally:
-            buffers = self._live.get(session_id, [])
-            if buffer in buffers:
-                buffers.remove(buffer)
-            if not buffers:
+            # By identity: buffers are lists, and two readers' empty ones are equal, so
+            # ``remove`` took the first reader's buffer away when the second left.
+            buffers = [b for b in self._live.get(session_id, []) if b is not buffer]
+            if buffers:
+                self._live[session_id] = buffers
+            else:
                 self._live.pop(session_id, None)
 
     def _poke(self, session_id: str) -> None:

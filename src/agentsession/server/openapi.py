@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .body_schemas import body_schemas
+from .body_schemas import SEARCH, body_schemas
 from .event_schemas import EVENT_TYPES, entry_schemas, event_schemas
 
 __all__ = ["openapi_document"]
@@ -58,7 +58,14 @@ def _op(summary: str, responses: dict[str, Any], **more: Any) -> dict[str, Any]:
         "422": _json(_ERROR, "over the session's budget or context window"),
         "500": _json(_ERROR, "an internal error"),
         "502": _json(_ERROR, "the model's provider failed"),
-        "503": _json(_ERROR, "the store or the provider is unavailable for now (retryable)"),
+        "503": {
+            "description": "the store or the provider is unavailable for now (retryable); past"
+            " the process's connection cap, before any route, a plain-text Service Unavailable",
+            "content": {
+                "application/json": {"schema": _ERROR},
+                "text/plain": {"schema": {"type": "string"}},
+            },
+        },
     }
     return {"summary": summary, "responses": {**responses, **errors}, **more}
 
@@ -315,10 +322,21 @@ def _turn_paths() -> dict[str, Any]:
     }
 
 
+def _open(summary: str, ok: dict[str, Any], **more: dict[str, Any]) -> dict[str, Any]:
+    """A route that needs no token: still refused for a host name or page it does not serve."""
+    refused = _json(_ERROR, "a host name the server does not serve, or another page's Origin")
+    return {"get": {"summary": summary, "responses": {"200": ok, **more, "403": refused}}}
+
+
 def _health_paths() -> dict[str, Any]:
     status, not_ready = _ref("Status"), _ref("NotReady")
     page = {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}
+    asset = {
+        "description": "the file",
+        "content": {"text/javascript": {}, "text/css": {}, "text/markdown": {}},
+    }
     return {
+        # The probes answer whatever the Host (a load balancer names a process by its address).
         "/healthz": {
             "get": {"summary": "The process answers", "responses": {"200": _json(status)}}
         },
@@ -328,14 +346,24 @@ def _health_paths() -> dict[str, Any]:
                 "responses": {"200": _json(status), "503": _json(not_ready, "not ready")},
             }
         },
-        "/docs": {"get": {"summary": "This reference as an HTML page", "responses": {"200": page}}},
-        "/": {"get": {"summary": "The web UI", "responses": {"200": page}}},
-        "/openapi.json": {
-            "get": {
-                "summary": "This document",
-                "responses": {"200": _json({"type": "object", "required": ["openapi", "paths"]})},
-            }
+        "/docs": _open("This reference as an HTML page", page),
+        "/": _open("The web UI", page),
+        "/ui/{file}": {
+            "parameters": [
+                {"name": "file", "in": "path", "required": True, "schema": {"type": "string"}}
+            ],
+            **_open(
+                "A file of the web UI (no token needed: it holds nothing of any session)",
+                asset,
+                **{
+                    "304": {"description": "the file is the one the If-None-Match ETag names"},
+                    "404": _json(_ERROR, "no such file"),
+                },
+            ),
         },
+        "/openapi.json": _open(
+            "This document", _json({"type": "object", "required": ["openapi", "paths"]})
+        ),
         "/search": {
             "parameters": [
                 {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
@@ -343,28 +371,10 @@ def _health_paths() -> dict[str, Any]:
             ],
             "get": _op(
                 "The caller's messages holding every word, newest first",
-                {"200": _json(_SEARCH)},
+                {"200": _json(SEARCH)},
             ),
         },
     }
-
-
-_HIT = {
-    "type": "object",
-    "required": ["session_id", "title", "seq", "role", "snippet"],
-    "properties": {
-        "session_id": {"type": "string"},
-        "title": {"type": ["string", "null"]},
-        "seq": {"type": "integer"},
-        "role": {"enum": ["user", "assistant", "tool"]},
-        "snippet": {"type": "string"},
-    },
-}
-_SEARCH = {
-    "type": "object",
-    "required": ["query", "hits"],
-    "properties": {"query": {"type": "string"}, "hits": {"type": "array", "items": _HIT}},
-}
 
 
 def openapi_document() -> dict[str, Any]:

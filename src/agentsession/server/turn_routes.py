@@ -117,7 +117,15 @@ async def events(request: Request) -> Response:
     session_id = request.path_params["id"]
     await state.allowed(request, session_id)
     after = _after(request)
-    await state.runtime.store.get_session(session_id)  # 404 before the stream starts
+    info = await state.runtime.store.get_session(session_id)  # 404 before the stream starts
+    if after >= info.next_seq:
+        # No client saw that entry (entries go out once committed): a forged or stale id, or a
+        # log restored from an older copy. Following from it would skip every entry up to it
+        # in silence; the client starts again from its last real id, or from the start.
+        raise UsageError(
+            f"Last-Event-ID / after names seq {after}, but the log ends at seq"
+            f" {info.next_seq - 1}: follow again without it (or with a seq you were sent)"
+        )
     frames = follow_log(state.runtime.store, state.notifier, session_id, after)
     return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)
 

@@ -127,7 +127,11 @@ async def asset(request: Request) -> Response:
     name = request.path_params["name"]
     media = ASSETS.get(name)
     if media is None:
-        error = {"type": "NotFound", "message": "no such file in the web UI", "retryable": False}
+        error = {
+            "type": "NotFoundError",  # as an unknown route says it
+            "message": "no such file in the web UI",
+            "retryable": False,
+        }
         return JSONResponse({"error": error}, status_code=404)
     raw, etag = _asset(name)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}

@@ -45,7 +45,10 @@ def _owner_folder(owner: str | None) -> str:
 
 def check_name(name: object) -> str:
     """A workspace name a client gave, or ``UsageError``."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or _SESSION_ID.fullmatch(name):
+    # A session id in capitals too: on storage that ignores case (an SMB share) it is that
+    # session's own folder.
+    is_id = isinstance(name, str) and _SESSION_ID.fullmatch(name.lower())
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or is_id:
         raise UsageError(
             "'workspace' names a folder of yours: 1-64 letters, digits, '.', '-' or '_',"
             " not starting with '.' or '-', and not a session id"
@@ -148,9 +151,11 @@ class Workspaces:
     def _folder(self, owner: str | None, session_id: str, recorded: str | None) -> Path:
         area = self._area(owner)
         if recorded:
-            chosen = Path(recorded).resolve()
-            if chosen.parent == area and chosen.is_dir():
-                return chosen  # a named workspace of this owner
+            chosen = Path(recorded)
+            if chosen.parent == area:
+                # A named workspace of this owner, or a fork's source's folder, as recorded (not
+                # resolved: one replaced by a link is refused, never swapped for a fresh folder).
+                return _make(chosen)
         return _make(area / session_id)
 
     def name_of(self, project_dir: str | None) -> str | None:

@@ -260,6 +260,8 @@
       } catch (e) {
         if (abort.signal.aborted || generation !== state.follow) return;
         if (e.status === 404 || e.status === 401) { notice("error", e.message); return; }
+        // The log ends before the last seq drawn (restored from an older copy): draw it anew.
+        if (e.status === 400 && state.lastSeq >= 0) { openSession(sid); return; }
       }
       if (generation !== state.follow) return;
       document.body.classList.add("offline");
