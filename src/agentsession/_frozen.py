@@ -88,8 +88,8 @@ def _make(cls: type[T], slots: bool) -> type[T]:
     fields = dataclasses.fields(made)
     names = tuple(f.name for f in fields)
     # ``dataclasses`` writes these for the class it was given, before ``slots`` makes a new one.
+    _check_order(fields)
     methods: dict[str, Any] = {
-        "__init__": _init(made, fields),
         "__repr__": _repr(tuple(f.name for f in fields if f.repr)),
         "__eq__": _eq(tuple(f.name for f in fields if f.compare)),
         "__hash__": _hash(
@@ -106,7 +106,41 @@ def _make(cls: type[T], slots: bool) -> type[T]:
             method.__qualname__ = f"{made.__qualname__}.{method.__name__}"
             method.__module__ = made.__module__
             setattr(made, name, method)
+    made.__init__ = _Init(made, fields)
     return cast("type[T]", made)
+
+
+def _check_order(fields: tuple[dataclasses.Field[Any], ...]) -> None:
+    """Refuse a field without a default after one with, as ``dataclasses`` does at once."""
+    seen_default = False
+    for f in fields:
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+
+
+class _Init:
+    """A class's ``__init__`` until it is first looked up, then the compiled one in its place.
+
+    Most classes an import makes are never built by calling them (the decoders and the codec's
+    builders set a value's fields at once), so their ``__init__`` is compiled only when the
+    class is first called or its ``__init__`` read (``inspect.signature`` too): the lookup finds
+    this descriptor, which puts the compiled function on the class and answers with it.
+    """
+
+    __slots__ = ("fields", "owner")
+
+    def __init__(self, owner: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
+        self.owner, self.fields = owner, fields
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        init = self.owner.__dict__["__init__"]
+        if init is self:  # not compiled yet (another thread may have just done it)
+            init = _init(self.owner, self.fields)
+            init.__qualname__ = f"{self.owner.__qualname__}.__init__"
+            type.__setattr__(self.owner, "__init__", init)
+        return init.__get__(instance, owner)
 
 
 def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
@@ -118,7 +152,7 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
         _HAS_DEFAULT_FACTORY=_FACTORY,
         __dataclass_builtins_object__=object,
     )
-    params, body, seen_default = [], [], False
+    params, body = [], []
     for f in fields:
         value, default = f.name, ""
         if f.default_factory is not dataclasses.MISSING:
@@ -128,10 +162,6 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
         elif f.default is not dataclasses.MISSING:
             names[f"_dflt_{f.name}"] = f.default
             default = f"=_dflt_{f.name}"
-        if default:
-            seen_default = True
-        elif seen_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
         params.append(f"{f.name}:_type_{f.name}{default}")
         body.append(f" __dataclass_builtins_object__.__setattr__({self_name},{f.name!r},{value})")
     if hasattr(cls, "__post_init__"):

@@ -76,7 +76,8 @@ def plain_init(cls: type, slots: bool = False) -> bool:
     True for a dataclass whose ``__init__`` is the generated one, with every field in it, no
     ``__post_init__``, no slots (unless ``slots``) and the plain ``object.__new__``.
     """
-    init = cls.__dict__.get("__init__")
+    # Its own ``__init__``, looked up through the class: ``_frozen`` compiles one at first look.
+    init = cls.__init__ if "__init__" in cls.__dict__ else None  # type: ignore[misc]
     code = getattr(init, "__code__", None)
     return (
         cls.__dataclass_params__.init  # type: ignore[attr-defined]
