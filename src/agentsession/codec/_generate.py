@@ -1,10 +1,12 @@
-"""The codec's one place that turns written source into code, and when it is worth doing.
+"""The package's one place that turns written source into code, and when it is worth doing.
 
 Each class met often gets functions written out for it (an encoder, a canonical-text writer,
 a lean encoder and its text, a straight-line decoder). ``generate`` compiles such source under
 a file name that says what it is and for which class, and registers the source in
 ``linecache``: a traceback through generated code shows the line that failed, and a debugger
-can list it. ``evaluate`` is the same for an expression (annotations evaluated in one go).
+can list it. ``evaluate`` is the same for an expression (annotations evaluated in one go);
+``define`` for a function made as ``dataclasses`` makes its methods (``_frozen``'s
+``__init__``: defaults and annotations read from names it is given).
 
 ``COMPILE_AFTER`` is the one threshold: values of a class handled by a walk over its fields
 before its code is written (compiling costs 0.1–1 ms a class; a process that handles a
