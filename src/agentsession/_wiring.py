@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from os import PathLike
 from typing import Protocol, runtime_checkable
 
+from ._frozen import frozen
 from .budget import TokenCounter, counter_for_encoding, default_counter
 from .config import Config
 from .engine.costs import prime_ledger
@@ -142,7 +142,7 @@ def _another(chosen: Model, named: str, provider: str) -> bool:
     return bool(provider) and chosen.profile.provider != provider
 
 
-@dataclass(frozen=True)
+@frozen
 class Stored:
     """What opening a stored session reads (``read_stored``)."""
 

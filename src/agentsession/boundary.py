@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from itertools import repeat
 
+from ._frozen import frozen
 from ._memo import PrefixMemo
 from .config import Config
 from .context.component import ContextComponent, LoadResult
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class BoundaryInput:
     """Everything the boundary reads: the log since the epoch start and one sample per source.
 
@@ -93,7 +94,7 @@ class BoundaryInput:
     cold: bool = False  # the provider's cache has expired since the last request
 
 
-@dataclass(frozen=True)
+@frozen
 class Admission:
     """What to commit before the provider call, and the request to send after the commit.
 
@@ -110,7 +111,7 @@ class Admission:
     offered: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class EpochTools:
     """The tools of an epoch: ``declared`` in the request (in order), ``offered`` to the model."""
 
@@ -389,9 +390,8 @@ def _new_epoch(
     """The epoch that starts at this boundary; its history starts where the window starts."""
     prior = data.epoch
     baseline, checkpoint, removed = fresh_baseline(state, data.components, data.samples)
-    # A window that keeps the front keeps the history start, so a compaction summary keeps
-    # opening it (model switch, elision inside the newest turn); one that moved starts at its
-    # first turn and leaves the summary behind.
+    # A window that keeps the front keeps the history start, so a compaction summary keeps opening
+    # it (model switch, elision in the newest turn); one that moved starts at its first turn.
     history_start = prior.history_start if prior is not None else 0
     summary_seq = prior.summary_seq if prior is not None else None
     if window.start > 0:

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from ._frozen import frozen
 from .budget import TokenCounter
 from .config import ModelPrice
 from .context.component import ContextComponent, LoadResult
@@ -91,7 +91,7 @@ _QUOTE_CHARS = 160
 _ITEM_CHARS = 2_000
 
 
-@dataclass(frozen=True)
+@frozen
 class CompactionPlan:
     """What to summarise (``head``) and where the kept tail starts in the log (``cut_seq``)."""
 

@@ -8,9 +8,10 @@ finished turn with its result.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, TypeAlias
 
+from ._frozen import frozen
 from .request import ToolCall, Usage
 
 __all__ = [
@@ -45,7 +46,7 @@ StopReason: TypeAlias = Literal[
 call waits for the user (``session.approve``/``deny``, then ``session.retry()``)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ApprovalRequest:
     """A tool call that waits for the user's approval, and why the preset asks."""
 
@@ -55,7 +56,7 @@ class ApprovalRequest:
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class PromptResult:
     """The outcome of one prompt: the final assistant text, steps taken and summed usage.
 
@@ -72,7 +73,7 @@ class PromptResult:
     approvals: tuple[ApprovalRequest, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class TextDelta:
     """A piece of assistant text as the model produces it."""
 
@@ -80,7 +81,7 @@ class TextDelta:
     kind: Literal["text_delta"] = "text_delta"
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolCallStarted:
     """The model called a tool: it runs now, or waits for approval (``ApprovalNeeded`` next).
 
@@ -92,7 +93,7 @@ class ToolCallStarted:
     kind: Literal["tool_call_started"] = "tool_call_started"
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolResultEvent:
     """A tool call's result, as stored and as the model will read it."""
 
@@ -103,7 +104,7 @@ class ToolResultEvent:
     kind: Literal["tool_result"] = "tool_result"
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextAdmitted:
     """System Context changes were admitted at this boundary (keys in component order)."""
 
@@ -112,7 +113,7 @@ class ContextAdmitted:
     kind: Literal["context_admitted"] = "context_admitted"
 
 
-@dataclass(frozen=True)
+@frozen
 class ProviderRetry:
     """A transient provider failure; the same admitted request is sent again.
 
@@ -128,7 +129,7 @@ class ProviderRetry:
     kind: Literal["provider_retry"] = "provider_retry"
 
 
-@dataclass(frozen=True)
+@frozen
 class ApprovalNeeded:
     """A tool call waits for the user's approval; ``TurnFinished`` follows at once.
 
@@ -140,7 +141,7 @@ class ApprovalNeeded:
     kind: Literal["approval_needed"] = "approval_needed"
 
 
-@dataclass(frozen=True)
+@frozen
 class StepCommitted:
     """A step's entries are durable: ``first_seq`` to ``last_seq`` inclusive."""
 
@@ -151,7 +152,7 @@ class StepCommitted:
     kind: Literal["step_committed"] = "step_committed"
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnFinished:
     """The turn is over; the last event of every turn that was not cancelled or failed.
 
@@ -163,7 +164,7 @@ class TurnFinished:
     kind: Literal["turn_finished"] = "turn_finished"
 
 
-@dataclass(frozen=True)
+@frozen
 class CostAlert:
     """The session's cost crossed ``Config.cost_alert_usd`` with the response just committed.
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from ._frozen import frozen
 from ._memo import IdentityMemo
 from .log import (
     TRANSCRIPT_KINDS,
@@ -73,7 +74,7 @@ VIEW_KINDS: tuple[str, ...] = (
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages are no longer shown):\n\n"
 
 
-@dataclass(frozen=True)
+@frozen
 class ViewMessage:
     """A model-view message and the log entries it came from."""
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import compress, repeat
 from typing import Any, Literal, TypeAlias, cast
 
+from ._frozen import frozen
 from ._memo import PrefixMemo
 from .codec import canonical_json
 
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TextPart:
     """A piece of text inside a message."""
 
@@ -47,7 +48,7 @@ class TextPart:
     kind: Literal["text"] = "text"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ImagePart:
     """An image, either inline (``data`` is base64) or by ``url``."""
 
@@ -65,7 +66,7 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolCall:
     """One tool call the model made: ``ToolCall("read_file", {"path": "a.txt"})``."""
 
@@ -75,7 +76,7 @@ class ToolCall:
     kind: Literal["tool_call"] = "tool_call"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Usage:
     """Token figures a provider reported for one response (0 when not reported).
 
@@ -92,7 +93,7 @@ class Usage:
     cache_write_long_tokens: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class UserMessage:
     """User input: a string stays a string; block input is a tuple of parts."""
 
@@ -100,7 +101,7 @@ class UserMessage:
     role: Literal["user"] = "user"
 
 
-@dataclass(frozen=True)
+@frozen
 class AssistantMessage:
     """A model reply: text and/or tool calls.
 
@@ -115,7 +116,7 @@ class AssistantMessage:
     role: Literal["assistant"] = "assistant"
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolResultMessage:
     """The result of one tool call, paired to it by ``call_id``."""
 
@@ -126,7 +127,7 @@ class ToolResultMessage:
     role: Literal["tool"] = "tool"
 
 
-@dataclass(frozen=True)
+@frozen
 class SystemMessage:
     """A mid-conversation system message: the newly effective state of changed components.
 
@@ -144,7 +145,7 @@ Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | System
 """A message of a request or of the user transcript; ``role`` tells which."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolSpec:
     """A tool declaration: name, description and a JSON schema for the arguments."""
 
@@ -153,7 +154,7 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     """The neutral request a model receives.
 

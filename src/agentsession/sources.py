@@ -10,9 +10,9 @@ session's engine (``engine/``) holds and runs them.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from ._frozen import frozen
 from .config import Config
 from .context.component import ContextComponent
 from .log import LogEntry
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["ContextSource", "Ran", "SourceFactory", "ToolSource"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Ran:
     """A call that produced a result, and what it changed (committed with the result)."""
 

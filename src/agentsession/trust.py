@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from ._files import write_private
+from ._frozen import frozen
 from .errors import UsageError
 
 __all__ = [
@@ -52,7 +52,7 @@ def check_project_config(value: object) -> ProjectConfig:
     raise UsageError(f"project_config must be 'ignore' or 'trusted', got {value!r}")
 
 
-@dataclass(frozen=True)
+@frozen
 class ProjectFiles:
     """The trust-relevant files of one folder, as read once: what is shown is what is used."""
 

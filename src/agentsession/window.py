@@ -24,9 +24,9 @@ import operator
 from bisect import bisect_left
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from itertools import accumulate, compress, pairwise, repeat
 
+from ._frozen import frozen
 from .errors import UsageError
 from .request import AssistantMessage, Message, SystemMessage, TextPart, UserMessage
 
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class Window:
     """The kept part of a history, as indices into the ``messages`` given to `select_window`.
 

@@ -15,9 +15,10 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from .._frozen import frozen
 
 __all__ = [
     "ENCODINGS",
@@ -62,7 +63,7 @@ _CL100K_PATTERN = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class _Spec:
     sha256: str
     pattern: str

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, assert_never, runtime_checkable
 
+from .._frozen import frozen
 from .._memo import IdentityMemo, PrefixMemo
 from ..codec import one_shot
 from ..request import (
@@ -80,7 +80,7 @@ class Calibratable(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurement:
     """A measured request: ``total`` tokens and the ``contributors`` that add up to it.
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from .._frozen import frozen
 from ..events import ApprovalNeeded, ApprovalRequest
 from ..hygiene import visible
 from ..inspection.toolview import command_prefix
@@ -47,7 +48,7 @@ NO_TERMINAL = "nobody could be asked for approval: the command line had no termi
 QUESTION = "allow? [y]es · [n]o (or type why not) · [a]lways for this session › "
 
 
-@dataclass(frozen=True)
+@frozen
 class Answer:
     """One decision: ``yes``, ``always`` (this tool for the session) or ``no`` with a note.
 

@@ -13,8 +13,8 @@ demo model. ``models`` lists what the configuration offers and whether each can 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..errors import AgentSessionError, CredentialsError, UnknownModelError, UsageError
 from ..providers import get_model
 from ..providers.base import Model, Preparable
@@ -34,7 +34,7 @@ _VENDOR_KEYS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Usable:
     """One line of ``agentsession models``: a name, what it is, and why it cannot be used."""
 
@@ -48,7 +48,7 @@ class Usable:
         return self.problem is None
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelChoice:
     """The configuration file's view of models."""
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from .._frozen import frozen
 from ..codec import encode
 from ..errors import ProviderError, TransientProviderError, UsageError
 from ..events import (
@@ -75,7 +76,7 @@ def error_fields(exc: BaseException | None) -> dict[str, object]:
     }
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnFigures:
     """What the figures line after a turn says: usage, steps and each request's diagnosis."""
 

@@ -38,10 +38,11 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 
+from .._frozen import frozen
 from ..config import ModelPrice
 from ..errors import UnknownModelError, UsageError
 
@@ -76,7 +77,7 @@ _PROVIDER = ("base_url", "api_key_env", "format")
 _PRICE = ("input", "cached_input", "output", "cache_write", "cache_write_long", "source", "date")
 
 
-@dataclass(frozen=True)
+@frozen
 class ProviderConfig:
     """One ``[providers.NAME]`` table."""
 
@@ -93,7 +94,7 @@ class ProviderConfig:
         return f"{prefix}:{model}"
 
 
-@dataclass(frozen=True)
+@frozen
 class UserConfig:
     """The parsed file (empty when there is none); ``path`` is where it was looked for."""
 

@@ -76,17 +76,23 @@ def plain_init(cls: type, slots: bool = False) -> bool:
     True for a dataclass whose ``__init__`` is the generated one, with every field in it, no
     ``__post_init__``, no slots (unless ``slots``) and the plain ``object.__new__``.
     """
-    init = cls.__dict__.get("__init__")
+    # Its own ``__init__``, looked up through the class: ``_frozen`` compiles one at first look.
+    init = cls.__init__ if "__init__" in cls.__dict__ else None  # type: ignore[misc]
     code = getattr(init, "__code__", None)
     return (
         cls.__dataclass_params__.init  # type: ignore[attr-defined]
         and code is not None
-        and code.co_filename == "<string>"  # made by dataclasses, not written in a class body
+        and _written(code.co_filename)  # not written in a class body
         and not hasattr(cls, "__post_init__")
         and (slots or not hasattr(cls, "__slots__"))
         and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]
         and all(f.init for f in dataclasses.fields(cls))
     )
+
+
+def _written(filename: str) -> bool:
+    """Whether code of this file name was written by ``dataclasses`` or by ``_frozen``."""
+    return filename == "<string>" or filename.startswith("<agentsession generated __init__ of ")
 
 
 def plain(tp: Any) -> bool:

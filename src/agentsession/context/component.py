@@ -16,9 +16,9 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
+from .._frozen import frozen
 from ..errors import ContextLoadError, UsageError
 from ..hygiene import replace_surrogates
 
@@ -38,7 +38,7 @@ _log = logging.getLogger("agentsession.context")
 _KEY = re.compile(r"^[a-z][a-z0-9_-]*(\.[A-Za-z0-9_-]+)+(:[^\s]+)?$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Rendered:
     """A loaded value: ``baseline`` for a fresh System Context, ``update`` when it changed.
 
@@ -54,7 +54,7 @@ class Rendered:
         return self.baseline if self.update is None else self.update
 
 
-@dataclass(frozen=True)
+@frozen
 class Unavailable:
     """The value cannot be loaded right now: keep the prior state, emit nothing."""
 
@@ -62,7 +62,7 @@ class Unavailable:
     kind: Literal["unavailable"] = "unavailable"
 
 
-@dataclass(frozen=True)
+@frozen
 class Absent:
     """The source was loaded and has no value: the component is removed (announced once)."""
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from .._memo import IdentityMemo
 from ..log import ComponentChange, ContextEpoch, MidConversationSystemMessage
 from .component import (
@@ -41,7 +41,7 @@ UPDATE_HEADER = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class ComponentState:
     """What the model was last told about one component in this epoch."""
 

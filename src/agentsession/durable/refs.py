@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from .._frozen import frozen
 from ..errors import ConflictError, UsageError
 
 __all__ = [
@@ -36,7 +36,7 @@ class StaleStepError(ConflictError):
     """
 
 
-@dataclass(frozen=True)
+@frozen
 class Admitted:
     """A prompt admitted: its entries and the dispatch record end at ``seq``."""
 
@@ -50,7 +50,7 @@ class Admitted:
         return dataclasses.asdict(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class Responded:
     """The model's answer committed at ``seq``; ``calls`` are the ids of its calls still to run."""
 
@@ -65,7 +65,7 @@ class Responded:
         return {**dataclasses.asdict(self), "calls": list(self.calls)}
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolRan:
     """A tool call's result committed at ``seq`` (``paused``: it waits for an approval instead)."""
 
@@ -81,7 +81,7 @@ class ToolRan:
         return dataclasses.asdict(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class Settled:
     """A turn's result, read from the log: the reply, why it stopped, its last seq.
 
@@ -101,7 +101,7 @@ class Settled:
         return {**dataclasses.asdict(self), "waiting": list(self.waiting)}
 
 
-@dataclass(frozen=True)
+@frozen
 class ApprovalAnswer:
     """The user's answer to a tool call waiting for approval, carried to the step that runs it.
 
@@ -120,7 +120,7 @@ class ApprovalAnswer:
         return dataclasses.asdict(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class Paused:
     """A turn paused for approvals, and where it continues.
 

@@ -12,9 +12,9 @@ Engine-neutral: nothing here imports an engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from .._frozen import frozen
 from ..errors import UsageError
 
 __all__ = ["TenantLimits", "tenant_queue"]
@@ -23,7 +23,7 @@ __all__ = ["TenantLimits", "tenant_queue"]
 MAX_TENANT_CHARS = 100
 
 
-@dataclass(frozen=True)
+@frozen
 class TenantLimits:
     """How many of a tenant's turns run at once, and start per minute, across the fleet.
 

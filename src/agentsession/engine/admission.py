@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .._frozen import frozen
 from ..boundary import (
     Admission,
     BoundaryInput,
@@ -69,7 +70,7 @@ __all__ = ["Admitter", "Samples"]
 Samples = dict[str, LoadResult]
 
 
-@dataclass(frozen=True)
+@frozen
 class Rejection:
     """An admission the budget refused: the error to raise and the request it measured."""
 

@@ -10,9 +10,10 @@ ordinary implementation.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 
+from .._frozen import frozen
 from ..budget import BudgetPolicy
 from ..config import Config
 from ..context.component import ContextComponent
@@ -27,7 +28,7 @@ from .titles import Titler
 __all__ = ["SessionDeps"]
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionDeps:
     """The runtime's parts a session uses: store, config, tools, components, budget, helpers."""
 

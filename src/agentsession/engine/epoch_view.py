@@ -10,8 +10,7 @@ view reaches further back than what is kept drops the cache, and the next step r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .._frozen import frozen
 from ..log import ContextEpoch, Dispatch, EpochReason, Record
 from ..projection import VIEW_KINDS
 from ..providers.base import Model
@@ -30,7 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class EpochView:
     """The current epoch (``None`` before the first request) and the log its model view reads.
 
@@ -44,7 +43,7 @@ class EpochView:
     dispatched: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class CachedView:
     """The epoch view this writer keeps between steps (``epoch_seq`` -1: no epoch yet).
 

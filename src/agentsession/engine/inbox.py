@@ -16,8 +16,8 @@ oldest pending input (and, if that is a steer, every pending steer).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..log import (
     InputCancelled,
     InputDelivered,
@@ -32,7 +32,7 @@ from ..log import (
 __all__ = ["Inbox", "PendingInput"]
 
 
-@dataclass(frozen=True)
+@frozen
 class PendingInput:
     """An input ``steer()`` or ``queue()`` accepted that is not delivered yet.
 

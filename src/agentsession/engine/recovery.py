@@ -12,9 +12,9 @@ pairs every call with a result and the next request is valid.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from .._frozen import frozen
 from ..errors import UsageError
 from ..log import (
     ApprovalDecided,
@@ -57,7 +57,7 @@ _REASONS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class StepState:
     """The state of the last dispatched step, read off its tail.
 
@@ -118,7 +118,7 @@ def closing_entries(tail: Sequence[Record], timestamp: str, cause: Cause) -> lis
     return closing
 
 
-@dataclass(frozen=True)
+@frozen
 class ResumePoint:
     """Where an unfinished turn continues.
 

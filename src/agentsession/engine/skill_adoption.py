@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
+from .._frozen import frozen
 from ..budget import TokenCounter
 from ..config import Config
 from ..errors import UsageError
@@ -40,7 +40,7 @@ def _load_tool(names: Sequence[str], max_loaded: int) -> Tool:
     return Tool(spec.name, spec.description, spec.parameters, fn=_not_direct)
 
 
-@dataclass(frozen=True)
+@frozen
 class Adopted:
     """The skill set a prompt found, with the catalog text and ``load_skill`` tool it gives."""
 

@@ -9,9 +9,9 @@ handed in or flags left on the turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from .._frozen import frozen
 from ..events import PromptResult
 from ..request import Usage
 
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class StepContinue:
     """Every call of the step ran and its result is settled: the model is asked again."""
 
@@ -33,7 +33,7 @@ class StepContinue:
     kind: Literal["continue"] = "continue"
 
 
-@dataclass(frozen=True)
+@frozen
 class StepFinished:
     """The model answered without calls, or the output limit cut its reply: the turn ends."""
 
@@ -41,7 +41,7 @@ class StepFinished:
     kind: Literal["finished"] = "finished"
 
 
-@dataclass(frozen=True)
+@frozen
 class StepPaused:
     """A call waits for the user's approval: the turn ends until it is answered."""
 
@@ -49,7 +49,7 @@ class StepPaused:
     kind: Literal["paused"] = "paused"
 
 
-@dataclass(frozen=True)
+@frozen
 class StepHeld:
     """The store refused a write: the turn stops, the refused entries kept in memory.
 

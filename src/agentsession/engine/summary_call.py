@@ -11,9 +11,10 @@ fits the budget beside the instruction, or that cannot be rebuilt (a tool it dec
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
+from .._frozen import frozen
 from ..budget import total_tokens
 from ..compaction import (
     CompactionPlan,
@@ -65,7 +66,7 @@ def shares_cache(summarizer: Model, model: Model) -> bool:
     return same_name and summarizer.profile.provider == model.profile.provider
 
 
-@dataclass(frozen=True)
+@frozen
 class Written:
     """A compaction's summary as written, before it is committed, and its billed call.
 
@@ -79,7 +80,7 @@ class Written:
     call: SideCall
 
 
-@dataclass(frozen=True)
+@frozen
 class Prepared:
     """A summary written in the background, waiting for the next prompt's boundary."""
 

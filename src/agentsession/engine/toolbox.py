@@ -20,10 +20,10 @@ to the inner tool's own call first, which then goes through the gate like a dire
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeAlias, cast, runtime_checkable
 
+from .._frozen import frozen
 from .._memo import conforms
 from ..config import Config
 from ..log import ApprovalRequested, LogEntry, now
@@ -40,7 +40,7 @@ from .gate import PermissionGate
 __all__ = ["CallObserver", "CallResult", "FolderSource", "Paused", "Toolbox"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Paused:
     """A call that waits for the user's approval; nothing ran.
 

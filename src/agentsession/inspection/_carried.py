@@ -13,8 +13,8 @@ requests built from either.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..log import TRANSCRIPT_KINDS, ContextEpoch, MidConversationSystemMessage, Record
 from ..projection import VIEW_KINDS, ViewMessage, project
 from ..request import SystemMessage
@@ -27,7 +27,7 @@ _ON_ITS_OWN = frozenset({*TRANSCRIPT_KINDS, "mid_conversation_system"})
 or open a view)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Projected:
     """The view of epoch ``epoch``, projected from ``records[lo:end]``."""
 

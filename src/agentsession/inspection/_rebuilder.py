@@ -15,9 +15,9 @@ import bisect
 import hashlib
 import operator
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._frozen import frozen
 from ..boundary import build_request, epoch_tools, window_of
 from ..codec import builder, canonical_json
 from ..config import Config
@@ -44,7 +44,7 @@ _SEQS = operator.attrgetter("seqs")
 _POSITION = operator.itemgetter(0)
 
 
-@dataclass(frozen=True)
+@frozen
 class Rebuilt:
     """A dispatched request rebuilt from the log as it was when it was dispatched.
 
@@ -341,7 +341,7 @@ class Rebuilder:
         return done.hexdigest()[:32], hashed, tail
 
 
-@dataclass(frozen=True)
+@frozen
 class _Resume:
     """The last request rebuilt exactly, for the next one of its epoch to extend.
 

@@ -11,8 +11,8 @@ saw), and the window edge: how many transcript messages lie before it or were el
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..budget import TokenCounter, measure
 from ..log import TRANSCRIPT_KINDS, Record
 from ..request import (
@@ -29,7 +29,7 @@ from .describe import preview
 __all__ = ["ContextView", "Part", "context_view"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Part:
     """One measured part of a request: a baseline section, a message or a tool declaration.
 
@@ -45,7 +45,7 @@ class Part:
     source_kinds: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextView:
     """One request annotated: what the model sees, where each part came from, what it weighs.
 

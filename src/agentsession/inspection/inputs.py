@@ -13,8 +13,9 @@ hands the rebuild elsewhere never decodes the session's history itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from .._frozen import frozen
 from ..boundary import Admission
 from ..budget import BudgetPolicy
 from ..config import Config
@@ -27,7 +28,7 @@ from .views import Inspection, inspect_log, next_view
 __all__ = ["InspectionInputs", "inspect_records", "next_context"]
 
 
-@dataclass(frozen=True)
+@frozen
 class InspectionInputs:
     """Everything ``inspect_log`` needs but the log, as of one moment of an open session.
 

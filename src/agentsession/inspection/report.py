@@ -23,9 +23,9 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from html import escape
 
+from .._frozen import frozen
 from ..hygiene import visible, visible_line
 from ..ledger import CacheMiss, IdleCall
 from ._report_assets import STYLE
@@ -56,7 +56,7 @@ _NOSCRIPT = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class IndexEntry:
     """One row of the index page: a session's figures and where its report is."""
 

@@ -9,8 +9,8 @@ response that answered it or the reason it got none, and priced from the reporte
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..budget import TokenCounter
 from ..codec import builder
 from ..config import Config
@@ -34,7 +34,7 @@ from .timing import TimingSpan
 __all__ = ["RequestInfo"]
 
 
-@dataclass(frozen=True)
+@frozen
 class RequestInfo:
     """One dispatched request, rebuilt, with its size split for the prompt cache.
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from .._frozen import frozen
 from ..codec import builder
 from ..ledger import Charge, charge_usd
 from ..ledger.prices import ModelPrice, price_for
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class TimingSpan:
     """One bar of a turn's waterfall.
 
@@ -73,7 +73,7 @@ class TimingSpan:
     failed: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnUsage:
     """What a turn's requests and side calls used, as the providers reported, and cost.
 

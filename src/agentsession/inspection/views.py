@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
+from .._frozen import frozen
 from ..boundary import Admission
 from ..budget import (
     BudgetPolicy,
@@ -72,7 +73,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class TimelineItem:
     """One log entry on the timeline: ``turn`` is 0 before the first user message."""
 
@@ -85,7 +86,7 @@ class TimelineItem:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class EpochInfo:
     """A context epoch: why it started, for which model, and its baseline sections."""
 
@@ -101,7 +102,7 @@ class EpochInfo:
     removed: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnInfo:
     """A user turn: its prompt, how many requests and tool calls it took, how it ended.
 
@@ -124,7 +125,7 @@ class TurnInfo:
     spans: tuple[TimingSpan, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class MessageCounts:
     """Messages of the user transcript by role."""
 
@@ -133,7 +134,7 @@ class MessageCounts:
     tool: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class Inspection:
     """Everything inspection knows about one session, from its log alone.
 

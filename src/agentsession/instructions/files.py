@@ -19,9 +19,10 @@ import codecs
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
+
+from .._frozen import frozen
 
 __all__ = [
     "CLAUDE_FILE",
@@ -51,7 +52,7 @@ DiagnosticKind: TypeAlias = Literal[
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class InstructionDiagnostic:
     """A problem with one instruction file; ``key`` is its component key, ``path`` its name."""
 
@@ -61,7 +62,7 @@ class InstructionDiagnostic:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class FileOutcome:
     """One read: the decoded text, or why there is none."""
 

@@ -34,11 +34,11 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from .._frozen import frozen
 from ..config import Config
 from ..context.component import ABSENT, ContextComponent, LoadResult, Rendered, Unavailable
 from ..errors import UsageError
@@ -60,7 +60,7 @@ _log = logging.getLogger("agentsession.instructions")
 _TAG_RE = re.compile(r"<(/?)(instructions)", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@frozen
 class InstructionFile:
     """One effective instruction file: its component ``key``, ``path`` and where it lives.
 

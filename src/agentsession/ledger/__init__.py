@@ -20,10 +20,11 @@ they neither take a turn's response nor count in the shortfall comparison.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Literal
 
+from .._frozen import frozen
 from ..codec import builder
 from ..log import AssistantEntry, CacheDiagnosis, Dispatch, Record, SideCall, Summary
 from ..log.usage_check import checked_usage
@@ -58,7 +59,7 @@ LEDGER_KINDS: tuple[str, ...] = ("dispatch", "assistant", "side_call", "summary"
 """The log kinds a ledger is built from."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CostEstimate:
     """The expected input cost of the next request, from what the provider's cache holds.
 
@@ -89,7 +90,7 @@ SHORTFALL_SLACK = 1024
 _PROVIDER_HITS = frozenset({"", "hit", "pending"})
 
 
-@dataclass(frozen=True)
+@frozen
 class GapCounts:
     """The measured gaps as the cost model needs them: how many, and how many fit each lifetime.
 
@@ -119,7 +120,7 @@ class GapCounts:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Charge:
     """One dispatched request; ``usage`` is ``None`` while (or when) no response was recorded."""
 

@@ -51,9 +51,10 @@ import math
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from .._frozen import frozen
 from .prices import ModelPrice
 
 __all__ = [
@@ -85,7 +86,7 @@ POOL_SHARE = 0.5
 _MAX_STEPS = 400  # keep-warm lifetimes looked ahead; beyond, only expiring or compacting remain
 
 
-@dataclass(frozen=True)
+@frozen
 class IdleCall:
     """A model call the idle decision made (``Runtime.tend_idle``), as ``session.cost()`` lists it.
 
@@ -100,7 +101,7 @@ class IdleCall:
     kind: Literal["idle_call"] = "idle_call"
 
 
-@dataclass(frozen=True)
+@frozen
 class IdleSituation:
     """What the idle decision knows of one session, all by the runtime's clock.
 
@@ -137,7 +138,7 @@ class IdleSituation:
     kind: Literal["idle_situation"] = "idle_situation"
 
 
-@dataclass(frozen=True)
+@frozen
 class IdleDecision:
     """The action chosen, why, and the expected USD of each option weighed (empty: none was).
 
@@ -219,7 +220,7 @@ def option_costs(situation: IdleSituation, price: ModelPrice) -> dict[str, float
     return costs
 
 
-@dataclass(frozen=True)
+@frozen
 class _Summary:
     """Compacting while warm at a pause that has lasted some time: the price, where weighed.
 
@@ -248,7 +249,7 @@ class _Summary:
         return self.usd
 
 
-@dataclass(frozen=True)
+@frozen
 class _Plan:
     """The stopping problem of one pause: keep warm, let expire or compact at each tick."""
 
@@ -309,7 +310,7 @@ class _Plan:
 _NEGLIGIBLE = 1e-12
 
 
-@dataclass(frozen=True)
+@frozen
 class Evidence:
     """The measured gaps longer than the idle time, weighted: own and pooled, sorted."""
 
@@ -343,7 +344,7 @@ class Evidence:
         return self.tail[bisect_right(self.gaps, at)]
 
 
-@dataclass(frozen=True)
+@frozen
 class _AwayShares:
     """``away_share`` at any length of the pause, from the gaps sorted once.
 
@@ -427,7 +428,7 @@ class GapPool:
         return tuple(pooled[-self._limit :])
 
 
-@dataclass(frozen=True)
+@frozen
 class IdleOutcome:
     """What ``Runtime.tend_idle()`` did for one session.
 

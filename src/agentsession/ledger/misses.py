@@ -27,10 +27,10 @@ prefix it could. Usage that is estimated (not reported by the provider) makes no
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol, TypeAlias
 
+from .._frozen import frozen
 from ..config import ModelPrice
 from ..request import Usage
 from .prices import price_for
@@ -45,7 +45,7 @@ _PROVIDER_HITS = frozenset({"", "hit", "pending"})
 _CHANGED = frozenset({"system_changed", "tools_changed", "model_changed"})
 
 
-@dataclass(frozen=True)
+@frozen
 class CacheMiss:
     """One provider-reported cache miss: the request's ``seq``, why, and what it cost.
 

@@ -8,16 +8,17 @@ the plain lines ``cost``, ``/usage`` and the reports show (``cost_lines``) and i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from .._frozen import frozen
 from .idle import IdleCall
 from .misses import CacheMiss
 
 __all__ = ["CostSummary", "ModelCost", "cost_fields", "cost_lines"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelCost:
     """What the requests to one model cost; USD figures are ``None`` when it has no price."""
 
@@ -39,7 +40,7 @@ class ModelCost:
         return self.uncached_usd - self.total_usd
 
 
-@dataclass(frozen=True)
+@frozen
 class CostSummary:
     """What a session cost, from the provider-reported usage of every response.
 

@@ -8,10 +8,11 @@ are runtime metadata the model view or the inspection tools read.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
+from .._frozen import frozen
 from ..request import ContentPart, ToolCall, Usage
 
 __all__ = [
@@ -65,7 +66,7 @@ def _stamp(micros: int) -> str:
     return f"{kept[1]}.{fraction:06d}+00:00"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class UserEntry:
     """User input as given: a string, or a tuple of text and image parts."""
 
@@ -74,7 +75,7 @@ class UserEntry:
     kind: Literal["user"] = "user"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class AssistantEntry:
     """A model response with the usage figures the provider reported for it.
 
@@ -116,7 +117,7 @@ class AssistantEntry:
     kind: Literal["assistant"] = "assistant"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolResultEntry:
     """The settled result of one tool call.
 
@@ -134,7 +135,7 @@ class ToolResultEntry:
     kind: Literal["tool_result"] = "tool_result"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ComponentChange:
     """One component's admitted change: ``update`` is ``None`` when it was removed.
 
@@ -149,7 +150,7 @@ class ComponentChange:
     kind: Literal["component_change"] = "component_change"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class MidConversationSystemMessage:
     """A durable chronological instruction: the newly effective state of changed components.
 
@@ -171,7 +172,7 @@ EpochReason: TypeAlias = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ContextEpoch:
     """The start of a context epoch: its immutable baseline and initial checkpoint.
 
@@ -197,7 +198,7 @@ class ContextEpoch:
     kind: Literal["epoch"] = "epoch"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SystemPromptCheckpoint:
     """The public record of one dispatched request's system context.
 
@@ -224,7 +225,7 @@ CacheDiagnosis: TypeAlias = Literal[
 """The expected prompt-cache outcome of a request against the one dispatched before it."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Dispatch:
     """A request was sent to the model (committed right before the call).
 
@@ -246,7 +247,7 @@ class Dispatch:
     kind: Literal["dispatch"] = "dispatch"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ProviderFailed:
     """The dispatched request failed; the admitted context stays for ``retry()``."""
 
@@ -256,7 +257,7 @@ class ProviderFailed:
     kind: Literal["provider_failed"] = "provider_failed"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Interrupted:
     """A dispatched step found unfinished on reopen (the process died), recorded truthfully."""
 
@@ -265,7 +266,7 @@ class Interrupted:
     kind: Literal["interrupted"] = "interrupted"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ProviderCompaction:
     """A provider's own compaction block, kept as the provider returned it.
 
@@ -280,7 +281,7 @@ class ProviderCompaction:
     kind: Literal["provider_compaction"] = "provider_compaction"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Summary:
     """A compaction summary; it opens the epoch that follows it.
 
@@ -295,7 +296,7 @@ class Summary:
     kind: Literal["summary"] = "summary"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SideCall:
     """A model call beside the conversation, with the usage the provider reported for it.
 
@@ -317,7 +318,7 @@ class SideCall:
     kind: Literal["side_call"] = "side_call"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ModelSwitched:
     """The session's model changed; a new epoch follows.
 
@@ -334,7 +335,7 @@ class ModelSwitched:
     kind: Literal["model_switched"] = "model_switched"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SkillRevision:
     """One explicitly selected skill as it was read: its name, where from, and which revision.
 
@@ -348,7 +349,7 @@ class SkillRevision:
     kind: Literal["skill_revision"] = "skill_revision"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class RuntimeContextSnapshot:
     """An explicit skill selection, saved with the user turn it belongs to.
 
@@ -367,7 +368,7 @@ class RuntimeContextSnapshot:
     kind: Literal["runtime_context"] = "runtime_context"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Omitted:
     """A stored item the model view shows as a placeholder from now on: alone it cannot fit.
 

@@ -10,8 +10,9 @@ an input not yet delivered. None of these is part of the user transcript or of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
+
+from .._frozen import frozen
 
 __all__ = ["INBOX_KINDS", "InputCancelled", "InputDelivered", "InputMode", "InputQueued"]
 
@@ -19,7 +20,7 @@ __all__ = ["INBOX_KINDS", "InputCancelled", "InputDelivered", "InputMode", "Inpu
 InputMode: TypeAlias = Literal["steer", "queue"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class InputQueued:
     """Input accepted into the session's inbox (``steer`` or ``queue``), not yet delivered."""
 
@@ -30,7 +31,7 @@ class InputQueued:
     kind: Literal["input_queued"] = "input_queued"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class InputDelivered:
     """The accepted input ``input_id`` became the user entry that follows this one."""
 
@@ -40,7 +41,7 @@ class InputDelivered:
     kind: Literal["input_delivered"] = "input_delivered"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class InputCancelled:
     """The accepted input ``input_id`` was withdrawn before it was delivered."""
 

@@ -6,8 +6,9 @@ user transcript or of the model view.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from .._frozen import frozen
 
 __all__ = [
     "STATE_KINDS",
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class PermissionChanged:
     """The session's permission preset changed (recorded by ``set_permission_preset``)."""
 
@@ -35,7 +36,7 @@ class PermissionChanged:
     kind: Literal["permission_changed"] = "permission_changed"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SkillLoaded:
     """A skill joined the loaded skills (its instructions and tools join the request)."""
 
@@ -47,7 +48,7 @@ class SkillLoaded:
     kind: Literal["skill_loaded"] = "skill_loaded"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SkillUnloaded:
     """A skill left the loaded skills (pushed out by newer reads); its history stays."""
 
@@ -58,7 +59,7 @@ class SkillUnloaded:
     kind: Literal["skill_unloaded"] = "skill_unloaded"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SkillActivated:
     """A loaded skill was read again and became the active (most recent) one."""
 
@@ -68,7 +69,7 @@ class SkillActivated:
     kind: Literal["skill_activated"] = "skill_activated"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SkillStoreWrite:
     """One write to a skill's durable per-session store; ``value`` is JSON text."""
 
@@ -80,7 +81,7 @@ class SkillStoreWrite:
     kind: Literal["skill_store"] = "skill_store"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolLoaded:
     """``search_tools`` found a deferred tool: it joins the request (or becomes most recent)."""
 
@@ -90,7 +91,7 @@ class ToolLoaded:
     kind: Literal["tool_loaded"] = "tool_loaded"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ToolUnloaded:
     """A deferred tool left the loaded tools (pushed out by newer finds): ``Unknown tool``."""
 
@@ -100,7 +101,7 @@ class ToolUnloaded:
     kind: Literal["tool_unloaded"] = "tool_unloaded"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class InstructionsFound:
     """Nested instruction files a tool's read discovered; they join the System Context."""
 
@@ -110,7 +111,7 @@ class InstructionsFound:
     kind: Literal["instructions_found"] = "instructions_found"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ApprovalRequested:
     """A tool call waits for the user's approval (its preset asks); the turn pauses."""
 
@@ -121,7 +122,7 @@ class ApprovalRequested:
     kind: Literal["approval_requested"] = "approval_requested"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ApprovalDecided:
     """The user's answer to an approval request; ``always`` approves the tool for the session."""
 
@@ -133,7 +134,7 @@ class ApprovalDecided:
     kind: Literal["approval_decided"] = "approval_decided"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ApprovalsDropped:
     """Approvals remembered for the session ("always") no longer apply (an import brings none).
 

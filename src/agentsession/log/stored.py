@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeAlias, get_args
 
+from .._frozen import frozen
 from ..codec import (
     DecodeError,
     Mismatch,
@@ -137,7 +137,7 @@ _DISPATCH_V3 = VERSIONS["dispatch"] == 3  # the form ``pack_dispatch_values`` wr
 _PACKED_KINDS = frozenset(kind for kind, version in _PACKED if VERSIONS[kind] == version)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Record:
     """A stored entry with its position in the session log."""
 

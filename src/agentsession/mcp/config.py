@@ -25,10 +25,11 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .._frozen import frozen
 from ..errors import UsageError
 from ..tools import Effect
 from ._fields import check_mapping, check_resources, check_strings
@@ -78,7 +79,7 @@ def resource_key(server: str, resource: str) -> str:
     return f"mcp.{server_key(server)}.{part}"
 
 
-@dataclass(frozen=True)
+@frozen
 class MCPServer:
     """One MCP server a runtime may talk to; build with ``MCPServer.stdio`` or ``.http``.
 

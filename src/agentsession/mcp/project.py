@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .._frozen import frozen
 from ..errors import UsageError
 from ..hygiene import visible_line
 from ..trust import ProjectFiles, project_files
@@ -24,7 +24,7 @@ from .config import PROJECT_FILE, MCPServer, parse_mcp_config, variables_in
 __all__ = ["ProjectMCP", "project_servers", "read_project_mcp"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ProjectMCP:
     """The decoded ``.mcp.json`` of one project folder, not yet acted on."""
 

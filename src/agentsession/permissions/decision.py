@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .._frozen import frozen
 from ..tools import Tool
 from ..tools.context import is_within, resolve_path
 from ..tools.protected import protected_reason
@@ -51,7 +51,7 @@ _EFFECT_TEXT = {
 _VERB = {"read": "read", "write": "write", "execute": "use", "network": "use"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Decision:
     """The verdict on one tool call, before it runs.
 
@@ -76,7 +76,7 @@ class Decision:
         return self.kind == "allow"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Target:
     raw: str
     resolved: Path | None  # None: no file system accepts this name

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
+from .._frozen import frozen
 from ..config import Config
 from ..errors import UsageError
 from ..tools.sandbox import SandboxMode
@@ -61,7 +61,7 @@ ABILITY: dict[Capability, str] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class PermissionPreset:
     """What tools may do under one named preset: each capability is allow, ask or deny."""
 

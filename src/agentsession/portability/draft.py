@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from .._frozen import frozen
 from ..hygiene import clean_text
 from ..log import AssistantEntry, ContextEpoch, LogEntry, Summary, ToolResultEntry, UserEntry
 from ..request import ContentPart, ImagePart, TextPart, ToolCall
@@ -40,7 +41,7 @@ from ..request import ContentPart, ImagePart, TextPart, ToolCall
 __all__ = ["Draft", "ImportReport", "clean_stamp", "note_text"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ImportReport:
     """What an import stored and what it could not map.
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._frozen import frozen
 from ..errors import SessionFileError
 
 __all__ = ["Line", "as_dict", "as_int", "as_list", "as_str", "read_json", "read_lines"]
@@ -22,7 +22,7 @@ __all__ = ["Line", "as_dict", "as_int", "as_list", "as_str", "read_json", "read_
 _CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
+@frozen
 class Line:
     """One line of a JSON Lines file: its number and its object, or why it has none."""
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 
+from .._frozen import frozen
 from ..errors import UsageError
 from .lines import as_dict, as_int, as_str, read_json, read_lines
 
@@ -34,7 +34,7 @@ TOOLS = ("claude-code", "codex", "opencode", "pi")
 _PROBE = 64 * 1024 * 1024  # a first line longer than this names no folder
 
 
-@dataclass(frozen=True)
+@frozen
 class Located:
     """A tool's session: the path to import, and the session to take from a database."""
 

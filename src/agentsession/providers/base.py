@@ -15,9 +15,10 @@ A model that can check its own readiness (credentials, SDK) without a network ca
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from .._frozen import frozen
 from ..errors import AgentSessionError, ProviderError
 from ..hygiene import repaired
 from ..log.usage_check import checked_usage
@@ -58,7 +59,7 @@ STOP_REASONS: tuple[ReplyStopReason, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelProfile:
     """Per-model capabilities that shape lowering and budgeting.
 
@@ -115,7 +116,7 @@ class ModelProfile:
     provider_compaction: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelTextDelta:
     """A piece of assistant text as it arrives."""
 
@@ -123,7 +124,7 @@ class ModelTextDelta:
     kind: Literal["text_delta"] = "text_delta"
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelToolCall:
     """A tool call, complete (arguments assembled)."""
 
@@ -131,7 +132,7 @@ class ModelToolCall:
     kind: Literal["tool_call"] = "tool_call"
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelDone:
     """The end of a response: the assembled message, the usage figures and why it ended.
 
@@ -204,7 +205,7 @@ class CacheControlled(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class CompactionDone:
     """A provider's own compaction of a conversation.
 

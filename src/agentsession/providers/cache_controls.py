@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._frozen import frozen
 from ..request import Request
 from .anthropic_messages import THRESHOLD_BETA, threshold_edit
 from .base import ModelProfile
@@ -51,7 +51,7 @@ STABLE_KEYS: frozenset[str] = frozenset({"core.agent"})
 _BREAKPOINT = {"mode": "explicit"}
 
 
-@dataclass(frozen=True)
+@frozen
 class CacheControls:
     """The cache settings of one request.
 

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from .._frozen import frozen
 from ..request import AssistantMessage, Message, Request, ToolResultMessage
 
 __all__ = ["ID_RULES", "IdRule", "id_breach", "map_call_ids", "wire_call_id"]
 
 
-@dataclass(frozen=True)
+@frozen
 class IdRule:
     """Which tool-call ids a wire format accepts.
 

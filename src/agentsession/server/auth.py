@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..errors import UsageError
 
 __all__ = ["Tokens", "hash_token", "is_loopback"]
@@ -40,7 +40,7 @@ def _stored(given: str) -> str:
     return hash_token(given)
 
 
-@dataclass(frozen=True)
+@frozen
 class Tokens:
     """The hashes of the tokens the server accepts (none at all: no authentication).
 

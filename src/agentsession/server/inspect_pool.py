@@ -40,11 +40,11 @@ import pickle
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from starlette.responses import JSONResponse
 
+from .._frozen import frozen
 from ..codec import canonical_texts_held, encode
 from ..config import ModelPrice
 from ..errors import AgentSessionError, UsageError
@@ -107,7 +107,7 @@ def export_headers(session_id: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'}
 
 
-@dataclass(frozen=True)
+@frozen
 class _Where:
     """Where a child opens the store: a SQLite file or a PostgreSQL URL (never sent out)."""
 
@@ -115,7 +115,7 @@ class _Where:
     location: str
 
 
-@dataclass(frozen=True)
+@frozen
 class _Job:
     """One inspection for a child: what to answer, for which session, from what."""
 

@@ -13,8 +13,8 @@ created before the ceiling with a stronger preset keeps it until someone lowers 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from .._frozen import frozen
 from ..errors import UsageError
 from ..permissions import PermissionPreset, get_preset, presets_within
 
@@ -29,7 +29,7 @@ class PresetNotAllowedError(UsageError):
         self.allowed = allowed
 
 
-@dataclass(frozen=True)
+@frozen
 class PresetCeiling:
     """The presets clients of one server may choose, and the table that defines every name."""
 

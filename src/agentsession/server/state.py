@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from .._frozen import frozen
 from ..errors import SessionNotFoundError, UsageError
 from ..runtime import Runtime
 from .auth import Tokens
@@ -50,7 +51,7 @@ class LogMovedError(UsageError):
         self.entries = entries
 
 
-@dataclass(frozen=True)
+@frozen
 class Decision:
     """A user's answer to a tool call waiting for approval."""
 

@@ -11,13 +11,13 @@ so the core knows nothing of tracing. Off unless an observer is given to ``creat
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span, Status, StatusCode
 
+from .._frozen import frozen
 from ..budget import TokenCounter
 from ..events import (
     ApprovalNeeded,
@@ -185,7 +185,7 @@ def otel_observer(
     return lambda session, epoch: SpanObserver(tracer, session, epoch, counter)
 
 
-@dataclass(frozen=True)
+@frozen
 class OtlpTracing:
     """Traces sent over OTLP/HTTP; ``shutdown()`` flushes what is still batched."""
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from .._frozen import frozen
 from ..errors import UsageError
 from .parse import ParsedSkill, SkillDiagnostic, parse_skill_file
 from .skill import Skill
@@ -29,7 +29,7 @@ __all__ = ["MAX_FOLDER_ENTRIES", "SkillSet", "discover_skills", "project_skill_d
 MAX_FOLDER_ENTRIES = 2000
 
 
-@dataclass(frozen=True)
+@frozen
 class SkillSet:
     """The available skills, sorted by name, and every diagnostic found on the way."""
 

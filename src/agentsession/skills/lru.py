@@ -12,15 +12,15 @@ that is not loaded changes nothing) and never raises on recorded data.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
+from .._frozen import frozen
 from ..errors import UsageError
 
 __all__ = ["LoadChange", "LoadedSkills", "SkillEvent"]
 
 
-@dataclass(frozen=True)
+@frozen
 class SkillEvent:
     """One step of the loaded set: ``name`` was loaded, unloaded or made active again."""
 
@@ -29,7 +29,7 @@ class SkillEvent:
     kind: Literal["skill_event"] = "skill_event"
 
 
-@dataclass(frozen=True)
+@frozen
 class LoadChange:
     """What one operation did: the events in order, and the active skill afterwards."""
 

@@ -29,9 +29,10 @@ import os
 import re
 import stat
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._frozen import frozen
 from .skill import (
     MAX_DESCRIPTION_CHARS,
     Skill,
@@ -55,7 +56,7 @@ MAX_COMPATIBILITY_CHARS = 500
 _KNOWN = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 
 
-@dataclass(frozen=True)
+@frozen
 class SkillDiagnostic:
     """One problem found with a skill: where, how bad, and what exactly."""
 
@@ -68,7 +69,7 @@ class SkillDiagnostic:
         return f"{self.path}: {self.severity}: {self.message}"
 
 
-@dataclass(frozen=True)
+@frozen
 class ParsedSkill:
     """The outcome of reading one SKILL.md: the skill (``None`` when skipped) and diagnostics."""
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from .._frozen import frozen
 from ..errors import UsageError
 from ..log import SkillRevision
 from ..tools import Tool
@@ -69,7 +70,7 @@ def text_revision(data: bytes | str) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-@dataclass(frozen=True)
+@frozen
 class SkillText:
     """A skill as it was read: the exact instructions text and the revision that names it."""
 
@@ -88,7 +89,7 @@ class SkillText:
 _CURRENT: ContextVar[SkillContext | None] = ContextVar("agentsession_skill", default=None)
 
 
-@dataclass(frozen=True)
+@frozen
 class SkillContext:
     """What a loaded skill's tools and dynamic text can use.
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
+from .._frozen import frozen
 from ..errors import UsageError
 
 __all__ = ["JSONValue", "MemorySkillStore", "SkillStore", "StoreWrite"]
@@ -23,7 +23,7 @@ __all__ = ["JSONValue", "MemorySkillStore", "SkillStore", "StoreWrite"]
 JSONValue: TypeAlias = str | int | float | bool | list["JSONValue"] | dict[str, "JSONValue"] | None
 
 
-@dataclass(frozen=True)
+@frozen
 class StoreWrite:
     """One recorded change: ``key`` set to ``value``, or removed when ``deleted``.
 

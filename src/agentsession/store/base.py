@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from .._frozen import frozen
 from ..errors import ConflictError, CorruptEntryError, StoreError, UsageError
 from ..log import (
     TRANSCRIPT_KINDS,
@@ -39,7 +40,7 @@ __all__ = [
 ViewRows = tuple[Record | None, list[Record], Record | None]
 
 
-@dataclass(frozen=True)
+@frozen
 class Batch:
     """A batch of entries in stored form, with what it adds to the session row's counters.
 

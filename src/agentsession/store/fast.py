@@ -38,8 +38,10 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from .._frozen import frozen
 
 if TYPE_CHECKING:
     from ..log import LogEntry, Record
@@ -106,7 +108,7 @@ FastPath = Literal[
 """The name of an optional fast path (a field of ``FastPaths``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FastPaths:
     """The optional fast paths one store offers (``None``: not offered). See the module."""
 

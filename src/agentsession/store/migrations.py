@@ -16,9 +16,9 @@ log by an integer session key instead (migration 4), which makes the file smalle
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from .._frozen import frozen
 from ._search_sql import POSTGRES_SEARCH, SQLITE_SEARCH
 from ._sqlite_sql import KIND_CODES
 
@@ -39,7 +39,7 @@ __all__ = [
 Dialect: TypeAlias = Literal["sqlite", "postgres"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Dialects:
     """One statement spelled for each database."""
 
@@ -47,7 +47,7 @@ class Dialects:
     postgres: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Migration:
     """One schema step: ``statements`` run in order inside one transaction."""
 

@@ -18,9 +18,9 @@ judged by the database's clock, so workers on several machines agree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from .._frozen import frozen
 from ..log import LogEntry, Record
 
 __all__ = ["DEFAULT_LEASE_TTL", "Lease", "SessionInfo", "Store"]
@@ -29,7 +29,7 @@ __all__ = ["DEFAULT_LEASE_TTL", "Lease", "SessionInfo", "Store"]
 DEFAULT_LEASE_TTL: float = 30.0
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionInfo:
     """A session's row: id, times, title, the directory it was created for, and its log length.
 
@@ -61,7 +61,7 @@ class SessionInfo:
         return SessionInfo(new_id, timestamp, timestamp, title, self.project_dir)
 
 
-@dataclass(frozen=True)
+@frozen
 class Lease:
     """Who drives a session, until when (seconds since the epoch, by the database's clock)."""
 

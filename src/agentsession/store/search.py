@@ -19,10 +19,10 @@ import json
 import re
 import sqlite3
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._frozen import frozen
 from ..errors import StoreError, UsageError
 from ..log import AssistantEntry, LogEntry, ToolResultEntry, UserEntry
 from ..request import TextPart
@@ -44,7 +44,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 _SNIPPET_WORDS = 12
 
 
-@dataclass(frozen=True)
+@frozen
 class SearchHit:
     """One message that holds the words: where it is, whose it is, and the words in context."""
 

@@ -32,11 +32,11 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._files import write_private
+from .._frozen import frozen
 from ..errors import CorruptEntryError, SessionFileError, StoreError
 from ..log import (
     VERSIONS,
@@ -79,7 +79,7 @@ _V3_HEADER = {"kind", "version", "id", "title", "created_at", "updated_at", "pro
 _V2_HEADER_OPTIONAL = ("title", "created_at", "updated_at", "project_dir")
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionFile:
     """A parsed session file: the session's row, its log, and the version it was written in."""
 

@@ -24,10 +24,11 @@ import re
 import types
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, overload
 
+from .._frozen import frozen
 from .._memo import IdentityMemo
 from ..config import Config
 from ..errors import UsageError
@@ -44,7 +45,7 @@ _EFFECTS = ("read", "write", "execute", "network")
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolOutcome:
     """What a tool call produced: the text the model reads, and whether it is an error.
 
@@ -58,7 +59,7 @@ class ToolOutcome:
 _SPECS: IdentityMemo[ToolSpec] = IdentityMemo()
 
 
-@dataclass(frozen=True)
+@frozen
 class Tool:
     """A callable tool with its declaration.
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .._frozen import frozen
 from ..hygiene import replace_surrogates
 from . import Tool, ToolOutcome, tool
 from .beneath import Swapped, open_beneath, parent_beneath, relative_parts
@@ -51,7 +52,7 @@ def builtin_tools() -> list[Tool]:
     return [read_file, write_file, list_files, run_command]
 
 
-@dataclass(frozen=True)
+@frozen
 class _Place:
     """Where a call's path leads: the resolved target, and the root to walk down to it from."""
 

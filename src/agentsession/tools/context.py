@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal
+
+from .._frozen import frozen
 
 __all__ = ["ToolContext", "is_within", "resolve_path"]
 
@@ -36,7 +38,7 @@ def is_within(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> boo
     return target == top or top in target.parents
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolContext:
     """Per-call facts handed to a tool that asks for them with a ``ToolContext`` parameter.
 

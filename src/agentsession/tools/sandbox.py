@@ -33,10 +33,10 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from .._frozen import frozen
 from ..errors import UsageError
 
 __all__ = [
@@ -62,7 +62,7 @@ _SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE
 _NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 
 
-@dataclass(frozen=True)
+@frozen
 class Probe:
     """Whether bubblewrap works here: the command prefix to use, or why not."""
 
