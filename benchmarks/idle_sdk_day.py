@@ -86,7 +86,7 @@ from agentsession.request import SystemMessage
 
 FILE_TOKENS = 18_000
 DAY0 = datetime(2026, 3, 1, 9, 0).astimezone()
-LIFT = 3600.0  # Anthropic's long lifetime, which auto and the oracle may lift a prefix to
+LIFT = 3600.0  # the shortest lifetime auto and the oracle may lift a prefix to (Anthropic's)
 LIFE_5M = 300.0
 READ_CAP = 100_000  # characters of one file read: about 25K tokens, a coding agent's read limit
 SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
@@ -182,7 +182,7 @@ def oracle_rule(pause: float, shape: Shape, told: Told | None = None) -> Rule:
         first = len(chosen) == 1
         chosen.append(action)
         if action == "lifted":  # lift at the first tick, then keep the lifted entry warm
-            lifetime = LIFT if first else None
+            lifetime = s.lift_lifetime if first else None
             why = f"oracle: lifted for a pause of {pause:.0f} s"
             return IdleDecision("kept_warm", why, {}, "lifted", lifetime)
         return IdleDecision(action, f"oracle: {action} for a pause of {pause:.0f} s")  # type: ignore[arg-type]
@@ -209,7 +209,8 @@ def _oracle_choice(
     if s.lift_lifetime > s.lifetime:
         longest = s.lift_lifetime
         lift = call + s.lift_tokens / 1e6 * price.write_long
-        hourly = LIFT - 0.1 * shape.lifetime  # refreshed inside the session's own window
+        # refreshed inside the session's own window (Anthropic's hour, OpenAI's 12 hours)
+        hourly = s.lift_lifetime - 0.1 * shape.lifetime
         later = max(0, math.ceil((pause - s.idle_seconds - hourly) / hourly))
         costs["lifted"] = lift + later * call + read
     reach = shape.lifetime + longest * write / price.cached_input
