@@ -24,8 +24,9 @@ also at the end of a lifted hour), again after each refresh. Policies:
 - ``auto``: ``idle_policy="auto"``, ``await runtime.tend_idle()`` on the timer (each decision
   weighs the gaps the runtime recorded for the sessions it tended before, ``GapPool``);
 - ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout / lift
-  (Anthropic: to the hour; OpenAI Responses: to 12 hours) then keep warm / compact at the first tick, compacting only where
-  the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps);
+  (Anthropic: to the hour; OpenAI Responses: to 12 hours) then keep warm / compact at the
+  first tick, compacting only where the pause outlasts what keeping warm pays for (the
+  history rule ``auto`` keeps);
 - ``told:<lam>`` (OpenAI): the oracle told also how many requests are left in the session and
   how many history messages a compaction now drops from each, compacting at any pause past the
   lifetime where that is cheapest with the history priced at ``lam`` dollars a message a
