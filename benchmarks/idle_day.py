@@ -72,6 +72,8 @@ SETTINGS: dict[str, float] = {
     "pool_share": POOL_SHARE,
     "told": 0,
     "ttl_choice": 1,
+    "idle_keep": 0.0,
+    "kept_requests": 0,
 }
 # The gaps of the sessions run before this one on the trace: the evidence the runtime pools
 # (``Runtime.tend_idle`` passes the other sessions' gaps to each decision).
@@ -155,6 +157,7 @@ class State:
     cached: int = 0  # tokens the provider holds warm
     warm_until: float = -1.0
     life: float = 0.0  # the lifetime of the entry holding them (a read renews it for that)
+    sizes: list[int] = field(default_factory=list)  # tokens each request of the epoch added
 
 
 Gap = Callable[[Shape, State, Bill, float, list[float]], None]
@@ -172,6 +175,7 @@ def request(shape: Shape, state: State, bill: Bill, now: float, added: int) -> N
     bill.usd += (read * p.cached_input + written * _write(shape) + OUTPUT * p.output) / 1e6
     state.prefix += added + OUTPUT
     state.messages += 2
+    state.sizes.append(added + OUTPUT)
     state.cached, state.warm_until = state.prefix - OUTPUT, now + shape.lifetime
     state.life = shape.lifetime
     bill.kept.append(state.messages)
@@ -191,21 +195,37 @@ def keep_warm(shape: Shape, state: State, bill: Bill, at: float, lift: bool = Fa
     bill.count("lifted" if lift else "kept_warm")
 
 
-def compact(shape: Shape, state: State, bill: Bill, at: float) -> None:
+def compact(shape: Shape, state: State, bill: Bill, at: float, idle: bool = True) -> None:
+    """A summary call; ``idle``: made while the user is away, keeping the newest requests
+    within ``idle_keep`` of the floor (``Runtime.tend_idle``), else the last turn alone."""
     p = shape.price
     warm = at <= state.warm_until
     read = state.cached if warm else 0
     sent = state.prefix + 200
     cost = read * p.cached_input + (sent - read) * _write(shape) + SUMMARY * p.output
     bill.usd += cost / 1e6
-    kept = min(state.prefix - BASE, 6_000)  # the kept last turn
-    state.prefix, state.messages = BASE + SUMMARY + kept, 3
+    kept, messages = kept_tail(state, idle)
+    state.prefix, state.messages, state.sizes = BASE + SUMMARY + kept, messages, []
     state.cached, state.warm_until = 0, -1.0  # the new prefix is written by the next request
     bill.count("compacted")
 
 
+def kept_tail(state: State, idle: bool) -> tuple[int, int]:
+    """The tokens and history messages a compaction keeps verbatim (with the summary's)."""
+    limit = SETTINGS["idle_keep"] * SETTINGS["floor"] if idle else 0.0
+    least = int(SETTINGS["kept_requests"])  # kept whatever their size (0: the last 6K tokens)
+    tokens = units = 0
+    for size in reversed(state.sizes[1:]):  # the first request is always summarised
+        if units >= least and tokens + size > limit:
+            break
+        tokens, units = tokens + size, units + 1
+    if not units:
+        return min(state.prefix - BASE, 6_000), 3  # the kept last turn
+    return tokens, 1 + 2 * units
+
+
 def compacted_tokens(state: State) -> int:
-    return BASE + SUMMARY + min(state.prefix - BASE, 6_000)
+    return BASE + SUMMARY + kept_tail(state, True)[0]
 
 
 def never(shape: Shape, state: State, bill: Bill, gap: float, seen: list[float]) -> None:
@@ -321,7 +341,9 @@ def _compact_at_90(shape: Shape, state: State, bill: Bill, gap: float, seen: lis
 
 
 def _copy(state: State) -> State:
-    return State(state.prefix, state.messages, state.cached, state.warm_until, state.life)
+    return State(
+        state.prefix, state.messages, state.cached, state.warm_until, state.life, [*state.sizes]
+    )
 
 
 POLICIES: dict[str, Gap] = {
@@ -361,7 +383,7 @@ def run(shape: Shape, days: list[list[Step]], policy: Gap, window: int) -> Bill:
                 seen.append(step.gap)
             now += step.gap
             if state.prefix > window:  # the context is full: every policy compacts alike
-                compact(shape, state, bill, now)
+                compact(shape, state, bill, now, idle=False)
                 bill.count("compacted")
                 bill.actions["compacted"] -= 1
             request(shape, state, bill, now, step.added)
@@ -420,6 +442,12 @@ def main() -> None:
     parser.add_argument("--floor", type=int, default=COMPACT_FLOOR)
     parser.add_argument("--pool-share", type=float, default=POOL_SHARE)
     parser.add_argument(
+        "--idle-keep",
+        type=float,
+        default=0.0,
+        help="an idle compaction keeps the newest requests within this share of the floor",
+    )
+    parser.add_argument(
         "--sdk-trace", action="store_true", help="the SDK day's trace: a file read a prompt"
     )
     parser.add_argument(
@@ -446,6 +474,7 @@ def main() -> None:
     make = sdk_day if args.sdk_trace else day
     SETTINGS["floor"] = args.floor
     SETTINGS["pool_share"] = args.pool_share
+    SETTINGS["idle_keep"] = args.idle_keep
     rng = random.Random(args.seed)
     days = [make(rng) for _ in range(args.sessions)]
     gaps = [s.gap for d in days for s in d[1:]]

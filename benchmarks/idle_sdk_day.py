@@ -24,8 +24,13 @@ also at the end of a lifted hour), again after each refresh. Policies:
 - ``auto``: ``idle_policy="auto"``, ``await runtime.tend_idle()`` on the timer (each decision
   weighs the gaps the runtime recorded for the sessions it tended before, ``GapPool``);
 - ``oracle``: per pause, told its length, the cheapest of never / keep warm throughout / lift
-  to the hour then keep warm (on Anthropic) / compact at the first tick, compacting only where
-  the pause outlasts what keeping warm pays for (the history rule ``auto`` keeps).
+  (Anthropic: to the hour; OpenAI Responses: to 12 hours) then keep warm / compact at the
+  first tick, compacting only where the pause outlasts what keeping warm pays for (the
+  history rule ``auto`` keeps);
+- ``told:<lam>`` (OpenAI): the oracle told also how many requests are left in the session and
+  how many history messages a compaction now drops from each, compacting at any pause past the
+  lifetime where that is cheapest with the history priced at ``lam`` dollars a message a
+  request (``told:1.0`` never compacts): points of the history clause's limit.
 
 The fixed rules run at the shape's lifetime. On Anthropic ``auto`` and the oracle choose the
 lifetime: the conversation writes at 5 minutes and a keep-warm call may lift the prefix to the
@@ -78,10 +83,11 @@ from provider_sim import Simulator, running
 import agentsession as ags
 from agentsession.ledger.idle import COMPACT_FLOOR, IdleDecision, IdleSituation
 from agentsession.ledger.prices import ModelPrice
+from agentsession.request import SystemMessage
 
 FILE_TOKENS = 18_000
 DAY0 = datetime(2026, 3, 1, 9, 0).astimezone()
-LIFT = 3600.0  # Anthropic's long lifetime, which auto and the oracle may lift a prefix to
+LIFT = 3600.0  # the shortest lifetime auto and the oracle may lift a prefix to (Anthropic's)
 LIFE_5M = 300.0
 READ_CAP = 100_000  # characters of one file read: about 25K tokens, a coding agent's read limit
 SUMMARY = "## Goal\nFix the modules the user named.\n## Facts and decisions\n" + "fact " * 300
@@ -153,20 +159,31 @@ def compact_rule(situation: IdleSituation, price: ModelPrice | None) -> IdleDeci
     return IdleDecision("nothing", "compact54: below 200K tokens")
 
 
-def oracle_rule(pause: float, shape: Shape) -> Rule:
+@dataclass(frozen=True)
+class Told:
+    """What the history-priced oracle (``told:<lam>``) is told besides the pause: the requests
+    left in the session and the history messages a compaction now drops from each of them,
+    priced at ``lam`` dollars a message a request (the bound of the history clause)."""
+
+    lam: float
+    left: int
+    dropped: int
+
+
+def oracle_rule(pause: float, shape: Shape, told: Told | None = None) -> Rule:
     """The cheapest for a pause of known length, chosen at its first tick and kept."""
     chosen: list[str] = []
 
     def rule(s: IdleSituation, price: ModelPrice | None) -> IdleDecision:
         if not chosen:
-            chosen.append(_oracle_choice(s, price, pause, shape))
+            chosen.append(_oracle_choice(s, price, pause, shape, told))
         action = chosen[0]
         if action == "compacted" and len(chosen) > 1:
             action = "nothing"
         first = len(chosen) == 1
         chosen.append(action)
         if action == "lifted":  # lift at the first tick, then keep the lifted entry warm
-            lifetime = LIFT if first else None
+            lifetime = s.lift_lifetime if first else None
             why = f"oracle: lifted for a pause of {pause:.0f} s"
             return IdleDecision("kept_warm", why, {}, "lifted", lifetime)
         return IdleDecision(action, f"oracle: {action} for a pause of {pause:.0f} s")  # type: ignore[arg-type]
@@ -174,9 +191,12 @@ def oracle_rule(pause: float, shape: Shape) -> Rule:
     return rule
 
 
-def _oracle_choice(s: IdleSituation, price: ModelPrice | None, pause: float, shape: Shape) -> str:
+def _oracle_choice(
+    s: IdleSituation, price: ModelPrice | None, pause: float, shape: Shape, told: Told | None
+) -> str:
     """Told the pause: never, keep warm throughout, lift then keep warm (where ``auto`` may
-    lift), or compact at the first tick where the pause outlasts what keeping warm pays for."""
+    lift), or compact at the first tick where the pause outlasts what keeping warm pays for;
+    ``told``: compact at any pause past the lifetime, the history it drops priced."""
     if price is None:
         return "nothing"
     write = price.write_long if s.long_lifetime else price.write
@@ -190,15 +210,24 @@ def _oracle_choice(s: IdleSituation, price: ModelPrice | None, pause: float, sha
     if s.lift_lifetime > s.lifetime:
         longest = s.lift_lifetime
         lift = call + s.lift_tokens / 1e6 * price.write_long
-        hourly = LIFT - 0.1 * shape.lifetime  # refreshed inside the session's own window
+        # refreshed inside the session's own window (Anthropic's hour, OpenAI's 12 hours)
+        hourly = s.lift_lifetime - 0.1 * shape.lifetime
         later = max(0, math.ceil((pause - s.idle_seconds - hourly) / hourly))
         costs["lifted"] = lift + later * call + read
     reach = shape.lifetime + longest * write / price.cached_input
-    if s.compacted_tokens is not None and s.prefix_tokens >= COMPACT_FLOOR and pause > reach:
+    allowed = pause > (reach if told is None else shape.lifetime)
+    if s.compacted_tokens is not None and s.prefix_tokens >= COMPACT_FLOOR and allowed:
         summary = len(SUMMARY.split()) * 1.3e-6 * price.output
         costs["compacted"] = read + summary + s.compacted_tokens / 1e6 * write
+        if told is not None:
+            costs["compacted"] += told.lam * told.left * told.dropped
     return min(costs, key=lambda k: costs[k])
 
+
+TOLD = "told:"
+"""``told:<lam>``: the oracle told also the requests left and the messages a compaction drops,
+compacting at any pause past the lifetime where that is cheapest with history priced at
+``lam`` dollars a message a request (OpenAI's shape; swept, the bound of the history clause)."""
 
 CHOOSING = ("auto", "oracle")
 """The policies that choose the lifetime on Anthropic: the conversation writes at 5 minutes
@@ -295,6 +324,11 @@ async def pause_for(
         clock["now"] = end
         return
     rule = {"warm90": warm_rule, "oracle": oracle_rule(pause, shape)}.get(name)
+    if name.startswith(TOLD):
+        plan = await session._admitter.compaction_plan()
+        dropped = sum(not isinstance(v.message, SystemMessage) for v in plan.head) if plan else 0
+        told = Told(float(name.removeprefix(TOLD)), clock["left"], max(0, dropped - 1))
+        rule = oracle_rule(pause, shape, told)
     touch, lifetime = start, shape.lifetime
     # The timer ticks inside the decision window: a tenth of the session's own lifetime, in
     # seconds, also at the end of a lifted hour (``warm90`` is its own rule: at 90%).
@@ -377,6 +411,7 @@ async def run(
                 for k, (pause, lines) in enumerate(steps):
                     if k:
                         calls = list(script[n][k - 1]) if script is not None else []
+                        clock["left"] = 2 * (len(steps) - k)  # a file read and an answer each
                         await pause_for(
                             name, pause, shape, runtime, session, clock, result.actions, calls
                         )
@@ -498,7 +533,7 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         if args.shape and shape.name not in args.shape:
             continue
         runs: dict[str, Run] = {}
-        chosen = [n for n in args.policies.split(",") if n in KNOWN]
+        chosen = [n for n in args.policies.split(",") if n in KNOWN or n.startswith(TOLD)]
         if shape.name == "anthropic 1h":  # auto's and the oracle's run is the 5m shape's
             chosen = [n for n in chosen if base_of(n) not in CHOOSING]
         for name in chosen:

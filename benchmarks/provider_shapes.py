@@ -96,8 +96,16 @@ def chat_answer(
 
 
 def responses_answer(
-    answer_id: str, model: str, reply: Reply, total: int, read: int, written: int, out: int
+    answer_id: str,
+    model: str,
+    reply: Reply,
+    total: int,
+    read: int,
+    written: int,
+    out: int,
+    long: int = 0,
 ) -> dict[str, Any]:
+    """A Responses answer; ``long``: the part of ``written`` written with 12-hour retention."""
     if reply.tool:
         item: dict[str, Any] = {
             "type": "function_call",
@@ -127,7 +135,14 @@ def responses_answer(
         "tools": [],
         "usage": {
             "input_tokens": total,
-            "input_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+            "input_tokens_details": {
+                "cached_tokens": read,
+                "cache_write_tokens": written,
+                "cache_write_tokens_details": {
+                    "ttl_30m_tokens": written - long,
+                    "ttl_12h_tokens": long,
+                },
+            },
             "output_tokens": out,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": total + out,

@@ -231,7 +231,8 @@ def _cumulative(blocks: list[Block]) -> list[int]:
     return out
 
 
-_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0}
+_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0, "12h": 43200.0}
+_LONG = ("1h", "12h")
 
 
 def account(
@@ -243,6 +244,9 @@ def account(
     read = sums[hit] if hit >= 0 and sums[hit] >= MIN_PREFIX else 0
     if read and hit >= 0:
         cache.refresh(route, blocks[hit].digest)
+        if blocks[-1].breakpoint == "12h":
+            # OpenAI: a longer write does not bill the cached tokens again; it retains them
+            cache.store(route, blocks[hit].digest, _SECONDS["12h"])
     short = long = 0
     done = read
     for i in sorted(writes):
@@ -252,7 +256,7 @@ def account(
         cache.store(route, blocks[i].digest, _SECONDS.get(mark, 300.0))
         gained = sums[i] - done
         done = sums[i]
-        if mark == "1h":
+        if mark in _LONG:
             long += gained
         else:
             short += gained
@@ -393,7 +397,7 @@ class Simulator:
         """``/responses/compact``: the compacted items, billed like a Responses request."""
         self.openai_compactions.check(body)
         blocks = _chain(_openai_parts("openai-responses", body), _openai_tokens)
-        read, written = self._openai_cache(body, blocks)
+        read, written, _ = self._openai_cache(body, blocks)
         output = self.openai_compactions.output(body)
         out = _tokens(output[-1]) if output else 1
         total = _cumulative(blocks)[-1]
@@ -401,32 +405,38 @@ class Simulator:
         answer_id = self.next_id("resp_cmp")
         return openai_compaction_answer(answer_id, output, total, read, written, out)
 
-    def _openai_cache(self, body: dict[str, Any], blocks: list[Block]) -> tuple[int, int]:
-        """(read, written) tokens of an OpenAI request; the cache is updated."""
+    def _openai_cache(
+        self, body: dict[str, Any], blocks: list[Block], shape: str = "openai-responses"
+    ) -> tuple[int, int, int]:
+        """(read, written, of which 12 h) tokens of an OpenAI request; the cache is updated."""
         route = str(body.get("prompt_cache_key") or "")
         explicit = [i for i, b in enumerate(blocks) if b.breakpoint is not None]
         options = body.get("prompt_cache_options") or {}
+        ttl = _openai_ttl(shape, str(body["model"]), options)
+        if ttl == "12h":
+            for block in blocks:
+                block.breakpoint = ttl if block.breakpoint else None
         implicit = [] if options.get("mode") == "explicit" else [len(blocks) - 1]
-        blocks[-1].breakpoint = blocks[-1].breakpoint or "30m"
+        blocks[-1].breakpoint = blocks[-1].breakpoint or ttl
         writes = explicit[-(4 - len(implicit)) :] + implicit
         automatic = not openai_explicit_cache(str(body["model"]))
         if automatic:
             writes = list(range(len(blocks)))  # every prefix sent is kept
         candidates = list(range(len(blocks)))  # any stored breakpoint of the conversation
-        read, w5, _ = account(self.cache, "openai:" + route, blocks, candidates, writes)
+        read, w30, w12 = account(self.cache, "openai:" + route, blocks, candidates, writes)
         if automatic:
-            read, w5 = read // INCREMENT * INCREMENT, 0  # hits come in steps; writes are free
-        return read, w5
+            read, w30 = read // INCREMENT * INCREMENT, 0  # hits come in steps; writes are free
+        return read, w30 + w12, w12
 
     def openai_prewarm(self, body: dict[str, Any], blocks: list[Block]) -> dict[str, Any]:
         """A Responses request with ``prompt_cache_options.prewarm``: the cache, no output."""
         if not openai_explicit_cache(str(body["model"])):
             raise SimulatedRefusal("prompt_cache_options is supported for gpt-5.6 and later models")
-        read, written = self._openai_cache(body, blocks)
+        read, written, long = self._openai_cache(body, blocks)
         total = _cumulative(blocks)[-1]
-        self.bill("openai-responses", body["model"], total, read, written, 0, 0)
+        self.bill("openai-responses", body["model"], total, read, written - long, long, 0)
         answer = responses_answer(
-            self.next_id("resp"), body["model"], Reply(text=""), total, read, written, 0
+            self.next_id("resp"), body["model"], Reply(text=""), total, read, written, 0, long
         )
         return answer | {"output": []}
 
@@ -439,7 +449,7 @@ class Simulator:
         options = body.get("prompt_cache_options") or {}
         if shape == "openai-responses" and options.get("prewarm"):
             return self.openai_prewarm(body, blocks)
-        read, w5 = self._openai_cache(body, blocks)
+        read, w5, long = self._openai_cache(body, blocks, shape)
         total = _cumulative(blocks)[-1]
         said = [i for i in items if i.get("role") not in ("system", "developer")]
         self.messages.append(len(said))
@@ -449,11 +459,11 @@ class Simulator:
         reply = self.policy(shape, _last_text(items), tool_turn)
         out_value: Any = reply.text if not reply.tool else [reply.tool, reply.arguments]
         out = _tokens(out_value)
-        self.bill(shape, body["model"], total, read, w5, 0, out)
+        self.bill(shape, body["model"], total, read, w5 - long, long, out)
         if shape == "openai-chat":
             return chat_answer(self.next_id("chatcmpl"), body["model"], reply, total, read, w5, out)
         response_id = self.next_id("resp")
-        answer = responses_answer(response_id, body["model"], reply, total, read, w5, out)
+        answer = responses_answer(response_id, body["model"], reply, total, read, w5, out, long)
         if reply.tool and reply.tool == _client_search(body):
             answer["output"] = [_search_call(response_id, reply.arguments)]
         fingerprint = {
@@ -469,6 +479,16 @@ class Simulator:
                 self.fingerprints.get(compare), fingerprint
             )
         return answer
+
+
+def _openai_ttl(shape: str, model: str, options: dict[str, Any]) -> str:
+    """The retention a request asks for: "30m", or "12h" on Responses for GPT-5.6 and later."""
+    ttl = str(options.get("ttl") or "30m")
+    if ttl not in ("30m", "12h"):
+        raise SimulatedRefusal(f"prompt_cache_options.ttl must be '30m' or '12h', got {ttl!r}")
+    if ttl == "12h" and (shape != "openai-responses" or not openai_explicit_cache(model)):
+        raise SimulatedRefusal("ttl '12h' is supported on Responses for gpt-5.6 and later models")
+    return ttl
 
 
 def _anthropic_usage(total: int, read: int, w5: int, w1: int, out: int) -> dict[str, Any]:

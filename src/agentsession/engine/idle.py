@@ -32,7 +32,7 @@ from ..ledger.prices import ModelPrice, price_for
 from ..log import SideCall, now
 from ..providers.base import Model
 from ..providers.cache_controls import offers_prewarm
-from ..providers.cache_policy import cache_lifetime, choose_ttl
+from ..providers.cache_policy import cache_lifetime, choose_ttl, lift_lifetime
 from ..request import Request, UserMessage, text_of
 from .admission import Admitter
 from .deps import SessionDeps
@@ -159,9 +159,10 @@ async def keep_warm(
 ) -> SideCall:
     """Refresh the provider's cache of the session's prefix; the billed call, committed.
 
-    ``lift``: lift the live prefix to the long lifetime (Anthropic's hour) on the way: the
-    breakpoint at its end, at that lifetime, so the call writes the last reply at the long
-    price and the entry the next prompt reads lives the long lifetime from now.
+    ``lift``: lift the live prefix to the long lifetime (Anthropic's hour, OpenAI's 12 hours)
+    on the way: the breakpoint at its end, at that lifetime (OpenAI: a prewarm asking for the
+    12-hour retention), so the call writes the last reply at the long price and the entry the
+    next prompt reads lives the long lifetime from now.
 
     Args:
         deps: The session's dependencies (config, clock).
@@ -177,10 +178,11 @@ async def keep_warm(
     """
     live = await rebuild(model)
     moment = deps.clock() if deps.clock is not None else now()
-    prewarm = not lift and prewarms(model)
+    prewarm = prewarms(model)
     if prewarm:
         # Nothing is appended: the provider reads the live prefix's own entry (the longest it
-        # holds) and renews it, so two prewarms in a row renew the same entry.
+        # holds) and renews it, so two prewarms in a row renew the same entry; a lift asks it
+        # to retain the live prefix 12 hours (its last reply written there at that retention).
         request = live
     else:
         question = KEEP_WARM_QUESTION.format(at=_stamp(moment))
@@ -194,7 +196,8 @@ async def keep_warm(
     if deps.clock is not None:
         writer.ledger.note(deps.clock())  # the cache's lifetime starts again now
     if lift:
-        writer.ledger.ttl_seconds = LONGEST_TTL  # until the next request asks for its own
+        # until the next request asks for its own
+        writer.ledger.ttl_seconds = lift_lifetime(model.profile)
     call = SideCall(
         "keep_warm",
         done.model or model.name,
@@ -250,8 +253,9 @@ async def tend(
         lifetime=lifetime,
         compacted_tokens=None,
         long_writes=ttl == "1h" and bool(model.profile.cache_ttl),
-        # Anthropic: a prefix written at 5 minutes can be lifted to the hour by a keep-warm call
-        lift_lifetime=cache_lifetime(model.profile, "1h") if model.profile.cache_ttl else 0.0,
+        # a keep-warm call can lift the prefix: Anthropic's 5 minutes to the hour, OpenAI's
+        # 30 minutes to 12 hours (Responses, explicit breakpoints)
+        lift_lifetime=lift_lifetime(model.profile),
         own_lifetime=cache_lifetime(model.profile, ttl),
     )
     if situation is None:

@@ -17,7 +17,9 @@ supports are added (see ``ModelProfile.cache_key``, ``cache_breakpoints``, ``cac
   diagnosis against the previous response; with explicit breakpoints (GPT-5.6 and later),
   ``prompt_cache_options.prewarm`` on a keep-warm call (``CacheControls.prewarm``): the
   provider prepares the cache of the request without generating output, so the refresh is
-  the live request itself, read from the cache, and nothing else is billed.
+  the live request itself, read from the cache, and nothing else is billed; a lift
+  (``CacheControls.lift``) asks there for ``prompt_cache_options.ttl`` ``"12h"``, the longer
+  of the two retentions Responses offers (Chat Completions: ``"30m"`` only).
 - Anthropic: the lowering's breakpoints (last tool, last baseline block, newest user turn)
   plus one at the end of the application's instructions, all with the lifetime asked for
   (``ttl: "1h"``; the 5-minute default is left implicit), and ``diagnostics.previous_message_id``.
@@ -62,7 +64,8 @@ class CacheControls:
     threshold mode; ``None``: never). ``lift``: the request is a keep-warm call that lifts
     the live prefix to ``ttl``: the newest breakpoint goes on the end of the message before
     the last (the live prefix, whose last reply is written at that lifetime, so the entry the
-    next prompt reads lives as long) instead of on the keep-warm question. ``prewarm``: the
+    next prompt reads lives as long) instead of on the keep-warm question; on OpenAI Responses
+    with explicit breakpoints, a prewarm asking for the 12-hour retention. ``prewarm``: the
     request is a keep-warm call the provider answers without generating output, where it
     offers that (``offers_prewarm``; elsewhere it is ignored).
     """
@@ -161,6 +164,9 @@ def _openai(
         options["comparison_response_id"] = controls.compare_with
     if controls.prewarm and offers_prewarm(fmt, profile):
         body.setdefault("prompt_cache_options", {})["prewarm"] = True
+    if controls.lift and offers_prewarm(fmt, profile):
+        # the 12-hour retention: the live prefix read is retained 12 hours, not billed again
+        body.setdefault("prompt_cache_options", {})["ttl"] = "12h"
 
 
 def _anthropic(

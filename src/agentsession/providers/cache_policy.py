@@ -30,20 +30,25 @@ from typing import Literal
 
 from ..ledger import LONGEST_TTL, SHORTEST_TTL, GapCounts
 from .base import ModelProfile
+from .cache_controls import offers_prewarm
 
 __all__ = [
     "LONG_TTL",
     "MIN_GAPS",
+    "OPENAI_LIFT_TTL",
     "SHORT_TTL",
     "GapCounts",
     "cache_lifetime",
     "choose_ttl",
     "expected_cost",
+    "lift_lifetime",
 ]
 
 SHORT_TTL = SHORTEST_TTL
 LONG_TTL = LONGEST_TTL
 MIN_GAPS = 3
+OPENAI_LIFT_TTL = 12 * 3600.0
+"""OpenAI's longer retention (``prompt_cache_options.ttl`` ``"12h"``, Responses, GPT-5.6+)."""
 _READ = 0.1
 _WRITE = {"5m": 1.25, "1h": 2.0}
 
@@ -96,3 +101,16 @@ def cache_lifetime(profile: ModelProfile, ttl: Literal["5m", "1h"]) -> float:
     if profile.cache_ttl:
         return LONG_TTL if ttl == "1h" else max(SHORT_TTL, profile.cache_lifetime)
     return profile.cache_lifetime
+
+
+def lift_lifetime(profile: ModelProfile) -> float:
+    """The longer lifetime a keep-warm call can lift ``profile``'s prefix to (``0``: none).
+
+    Anthropic's hour where the profile offers a choice; OpenAI's 12 hours on Responses with
+    explicit breakpoints (the lift is a prewarm asking for ``ttl: "12h"``).
+    """
+    if profile.cache_ttl:
+        return cache_lifetime(profile, "1h")
+    if offers_prewarm(profile.wire_format, profile):
+        return OPENAI_LIFT_TTL
+    return 0.0

@@ -27,7 +27,13 @@ from ._errors import sdk_error, status_error
 from ._lowering import SEARCH_TOOL_NAME
 from .base import CompactionDone, ModelDone, ModelEvent, ModelTextDelta, ReplyStopReason
 from .cache_controls import CacheControls
-from .openai_compact import compact_arguments, compacted, compaction_input, offers_compaction
+from .openai_compact import (
+    compact_arguments,
+    compacted,
+    compaction_input,
+    long_writes,
+    offers_compaction,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -288,6 +294,7 @@ def _responses_done(response: Response, fmt: str, source: str) -> ModelDone:
             output_tokens=response.usage.output_tokens,
             cached_input_tokens=getattr(details, "cached_tokens", 0),
             cache_write_tokens=getattr(details, "cache_write_tokens", 0),
+            cache_write_long_tokens=long_writes(details),
         )
     kept: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
     if searches:

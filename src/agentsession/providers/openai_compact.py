@@ -25,6 +25,7 @@ __all__ = [
     "compact_arguments",
     "compacted",
     "compaction_input",
+    "long_writes",
     "offers_compaction",
 ]
 
@@ -99,6 +100,13 @@ def compacted(sent: dict[str, Any], parsed: Any, fmt: str, model: str) -> Compac
             output_tokens=reported.output_tokens,
             cached_input_tokens=getattr(details, "cached_tokens", 0) or 0,
             cache_write_tokens=getattr(details, "cache_write_tokens", 0) or 0,
+            cache_write_long_tokens=long_writes(details),
         )
     block = {"output": items} if text else {}
     return CompactionDone(fmt, block, text, usage, model)
+
+
+def long_writes(details: Any) -> int:
+    """The input tokens a Responses call wrote with the 12-hour retention (``ttl_12h_tokens``)."""
+    split = getattr(details, "cache_write_tokens_details", None)
+    return getattr(split, "ttl_12h_tokens", 0) or 0
