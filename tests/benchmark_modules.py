@@ -11,6 +11,7 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from agentsession import Config, Model, Runtime, Session, SQLiteStore
 
@@ -20,6 +21,7 @@ __all__ = [
     "load_benchmarks",
     "prompted_with_pauses",
     "sim_runtime",
+    "spied_simulator",
 ]
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -69,3 +71,19 @@ async def prompted_with_pauses(session: Session, clock: dict[str, datetime]) -> 
     for n, pause in enumerate(IDLE_PAUSES):
         clock["now"] += timedelta(seconds=pause)
         await session.prompt(f"question {n}")
+
+
+def spied_simulator(
+    bench: ModuleType, clock: dict[str, datetime]
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``bench``'s simulator on ``clock``, and the list of every OpenAI body it is sent."""
+    sim = bench.Simulator(bench.policy, bench.SIM_PRICES, lambda: clock["now"])
+    bodies: list[dict[str, Any]] = []
+    answer = sim.openai
+
+    def spy(shape: str, body: dict[str, Any]) -> dict[str, Any]:
+        bodies.append(body)
+        return answer(shape, body)  # type: ignore[no-any-return]
+
+    sim.openai = spy
+    return sim, bodies

@@ -13,7 +13,6 @@ import tempfile
 import typing
 from datetime import datetime, timedelta
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -29,7 +28,7 @@ from agentsession.providers.profiles import profile_for
 from agentsession.providers.wire import controlled
 from agentsession.request import AssistantMessage, Request, Usage, UserMessage
 
-from .benchmark_modules import load_benchmarks, sim_runtime
+from .benchmark_modules import load_benchmarks, sim_runtime, spied_simulator
 
 TERRA = profile_for("openai", "gpt-5.6-terra")
 LIVE = Request(
@@ -127,15 +126,7 @@ HOURS_PAUSES = (0, 30, 7200, 7300, 7400)
 
 async def test_a_lift_keeps_the_prefix_warm_past_30_minutes(bench: ModuleType) -> None:
     clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
-    sim = bench.Simulator(bench.policy, bench.SIM_PRICES, lambda: clock["now"])
-    bodies: list[dict[str, Any]] = []
-    answer = sim.openai
-
-    def spy(shape: str, body: dict[str, Any]) -> dict[str, Any]:
-        bodies.append(body)
-        return answer(shape, body)  # type: ignore[no-any-return]
-
-    sim.openai = spy
+    sim, bodies = spied_simulator(bench, clock)
     with bench.running(sim) as url, tempfile.TemporaryDirectory() as tmp:
         model = ags.get_model("openai:gpt-5.6-terra", base_url=f"{url}/v1", api_key="sim")
         config = ags.Config(titles=False, idle_policy="auto")

@@ -33,7 +33,7 @@ from agentsession.providers.profiles import profile_for
 from agentsession.providers.wire import controlled
 from agentsession.request import AssistantMessage, Request, Usage, UserMessage
 
-from .benchmark_modules import load_benchmarks, prompted_with_pauses, sim_runtime
+from .benchmark_modules import load_benchmarks, prompted_with_pauses, sim_runtime, spied_simulator
 
 TERRA = profile_for("openai", "gpt-5.6-terra")
 LIVE = Request(
@@ -93,15 +93,7 @@ async def refreshed_then_resumed(
     resumed prompt's request, and the body the simulator answered for the refresh.
     """
     clock = {"now": datetime(2026, 3, 1, 9, 0).astimezone()}
-    sim = bench.Simulator(bench.policy, bench.SIM_PRICES, lambda: clock["now"])
-    bodies: list[dict[str, Any]] = []
-    answer = sim.openai
-
-    def spy(shape: str, body: dict[str, Any]) -> dict[str, Any]:
-        bodies.append(body)
-        return answer(shape, body)  # type: ignore[no-any-return]
-
-    sim.openai = spy
+    sim, bodies = spied_simulator(bench, clock)
     with bench.running(sim) as url, tempfile.TemporaryDirectory() as tmp:
         model = ags.get_model(spec, base_url=f"{url}/v1", api_key="sim", streaming=streaming)
         runtime = sim_runtime(

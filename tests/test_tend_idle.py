@@ -9,7 +9,7 @@ session that runs or waits on an approval is left alone; ``idle_policy="off"`` d
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -21,19 +21,7 @@ from agentsession.ledger.idle import GapPool
 from agentsession.log import SideCall
 from agentsession.request import text_of
 
-PRICE = ags.ModelPrice(input=3.0, cached_input=0.3, cache_write=3.75, output=15.0)
-REPORTING = ags.ModelProfile(provider="test", reports_usage=True)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 12, 1, 9, 0).astimezone()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def wait(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+from .idle_clock import PRICE, REPORTING, Clock
 
 
 def answer(request: ags.Request) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,22 +21,10 @@ from agentsession.log import ContextEpoch, PermissionChanged, SideCall, Summary,
 from agentsession.request import text_of
 
 from .held import HeldCall
+from .idle_clock import PRICE, REPORTING, Clock
 
-PRICE = ags.ModelPrice(input=3.0, cached_input=0.3, cache_write=3.75, output=15.0)
-REPORTING = ags.ModelProfile(provider="test", reports_usage=True)
 SUMMARY = "## Goal\nPrepared while the user was away."
 WARM_MARK = KEEP_WARM_QUESTION.split("{", 1)[0]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 12, 1, 9, 0).astimezone()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def wait(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 def _last_text(request: ags.Request) -> str:

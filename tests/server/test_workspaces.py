@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -145,6 +146,29 @@ def test_serve_with_workspaces_offers_the_tools_under_its_preset(tmp_path: Path)
     assert (tmp_path / "spaces" / "local").is_dir()
 
 
+def _tool_runtime(tmp_path: Path, model: Any) -> Any:
+    """A runtime with the built-in tools and ``model``, its store in ``tmp_path``."""
+    import agentsession as ags
+
+    return ags.Runtime(
+        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
+        model=model,
+        tools=ags.builtin_tools(),
+        project_dir=tmp_path,
+        config=ags.Config(titles=False),
+    )
+
+
+def _alice_at(runtime: Any, root: Path) -> httpx.AsyncClient:
+    """ALICE's client of an in-process server of ``runtime`` with workspaces under ``root``."""
+    import agentsession as ags
+
+    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost", headers=_as(ALICE)
+    )
+
+
 async def test_a_link_under_the_root_is_never_a_workspace(tmp_path: Path) -> None:
     """A link planted under the root (by a command run without a sandbox, say) would make a
     session work wherever it points: a named workspace that is a link is refused, and so is a
@@ -157,18 +181,8 @@ async def test_a_link_under_the_root_is_never_a_workspace(tmp_path: Path) -> Non
     outside.mkdir()
     (outside / "secret.txt").write_text("s3cret")
     model = ags.ScriptedModel([[ags.ToolCall("list_files", {"path": "."})], "done"] * 3)
-    runtime = ags.Runtime(
-        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
-        model=model,
-        tools=ags.builtin_tools(),
-        project_dir=tmp_path,
-        config=ags.Config(titles=False),
-    )
-    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://localhost", headers=_as(ALICE)
-    ) as client:
+    runtime = _tool_runtime(tmp_path, model)
+    async with _alice_at(runtime, root) as client:
         own = (await client.post("/sessions", json={})).json()["id"]
         area = next(root.iterdir())
         os.symlink(outside, area / "evil")
@@ -252,18 +266,8 @@ async def test_a_named_workspace_replaced_by_a_link_is_refused_not_swapped(tmp_p
     root, outside = tmp_path / "ws", tmp_path / "outside"
     outside.mkdir()
     model = ags.ScriptedModel([[ags.ToolCall("list_files", {"path": "."})], "done"] * 2)
-    runtime = ags.Runtime(
-        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
-        model=model,
-        tools=ags.builtin_tools(),
-        project_dir=tmp_path,
-        config=ags.Config(titles=False),
-    )
-    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://localhost", headers=_as(ALICE)
-    ) as client:
+    runtime = _tool_runtime(tmp_path, model)
+    async with _alice_at(runtime, root) as client:
         sid = (await client.post("/sessions", json={"workspace": "site"})).json()["id"]
         site = next(root.iterdir()) / "site"
         site.rmdir()
@@ -285,19 +289,9 @@ async def test_a_fork_works_in_its_sources_named_workspace_or_in_its_own_folder(
     root = tmp_path / "ws"
     call = [ags.ToolCall("list_files", {"path": "."})]
     model = ags.ScriptedModel(["hello", "hello", call, "done", call, "done"])
-    runtime = ags.Runtime(
-        store=ags.SQLiteStore(tmp_path / "db.sqlite"),
-        model=model,
-        tools=ags.builtin_tools(),
-        project_dir=tmp_path,
-        config=ags.Config(titles=False),
-    )
-    app = ags.server.create_app(runtime, workspaces=root, tokens=[ALICE])
-    transport = httpx.ASGITransport(app=app)
+    runtime = _tool_runtime(tmp_path, model)
     seen = {}
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://localhost", headers=_as(ALICE)
-    ) as client:
+    async with _alice_at(runtime, root) as client:
         for name in ("site", None):
             body = {"workspace": name} if name else {}
             sid = (await client.post("/sessions", json=body)).json()["id"]
